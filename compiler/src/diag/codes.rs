@@ -1,0 +1,294 @@
+//! Stable diagnostic codes. A code, once published, keeps its meaning forever; new
+//! problems get new codes. `gpolc check --explain CODE` prints the long text.
+
+macro_rules! codes {
+    ($( $variant:ident = $code:literal, $title:literal, $explain:literal; )*) => {
+        /// Every diagnostic gpol can report.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code { $($variant),* }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant),*];
+
+            /// The stable code, e.g. `E0007`.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $code),* }
+            }
+
+            /// A one-line title.
+            pub fn title(self) -> &'static str {
+                match self { $(Code::$variant => $title),* }
+            }
+
+            /// The long explanation printed by `gpolc check --explain`.
+            pub fn explanation(self) -> &'static str {
+                match self { $(Code::$variant => $explain),* }
+            }
+        }
+    };
+}
+
+impl Code {
+    pub fn parse(s: &str) -> Option<Code> {
+        let s = s.trim().to_ascii_uppercase();
+        Code::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+
+    pub fn is_warning(self) -> bool {
+        self.as_str().starts_with('W')
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+codes! {
+    Syntax = "E0001", "syntax error",
+"The text does not follow gpol's grammar at the marked place. The message says what the
+parser expected there and what it found instead.
+
+    filter f { job.whole_cards > 0 and }
+                                       ^ expected an expression after `and`
+
+Common causes: a missing operand, an unclosed `{` or `(`, a misspelt keyword
+(`filtre`), or a unit separated from its number by a line break.";
+
+    TooDeep = "E0002", "nesting too deep",
+"Expressions and blocks may nest at most 64 levels (brackets, braces, `if`), and one
+expression may hold at most 256 operators in a row. Deeper nesting is almost always
+generated text gone wrong; it is refused so that checking stays fast and bounded.
+
+Split the expression with `let` bindings or a helper `fn`.";
+
+    BadLiteral = "E0003", "invalid literal",
+"A number, string or name range cannot be read: a number too large for a 64-bit float
+(gpol numbers are IEEE doubles), an unknown escape in a string (`\\q`), or a node name
+range whose end is before its start (`n[4..1]`).";
+
+    UnknownName = "E0004", "unknown name",
+"A name is not defined where it is used. Names come from `let` bindings, `fn`
+parameters, comprehension variables, `const` declarations, enum values (`exclusive`,
+`mig`, `timeslice`, `mps`) and the records a rule can see (`job`, `node`, `card`,
+`queue`, `claimant`, `victim`, `cluster`).
+
+    filter f { nodes.free_cards > 0 }   // `nodes` is not defined; did you mean `node`?";
+
+    UnknownField = "E0005", "unknown field",
+"The record has no field of that name. `docs/schema.md` lists every field of `job`,
+`node`, `card`, `queue`, `domain`, `cluster`, `shape` and `resources`, with types and
+units. A node also has one field per topology level (`node.rack`), and a queue's custom
+attributes are read through `queue.attr.NAME`.";
+
+    UnknownFunction = "E0006", "unknown function",
+"No built-in, `fn` or imported library function has this name. Built-ins are `min`,
+`max`, `abs`, `clamp`, `sqrt`, `exp2`, `log`, `pow`, `hash01`, `has` and `len`. Library
+functions are called by their module path after a `use`: `use std.pack` then
+`std.pack.binpack(job, node)` (or `pack.binpack(...)`).";
+
+    UnknownModule = "E0007", "unknown or unimported module",
+"A `use` names a module that does not exist, or a call goes through a module path that
+was not imported. The standard library has `std.pack` and `std.topology`.
+
+    score s { std.pack.binpack(job, node) }   // needs `use std.pack` first
+
+Library modules are imported once at the top of the policy and then called by their
+full path or by their last segment (`pack.binpack`). `use std.pack as p` gives a
+different short name.";
+
+    TypeMismatch = "E0008", "type mismatch",
+"An expression has a different type than its place requires: a string where a number
+is needed, a `node` where a `job` is expected, branches of an `if` with different
+types, or an operator applied to values it does not work on. The message names both
+types.";
+
+    UnitMismatch = "E0009", "unit mismatch",
+"Numbers in gpol carry units: gpu, cpu, bytes, duration, or none (counts and
+fractions). Adding, subtracting and comparing need the same unit; multiplying and
+dividing combine units (`bytes / bytes` is a plain fraction, `gpu * duration` is
+GPU-time).
+
+    filter f { node.gpu_mem > 40 }      // error: bytes compared with a plain number
+    filter f { node.gpu_mem > 40GiB }   // fine
+
+A plain number never converts to a unit silently: write the unit on the literal.";
+
+    ArgCount = "E0010", "wrong number of arguments",
+"A function was called with more or fewer arguments than it takes. The message gives
+the signature.";
+
+    Duplicate = "E0011", "duplicate definition",
+"Two definitions share a name where names must be unique: rules of any kind, queues
+(anywhere in the tree), constants, functions, priority classes, parameters, test names,
+nodes and jobs of one test. The second definition is marked, the first is labelled.";
+
+    Recursion = "E0012", "recursive function",
+"gpol functions may not call themselves, directly or through other functions: every
+rule must finish in time bounded by the size of its input. The message shows the cycle.
+Rewrite the recursion as a comprehension (`sum(c in node.cards_list: ...)`).";
+
+    GuaranteeExceedsParent = "E0013", "children's guarantees exceed the parent's",
+"The guarantees of a queue's children add up to more than the queue's own guarantee
+for the same resource, so the parent could not honour them all at once. Raise the
+parent's guarantee or lower the children's. (A parent without an explicit guarantee
+gets the sum of its children's.)";
+
+    LimitBelowGuarantee = "E0014", "limit below guarantee",
+"A queue's `limit` for a resource is smaller than its `guarantee`, so the guarantee could
+never be used in full. A limit must be at least the guarantee.";
+
+    NegativeQuantity = "E0015", "negative quantity",
+"Guarantees, limits, borrow and lend limits, user limits, weights, half-lives and
+priority-class values may not be negative (and weights and half-lives must be
+positive where stated).";
+
+    NoCohort = "E0016", "borrowing cannot happen here",
+"`borrow_limit` and `lend_limit` only mean something for a queue that has a sibling to
+borrow from or lend to. The root of the tree, and an only child, have none; the limit
+would silently do nothing, so it is refused.";
+
+    NotComparable = "E0017", "order key is not comparable",
+"A `queue_order` or `job_order` key must be a number (of any unit) or a boolean
+(false sorts before true). Strings, labels, enum values, records and optionals have no
+order; convert them, e.g. `job.expected_duration ?? 1h`.";
+
+    NotNumeric = "E0018", "expected a number",
+"Scores, costs, weights and tiers are numbers. A `score` or `card_score` body must be a
+plain number (no unit) expected in [0, 1]; a preemption `cost` may carry a unit
+(`victim.total_gpus * victim.since_checkpoint` is GPU-time); weights are plain
+numbers.";
+
+    NotBool = "E0019", "expected a boolean",
+"`admit`, `filter` bodies, `when` clauses, `if` conditions, `any`/`all`/`count`
+predicates, the operands of `and`/`or`/`not`/`implies` and `expect` conditions must be
+booleans.";
+
+    OptionalMisuse = "E0020", "optional value used directly",
+"A field marked optional (such as `job.mig_profile` or `job.expected_duration`) may be
+absent. It can only be read through `??`, which supplies a default, or tested with
+`has(...)`:
+
+    job.expected_duration ?? 1h > 30m
+    has(job.mig_profile)";
+
+    UnknownQueue = "E0021", "unknown queue",
+"A queue name does not match any queue of the policy's tree. Queue names appear in
+string comparisons with `queue.name` (`job.queue.name == \"research\"`) and in tests
+(`submit j { queue research }`).";
+
+    UnknownLevel = "E0022", "unknown topology level",
+"A topology level is not one the policy declares. Without a `topology` declaration the
+levels are `nvlink_domain`, `rack`, `block` and `zone` (smallest first); declare others
+with `topology nvlink_domain, rack, pod`.";
+
+    UnknownRule = "E0023", "unknown rule",
+"A test expects a job to be pending or rejected `because` of a rule that the policy does
+not define. Use the name of an `admit` or `filter` rule, or one of the built-in reasons
+`quota`, `capacity`, `order` and `gang`.";
+
+    TestScenario = "E0024", "invalid test scenario",
+"A `test` block refers to a node or job that it does not declare, sets a property that
+nodes or jobs do not have, or gives a property a value of the wrong kind. The property
+tables are in docs/language.md (Tests).";
+
+    NotConstant = "E0025", "expected a constant",
+"This place needs a value known when the policy is compiled: `const` values, quota
+amounts, weights, tiers, priority-class values, settings and test properties. It may
+use literals, other constants and arithmetic, but not `job`, `node`, `queue` or other
+records.";
+
+    OutOfScope = "E0026", "record not available in this rule",
+"Each kind of rule sees a fixed set of records:
+
+    admit               job, cluster
+    filter, score       job, node, cluster
+    card_score          job, node, card, cluster
+    queue_order         queue, cluster
+    job_order, gang     job, cluster
+    preempt, reclaim    claimant, victim, cluster
+
+An admit rule runs before any node is looked at, so it cannot read `node`; a
+filter that needs a queue reads it through `job.queue`.";
+
+    StringOp = "E0027", "strings only support equality and membership",
+"Strings and labels can be compared with `==` and `!=`, tested with `in` / `not in`
+against a list, and hashed with `hash01`. They have no order and no arithmetic.";
+
+    BadAttr = "E0028", "queue attribute undefined or inconsistent",
+"A rule reads `queue.attr.NAME` but some leaf queue neither defines the attribute nor
+inherits it from an ancestor, or two queues give it values of different types. Define
+a default on the root queue.";
+
+    BadSetting = "E0029", "unknown or invalid setting",
+"`settings { ... }` accepts `queueing strict|best_effort` (the default for leaf queues),
+`reserve_after DURATION` (when a waiting job may reserve its best domain) and
+`max_tiers` is fixed at 4. A queue may override `queueing`.";
+
+    MissingHeader = "E0030", "missing or misplaced header",
+"A policy file starts with `policy NAME`; a library module with `module PATH`. The
+header tells tools what the file is, and names the policy in reports.";
+
+    InvalidUtf8 = "E0031", "file is not UTF-8",
+"gpol source files must be UTF-8 text. The first byte that is not valid UTF-8 is
+reported. A leading byte-order mark is accepted and ignored; CRLF line ends are fine.";
+
+    Unterminated = "E0032", "unterminated string or comment",
+"A string (`\"...`) ends at the end of its line without a closing quote, or a block
+comment (`/* ...`) is never closed. Strings cannot span lines; use `\\n` for a newline.";
+
+    NotAList = "E0033", "expected a list",
+"Comprehensions (`any`, `all`, `count`, `sum`, `min`, `max`) iterate over a list, and
+`in`/`not in` test membership in one. Lists come from fields such as
+`node.cards_list`, `job.allowed_models` and `cluster.task_shapes`, or from list
+literals `[\"a100\", \"h100\"]`.";
+
+    BadFlavour = "E0034", "GPU model in the wrong place",
+"`gpu(MODEL)` (for example `256 gpu(h100)`) scopes a quota to one GPU model. It is only
+meaningful in `guarantee`, `limit`, `borrow_limit`, `lend_limit` and `user_limit`
+statements, and only on gpu quantities.";
+
+    TierOutOfRange = "E0035", "score tier out of range",
+"Score tiers are compared lexicographically before the weighted sum; there are at most
+four, numbered 1 to 4 (tier 1 decides first). Scores without a tier are in the weighted
+sum.";
+
+    UnknownPriorityClass = "E0036", "unknown priority class",
+"A test job names a `priority_class` that the policy does not declare.";
+
+    BadQuota = "E0037", "invalid quota amount",
+"A quota statement takes quantities of gpu, cpu or memory (bytes), such as
+`guarantee 64 gpu, 256 cpu, 2TiB`. Each resource may appear once per statement.";
+
+    UnknownType = "E0038", "unknown type",
+"A type annotation names no type. Types are `number`, `count`, `fraction`, `gpu`,
+`cpu`, `bytes`, `duration`, `bool`, `string`, `sharing`, `mig_profile`, the records
+`job`, `node`, `card`, `queue`, `domain`, `cluster`, `shape`, `resources`, their lists
+`list[T]`, optionals `T?`, and unit products such as `gpu*duration`.";
+
+    UnusedLet = "W0001", "unused let binding",
+"A `let` binding is never read. Remove it, or prefix its name with `_` to keep it.";
+
+    UnusedConst = "W0002", "unused constant",
+"A `const` is never read in this policy. Remove it, or prefix its name with `_`.";
+
+    UnusedFn = "W0003", "unused function",
+"A `fn` is never called in this policy. Remove it, or prefix its name with `_`.
+Library modules may export unused functions freely.";
+
+    ConstantRule = "W0004", "rule is constant",
+"After constant folding, this `admit` or `filter` rule is always true (it never rejects
+anything) or always false (it rejects everything). Either is almost certainly a mistake.";
+
+    ZeroWeight = "W0005", "score weight is zero",
+"A score with weight 0 never influences placement. Remove it, or give it a weight.";
+
+    Shadowing = "W0006", "name shadows another",
+"A `let`, parameter or comprehension variable reuses the name of a constant, an outer
+binding or a record (`job`, `node`, ...). Reading the code, it is easy to mistake one
+for the other; pick a different name.";
+
+    UnusedUse = "W0007", "unused import",
+"A `use` imports a module whose functions are never called. Remove it.";
+}

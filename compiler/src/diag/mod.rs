@@ -1,0 +1,115 @@
+//! Diagnostics are plain data until they are rendered at the edge (see [`render`]).
+
+mod codes;
+pub mod render;
+
+pub use codes::Code;
+
+use crate::source::Span;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+/// One problem found in a source file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    pub primary: Label,
+    pub secondary: Vec<Label>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic whose severity follows its code (`E…` errors, `W…` warnings).
+    pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
+        let severity = if code.is_warning() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        Diagnostic {
+            code,
+            severity,
+            message: message.into(),
+            primary: Label {
+                span,
+                message: String::new(),
+            },
+            secondary: Vec::new(),
+            help: None,
+        }
+    }
+
+    /// The text under the primary span.
+    pub fn label(mut self, message: impl Into<String>) -> Diagnostic {
+        self.primary.message = message.into();
+        self
+    }
+
+    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+        self.secondary.push(Label {
+            span,
+            message: message.into(),
+        });
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn maybe_help(mut self, help: Option<String>) -> Diagnostic {
+        if help.is_some() {
+            self.help = help;
+        }
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Shortens user-controlled text (a 1 MB identifier, say) before it goes into a message.
+pub fn snippet(text: &str) -> String {
+    const MAX: usize = 48;
+    if text.chars().count() <= MAX {
+        text.to_string()
+    } else {
+        let head: String = text.chars().take(MAX - 1).collect();
+        format!("{head}…")
+    }
+}
+
+/// A bag of diagnostics collected by one stage.
+#[derive(Default, Debug)]
+pub struct Diagnostics {
+    pub list: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    pub fn push(&mut self, d: Diagnostic) {
+        self.list.push(d);
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.list.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn extend(&mut self, other: impl IntoIterator<Item = Diagnostic>) {
+        self.list.extend(other);
+    }
+}
