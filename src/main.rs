@@ -1,1 +1,36 @@
-fn main() {}
+//! `gpolc`: the command line of gpol. Each subcommand lives in `cmd/` and is a thin
+//! layer over the compiler library.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// gpolc — compiler and tools for gpol, a language for GPU cluster scheduling policies.
+#[derive(Parser)]
+#[command(name = "gpolc", version, about, long_about = None)]
+struct Cli {
+    /// When to colour output.
+    #[arg(long, global = true, value_enum, default_value_t = cmd::ColorChoice::Auto)]
+    color: cmd::ColorChoice,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check policies for errors and warnings.
+    Check(cmd::check::Args),
+    /// Format policies canonically.
+    Fmt(cmd::fmt::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let color = cli.color.enabled();
+    let code = match cli.command {
+        Command::Check(a) => cmd::check::run(a, color),
+        Command::Fmt(a) => cmd::fmt::run(a, color),
+    };
+    ExitCode::from(code)
+}

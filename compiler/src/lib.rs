@@ -4,10 +4,17 @@
 //! modules), [`check`] (types, units and semantic rules → [`hir`]); [`fmt`] prints a syntax
 //! tree canonically. [`schema`] is the one definition of what rules can see.
 
+pub mod check;
 pub mod diag;
+pub mod fmt;
+pub mod fold;
 pub mod fuzzy;
+pub mod hir;
+pub mod ops;
 pub mod parse;
 pub mod schema;
 pub mod source;
+pub mod stdlib;
 pub mod syntax;
+pub mod types;
 pub mod units;

@@ -1,0 +1,720 @@
+//! `test` blocks: scenarios of nodes, jobs, time and expectations, checked against the
+//! policy so a typo in a test is an error, not a silently passing test.
+
+use super::Checker;
+use super::expr::Scope;
+use crate::diag::{Code, Diagnostic, snippet};
+use crate::fuzzy;
+use crate::hir::{self, Expect, Step, TestJob, TestName, TestNode, Value};
+use crate::schema::{Context, EnumKind, Record};
+use crate::source::Span;
+use crate::syntax::{self as ast, Expectation, Item, Prop, RuleKind, TestStmt};
+use crate::types::Ty;
+use crate::units::Dim;
+use std::collections::HashMap;
+
+/// Reasons a job can be pending that are not rules.
+pub const BUILTIN_REASONS: &[&str] = &["quota", "capacity", "order", "gang"];
+
+/// What kind of value a property takes.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A number in a unit; `bare` allows a plain number to mean that unit.
+    Num(Dim, bool),
+    Flag,
+    /// A name, written bare or as a string.
+    Symbol,
+    Enum(EnumKind),
+    MigList,
+    StrList,
+}
+
+const NODE_PROPS: &[(&str, Kind)] = &[
+    ("model", Kind::Symbol),
+    ("cards", Kind::Num(Dim::GPU, true)),
+    ("gpu_mem", Kind::Num(Dim::BYTES, false)),
+    ("sharing", Kind::Enum(EnumKind::Sharing)),
+    ("mig", Kind::MigList),
+    ("max_clients", Kind::Num(Dim::NONE, true)),
+    ("cpu", Kind::Num(Dim::CPU, true)),
+    ("mem", Kind::Num(Dim::BYTES, false)),
+];
+
+const JOB_PROPS: &[(&str, Kind)] = &[
+    ("queue", Kind::Symbol),
+    ("user", Kind::Symbol),
+    ("priority_class", Kind::Symbol),
+    ("priority", Kind::Num(Dim::NONE, true)),
+    ("cards", Kind::Num(Dim::GPU, true)),
+    ("fraction", Kind::Num(Dim::GPU, true)),
+    ("mig", Kind::Enum(EnumKind::MigProfile)),
+    ("replicas", Kind::Num(Dim::NONE, true)),
+    ("min_replicas", Kind::Num(Dim::NONE, true)),
+    ("gpu_mem", Kind::Num(Dim::BYTES, false)),
+    ("cpu", Kind::Num(Dim::CPU, true)),
+    ("mem", Kind::Num(Dim::BYTES, false)),
+    ("models", Kind::StrList),
+    ("bursty", Kind::Flag),
+    ("latency_critical", Kind::Flag),
+    ("preemptible", Kind::Flag),
+    ("duration", Kind::Num(Dim::TIME, false)),
+    ("utilization", Kind::Num(Dim::NONE, true)),
+    ("runtime", Kind::Num(Dim::TIME, false)),
+    ("since_checkpoint", Kind::Num(Dim::TIME, false)),
+];
+
+impl Checker<'_> {
+    pub(super) fn check_tests(&mut self, m: usize, parsed: &ast::File, p: &mut hir::Policy) {
+        let mut names: HashMap<String, Span> = HashMap::new();
+        let rules: Vec<String> = parsed
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Rule(r) if matches!(r.kind, RuleKind::Admit | RuleKind::Filter) => {
+                    Some(r.name.name.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        for item in &parsed.items {
+            let Item::Test(t) = item else { continue };
+            if let Some(first) = names.get(&t.name.value) {
+                self.err(
+                    Diagnostic::new(
+                        Code::Duplicate,
+                        t.name.span,
+                        format!("test \"{}\" is defined twice", snippet(&t.name.value)),
+                    )
+                    .label("second definition")
+                    .with_secondary(*first, "first defined here")
+                    .help("give each test a unique name"),
+                );
+            }
+            names.insert(t.name.value.clone(), t.name.span);
+            let test = self.check_test(m, t, &rules, p);
+            p.tests.push(test);
+        }
+    }
+
+    fn check_test(
+        &mut self,
+        m: usize,
+        t: &ast::TestBlock,
+        rules: &[String],
+        p: &hir::Policy,
+    ) -> hir::Test {
+        let mut nodes: HashMap<String, Span> = HashMap::new();
+        let mut jobs: HashMap<String, Span> = HashMap::new();
+        let mut steps = Vec::new();
+        for s in &t.stmts {
+            match s {
+                TestStmt::Node { names, props, .. } => {
+                    let template = self.test_node(m, props);
+                    for n in names {
+                        let expanded: Vec<String> = match n.range {
+                            Some((a, b)) => {
+                                (a..=b).map(|i| format!("{}{i}", n.name.name)).collect()
+                            }
+                            None => vec![n.name.name.clone()],
+                        };
+                        for name in expanded {
+                            if let Some(first) = nodes.get(&name) {
+                                self.err(
+                                    Diagnostic::new(
+                                        Code::Duplicate,
+                                        n.name.span,
+                                        format!("node `{name}` is declared twice in this test"),
+                                    )
+                                    .label("second declaration")
+                                    .with_secondary(*first, "first declared here"),
+                                );
+                                continue;
+                            }
+                            nodes.insert(name.clone(), n.name.span);
+                            steps.push(Step::Node(TestNode {
+                                name,
+                                ..template.clone()
+                            }));
+                        }
+                    }
+                }
+                TestStmt::Submit { job, props, .. } | TestStmt::Run { job, props, .. } => {
+                    if let Some(first) = jobs.get(&job.name) {
+                        self.err(
+                            Diagnostic::new(
+                                Code::Duplicate,
+                                job.span,
+                                format!("job `{}` is declared twice in this test", job.name),
+                            )
+                            .label("second declaration")
+                            .with_secondary(*first, "first declared here"),
+                        );
+                    }
+                    jobs.insert(job.name.clone(), job.span);
+                    let j = self.test_job(m, job, props, p);
+                    match s {
+                        TestStmt::Run {
+                            nodes: on, props, ..
+                        } => {
+                            for n in on {
+                                self.known(&nodes, n, "node");
+                            }
+                            let _ = props;
+                            steps.push(Step::Run(j, on.iter().map(|n| n.name.clone()).collect()));
+                        }
+                        _ => steps.push(Step::Submit(j)),
+                    }
+                }
+                TestStmt::Advance(e, _) => {
+                    if let Some(d) = self.const_number(m, e, &Ty::Num(Dim::TIME), "`advance`") {
+                        if d < 0.0 {
+                            self.err(
+                                Diagnostic::new(
+                                    Code::TestScenario,
+                                    e.span,
+                                    "time cannot go backwards",
+                                )
+                                .label("negative duration")
+                                .help("advance by a positive duration"),
+                            );
+                        } else {
+                            steps.push(Step::Advance(d));
+                        }
+                    }
+                }
+                TestStmt::Complete(j, _) => {
+                    self.known(&jobs, j, "job");
+                    steps.push(Step::Complete(j.name.clone()));
+                }
+                TestStmt::Fail(n, _) => {
+                    self.known(&nodes, n, "node");
+                    steps.push(Step::Fail(n.name.clone()));
+                }
+                TestStmt::Expect(e, span) => {
+                    if let Some(x) = self.expectation(m, e, &nodes, &jobs, rules, p) {
+                        steps.push(Step::Expect(x, *span));
+                    }
+                }
+            }
+        }
+        hir::Test {
+            name: t.name.value.clone(),
+            steps,
+            span: t.span,
+        }
+    }
+
+    fn known(&mut self, names: &HashMap<String, Span>, n: &ast::Ident, what: &str) -> bool {
+        if names.contains_key(&n.name) {
+            return true;
+        }
+        let sugg = fuzzy::suggest(&n.name, names.keys().map(String::as_str));
+        self.err(
+            Diagnostic::new(
+                Code::TestScenario,
+                n.span,
+                format!("this test declares no {what} `{}`", snippet(&n.name)),
+            )
+            .label(format!("unknown {what}"))
+            .help(match sugg {
+                Some(s) => format!("did you mean `{s}`?"),
+                None if what == "job" => {
+                    "declare jobs with `submit NAME { … }` or `run NAME on NODE { … }` first".into()
+                }
+                None => "declare nodes with `node NAME { … }` first".into(),
+            }),
+        );
+        false
+    }
+
+    fn expectation(
+        &mut self,
+        m: usize,
+        e: &Expectation,
+        nodes: &HashMap<String, Span>,
+        jobs: &HashMap<String, Span>,
+        rules: &[String],
+        p: &hir::Policy,
+    ) -> Option<Expect> {
+        Some(match e {
+            Expectation::On { job, nodes: on } => {
+                let mut ok = self.known(jobs, job, "job");
+                for n in on {
+                    ok &= self.known(nodes, n, "node");
+                }
+                Expect::On(
+                    job.name.clone(),
+                    on.iter().map(|n| n.name.clone()).collect(),
+                )
+                .into_ok(ok)?
+            }
+            Expectation::Pending { job, because } | Expectation::Rejected { job, because } => {
+                let ok = self.known(jobs, job, "job");
+                if let Some(r) = because {
+                    let is_rule =
+                        rules.contains(&r.name) || BUILTIN_REASONS.contains(&r.name.as_str());
+                    if !is_rule {
+                        let mut all: Vec<&str> = rules.iter().map(String::as_str).collect();
+                        all.extend(BUILTIN_REASONS);
+                        let sugg = fuzzy::suggest(&r.name, all.iter().copied());
+                        self.err(
+                            Diagnostic::new(
+                                Code::UnknownRule,
+                                r.span,
+                                format!("no admit or filter rule is named `{}`", snippet(&r.name)),
+                            )
+                            .label("unknown reason")
+                            .help(match sugg {
+                                Some(s) => format!("did you mean `{s}`?"),
+                                None => format!(
+                                    "reasons are the admit and filter rules, or {}",
+                                    BUILTIN_REASONS.join(", ")
+                                ),
+                            }),
+                        );
+                        return None;
+                    }
+                }
+                let reason = because.as_ref().map(|r| r.name.clone());
+                if !ok {
+                    return None;
+                }
+                match e {
+                    Expectation::Pending { .. } => Expect::Pending(job.name.clone(), reason),
+                    _ => Expect::Rejected(job.name.clone(), reason),
+                }
+            }
+            Expectation::Evicted { job, by } => {
+                let mut ok = self.known(jobs, job, "job");
+                if let Some(b) = by {
+                    ok &= self.known(jobs, b, "job");
+                }
+                Expect::Evicted(job.name.clone(), by.as_ref().map(|b| b.name.clone()))
+                    .into_ok(ok)?
+            }
+            Expectation::Running { job } => {
+                Expect::Running(job.name.clone()).into_ok(self.known(jobs, job, "job"))?
+            }
+            Expectation::Holds(x) => {
+                let mut scope = Scope::new(m, Context::Test);
+                let mut bound = Vec::new();
+                let bind = |scope: &mut Scope, name: &str, ty: Ty| {
+                    let id = scope.fresh_id();
+                    scope.test_names.push((name.to_string(), id, ty));
+                    id
+                };
+                for (qi, q) in p.queues.iter().enumerate() {
+                    let id = bind(&mut scope, &q.name, Ty::Record(Record::Queue));
+                    bound.push(TestName::Queue(id, qi));
+                }
+                let mut sorted_jobs: Vec<&String> = jobs.keys().collect();
+                sorted_jobs.sort();
+                for j in sorted_jobs {
+                    let id = bind(&mut scope, j, Ty::Record(Record::Job));
+                    bound.push(TestName::Job(id, j.clone()));
+                }
+                let mut sorted_nodes: Vec<&String> = nodes.keys().collect();
+                sorted_nodes.sort();
+                for n in sorted_nodes {
+                    let id = bind(&mut scope, n, Ty::Record(Record::Node));
+                    bound.push(TestName::Node(id, n.clone()));
+                }
+                let h = self.expr(&mut scope, x);
+                if !self.expect_bool(&h, "an `expect` condition") {
+                    return None;
+                }
+                Expect::Holds(h, bound)
+            }
+        })
+    }
+
+    /// The value of a property, checked against what the property takes.
+    fn prop(
+        &mut self,
+        m: usize,
+        name: &ast::Ident,
+        value: Option<&ast::Expr>,
+        kind: Kind,
+    ) -> Option<Value> {
+        let Some(value) = value else {
+            if matches!(kind, Kind::Flag) {
+                return Some(Value::Bool(true));
+            }
+            self.err(
+                Diagnostic::new(
+                    Code::TestScenario,
+                    name.span,
+                    format!("`{}` needs a value", name.name),
+                )
+                .label("no value")
+                .help("write the value on the same line as the property"),
+            );
+            return None;
+        };
+        match kind {
+            Kind::Symbol => match &value.kind {
+                ast::ExprKind::Name(n) => Some(Value::Str(n.name.clone())),
+                ast::ExprKind::Str(s) => Some(Value::Str(s.clone())),
+                _ => {
+                    self.err(
+                        Diagnostic::new(
+                            Code::TestScenario,
+                            value.span,
+                            format!("`{}` takes a name", name.name),
+                        )
+                        .label("not a name")
+                        .help(format!("write e.g. `{} research`", name.name)),
+                    );
+                    None
+                }
+            },
+            Kind::Num(dim, bare) => {
+                let mut scope = Scope::new(m, Context::Const);
+                let mut e = self.expr(&mut scope, value);
+                if bare && e.ty == Ty::NUMBER {
+                    e.ty = Ty::Num(dim);
+                }
+                if !self.expect_type(&e, &Ty::Num(dim), &format!("`{}`", name.name)) {
+                    return None;
+                }
+                self.fold_const(&e, "a test property")
+            }
+            Kind::Flag => {
+                let mut scope = Scope::new(m, Context::Const);
+                let e = self.expr(&mut scope, value);
+                if !self.expect_type(&e, &Ty::Bool, &format!("`{}`", name.name)) {
+                    return None;
+                }
+                self.fold_const(&e, "a test property")
+            }
+            Kind::Enum(k) => {
+                let mut scope = Scope::new(m, Context::Const);
+                let e = self.expr(&mut scope, value);
+                if !self.expect_type(&e, &Ty::Enum(k), &format!("`{}`", name.name)) {
+                    return None;
+                }
+                self.fold_const(&e, "a test property")
+            }
+            Kind::MigList | Kind::StrList => {
+                let elem = if matches!(kind, Kind::MigList) {
+                    Ty::Enum(EnumKind::MigProfile)
+                } else {
+                    Ty::Str
+                };
+                let mut scope = Scope::new(m, Context::Const);
+                let e = self.expr(&mut scope, value);
+                if e.ty == elem {
+                    return self
+                        .fold_const(&e, "a test property")
+                        .map(|v| Value::List(vec![v]));
+                }
+                if !self.expect_type(&e, &Ty::List(Box::new(elem)), &format!("`{}`", name.name)) {
+                    return None;
+                }
+                self.fold_const(&e, "a test property")
+            }
+        }
+    }
+
+    fn unknown_prop(&mut self, name: &ast::Ident, what: &str, known: &[&str]) {
+        let sugg = fuzzy::suggest(&name.name, known.iter().copied());
+        self.err(
+            Diagnostic::new(
+                Code::TestScenario,
+                name.span,
+                format!("{what}s have no property `{}`", snippet(&name.name)),
+            )
+            .label("unknown property")
+            .help(match sugg {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => format!("{what} properties are {}", known.join(", ")),
+            }),
+        );
+    }
+
+    fn test_node(&mut self, m: usize, props: &[Prop]) -> TestNode {
+        let mut n = TestNode {
+            name: String::new(),
+            model: "gpu".into(),
+            cards: 0,
+            gpu_mem: 80.0 * 1024.0 * 1024.0 * 1024.0,
+            sharing: 0,
+            mig: Vec::new(),
+            max_clients: 1,
+            cpu: 64.0,
+            mem: 512.0 * 1024.0 * 1024.0 * 1024.0,
+            domains: Vec::new(),
+            labels: Vec::new(),
+        };
+        for prop in props {
+            let (name, value) = match prop {
+                Prop::Label { key, value, .. } => {
+                    if let Some(Value::Str(v)) = self.prop(
+                        m,
+                        &ast::Ident {
+                            name: "label".into(),
+                            span: key.span,
+                        },
+                        Some(value),
+                        Kind::Symbol,
+                    ) {
+                        n.labels.push((key.value.clone(), v));
+                    }
+                    continue;
+                }
+                Prop::Plain { name, value, .. } => (name, value.as_ref()),
+            };
+            if let Some(level) = self.levels.iter().position(|l| *l == name.name) {
+                if let Some(Value::Str(d)) = self.prop(m, name, value, Kind::Symbol) {
+                    n.domains.push((u8::try_from(level).unwrap_or(u8::MAX), d));
+                }
+                continue;
+            }
+            let Some(&(_, kind)) = NODE_PROPS.iter().find(|(k, _)| *k == name.name) else {
+                let levels = self.levels.clone();
+                let mut known: Vec<&str> = NODE_PROPS.iter().map(|(k, _)| *k).collect();
+                known.extend(levels.iter().map(String::as_str));
+                known.push("label");
+                self.unknown_prop(name, "node", &known);
+                continue;
+            };
+            let Some(v) = self.prop(m, name, value, kind) else {
+                continue;
+            };
+            match (name.name.as_str(), v) {
+                ("model", Value::Str(s)) => n.model = s,
+                ("cards", Value::Num(x)) => n.cards = self.whole(x, name, value),
+                ("gpu_mem", Value::Num(x)) => n.gpu_mem = x,
+                ("sharing", Value::Enum(_, i)) => n.sharing = i,
+                ("mig", Value::List(items)) => {
+                    n.mig = items
+                        .into_iter()
+                        .filter_map(|i| {
+                            if let Value::Enum(_, p) = i {
+                                Some(p)
+                            } else {
+                                None
+                            }
+                        })
+                        .collect()
+                }
+                ("max_clients", Value::Num(x)) => n.max_clients = self.whole(x, name, value),
+                ("cpu", Value::Num(x)) => n.cpu = x,
+                ("mem", Value::Num(x)) => n.mem = x,
+                _ => {}
+            }
+        }
+        n
+    }
+
+    fn whole(&mut self, x: f64, name: &ast::Ident, value: Option<&ast::Expr>) -> u32 {
+        if x >= 0.0 && x.fract() == 0.0 && x <= f64::from(u32::MAX) {
+            return x as u32;
+        }
+        let span = value.map_or(name.span, |v| v.span);
+        self.err(
+            Diagnostic::new(
+                Code::TestScenario,
+                span,
+                format!("`{}` must be a whole number", name.name),
+            )
+            .label(format!("this is {x}"))
+            .help("use a non-negative whole number"),
+        );
+        0
+    }
+
+    fn test_job(&mut self, m: usize, job: &ast::Ident, props: &[Prop], p: &hir::Policy) -> TestJob {
+        let mut j = TestJob {
+            name: job.name.clone(),
+            queue: 0,
+            user: "user".into(),
+            priority_class: None,
+            priority: 0.0,
+            whole_cards: 0,
+            gpu_fraction: 0.0,
+            mig_profile: None,
+            replicas: 1,
+            min_replicas: 0,
+            gpu_mem: 0.0,
+            cpu: 1.0,
+            mem: 0.0,
+            allowed_models: Vec::new(),
+            bursty: false,
+            latency_critical: false,
+            preemptible: true,
+            duration: None,
+            utilization: 1.0,
+            runtime: 0.0,
+            since_checkpoint: 0.0,
+            labels: Vec::new(),
+        };
+        let mut queue_set = false;
+        let mut request: Option<Span> = None;
+        for prop in props {
+            let (name, value) = match prop {
+                Prop::Label { key, value, .. } => {
+                    if let Some(Value::Str(v)) = self.prop(
+                        m,
+                        &ast::Ident {
+                            name: "label".into(),
+                            span: key.span,
+                        },
+                        Some(value),
+                        Kind::Symbol,
+                    ) {
+                        j.labels.push((key.value.clone(), v));
+                    }
+                    continue;
+                }
+                Prop::Plain { name, value, .. } => (name, value.as_ref()),
+            };
+            let Some(&(_, kind)) = JOB_PROPS.iter().find(|(k, _)| *k == name.name) else {
+                let mut known: Vec<&str> = JOB_PROPS.iter().map(|(k, _)| *k).collect();
+                known.push("label");
+                self.unknown_prop(name, "job", &known);
+                continue;
+            };
+            if matches!(name.name.as_str(), "cards" | "fraction" | "mig") {
+                if let Some(first) = request {
+                    self.err(
+                        Diagnostic::new(Code::TestScenario, name.span, "a job requests one of `cards`, `fraction` or `mig`")
+                            .label("second request")
+                            .with_secondary(first, "first request")
+                            .help("a replica asks for whole cards, a fraction of one card, or one MIG profile"),
+                    );
+                    continue;
+                }
+                request = Some(name.span);
+            }
+            let Some(v) = self.prop(m, name, value, kind) else {
+                continue;
+            };
+            match (name.name.as_str(), v) {
+                ("queue", Value::Str(q)) => {
+                    queue_set = true;
+                    match p.queue(&q) {
+                        Some(qi) if p.queues[qi].children.is_empty() => j.queue = qi,
+                        Some(_) => self.err(
+                            Diagnostic::new(
+                                Code::UnknownQueue,
+                                value.map_or(name.span, |v| v.span),
+                                format!("queue `{q}` is not a leaf"),
+                            )
+                            .label("jobs are submitted to leaf queues")
+                            .help("name one of its children"),
+                        ),
+                        None => {
+                            let sugg = fuzzy::suggest(&q, p.queues.iter().map(|q| q.name.as_str()));
+                            self.err(
+                                Diagnostic::new(
+                                    Code::UnknownQueue,
+                                    value.map_or(name.span, |v| v.span),
+                                    format!("no queue is named `{}`", snippet(&q)),
+                                )
+                                .label("unknown queue")
+                                .help(match sugg {
+                                    Some(s) => format!("did you mean `{s}`?"),
+                                    None => "declare the queue in the policy's queue tree".into(),
+                                }),
+                            );
+                        }
+                    }
+                }
+                ("user", Value::Str(u)) => j.user = u,
+                ("priority_class", Value::Str(c)) => {
+                    match p.priority_classes.iter().find(|(n, _)| *n == c) {
+                        Some((_, v)) => {
+                            j.priority = *v;
+                            j.priority_class = Some(c);
+                        }
+                        None => {
+                            let sugg = fuzzy::suggest(
+                                &c,
+                                p.priority_classes.iter().map(|(n, _)| n.as_str()),
+                            );
+                            self.err(
+                                Diagnostic::new(
+                                    Code::UnknownPriorityClass,
+                                    value.map_or(name.span, |v| v.span),
+                                    format!("no priority class is named `{}`", snippet(&c)),
+                                )
+                                .label("unknown priority class")
+                                .help(match sugg {
+                                    Some(s) => format!("did you mean `{s}`?"),
+                                    None => "declare it with `priority_class NAME = VALUE`".into(),
+                                }),
+                            );
+                        }
+                    }
+                }
+                ("priority", Value::Num(x)) => j.priority = x,
+                ("cards", Value::Num(x)) => j.whole_cards = self.whole(x, name, value),
+                ("fraction", Value::Num(x)) => {
+                    if x <= 0.0 || x >= 1.0 {
+                        self.err(
+                            Diagnostic::new(
+                                Code::TestScenario,
+                                value.map_or(name.span, |v| v.span),
+                                "a fraction is between 0 and 1 gpu",
+                            )
+                            .label(format!("this is {x}"))
+                            .help("for one card or more use `cards`"),
+                        );
+                    }
+                    j.gpu_fraction = x;
+                }
+                ("mig", Value::Enum(_, i)) => j.mig_profile = Some(i),
+                ("replicas", Value::Num(x)) => j.replicas = self.whole(x, name, value).max(1),
+                ("min_replicas", Value::Num(x)) => j.min_replicas = self.whole(x, name, value),
+                ("gpu_mem", Value::Num(x)) => j.gpu_mem = x,
+                ("cpu", Value::Num(x)) => j.cpu = x,
+                ("mem", Value::Num(x)) => j.mem = x,
+                ("models", Value::List(items)) => {
+                    j.allowed_models = items
+                        .into_iter()
+                        .filter_map(|i| if let Value::Str(s) = i { Some(s) } else { None })
+                        .collect()
+                }
+                ("bursty", Value::Bool(b)) => j.bursty = b,
+                ("latency_critical", Value::Bool(b)) => j.latency_critical = b,
+                ("preemptible", Value::Bool(b)) => j.preemptible = b,
+                ("duration", Value::Num(x)) => j.duration = Some(x),
+                ("utilization", Value::Num(x)) => j.utilization = x,
+                ("runtime", Value::Num(x)) => j.runtime = x,
+                ("since_checkpoint", Value::Num(x)) => j.since_checkpoint = x,
+                _ => {}
+            }
+        }
+        if !queue_set {
+            match p.queues.iter().position(|q| q.children.is_empty()) {
+                Some(first_leaf)
+                    if p.queues.iter().filter(|q| q.children.is_empty()).count() == 1 =>
+                {
+                    j.queue = first_leaf
+                }
+                _ => self.err(
+                    Diagnostic::new(
+                        Code::TestScenario,
+                        job.span,
+                        format!("job `{}` names no queue", job.name),
+                    )
+                    .label("which queue?")
+                    .help("add `queue NAME` to its properties"),
+                ),
+            }
+        }
+        if j.min_replicas == 0 || j.min_replicas > j.replicas {
+            j.min_replicas = j.replicas;
+        }
+        j
+    }
+}
+
+trait IntoOk: Sized {
+    fn into_ok(self, ok: bool) -> Option<Self> {
+        ok.then_some(self)
+    }
+}
+
+impl IntoOk for Expect {}

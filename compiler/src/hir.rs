@@ -1,0 +1,374 @@
+//! The checked policy: names resolved, types and units known, constants folded.
+//! This is what the checker hands to lowering (the IR), the interpreter and the runtime.
+
+use crate::schema::{EnumKind, Record, Root};
+use crate::source::Span;
+use crate::syntax::{
+    BinaryOp, CompKind, Direction, GangKind, QuotaKind, RuleKind, UnaryOp, VictimKind,
+};
+use crate::types::Ty;
+use std::collections::BTreeMap;
+
+pub type LocalId = u32;
+pub type FnId = usize;
+pub type QueueId = usize;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+/// A checked expression. Numbers are in base units (cards, cores, bytes, seconds).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Num(f64),
+    Bool(bool),
+    Str(String),
+    Enum(EnumKind, u8),
+    List(Vec<Expr>),
+    Local(LocalId),
+    Root(Root),
+    /// A schema field: the record kind and the field's index in `Record::fields`.
+    Field(Box<Expr>, Record, u16),
+    /// `node.LEVEL`: the index of the level in `Policy::levels`.
+    Level(Box<Expr>, u8),
+    /// `queue.attr.NAME`: the attribute's index in `Policy::attrs`.
+    Attr(Box<Expr>, u16),
+    /// `labels["k"]` or `free_mig[profile]`.
+    Index(Box<Expr>, Box<Expr>),
+    Builtin(Builtin, Vec<Expr>),
+    Call(FnId, Vec<Expr>),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    If(Box<Expr>, Box<Expr>, Box<Expr>),
+    Let(LocalId, Box<Expr>, Box<Expr>),
+    Comprehension(CompKind, LocalId, Box<Expr>, Box<Expr>),
+}
+
+/// Functions built into the language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    Min,
+    Max,
+    Abs,
+    Clamp,
+    Sqrt,
+    Exp2,
+    Log,
+    Pow,
+    Hash01,
+    Has,
+    Len,
+}
+
+impl Builtin {
+    pub const ALL: [Builtin; 11] = [
+        Builtin::Min,
+        Builtin::Max,
+        Builtin::Abs,
+        Builtin::Clamp,
+        Builtin::Sqrt,
+        Builtin::Exp2,
+        Builtin::Log,
+        Builtin::Pow,
+        Builtin::Hash01,
+        Builtin::Has,
+        Builtin::Len,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Min => "min",
+            Builtin::Max => "max",
+            Builtin::Abs => "abs",
+            Builtin::Clamp => "clamp",
+            Builtin::Sqrt => "sqrt",
+            Builtin::Exp2 => "exp2",
+            Builtin::Log => "log",
+            Builtin::Pow => "pow",
+            Builtin::Hash01 => "hash01",
+            Builtin::Has => "has",
+            Builtin::Len => "len",
+        }
+    }
+
+    pub fn signature(self) -> &'static str {
+        match self {
+            Builtin::Min => "min(a: T, b: T) -> T",
+            Builtin::Max => "max(a: T, b: T) -> T",
+            Builtin::Abs => "abs(x: T) -> T",
+            Builtin::Clamp => "clamp(x: T, lo: T, hi: T) -> T",
+            Builtin::Sqrt => "sqrt(x: number) -> number",
+            Builtin::Exp2 => "exp2(x: number) -> number",
+            Builtin::Log => "log(x: number) -> number",
+            Builtin::Pow => "pow(x: number, y: number) -> number",
+            Builtin::Hash01 => "hash01(a, b) -> number",
+            Builtin::Has => "has(x: T?) -> bool",
+            Builtin::Len => "len(xs: list[T]) -> number",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|b| b.name() == s)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    /// Qualified name: `binpack` in a policy, `std.pack.binpack` from a library.
+    pub name: String,
+    pub params: Vec<(LocalId, Ty)>,
+    pub ret: Ty,
+    pub body: Expr,
+    pub span: Span,
+}
+
+/// A compile-time value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Num(f64),
+    Bool(bool),
+    Str(String),
+    Enum(EnumKind, u8),
+    List(Vec<Value>),
+}
+
+impl Value {
+    pub fn as_num(&self) -> Option<f64> {
+        match self {
+            Value::Num(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+/// What a quota amount is of.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resource {
+    /// GPUs; `Some(model)` for a quota scoped to one GPU model.
+    Gpu(Option<String>),
+    Cpu,
+    Mem,
+}
+
+impl std::fmt::Display for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Resource::Gpu(None) => f.write_str("gpu"),
+            Resource::Gpu(Some(m)) => write!(f, "gpu({m})"),
+            Resource::Cpu => f.write_str("cpu"),
+            Resource::Mem => f.write_str("memory"),
+        }
+    }
+}
+
+/// Amounts per resource, in base units.
+pub type Quota = BTreeMap<Resource, f64>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Queue {
+    pub name: String,
+    pub parent: Option<QueueId>,
+    pub children: Vec<QueueId>,
+    /// Guarantee, limit, borrow_limit, lend_limit and user_limit as written.
+    pub quotas: BTreeMap<QuotaKindKey, Quota>,
+    pub weight: f64,
+    /// Seconds; `None` keeps usage undecayed.
+    pub usage_half_life: Option<f64>,
+    pub queueing: Option<Queueing>,
+    /// Attributes set on this queue itself (inherited values are resolved in `attr_values`).
+    pub attrs: BTreeMap<u16, Value>,
+    pub span: Span,
+}
+
+impl Queue {
+    pub fn quota(&self, kind: QuotaKind) -> Option<&Quota> {
+        self.quotas.get(&QuotaKindKey(kind))
+    }
+}
+
+/// `QuotaKind` as an ordered map key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct QuotaKindKey(pub QuotaKind);
+
+impl PartialOrd for QuotaKindKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for QuotaKindKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let pos = |k: QuotaKind| QuotaKind::ALL.iter().position(|x| *x == k);
+        pos(self.0).cmp(&pos(other.0))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Queueing {
+    Strict,
+    BestEffort,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    pub kind: RuleKind,
+    pub name: String,
+    pub reason: Option<String>,
+    /// 1–4 for tiered scores.
+    pub tier: Option<u8>,
+    pub weight: f64,
+    pub body: Expr,
+    /// Whether an admit rule reads only static job fields (its rejection is permanent).
+    pub is_static: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrderKey {
+    pub expr: Expr,
+    pub dir: Direction,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GangClause {
+    pub kind: GangKind,
+    pub level: u8,
+    pub weight: f64,
+    pub when: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VictimRule {
+    pub kind: VictimKind,
+    pub name: String,
+    pub when: Expr,
+    pub cost: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub queueing: Queueing,
+    /// Seconds a job waits before it may reserve its best domain; `None`: never.
+    pub reserve_after: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attr {
+    pub name: String,
+    pub ty: Ty,
+}
+
+/// A checked policy: everything later stages need, nothing they must re-derive.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    pub name: String,
+    /// Every function the policy can call, its own and its libraries'.
+    pub functions: Vec<Function>,
+    pub queues: Vec<Queue>,
+    /// Value of every attribute for every queue, after inheritance (`None`: undefined).
+    pub attr_values: Vec<Vec<Option<Value>>>,
+    pub attrs: Vec<Attr>,
+    pub priority_classes: Vec<(String, f64)>,
+    pub levels: Vec<String>,
+    pub settings: Settings,
+    pub rules: Vec<Rule>,
+    pub queue_order: Vec<OrderKey>,
+    pub job_order: Vec<OrderKey>,
+    pub gang: Vec<GangClause>,
+    pub victims: Vec<VictimRule>,
+    pub tests: Vec<Test>,
+}
+
+impl Policy {
+    pub fn queue(&self, name: &str) -> Option<QueueId> {
+        self.queues.iter().position(|q| q.name == name)
+    }
+}
+
+// ---------------------------------------------------------------- tests
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Test {
+    pub name: String,
+    pub steps: Vec<Step>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestNode {
+    pub name: String,
+    pub model: String,
+    pub cards: u32,
+    pub gpu_mem: f64,
+    pub sharing: u8,
+    pub mig: Vec<u8>,
+    pub max_clients: u32,
+    pub cpu: f64,
+    pub mem: f64,
+    /// (level index, domain name).
+    pub domains: Vec<(u8, String)>,
+    pub labels: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestJob {
+    pub name: String,
+    pub queue: QueueId,
+    pub user: String,
+    pub priority_class: Option<String>,
+    pub priority: f64,
+    pub whole_cards: u32,
+    pub gpu_fraction: f64,
+    pub mig_profile: Option<u8>,
+    pub replicas: u32,
+    pub min_replicas: u32,
+    pub gpu_mem: f64,
+    pub cpu: f64,
+    pub mem: f64,
+    pub allowed_models: Vec<String>,
+    pub bursty: bool,
+    pub latency_critical: bool,
+    pub preemptible: bool,
+    pub duration: Option<f64>,
+    pub utilization: f64,
+    /// For jobs placed by `run`: seconds already run and since the last checkpoint.
+    pub runtime: f64,
+    pub since_checkpoint: f64,
+    pub labels: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    Node(TestNode),
+    Submit(TestJob),
+    Run(TestJob, Vec<String>),
+    Advance(f64),
+    Complete(String),
+    Fail(String),
+    Expect(Expect, Span),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expect {
+    On(String, Vec<String>),
+    Pending(String, Option<String>),
+    Rejected(String, Option<String>),
+    Evicted(String, Option<String>),
+    Running(String),
+    /// A condition over `cluster` and the test's queues, jobs and nodes by name.
+    /// Names resolve to roots of the test context in `names`.
+    Holds(Expr, Vec<TestName>),
+}
+
+/// A name bound in a test expectation: local id → what it denotes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TestName {
+    Queue(LocalId, QueueId),
+    Job(LocalId, String),
+    Node(LocalId, String),
+}

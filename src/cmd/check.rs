@@ -1,0 +1,148 @@
+//! `gpolc check`: report errors and warnings in policies.
+
+use super::{FAILED, OK, USAGE, collect_files, load};
+use gpol_compiler::check;
+use gpol_compiler::diag::{Code, Diagnostic, render};
+use gpol_compiler::source::SourceMap;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Files or directories (searched for *.gpol).
+    #[arg(required_unless_present = "explain")]
+    paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    /// Fail (exit 1) on warnings too.
+    #[arg(long)]
+    deny_warnings: bool,
+    /// Print the long explanation of a diagnostic code, e.g. E0007.
+    #[arg(long, value_name = "CODE")]
+    explain: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Human,
+    Json,
+    Github,
+}
+
+pub fn run(args: Args, color: bool) -> u8 {
+    if let Some(code) = &args.explain {
+        return match Code::parse(code) {
+            Some(c) => {
+                println!("{c}: {}\n\n{}", c.title(), c.explanation());
+                OK
+            }
+            None => {
+                eprintln!(
+                    "error: no diagnostic code `{code}`; codes are E0001–E{:04} and W0001–W{:04}",
+                    errors(),
+                    warnings()
+                );
+                USAGE
+            }
+        };
+    }
+    let files = match collect_files(&args.paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return USAGE;
+        }
+    };
+    let mut all: Vec<(SourceMap, Vec<Diagnostic>)> = Vec::new();
+    for path in &files {
+        let (mut sources, id, bad) = match load(path) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return USAGE;
+            }
+        };
+        let diagnostics = match bad {
+            Some(d) => vec![d],
+            None => check_on_big_stack(&mut sources, id),
+        };
+        all.push((sources, diagnostics));
+    }
+    let (mut n_err, mut n_warn) = (0, 0);
+    let mut json = Vec::new();
+    for (sources, diags) in &all {
+        for d in diags {
+            if d.is_error() {
+                n_err += 1;
+            } else {
+                n_warn += 1;
+            }
+            match args.format {
+                Format::Human => eprint!("{}", render::human(sources, d, color)),
+                Format::Github => println!("{}", render::github(sources, d)),
+                Format::Json => json.push(render::json(sources, d)),
+            }
+        }
+    }
+    match args.format {
+        Format::Json => {
+            let out = serde_json::json!({
+                "version": 1,
+                "files": files.len(),
+                "errors": n_err,
+                "warnings": n_warn,
+                "diagnostics": json,
+            });
+            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        }
+        Format::Human => {
+            let files_word = if files.len() == 1 { "file" } else { "files" };
+            if n_err + n_warn == 0 {
+                eprintln!("checked {} {files_word}: no problems", files.len());
+            } else {
+                eprintln!(
+                    "checked {} {files_word}: {n_err} error(s), {n_warn} warning(s)",
+                    files.len()
+                );
+            }
+        }
+        Format::Github => {}
+    }
+    if n_err > 0 || (args.deny_warnings && n_warn > 0) {
+        FAILED
+    } else {
+        OK
+    }
+}
+
+/// Checks on a thread with a generous stack: nesting is bounded by the parser, but the
+/// margin keeps even pathological input far from the limit.
+fn check_on_big_stack(
+    sources: &mut SourceMap,
+    id: gpol_compiler::source::FileId,
+) -> Vec<Diagnostic> {
+    std::thread::scope(|s| {
+        let handle = std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn_scoped(s, || check::check(sources, id));
+        match handle.map(|h| h.join()) {
+            Ok(Ok(checked)) => checked.diagnostics,
+            _ => vec![
+                Diagnostic::new(
+                    Code::Syntax,
+                    gpol_compiler::source::Span::new(id, 0, 0),
+                    "internal error while checking",
+                )
+                .help("this is a bug in gpolc; please report it with the file"),
+            ],
+        }
+    })
+}
+
+fn errors() -> usize {
+    Code::ALL.iter().filter(|c| !c.is_warning()).count()
+}
+
+fn warnings() -> usize {
+    Code::ALL.iter().filter(|c| c.is_warning()).count()
+}

@@ -1,0 +1,91 @@
+pub mod check;
+pub mod fmt;
+
+use gpol_compiler::diag::Diagnostic;
+use gpol_compiler::source::{SourceFile, SourceMap, decode};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Exit codes shared by every subcommand.
+pub const OK: u8 = 0;
+pub const FAILED: u8 = 1;
+pub const USAGE: u8 = 2;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    pub fn enabled(self) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        }
+    }
+}
+
+/// The `.gpol` files named by the arguments: files as given, directories searched
+/// recursively, in sorted order.
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            return Err(format!("{}: no such file or directory", p.display()));
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+    for e in entries {
+        if e.is_dir() {
+            walk(&e, out)?;
+        } else if e.extension().is_some_and(|x| x == "gpol") {
+            out.push(e);
+        }
+    }
+    Ok(())
+}
+
+/// Reads a source file into a new source map. Invalid UTF-8 becomes a diagnostic.
+pub fn load(
+    path: &Path,
+) -> Result<(SourceMap, gpol_compiler::source::FileId, Option<Diagnostic>), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let name = path.display().to_string();
+    let mut sources = SourceMap::new();
+    match decode(bytes) {
+        Ok(text) => {
+            let id = sources.add(SourceFile::new(name, text));
+            Ok((sources, id, None))
+        }
+        Err(at) => {
+            // Keep the valid prefix so the diagnostic can show where the bad byte is.
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let prefix = String::from_utf8_lossy(&bytes[..at.min(bytes.len())]).into_owned();
+            let id = sources.add(SourceFile::new(name, prefix));
+            let d = Diagnostic::new(
+                gpol_compiler::diag::Code::InvalidUtf8,
+                gpol_compiler::source::Span::new(id, at, at),
+                format!("invalid UTF-8 at byte {at}"),
+            )
+            .label("the file is not UTF-8 text from here on")
+            .help("save the file as UTF-8");
+            Ok((sources, id, Some(d)))
+        }
+    }
+}
