@@ -1183,7 +1183,7 @@ impl Checker<'_> {
     }
 
     fn unify(&mut self, t: &hir::Expr, f: &hir::Expr, place: &str) -> Ty {
-        if t.ty.is_error() {
+        if t.ty.is_error() || t.ty == f.ty {
             return f.ty.clone();
         }
         if f.ty.is_error() || list_fits(&f.ty, &t.ty) {

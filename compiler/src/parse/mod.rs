@@ -103,9 +103,12 @@ fn next<'i>(file: FileId, it: &mut Pairs<'i, Rule>) -> R<Pair<'i, Rule>> {
 }
 
 impl Builder {
+    /// The pair's span without trailing white space (pest includes the white space it
+    /// skipped while trying an optional part that then failed).
     fn span(&self, p: &Pair<'_, Rule>) -> Span {
         let s = p.as_span();
-        Span::new(self.file, s.start(), s.end())
+        let trimmed = s.as_str().trim_end_matches([' ', '\t', '\r', '\n']).len();
+        Span::new(self.file, s.start(), s.start() + trimmed)
     }
 
     fn ident(&self, p: Pair<'_, Rule>) -> Ident {
