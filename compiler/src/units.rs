@@ -43,7 +43,7 @@ impl Dim {
         self == Dim::NONE
     }
 
-    pub fn mul(self, o: Dim) -> Dim {
+    pub fn times(self, o: Dim) -> Dim {
         Dim {
             gpu: self.gpu.saturating_add(o.gpu),
             cpu: self.cpu.saturating_add(o.cpu),
@@ -52,8 +52,8 @@ impl Dim {
         }
     }
 
-    pub fn div(self, o: Dim) -> Dim {
-        self.mul(o.inv())
+    pub fn per(self, o: Dim) -> Dim {
+        self.times(o.inv())
     }
 
     pub fn inv(self) -> Dim {

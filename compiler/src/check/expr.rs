@@ -161,8 +161,8 @@ impl Checker<'_> {
                         return Ty::Error;
                     };
                     dim = match op {
-                        UnitOp::Mul => dim.mul(d),
-                        UnitOp::Div => dim.div(d),
+                        UnitOp::Mul => dim.times(d),
+                        UnitOp::Div => dim.per(d),
                     };
                 }
                 Ty::Num(dim)
@@ -473,12 +473,12 @@ impl Checker<'_> {
         span: Span,
     ) -> hir::Expr {
         // `queue.attr.NAME` reads a custom attribute.
-        if let A::Field(inner, attr) = &base.kind {
-            if attr.name == "attr" {
-                let q = self.expr(scope, inner);
-                if q.ty == Ty::Record(Record::Queue) {
-                    return self.attr(q, field, span);
-                }
+        if let A::Field(inner, attr) = &base.kind
+            && attr.name == "attr"
+        {
+            let q = self.expr(scope, inner);
+            if q.ty == Ty::Record(Record::Queue) {
+                return self.attr(q, field, span);
             }
         }
         let b = self.expr(scope, base);
@@ -490,11 +490,11 @@ impl Checker<'_> {
                     let r = *r;
                     return expr(H::Field(Box::new(b), r, idx), ty, span);
                 }
-                if *r == Record::Node {
-                    if let Some(l) = self.levels.iter().position(|l| *l == field.name) {
-                        let l = u8::try_from(l).unwrap_or(u8::MAX);
-                        return expr(H::Level(Box::new(b), l), Ty::Record(Record::Domain), span);
-                    }
+                if *r == Record::Node
+                    && let Some(l) = self.levels.iter().position(|l| *l == field.name)
+                {
+                    let l = u8::try_from(l).unwrap_or(u8::MAX);
+                    return expr(H::Level(Box::new(b), l), Ty::Record(Record::Domain), span);
                 }
                 let mut names: Vec<&str> = r.fields().iter().map(|f| f.name).collect();
                 if *r == Record::Node {
@@ -1019,11 +1019,11 @@ impl Checker<'_> {
                         if !elem.is_error() {
                             self.expect_type(&x, &elem, "an element of this list");
                         }
-                        if x.ty == Ty::Str {
-                            if let H::List(items) = &y.kind {
-                                for i in items {
-                                    self.check_queue_name(&x, i);
-                                }
+                        if x.ty == Ty::Str
+                            && let H::List(items) = &y.kind
+                        {
+                            for i in items {
+                                self.check_queue_name(&x, i);
                             }
                         }
                     }
@@ -1088,8 +1088,8 @@ impl Checker<'_> {
                     }
                 };
                 let ty = match op {
-                    B::Mul => Ty::Num(dx.mul(dy)),
-                    B::Div => Ty::Num(dx.div(dy)),
+                    B::Mul => Ty::Num(dx.times(dy)),
+                    B::Div => Ty::Num(dx.per(dy)),
                     _ => {
                         if !self.same_unit(&x, &y, a, b, op) {
                             return out(Ty::Error, x, y);

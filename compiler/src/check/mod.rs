@@ -348,10 +348,10 @@ impl Checker<'_> {
             let mut callees = Vec::new();
             calls_in(&self.functions[id].decl.body, &mut callees);
             for path in callees {
-                if let [single] = path.segments.as_slice() {
-                    if let Some(&callee) = self.modules[m].fns.get(&single.name) {
-                        graph.add_edge(nodes[&id], nodes[&callee], ());
-                    }
+                if let [single] = path.segments.as_slice()
+                    && let Some(&callee) = self.modules[m].fns.get(&single.name)
+                {
+                    graph.add_edge(nodes[&id], nodes[&callee], ());
                 }
             }
         }
@@ -561,7 +561,7 @@ impl Checker<'_> {
         self.fold_const(&h, what)?.as_num()
     }
 
-    fn items<'p>(parsed: &'p ast::File) -> impl Iterator<Item = &'p Item> {
+    fn items(parsed: &ast::File) -> impl Iterator<Item = &Item> {
         parsed.items.iter()
     }
 
@@ -599,13 +599,13 @@ impl Checker<'_> {
                             ..v.span
                         },
                     });
-                    if !claim(self, &name) && v.name.is_none() {
-                        if let Some(d) = self.diags.last_mut() {
-                            d.help = Some(
-                                "give each preempt or reclaim rule a name: `preempt NAME { … }`"
-                                    .into(),
-                            );
-                        }
+                    if !claim(self, &name)
+                        && v.name.is_none()
+                        && let Some(d) = self.diags.last_mut()
+                    {
+                        d.help = Some(
+                            "give each preempt or reclaim rule a name: `preempt NAME { … }`".into(),
+                        );
                     }
                     p.victims.push(self.check_victim(m, v, name.name));
                 }
@@ -709,20 +709,20 @@ impl Checker<'_> {
                             r.kind.keyword()
                         )),
                     );
-                } else if !body.ty.is_error() {
-                    if let Some(Value::Bool(b)) = Folder::new(&self.finished).eval(&body) {
-                        let what = if b {
-                            "never rejects anything"
-                        } else {
-                            "rejects every job"
-                        };
-                        self.err(
+                } else if !body.ty.is_error()
+                    && let Some(Value::Bool(b)) = Folder::new(&self.finished).eval(&body)
+                {
+                    let what = if b {
+                        "never rejects anything"
+                    } else {
+                        "rejects every job"
+                    };
+                    self.err(
                             Diagnostic::new(Code::ConstantRule, r.name.span, format!("{} `{}` is always {b}", r.kind.keyword(), r.name.name))
                                 .label(what)
                                 .with_secondary(r.body.span, format!("this folds to `{b}`"))
                                 .help("a rule that does not depend on the job or node is almost certainly a mistake"),
                         );
-                    }
                 }
             }
             K::Score | K::CardScore => {
@@ -752,30 +752,30 @@ impl Checker<'_> {
                         None => {}
                     }
                 }
-                if let Some(w) = &r.weight {
-                    if let Some(v) = self.const_number(m, w, &Ty::NUMBER, "a score weight") {
-                        weight = v;
-                        if v == 0.0 {
-                            self.err(
-                                Diagnostic::new(
-                                    Code::ZeroWeight,
-                                    w.span,
-                                    format!("score `{}` has weight 0", r.name.name),
-                                )
-                                .label("this score never changes a decision")
-                                .help("remove the score, or give it a positive weight"),
-                            );
-                        } else if v < 0.0 {
-                            self.err(
-                                Diagnostic::new(
-                                    Code::NegativeQuantity,
-                                    w.span,
-                                    "score weights must not be negative",
-                                )
-                                .label(format!("weight {v}"))
-                                .help("to prefer the opposite, score `1 - x` instead"),
-                            );
-                        }
+                if let Some(w) = &r.weight
+                    && let Some(v) = self.const_number(m, w, &Ty::NUMBER, "a score weight")
+                {
+                    weight = v;
+                    if v == 0.0 {
+                        self.err(
+                            Diagnostic::new(
+                                Code::ZeroWeight,
+                                w.span,
+                                format!("score `{}` has weight 0", r.name.name),
+                            )
+                            .label("this score never changes a decision")
+                            .help("remove the score, or give it a positive weight"),
+                        );
+                    } else if v < 0.0 {
+                        self.err(
+                            Diagnostic::new(
+                                Code::NegativeQuantity,
+                                w.span,
+                                "score weights must not be negative",
+                            )
+                            .label(format!("weight {v}"))
+                            .help("to prefer the opposite, score `1 - x` instead"),
+                        );
                     }
                 }
                 if tier.is_some() && r.weight.is_some() {

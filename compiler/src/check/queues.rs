@@ -14,7 +14,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeMap, HashMap};
 
 /// Every queue declaration in the file, depth first, with its parent's index.
-fn walk<'a>(parsed: &'a ast::File) -> Vec<(&'a ast::QueueDecl, Option<usize>)> {
+fn walk(parsed: &ast::File) -> Vec<(&ast::QueueDecl, Option<usize>)> {
     fn go<'a>(
         q: &'a ast::QueueDecl,
         parent: Option<usize>,
@@ -189,24 +189,21 @@ impl Checker<'_> {
                 queue.quota(QuotaKind::Limit),
             ) {
                 for (r, gv) in g {
-                    if let Some(lv) = l.get(r) {
-                        if lv < gv {
-                            let at = quota_span(q, QuotaKind::Limit).unwrap_or(q.name.span);
-                            let mut d = Diagnostic::new(
-                                Code::LimitBelowGuarantee,
-                                at,
-                                format!(
-                                    "queue `{}`: {r} limit is below its guarantee",
-                                    q.name.name
-                                ),
-                            )
-                            .label(format!("limit {}", show(r, *lv)))
-                            .help("a limit must be at least the guarantee");
-                            if let Some(gs) = quota_span(q, QuotaKind::Guarantee) {
-                                d = d.with_secondary(gs, format!("guarantee {}", show(r, *gv)));
-                            }
-                            self.err(d);
+                    if let Some(lv) = l.get(r)
+                        && lv < gv
+                    {
+                        let at = quota_span(q, QuotaKind::Limit).unwrap_or(q.name.span);
+                        let mut d = Diagnostic::new(
+                            Code::LimitBelowGuarantee,
+                            at,
+                            format!("queue `{}`: {r} limit is below its guarantee", q.name.name),
+                        )
+                        .label(format!("limit {}", show(r, *lv)))
+                        .help("a limit must be at least the guarantee");
+                        if let Some(gs) = quota_span(q, QuotaKind::Guarantee) {
+                            d = d.with_secondary(gs, format!("guarantee {}", show(r, *gv)));
                         }
+                        self.err(d);
                     }
                 }
             }

@@ -180,15 +180,15 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
             d = d.help(format!("did you mean `{s}`?"));
         }
     }
-    if found.is_none() {
-        if let Some((at, open)) = unclosed(text) {
-            d = d
-                .with_secondary(
-                    Span::new(file, at, at + 1),
-                    format!("this `{open}` is never closed"),
-                )
-                .help(format!("close it with `{}`", closer(open)));
-        }
+    if found.is_none()
+        && let Some((at, open)) = unclosed(text)
+    {
+        d = d
+            .with_secondary(
+                Span::new(file, at, at + 1),
+                format!("this `{open}` is never closed"),
+            )
+            .help(format!("close it with `{}`", closer(open)));
     }
     d
 }

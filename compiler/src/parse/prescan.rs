@@ -69,10 +69,10 @@ pub fn prescan(file: FileId, text: &str) -> Result<(), Diagnostic> {
                 }
             }
             b')' | b']' | b'}' => {
-                if frames.len() > 1 {
-                    if let Some((_, ifs)) = frames.pop() {
-                        depth -= 1 + ifs;
-                    }
+                if frames.len() > 1
+                    && let Some((_, ifs)) = frames.pop()
+                {
+                    depth -= 1 + ifs;
                 }
             }
             c if c.is_ascii_alphabetic() || c == b'_' => {
