@@ -93,6 +93,9 @@ impl Printer {
                 let t = l.trim_end();
                 self.line(t);
             }
+            if c.blank_after && !self.comments.front().is_some_and(|n| n.span.start < pos) {
+                self.out.push('\n');
+            }
         }
     }
 
@@ -156,7 +159,7 @@ impl Printer {
             if !tight {
                 self.blank();
             }
-            self.leading(item.span().start, false);
+            self.leading(item.span().start, true);
             self.item(item);
             let next = f.items.get(i + 1).map_or(u32::MAX, |n| n.span().start);
             self.trailing(next);

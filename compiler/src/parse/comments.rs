@@ -11,6 +11,8 @@ pub struct Comment {
     pub trailing: bool,
     /// Whether a blank line separates this comment from what comes before it.
     pub blank_before: bool,
+    /// Whether a blank line separates this comment from what comes after it.
+    pub blank_after: bool,
 }
 
 /// All comments of a file in order. Strings are skipped, so `"//"` is not a comment.
@@ -46,6 +48,7 @@ pub fn comments(file: FileId, text: &str) -> Vec<Comment> {
                     span: Span::new(file, start, end),
                     trailing: code_on_line,
                     blank_before: newlines_since_code >= 2,
+                    blank_after: blank_line_follows(&text[end..]),
                 });
                 newlines_since_code = 0;
                 i = end;
@@ -65,4 +68,10 @@ pub fn comments(file: FileId, text: &str) -> Vec<Comment> {
         }
     }
     out
+}
+
+/// Whether the text starts with white space holding two or more line breaks.
+fn blank_line_follows(rest: &str) -> bool {
+    let ws = rest.len() - rest.trim_start().len();
+    rest[..ws].matches('\n').count() >= 2
 }

@@ -1,0 +1,74 @@
+//! Every shipped policy and library module checks clean, with no warnings, and is
+//! formatted canonically. docs/schema.md is the schema table, generated.
+
+use gpol_compiler::check::check;
+use gpol_compiler::source::{SourceFile, SourceMap};
+use std::path::{Path, PathBuf};
+
+fn gpol_files(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "gpol"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn assert_clean(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new(path.display().to_string(), text.clone()));
+    let checked = check(&mut sources, id);
+    let rendered: String = checked
+        .diagnostics
+        .iter()
+        .map(|d| gpol_compiler::diag::render::human(&sources, d, false))
+        .collect();
+    assert!(
+        checked.diagnostics.is_empty(),
+        "{} has diagnostics:\n{rendered}",
+        path.display()
+    );
+    let formatted =
+        gpol_compiler::fmt::format_source(id, &text).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!(
+        formatted,
+        text,
+        "{} is not formatted canonically (run `gpolc fmt`)",
+        path.display()
+    );
+}
+
+#[test]
+fn example_policies_check_clean() {
+    let files = gpol_files("policies");
+    assert!(!files.is_empty());
+    for f in files {
+        assert_clean(&f);
+    }
+}
+
+#[test]
+fn stdlib_checks_clean() {
+    let files = gpol_files("stdlib");
+    assert_eq!(files.len(), gpol_compiler::stdlib::MODULES.len());
+    for f in files {
+        assert_clean(&f);
+    }
+}
+
+#[test]
+fn schema_doc() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema.md");
+    let generated = gpol_compiler::schema::markdown();
+    if std::env::var_os("GPOL_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        on_disk, generated,
+        "docs/schema.md is stale: run GPOL_BLESS=1 cargo test -p gpol-compiler schema_doc"
+    );
+}
