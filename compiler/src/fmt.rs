@@ -93,7 +93,7 @@ impl Printer {
                 let t = l.trim_end();
                 self.line(t);
             }
-            if c.blank_after && !self.comments.front().is_some_and(|n| n.span.start < pos) {
+            if c.blank_after && self.comments.front().is_none_or(|n| n.span.start >= pos) {
                 self.out.push('\n');
             }
         }
