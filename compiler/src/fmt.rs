@@ -183,11 +183,7 @@ impl Printer {
                     c.ty.as_ref()
                         .map(|t| format!(": {}", type_text(t)))
                         .unwrap_or_default();
-                self.doc(
-                    RcDoc::text(format!("const {}{ty} = ", c.name.name))
-                        .append(expr_doc(&c.value, 0).nest(INDENT as isize))
-                        .group(),
-                );
+                self.doc(hanging(format!("const {}{ty} = ", c.name.name), &c.value).group());
             }
             Item::Fn(f) => {
                 let params: Vec<String> = f
@@ -296,9 +292,7 @@ impl Printer {
                         d = d.append(RcDoc::text(format!(" weight {}", expr_text(w))));
                     }
                     if let Some(w) = &c.when {
-                        d = d
-                            .append(RcDoc::text(" when "))
-                            .append(expr_doc(w, 0).nest(INDENT as isize));
+                        d = d.append(hanging(" when ".to_string(), w));
                     }
                     self.doc(d.group());
                     let next = g.clauses.get(i + 1).map_or(g.span.end, |n| n.span.start);
@@ -321,19 +315,11 @@ impl Printer {
                 self.line(&format!("{kw}{name} {{"));
                 self.indent += INDENT;
                 self.leading(v.when.span.start, true);
-                self.doc(
-                    RcDoc::text("when ")
-                        .append(expr_doc(&v.when, 0).nest(INDENT as isize))
-                        .group(),
-                );
+                self.doc(hanging("when ".to_string(), &v.when).group());
                 if let Some(c) = &v.cost {
                     self.trailing(c.span.start);
                     self.leading(c.span.start, true);
-                    self.doc(
-                        RcDoc::text("cost ")
-                            .append(expr_doc(c, 0).nest(INDENT as isize))
-                            .group(),
-                    );
+                    self.doc(hanging("cost ".to_string(), c).group());
                 }
                 self.trailing(v.span.end);
                 self.leading(v.span.end, true);
@@ -397,8 +383,7 @@ impl Printer {
                 .map(|t| format!(": {}", type_text(t)))
                 .unwrap_or_default();
         self.doc(
-            RcDoc::text(format!("let {}{ty} = ", l.name.name))
-                .append(expr_doc(&l.value, 0).nest(INDENT as isize))
+            hanging(format!("let {}{ty} = ", l.name.name), &l.value)
                 .append(RcDoc::text(";"))
                 .group(),
         );
@@ -515,11 +500,7 @@ impl Printer {
                     Expectation::Running { job } => {
                         self.line(&format!("expect {} running", job.name))
                     }
-                    Expectation::Holds(x) => self.doc(
-                        RcDoc::text("expect ")
-                            .append(expr_doc(x, 0).nest(INDENT as isize))
-                            .group(),
-                    ),
+                    Expectation::Holds(x) => self.doc(hanging("expect ".to_string(), x).group()),
                 }
             }
         }
@@ -633,6 +614,20 @@ fn expr_doc(e: &Expr, min: u8) -> RcDoc<'static, ()> {
         )),
         ExprKind::Unary(UnaryOp::Not, x) => RcDoc::text("not ").append(expr_doc(x, PREC_NOT)),
         ExprKind::Unary(UnaryOp::Neg, x) => RcDoc::text("-").append(expr_doc(x, PREC_NEG)),
+        ExprKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), ..) => {
+            // A chain `a and b and c` breaks before every operator or none.
+            let mut operands = Vec::new();
+            chain(e, *op, &mut operands);
+            let p = op.precedence();
+            let mut d = expr_doc(operands[0], p);
+            for x in &operands[1..] {
+                d = d
+                    .append(RcDoc::line())
+                    .append(RcDoc::text(format!("{} ", op.symbol())))
+                    .append(expr_doc(x, p + 1));
+            }
+            d.group()
+        }
         ExprKind::Binary(op, a, b) => {
             let p = op.precedence();
             let (lmin, rmin) = if op.right_assoc() {
@@ -640,11 +635,17 @@ fn expr_doc(e: &Expr, min: u8) -> RcDoc<'static, ()> {
             } else {
                 (p, p + 1)
             };
-            expr_doc(a, lmin)
-                .append(RcDoc::line())
+            let logical = *op == BinaryOp::Implies;
+            let rhs = RcDoc::line()
                 .append(RcDoc::text(format!("{} ", op.symbol())))
-                .append(expr_doc(b, rmin))
-                .group()
+                .append(expr_doc(b, rmin));
+            // Inside a broken `and` chain a broken comparison must not look like a new term.
+            let rhs = if logical {
+                rhs
+            } else {
+                rhs.nest(INDENT as isize)
+            };
+            expr_doc(a, lmin).append(rhs).group()
         }
         ExprKind::If { cond, then, els } => RcDoc::text("if ")
             .append(expr_doc(cond, 0))
@@ -698,6 +699,29 @@ fn expr_doc(e: &Expr, min: u8) -> RcDoc<'static, ()> {
     } else {
         d
     }
+}
+
+/// The operands of a left-associative chain of one operator, in order.
+fn chain<'e>(e: &'e Expr, op: BinaryOp, out: &mut Vec<&'e Expr>) {
+    match &e.kind {
+        ExprKind::Binary(o, a, b) if *o == op => {
+            chain(a, op, out);
+            out.push(b);
+        }
+        _ => out.push(e),
+    }
+}
+
+/// `prefix expr`, with the expression's continuation lines indented — except a block,
+/// whose braces already indent its body.
+fn hanging(prefix: String, e: &Expr) -> RcDoc<'static, ()> {
+    let d = expr_doc(e, 0);
+    let d = if matches!(e.kind, ExprKind::Block { .. }) {
+        d
+    } else {
+        d.nest(INDENT as isize)
+    };
+    RcDoc::text(prefix).append(d).group()
 }
 
 fn bracketed(

@@ -48,7 +48,9 @@ impl<'a> Folder<'a> {
                 Value::List(items.iter().map(|i| self.eval(i)).collect::<Option<_>>()?)
             }
             K::Local(id) => self.locals.get(id)?.clone(),
-            K::Root(_) | K::Field(..) | K::Level(..) | K::Attr(..) | K::Index(..) => return None,
+            K::Root(_) | K::Field(..) | K::Level(..) | K::Attr(..) | K::Index(..) | K::Error => {
+                return None;
+            }
             K::Builtin(b, args) => self.builtin(*b, args)?,
             K::Call(f, args) => {
                 let func = self.functions.function(*f)?;

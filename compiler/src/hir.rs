@@ -45,6 +45,27 @@ pub enum ExprKind {
     If(Box<Expr>, Box<Expr>, Box<Expr>),
     Let(LocalId, Box<Expr>, Box<Expr>),
     Comprehension(CompKind, LocalId, Box<Expr>, Box<Expr>),
+    /// Stands for an expression that had an error (already reported). Never folds, and a
+    /// policy containing one is never handed to later stages.
+    Error,
+}
+
+impl Expr {
+    /// Whether any part of the expression had an error.
+    pub fn has_error(&self) -> bool {
+        use ExprKind as K;
+        match &self.kind {
+            K::Error => true,
+            K::Num(_) | K::Bool(_) | K::Str(_) | K::Enum(..) | K::Local(_) | K::Root(_) => false,
+            K::List(es) | K::Builtin(_, es) | K::Call(_, es) => es.iter().any(Expr::has_error),
+            K::Field(b, ..) | K::Level(b, _) | K::Attr(b, _) | K::Unary(_, b) => b.has_error(),
+            K::Index(a, b)
+            | K::Binary(_, a, b)
+            | K::Let(_, a, b)
+            | K::Comprehension(_, _, a, b) => a.has_error() || b.has_error(),
+            K::If(a, b, c) => a.has_error() || b.has_error() || c.has_error(),
+        }
+    }
 }
 
 /// Functions built into the language.
@@ -339,6 +360,8 @@ pub struct TestJob {
     /// For jobs placed by `run`: seconds already run and since the last checkpoint.
     pub runtime: f64,
     pub since_checkpoint: f64,
+    /// Evictions the job has already suffered.
+    pub evictions: u32,
     pub labels: Vec<(String, String)>,
 }
 

@@ -75,7 +75,7 @@ impl fmt::Display for Ty {
             Ty::List(t) => write!(f, "list[{t}]"),
             Ty::Map(k, v) if **k == Ty::Str => write!(f, "labels of {v}"),
             Ty::Map(k, v) => write!(f, "{v} per {k}"),
-            Ty::Optional(t) => write!(f, "{t}?"),
+            Ty::Optional(t) => write!(f, "optional {t}"),
             Ty::Error => f.write_str("{unknown}"),
         }
     }

@@ -72,3 +72,17 @@ fn schema_doc() {
         "docs/schema.md is stale: run GPOL_BLESS=1 cargo test -p gpol-compiler schema_doc"
     );
 }
+
+#[test]
+fn diagnostics_doc() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/diagnostics.md");
+    let generated = gpol_compiler::diag::markdown();
+    if std::env::var_os("GPOL_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        on_disk, generated,
+        "docs/diagnostics.md is stale: run GPOL_BLESS=1 cargo test -p gpol-compiler diagnostics_doc"
+    );
+}

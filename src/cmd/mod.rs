@@ -2,7 +2,7 @@ pub mod check;
 pub mod fmt;
 
 use gpol_compiler::diag::Diagnostic;
-use gpol_compiler::source::{SourceFile, SourceMap, decode};
+use gpol_compiler::source::SourceMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -66,26 +66,7 @@ pub fn load(
     path: &Path,
 ) -> Result<(SourceMap, gpol_compiler::source::FileId, Option<Diagnostic>), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let name = path.display().to_string();
     let mut sources = SourceMap::new();
-    match decode(bytes) {
-        Ok(text) => {
-            let id = sources.add(SourceFile::new(name, text));
-            Ok((sources, id, None))
-        }
-        Err(at) => {
-            // Keep the valid prefix so the diagnostic can show where the bad byte is.
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let prefix = String::from_utf8_lossy(&bytes[..at.min(bytes.len())]).into_owned();
-            let id = sources.add(SourceFile::new(name, prefix));
-            let d = Diagnostic::new(
-                gpol_compiler::diag::Code::InvalidUtf8,
-                gpol_compiler::source::Span::new(id, at, at),
-                format!("invalid UTF-8 at byte {at}"),
-            )
-            .label("the file is not UTF-8 text from here on")
-            .help("save the file as UTF-8");
-            Ok((sources, id, Some(d)))
-        }
-    }
+    let (id, bad) = sources.add_bytes(path.display().to_string(), bytes);
+    Ok((sources, id, bad))
 }

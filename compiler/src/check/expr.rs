@@ -53,7 +53,7 @@ fn expr(kind: H, ty: Ty, span: Span) -> hir::Expr {
 }
 
 fn error(span: Span) -> hir::Expr {
-    expr(H::Num(0.0), Ty::Error, span)
+    expr(H::Error, Ty::Error, span)
 }
 
 fn is_bare_number(e: &ast::Expr) -> bool {
@@ -219,7 +219,7 @@ impl Checker<'_> {
                 e.span,
                 format!("expected {w}, found {got}"),
             )
-            .label(format!("this is in {got}"))
+            .label(format!("this is {}", in_unit(*got)))
             .help(format!("{place} is in {w}")),
             (Ty::Optional(inner), w) if **inner == *w => optional_misuse(e.span, inner),
             (got, w) => Diagnostic::new(
@@ -389,11 +389,12 @@ impl Checker<'_> {
             l.used = true;
             return expr(H::Local(l.id), l.ty.clone(), span);
         }
-        if let Some((_, id, ty)) = scope.test_names.iter().find(|(name, _, _)| *name == n.name) {
-            return expr(H::Local(*id), ty.clone(), span);
-        }
+        // Records win over the queues, jobs and nodes a test names.
         if let Some(r) = scope.context.roots().iter().find(|r| r.name() == n.name) {
             return expr(H::Root(*r), Ty::Record(r.record()), span);
+        }
+        if let Some((_, id, ty)) = scope.test_names.iter().find(|(name, _, _)| *name == n.name) {
+            return expr(H::Local(*id), ty.clone(), span);
         }
         let m = scope.module;
         if self.modules[m].consts.contains_key(&n.name) {
@@ -739,8 +740,21 @@ impl Checker<'_> {
     ) -> hir::Expr {
         self.functions[id].used = true;
         let decl_span = self.functions[id].decl.name.span;
+        if self.functions[id].sig.is_none() && !self.functions[id].checking {
+            // Called from a constant or attribute before its turn: check it now.
+            self.check_function(id);
+        }
         let Some(sig) = self.functions[id].sig.clone() else {
-            // Only reachable through recursion, which is reported separately.
+            self.err(
+                Diagnostic::new(
+                    Code::Recursion,
+                    span,
+                    format!("`{}` depends on its own result", callee.dotted()),
+                )
+                .label("this call is reached while checking the function itself")
+                .with_secondary(decl_span, "the function")
+                .help("a function may not use a constant that calls the function"),
+            );
             return error(span);
         };
         if args.len() != sig.params.len() {
@@ -765,7 +779,7 @@ impl Checker<'_> {
                 .label("wrong number of arguments")
                 .with_secondary(decl_span, "defined here")
                 .help(format!(
-                    "call it as `{}({})`",
+                    "`{}` takes ({})",
                     callee.dotted(),
                     params.join(", ")
                 )),
@@ -847,7 +861,7 @@ impl Checker<'_> {
                                 a.span,
                                 format!("`{}` needs a plain number, found {d}", b.name()),
                             )
-                            .label(format!("this is in {d}"))
+                            .label(format!("this is {}", in_unit(*d)))
                             .help("divide by a unit amount first, e.g. `x / 1GiB`"),
                             _ => not_a_number(a, b),
                         };
@@ -1126,13 +1140,13 @@ impl Checker<'_> {
         };
         let help = if is_bare_number(b) && q.is_none() {
             format!(
-                "write the unit on the number, e.g. `{} {}`",
+                "write the unit on the number, e.g. `{}{}`",
                 crate::fmt::expr_text(b),
                 example_unit(p)
             )
         } else if is_bare_number(a) && p.is_none() {
             format!(
-                "write the unit on the number, e.g. `{} {}`",
+                "write the unit on the number, e.g. `{}{}`",
                 crate::fmt::expr_text(a),
                 example_unit(q)
             )
@@ -1146,8 +1160,8 @@ impl Checker<'_> {
                 format!("cannot {verb} {p} and {q}"),
             )
             .label("units differ")
-            .with_secondary(x.span, format!("this is in {p}"))
-            .with_secondary(y.span, format!("this is in {q}"))
+            .with_secondary(x.span, format!("this is {}", in_unit(p)))
+            .with_secondary(y.span, format!("this is {}", in_unit(q)))
             .help(help),
         );
         false
@@ -1199,8 +1213,8 @@ impl Checker<'_> {
                 format!("{place} have different units"),
             )
             .label("units differ")
-            .with_secondary(t.span, format!("this is in {p}"))
-            .with_secondary(f.span, format!("this is in {q}"))
+            .with_secondary(t.span, format!("this is {}", in_unit(*p)))
+            .with_secondary(f.span, format!("this is {}", in_unit(*q)))
             .help("give both branches the same unit"),
             (p, q) => Diagnostic::new(
                 Code::TypeMismatch,
@@ -1313,17 +1327,18 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
+/// A unit to suggest on a bare number, spelt as the formatter writes it.
 fn example_unit(d: Dim) -> &'static str {
     if d == Dim::GPU {
-        "gpu"
+        " gpu"
     } else if d == Dim::CPU {
-        "cpu"
+        " cpu"
     } else if d == Dim::BYTES {
         "GiB"
     } else if d == Dim::TIME {
         "m"
     } else {
-        "…"
+        " …"
     }
 }
 
@@ -1355,4 +1370,13 @@ fn not_a_number(a: &hir::Expr, b: Builtin) -> Diagnostic {
     )
     .label(format!("this is {}", a.ty))
     .help(format!("`{}`", b.signature()))
+}
+
+/// "a plain number" or "in gpu": how labels describe a number's unit.
+pub(super) fn in_unit(d: Dim) -> String {
+    if d.is_none() {
+        "a plain number".to_string()
+    } else {
+        format!("in {d}")
+    }
 }

@@ -96,6 +96,11 @@ struct FnSlot {
     module: usize,
     decl: ast::FnDecl,
     sig: Option<FnSig>,
+    /// Set while the body is being checked, to catch cycles through constants.
+    checking: bool,
+    /// Part of a reported recursion: calls type-check against the declared signature
+    /// but yield an error value, so nothing downstream folds or cascades.
+    recursive: bool,
     used: bool,
 }
 
@@ -134,6 +139,7 @@ impl Checker<'_> {
             Some(ast::Header::Module(p)) => {
                 // A library checked on its own: its functions and constants only.
                 let m = self.load_module(p.dotted(), parsed);
+                self.prepare_functions(m);
                 self.check_module_bodies(m);
                 self.lint_unused(m, true);
                 return None;
@@ -157,6 +163,7 @@ impl Checker<'_> {
         };
         self.levels = self.topology(parsed);
         let m = self.load_module(String::new(), parsed);
+        self.prepare_functions(m);
         self.collect_queue_facts(m, parsed);
         self.check_module_bodies(m);
         let mut p = hir::Policy {
@@ -268,6 +275,8 @@ impl Checker<'_> {
                         module: idx,
                         decl: f.clone(),
                         sig: None,
+                        checking: false,
+                        recursive: false,
                         used: false,
                     });
                     self.modules[idx].fns.insert(f.name.name.clone(), id);
@@ -313,6 +322,7 @@ impl Checker<'_> {
                     }
                 };
                 let m = self.load_module(path.clone(), &parsed);
+                self.prepare_functions(m);
                 self.check_module_bodies(m);
                 m
             }
@@ -335,16 +345,38 @@ impl Checker<'_> {
 
     /// Checks the constants and functions of a module: functions in call-graph order
     /// (callees first), after refusing recursion.
+    /// Checks the constants and functions of a module. Functions are checked callees
+    /// first; a constant or attribute that calls a function checks it on demand.
     fn check_module_bodies(&mut self, m: usize) {
-        let names: Vec<String> = self.modules[m].consts.keys().cloned().collect();
+        let mut names: Vec<String> = self.modules[m].consts.keys().cloned().collect();
+        names.sort();
         for n in names {
             self.const_value(m, &n);
         }
-        let ids: Vec<usize> = self.modules[m].fns.values().copied().collect();
+        let mut ids: Vec<usize> = self.modules[m].fns.values().copied().collect();
+        ids.sort_unstable();
+        let (graph, _) = self.call_graph(m, &ids);
+        // Callees before callers; with recursion (already reported) declaration order.
+        let order: Vec<usize> = match petgraph::algo::toposort(&graph, None) {
+            Ok(o) => o.into_iter().rev().map(|n| graph[n]).collect(),
+            Err(_) => ids,
+        };
+        for id in order {
+            if self.functions[id].sig.is_none() {
+                self.check_function(id);
+            }
+        }
+    }
+
+    fn call_graph(
+        &self,
+        m: usize,
+        ids: &[usize],
+    ) -> (DiGraph<usize, ()>, HashMap<usize, NodeIndex>) {
         let mut graph: DiGraph<usize, ()> = DiGraph::new();
         let nodes: HashMap<usize, NodeIndex> =
             ids.iter().map(|&id| (id, graph.add_node(id))).collect();
-        for &id in &ids {
+        for &id in ids {
             let mut callees = Vec::new();
             calls_in(&self.functions[id].decl.body, &mut callees);
             for path in callees {
@@ -355,7 +387,15 @@ impl Checker<'_> {
                 }
             }
         }
-        let mut recursive = std::collections::HashSet::new();
+        (graph, nodes)
+    }
+
+    /// Refuses recursion (strongly connected components of the call graph) and gives
+    /// recursive functions their declared signatures, before any body is checked.
+    fn prepare_functions(&mut self, m: usize) {
+        let mut ids: Vec<usize> = self.modules[m].fns.values().copied().collect();
+        ids.sort_unstable();
+        let (graph, _) = self.call_graph(m, &ids);
         for scc in petgraph::algo::tarjan_scc(&graph) {
             let is_cycle = scc.len() > 1 || scc.iter().any(|&n| graph.contains_edge(n, n));
             if !is_cycle {
@@ -385,26 +425,16 @@ impl Checker<'_> {
                 d = d.with_secondary(self.functions[i].decl.name.span, "also in the cycle");
             }
             self.err(d);
-            recursive.extend(members);
-        }
-        // Callees before callers: reverse topological order of the (acyclic part of the) graph.
-        let order: Vec<usize> = match petgraph::algo::toposort(&graph, None) {
-            Ok(o) => o.into_iter().rev().map(|n| graph[n]).collect(),
-            Err(_) => {
-                let mut v = ids.clone();
-                v.sort_unstable();
-                v
-            }
-        };
-        for id in order {
-            if recursive.contains(&id) {
+            for id in members {
                 let sig = self.declared_sig(id).unwrap_or(FnSig {
                     params: Vec::new(),
                     ret: Ty::Error,
                 });
-                self.functions[id].sig = Some(sig);
-            } else {
-                self.check_function(id);
+                let slot = &mut self.functions[id];
+                slot.sig = Some(sig);
+                // The members call each other; whether anything else does is moot.
+                slot.used = true;
+                slot.recursive = true;
             }
         }
     }
@@ -425,6 +455,7 @@ impl Checker<'_> {
     }
 
     fn check_function(&mut self, id: usize) {
+        self.functions[id].checking = true;
         let decl = self.functions[id].decl.clone();
         let m = self.functions[id].module;
         let mut seen: HashMap<&str, Span> = HashMap::new();
@@ -456,6 +487,7 @@ impl Checker<'_> {
             ret: ret.clone(),
         };
         self.functions[id].sig = Some(sig);
+        self.functions[id].checking = false;
         let path = &self.modules[m].path;
         let name = if path.is_empty() {
             decl.name.name.clone()
@@ -484,7 +516,7 @@ impl Checker<'_> {
                     params: Vec::new(),
                     ret: Ty::Error,
                     body: hir::Expr {
-                        kind: hir::ExprKind::Num(0.0),
+                        kind: hir::ExprKind::Error,
                         ty: Ty::Error,
                         span: self.functions[id].decl.span,
                     },
@@ -518,11 +550,16 @@ impl Checker<'_> {
         let decl = entry.decl.clone();
         let mut scope = Scope::new(m, Context::Const);
         let e = self.expr(&mut scope, &decl.value);
-        if let Some(t) = &decl.ty {
-            let want = self.resolve_type(t);
-            self.expect_type(&e, &want, "the constant's declared type");
-        }
-        let result = if e.ty.is_error() {
+        // A constant whose value does not fit its declared type is reported once, here;
+        // its uses then see an error, not a second mismatch.
+        let fits = match &decl.ty {
+            Some(t) => {
+                let want = self.resolve_type(t);
+                self.expect_type(&e, &want, "the constant's declared type")
+            }
+            None => true,
+        };
+        let result = if e.ty.is_error() || !fits {
             None
         } else {
             self.fold_const(&e, "a constant's value")
@@ -537,14 +574,14 @@ impl Checker<'_> {
     /// Folds an expression that must be constant, reporting E0025 when it is not.
     fn fold_const(&mut self, e: &hir::Expr, what: &str) -> Option<Value> {
         let v = Folder::new(&self.finished).eval(e);
-        if v.is_none() && !e.ty.is_error() {
+        if v.is_none() && !e.ty.is_error() && !e.has_error() {
             self.err(
                 Diagnostic::new(
                     Code::NotConstant,
                     e.span,
                     format!("{what} must be known when the policy is compiled"),
                 )
-                .label("this depends on the cluster or the job")
+                .label("this is only known while scheduling")
                 .help("use literals, constants and arithmetic here"),
             );
         }
@@ -731,7 +768,7 @@ impl Checker<'_> {
                     Ty::Error => {}
                     Ty::Num(d) => self.err(
                         Diagnostic::new(Code::NotNumeric, r.body.span, "a score must be a plain number in [0, 1]")
-                            .label(format!("this is in {d}"))
+                            .label(format!("this is {}", expr::in_unit(*d)))
                             .help(format!("divide by a {d} amount to get a fraction, e.g. `node.free_cards / node.cards`")),
                     ),
                     other => self.err(
@@ -1023,7 +1060,7 @@ impl Checker<'_> {
         use hir::ExprKind as K;
         let all = |es: &[hir::Expr]| es.iter().all(|x| self.reads_only_static(x));
         match &e.kind {
-            K::Num(_) | K::Bool(_) | K::Str(_) | K::Enum(..) | K::Local(_) => true,
+            K::Num(_) | K::Bool(_) | K::Str(_) | K::Enum(..) | K::Local(_) | K::Error => true,
             K::Root(r) => *r == crate::schema::Root::Job,
             K::Field(b, rec, i) => {
                 let storage = rec.fields().get(usize::from(*i)).map(|f| f.storage);

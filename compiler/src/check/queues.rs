@@ -144,7 +144,11 @@ impl Checker<'_> {
                     QueueStmt::Weight(e, _) => {
                         if let Some(w) = self.const_number(m, e, &Ty::NUMBER, "a queue weight") {
                             if w < 0.0 {
-                                self.err(negative(e.span, "a weight", w));
+                                self.err(
+                                    negative(e.span, "a weight", &w.to_string()).help(
+                                        "a weight of 0 gives the queue no share of the surplus",
+                                    ),
+                                );
                             } else {
                                 queue.weight = w;
                             }
@@ -210,6 +214,20 @@ impl Checker<'_> {
             p.queues.push(queue);
         }
         self.check_guarantees_fit(&decls, p);
+        if p.queues.is_empty() {
+            // A policy without a tree has one leaf queue, `default`, that takes every job.
+            p.queues.push(hir::Queue {
+                name: "default".into(),
+                parent: None,
+                children: Vec::new(),
+                quotas: BTreeMap::new(),
+                weight: 1.0,
+                usage_half_life: None,
+                queueing: None,
+                attrs: BTreeMap::new(),
+                span: Span::default(),
+            });
+        }
     }
 
     /// Children's guarantees must fit in the parent's; an unset parent guarantee becomes
@@ -344,7 +362,7 @@ impl Checker<'_> {
                 }
             };
             if amount < 0.0 {
-                self.err(negative(v.span, "a quota", amount));
+                self.err(negative(v.span, "a quota", &show(&resource, amount)));
                 continue;
             }
             if let Some(first) = spans.get(&resource) {
@@ -454,7 +472,7 @@ fn quota_span(q: &ast::QueueDecl, kind: QuotaKind) -> Option<Span> {
     })
 }
 
-fn negative(span: Span, what: &str, v: f64) -> Diagnostic {
+fn negative(span: Span, what: &str, v: &str) -> Diagnostic {
     Diagnostic::new(
         Code::NegativeQuantity,
         span,

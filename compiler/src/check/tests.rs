@@ -61,6 +61,7 @@ const JOB_PROPS: &[(&str, Kind)] = &[
     ("utilization", Kind::Num(Dim::NONE, true)),
     ("runtime", Kind::Num(Dim::TIME, false)),
     ("since_checkpoint", Kind::Num(Dim::TIME, false)),
+    ("evictions", Kind::Num(Dim::NONE, true)),
 ];
 
 impl Checker<'_> {
@@ -547,6 +548,7 @@ impl Checker<'_> {
             utilization: 1.0,
             runtime: 0.0,
             since_checkpoint: 0.0,
+            evictions: 0,
             labels: Vec::new(),
         };
         let mut queue_set = false;
@@ -683,6 +685,7 @@ impl Checker<'_> {
                 ("utilization", Value::Num(x)) => j.utilization = x,
                 ("runtime", Value::Num(x)) => j.runtime = x,
                 ("since_checkpoint", Value::Num(x)) => j.since_checkpoint = x,
+                ("evictions", Value::Num(x)) => j.evictions = self.whole(x, name, value),
                 _ => {}
             }
         }

@@ -57,8 +57,9 @@ Common causes: a missing operand, an unclosed `{` or `(`, a misspelt keyword
 (`filtre`), or a unit separated from its number by a line break.";
 
     TooDeep = "E0002", "nesting too deep",
-"Expressions and blocks may nest at most 64 levels (brackets, braces, `if`), and one
-expression may hold at most 256 operators in a row. Deeper nesting is almost always
+"Expressions and blocks may nest at most 64 levels (brackets, braces, `if`), one
+expression may hold at most 256 operators and operands, and no expression may be more
+than 256 levels deep. Deeper nesting is almost always
 generated text gone wrong; it is refused so that checking stays fast and bounded.
 
 Split the expression with `let` bindings or a helper `fn`.";

@@ -113,3 +113,17 @@ impl Diagnostics {
         self.list.extend(other);
     }
 }
+
+/// docs/diagnostics.md: the output formats and every code with its explanation.
+pub fn markdown() -> String {
+    let mut out = String::from(include_str!("preamble.md"));
+    for c in Code::ALL {
+        out.push_str(&format!(
+            "\n## {}: {}\n\n```text\n{}\n```\n",
+            c.as_str(),
+            c.title(),
+            c.explanation()
+        ));
+    }
+    out
+}

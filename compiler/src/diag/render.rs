@@ -23,26 +23,32 @@ pub fn human(sources: &SourceMap, d: &Diagnostic, color: bool) -> String {
         )
         .with_code(d.code)
         .with_message(&d.message);
-    let mut label = Label::new(primary).with_order(0);
-    if !d.primary.message.is_empty() {
-        label = label.with_message(&d.primary.message);
-    }
-    if color {
-        label = label.with_color(match d.severity {
-            Severity::Error => ariadne::Color::Red,
-            Severity::Warning => ariadne::Color::Yellow,
-        });
-    }
-    report = report.with_label(label);
-    for (i, l) in d.secondary.iter().enumerate() {
-        let mut label = Label::new((name_of(l.span), range_of(l.span)))
-            .with_message(&l.message)
-            .with_order(i32::try_from(i + 1).unwrap_or(i32::MAX));
+    // ariadne starts a new source group whenever a label's order goes back up the file,
+    // so labels are ordered by position; the primary stands out by colour and message.
+    let mut labels: Vec<(Span, &str, bool)> =
+        vec![(d.primary.span, d.primary.message.as_str(), true)];
+    labels.extend(
+        d.secondary
+            .iter()
+            .map(|l| (l.span, l.message.as_str(), false)),
+    );
+    labels.sort_by_key(|(s, _, primary)| (s.file, s.start, !primary));
+    for (i, (span, message, is_primary)) in labels.into_iter().enumerate() {
+        let mut label = Label::new((name_of(span), range_of(span)))
+            .with_order(i32::try_from(i).unwrap_or(i32::MAX));
+        if !message.is_empty() {
+            label = label.with_message(message);
+        }
         if color {
-            label = label.with_color(ariadne::Color::Blue);
+            label = label.with_color(match (is_primary, d.severity) {
+                (false, _) => ariadne::Color::Blue,
+                (true, Severity::Error) => ariadne::Color::Red,
+                (true, Severity::Warning) => ariadne::Color::Yellow,
+            });
         }
         report = report.with_label(label);
     }
+    let _ = primary;
     if let Some(help) = &d.help {
         report = report.with_help(help);
     }

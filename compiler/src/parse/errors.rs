@@ -98,8 +98,47 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,
     };
-    let pos = floor(text, pos.min(text.len()));
+    let mut pos = floor(text, pos.min(text.len()));
     let mut expected: Vec<String> = Vec::new();
+    // pest reports rules where a rule failed; a literal (`on`, `=`) may have failed
+    // further on. The furthest point is where the text really went wrong.
+    if let Some(attempts) = err.parse_attempts()
+        && attempts.max_position > pos
+        && attempts.max_position <= text.len()
+    {
+        let words: Vec<String> = attempts
+            .expected_tokens()
+            .iter()
+            .map(|t| t.to_string())
+            .filter(|t| {
+                !t.trim().is_empty()
+                    && !t.starts_with("//")
+                    && !t.starts_with("/*")
+                    && t != "\u{feff}"
+            })
+            .collect();
+        if !words.is_empty() {
+            pos = floor(text, attempts.max_position);
+            for w in words {
+                let w = format!("`{w}`");
+                if !expected.contains(&w) {
+                    expected.push(w);
+                }
+            }
+            expected.truncate(5);
+            let found = token_at(text, pos);
+            let prev = token_before_any(text, pos);
+            let end = pos + found.as_ref().map_or(0, String::len);
+            let message = match prev {
+                Some(p) => format!("expected {} after `{}`", join(&expected), snippet(&p)),
+                None => format!("expected {}", join(&expected)),
+            };
+            let label = found.map_or("found the end of the file".to_string(), |f| {
+                format!("found `{}`", snippet(&f))
+            });
+            return Diagnostic::new(Code::Syntax, Span::new(file, pos, end), message).label(label);
+        }
+    }
     let mut add = |s: String| {
         if !expected.contains(&s) {
             expected.push(s);
@@ -154,11 +193,23 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
     expected.truncate(5);
 
     let found = token_at(text, pos);
+    if matches!(found.as_deref(), Some("policy" | "module"))
+        && expected.iter().any(|e| e.starts_with("a declaration"))
+    {
+        let end = pos + found.as_ref().map_or(0, String::len);
+        return Diagnostic::new(
+            Code::MissingHeader,
+            Span::new(file, pos, end),
+            "the header must come first",
+        )
+        .label("a header after declarations")
+        .help("move this line to the top of the file");
+    }
     let prev = token_before(text, pos);
     let want = join(&expected);
-    let message = match (&prev, has_expr) {
-        (Some(p), true) => format!("expected {want} after `{}`", snippet(p)),
-        _ => format!("expected {want}"),
+    let message = match &prev {
+        Some(p) => format!("expected {want} after `{}`", snippet(p)),
+        None => format!("expected {want}"),
     };
     let found_text = match &found {
         Some(f) => format!("found `{}`", snippet(f)),
@@ -319,4 +370,16 @@ fn token_before(text: &str, pos: usize) -> Option<String> {
     ]
     .contains(&tok);
     (is_keyword || !tok.chars().any(is_word)).then(|| tok.to_string())
+}
+
+/// The token that ends just before `pos`, whatever it is.
+fn token_before_any(text: &str, pos: usize) -> Option<String> {
+    let before = text[..pos].trim_end();
+    let last = before.chars().next_back()?;
+    let start = if is_word(last) {
+        before.rfind(|c: char| !is_word(c)).map_or(0, |i| i + 1)
+    } else {
+        before.len() - last.len_utf8()
+    };
+    Some(before[start..].to_string())
 }

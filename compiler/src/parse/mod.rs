@@ -874,14 +874,8 @@ impl Builder {
                 }
                 let body = body.ok_or_else(|| errors::internal(self.file))?;
                 if lets.is_empty() {
-                    // `{ e }` is just `e`; keep the braces' span for diagnostics.
-                    return Ok((
-                        Expr {
-                            kind: body.kind,
-                            span,
-                        },
-                        d,
-                    ));
+                    // `{ e }` is just `e`.
+                    return Ok((body, d));
                 }
                 Ok((
                     Expr {

@@ -1,0 +1,80 @@
+//! Snapshot tests of rendered diagnostics: every file in tests/diagnostics/ is a small
+//! invalid policy; its snapshot records the source and what `gpolc check` reports
+//! (colour off). Together the files exercise every diagnostic code.
+
+use gpol_compiler::check::check;
+use gpol_compiler::diag::{Code, render};
+use gpol_compiler::source::SourceMap;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn report(path: &Path) -> (String, Vec<Code>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let name = format!(
+        "tests/diagnostics/{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    );
+    let mut sources = SourceMap::new();
+    let (id, bad) = sources.add_bytes(name, bytes);
+    let diagnostics = match bad {
+        Some(d) => vec![d],
+        None => check(&mut sources, id).diagnostics,
+    };
+    let text: String = diagnostics
+        .iter()
+        .map(|d| render::human(&sources, d, false))
+        .collect();
+    (text, diagnostics.iter().map(|d| d.code).collect())
+}
+
+#[test]
+fn rendered_diagnostics() {
+    insta::glob!("diagnostics/*.gpol", |path| {
+        let (text, codes) = report(path);
+        assert!(
+            !codes.is_empty(),
+            "{} produces no diagnostics",
+            path.display()
+        );
+        let source = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+        insta::with_settings!({ description => source, omit_expression => true }, {
+            insta::assert_snapshot!(text);
+        });
+    });
+}
+
+#[test]
+fn every_code_is_exercised() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/diagnostics");
+    let mut seen = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.map(|e| e.path()).unwrap_or_default();
+        if path.extension().is_some_and(|x| x == "gpol") {
+            seen.extend(report(&path).1);
+        }
+    }
+    let missing: Vec<&str> = Code::ALL
+        .iter()
+        .filter(|c| !seen.contains(c))
+        .map(|c| c.as_str())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no file in tests/diagnostics/ exercises {missing:?}"
+    );
+}
+
+#[test]
+fn every_code_is_documented() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/diagnostics.md"))
+            .unwrap_or_default();
+    for c in Code::ALL {
+        assert!(
+            doc.contains(&format!("## {}:", c.as_str())),
+            "docs/diagnostics.md does not list {c}"
+        );
+    }
+}
