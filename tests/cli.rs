@@ -52,6 +52,13 @@ fn errors_exit_one_and_every_file_is_reported() {
 }
 
 #[test]
+fn a_clean_file_exits_zero() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let c = write(dir.path(), "c.gpol", CLEAN);
+    gpolc().args(["check", &c, "--deny-warnings"]).assert().success();
+}
+
+#[test]
 fn warnings_fail_only_when_denied() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let w = write(dir.path(), "w.gpol", WARNING);
