@@ -55,7 +55,10 @@ fn errors_exit_one_and_every_file_is_reported() {
 fn a_clean_file_exits_zero() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let c = write(dir.path(), "c.gpol", CLEAN);
-    gpolc().args(["check", &c, "--deny-warnings"]).assert().success();
+    gpolc()
+        .args(["check", &c, "--deny-warnings"])
+        .assert()
+        .success();
 }
 
 #[test]

@@ -50,8 +50,8 @@ pub fn internal(file: FileId) -> Diagnostic {
 fn phrase(rule: Rule) -> Option<&'static str> {
     use Rule::*;
     Some(match rule {
-        expr | op_not | op_neg | number | quantity | boolean | mig_profile | call | list
-        | paren | if_expr | comprehension | comp_kind => "an expression",
+        expr | op_not | op_neg | number | quantity | boolean | mig_profile | list | paren
+        | if_expr | comprehension | comp_kind => "an expression",
         ident => "a name",
         param => "a parameter (`name: type`)",
         path => "a module path",
@@ -63,7 +63,7 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         policy_header | module_header => "`policy NAME`",
         op_implies | op_or | op_and | op_not_in | op_in | op_eq | op_ne | op_le | op_ge | op_lt
         | op_gt | op_default | op_add | op_sub | op_mul | op_div | field_access | index
-        | kw_and | kw_or | kw_implies => "an operator",
+        | call_args | kw_and | kw_or | kw_implies => "an operator",
         ty | unit_ty | list_ty => "a type",
         string | reason => "a string",
         block => "`{`",

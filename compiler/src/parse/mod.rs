@@ -89,7 +89,9 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
         .op(Op::infix(Rule::op_add, Assoc::Left) | Op::infix(Rule::op_sub, Assoc::Left))
         .op(Op::infix(Rule::op_mul, Assoc::Left) | Op::infix(Rule::op_div, Assoc::Left))
         .op(Op::prefix(Rule::op_neg))
-        .op(Op::postfix(Rule::field_access) | Op::postfix(Rule::index))
+        .op(Op::postfix(Rule::field_access)
+            | Op::postfix(Rule::index)
+            | Op::postfix(Rule::call_args))
 });
 
 struct Builder {
@@ -699,7 +701,22 @@ impl Builder {
             .map_postfix(|lhs, op| {
                 let (lhs, d) = lhs?;
                 let span = lhs.span.to(self.span(&op));
-                let (kind, d2) = match op.as_rule() {
+                                let (kind, d2) = match op.as_rule() {
+                    Rule::call_args => {
+                        let Some(callee) = callee_path(&lhs) else {
+                            return Err(Diagnostic::new(Code::UnknownFunction, lhs.span, "this cannot be called")
+                                .label("not a function name")
+                                .help("call a function by its name: `min(a, b)` or `std.pack.binpack(job, node)`"));
+                        };
+                        let mut d = 0;
+                        let mut args = Vec::new();
+                        for a in op.into_inner() {
+                            let (e, da) = self.expr_depth(a)?;
+                            d = d.max(da);
+                            args.push(e);
+                        }
+                        (ExprKind::Call { callee, args }, d)
+                    }
                     Rule::field_access => {
                         let name = self.ident(next(self.file, &mut op.into_inner())?);
                         (ExprKind::Field(Box::new(lhs), name), d)
@@ -809,24 +826,6 @@ impl Builder {
                     d + 1,
                 ))
             }
-            Rule::call => {
-                let mut it = p.into_inner();
-                let callee = self.path(next(self.file, &mut it)?);
-                let mut d = 0;
-                let mut args = Vec::new();
-                for i in it {
-                    let (e, di) = self.expr_depth(i)?;
-                    d = d.max(di);
-                    args.push(e);
-                }
-                Ok((
-                    Expr {
-                        kind: ExprKind::Call { callee, args },
-                        span,
-                    },
-                    d + 1,
-                ))
-            }
             Rule::if_expr => {
                 let mut it = p.into_inner().filter(|p| p.as_rule() == Rule::expr);
                 let (cond, d1) = self.expr_depth(next_of(self.file, &mut it)?)?;
@@ -912,6 +911,23 @@ impl Builder {
             Rule::expr => self.expr_depth(p),
             _ => Err(errors::internal(self.file)),
         }
+    }
+}
+
+/// `a.b.c` as a call path; `None` for anything that is not a dotted name.
+fn callee_path(e: &Expr) -> Option<Path> {
+    match &e.kind {
+        ExprKind::Name(n) => Some(Path {
+            segments: vec![n.clone()],
+            span: e.span,
+        }),
+        ExprKind::Field(base, f) => {
+            let mut p = callee_path(base)?;
+            p.segments.push(f.clone());
+            p.span = e.span;
+            Some(p)
+        }
+        _ => None,
     }
 }
 
