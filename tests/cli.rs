@@ -21,10 +21,7 @@ const WARNING: &str = "policy p\n\nconst unused = 1\n";
 
 #[test]
 fn clean_policies_exit_zero() {
-    let out = gpolc()
-        .args(["check", "policies/", "stdlib/", "--color", "never"])
-        .assert()
-        .success();
+    let out = gpolc().args(["check", "policies/", "stdlib/", "--color", "never"]).assert().success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("no problems"), "{stderr}");
 }
@@ -33,20 +30,10 @@ fn clean_policies_exit_zero() {
 fn errors_exit_one_and_every_file_is_reported() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let a = write(dir.path(), "a.gpol", ERROR);
-    let b = write(
-        dir.path(),
-        "b.gpol",
-        "policy q\nfilter g { nodes.cards > 0 gpu }\n",
-    );
-    let out = gpolc()
-        .args(["check", &a, &b, "--color", "never"])
-        .assert()
-        .code(1);
+    let b = write(dir.path(), "b.gpol", "policy q\nfilter g { nodes.cards > 0 gpu }\n");
+    let out = gpolc().args(["check", &a, &b, "--color", "never"]).assert().code(1);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(
-        stderr.contains("E0009") && stderr.contains("E0004"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("E0009") && stderr.contains("E0004"), "{stderr}");
     assert!(stderr.contains("2 error(s)"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "no colour when asked for none");
 }
@@ -55,10 +42,7 @@ fn errors_exit_one_and_every_file_is_reported() {
 fn a_clean_file_exits_zero() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let c = write(dir.path(), "c.gpol", CLEAN);
-    gpolc()
-        .args(["check", &c, "--deny-warnings"])
-        .assert()
-        .success();
+    gpolc().args(["check", &c, "--deny-warnings"]).assert().success();
 }
 
 #[test]
@@ -66,38 +50,22 @@ fn warnings_fail_only_when_denied() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let w = write(dir.path(), "w.gpol", WARNING);
     gpolc().args(["check", &w]).assert().success();
-    gpolc()
-        .args(["check", &w, "--deny-warnings"])
-        .assert()
-        .code(1);
+    gpolc().args(["check", &w, "--deny-warnings"]).assert().code(1);
 }
 
 #[test]
 fn usage_and_io_errors_exit_two() {
-    gpolc()
-        .args(["check", "no/such/file.gpol"])
-        .assert()
-        .code(2);
-    gpolc()
-        .args(["check", "--format", "xml", "policies/"])
-        .assert()
-        .code(2);
-    gpolc()
-        .args(["check", "--explain", "E9999"])
-        .assert()
-        .code(2);
+    gpolc().args(["check", "no/such/file.gpol"]).assert().code(2);
+    gpolc().args(["check", "--format", "xml", "policies/"]).assert().code(2);
+    gpolc().args(["check", "--explain", "E9999"]).assert().code(2);
 }
 
 #[test]
 fn json_format_is_stable() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let a = write(dir.path(), "a.gpol", ERROR);
-    let out = gpolc()
-        .args(["check", &a, "--format", "json"])
-        .assert()
-        .code(1);
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.get_output().stdout).unwrap_or_else(|e| panic!("{e}"));
+    let out = gpolc().args(["check", &a, "--format", "json"]).assert().code(1);
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(v["version"], 1);
     assert_eq!(v["errors"], 1);
     let d = &v["diagnostics"][0];
@@ -115,26 +83,17 @@ fn json_format_is_stable() {
 fn github_format_annotates() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let a = write(dir.path(), "a.gpol", ERROR);
-    let out = gpolc()
-        .args(["check", &a, "--format", "github"])
-        .assert()
-        .code(1);
+    let out = gpolc().args(["check", &a, "--format", "github"]).assert().code(1);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let line = stdout.lines().next().unwrap_or_default();
     assert!(line.starts_with("::error file="), "{line}");
     assert!(line.contains(",line=3,col=12,"), "{line}");
-    assert!(
-        line.contains("::E0009 cannot compare bytes and number"),
-        "{line}"
-    );
+    assert!(line.contains("::E0009 cannot compare bytes and number"), "{line}");
 }
 
 #[test]
 fn explain_prints_the_long_text() {
-    let out = gpolc()
-        .args(["check", "--explain", "e0009"])
-        .assert()
-        .success();
+    let out = gpolc().args(["check", "--explain", "e0009"]).assert().success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(stdout.starts_with("E0009: unit mismatch"), "{stdout}");
     assert!(stdout.contains("40GiB"), "{stdout}");
@@ -144,34 +103,21 @@ fn explain_prints_the_long_text() {
 fn colour_on_request() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let a = write(dir.path(), "a.gpol", ERROR);
-    let out = gpolc()
-        .args(["check", &a, "--color", "always"])
-        .assert()
-        .code(1);
+    let out = gpolc().args(["check", &a, "--color", "always"]).assert().code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains('\u{1b}'));
 }
 
 #[test]
 fn fmt_rewrites_in_place_and_check_reports() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let a = write(
-        dir.path(),
-        "a.gpol",
-        "policy p\nfilter   f {job.whole_cards>0 gpu}   // why\n",
-    );
+    let a = write(dir.path(), "a.gpol", "policy p\nfilter   f {job.whole_cards>0 gpu}   // why\n");
     let out = gpolc().args(["fmt", "--check", &a]).assert().code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("a.gpol"));
     gpolc().args(["fmt", &a]).assert().success();
     let text = std::fs::read_to_string(&a).unwrap_or_default();
-    assert_eq!(
-        text,
-        "policy p\n\nfilter f { job.whole_cards > 0 gpu }  // why\n"
-    );
+    assert_eq!(text, "policy p\n\nfilter f { job.whole_cards > 0 gpu }  // why\n");
     gpolc().args(["fmt", "--check", &a]).assert().success();
-    gpolc()
-        .args(["fmt", "--check", "policies/", "stdlib/"])
-        .assert()
-        .success();
+    gpolc().args(["fmt", "--check", "policies/", "stdlib/"]).assert().success();
 }
 
 #[test]
@@ -181,9 +127,7 @@ fn fmt_leaves_a_broken_file_alone() {
     let a = write(dir.path(), "a.gpol", text);
     gpolc().args(["fmt", &a]).assert().code(1);
     assert_eq!(std::fs::read_to_string(&a).unwrap_or_default(), text);
-    let leftovers = std::fs::read_dir(dir.path())
-        .map(|d| d.count())
-        .unwrap_or(0);
+    let leftovers = std::fs::read_dir(dir.path()).map(|d| d.count()).unwrap_or(0);
     assert_eq!(leftovers, 1, "no temporary file is left behind");
 }
 
@@ -192,9 +136,6 @@ fn invalid_utf8_is_a_diagnostic_not_a_crash() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let p = dir.path().join("bad.gpol");
     std::fs::write(&p, b"policy p\n\xff\n").unwrap_or_else(|e| panic!("{e}"));
-    let out = gpolc()
-        .args(["check", &p.display().to_string(), "--color", "never"])
-        .assert()
-        .code(1);
+    let out = gpolc().args(["check", &p.display().to_string(), "--color", "never"]).assert().code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("E0031"));
 }

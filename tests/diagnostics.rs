@@ -10,22 +10,14 @@ use std::path::Path;
 
 fn report(path: &Path) -> (String, Vec<Code>) {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let name = format!(
-        "tests/diagnostics/{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default()
-    );
+    let name = format!("tests/diagnostics/{}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
     let mut sources = SourceMap::new();
     let (id, bad) = sources.add_bytes(name, bytes);
     let diagnostics = match bad {
         Some(d) => vec![d],
         None => check(&mut sources, id).diagnostics,
     };
-    let text: String = diagnostics
-        .iter()
-        .map(|d| render::human(&sources, d, false))
-        .collect();
+    let text: String = diagnostics.iter().map(|d| render::human(&sources, d, false)).collect();
     (text, diagnostics.iter().map(|d| d.code).collect())
 }
 
@@ -33,11 +25,7 @@ fn report(path: &Path) -> (String, Vec<Code>) {
 fn rendered_diagnostics() {
     insta::glob!("diagnostics/*.gpol", |path| {
         let (text, codes) = report(path);
-        assert!(
-            !codes.is_empty(),
-            "{} produces no diagnostics",
-            path.display()
-        );
+        assert!(!codes.is_empty(), "{} produces no diagnostics", path.display());
         let source = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
         insta::with_settings!({ description => source, omit_expression => true }, {
             insta::assert_snapshot!(text);
@@ -55,26 +43,15 @@ fn every_code_is_exercised() {
             seen.extend(report(&path).1);
         }
     }
-    let missing: Vec<&str> = Code::ALL
-        .iter()
-        .filter(|c| !seen.contains(c))
-        .map(|c| c.as_str())
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "no file in tests/diagnostics/ exercises {missing:?}"
-    );
+    let missing: Vec<&str> = Code::ALL.iter().filter(|c| !seen.contains(c)).map(|c| c.as_str()).collect();
+    assert!(missing.is_empty(), "no file in tests/diagnostics/ exercises {missing:?}");
 }
 
 #[test]
 fn every_code_is_documented() {
     let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/diagnostics.md"))
-            .unwrap_or_default();
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/diagnostics.md")).unwrap_or_default();
     for c in Code::ALL {
-        assert!(
-            doc.contains(&format!("## {}:", c.as_str())),
-            "docs/diagnostics.md does not list {c}"
-        );
+        assert!(doc.contains(&format!("## {}:", c.as_str())), "docs/diagnostics.md does not list {c}");
     }
 }

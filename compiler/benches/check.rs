@@ -9,10 +9,14 @@ use std::hint::black_box;
 
 /// A policy with a queue tree and `rules` rules drawn from realistic shapes.
 fn generated(rules: usize) -> String {
-    let mut s =
-        String::from("policy generated\n\nuse std.pack\n\nconst big_job = 8 gpu\n\nqueue org {\n");
+    let mut s = String::from("policy generated\n\nuse std.pack\n\nconst big_job = 8 gpu\n\nqueue org {\n");
     for t in 0..8 {
-        writeln!(s, "  queue team{t} {{ guarantee 16 gpu, 128 cpu; limit 64 gpu; weight {}; attr min_runtime = 30m }}", t % 3 + 1).ok();
+        writeln!(
+            s,
+            "  queue team{t} {{ guarantee 16 gpu, 128 cpu; limit 64 gpu; weight {}; attr min_runtime = 30m }}",
+            t % 3 + 1
+        )
+        .ok();
     }
     s.push_str("}\n\nfn free_share(n: node) -> number {\n  if n.cards > 0 gpu then n.free_gpu / n.cards else 0\n}\n\n");
     for i in 0..rules {
@@ -49,38 +53,25 @@ fn run(text: &str) -> usize {
     let mut sources = SourceMap::new();
     let id = sources.add(SourceFile::new("bench.gpol", text));
     let checked = check(&mut sources, id);
-    assert!(
-        checked.diagnostics.is_empty(),
-        "{:?}",
-        checked.diagnostics.first()
-    );
+    assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics.first());
     checked.policy.map_or(0, |p| p.rules.len())
 }
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("check");
     let typical = generated(40);
-    assert!(
-        (180..=260).contains(&typical.lines().count()),
-        "{} lines",
-        typical.lines().count()
-    );
-    g.bench_function(
-        BenchmarkId::new("typical", format!("{}_lines", typical.lines().count())),
-        |b| b.iter(|| run(black_box(&typical))),
-    );
+    assert!((180..=260).contains(&typical.lines().count()), "{} lines", typical.lines().count());
+    g.bench_function(BenchmarkId::new("typical", format!("{}_lines", typical.lines().count())), |b| {
+        b.iter(|| run(black_box(&typical)))
+    });
     for name in ["gpu_sharing", "preemption", "gangs"] {
         let path = format!("{}/../policies/{name}.gpol", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        g.bench_function(BenchmarkId::new("policy", name), |b| {
-            b.iter(|| run(black_box(&text)))
-        });
+        g.bench_function(BenchmarkId::new("policy", name), |b| b.iter(|| run(black_box(&text))));
     }
     let huge = generated(20_000);
     g.sample_size(10);
-    g.bench_function(BenchmarkId::new("generated", "20000_rules"), |b| {
-        b.iter(|| run(black_box(&huge)))
-    });
+    g.bench_function(BenchmarkId::new("generated", "20000_rules"), |b| b.iter(|| run(black_box(&huge))));
     g.finish();
 }
 

@@ -25,11 +25,7 @@ pub fn format_source(file: FileId, text: &str) -> Result<String, Diagnostic> {
 
 /// Prints a syntax tree with its comments.
 pub fn format(file: &File, comments: &[Comment]) -> String {
-    let mut p = Printer {
-        out: String::new(),
-        indent: 0,
-        comments: comments.iter().cloned().collect(),
-    };
+    let mut p = Printer { out: String::new(), indent: 0, comments: comments.iter().cloned().collect() };
     p.file(file);
     p.out
 }
@@ -101,11 +97,7 @@ impl Printer {
 
     /// Comments that start before `pos` and trailed code go at the end of the last line.
     fn trailing(&mut self, pos: u32) {
-        while self
-            .comments
-            .front()
-            .is_some_and(|c| c.span.start < pos && c.trailing && !c.text.contains('\n'))
-        {
+        while self.comments.front().is_some_and(|c| c.span.start < pos && c.trailing && !c.text.contains('\n')) {
             let Some(c) = self.comments.pop_front() else {
                 break;
             };
@@ -171,43 +163,23 @@ impl Printer {
     fn item(&mut self, item: &Item) {
         match item {
             Item::Use(u) => {
-                let alias = u
-                    .alias
-                    .as_ref()
-                    .map(|a| format!(" as {}", a.name))
-                    .unwrap_or_default();
+                let alias = u.alias.as_ref().map(|a| format!(" as {}", a.name)).unwrap_or_default();
                 self.line(&format!("use {}{alias}", u.path.dotted()));
             }
             Item::Const(c) => {
-                let ty =
-                    c.ty.as_ref()
-                        .map(|t| format!(": {}", type_text(t)))
-                        .unwrap_or_default();
+                let ty = c.ty.as_ref().map(|t| format!(": {}", type_text(t))).unwrap_or_default();
                 self.doc(hanging(format!("const {}{ty} = ", c.name.name), &c.value).group());
             }
             Item::Fn(f) => {
-                let params: Vec<String> = f
-                    .params
-                    .iter()
-                    .map(|p| format!("{}: {}", p.name.name, type_text(&p.ty)))
-                    .collect();
-                let ret = f
-                    .ret
-                    .as_ref()
-                    .map(|t| format!(" -> {}", type_text(t)))
-                    .unwrap_or_default();
-                self.body(
-                    &format!("fn {}({}){ret}", f.name.name, params.join(", ")),
-                    &f.body,
-                    f.span.end,
-                    true,
-                );
+                let params: Vec<String> =
+                    f.params.iter().map(|p| format!("{}: {}", p.name.name, type_text(&p.ty))).collect();
+                let ret = f.ret.as_ref().map(|t| format!(" -> {}", type_text(t))).unwrap_or_default();
+                self.body(&format!("fn {}({}){ret}", f.name.name, params.join(", ")), &f.body, f.span.end, true);
             }
             Item::Queue(q) => self.queue(q),
-            Item::PriorityClass(pc) => self.doc(
-                RcDoc::text(format!("priority_class {} = ", pc.name.name))
-                    .append(expr_doc(&pc.value, 0)),
-            ),
+            Item::PriorityClass(pc) => {
+                self.doc(RcDoc::text(format!("priority_class {} = ", pc.name.name)).append(expr_doc(&pc.value, 0)))
+            }
             Item::Topology(t) => {
                 let levels: Vec<&str> = t.levels.iter().map(|l| l.name.as_str()).collect();
                 self.line(&format!("topology {}", levels.join(", ")));
@@ -216,12 +188,7 @@ impl Printer {
                 let entries: Vec<(u32, String)> = s
                     .entries
                     .iter()
-                    .map(|e| {
-                        (
-                            e.name.span.start,
-                            format!("{} {}", e.name.name, expr_text(&e.value)),
-                        )
-                    })
+                    .map(|e| (e.name.span.start, format!("{} {}", e.name.name, expr_text(&e.value))))
                     .collect();
                 self.block("settings", entries, s.span.end);
             }
@@ -307,11 +274,7 @@ impl Printer {
                     VictimKind::Preempt => "preempt",
                     VictimKind::Reclaim => "reclaim",
                 };
-                let name = v
-                    .name
-                    .as_ref()
-                    .map(|n| format!(" {}", n.name))
-                    .unwrap_or_default();
+                let name = v.name.as_ref().map(|n| format!(" {}", n.name)).unwrap_or_default();
                 self.line(&format!("{kw}{name} {{"));
                 self.indent += INDENT;
                 self.leading(v.when.span.start, true);
@@ -378,25 +341,14 @@ impl Printer {
     }
 
     fn let_line(&mut self, l: &Let) {
-        let ty =
-            l.ty.as_ref()
-                .map(|t| format!(": {}", type_text(t)))
-                .unwrap_or_default();
-        self.doc(
-            hanging(format!("let {}{ty} = ", l.name.name), &l.value)
-                .append(RcDoc::text(";"))
-                .group(),
-        );
+        let ty = l.ty.as_ref().map(|t| format!(": {}", type_text(t))).unwrap_or_default();
+        self.doc(hanging(format!("let {}{ty} = ", l.name.name), &l.value).append(RcDoc::text(";")).group());
     }
 
     /// `kw { a; b }` on one line when short and comment-free, else one entry a line.
     fn block(&mut self, kw: &str, entries: Vec<(u32, String)>, end: u32) {
         let texts: Vec<&str> = entries.iter().map(|(_, t)| t.as_str()).collect();
-        let one = if entries.is_empty() {
-            format!("{kw} {{}}")
-        } else {
-            format!("{kw} {{ {} }}", texts.join("; "))
-        };
+        let one = if entries.is_empty() { format!("{kw} {{}}") } else { format!("{kw} {{ {} }}", texts.join("; ")) };
         if one.len() + self.indent <= WIDTH && !self.has_comment_before(end) {
             self.line(&one);
             return;
@@ -418,11 +370,7 @@ impl Printer {
         let nested = q.stmts.iter().any(|s| matches!(s, QueueStmt::Queue(_)));
         let kw = format!("queue {}", q.name.name);
         if !nested {
-            let entries = q
-                .stmts
-                .iter()
-                .map(|s| (s.span().start, queue_stmt_text(s)))
-                .collect();
+            let entries = q.stmts.iter().map(|s| (s.span().start, queue_stmt_text(s))).collect();
             self.block(&kw, entries, q.span.end);
             return;
         }
@@ -454,31 +402,17 @@ impl Printer {
                     .collect();
                 self.props(&format!("node {}", names.join(", ")), props, span.end);
             }
-            TestStmt::Submit { job, props, span } => {
-                self.props(&format!("submit {}", job.name), props, span.end)
-            }
-            TestStmt::Run {
-                job,
-                nodes,
-                props,
-                span,
-            } => {
+            TestStmt::Submit { job, props, span } => self.props(&format!("submit {}", job.name), props, span.end),
+            TestStmt::Run { job, nodes, props, span } => {
                 let nodes: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
-                self.props(
-                    &format!("run {} on {}", job.name, nodes.join(", ")),
-                    props,
-                    span.end,
-                );
+                self.props(&format!("run {} on {}", job.name, nodes.join(", ")), props, span.end);
             }
             TestStmt::Advance(e, _) => self.line(&format!("advance {}", expr_text(e))),
             TestStmt::Complete(j, _) => self.line(&format!("complete {}", j.name)),
             TestStmt::Fail(n, _) => self.line(&format!("fail {}", n.name)),
             TestStmt::Expect(e, _) => {
-                let because = |b: &Option<Ident>| {
-                    b.as_ref()
-                        .map(|r| format!(" because {}", r.name))
-                        .unwrap_or_default()
-                };
+                let because =
+                    |b: &Option<Ident>| b.as_ref().map(|r| format!(" because {}", r.name)).unwrap_or_default();
                 match e {
                     Expectation::On { job, nodes } => {
                         let nodes: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
@@ -491,15 +425,10 @@ impl Printer {
                         self.line(&format!("expect {} rejected{}", job.name, because(b)))
                     }
                     Expectation::Evicted { job, by } => {
-                        let by = by
-                            .as_ref()
-                            .map(|b| format!(" by {}", b.name))
-                            .unwrap_or_default();
+                        let by = by.as_ref().map(|b| format!(" by {}", b.name)).unwrap_or_default();
                         self.line(&format!("expect {} evicted{by}", job.name));
                     }
-                    Expectation::Running { job } => {
-                        self.line(&format!("expect {} running", job.name))
-                    }
+                    Expectation::Running { job } => self.line(&format!("expect {} running", job.name)),
                     Expectation::Holds(x) => self.doc(hanging("expect ".to_string(), x).group()),
                 }
             }
@@ -511,19 +440,11 @@ impl Printer {
             .iter()
             .map(|p| {
                 let text = match p {
-                    Prop::Label { key, value, .. } => format!(
-                        "label {} = {}",
-                        string_literal(&key.value),
-                        expr_text(value)
-                    ),
-                    Prop::Plain {
-                        name,
-                        value: Some(v),
-                        ..
-                    } => format!("{} {}", name.name, expr_text(v)),
-                    Prop::Plain {
-                        name, value: None, ..
-                    } => name.name.clone(),
+                    Prop::Label { key, value, .. } => {
+                        format!("label {} = {}", string_literal(&key.value), expr_text(value))
+                    }
+                    Prop::Plain { name, value: Some(v), .. } => format!("{} {}", name.name, expr_text(v)),
+                    Prop::Plain { name, value: None, .. } => name.name.clone(),
                 };
                 (p.span().start, text)
             })
@@ -576,15 +497,8 @@ fn precedence(e: &Expr) -> u8 {
 
 fn quantity_text(number: &NumLit, unit: crate::units::Unit, flavour: &Option<Ident>) -> String {
     use crate::units::Unit;
-    let sep = if matches!(unit, Unit::Gpu | Unit::Cpu) {
-        " "
-    } else {
-        ""
-    };
-    let flavour = flavour
-        .as_ref()
-        .map(|f| format!("({})", f.name))
-        .unwrap_or_default();
+    let sep = if matches!(unit, Unit::Gpu | Unit::Cpu) { " " } else { "" };
+    let flavour = flavour.as_ref().map(|f| format!("({})", f.name)).unwrap_or_default();
     format!("{}{sep}{}{flavour}", number.text, unit.symbol())
 }
 
@@ -592,26 +506,19 @@ fn quantity_text(number: &NumLit, unit: crate::units::Unit, flavour: &Option<Ide
 fn expr_doc(e: &Expr, min: u8) -> RcDoc<'static, ()> {
     let d = match &e.kind {
         ExprKind::Number(n) => RcDoc::text(n.text.clone()),
-        ExprKind::Quantity {
-            number,
-            unit,
-            flavour,
-        } => RcDoc::text(quantity_text(number, *unit, flavour)),
+        ExprKind::Quantity { number, unit, flavour } => RcDoc::text(quantity_text(number, *unit, flavour)),
         ExprKind::Str(s) => RcDoc::text(string_literal(s)),
         ExprKind::Bool(b) => RcDoc::text(if *b { "true" } else { "false" }),
         ExprKind::MigProfile(p) => RcDoc::text(p.clone()),
         ExprKind::Name(n) => RcDoc::text(n.name.clone()),
         ExprKind::List(items) => bracketed("[", items.iter().map(|i| expr_doc(i, 0)), "]"),
         ExprKind::Field(base, f) => expr_doc(base, 10).append(RcDoc::text(format!(".{}", f.name))),
-        ExprKind::Index(base, ix) => expr_doc(base, 10)
-            .append(RcDoc::text("["))
-            .append(expr_doc(ix, 0))
-            .append(RcDoc::text("]")),
-        ExprKind::Call { callee, args } => RcDoc::text(callee.dotted()).append(bracketed(
-            "(",
-            args.iter().map(|a| expr_doc(a, 0)),
-            ")",
-        )),
+        ExprKind::Index(base, ix) => {
+            expr_doc(base, 10).append(RcDoc::text("[")).append(expr_doc(ix, 0)).append(RcDoc::text("]"))
+        }
+        ExprKind::Call { callee, args } => {
+            RcDoc::text(callee.dotted()).append(bracketed("(", args.iter().map(|a| expr_doc(a, 0)), ")"))
+        }
         ExprKind::Unary(UnaryOp::Not, x) => RcDoc::text("not ").append(expr_doc(x, PREC_NOT)),
         ExprKind::Unary(UnaryOp::Neg, x) => RcDoc::text("-").append(expr_doc(x, PREC_NEG)),
         ExprKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), ..) => {
@@ -621,30 +528,17 @@ fn expr_doc(e: &Expr, min: u8) -> RcDoc<'static, ()> {
             let p = op.precedence();
             let mut d = expr_doc(operands[0], p);
             for x in &operands[1..] {
-                d = d
-                    .append(RcDoc::line())
-                    .append(RcDoc::text(format!("{} ", op.symbol())))
-                    .append(expr_doc(x, p + 1));
+                d = d.append(RcDoc::line()).append(RcDoc::text(format!("{} ", op.symbol()))).append(expr_doc(x, p + 1));
             }
             d.group()
         }
         ExprKind::Binary(op, a, b) => {
             let p = op.precedence();
-            let (lmin, rmin) = if op.right_assoc() {
-                (p + 1, p)
-            } else {
-                (p, p + 1)
-            };
+            let (lmin, rmin) = if op.right_assoc() { (p + 1, p) } else { (p, p + 1) };
             let logical = *op == BinaryOp::Implies;
-            let rhs = RcDoc::line()
-                .append(RcDoc::text(format!("{} ", op.symbol())))
-                .append(expr_doc(b, rmin));
+            let rhs = RcDoc::line().append(RcDoc::text(format!("{} ", op.symbol()))).append(expr_doc(b, rmin));
             // Inside a broken `and` chain a broken comparison must not look like a new term.
-            let rhs = if logical {
-                rhs
-            } else {
-                rhs.nest(INDENT as isize)
-            };
+            let rhs = if logical { rhs } else { rhs.nest(INDENT as isize) };
             expr_doc(a, lmin).append(rhs).group()
         }
         ExprKind::If { cond, then, els } => RcDoc::text("if ")
@@ -660,10 +554,7 @@ fn expr_doc(e: &Expr, min: u8) -> RcDoc<'static, ()> {
         ExprKind::Block { lets, body } => {
             let mut d = RcDoc::text("{");
             for l in lets {
-                let ty =
-                    l.ty.as_ref()
-                        .map(|t| format!(": {}", type_text(t)))
-                        .unwrap_or_default();
+                let ty = l.ty.as_ref().map(|t| format!(": {}", type_text(t))).unwrap_or_default();
                 d = d
                     .append(RcDoc::line())
                     .append(RcDoc::text(format!("let {}{ty} = ", l.name.name)))
@@ -677,28 +568,17 @@ fn expr_doc(e: &Expr, min: u8) -> RcDoc<'static, ()> {
                 .append(RcDoc::text("}"))
                 .group()
         }
-        ExprKind::Comprehension {
-            kind,
-            var,
-            iter,
-            body,
-        } => RcDoc::text(format!("{}({} in ", kind.keyword(), var.name))
-            .append(expr_doc(iter, 0))
-            .append(RcDoc::text(":"))
-            .append(
-                RcDoc::line()
-                    .append(expr_doc(body, 0))
-                    .nest(INDENT as isize),
-            )
-            .append(RcDoc::line_())
-            .append(RcDoc::text(")"))
-            .group(),
+        ExprKind::Comprehension { kind, var, iter, body } => {
+            RcDoc::text(format!("{}({} in ", kind.keyword(), var.name))
+                .append(expr_doc(iter, 0))
+                .append(RcDoc::text(":"))
+                .append(RcDoc::line().append(expr_doc(body, 0)).nest(INDENT as isize))
+                .append(RcDoc::line_())
+                .append(RcDoc::text(")"))
+                .group()
+        }
     };
-    if precedence(e) < min {
-        RcDoc::text("(").append(d.nest(1)).append(RcDoc::text(")"))
-    } else {
-        d
-    }
+    if precedence(e) < min { RcDoc::text("(").append(d.nest(1)).append(RcDoc::text(")")) } else { d }
 }
 
 /// The operands of a left-associative chain of one operator, in order.
@@ -716,11 +596,7 @@ fn chain<'e>(e: &'e Expr, op: BinaryOp, out: &mut Vec<&'e Expr>) {
 /// whose braces already indent its body.
 fn hanging(prefix: String, e: &Expr) -> RcDoc<'static, ()> {
     let d = expr_doc(e, 0);
-    let d = if matches!(e.kind, ExprKind::Block { .. }) {
-        d
-    } else {
-        d.nest(INDENT as isize)
-    };
+    let d = if matches!(e.kind, ExprKind::Block { .. }) { d } else { d.nest(INDENT as isize) };
     RcDoc::text(prefix).append(d).group()
 }
 
@@ -736,10 +612,7 @@ fn bracketed(
     RcDoc::text(open)
         .append(
             RcDoc::line_()
-                .append(RcDoc::intersperse(
-                    items,
-                    RcDoc::text(",").append(RcDoc::line()),
-                ))
+                .append(RcDoc::intersperse(items, RcDoc::text(",").append(RcDoc::line())))
                 .nest(INDENT as isize),
         )
         .append(RcDoc::line_())

@@ -31,10 +31,7 @@ pub struct Folder<'a> {
 
 impl<'a> Folder<'a> {
     pub fn new(functions: &'a dyn FnLookup) -> Folder<'a> {
-        Folder {
-            functions,
-            locals: HashMap::new(),
-        }
+        Folder { functions, locals: HashMap::new() }
     }
 
     pub fn eval(&mut self, e: &Expr) -> Option<Value> {
@@ -44,9 +41,7 @@ impl<'a> Folder<'a> {
             K::Bool(b) => Value::Bool(*b),
             K::Str(s) => Value::Str(s.clone()),
             K::Enum(k, v) => Value::Enum(*k, *v),
-            K::List(items) => {
-                Value::List(items.iter().map(|i| self.eval(i)).collect::<Option<_>>()?)
-            }
+            K::List(items) => Value::List(items.iter().map(|i| self.eval(i)).collect::<Option<_>>()?),
             K::Local(id) => self.locals.get(id)?.clone(),
             K::Root(_) | K::Field(..) | K::Level(..) | K::Attr(..) | K::Index(..) | K::Error => {
                 return None;
@@ -54,10 +49,7 @@ impl<'a> Folder<'a> {
             K::Builtin(b, args) => self.builtin(*b, args)?,
             K::Call(f, args) => {
                 let func = self.functions.function(*f)?;
-                let vals = args
-                    .iter()
-                    .map(|a| self.eval(a))
-                    .collect::<Option<Vec<_>>>()?;
+                let vals = args.iter().map(|a| self.eval(a)).collect::<Option<Vec<_>>>()?;
                 let mut inner = Folder::new(self.functions);
                 for ((id, _), v) in func.params.iter().zip(vals) {
                     inner.locals.insert(*id, v);
@@ -104,10 +96,7 @@ impl<'a> Folder<'a> {
             // `has` on a constant can only be of a present value.
             return self.eval(args.first()?).map(|_| Value::Bool(true));
         }
-        let vals = args
-            .iter()
-            .map(|a| self.eval(a))
-            .collect::<Option<Vec<_>>>()?;
+        let vals = args.iter().map(|a| self.eval(a)).collect::<Option<Vec<_>>>()?;
         let n = |i: usize| vals.get(i).and_then(Value::as_num);
         Some(Value::Num(match b {
             Builtin::Min => ops::min(n(0)?, n(1)?),
@@ -162,13 +151,7 @@ impl<'a> Folder<'a> {
         })
     }
 
-    fn comprehension(
-        &mut self,
-        kind: CompKind,
-        id: LocalId,
-        items: Vec<Value>,
-        body: &Expr,
-    ) -> Option<Value> {
+    fn comprehension(&mut self, kind: CompKind, id: LocalId, items: Vec<Value>, body: &Expr) -> Option<Value> {
         let mut acc = match kind {
             CompKind::Any => Value::Bool(false),
             CompKind::All => Value::Bool(true),
@@ -182,9 +165,7 @@ impl<'a> Folder<'a> {
             acc = match (kind, acc, v) {
                 (CompKind::Any, Value::Bool(a), Value::Bool(v)) => Value::Bool(a || v),
                 (CompKind::All, Value::Bool(a), Value::Bool(v)) => Value::Bool(a && v),
-                (CompKind::Count, Value::Num(a), Value::Bool(v)) => {
-                    Value::Num(a + f64::from(u8::from(v)))
-                }
+                (CompKind::Count, Value::Num(a), Value::Bool(v)) => Value::Num(a + f64::from(u8::from(v))),
                 (CompKind::Sum, Value::Num(a), Value::Num(v)) => Value::Num(a + v),
                 (CompKind::Min, Value::Num(a), Value::Num(v)) => Value::Num(ops::min(a, v)),
                 (CompKind::Max, Value::Num(a), Value::Num(v)) => Value::Num(ops::max(a, v)),
@@ -199,9 +180,7 @@ impl<'a> Folder<'a> {
 pub fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Num(x), Value::Num(y)) => x == y,
-        (Value::List(x), Value::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| equal(a, b))
-        }
+        (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| equal(a, b)),
         _ => a == b,
     }
 }

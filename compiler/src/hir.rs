@@ -3,9 +3,7 @@
 
 use crate::schema::{EnumKind, Record, Root};
 use crate::source::Span;
-use crate::syntax::{
-    BinaryOp, CompKind, Direction, GangKind, QuotaKind, RuleKind, UnaryOp, VictimKind,
-};
+use crate::syntax::{BinaryOp, CompKind, Direction, GangKind, QuotaKind, RuleKind, UnaryOp, VictimKind};
 use crate::types::Ty;
 use std::collections::BTreeMap;
 
@@ -59,10 +57,9 @@ impl Expr {
             K::Num(_) | K::Bool(_) | K::Str(_) | K::Enum(..) | K::Local(_) | K::Root(_) => false,
             K::List(es) | K::Builtin(_, es) | K::Call(_, es) => es.iter().any(Expr::has_error),
             K::Field(b, ..) | K::Level(b, _) | K::Attr(b, _) | K::Unary(_, b) => b.has_error(),
-            K::Index(a, b)
-            | K::Binary(_, a, b)
-            | K::Let(_, a, b)
-            | K::Comprehension(_, _, a, b) => a.has_error() || b.has_error(),
+            K::Index(a, b) | K::Binary(_, a, b) | K::Let(_, a, b) | K::Comprehension(_, _, a, b) => {
+                a.has_error() || b.has_error()
+            }
             K::If(a, b, c) => a.has_error() || b.has_error() || c.has_error(),
         }
     }

@@ -50,9 +50,7 @@ pub fn hash01(a: u64, b: u64) -> f64 {
 
 /// The 64-bit key of a string for `hash01` (FNV-1a).
 pub fn str_key(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// The 64-bit key of a number for `hash01`: its bits, with -0.0 and all NaNs canonical.

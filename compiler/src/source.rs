@@ -20,20 +20,12 @@ pub struct Span {
 
 impl Span {
     pub fn new(file: FileId, start: usize, end: usize) -> Span {
-        Span {
-            file,
-            start: clamp_u32(start),
-            end: clamp_u32(end.max(start)),
-        }
+        Span { file, start: clamp_u32(start), end: clamp_u32(end.max(start)) }
     }
 
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span {
-            file: self.file,
-            start: self.start.min(other.start),
-            end: self.end.max(other.end),
-        }
+        Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
     }
 
     pub fn range(self) -> std::ops::Range<usize> {
@@ -74,28 +66,16 @@ impl SourceFile {
             // Replace rather than remove so byte offsets reported later stay true to the file.
             text.replace_range(0..3, "   ");
         }
-        let line_starts = std::iter::once(0)
-            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        SourceFile {
-            name: name.into(),
-            text,
-            line_starts,
-        }
+        let line_starts = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        SourceFile { name: name.into(), text, line_starts }
     }
 
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let line = self
-            .line_starts
-            .partition_point(|&s| s <= offset)
-            .saturating_sub(1);
+        let line = self.line_starts.partition_point(|&s| s <= offset).saturating_sub(1);
         let start = self.line_starts[line];
-        let col = self
-            .text
-            .get(start..self.floor_char(offset))
-            .map_or(0, |s| s.chars().count());
+        let col = self.text.get(start..self.floor_char(offset)).map_or(0, |s| s.chars().count());
         (line + 1, col + 1)
     }
 
@@ -145,17 +125,11 @@ impl SourceMap {
     }
 
     pub fn find(&self, name: &str) -> Option<FileId> {
-        self.files
-            .iter()
-            .position(|f| f.name == name)
-            .map(|i| FileId(clamp_u32(i)))
+        self.files.iter().position(|f| f.name == name).map(|i| FileId(clamp_u32(i)))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
-        self.files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (FileId(clamp_u32(i)), f))
+        self.files.iter().enumerate().map(|(i, f)| (FileId(clamp_u32(i)), f))
     }
 }
 
@@ -167,11 +141,7 @@ pub fn decode(bytes: Vec<u8>) -> Result<String, usize> {
 impl SourceMap {
     /// Adds a file read from disk. A file that is not UTF-8 is added as its valid
     /// prefix (so the report can show where the bad byte is) with an E0031 diagnostic.
-    pub fn add_bytes(
-        &mut self,
-        name: impl Into<String>,
-        bytes: Vec<u8>,
-    ) -> (FileId, Option<crate::diag::Diagnostic>) {
+    pub fn add_bytes(&mut self, name: impl Into<String>, bytes: Vec<u8>) -> (FileId, Option<crate::diag::Diagnostic>) {
         match String::from_utf8(bytes) {
             Ok(text) => (self.add(SourceFile::new(name, text)), None),
             Err(e) => {

@@ -14,8 +14,5 @@ pub fn source(path: &str) -> Option<&'static str> {
 
 /// The name diagnostics use for a standard-library file.
 pub fn file_name(path: &str) -> String {
-    format!(
-        "<std>/{}.gpol",
-        path.trim_start_matches("std.").replace('.', "/")
-    )
+    format!("<std>/{}.gpol", path.trim_start_matches("std.").replace('.', "/"))
 }

@@ -20,11 +20,7 @@ pub struct Path {
 
 impl Path {
     pub fn dotted(&self) -> String {
-        self.segments
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect::<Vec<_>>()
-            .join(".")
+        self.segments.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(".")
     }
 }
 
@@ -141,18 +137,10 @@ pub struct QueueDecl {
 #[derive(Clone, Debug, PartialEq)]
 pub enum QueueStmt {
     Queue(QueueDecl),
-    Quota {
-        kind: QuotaKind,
-        values: Vec<Expr>,
-        span: Span,
-    },
+    Quota { kind: QuotaKind, values: Vec<Expr>, span: Span },
     Weight(Expr, Span),
     HalfLife(Expr, Span),
-    Attr {
-        name: Ident,
-        value: Expr,
-        span: Span,
-    },
+    Attr { name: Ident, value: Expr, span: Span },
     Queueing(Ident, Span),
 }
 
@@ -179,13 +167,8 @@ pub enum QuotaKind {
 }
 
 impl QuotaKind {
-    pub const ALL: [QuotaKind; 5] = [
-        QuotaKind::Guarantee,
-        QuotaKind::Limit,
-        QuotaKind::BorrowLimit,
-        QuotaKind::LendLimit,
-        QuotaKind::UserLimit,
-    ];
+    pub const ALL: [QuotaKind; 5] =
+        [QuotaKind::Guarantee, QuotaKind::Limit, QuotaKind::BorrowLimit, QuotaKind::LendLimit, QuotaKind::UserLimit];
 
     pub fn keyword(self) -> &'static str {
         match self {
@@ -327,22 +310,9 @@ pub struct TestBlock {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum TestStmt {
-    Node {
-        names: Vec<NodeName>,
-        props: Vec<Prop>,
-        span: Span,
-    },
-    Submit {
-        job: Ident,
-        props: Vec<Prop>,
-        span: Span,
-    },
-    Run {
-        job: Ident,
-        nodes: Vec<Ident>,
-        props: Vec<Prop>,
-        span: Span,
-    },
+    Node { names: Vec<NodeName>, props: Vec<Prop>, span: Span },
+    Submit { job: Ident, props: Vec<Prop>, span: Span },
+    Run { job: Ident, nodes: Vec<Ident>, props: Vec<Prop>, span: Span },
     Advance(Expr, Span),
     Complete(Ident, Span),
     Fail(Ident, Span),
@@ -381,16 +351,8 @@ pub enum Expectation {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Prop {
-    Label {
-        key: StrLit,
-        value: Expr,
-        span: Span,
-    },
-    Plain {
-        name: Ident,
-        value: Option<Expr>,
-        span: Span,
-    },
+    Label { key: StrLit, value: Expr, span: Span },
+    Plain { name: Ident, value: Option<Expr>, span: Span },
 }
 
 impl Prop {
@@ -417,11 +379,7 @@ pub struct NumLit {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExprKind {
     Number(NumLit),
-    Quantity {
-        number: NumLit,
-        unit: Unit,
-        flavour: Option<Ident>,
-    },
+    Quantity { number: NumLit, unit: Unit, flavour: Option<Ident> },
     Str(String),
     Bool(bool),
     MigProfile(String),
@@ -429,27 +387,12 @@ pub enum ExprKind {
     Name(Ident),
     Field(Box<Expr>, Ident),
     Index(Box<Expr>, Box<Expr>),
-    Call {
-        callee: Path,
-        args: Vec<Expr>,
-    },
+    Call { callee: Path, args: Vec<Expr> },
     Unary(UnaryOp, Box<Expr>),
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
-    If {
-        cond: Box<Expr>,
-        then: Box<Expr>,
-        els: Box<Expr>,
-    },
-    Block {
-        lets: Vec<Let>,
-        body: Box<Expr>,
-    },
-    Comprehension {
-        kind: CompKind,
-        var: Ident,
-        iter: Box<Expr>,
-        body: Box<Expr>,
-    },
+    If { cond: Box<Expr>, then: Box<Expr>, els: Box<Expr> },
+    Block { lets: Vec<Let>, body: Box<Expr> },
+    Comprehension { kind: CompKind, var: Ident, iter: Box<Expr>, body: Box<Expr> },
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -34,16 +34,9 @@ impl Ty {
             FieldTy::List(r) => Ty::List(Box::new(Ty::Record(r))),
             FieldTy::StrList => Ty::List(Box::new(Ty::Str)),
             FieldTy::Labels => Ty::Map(Box::new(Ty::Str), Box::new(Ty::Str)),
-            FieldTy::MigCounts => Ty::Map(
-                Box::new(Ty::Enum(EnumKind::MigProfile)),
-                Box::new(Ty::NUMBER),
-            ),
+            FieldTy::MigCounts => Ty::Map(Box::new(Ty::Enum(EnumKind::MigProfile)), Box::new(Ty::NUMBER)),
         };
-        if optional {
-            Ty::Optional(Box::new(t))
-        } else {
-            t
-        }
+        if optional { Ty::Optional(Box::new(t)) } else { t }
     }
 
     pub fn is_error(&self) -> bool {
@@ -72,6 +65,7 @@ impl fmt::Display for Ty {
             Ty::Enum(e) => f.write_str(e.name()),
             Ty::Record(r) => f.write_str(r.name()),
             Ty::Attrs => f.write_str("queue attributes"),
+            Ty::List(t) if t.is_error() => f.write_str("list"),
             Ty::List(t) => write!(f, "list[{t}]"),
             Ty::Map(k, v) if **k == Ty::Str => write!(f, "labels of {v}"),
             Ty::Map(k, v) => write!(f, "{v} per {k}"),

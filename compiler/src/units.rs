@@ -16,28 +16,11 @@ pub struct Dim {
 }
 
 impl Dim {
-    pub const NONE: Dim = Dim {
-        gpu: 0,
-        cpu: 0,
-        bytes: 0,
-        time: 0,
-    };
-    pub const GPU: Dim = Dim {
-        gpu: 1,
-        ..Dim::NONE
-    };
-    pub const CPU: Dim = Dim {
-        cpu: 1,
-        ..Dim::NONE
-    };
-    pub const BYTES: Dim = Dim {
-        bytes: 1,
-        ..Dim::NONE
-    };
-    pub const TIME: Dim = Dim {
-        time: 1,
-        ..Dim::NONE
-    };
+    pub const NONE: Dim = Dim { gpu: 0, cpu: 0, bytes: 0, time: 0 };
+    pub const GPU: Dim = Dim { gpu: 1, ..Dim::NONE };
+    pub const CPU: Dim = Dim { cpu: 1, ..Dim::NONE };
+    pub const BYTES: Dim = Dim { bytes: 1, ..Dim::NONE };
+    pub const TIME: Dim = Dim { time: 1, ..Dim::NONE };
 
     pub fn is_none(self) -> bool {
         self == Dim::NONE
@@ -57,12 +40,7 @@ impl Dim {
     }
 
     pub fn inv(self) -> Dim {
-        Dim {
-            gpu: -self.gpu,
-            cpu: -self.cpu,
-            bytes: -self.bytes,
-            time: -self.time,
-        }
+        Dim { gpu: -self.gpu, cpu: -self.cpu, bytes: -self.bytes, time: -self.time }
     }
 
     /// The name of a base unit, for type annotations.
@@ -83,12 +61,7 @@ impl fmt::Display for Dim {
         if self.is_none() {
             return f.write_str("number");
         }
-        let parts = [
-            ("gpu", self.gpu),
-            ("cpu", self.cpu),
-            ("bytes", self.bytes),
-            ("duration", self.time),
-        ];
+        let parts = [("gpu", self.gpu), ("cpu", self.cpu), ("bytes", self.bytes), ("duration", self.time)];
         let mut num = Vec::new();
         let mut den = Vec::new();
         for (name, exp) in parts {
@@ -97,16 +70,8 @@ impl fmt::Display for Dim {
                 side.push(name);
             }
         }
-        let num = if num.is_empty() {
-            "1".to_string()
-        } else {
-            num.join("*")
-        };
-        if den.is_empty() {
-            write!(f, "{num}")
-        } else {
-            write!(f, "{num}/{}", den.join("/"))
-        }
+        let num = if num.is_empty() { "1".to_string() } else { num.join("*") };
+        if den.is_empty() { write!(f, "{num}") } else { write!(f, "{num}/{}", den.join("/")) }
     }
 }
 

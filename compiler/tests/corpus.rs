@@ -21,24 +21,11 @@ fn assert_clean(path: &Path) {
     let mut sources = SourceMap::new();
     let id = sources.add(SourceFile::new(path.display().to_string(), text.clone()));
     let checked = check(&mut sources, id);
-    let rendered: String = checked
-        .diagnostics
-        .iter()
-        .map(|d| gpol_compiler::diag::render::human(&sources, d, false))
-        .collect();
-    assert!(
-        checked.diagnostics.is_empty(),
-        "{} has diagnostics:\n{rendered}",
-        path.display()
-    );
-    let formatted =
-        gpol_compiler::fmt::format_source(id, &text).unwrap_or_else(|d| panic!("{d:?}"));
-    assert_eq!(
-        formatted,
-        text,
-        "{} is not formatted canonically (run `gpolc fmt`)",
-        path.display()
-    );
+    let rendered: String =
+        checked.diagnostics.iter().map(|d| gpol_compiler::diag::render::human(&sources, d, false)).collect();
+    assert!(checked.diagnostics.is_empty(), "{} has diagnostics:\n{rendered}", path.display());
+    let formatted = gpol_compiler::fmt::format_source(id, &text).unwrap_or_else(|d| panic!("{d:?}"));
+    assert_eq!(formatted, text, "{} is not formatted canonically (run `gpolc fmt`)", path.display());
 }
 
 #[test]
@@ -67,10 +54,7 @@ fn schema_doc() {
         std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        on_disk, generated,
-        "docs/schema.md is stale: run GPOL_BLESS=1 cargo test -p gpol-compiler schema_doc"
-    );
+    assert_eq!(on_disk, generated, "docs/schema.md is stale: run GPOL_BLESS=1 cargo test -p gpol-compiler schema_doc");
 }
 
 #[test]

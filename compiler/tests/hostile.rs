@@ -25,9 +25,7 @@ fn empty_file_needs_a_header() {
 
 #[test]
 fn binary_garbage_is_a_syntax_error() {
-    let garbage: String = (0..4096u32)
-        .map(|i| char::from_u32((i * 7919) % 0x2FF + 1).unwrap_or('x'))
-        .collect();
+    let garbage: String = (0..4096u32).map(|i| char::from_u32((i * 7919) % 0x2FF + 1).unwrap_or('x')).collect();
     let codes = check_text(&garbage);
     assert!(!codes.is_empty());
 }
@@ -70,11 +68,7 @@ fn long_operator_chains_are_refused() {
 
 #[test]
 fn nesting_within_the_limit_is_fine() {
-    let text = format!(
-        "policy p\nconst _x = {}1{}\n",
-        "(".repeat(50),
-        ")".repeat(50)
-    );
+    let text = format!("policy p\nconst _x = {}1{}\n", "(".repeat(50), ")".repeat(50));
     assert_eq!(check_text(&text), Vec::<Code>::new());
 }
 
@@ -87,10 +81,7 @@ fn megabyte_identifier_is_reported_briefly() {
     let checked = check(&mut sources, id);
     assert_eq!(checked.diagnostics.len(), 1);
     assert_eq!(checked.diagnostics[0].code, Code::UnknownName);
-    assert!(
-        checked.diagnostics[0].message.len() < 200,
-        "the message quotes a shortened name"
-    );
+    assert!(checked.diagnostics[0].message.len() < 200, "the message quotes a shortened name");
 }
 
 #[test]
@@ -101,14 +92,8 @@ fn five_thousand_digit_literal_is_too_large() {
 
 #[test]
 fn unterminated_string_and_comment() {
-    assert_eq!(
-        check_text("policy p\nconst x = \"abc\n"),
-        vec![Code::Unterminated]
-    );
-    assert_eq!(
-        check_text("policy p\n/* never closed\nconst x = 1\n"),
-        vec![Code::Unterminated]
-    );
+    assert_eq!(check_text("policy p\nconst x = \"abc\n"), vec![Code::Unterminated]);
+    assert_eq!(check_text("policy p\n/* never closed\nconst x = 1\n"), vec![Code::Unterminated]);
 }
 
 #[test]
@@ -122,10 +107,7 @@ fn multibyte_characters_near_errors_do_not_break_rendering() {
 #[test]
 fn every_truncation_of_a_policy_is_handled() {
     let text = include_str!("../../policies/fair_share.gpol");
-    for cut in (0..text.len())
-        .filter(|i| text.is_char_boundary(*i))
-        .step_by(7)
-    {
+    for cut in (0..text.len()).filter(|i| text.is_char_boundary(*i)).step_by(7) {
         let _ = check_text(&text[..cut]);
     }
 }

@@ -8,9 +8,7 @@ use gpol_compiler::syntax::*;
 use gpol_compiler::units::Unit;
 use proptest::prelude::*;
 
-const NAMES: &[&str] = &[
-    "a", "b", "x", "job", "node", "free", "cards_x", "q1", "n_2", "gpu", "m", "rack",
-];
+const NAMES: &[&str] = &["a", "b", "x", "job", "node", "free", "cards_x", "q1", "n_2", "gpu", "m", "rack"];
 const BINOPS: &[BinaryOp] = &[
     BinaryOp::Implies,
     BinaryOp::Or,
@@ -35,10 +33,7 @@ fn sp() -> Span {
 }
 
 fn ident() -> impl Strategy<Value = Ident> {
-    prop::sample::select(NAMES).prop_map(|n| Ident {
-        name: n.to_string(),
-        span: sp(),
-    })
+    prop::sample::select(NAMES).prop_map(|n| Ident { name: n.to_string(), span: sp() })
 }
 
 fn num() -> impl Strategy<Value = NumLit> {
@@ -59,17 +54,14 @@ fn e(kind: ExprKind) -> Expr {
 fn leaf() -> impl Strategy<Value = Expr> {
     prop_oneof![
         num().prop_map(|n| e(ExprKind::Number(n))),
-        (num(), prop::sample::select(Unit::ALL.to_vec())).prop_map(|(number, unit)| e(
-            ExprKind::Quantity {
-                number,
-                unit,
-                flavour: None
-            }
-        )),
+        (num(), prop::sample::select(Unit::ALL.to_vec())).prop_map(|(number, unit)| e(ExprKind::Quantity {
+            number,
+            unit,
+            flavour: None
+        })),
         "[a-z \"\\\\\n\té]{0,8}".prop_map(|s| e(ExprKind::Str(s))),
         any::<bool>().prop_map(|b| e(ExprKind::Bool(b))),
-        prop::sample::select(vec!["1g.10gb", "3g.40gb", "7g.80gb"])
-            .prop_map(|p| e(ExprKind::MigProfile(p.into()))),
+        prop::sample::select(vec!["1g.10gb", "3g.40gb", "7g.80gb"]).prop_map(|p| e(ExprKind::MigProfile(p.into()))),
         ident().prop_map(|i| e(ExprKind::Name(i))),
     ]
 }
@@ -79,47 +71,27 @@ fn expr() -> impl Strategy<Value = Expr> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..3).prop_map(|v| e(ExprKind::List(v))),
             (inner.clone(), ident()).prop_map(|(x, f)| e(ExprKind::Field(Box::new(x), f))),
-            (inner.clone(), inner.clone())
-                .prop_map(|(x, i)| e(ExprKind::Index(Box::new(x), Box::new(i)))),
-            (
-                prop::collection::vec(ident(), 1..3),
-                prop::collection::vec(inner.clone(), 0..3)
-            )
-                .prop_map(|(segs, args)| e(ExprKind::Call {
-                    callee: Path {
-                        segments: segs,
-                        span: sp()
-                    },
-                    args
-                })),
-            (
-                prop::sample::select(vec![UnaryOp::Not, UnaryOp::Neg]),
-                inner.clone()
-            )
+            (inner.clone(), inner.clone()).prop_map(|(x, i)| e(ExprKind::Index(Box::new(x), Box::new(i)))),
+            (prop::collection::vec(ident(), 1..3), prop::collection::vec(inner.clone(), 0..3))
+                .prop_map(|(segs, args)| e(ExprKind::Call { callee: Path { segments: segs, span: sp() }, args })),
+            (prop::sample::select(vec![UnaryOp::Not, UnaryOp::Neg]), inner.clone())
                 .prop_map(|(op, x)| e(ExprKind::Unary(op, Box::new(x)))),
-            (prop::sample::select(BINOPS), inner.clone(), inner.clone())
-                .prop_map(|(op, x, y)| e(ExprKind::Binary(op, Box::new(x), Box::new(y)))),
+            (prop::sample::select(BINOPS), inner.clone(), inner.clone()).prop_map(|(op, x, y)| e(ExprKind::Binary(
+                op,
+                Box::new(x),
+                Box::new(y)
+            ))),
             (inner.clone(), inner.clone(), inner.clone()).prop_map(|(c, t, f)| e(ExprKind::If {
                 cond: Box::new(c),
                 then: Box::new(t),
                 els: Box::new(f)
             })),
-            (
-                prop::collection::vec((ident(), prop::option::of(ty()), inner.clone()), 1..3),
-                inner.clone()
-            )
-                .prop_map(|(lets, body)| e(ExprKind::Block {
-                    lets: lets
-                        .into_iter()
-                        .map(|(name, ty, value)| Let {
-                            name,
-                            ty,
-                            value,
-                            span: sp()
-                        })
-                        .collect(),
+            (prop::collection::vec((ident(), prop::option::of(ty()), inner.clone()), 1..3), inner.clone()).prop_map(
+                |(lets, body)| e(ExprKind::Block {
+                    lets: lets.into_iter().map(|(name, ty, value)| Let { name, ty, value, span: sp() }).collect(),
                     body: Box::new(body)
-                })),
+                })
+            ),
             (
                 prop::sample::select(vec![
                     CompKind::Any,
@@ -145,67 +117,31 @@ fn expr() -> impl Strategy<Value = Expr> {
 
 /// Tiers and weights are a number or a name, optionally negated.
 fn scalar() -> impl Strategy<Value = Expr> {
-    let base = prop_oneof![
-        num().prop_map(|n| e(ExprKind::Number(n))),
-        ident().prop_map(|i| e(ExprKind::Name(i)))
-    ];
-    (any::<bool>(), base).prop_map(|(neg, x)| {
-        if neg {
-            e(ExprKind::Unary(UnaryOp::Neg, Box::new(x)))
-        } else {
-            x
-        }
-    })
+    let base = prop_oneof![num().prop_map(|n| e(ExprKind::Number(n))), ident().prop_map(|i| e(ExprKind::Name(i)))];
+    (any::<bool>(), base).prop_map(|(neg, x)| if neg { e(ExprKind::Unary(UnaryOp::Neg, Box::new(x))) } else { x })
 }
 
 fn ty() -> impl Strategy<Value = TypeExpr> {
     let named = (
         prop::sample::select(vec!["gpu", "bytes", "job", "number", "duration"]),
         prop::collection::vec(
-            (
-                prop::sample::select(vec![UnitOp::Mul, UnitOp::Div]),
-                prop::sample::select(vec!["gpu", "duration"]),
-            ),
+            (prop::sample::select(vec![UnitOp::Mul, UnitOp::Div]), prop::sample::select(vec!["gpu", "duration"])),
             0..2,
         ),
     )
         .prop_map(|(first, rest)| TypeExpr {
             kind: TypeKind::Named(
-                Ident {
-                    name: first.into(),
-                    span: sp(),
-                },
-                rest.into_iter()
-                    .map(|(op, n)| {
-                        (
-                            op,
-                            Ident {
-                                name: n.into(),
-                                span: sp(),
-                            },
-                        )
-                    })
-                    .collect(),
+                Ident { name: first.into(), span: sp() },
+                rest.into_iter().map(|(op, n)| (op, Ident { name: n.into(), span: sp() })).collect(),
             ),
             span: sp(),
         });
     let lists = named.prop_recursive(2, 4, 1, |inner| {
-        inner.prop_map(|t| TypeExpr {
-            kind: TypeKind::List(Box::new(t)),
-            span: sp(),
-        })
+        inner.prop_map(|t| TypeExpr { kind: TypeKind::List(Box::new(t)), span: sp() })
     });
     // `T?` is a suffix on a whole type, never doubled.
-    (lists, any::<bool>()).prop_map(|(t, opt)| {
-        if opt {
-            TypeExpr {
-                kind: TypeKind::Optional(Box::new(t)),
-                span: sp(),
-            }
-        } else {
-            t
-        }
-    })
+    (lists, any::<bool>())
+        .prop_map(|(t, opt)| if opt { TypeExpr { kind: TypeKind::Optional(Box::new(t)), span: sp() } } else { t })
 }
 
 fn strlit() -> impl Strategy<Value = StrLit> {
@@ -214,43 +150,21 @@ fn strlit() -> impl Strategy<Value = StrLit> {
 
 fn queue() -> impl Strategy<Value = QueueDecl> {
     let stmt = prop_oneof![
-        (
-            prop::sample::select(QuotaKind::ALL.to_vec()),
-            prop::collection::vec(quota_value(), 1..3)
-        )
-            .prop_map(|(kind, values)| QueueStmt::Quota {
-                kind,
-                values,
-                span: sp()
-            }),
+        (prop::sample::select(QuotaKind::ALL.to_vec()), prop::collection::vec(quota_value(), 1..3))
+            .prop_map(|(kind, values)| QueueStmt::Quota { kind, values, span: sp() }),
         expr().prop_map(|x| QueueStmt::Weight(x, sp())),
         expr().prop_map(|x| QueueStmt::HalfLife(x, sp())),
-        (ident(), expr()).prop_map(|(name, value)| QueueStmt::Attr {
-            name,
-            value,
-            span: sp()
-        }),
+        (ident(), expr()).prop_map(|(name, value)| QueueStmt::Attr { name, value, span: sp() }),
         ident().prop_map(|m| QueueStmt::Queueing(m, sp())),
     ];
-    let leaf =
-        (ident(), prop::collection::vec(stmt.clone(), 0..4)).prop_map(|(name, stmts)| QueueDecl {
-            name,
-            stmts,
-            span: sp(),
-        });
+    let leaf = (ident(), prop::collection::vec(stmt.clone(), 0..4)).prop_map(|(name, stmts)| QueueDecl {
+        name,
+        stmts,
+        span: sp(),
+    });
     leaf.prop_recursive(3, 8, 3, move |inner| {
-        (
-            ident(),
-            prop::collection::vec(
-                prop_oneof![stmt.clone(), inner.prop_map(QueueStmt::Queue)],
-                0..4,
-            ),
-        )
-            .prop_map(|(name, stmts)| QueueDecl {
-                name,
-                stmts,
-                span: sp(),
-            })
+        (ident(), prop::collection::vec(prop_oneof![stmt.clone(), inner.prop_map(QueueStmt::Queue)], 0..4))
+            .prop_map(|(name, stmts)| QueueDecl { name, stmts, span: sp() })
     })
 }
 
@@ -267,16 +181,8 @@ fn quota_value() -> impl Strategy<Value = Expr> {
 
 fn prop_() -> impl Strategy<Value = Prop> {
     prop_oneof![
-        (strlit(), leaf()).prop_map(|(key, value)| Prop::Label {
-            key,
-            value,
-            span: sp()
-        }),
-        (ident(), prop::option::of(leaf())).prop_map(|(name, value)| Prop::Plain {
-            name,
-            value,
-            span: sp()
-        }),
+        (strlit(), leaf()).prop_map(|(key, value)| Prop::Label { key, value, span: sp() }),
+        (ident(), prop::option::of(leaf())).prop_map(|(name, value)| Prop::Plain { name, value, span: sp() }),
     ]
 }
 
@@ -284,115 +190,65 @@ fn test_stmt() -> impl Strategy<Value = TestStmt> {
     let props = || prop::collection::vec(prop_(), 0..4);
     let names = || prop::collection::vec(ident(), 1..3);
     prop_oneof![
-        (
-            prop::collection::vec((ident(), prop::option::of((0u32..5, 5u32..9))), 1..3),
-            props()
-        )
-            .prop_map(|(ns, props)| {
+        (prop::collection::vec((ident(), prop::option::of((0u32..5, 5u32..9))), 1..3), props()).prop_map(
+            |(ns, props)| {
                 TestStmt::Node {
-                    names: ns
-                        .into_iter()
-                        .map(|(name, range)| NodeName { name, range })
-                        .collect(),
+                    names: ns.into_iter().map(|(name, range)| NodeName { name, range }).collect(),
                     props,
                     span: sp(),
                 }
-            }),
-        (ident(), props()).prop_map(|(job, props)| TestStmt::Submit {
-            job,
-            props,
-            span: sp()
-        }),
-        (ident(), names(), props()).prop_map(|(job, nodes, props)| TestStmt::Run {
-            job,
-            nodes,
-            props,
-            span: sp()
-        }),
+            }
+        ),
+        (ident(), props()).prop_map(|(job, props)| TestStmt::Submit { job, props, span: sp() }),
+        (ident(), names(), props()).prop_map(|(job, nodes, props)| TestStmt::Run { job, nodes, props, span: sp() }),
         expr().prop_map(|x| TestStmt::Advance(x, sp())),
         ident().prop_map(|j| TestStmt::Complete(j, sp())),
         ident().prop_map(|n| TestStmt::Fail(n, sp())),
-        (ident(), names())
-            .prop_map(|(job, nodes)| TestStmt::Expect(Expectation::On { job, nodes }, sp())),
-        (ident(), prop::option::of(ident())).prop_map(|(job, because)| TestStmt::Expect(
-            Expectation::Pending { job, because },
-            sp()
-        )),
-        (ident(), prop::option::of(ident())).prop_map(|(job, because)| TestStmt::Expect(
-            Expectation::Rejected { job, because },
-            sp()
-        )),
+        (ident(), names()).prop_map(|(job, nodes)| TestStmt::Expect(Expectation::On { job, nodes }, sp())),
+        (ident(), prop::option::of(ident()))
+            .prop_map(|(job, because)| TestStmt::Expect(Expectation::Pending { job, because }, sp())),
+        (ident(), prop::option::of(ident()))
+            .prop_map(|(job, because)| TestStmt::Expect(Expectation::Rejected { job, because }, sp())),
         (ident(), prop::option::of(ident()))
             .prop_map(|(job, by)| TestStmt::Expect(Expectation::Evicted { job, by }, sp())),
         ident().prop_map(|job| TestStmt::Expect(Expectation::Running { job }, sp())),
         expr()
-            .prop_filter(
-                "a bare name followed by a keyword reads as another expectation",
-                |x| !matches!(x.kind, ExprKind::Name(_))
-            )
+            .prop_filter("a bare name followed by a keyword reads as another expectation", |x| !matches!(
+                x.kind,
+                ExprKind::Name(_)
+            ))
             .prop_map(|x| TestStmt::Expect(Expectation::Holds(x), sp())),
     ]
 }
 
 fn item() -> impl Strategy<Value = Item> {
-    let rule_kind = prop::sample::select(vec![
-        RuleKind::Admit,
-        RuleKind::Filter,
-        RuleKind::Score,
-        RuleKind::CardScore,
-    ]);
+    let rule_kind = prop::sample::select(vec![RuleKind::Admit, RuleKind::Filter, RuleKind::Score, RuleKind::CardScore]);
     prop_oneof![
-        (
-            prop::collection::vec(ident(), 1..3),
-            prop::option::of(ident())
-        )
-            .prop_map(|(segs, alias)| Item::Use(UseDecl {
-                path: Path {
-                    segments: segs,
-                    span: sp()
-                },
-                alias,
-                span: sp()
-            })),
-        (ident(), prop::option::of(ty()), expr()).prop_map(|(name, ty, value)| Item::Const(
-            ConstDecl {
-                name,
-                ty,
-                value,
-                span: sp()
-            }
+        (prop::collection::vec(ident(), 1..3), prop::option::of(ident())).prop_map(|(segs, alias)| Item::Use(
+            UseDecl { path: Path { segments: segs, span: sp() }, alias, span: sp() }
         )),
-        (
-            ident(),
-            prop::collection::vec((ident(), ty()), 0..3),
-            prop::option::of(ty()),
-            expr()
-        )
-            .prop_map(|(name, ps, ret, body)| {
+        (ident(), prop::option::of(ty()), expr()).prop_map(|(name, ty, value)| Item::Const(ConstDecl {
+            name,
+            ty,
+            value,
+            span: sp()
+        })),
+        (ident(), prop::collection::vec((ident(), ty()), 0..3), prop::option::of(ty()), expr()).prop_map(
+            |(name, ps, ret, body)| {
                 Item::Fn(FnDecl {
                     name,
-                    params: ps
-                        .into_iter()
-                        .map(|(name, ty)| Param { name, ty })
-                        .collect(),
+                    params: ps.into_iter().map(|(name, ty)| Param { name, ty }).collect(),
                     ret,
                     body,
                     span: sp(),
                 })
-            }),
+            }
+        ),
         queue().prop_map(Item::Queue),
-        (ident(), expr()).prop_map(|(name, value)| Item::PriorityClass(PriorityClass {
-            name,
-            value,
-            span: sp()
-        })),
-        prop::collection::vec(ident(), 1..4)
-            .prop_map(|levels| Item::Topology(Topology { levels, span: sp() })),
+        (ident(), expr()).prop_map(|(name, value)| Item::PriorityClass(PriorityClass { name, value, span: sp() })),
+        prop::collection::vec(ident(), 1..4).prop_map(|levels| Item::Topology(Topology { levels, span: sp() })),
         prop::collection::vec((ident(), expr()), 0..3).prop_map(|es| Item::Settings(Settings {
-            entries: es
-                .into_iter()
-                .map(|(name, value)| Setting { name, value })
-                .collect(),
+            entries: es.into_iter().map(|(name, value)| Setting { name, value }).collect(),
             span: sp()
         })),
         (
@@ -406,41 +262,19 @@ fn item() -> impl Strategy<Value = Item> {
             .prop_map(|(kind, name, reason, tier, weight, body)| {
                 // Admit and filter rules have a reason; scores have a tier and a weight.
                 let gate = matches!(kind, RuleKind::Admit | RuleKind::Filter);
-                let (reason, tier, weight) = if gate {
-                    (reason, None, None)
-                } else {
-                    (None, tier, weight)
-                };
-                Item::Rule(Rule {
-                    kind,
-                    name,
-                    reason,
-                    tier,
-                    weight,
-                    body,
-                    span: sp(),
-                })
+                let (reason, tier, weight) = if gate { (reason, None, None) } else { (None, tier, weight) };
+                Item::Rule(Rule { kind, name, reason, tier, weight, body, span: sp() })
             }),
         (
             prop::sample::select(vec![OrderTarget::Queue, OrderTarget::Job]),
             prop::collection::vec(
-                (
-                    expr(),
-                    prop::option::of(prop::sample::select(vec![Direction::Asc, Direction::Desc]))
-                ),
+                (expr(), prop::option::of(prop::sample::select(vec![Direction::Asc, Direction::Desc]))),
                 1..3
             )
         )
             .prop_map(|(target, keys)| Item::Order(Order {
                 target,
-                keys: keys
-                    .into_iter()
-                    .map(|(expr, dir)| OrderKey {
-                        expr,
-                        dir,
-                        span: sp()
-                    })
-                    .collect(),
+                keys: keys.into_iter().map(|(expr, dir)| OrderKey { expr, dir, span: sp() }).collect(),
                 span: sp()
             })),
         prop::collection::vec(
@@ -455,51 +289,27 @@ fn item() -> impl Strategy<Value = Item> {
         .prop_map(|cs| Item::Gang(Gang {
             clauses: cs
                 .into_iter()
-                .map(|(kind, level, weight, when)| GangClause {
-                    kind,
-                    level,
-                    weight,
-                    when,
-                    span: sp()
-                })
+                .map(|(kind, level, weight, when)| GangClause { kind, level, weight, when, span: sp() })
                 .collect(),
             span: sp()
         })),
-        (
-            any::<bool>(),
-            prop::option::of(ident()),
-            expr(),
-            prop::option::of(expr())
-        )
-            .prop_map(|(p, name, when, cost)| {
-                let kind = if p {
-                    VictimKind::Preempt
-                } else {
-                    VictimKind::Reclaim
-                };
-                Item::Victim(VictimRule {
-                    kind,
-                    name,
-                    when,
-                    cost: if p { cost } else { None },
-                    span: sp(),
-                })
-            }),
-        (strlit(), prop::collection::vec(test_stmt(), 0..5)).prop_map(|(name, stmts)| Item::Test(
-            TestBlock {
-                name,
-                stmts,
-                span: sp()
+        (any::<bool>(), prop::option::of(ident()), expr(), prop::option::of(expr())).prop_map(
+            |(p, name, when, cost)| {
+                let kind = if p { VictimKind::Preempt } else { VictimKind::Reclaim };
+                Item::Victim(VictimRule { kind, name, when, cost: if p { cost } else { None }, span: sp() })
             }
-        )),
+        ),
+        (strlit(), prop::collection::vec(test_stmt(), 0..5)).prop_map(|(name, stmts)| Item::Test(TestBlock {
+            name,
+            stmts,
+            span: sp()
+        })),
     ]
 }
 
 fn file() -> impl Strategy<Value = File> {
-    (ident(), prop::collection::vec(item(), 0..6)).prop_map(|(name, items)| File {
-        header: Some(Header::Policy(name)),
-        items,
-    })
+    (ident(), prop::collection::vec(item(), 0..6))
+        .prop_map(|(name, items)| File { header: Some(Header::Policy(name)), items })
 }
 
 proptest! {

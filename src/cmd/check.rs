@@ -100,31 +100,19 @@ pub fn run(args: Args, color: bool) -> u8 {
             if n_err + n_warn == 0 {
                 eprintln!("checked {} {files_word}: no problems", files.len());
             } else {
-                eprintln!(
-                    "checked {} {files_word}: {n_err} error(s), {n_warn} warning(s)",
-                    files.len()
-                );
+                eprintln!("checked {} {files_word}: {n_err} error(s), {n_warn} warning(s)", files.len());
             }
         }
         Format::Github => {}
     }
-    if n_err > 0 || (args.deny_warnings && n_warn > 0) {
-        FAILED
-    } else {
-        OK
-    }
+    if n_err > 0 || (args.deny_warnings && n_warn > 0) { FAILED } else { OK }
 }
 
 /// Checks on a thread with a generous stack: nesting is bounded by the parser, but the
 /// margin keeps even pathological input far from the limit.
-fn check_on_big_stack(
-    sources: &mut SourceMap,
-    id: gpol_compiler::source::FileId,
-) -> Vec<Diagnostic> {
+fn check_on_big_stack(sources: &mut SourceMap, id: gpol_compiler::source::FileId) -> Vec<Diagnostic> {
     std::thread::scope(|s| {
-        let handle = std::thread::Builder::new()
-            .stack_size(64 << 20)
-            .spawn_scoped(s, || check::check(sources, id));
+        let handle = std::thread::Builder::new().stack_size(64 << 20).spawn_scoped(s, || check::check(sources, id));
         match handle.map(|h| h.join()) {
             Ok(Ok(checked)) => checked.diagnostics,
             _ => vec![

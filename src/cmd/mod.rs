@@ -23,9 +23,7 @@ impl ColorChoice {
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
-            ColorChoice::Auto => {
-                std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-            }
+            ColorChoice::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
         }
     }
 }
@@ -47,9 +45,7 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
     entries.sort();
     for e in entries {
         if e.is_dir() {
@@ -62,9 +58,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 /// Reads a source file into a new source map. Invalid UTF-8 becomes a diagnostic.
-pub fn load(
-    path: &Path,
-) -> Result<(SourceMap, gpol_compiler::source::FileId, Option<Diagnostic>), String> {
+pub fn load(path: &Path) -> Result<(SourceMap, gpol_compiler::source::FileId, Option<Diagnostic>), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut sources = SourceMap::new();
     let (id, bad) = sources.add_bytes(path.display().to_string(), bytes);

@@ -32,13 +32,7 @@ struct Local {
 
 impl Scope {
     pub fn new(module: usize, context: Context) -> Scope {
-        Scope {
-            module,
-            context,
-            locals: Vec::new(),
-            next_id: 0,
-            test_names: Vec::new(),
-        }
+        Scope { module, context, locals: Vec::new(), next_id: 0, test_names: Vec::new() }
     }
 
     pub fn fresh_id(&mut self) -> LocalId {
@@ -66,27 +60,14 @@ fn is_bare_number(e: &ast::Expr) -> bool {
 
 impl Checker<'_> {
     /// Binds a name in the scope, warning when it shadows another.
-    pub(super) fn bind(
-        &mut self,
-        scope: &mut Scope,
-        name: &ast::Ident,
-        ty: Ty,
-        warn_unused: bool,
-    ) -> LocalId {
+    pub(super) fn bind(&mut self, scope: &mut Scope, name: &ast::Ident, ty: Ty, warn_unused: bool) -> LocalId {
         if !name.name.starts_with('_') {
-            let shadowed = if let Some(l) = scope.locals.iter().rev().find(|l| l.name == name.name)
-            {
+            let shadowed = if let Some(l) = scope.locals.iter().rev().find(|l| l.name == name.name) {
                 Some(("a binding", Some(l.span)))
             } else if scope.context.roots().iter().any(|r| r.name() == name.name) {
                 Some(("the record", None))
             } else if self.modules[scope.module].consts.contains_key(&name.name) {
-                Some((
-                    "the constant",
-                    self.modules[scope.module]
-                        .consts
-                        .get(&name.name)
-                        .map(|c| c.decl.name.span),
-                ))
+                Some(("the constant", self.modules[scope.module].consts.get(&name.name).map(|c| c.decl.name.span)))
             } else {
                 None
             };
@@ -105,14 +86,7 @@ impl Checker<'_> {
             }
         }
         let id = scope.fresh_id();
-        scope.locals.push(Local {
-            name: name.name.clone(),
-            id,
-            ty,
-            span: name.span,
-            used: false,
-            warn_unused,
-        });
+        scope.locals.push(Local { name: name.name.clone(), id, ty, span: name.span, used: false, warn_unused });
         id
     }
 
@@ -122,13 +96,9 @@ impl Checker<'_> {
             let Some(l) = scope.locals.pop() else { break };
             if l.warn_unused && !l.used && !l.name.starts_with('_') {
                 self.err(
-                    Diagnostic::new(
-                        Code::UnusedLet,
-                        l.span,
-                        format!("`{}` is never used", l.name),
-                    )
-                    .label("bound here")
-                    .help("remove the `let`, or prefix the name with `_`"),
+                    Diagnostic::new(Code::UnusedLet, l.span, format!("`{}` is never used", l.name))
+                        .label("bound here")
+                        .help("remove the `let`, or prefix the name with `_`"),
                 );
             }
         }
@@ -201,7 +171,9 @@ impl Checker<'_> {
                     .label("not a type")
                     .help(match sugg {
                         Some(s) => format!("did you mean `{s}`?"),
-                        None => "types are number, gpu, cpu, bytes, duration, bool, string, the records and list[T]".into(),
+                        None => {
+                            "types are number, gpu, cpu, bytes, duration, bool, string, the records and list[T]".into()
+                        }
                     }),
             );
         }
@@ -214,21 +186,15 @@ impl Checker<'_> {
             return true;
         }
         let d = match (&e.ty, want) {
-            (Ty::Num(got), Ty::Num(w)) => Diagnostic::new(
-                Code::UnitMismatch,
-                e.span,
-                format!("expected {w}, found {got}"),
-            )
-            .label(format!("this is {}", in_unit(*got)))
-            .help(format!("{place} is in {w}")),
+            (Ty::Num(got), Ty::Num(w)) => {
+                Diagnostic::new(Code::UnitMismatch, e.span, format!("expected {w}, found {got}"))
+                    .label(format!("this is {}", in_unit(*got)))
+                    .help(format!("{place} is in {w}"))
+            }
             (Ty::Optional(inner), w) if **inner == *w => optional_misuse(e.span, inner),
-            (got, w) => Diagnostic::new(
-                Code::TypeMismatch,
-                e.span,
-                format!("expected {w}, found {got}"),
-            )
-            .label(format!("this is {got}"))
-            .help(format!("{place} is {w}")),
+            (got, w) => Diagnostic::new(Code::TypeMismatch, e.span, format!("expected {w}, found {got}"))
+                .label(format!("this is {got}"))
+                .help(format!("{place} is {w}")),
         };
         self.err(d);
         false
@@ -252,11 +218,7 @@ impl Checker<'_> {
         let span = e.span;
         match &e.kind {
             A::Number(n) => expr(H::Num(n.value), Ty::NUMBER, span),
-            A::Quantity {
-                number,
-                unit,
-                flavour,
-            } => {
+            A::Quantity { number, unit, flavour } => {
                 if let Some(f) = flavour {
                     self.err(
                         Diagnostic::new(Code::BadFlavour, f.span, "a GPU model only scopes quotas")
@@ -264,36 +226,21 @@ impl Checker<'_> {
                             .help("compare models with `node.gpu_model == \"h100\"` instead"),
                     );
                 }
-                expr(
-                    H::Num(unit.to_base(number.value)),
-                    Ty::Num(unit.dim()),
-                    span,
-                )
+                expr(H::Num(unit.to_base(number.value)), Ty::Num(unit.dim()), span)
             }
             A::Str(s) => expr(H::Str(s.clone()), Ty::Str, span),
             A::Bool(b) => expr(H::Bool(*b), Ty::Bool, span),
             A::MigProfile(p) => match EnumKind::MigProfile.variant(p) {
-                Some(i) => expr(
-                    H::Enum(EnumKind::MigProfile, i),
-                    Ty::Enum(EnumKind::MigProfile),
-                    span,
-                ),
+                Some(i) => expr(H::Enum(EnumKind::MigProfile, i), Ty::Enum(EnumKind::MigProfile), span),
                 None => {
                     let sugg = fuzzy::suggest(p, EnumKind::MigProfile.variants().iter().copied());
                     self.err(
-                        Diagnostic::new(
-                            Code::BadLiteral,
-                            span,
-                            format!("unknown MIG profile `{p}`"),
-                        )
-                        .label("not a MIG profile")
-                        .help(match sugg {
-                            Some(s) => format!("did you mean `{s}`?"),
-                            None => format!(
-                                "profiles are {}",
-                                EnumKind::MigProfile.variants().join(", ")
-                            ),
-                        }),
+                        Diagnostic::new(Code::BadLiteral, span, format!("unknown MIG profile `{p}`"))
+                            .label("not a MIG profile")
+                            .help(match sugg {
+                                Some(s) => format!("did you mean `{s}`?"),
+                                None => format!("profiles are {}", EnumKind::MigProfile.variants().join(", ")),
+                            }),
                     );
                     error(span)
                 }
@@ -315,13 +262,9 @@ impl Checker<'_> {
                             Ty::Num(_) | Ty::Error => x.ty.clone(),
                             other => {
                                 self.err(
-                                    Diagnostic::new(
-                                        Code::TypeMismatch,
-                                        x.span,
-                                        format!("cannot negate {other}"),
-                                    )
-                                    .label("not a number")
-                                    .help("`-` applies to numbers"),
+                                    Diagnostic::new(Code::TypeMismatch, x.span, format!("cannot negate {other}"))
+                                        .label("not a number")
+                                        .help("`-` applies to numbers"),
                                 );
                                 Ty::Error
                             }
@@ -361,12 +304,7 @@ impl Checker<'_> {
                 }
                 out
             }
-            A::Comprehension {
-                kind,
-                var,
-                iter,
-                body,
-            } => self.comprehension(scope, *kind, var, iter, body, span),
+            A::Comprehension { kind, var, iter, body } => self.comprehension(scope, *kind, var, iter, body, span),
         }
     }
 
@@ -407,32 +345,33 @@ impl Checker<'_> {
             };
         }
         if let Some(i) = EnumKind::Sharing.variant(&n.name) {
-            return expr(
-                H::Enum(EnumKind::Sharing, i),
-                Ty::Enum(EnumKind::Sharing),
-                span,
+            return expr(H::Enum(EnumKind::Sharing, i), Ty::Enum(EnumKind::Sharing), span);
+        }
+        if let Some(root) = Root::ALL.iter().find(|r| r.name() == n.name)
+            && scope.context == Context::Const
+        {
+            self.err(
+                Diagnostic::new(
+                    Code::NotConstant,
+                    span,
+                    format!("`{}` is not known when the policy is compiled", root.name()),
+                )
+                .label("a record, read while scheduling")
+                .help("constants, quotas, weights, tiers and test properties take literals, constants and arithmetic"),
             );
+            return error(span);
         }
         if let Some(root) = Root::ALL.iter().find(|r| r.name() == n.name) {
-            let available: Vec<String> = scope
-                .context
-                .roots()
-                .iter()
-                .map(|r| format!("`{}`", r.name()))
-                .collect();
+            let available: Vec<String> = scope.context.roots().iter().map(|r| format!("`{}`", r.name())).collect();
             self.err(
                 Diagnostic::new(
                     Code::OutOfScope,
                     span,
-                    format!(
-                        "`{}` is not available in {}",
-                        root.name(),
-                        scope.context.describe()
-                    ),
+                    format!("`{}` is not available in {}", root.name(), scope.context.describe()),
                 )
                 .label("not in scope here")
                 .help(if available.is_empty() {
-                    "this place sees no records; pass what it needs as parameters".to_string()
+                    "a function sees only its parameters: pass the record as one".to_string()
                 } else {
                     format!("{} sees {}", scope.context.describe(), available.join(", "))
                 }),
@@ -450,29 +389,17 @@ impl Checker<'_> {
             None if self.modules[m].fns.contains_key(&n.name) => {
                 format!("`{}` is a function: call it with `(…)`", n.name)
             }
-            None => {
-                "names come from `let`, parameters, constants and the records in scope".to_string()
-            }
+            None => "names come from `let`, parameters, constants and the records in scope".to_string(),
         };
         self.err(
-            Diagnostic::new(
-                Code::UnknownName,
-                span,
-                format!("unknown name `{}`", snippet(&n.name)),
-            )
-            .label("not defined")
-            .help(help),
+            Diagnostic::new(Code::UnknownName, span, format!("unknown name `{}`", snippet(&n.name)))
+                .label("not defined")
+                .help(help),
         );
         error(span)
     }
 
-    fn field(
-        &mut self,
-        scope: &mut Scope,
-        base: &ast::Expr,
-        field: &ast::Ident,
-        span: Span,
-    ) -> hir::Expr {
+    fn field(&mut self, scope: &mut Scope, base: &ast::Expr, field: &ast::Ident, span: Span) -> hir::Expr {
         // `queue.attr.NAME` reads a custom attribute.
         if let A::Field(inner, attr) = &base.kind
             && attr.name == "attr"
@@ -530,14 +457,10 @@ impl Checker<'_> {
             }
             other => {
                 self.err(
-                    Diagnostic::new(
-                        Code::UnknownField,
-                        field.span,
-                        format!("{other} has no fields"),
-                    )
-                    .label("no field here")
-                    .with_secondary(b.span, format!("this is {other}"))
-                    .help("only records (job, node, queue, …) have fields"),
+                    Diagnostic::new(Code::UnknownField, field.span, format!("{other} has no fields"))
+                        .label("no field here")
+                        .with_secondary(b.span, format!("this is {other}"))
+                        .help("only records (job, node, queue, …) have fields"),
                 );
                 error(span)
             }
@@ -548,9 +471,7 @@ impl Checker<'_> {
         match self.attrs.get(&name.name) {
             Some((idx, ty, _)) => {
                 let (idx, ty) = (*idx, ty.clone());
-                self.attrs_read
-                    .entry(name.name.clone())
-                    .or_insert(name.span);
+                self.attrs_read.entry(name.name.clone()).or_insert(name.span);
                 expr(H::Attr(Box::new(q), idx), ty, span)
             }
             None => {
@@ -572,13 +493,7 @@ impl Checker<'_> {
         }
     }
 
-    fn index(
-        &mut self,
-        scope: &mut Scope,
-        base: &ast::Expr,
-        ix: &ast::Expr,
-        span: Span,
-    ) -> hir::Expr {
+    fn index(&mut self, scope: &mut Scope, base: &ast::Expr, ix: &ast::Expr, span: Span) -> hir::Expr {
         let b = self.expr(scope, base);
         let i = self.expr(scope, ix);
         match &b.ty {
@@ -593,20 +508,16 @@ impl Checker<'_> {
                     Diagnostic::new(Code::TypeMismatch, span, format!("cannot index {other}"))
                         .label("not a table")
                         .with_secondary(b.span, format!("this is {other}"))
-                        .help("only labels (`node.labels[\"k\"]`) and MIG counts (`node.free_mig[1g.10gb]`) are indexed"),
+                        .help(
+                            "only labels (`node.labels[\"k\"]`) and MIG counts (`node.free_mig[1g.10gb]`) are indexed",
+                        ),
                 );
                 error(span)
             }
         }
     }
 
-    fn call(
-        &mut self,
-        scope: &mut Scope,
-        callee: &ast::Path,
-        args: &[ast::Expr],
-        span: Span,
-    ) -> hir::Expr {
+    fn call(&mut self, scope: &mut Scope, callee: &ast::Path, args: &[ast::Expr], span: Span) -> hir::Expr {
         let checked: Vec<hir::Expr> = args.iter().map(|a| self.expr(scope, a)).collect();
         let m = scope.module;
         if let [single] = callee.segments.as_slice() {
@@ -617,11 +528,7 @@ impl Checker<'_> {
                 return self.call_fn(id, checked, callee, span);
             }
         } else if let Some((last, prefix)) = callee.segments.split_last() {
-            let module_path = prefix
-                .iter()
-                .map(|s| s.name.as_str())
-                .collect::<Vec<_>>()
-                .join(".");
+            let module_path = prefix.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(".");
             if let Some(&target) = self.modules[m].imports.get(&module_path) {
                 for u in self.modules[m].uses.iter_mut() {
                     if u.1 == target {
@@ -631,11 +538,7 @@ impl Checker<'_> {
                 if let Some(&id) = self.modules[target].fns.get(&last.name) {
                     return self.call_fn(id, checked, callee, span);
                 }
-                let names: Vec<&str> = self.modules[target]
-                    .fns
-                    .keys()
-                    .map(String::as_str)
-                    .collect();
+                let names: Vec<&str> = self.modules[target].fns.keys().map(String::as_str).collect();
                 let sugg = fuzzy::suggest(&last.name, names.iter().copied());
                 let mut listed: Vec<&str> = names.clone();
                 listed.sort_unstable();
@@ -643,10 +546,7 @@ impl Checker<'_> {
                     Diagnostic::new(
                         Code::UnknownFunction,
                         last.span,
-                        format!(
-                            "module `{module_path}` has no function `{}`",
-                            snippet(&last.name)
-                        ),
+                        format!("module `{module_path}` has no function `{}`", snippet(&last.name)),
                     )
                     .label("unknown function")
                     .help(match sugg {
@@ -656,11 +556,7 @@ impl Checker<'_> {
                 );
                 return error(span);
             }
-            let full = self
-                .modules
-                .iter()
-                .find(|md| md.path == module_path)
-                .map(|md| md.path.clone());
+            let full = self.modules.iter().find(|md| md.path == module_path).map(|md| md.path.clone());
             if full.is_some() || crate::stdlib::source(&module_path).is_some() {
                 self.err(
                     Diagnostic::new(
@@ -674,11 +570,7 @@ impl Checker<'_> {
                 return error(span);
             }
             let is_value = scope.locals.iter().any(|l| l.name == prefix[0].name)
-                || scope
-                    .context
-                    .roots()
-                    .iter()
-                    .any(|r| r.name() == prefix[0].name);
+                || scope.context.roots().iter().any(|r| r.name() == prefix[0].name);
             if is_value {
                 self.err(
                     Diagnostic::new(
@@ -701,10 +593,7 @@ impl Checker<'_> {
                 .label("unknown module")
                 .help(match sugg {
                     Some(s) => format!("did you mean `{s}`?"),
-                    None => format!(
-                        "the standard library has {}",
-                        crate::stdlib::MODULES.join(", ")
-                    ),
+                    None => format!("the standard library has {}", crate::stdlib::MODULES.join(", ")),
                 }),
             );
             return error(span);
@@ -714,30 +603,17 @@ impl Checker<'_> {
         names.extend(self.modules[m].fns.keys().map(String::as_str));
         let sugg = fuzzy::suggest(&name, names.iter().copied()).map(str::to_string);
         self.err(
-            Diagnostic::new(
-                Code::UnknownFunction,
-                callee.span,
-                format!("unknown function `{}`", snippet(&name)),
-            )
-            .label("not defined")
-            .help(match sugg {
-                Some(s) => format!("did you mean `{s}`?"),
-                None => {
-                    "built-ins are min, max, abs, clamp, sqrt, exp2, log, pow, hash01, has, len"
-                        .to_string()
-                }
-            }),
+            Diagnostic::new(Code::UnknownFunction, callee.span, format!("unknown function `{}`", snippet(&name)))
+                .label("not defined")
+                .help(match sugg {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => "built-ins are min, max, abs, clamp, sqrt, exp2, log, pow, hash01, has, len".to_string(),
+                }),
         );
         error(span)
     }
 
-    fn call_fn(
-        &mut self,
-        id: usize,
-        args: Vec<hir::Expr>,
-        callee: &ast::Path,
-        span: Span,
-    ) -> hir::Expr {
+    fn call_fn(&mut self, id: usize, args: Vec<hir::Expr>, callee: &ast::Path, span: Span) -> hir::Expr {
         self.functions[id].used = true;
         let decl_span = self.functions[id].decl.name.span;
         if self.functions[id].sig.is_none() && !self.functions[id].checking {
@@ -746,14 +622,10 @@ impl Checker<'_> {
         }
         let Some(sig) = self.functions[id].sig.clone() else {
             self.err(
-                Diagnostic::new(
-                    Code::Recursion,
-                    span,
-                    format!("`{}` depends on its own result", callee.dotted()),
-                )
-                .label("this call is reached while checking the function itself")
-                .with_secondary(decl_span, "the function")
-                .help("a function may not use a constant that calls the function"),
+                Diagnostic::new(Code::Recursion, span, format!("`{}` depends on its own result", callee.dotted()))
+                    .label("this call is reached while checking the function itself")
+                    .with_secondary(decl_span, "the function")
+                    .help("a function may not use a constant that calls the function"),
             );
             return error(span);
         };
@@ -778,11 +650,7 @@ impl Checker<'_> {
                 )
                 .label("wrong number of arguments")
                 .with_secondary(decl_span, "defined here")
-                .help(format!(
-                    "`{}` takes ({})",
-                    callee.dotted(),
-                    params.join(", ")
-                )),
+                .help(format!("`{}` takes ({})", callee.dotted(), params.join(", "))),
             );
             return error(span);
         }
@@ -790,7 +658,7 @@ impl Checker<'_> {
         for (a, want) in args.iter().zip(&sig.params) {
             ok &= self.expect_type(a, want, "this parameter");
         }
-        if !ok {
+        if !ok || self.functions[id].recursive {
             return error(span);
         }
         expr(H::Call(id, args), sig.ret, span)
@@ -800,13 +668,7 @@ impl Checker<'_> {
         crate::fmt::type_text(t)
     }
 
-    fn builtin(
-        &mut self,
-        b: Builtin,
-        args: Vec<hir::Expr>,
-        callee_span: Span,
-        span: Span,
-    ) -> hir::Expr {
+    fn builtin(&mut self, b: Builtin, args: Vec<hir::Expr>, callee_span: Span, span: Span) -> hir::Expr {
         let arity = match b {
             Builtin::Min | Builtin::Max | Builtin::Pow | Builtin::Hash01 => 2,
             Builtin::Clamp => 3,
@@ -822,12 +684,7 @@ impl Checker<'_> {
                 Diagnostic::new(
                     Code::ArgCount,
                     span,
-                    format!(
-                        "`{}` takes {arity} argument{}, found {}",
-                        b.name(),
-                        plural(arity),
-                        args.len()
-                    ),
+                    format!("`{}` takes {arity} argument{}, found {}", b.name(), plural(arity), args.len()),
                 )
                 .label("wrong number of arguments")
                 .with_secondary(callee_span, b.signature())
@@ -846,7 +703,7 @@ impl Checker<'_> {
                     return error(span);
                 }
                 for a in &args[1..] {
-                    if !self.expect_type(a, &first, &format!("`{}`'s arguments", b.name())) {
+                    if !self.expect_type(a, &first, &format!("the first argument of `{}`", b.name())) {
                         return error(span);
                     }
                 }
@@ -875,13 +732,9 @@ impl Checker<'_> {
                 for a in &args {
                     if !matches!(a.ty, Ty::Num(_) | Ty::Str | Ty::Bool | Ty::Enum(_)) {
                         self.err(
-                            Diagnostic::new(
-                                Code::TypeMismatch,
-                                a.span,
-                                format!("cannot hash {}", a.ty),
-                            )
-                            .label("hash01 takes numbers, strings, booleans or enum values")
-                            .help("hash a field such as `job.id` or `node.name`"),
+                            Diagnostic::new(Code::TypeMismatch, a.span, format!("cannot hash {}", a.ty))
+                                .label("hash01 takes numbers, strings, booleans or enum values")
+                                .help("hash a field such as `job.id` or `node.name`"),
                         );
                         return error(span);
                     }
@@ -890,7 +743,8 @@ impl Checker<'_> {
             }
             Builtin::Has => {
                 let a = &args[0];
-                let indexed_labels = matches!(&a.kind, H::Index(m, _) if matches!(&m.ty, Ty::Map(k, _) if **k == Ty::Str));
+                let indexed_labels =
+                    matches!(&a.kind, H::Index(m, _) if matches!(&m.ty, Ty::Map(k, _) if **k == Ty::Str));
                 if !matches!(a.ty, Ty::Optional(_)) && !indexed_labels {
                     self.err(
                         Diagnostic::new(Code::OptionalMisuse, a.span, format!("`has` needs an optional value, found {}", a.ty))
@@ -920,7 +774,15 @@ impl Checker<'_> {
         expr(H::Builtin(b, args), ty, span)
     }
 
-    fn binary(
+    /// A binary operation; one whose operands do not fit the operator becomes an error
+    /// node, so nothing folds it into a misleading constant.
+    fn binary(&mut self, scope: &mut Scope, op: BinaryOp, a: &ast::Expr, b: &ast::Expr, span: Span) -> hir::Expr {
+        let before = self.errors;
+        let e = self.binary_operands(scope, op, a, b, span);
+        if self.errors > before { error(span) } else { e }
+    }
+
+    fn binary_operands(
         &mut self,
         scope: &mut Scope,
         op: BinaryOp,
@@ -931,22 +793,12 @@ impl Checker<'_> {
         use BinaryOp as B;
         let x = self.expr(scope, a);
         let y = self.expr(scope, b);
-        let out = |ty: Ty, x: hir::Expr, y: hir::Expr| {
-            expr(H::Binary(op, Box::new(x), Box::new(y)), ty, span)
-        };
+        let out = |ty: Ty, x: hir::Expr, y: hir::Expr| expr(H::Binary(op, Box::new(x), Box::new(y)), ty, span);
         if x.ty.is_error() || y.ty.is_error() {
             let ty = match op {
-                B::Implies
-                | B::Or
-                | B::And
-                | B::Eq
-                | B::Ne
-                | B::Lt
-                | B::Le
-                | B::Gt
-                | B::Ge
-                | B::In
-                | B::NotIn => Ty::Bool,
+                B::Implies | B::Or | B::And | B::Eq | B::Ne | B::Lt | B::Le | B::Gt | B::Ge | B::In | B::NotIn => {
+                    Ty::Bool
+                }
                 _ => Ty::Error,
             };
             return out(ty, x, y);
@@ -962,37 +814,34 @@ impl Checker<'_> {
                 match (&x.ty, &y.ty) {
                     (Ty::Optional(inner), _) | (_, Ty::Optional(inner)) => {
                         let inner = (**inner).clone();
-                        let at = if matches!(x.ty, Ty::Optional(_)) {
-                            x.span
-                        } else {
-                            y.span
-                        };
+                        let at = if matches!(x.ty, Ty::Optional(_)) { x.span } else { y.span };
                         self.err(optional_misuse(at, &inner));
                     }
                     (Ty::Num(_), Ty::Num(_)) => {
                         self.same_unit(&x, &y, a, b, op);
                     }
+                    (Ty::List(_), Ty::List(_)) => self.err(
+                        Diagnostic::new(
+                            Code::TypeMismatch,
+                            span,
+                            format!("lists cannot be compared with `{}`", op.symbol()),
+                        )
+                        .label("two lists")
+                        .help("test membership with `x in list`, or compare counts with `len(list)`"),
+                    ),
                     (Ty::Record(r), Ty::Record(s))
-                        if r == s
-                            && matches!(
-                                r,
-                                Record::Queue | Record::Job | Record::Node | Record::Domain
-                            ) => {}
+                        if r == s && matches!(r, Record::Queue | Record::Job | Record::Node | Record::Domain) => {}
                     (p, q) if p == q && matches!(p, Ty::Bool | Ty::Str | Ty::Enum(_)) => {
                         if *p == Ty::Str {
                             self.check_queue_name(&x, &y);
                         }
                     }
                     (p, q) => self.err(
-                        Diagnostic::new(
-                            Code::TypeMismatch,
-                            span,
-                            format!("cannot compare {p} with {q}"),
-                        )
-                        .label("different types")
-                        .with_secondary(x.span, format!("this is {p}"))
-                        .with_secondary(y.span, format!("this is {q}"))
-                        .help("both sides of `==` and `!=` must have the same type"),
+                        Diagnostic::new(Code::TypeMismatch, span, format!("cannot compare {p} with {q}"))
+                            .label("different types")
+                            .with_secondary(x.span, format!("this is {p}"))
+                            .with_secondary(y.span, format!("this is {q}"))
+                            .help("both sides of `==` and `!=` must have the same type"),
                     ),
                 }
                 out(Ty::Bool, x, y)
@@ -1005,23 +854,15 @@ impl Checker<'_> {
                     (Ty::Str, _) | (_, Ty::Str) => self.err(string_op(span, op)),
                     (Ty::Optional(inner), _) | (_, Ty::Optional(inner)) => {
                         let inner = (**inner).clone();
-                        let at = if matches!(x.ty, Ty::Optional(_)) {
-                            x.span
-                        } else {
-                            y.span
-                        };
+                        let at = if matches!(x.ty, Ty::Optional(_)) { x.span } else { y.span };
                         self.err(optional_misuse(at, &inner));
                     }
                     (p, q) => self.err(
-                        Diagnostic::new(
-                            Code::TypeMismatch,
-                            span,
-                            format!("cannot order {p} and {q}"),
-                        )
-                        .label(format!("`{}` compares numbers", op.symbol()))
-                        .with_secondary(x.span, format!("this is {p}"))
-                        .with_secondary(y.span, format!("this is {q}"))
-                        .help("only numbers of the same unit have an order"),
+                        Diagnostic::new(Code::TypeMismatch, span, format!("cannot order {p} and {q}"))
+                            .label(format!("`{}` compares numbers", op.symbol()))
+                            .with_secondary(x.span, format!("this is {p}"))
+                            .with_secondary(y.span, format!("this is {q}"))
+                            .help("only numbers of the same unit have an order"),
                     ),
                 }
                 out(Ty::Bool, x, y)
@@ -1092,10 +933,7 @@ impl Checker<'_> {
                                 format!("`{}` needs numbers, found {t}", op.symbol()),
                             )
                             .label(format!("this is {t}"))
-                            .help(format!(
-                                "arithmetic works on numbers; this is {p} {} {q}",
-                                op.symbol()
-                            )),
+                            .help(format!("arithmetic works on numbers; this is {p} {} {q}", op.symbol())),
                         };
                         self.err(d);
                         return out(Ty::Error, x, y);
@@ -1117,14 +955,7 @@ impl Checker<'_> {
     }
 
     /// Reports E0009 unless both numbers have the same unit.
-    fn same_unit(
-        &mut self,
-        x: &hir::Expr,
-        y: &hir::Expr,
-        a: &ast::Expr,
-        b: &ast::Expr,
-        op: BinaryOp,
-    ) -> bool {
+    fn same_unit(&mut self, x: &hir::Expr, y: &hir::Expr, a: &ast::Expr, b: &ast::Expr, op: BinaryOp) -> bool {
         let (Some(p), Some(q)) = (x.ty.dim(), y.ty.dim()) else {
             return true;
         };
@@ -1139,30 +970,18 @@ impl Checker<'_> {
             "subtract"
         };
         let help = if is_bare_number(b) && q.is_none() {
-            format!(
-                "write the unit on the number, e.g. `{}{}`",
-                crate::fmt::expr_text(b),
-                example_unit(p)
-            )
+            format!("write the unit on the number, e.g. `{}{}`", crate::fmt::expr_text(b), example_unit(p))
         } else if is_bare_number(a) && p.is_none() {
-            format!(
-                "write the unit on the number, e.g. `{}{}`",
-                crate::fmt::expr_text(a),
-                example_unit(q)
-            )
+            format!("write the unit on the number, e.g. `{}{}`", crate::fmt::expr_text(a), example_unit(q))
         } else {
             format!("both sides of `{}` must have the same unit", op.symbol())
         };
         self.err(
-            Diagnostic::new(
-                Code::UnitMismatch,
-                x.span.to(y.span),
-                format!("cannot {verb} {p} and {q}"),
-            )
-            .label("units differ")
-            .with_secondary(x.span, format!("this is {}", in_unit(p)))
-            .with_secondary(y.span, format!("this is {}", in_unit(q)))
-            .help(help),
+            Diagnostic::new(Code::UnitMismatch, x.span.to(y.span), format!("cannot {verb} {p} and {q}"))
+                .label("units differ")
+                .with_secondary(x.span, format!("this is {}", in_unit(p)))
+                .with_secondary(y.span, format!("this is {}", in_unit(q)))
+                .help(help),
         );
         false
     }
@@ -1183,16 +1002,12 @@ impl Checker<'_> {
         }
         let sugg = fuzzy::suggest(s, self.queue_names.iter().map(String::as_str));
         self.err(
-            Diagnostic::new(
-                Code::UnknownQueue,
-                literal.span,
-                format!("no queue is named \"{}\"", snippet(s)),
-            )
-            .label("unknown queue")
-            .help(match sugg {
-                Some(q) => format!("did you mean \"{q}\"?"),
-                None => format!("the queues are {}", self.queue_names.join(", ")),
-            }),
+            Diagnostic::new(Code::UnknownQueue, literal.span, format!("no queue is named \"{}\"", snippet(s)))
+                .label("unknown queue")
+                .help(match sugg {
+                    Some(q) => format!("did you mean \"{q}\"?"),
+                    None => format!("the queues are {}", self.queue_names.join(", ")),
+                }),
         );
     }
 
@@ -1207,24 +1022,18 @@ impl Checker<'_> {
             return f.ty.clone();
         }
         let d = match (&t.ty, &f.ty) {
-            (Ty::Num(p), Ty::Num(q)) => Diagnostic::new(
-                Code::UnitMismatch,
-                t.span.to(f.span),
-                format!("{place} have different units"),
-            )
-            .label("units differ")
-            .with_secondary(t.span, format!("this is {}", in_unit(*p)))
-            .with_secondary(f.span, format!("this is {}", in_unit(*q)))
-            .help("give both branches the same unit"),
-            (p, q) => Diagnostic::new(
-                Code::TypeMismatch,
-                t.span.to(f.span),
-                format!("{place} have different types"),
-            )
-            .label("types differ")
-            .with_secondary(t.span, format!("this is {p}"))
-            .with_secondary(f.span, format!("this is {q}"))
-            .help("both branches must have the same type"),
+            (Ty::Num(p), Ty::Num(q)) => {
+                Diagnostic::new(Code::UnitMismatch, t.span.to(f.span), format!("{place} have different units"))
+                    .label("units differ")
+                    .with_secondary(t.span, format!("this is {}", in_unit(*p)))
+                    .with_secondary(f.span, format!("this is {}", in_unit(*q)))
+                    .help("give both branches the same unit")
+            }
+            (p, q) => Diagnostic::new(Code::TypeMismatch, t.span.to(f.span), format!("{place} have different types"))
+                .label("types differ")
+                .with_secondary(t.span, format!("this is {p}"))
+                .with_secondary(f.span, format!("this is {q}"))
+                .help("both branches must have the same type"),
         };
         self.err(d);
         Ty::Error
@@ -1245,9 +1054,13 @@ impl Checker<'_> {
             Ty::Error => Ty::Error,
             other => {
                 self.err(
-                    Diagnostic::new(Code::NotAList, it.span, format!("`{}` iterates over a list, found {other}", kind.keyword()))
-                        .label("not a list")
-                        .help("iterate over a list field such as `node.cards_list` or `cluster.task_shapes`"),
+                    Diagnostic::new(
+                        Code::NotAList,
+                        it.span,
+                        format!("`{}` iterates over a list, found {other}", kind.keyword()),
+                    )
+                    .label("not a list")
+                    .help("iterate over a list field such as `node.cards_list` or `cluster.task_shapes`"),
                 );
                 Ty::Error
             }
@@ -1259,11 +1072,7 @@ impl Checker<'_> {
         let ty = match kind {
             CompKind::Any | CompKind::All | CompKind::Count => {
                 self.expect_bool(&b, &format!("the condition of `{}`", kind.keyword()));
-                if kind == CompKind::Count {
-                    Ty::NUMBER
-                } else {
-                    Ty::Bool
-                }
+                if kind == CompKind::Count { Ty::NUMBER } else { Ty::Bool }
             }
             CompKind::Sum | CompKind::Min | CompKind::Max => match &b.ty {
                 Ty::Num(_) | Ty::Error => b.ty.clone(),
@@ -1272,10 +1081,7 @@ impl Checker<'_> {
                         Diagnostic::new(
                             Code::TypeMismatch,
                             b.span,
-                            format!(
-                                "`{}` needs a number for each element, found {other}",
-                                kind.keyword()
-                            ),
+                            format!("`{}` needs a number for each element, found {other}", kind.keyword()),
                         )
                         .label("not a number")
                         .help(format!(
@@ -1287,11 +1093,7 @@ impl Checker<'_> {
                 }
             },
         };
-        expr(
-            H::Comprehension(kind, id, Box::new(it), Box::new(b)),
-            ty,
-            span,
-        )
+        expr(H::Comprehension(kind, id, Box::new(it), Box::new(b)), ty, span)
     }
 }
 
@@ -1307,12 +1109,7 @@ pub(super) fn value_expr(v: Value, ty: Ty, span: Span) -> hir::Expr {
                 Ty::List(e) => (**e).clone(),
                 _ => Ty::Error,
             };
-            H::List(
-                items
-                    .into_iter()
-                    .map(|i| value_expr(i, elem.clone(), span))
-                    .collect(),
-            )
+            H::List(items.into_iter().map(|i| value_expr(i, elem.clone(), span)).collect())
         }
     };
     expr(kind, ty, span)
@@ -1343,40 +1140,24 @@ fn example_unit(d: Dim) -> &'static str {
 }
 
 pub(super) fn optional_misuse(span: Span, inner: &Ty) -> Diagnostic {
-    Diagnostic::new(
-        Code::OptionalMisuse,
-        span,
-        format!("this {inner} may be absent"),
-    )
-    .label(format!("optional {inner}"))
-    .help("give a default with `??` (`x ?? default`) or test it with `has(x)`")
+    Diagnostic::new(Code::OptionalMisuse, span, format!("this {inner} may be absent"))
+        .label(format!("optional {inner}"))
+        .help("give a default with `??` (`x ?? default`) or test it with `has(x)`")
 }
 
 fn string_op(span: Span, op: BinaryOp) -> Diagnostic {
-    Diagnostic::new(
-        Code::StringOp,
-        span,
-        format!("strings cannot be used with `{}`", op.symbol()),
-    )
-    .label("strings support only `==`, `!=`, `in` and `not in`")
-    .help("compare a numeric field instead, or test membership in a list of strings")
+    Diagnostic::new(Code::StringOp, span, format!("strings cannot be used with `{}`", op.symbol()))
+        .label("strings support only `==`, `!=`, `in` and `not in`")
+        .help("compare a numeric field instead, or test membership in a list of strings")
 }
 
 fn not_a_number(a: &hir::Expr, b: Builtin) -> Diagnostic {
-    Diagnostic::new(
-        Code::TypeMismatch,
-        a.span,
-        format!("`{}` needs numbers, found {}", b.name(), a.ty),
-    )
-    .label(format!("this is {}", a.ty))
-    .help(format!("`{}`", b.signature()))
+    Diagnostic::new(Code::TypeMismatch, a.span, format!("`{}` needs numbers, found {}", b.name(), a.ty))
+        .label(format!("this is {}", a.ty))
+        .help(format!("`{}`", b.signature()))
 }
 
 /// "a plain number" or "in gpu": how labels describe a number's unit.
 pub(super) fn in_unit(d: Dim) -> String {
-    if d.is_none() {
-        "a plain number".to_string()
-    } else {
-        format!("in {d}")
-    }
+    if d.is_none() { "a plain number".to_string() } else { format!("in {d}") }
 }

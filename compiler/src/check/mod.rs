@@ -41,15 +41,13 @@ pub fn check(sources: &mut SourceMap, file: FileId) -> Checked {
     let parsed = match parse::parse(file, &text) {
         Ok(f) => f,
         Err(d) => {
-            return Checked {
-                policy: None,
-                diagnostics: vec![d],
-            };
+            return Checked { policy: None, diagnostics: vec![d] };
         }
     };
     let mut c = Checker {
         sources,
         diags: Vec::new(),
+        errors: 0,
         modules: Vec::new(),
         functions: Vec::new(),
         finished: HashMap::new(),
@@ -60,13 +58,9 @@ pub fn check(sources: &mut SourceMap, file: FileId) -> Checked {
         attr_values_declared: Vec::new(),
     };
     let policy = c.check_root(file, &parsed);
-    c.diags
-        .sort_by_key(|d| (d.primary.span.file, d.primary.span.start, d.code));
+    c.diags.sort_by_key(|d| (d.primary.span.file, d.primary.span.start, d.code));
     let has_errors = c.diags.iter().any(Diagnostic::is_error);
-    Checked {
-        policy: if has_errors { None } else { policy },
-        diagnostics: c.diags,
-    }
+    Checked { policy: if has_errors { None } else { policy }, diagnostics: c.diags }
 }
 
 /// A loaded module: the policy (path `""`) or a library.
@@ -115,6 +109,8 @@ pub(crate) struct Checker<'s> {
     diags: Vec<Diagnostic>,
     modules: Vec<Module>,
     functions: Vec<FnSlot>,
+    /// Errors reported so far (warnings not counted).
+    errors: usize,
     /// Checked function bodies by id, filled in call-graph order.
     finished: HashMap<usize, hir::Function>,
     levels: Vec<String>,
@@ -130,6 +126,9 @@ pub(crate) struct Checker<'s> {
 
 impl Checker<'_> {
     fn err(&mut self, d: Diagnostic) {
+        if d.is_error() {
+            self.errors += 1;
+        }
         self.diags.push(d);
     }
 
@@ -145,10 +144,7 @@ impl Checker<'_> {
                 return None;
             }
             None => {
-                let at = parsed
-                    .items
-                    .first()
-                    .map_or(Span::new(file, 0, 0), |i| i.span());
+                let at = parsed.items.first().map_or(Span::new(file, 0, 0), |i| i.span());
                 self.err(
                     Diagnostic::new(
                         Code::MissingHeader,
@@ -174,10 +170,7 @@ impl Checker<'_> {
             attrs: Vec::new(),
             priority_classes: Vec::new(),
             levels: self.levels.clone(),
-            settings: hir::Settings {
-                queueing: hir::Queueing::BestEffort,
-                reserve_after: None,
-            },
+            settings: hir::Settings { queueing: hir::Queueing::BestEffort, reserve_after: None },
             rules: Vec::new(),
             queue_order: Vec::new(),
             job_order: Vec::new(),
@@ -223,8 +216,7 @@ impl Checker<'_> {
                 );
             } else if levels.len() >= 8 {
                 self.err(
-                    Diagnostic::new(Code::UnknownLevel, l.span, "too many topology levels")
-                        .label("at most 8 levels"),
+                    Diagnostic::new(Code::UnknownLevel, l.span, "too many topology levels").label("at most 8 levels"),
                 );
             } else {
                 levels.push(l.name.clone());
@@ -257,11 +249,7 @@ impl Checker<'_> {
                     const_spans.insert(c.name.name.clone(), c.name.span);
                     self.modules[idx].consts.insert(
                         c.name.name.clone(),
-                        ConstEntry {
-                            decl: c.clone(),
-                            state: ConstState::Unchecked,
-                            used: false,
-                        },
+                        ConstEntry { decl: c.clone(), state: ConstState::Unchecked, used: false },
                     );
                 }
                 Item::Fn(f) => {
@@ -282,6 +270,18 @@ impl Checker<'_> {
                     self.modules[idx].fns.insert(f.name.name.clone(), id);
                 }
                 Item::Use(u) => self.load_use(idx, u),
+                other if !self.modules[idx].path.is_empty() => {
+                    let span = other.span();
+                    self.err(
+                        Diagnostic::new(
+                            Code::NotInModule,
+                            keyword_span(self.sources, span),
+                            "only `use`, `const` and `fn` belong in a library module",
+                        )
+                        .label("not allowed here")
+                        .help("move it into a policy file that imports this module"),
+                    );
+                }
                 _ => {}
             }
         }
@@ -311,9 +311,7 @@ impl Checker<'_> {
                     );
                     return;
                 };
-                let file = self
-                    .sources
-                    .add(SourceFile::new(stdlib::file_name(&path), text));
+                let file = self.sources.add(SourceFile::new(stdlib::file_name(&path), text));
                 let parsed = match parse::parse(file, text) {
                     Ok(p) => p,
                     Err(d) => {
@@ -327,16 +325,10 @@ impl Checker<'_> {
                 m
             }
         };
-        let alias = u.alias.as_ref().map_or_else(
-            || {
-                u.path
-                    .segments
-                    .last()
-                    .map(|s| s.name.clone())
-                    .unwrap_or_default()
-            },
-            |a| a.name.clone(),
-        );
+        let alias = u
+            .alias
+            .as_ref()
+            .map_or_else(|| u.path.segments.last().map(|s| s.name.clone()).unwrap_or_default(), |a| a.name.clone());
         let module = &mut self.modules[importer];
         module.imports.insert(path, target);
         module.imports.insert(alias, target);
@@ -368,14 +360,9 @@ impl Checker<'_> {
         }
     }
 
-    fn call_graph(
-        &self,
-        m: usize,
-        ids: &[usize],
-    ) -> (DiGraph<usize, ()>, HashMap<usize, NodeIndex>) {
+    fn call_graph(&self, m: usize, ids: &[usize]) -> (DiGraph<usize, ()>, HashMap<usize, NodeIndex>) {
         let mut graph: DiGraph<usize, ()> = DiGraph::new();
-        let nodes: HashMap<usize, NodeIndex> =
-            ids.iter().map(|&id| (id, graph.add_node(id))).collect();
+        let nodes: HashMap<usize, NodeIndex> = ids.iter().map(|&id| (id, graph.add_node(id))).collect();
         for &id in ids {
             let mut callees = Vec::new();
             calls_in(&self.functions[id].decl.body, &mut callees);
@@ -404,10 +391,8 @@ impl Checker<'_> {
             let mut members: Vec<usize> = scc.iter().map(|&n| graph[n]).collect();
             members.sort_unstable();
             let first = &self.functions[members[0]].decl;
-            let cycle: Vec<String> = members
-                .iter()
-                .map(|&i| format!("`{}`", self.functions[i].decl.name.name))
-                .collect();
+            let cycle: Vec<String> =
+                members.iter().map(|&i| format!("`{}`", self.functions[i].decl.name.name)).collect();
             let mut d = Diagnostic::new(
                 Code::Recursion,
                 first.name.span,
@@ -418,18 +403,13 @@ impl Checker<'_> {
             } else {
                 format!("part of the cycle {}", cycle.join(" → "))
             })
-            .help(
-                "gpol rules must terminate: rewrite the recursion as a comprehension over a list",
-            );
+            .help("gpol rules must terminate: rewrite the recursion as a comprehension over a list");
             for &i in &members[1..] {
                 d = d.with_secondary(self.functions[i].decl.name.span, "also in the cycle");
             }
             self.err(d);
             for id in members {
-                let sig = self.declared_sig(id).unwrap_or(FnSig {
-                    params: Vec::new(),
-                    ret: Ty::Error,
-                });
+                let sig = self.declared_sig(id).unwrap_or(FnSig { params: Vec::new(), ret: Ty::Error });
                 let slot = &mut self.functions[id];
                 slot.sig = Some(sig);
                 // The members call each other; whether anything else does is moot.
@@ -442,15 +422,8 @@ impl Checker<'_> {
     /// Parameter and return types as declared (an unannotated return is inferred later).
     fn declared_sig(&mut self, id: usize) -> Option<FnSig> {
         let decl = self.functions[id].decl.clone();
-        let params = decl
-            .params
-            .iter()
-            .map(|p| self.resolve_type(&p.ty))
-            .collect();
-        let ret = decl
-            .ret
-            .as_ref()
-            .map_or(Ty::Error, |t| self.resolve_type(t));
+        let params = decl.params.iter().map(|p| self.resolve_type(&p.ty)).collect();
+        let ret = decl.ret.as_ref().map_or(Ty::Error, |t| self.resolve_type(t));
         Some(FnSig { params, ret })
     }
 
@@ -482,28 +455,12 @@ impl Checker<'_> {
             }
             None => body.ty.clone(),
         };
-        let sig = FnSig {
-            params: params.iter().map(|(_, t)| t.clone()).collect(),
-            ret: ret.clone(),
-        };
+        let sig = FnSig { params: params.iter().map(|(_, t)| t.clone()).collect(), ret: ret.clone() };
         self.functions[id].sig = Some(sig);
         self.functions[id].checking = false;
         let path = &self.modules[m].path;
-        let name = if path.is_empty() {
-            decl.name.name.clone()
-        } else {
-            format!("{path}.{}", decl.name.name)
-        };
-        self.finished.insert(
-            id,
-            hir::Function {
-                name,
-                params,
-                ret,
-                body,
-                span: decl.span,
-            },
-        );
+        let name = if path.is_empty() { decl.name.name.clone() } else { format!("{path}.{}", decl.name.name) };
+        self.finished.insert(id, hir::Function { name, params, ret, body, span: decl.span });
     }
 
     /// The checked functions, indexed by their ids (a function with errors keeps a stub
@@ -515,11 +472,7 @@ impl Checker<'_> {
                     name: self.functions[id].decl.name.name.clone(),
                     params: Vec::new(),
                     ret: Ty::Error,
-                    body: hir::Expr {
-                        kind: hir::ExprKind::Error,
-                        ty: Ty::Error,
-                        span: self.functions[id].decl.span,
-                    },
+                    body: hir::Expr { kind: hir::ExprKind::Error, ty: Ty::Error, span: self.functions[id].decl.span },
                     span: self.functions[id].decl.span,
                 })
             })
@@ -535,13 +488,9 @@ impl Checker<'_> {
                 let span = entry.decl.name.span;
                 entry.state = ConstState::Done(None);
                 self.err(
-                    Diagnostic::new(
-                        Code::Recursion,
-                        span,
-                        format!("constant `{name}` refers to itself"),
-                    )
-                    .label("its value depends on itself")
-                    .help("give the constant a value that does not use it"),
+                    Diagnostic::new(Code::Recursion, span, format!("constant `{name}` refers to itself"))
+                        .label("its value depends on itself")
+                        .help("give the constant a value that does not use it"),
                 );
                 return None;
             }
@@ -559,11 +508,7 @@ impl Checker<'_> {
             }
             None => true,
         };
-        let result = if e.ty.is_error() || !fits {
-            None
-        } else {
-            self.fold_const(&e, "a constant's value")
-        };
+        let result = if e.ty.is_error() || !fits { None } else { self.fold_const(&e, "a constant's value") };
         let result = result.map(|v| (v, e.ty.clone()));
         if let Some(entry) = self.modules[m].consts.get_mut(name) {
             entry.state = ConstState::Done(result.clone());
@@ -576,13 +521,9 @@ impl Checker<'_> {
         let v = Folder::new(&self.finished).eval(e);
         if v.is_none() && !e.ty.is_error() && !e.has_error() {
             self.err(
-                Diagnostic::new(
-                    Code::NotConstant,
-                    e.span,
-                    format!("{what} must be known when the policy is compiled"),
-                )
-                .label("this is only known while scheduling")
-                .help("use literals, constants and arithmetic here"),
+                Diagnostic::new(Code::NotConstant, e.span, format!("{what} must be known when the policy is compiled"))
+                    .label("this is only known while scheduling")
+                    .help("use literals, constants and arithmetic here"),
             );
         }
         v
@@ -631,18 +572,13 @@ impl Checker<'_> {
                             ast::VictimKind::Preempt => "preempt".into(),
                             ast::VictimKind::Reclaim => "reclaim".into(),
                         },
-                        span: Span {
-                            end: v.span.start + 7,
-                            ..v.span
-                        },
+                        span: Span { end: v.span.start + 7, ..v.span },
                     });
                     if !claim(self, &name)
                         && v.name.is_none()
                         && let Some(d) = self.diags.last_mut()
                     {
-                        d.help = Some(
-                            "give each preempt or reclaim rule a name: `preempt NAME { … }`".into(),
-                        );
+                        d.help = Some("give each preempt or reclaim rule a name: `preempt NAME { … }`".into());
                     }
                     p.victims.push(self.check_victim(m, v, name.name));
                 }
@@ -652,9 +588,7 @@ impl Checker<'_> {
                         continue;
                     }
                     pc_names.insert(pc.name.name.clone(), pc.name.span);
-                    if let Some(v) =
-                        self.const_number(m, &pc.value, &Ty::NUMBER, "a priority class value")
-                    {
+                    if let Some(v) = self.const_number(m, &pc.value, &Ty::NUMBER, "a priority class value") {
                         p.priority_classes.push((pc.name.name.clone(), v));
                     }
                 }
@@ -663,21 +597,13 @@ impl Checker<'_> {
                         ast::OrderTarget::Queue => 0,
                         ast::OrderTarget::Job => 1,
                     };
-                    let kw = if slot == 0 {
-                        "queue_order"
-                    } else {
-                        "job_order"
-                    };
+                    let kw = if slot == 0 { "queue_order" } else { "job_order" };
                     if let Some(first) = orders[slot] {
                         self.err(
-                            Diagnostic::new(
-                                Code::Duplicate,
-                                o.span,
-                                format!("`{kw}` declared twice"),
-                            )
-                            .label("second declaration")
-                            .with_secondary(first, "first declared here")
-                            .help("list all keys in one declaration, most significant first"),
+                            Diagnostic::new(Code::Duplicate, o.span, format!("`{kw}` declared twice"))
+                                .label("second declaration")
+                                .with_secondary(first, "first declared here")
+                                .help("list all keys in one declaration, most significant first"),
                         );
                         continue;
                     }
@@ -749,17 +675,17 @@ impl Checker<'_> {
                 } else if !body.ty.is_error()
                     && let Some(Value::Bool(b)) = Folder::new(&self.finished).eval(&body)
                 {
-                    let what = if b {
-                        "never rejects anything"
-                    } else {
-                        "rejects every job"
-                    };
+                    let what = if b { "never rejects anything" } else { "rejects every job" };
                     self.err(
-                            Diagnostic::new(Code::ConstantRule, r.name.span, format!("{} `{}` is always {b}", r.kind.keyword(), r.name.name))
-                                .label(what)
-                                .with_secondary(r.body.span, format!("this folds to `{b}`"))
-                                .help("a rule that does not depend on the job or node is almost certainly a mistake"),
-                        );
+                        Diagnostic::new(
+                            Code::ConstantRule,
+                            r.name.span,
+                            format!("{} `{}` is always {b}", r.kind.keyword(), r.name.name),
+                        )
+                        .label(what)
+                        .with_secondary(r.body.span, format!("this folds to `{b}`"))
+                        .help("a rule that does not depend on the job or node is almost certainly a mistake"),
+                    );
                 }
             }
             K::Score | K::CardScore => {
@@ -769,7 +695,9 @@ impl Checker<'_> {
                     Ty::Num(d) => self.err(
                         Diagnostic::new(Code::NotNumeric, r.body.span, "a score must be a plain number in [0, 1]")
                             .label(format!("this is {}", expr::in_unit(*d)))
-                            .help(format!("divide by a {d} amount to get a fraction, e.g. `node.free_cards / node.cards`")),
+                            .help(format!(
+                                "divide by a {d} amount to get a fraction, e.g. `node.free_cards / node.cards`"
+                            )),
                     ),
                     other => self.err(
                         Diagnostic::new(Code::NotNumeric, r.body.span, "a score must be a plain number in [0, 1]")
@@ -795,23 +723,15 @@ impl Checker<'_> {
                     weight = v;
                     if v == 0.0 {
                         self.err(
-                            Diagnostic::new(
-                                Code::ZeroWeight,
-                                w.span,
-                                format!("score `{}` has weight 0", r.name.name),
-                            )
-                            .label("this score never changes a decision")
-                            .help("remove the score, or give it a positive weight"),
+                            Diagnostic::new(Code::ZeroWeight, w.span, format!("score `{}` has weight 0", r.name.name))
+                                .label("this score never changes a decision")
+                                .help("remove the score, or give it a positive weight"),
                         );
                     } else if v < 0.0 {
                         self.err(
-                            Diagnostic::new(
-                                Code::NegativeQuantity,
-                                w.span,
-                                "score weights must not be negative",
-                            )
-                            .label(format!("weight {v}"))
-                            .help("to prefer the opposite, score `1 - x` instead"),
+                            Diagnostic::new(Code::NegativeQuantity, w.span, "score weights must not be negative")
+                                .label(format!("weight {v}"))
+                                .help("to prefer the opposite, score `1 - x` instead"),
                         );
                     }
                 }
@@ -854,25 +774,16 @@ impl Checker<'_> {
             match &e.ty {
                 Ty::Num(_) | Ty::Bool | Ty::Error => {}
                 other => self.err(
-                    Diagnostic::new(
-                        Code::NotComparable,
-                        k.expr.span,
-                        format!("cannot order by {other}"),
-                    )
-                    .label("order keys must be numbers or booleans")
-                    .help(match other {
-                        Ty::Optional(_) => {
-                            "give a default with `??`, e.g. `job.expected_duration ?? 1h`"
-                        }
-                        Ty::Str => "strings have no order in gpol; order by a number instead",
-                        _ => "order by a numeric field of the record",
-                    }),
+                    Diagnostic::new(Code::NotComparable, k.expr.span, format!("cannot order by {other}"))
+                        .label("order keys must be numbers or booleans")
+                        .help(match other {
+                            Ty::Optional(_) => "give a default with `??`, e.g. `job.expected_duration ?? 1h`",
+                            Ty::Str => "strings have no order in gpol; order by a number instead",
+                            _ => "order by a numeric field of the record",
+                        }),
                 ),
             }
-            keys.push(hir::OrderKey {
-                expr: e,
-                dir: k.dir.unwrap_or(ast::Direction::Asc),
-            });
+            keys.push(hir::OrderKey { expr: e, dir: k.dir.unwrap_or(ast::Direction::Asc) });
         }
         keys
     }
@@ -889,17 +800,11 @@ impl Checker<'_> {
                             .label("a requirement excludes placements; it does not score them")
                             .help("use `prefer same LEVEL weight W` for a preference"),
                     );
-                } else if let Some(v) =
-                    self.const_number(m, w, &Ty::NUMBER, "a gang preference weight")
-                {
+                } else if let Some(v) = self.const_number(m, w, &Ty::NUMBER, "a gang preference weight") {
                     if v < 0.0 {
                         self.err(
-                            Diagnostic::new(
-                                Code::NegativeQuantity,
-                                w.span,
-                                "gang weights must not be negative",
-                            )
-                            .label(format!("weight {v}")),
+                            Diagnostic::new(Code::NegativeQuantity, w.span, "gang weights must not be negative")
+                                .label(format!("weight {v}")),
                         );
                     }
                     weight = v;
@@ -913,13 +818,7 @@ impl Checker<'_> {
                 e
             });
             if let Some(level) = level {
-                out.push(hir::GangClause {
-                    kind: c.kind,
-                    level,
-                    weight,
-                    when,
-                    span: c.span,
-                });
+                out.push(hir::GangClause { kind: c.kind, level, weight, when, span: c.span });
             }
         }
         out
@@ -939,10 +838,7 @@ impl Checker<'_> {
                     .label("not a declared level")
                     .help(match sugg {
                         Some(s) => format!("did you mean `{s}`?"),
-                        None => format!(
-                            "the levels are {}; declare others with `topology …`",
-                            self.levels.join(", ")
-                        ),
+                        None => format!("the levels are {}; declare others with `topology …`", self.levels.join(", ")),
                     }),
                 );
                 None
@@ -968,28 +864,19 @@ impl Checker<'_> {
             }
             e
         });
-        if v.kind == ast::VictimKind::Reclaim && v.cost.is_some() {
+                if let (ast::VictimKind::Reclaim, Some(c)) = (v.kind, &v.cost) {
             self.err(
-                Diagnostic::new(Code::BadSetting, v.span, "`reclaim` takes no cost")
+                Diagnostic::new(Code::BadSetting, c.span, "`reclaim` takes no cost")
                     .label("reclaim victims are ranked by the preempt rules' cost")
                     .help("move the cost to a `preempt` rule"),
             );
         }
-        hir::VictimRule {
-            kind: v.kind,
-            name,
-            when,
-            cost,
-            span: v.span,
-        }
+        hir::VictimRule { kind: v.kind, name, when, cost, span: v.span }
     }
 
     fn check_settings(&mut self, m: usize, s: &ast::Settings) -> hir::Settings {
         const KNOWN: &[&str] = &["queueing", "reserve_after"];
-        let mut out = hir::Settings {
-            queueing: hir::Queueing::BestEffort,
-            reserve_after: None,
-        };
+        let mut out = hir::Settings { queueing: hir::Queueing::BestEffort, reserve_after: None };
         let mut seen: HashMap<&str, Span> = HashMap::new();
         for e in &s.entries {
             if let Some(first) = seen.get(e.name.name.as_str()) {
@@ -1004,26 +891,18 @@ impl Checker<'_> {
                     }
                 }
                 "reserve_after" => {
-                    out.reserve_after = self.const_number(
-                        m,
-                        &e.value,
-                        &Ty::Num(crate::units::Dim::TIME),
-                        "`reserve_after`",
-                    );
+                    out.reserve_after =
+                        self.const_number(m, &e.value, &Ty::Num(crate::units::Dim::TIME), "`reserve_after`");
                 }
                 other => {
                     let sugg = fuzzy::suggest(other, KNOWN.iter().copied());
                     self.err(
-                        Diagnostic::new(
-                            Code::BadSetting,
-                            e.name.span,
-                            format!("unknown setting `{}`", snippet(other)),
-                        )
-                        .label("not a setting")
-                        .help(match sugg {
-                            Some(s) => format!("did you mean `{s}`?"),
-                            None => format!("settings are {}", KNOWN.join(", ")),
-                        }),
+                        Diagnostic::new(Code::BadSetting, e.name.span, format!("unknown setting `{}`", snippet(other)))
+                            .label("not a setting")
+                            .help(match sugg {
+                                Some(s) => format!("did you mean `{s}`?"),
+                                None => format!("settings are {}", KNOWN.join(", ")),
+                            }),
                     );
                 }
             }
@@ -1069,20 +948,12 @@ impl Checker<'_> {
             K::Level(..) | K::Attr(..) => false,
             K::Index(a, b) => self.reads_only_static(a) && self.reads_only_static(b),
             K::List(es) | K::Builtin(_, es) => all(es),
-            K::Call(f, args) => {
-                all(args)
-                    && self
-                        .finished
-                        .get(f)
-                        .is_none_or(|func| self.reads_only_static(&func.body))
-            }
+            K::Call(f, args) => all(args) && self.finished.get(f).is_none_or(|func| self.reads_only_static(&func.body)),
             K::Unary(_, a) => self.reads_only_static(a),
             K::Binary(_, a, b) | K::Let(_, a, b) | K::Comprehension(_, _, a, b) => {
                 self.reads_only_static(a) && self.reads_only_static(b)
             }
-            K::If(a, b, c) => {
-                self.reads_only_static(a) && self.reads_only_static(b) && self.reads_only_static(c)
-            }
+            K::If(a, b, c) => self.reads_only_static(a) && self.reads_only_static(b) && self.reads_only_static(c),
         }
     }
 
@@ -1134,27 +1005,25 @@ impl Checker<'_> {
     }
 }
 
+/// The first word of a span (an item's keyword).
+fn keyword_span(sources: &SourceMap, span: Span) -> Span {
+    let text = sources.get(span.file).slice(span);
+    let len = text.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(text.len());
+    Span { end: span.start + u32::try_from(len).unwrap_or(0), ..span }
+}
+
 fn duplicate(what: &str, name: &ast::Ident, first: Span) -> Diagnostic {
-    Diagnostic::new(
-        Code::Duplicate,
-        name.span,
-        format!("{what} `{}` is defined twice", snippet(&name.name)),
-    )
-    .label("second definition")
-    .with_secondary(first, "first defined here")
-    .help(format!("give each {what} a unique name"))
+    Diagnostic::new(Code::Duplicate, name.span, format!("{what} `{}` is defined twice", snippet(&name.name)))
+        .label("second definition")
+        .with_secondary(first, "first defined here")
+        .help(format!("give each {what} a unique name"))
 }
 
 /// Every call path in an expression (for the call graph).
 fn calls_in<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Path>) {
     use ast::ExprKind as K;
     match &e.kind {
-        K::Number(_)
-        | K::Quantity { .. }
-        | K::Str(_)
-        | K::Bool(_)
-        | K::MigProfile(_)
-        | K::Name(_) => {}
+        K::Number(_) | K::Quantity { .. } | K::Str(_) | K::Bool(_) | K::MigProfile(_) | K::Name(_) => {}
         K::List(es) => es.iter().for_each(|x| calls_in(x, out)),
         K::Field(b, _) => calls_in(b, out),
         K::Index(a, b) | K::Binary(_, a, b) => {

@@ -15,11 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Every queue declaration in the file, depth first, with its parent's index.
 fn walk(parsed: &ast::File) -> Vec<(&ast::QueueDecl, Option<usize>)> {
-    fn go<'a>(
-        q: &'a ast::QueueDecl,
-        parent: Option<usize>,
-        out: &mut Vec<(&'a ast::QueueDecl, Option<usize>)>,
-    ) {
+    fn go<'a>(q: &'a ast::QueueDecl, parent: Option<usize>, out: &mut Vec<(&'a ast::QueueDecl, Option<usize>)>) {
         let me = out.len();
         out.push((q, parent));
         for s in &q.stmts {
@@ -41,7 +37,11 @@ impl Checker<'_> {
     /// Collects queue names and attribute types before any rule is checked, so rules can
     /// refer to both.
     pub(super) fn collect_queue_facts(&mut self, m: usize, parsed: &ast::File) {
-        for (q, _) in walk(parsed) {
+        let decls = walk(parsed);
+        if decls.is_empty() {
+            self.queue_names.push("default".into());
+        }
+        for (q, _) in decls {
             self.queue_names.push(q.name.name.clone());
             for s in &q.stmts {
                 let QueueStmt::Attr { name, value, .. } = s else {
@@ -56,20 +56,14 @@ impl Checker<'_> {
                     continue;
                 };
                 let next = u16::try_from(self.attrs.len()).unwrap_or(u16::MAX);
-                let (idx, ty, first) = self
-                    .attrs
-                    .entry(name.name.clone())
-                    .or_insert((next, e.ty.clone(), name.span))
-                    .clone();
+                let (idx, ty, first) =
+                    self.attrs.entry(name.name.clone()).or_insert((next, e.ty.clone(), name.span)).clone();
                 if ty != e.ty {
                     self.err(
                         Diagnostic::new(
                             Code::BadAttr,
                             value.span,
-                            format!(
-                                "attribute `{}` has different types on different queues",
-                                name.name
-                            ),
+                            format!("attribute `{}` has different types on different queues", name.name),
                         )
                         .label(format!("this is {}", e.ty))
                         .with_secondary(first, format!("first defined as {ty}"))
@@ -77,8 +71,7 @@ impl Checker<'_> {
                     );
                     continue;
                 }
-                self.attr_values_declared
-                    .push((q.name.name.clone(), idx, v, name.span));
+                self.attr_values_declared.push((q.name.name.clone(), idx, v, name.span));
             }
         }
     }
@@ -145,9 +138,8 @@ impl Checker<'_> {
                         if let Some(w) = self.const_number(m, e, &Ty::NUMBER, "a queue weight") {
                             if w < 0.0 {
                                 self.err(
-                                    negative(e.span, "a weight", &w.to_string()).help(
-                                        "a weight of 0 gives the queue no share of the surplus",
-                                    ),
+                                    negative(e.span, "a weight", &w.to_string())
+                                        .help("a weight of 0 gives the queue no share of the surplus"),
                                 );
                             } else {
                                 queue.weight = w;
@@ -155,18 +147,12 @@ impl Checker<'_> {
                         }
                     }
                     QueueStmt::HalfLife(e, _) => {
-                        if let Some(h) =
-                            self.const_number(m, e, &Ty::Num(Dim::TIME), "`usage_half_life`")
-                        {
+                        if let Some(h) = self.const_number(m, e, &Ty::Num(Dim::TIME), "`usage_half_life`") {
                             if h <= 0.0 {
                                 self.err(
-                                    Diagnostic::new(
-                                        Code::NegativeQuantity,
-                                        e.span,
-                                        "a half-life must be positive",
-                                    )
-                                    .label("not a positive duration")
-                                    .help("omit `usage_half_life` to keep usage undecayed"),
+                                    Diagnostic::new(Code::NegativeQuantity, e.span, "a half-life must be positive")
+                                        .label("not a positive duration")
+                                        .help("omit `usage_half_life` to keep usage undecayed"),
                                 );
                             } else {
                                 queue.usage_half_life = Some(h);
@@ -175,10 +161,7 @@ impl Checker<'_> {
                     }
                     QueueStmt::Attr { .. } => {}
                     QueueStmt::Queueing(mode, _) => {
-                        let e = ast::Expr {
-                            kind: ast::ExprKind::Name(mode.clone()),
-                            span: mode.span,
-                        };
+                        let e = ast::Expr { kind: ast::ExprKind::Name(mode.clone()), span: mode.span };
                         queue.queueing = self.queueing_mode(&e);
                     }
                 }
@@ -188,32 +171,10 @@ impl Checker<'_> {
                     queue.attrs.insert(*idx, v.clone());
                 }
             }
-            if let (Some(g), Some(l)) = (
-                queue.quota(QuotaKind::Guarantee),
-                queue.quota(QuotaKind::Limit),
-            ) {
-                for (r, gv) in g {
-                    if let Some(lv) = l.get(r)
-                        && lv < gv
-                    {
-                        let at = quota_span(q, QuotaKind::Limit).unwrap_or(q.name.span);
-                        let mut d = Diagnostic::new(
-                            Code::LimitBelowGuarantee,
-                            at,
-                            format!("queue `{}`: {r} limit is below its guarantee", q.name.name),
-                        )
-                        .label(format!("limit {}", show(r, *lv)))
-                        .help("a limit must be at least the guarantee");
-                        if let Some(gs) = quota_span(q, QuotaKind::Guarantee) {
-                            d = d.with_secondary(gs, format!("guarantee {}", show(r, *gv)));
-                        }
-                        self.err(d);
-                    }
-                }
-            }
             p.queues.push(queue);
         }
         self.check_guarantees_fit(&decls, p);
+        self.check_limits(&decls, p);
         if p.queues.is_empty() {
             // A policy without a tree has one leaf queue, `default`, that takes every job.
             p.queues.push(hir::Queue {
@@ -232,11 +193,7 @@ impl Checker<'_> {
 
     /// Children's guarantees must fit in the parent's; an unset parent guarantee becomes
     /// the sum of its children's (decision D7). Children are done before parents.
-    fn check_guarantees_fit(
-        &mut self,
-        decls: &[(&ast::QueueDecl, Option<usize>)],
-        p: &mut hir::Policy,
-    ) {
+    fn check_guarantees_fit(&mut self, decls: &[(&ast::QueueDecl, Option<usize>)], p: &mut hir::Policy) {
         for i in (0..p.queues.len()).rev() {
             let children = p.queues[i].children.clone();
             if children.is_empty() {
@@ -250,10 +207,7 @@ impl Checker<'_> {
                     }
                 }
             }
-            let own = p.queues[i]
-                .quotas
-                .entry(QuotaKindKey(QuotaKind::Guarantee))
-                .or_default();
+            let own = p.queues[i].quotas.entry(QuotaKindKey(QuotaKind::Guarantee)).or_default();
             let mut over = Vec::new();
             for (r, sum) in &sums {
                 match own.get(r) {
@@ -280,19 +234,64 @@ impl Checker<'_> {
                 .label(format!("guarantee {}", show(&r, g)))
                 .help("raise this guarantee or lower the children's");
                 for &c in &children {
-                    if let Some(v) = p.queues[c]
-                        .quota(QuotaKind::Guarantee)
-                        .and_then(|g| g.get(&r))
-                    {
-                        let cs = quota_span(decls[c].0, QuotaKind::Guarantee)
-                            .unwrap_or(decls[c].0.name.span);
-                        d = d.with_secondary(
-                            cs,
-                            format!("`{}` is guaranteed {}", decls[c].0.name.name, show(&r, *v)),
-                        );
+                    if let Some(v) = p.queues[c].quota(QuotaKind::Guarantee).and_then(|g| g.get(&r)) {
+                        let cs = quota_span(decls[c].0, QuotaKind::Guarantee).unwrap_or(decls[c].0.name.span);
+                        d = d.with_secondary(cs, format!("`{}` is guaranteed {}", decls[c].0.name.name, show(&r, *v)));
                     }
                 }
                 self.err(d);
+            }
+        }
+    }
+
+    /// After defaults are filled in: every limit is at least the guarantee, and a
+    /// per-model amount never exceeds the same queue's amount for GPUs of any model.
+    fn check_limits(&mut self, decls: &[(&ast::QueueDecl, Option<usize>)], p: &hir::Policy) {
+        for (i, queue) in p.queues.iter().enumerate() {
+            let q = decls[i].0;
+            let guarantee_at = quota_span(q, QuotaKind::Guarantee);
+            if let (Some(g), Some(l)) = (queue.quota(QuotaKind::Guarantee), queue.quota(QuotaKind::Limit)) {
+                for (r, gv) in g {
+                    let Some(lv) = l.get(r) else { continue };
+                    if lv >= gv {
+                        continue;
+                    }
+                    let at = quota_span(q, QuotaKind::Limit).unwrap_or(q.name.span);
+                    let mut d = Diagnostic::new(
+                        Code::LimitBelowGuarantee,
+                        at,
+                        format!("queue `{}`: {r} limit is below its guarantee", q.name.name),
+                    )
+                    .label(format!("limit {}", show(r, *lv)))
+                    .help("a limit must be at least the guarantee");
+                    d = match guarantee_at {
+                        Some(gs) => d.with_secondary(gs, format!("guarantee {}", show(r, *gv))),
+                        None => d.with_secondary(
+                            q.name.span,
+                            format!("guarantee {} (the sum of its children's)", show(r, *gv)),
+                        ),
+                    };
+                    self.err(d);
+                }
+            }
+                        for kind in QuotaKind::ALL {
+                // Only amounts written on this queue: a defaulted parent sums its
+                // children's per resource, and a child may be guaranteed one model only.
+                if quota_span(q, kind).is_none() {
+                    continue;
+                }
+                let Some(quota) = queue.quota(kind) else { continue };
+                let Some(any) = quota.get(&Resource::Gpu(None)) else { continue };
+                for (r, v) in quota {
+                    if matches!(r, Resource::Gpu(Some(_))) && v > any {
+                        let at = quota_span(q, kind).unwrap_or(q.name.span);
+                        self.err(
+                            Diagnostic::new(Code::BadQuota, at, format!("queue `{}`: {} {r} is more than its {} gpu", q.name.name, kind.keyword(), show(&Resource::Gpu(None), *any).trim_end_matches(" gpu")))
+                                .label(format!("{} of one model, {} of any", show(r, *v), show(&Resource::Gpu(None), *any)))
+                                .help("an amount for one GPU model is part of the amount for any model, so it cannot be larger"),
+                        );
+                    }
+                }
             }
         }
     }
@@ -303,27 +302,16 @@ impl Checker<'_> {
         let mut spans: HashMap<Resource, Span> = HashMap::new();
         for v in values {
             let (resource, amount) = match &v.kind {
-                ast::ExprKind::Quantity {
-                    number,
-                    unit,
-                    flavour: Some(model),
-                } => {
+                ast::ExprKind::Quantity { number, unit, flavour: Some(model) } => {
                     if unit.dim() != Dim::GPU {
                         self.err(
-                            Diagnostic::new(
-                                Code::BadFlavour,
-                                model.span,
-                                "only GPU quotas can name a model",
-                            )
-                            .label(format!("`{}` is not a gpu amount", unit.symbol()))
-                            .help("write `N gpu(MODEL)`"),
+                            Diagnostic::new(Code::BadFlavour, model.span, "only GPU quotas can name a model")
+                                .label(format!("`{}` is not a gpu amount", unit.symbol()))
+                                .help("write `N gpu(MODEL)`"),
                         );
                         continue;
                     }
-                    (
-                        Resource::Gpu(Some(model.name.clone())),
-                        unit.to_base(number.value),
-                    )
+                    (Resource::Gpu(Some(model.name.clone())), unit.to_base(number.value))
                 }
                 _ => {
                     let mut scope = Scope::new(m, Context::Const);
@@ -340,10 +328,7 @@ impl Checker<'_> {
                                 Diagnostic::new(
                                     Code::BadQuota,
                                     v.span,
-                                    format!(
-                                        "a quota amount must be gpu, cpu or memory, found {}",
-                                        e.ty
-                                    ),
+                                    format!("a quota amount must be gpu, cpu or memory, found {}", e.ty),
                                 )
                                 .label("not a resource amount")
                                 .help("write a unit: `8 gpu`, `64 cpu`, `512GiB`"),
@@ -351,10 +336,7 @@ impl Checker<'_> {
                             continue;
                         }
                     };
-                    let Some(n) = Folder::new(&self.finished)
-                        .eval(&e)
-                        .and_then(|x| x.as_num())
-                    else {
+                    let Some(n) = Folder::new(&self.finished).eval(&e).and_then(|x| x.as_num()) else {
                         self.fold_const(&e, "a quota amount");
                         continue;
                     };
@@ -367,14 +349,10 @@ impl Checker<'_> {
             }
             if let Some(first) = spans.get(&resource) {
                 self.err(
-                    Diagnostic::new(
-                        Code::BadQuota,
-                        v.span,
-                        format!("{resource} appears twice in one quota"),
-                    )
-                    .label("second amount")
-                    .with_secondary(*first, "first amount")
-                    .help("give each resource once per statement"),
+                    Diagnostic::new(Code::BadQuota, v.span, format!("{resource} appears twice in one quota"))
+                        .label("second amount")
+                        .with_secondary(*first, "first amount")
+                        .help("give each resource once per statement"),
                 );
                 continue;
             }
@@ -387,19 +365,10 @@ impl Checker<'_> {
     /// Every attribute a rule reads must have a value on every leaf queue, by itself or
     /// inherited; fills `attr_values` with the resolved values of every queue.
     pub(super) fn check_attr_coverage(&mut self, p: &mut hir::Policy) {
-        let mut attrs: Vec<(String, u16, Ty)> = self
-            .attrs
-            .iter()
-            .map(|(n, (i, t, _))| (n.clone(), *i, t.clone()))
-            .collect();
+        let mut attrs: Vec<(String, u16, Ty)> =
+            self.attrs.iter().map(|(n, (i, t, _))| (n.clone(), *i, t.clone())).collect();
         attrs.sort_by_key(|a| a.1);
-        p.attrs = attrs
-            .iter()
-            .map(|(n, _, t)| hir::Attr {
-                name: n.clone(),
-                ty: t.clone(),
-            })
-            .collect();
+        p.attrs = attrs.iter().map(|(n, _, t)| hir::Attr { name: n.clone(), ty: t.clone() }).collect();
         let resolved: Vec<Vec<Option<Value>>> = (0..p.queues.len())
             .map(|q| {
                 attrs
@@ -417,11 +386,7 @@ impl Checker<'_> {
                     .collect()
             })
             .collect();
-        let mut reads: Vec<(String, Span)> = self
-            .attrs_read
-            .iter()
-            .map(|(n, s)| (n.clone(), *s))
-            .collect();
+        let mut reads: Vec<(String, Span)> = self.attrs_read.iter().map(|(n, s)| (n.clone(), *s)).collect();
         reads.sort_by_key(|(_, s)| s.start);
         for (name, at) in reads {
             let Some(&(idx, _, _)) = self.attrs.get(&name) else {
@@ -431,25 +396,16 @@ impl Checker<'_> {
                 .queues
                 .iter()
                 .enumerate()
-                .filter(|(qi, q)| {
-                    q.children.is_empty() && resolved[*qi][usize::from(idx)].is_none()
-                })
+                .filter(|(qi, q)| q.children.is_empty() && resolved[*qi][usize::from(idx)].is_none())
                 .map(|(_, q)| q.name.as_str())
                 .collect();
             if !missing.is_empty() {
-                let root = p
-                    .queues
-                    .iter()
-                    .find(|q| q.parent.is_none())
-                    .map_or("the root", |q| q.name.as_str());
+                let root = p.queues.iter().find(|q| q.parent.is_none()).map_or("the root", |q| q.name.as_str());
                 self.err(
                     Diagnostic::new(
                         Code::BadAttr,
                         at,
-                        format!(
-                            "attribute `{name}` is undefined for queue `{}`",
-                            snippet(missing[0])
-                        ),
+                        format!("attribute `{name}` is undefined for queue `{}`", snippet(missing[0])),
                     )
                     .label(format!(
                         "read here; {} leaf queue{} lack{} it",
@@ -473,13 +429,9 @@ fn quota_span(q: &ast::QueueDecl, kind: QuotaKind) -> Option<Span> {
 }
 
 fn negative(span: Span, what: &str, v: &str) -> Diagnostic {
-    Diagnostic::new(
-        Code::NegativeQuantity,
-        span,
-        format!("{what} cannot be negative"),
-    )
-    .label(format!("this is {v}"))
-    .help("use 0 for none")
+    Diagnostic::new(Code::NegativeQuantity, span, format!("{what} cannot be negative"))
+        .label(format!("this is {v}"))
+        .help("use 0 for none")
 }
 
 fn show(r: &Resource, v: f64) -> String {
@@ -488,11 +440,7 @@ fn show(r: &Resource, v: f64) -> String {
         Resource::Cpu => format!("{v} cpu"),
         Resource::Mem => {
             let gib = v / (1024.0 * 1024.0 * 1024.0);
-            if gib >= 1.0 {
-                format!("{gib}GiB")
-            } else {
-                format!("{v}B")
-            }
+            if gib >= 1.0 { format!("{gib}GiB") } else { format!("{v}B") }
         }
     }
 }

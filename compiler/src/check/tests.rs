@@ -71,9 +71,7 @@ impl Checker<'_> {
             .items
             .iter()
             .filter_map(|i| match i {
-                Item::Rule(r) if matches!(r.kind, RuleKind::Admit | RuleKind::Filter) => {
-                    Some(r.name.name.clone())
-                }
+                Item::Rule(r) if matches!(r.kind, RuleKind::Admit | RuleKind::Filter) => Some(r.name.name.clone()),
                 _ => None,
             })
             .collect();
@@ -97,70 +95,55 @@ impl Checker<'_> {
         }
     }
 
-    fn check_test(
-        &mut self,
-        m: usize,
-        t: &ast::TestBlock,
-        rules: &[String],
-        p: &hir::Policy,
-    ) -> hir::Test {
+    fn check_test(&mut self, m: usize, t: &ast::TestBlock, rules: &[String], p: &hir::Policy) -> hir::Test {
         let mut nodes: HashMap<String, Span> = HashMap::new();
         let mut jobs: HashMap<String, Span> = HashMap::new();
         let mut steps = Vec::new();
         for s in &t.stmts {
             match s {
-                TestStmt::Node { names, props, .. } => {
-                    let template = self.test_node(m, props);
+                TestStmt::Node { names, props, span } => {
+                    let template = self.test_node(m, props, *span);
                     for n in names {
                         let expanded: Vec<String> = match n.range {
-                            Some((a, b)) => {
-                                (a..=b).map(|i| format!("{}{i}", n.name.name)).collect()
-                            }
+                            Some((a, b)) => (a..=b).map(|i| format!("{}{i}", n.name.name)).collect(),
                             None => vec![n.name.name.clone()],
                         };
                         for name in expanded {
-                            if let Some(first) = nodes.get(&name) {
-                                self.err(
-                                    Diagnostic::new(
-                                        Code::Duplicate,
-                                        n.name.span,
-                                        format!("node `{name}` is declared twice in this test"),
-                                    )
-                                    .label("second declaration")
-                                    .with_secondary(*first, "first declared here"),
-                                );
+                            if !self.declare(&name, n.name.span, "node", &nodes, &jobs, p) {
                                 continue;
                             }
                             nodes.insert(name.clone(), n.name.span);
-                            steps.push(Step::Node(TestNode {
-                                name,
-                                ..template.clone()
-                            }));
+                            steps.push(Step::Node(TestNode { name, ..template.clone() }));
                         }
                     }
                 }
                 TestStmt::Submit { job, props, .. } | TestStmt::Run { job, props, .. } => {
-                    if let Some(first) = jobs.get(&job.name) {
-                        self.err(
-                            Diagnostic::new(
-                                Code::Duplicate,
-                                job.span,
-                                format!("job `{}` is declared twice in this test", job.name),
-                            )
-                            .label("second declaration")
-                            .with_secondary(*first, "first declared here"),
-                        );
-                    }
+                    self.declare(&job.name, job.span, "job", &nodes, &jobs, p);
                     jobs.insert(job.name.clone(), job.span);
                     let j = self.test_job(m, job, props, p);
                     match s {
-                        TestStmt::Run {
-                            nodes: on, props, ..
-                        } => {
+                        TestStmt::Run { nodes: on, .. } => {
                             for n in on {
                                 self.known(&nodes, n, "node");
                             }
-                            let _ = props;
+                            self.distinct(on);
+                            if on.len() != j.replicas as usize {
+                                let at = on.first().map_or(job.span, |f| f.span.to(on[on.len() - 1].span));
+                                self.err(
+                                    Diagnostic::new(
+                                        Code::TestScenario,
+                                        at,
+                                        format!(
+                                            "job `{}` has {} replica(s) on {} node(s)",
+                                            job.name,
+                                            j.replicas,
+                                            on.len()
+                                        ),
+                                    )
+                                    .label("one node per replica")
+                                    .help("list one node for each replica, or set `replicas`"),
+                                );
+                            }
                             steps.push(Step::Run(j, on.iter().map(|n| n.name.clone()).collect()));
                         }
                         _ => steps.push(Step::Submit(j)),
@@ -170,13 +153,9 @@ impl Checker<'_> {
                     if let Some(d) = self.const_number(m, e, &Ty::Num(Dim::TIME), "`advance`") {
                         if d < 0.0 {
                             self.err(
-                                Diagnostic::new(
-                                    Code::TestScenario,
-                                    e.span,
-                                    "time cannot go backwards",
-                                )
-                                .label("negative duration")
-                                .help("advance by a positive duration"),
+                                Diagnostic::new(Code::TestScenario, e.span, "time cannot go backwards")
+                                    .label("negative duration")
+                                    .help("advance by a positive duration"),
                             );
                         } else {
                             steps.push(Step::Advance(d));
@@ -198,10 +177,50 @@ impl Checker<'_> {
                 }
             }
         }
-        hir::Test {
-            name: t.name.value.clone(),
-            steps,
-            span: t.span,
+        hir::Test { name: t.name.value.clone(), steps, span: t.span }
+    }
+
+    /// A node or job name must be new in the test and differ from every queue's name, so
+    /// `expect NAME.field` is never ambiguous.
+    fn declare(
+        &mut self,
+        name: &str,
+        at: Span,
+        what: &str,
+        nodes: &HashMap<String, Span>,
+        jobs: &HashMap<String, Span>,
+        p: &hir::Policy,
+    ) -> bool {
+        let clash = if let Some(first) = nodes.get(name) {
+            Some(("a node", Some(*first)))
+        } else if let Some(first) = jobs.get(name) {
+            Some(("a job", Some(*first)))
+        } else if p.queue(name).is_some() {
+            Some(("a queue", None))
+        } else {
+            None
+        };
+        let Some((other, first)) = clash else { return true };
+        let mut d = Diagnostic::new(Code::Duplicate, at, format!("`{}` already names {other}", snippet(name)))
+            .label(format!("this {what}"))
+            .help("queues, nodes and jobs of a test need distinct names");
+        if let Some(first) = first {
+            d = d.with_secondary(first, "first used here");
+        }
+        self.err(d);
+        false
+    }
+
+    fn distinct(&mut self, names: &[ast::Ident]) {
+        for (i, n) in names.iter().enumerate() {
+            if let Some(first) = names[..i].iter().find(|m| m.name == n.name) {
+                self.err(
+                    Diagnostic::new(Code::TestScenario, n.span, format!("node `{}` is listed twice", n.name))
+                        .label("repeated")
+                        .with_secondary(first.span, "first listed here")
+                        .help("a node appears once in the list"),
+                );
+            }
         }
     }
 
@@ -211,19 +230,15 @@ impl Checker<'_> {
         }
         let sugg = fuzzy::suggest(&n.name, names.keys().map(String::as_str));
         self.err(
-            Diagnostic::new(
-                Code::TestScenario,
-                n.span,
-                format!("this test declares no {what} `{}`", snippet(&n.name)),
-            )
-            .label(format!("unknown {what}"))
-            .help(match sugg {
-                Some(s) => format!("did you mean `{s}`?"),
-                None if what == "job" => {
-                    "declare jobs with `submit NAME { … }` or `run NAME on NODE { … }` first".into()
-                }
-                None => "declare nodes with `node NAME { … }` first".into(),
-            }),
+            Diagnostic::new(Code::TestScenario, n.span, format!("this test declares no {what} `{}`", snippet(&n.name)))
+                .label(format!("unknown {what}"))
+                .help(match sugg {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None if what == "job" => {
+                        "declare jobs with `submit NAME { … }` or `run NAME on NODE { … }` first".into()
+                    }
+                    None => "declare nodes with `node NAME { … }` first".into(),
+                }),
         );
         false
     }
@@ -243,17 +258,13 @@ impl Checker<'_> {
                 for n in on {
                     ok &= self.known(nodes, n, "node");
                 }
-                Expect::On(
-                    job.name.clone(),
-                    on.iter().map(|n| n.name.clone()).collect(),
-                )
-                .into_ok(ok)?
+                self.distinct(on);
+                Expect::On(job.name.clone(), on.iter().map(|n| n.name.clone()).collect()).into_ok(ok)?
             }
             Expectation::Pending { job, because } | Expectation::Rejected { job, because } => {
                 let ok = self.known(jobs, job, "job");
                 if let Some(r) = because {
-                    let is_rule =
-                        rules.contains(&r.name) || BUILTIN_REASONS.contains(&r.name.as_str());
+                    let is_rule = rules.contains(&r.name) || BUILTIN_REASONS.contains(&r.name.as_str());
                     if !is_rule {
                         let mut all: Vec<&str> = rules.iter().map(String::as_str).collect();
                         all.extend(BUILTIN_REASONS);
@@ -267,10 +278,9 @@ impl Checker<'_> {
                             .label("unknown reason")
                             .help(match sugg {
                                 Some(s) => format!("did you mean `{s}`?"),
-                                None => format!(
-                                    "reasons are the admit and filter rules, or {}",
-                                    BUILTIN_REASONS.join(", ")
-                                ),
+                                None => {
+                                    format!("reasons are the admit and filter rules, or {}", BUILTIN_REASONS.join(", "))
+                                }
                             }),
                         );
                         return None;
@@ -290,12 +300,9 @@ impl Checker<'_> {
                 if let Some(b) = by {
                     ok &= self.known(jobs, b, "job");
                 }
-                Expect::Evicted(job.name.clone(), by.as_ref().map(|b| b.name.clone()))
-                    .into_ok(ok)?
+                Expect::Evicted(job.name.clone(), by.as_ref().map(|b| b.name.clone())).into_ok(ok)?
             }
-            Expectation::Running { job } => {
-                Expect::Running(job.name.clone()).into_ok(self.known(jobs, job, "job"))?
-            }
+            Expectation::Running { job } => Expect::Running(job.name.clone()).into_ok(self.known(jobs, job, "job"))?,
             Expectation::Holds(x) => {
                 let mut scope = Scope::new(m, Context::Test);
                 let mut bound = Vec::new();
@@ -330,25 +337,15 @@ impl Checker<'_> {
     }
 
     /// The value of a property, checked against what the property takes.
-    fn prop(
-        &mut self,
-        m: usize,
-        name: &ast::Ident,
-        value: Option<&ast::Expr>,
-        kind: Kind,
-    ) -> Option<Value> {
+    fn prop(&mut self, m: usize, name: &ast::Ident, value: Option<&ast::Expr>, kind: Kind) -> Option<Value> {
         let Some(value) = value else {
             if matches!(kind, Kind::Flag) {
                 return Some(Value::Bool(true));
             }
             self.err(
-                Diagnostic::new(
-                    Code::TestScenario,
-                    name.span,
-                    format!("`{}` needs a value", name.name),
-                )
-                .label("no value")
-                .help("write the value on the same line as the property"),
+                Diagnostic::new(Code::TestScenario, name.span, format!("`{}` needs a value", name.name))
+                    .label("no value")
+                    .help("write the value on the same line as the property"),
             );
             return None;
         };
@@ -358,13 +355,9 @@ impl Checker<'_> {
                 ast::ExprKind::Str(s) => Some(Value::Str(s.clone())),
                 _ => {
                     self.err(
-                        Diagnostic::new(
-                            Code::TestScenario,
-                            value.span,
-                            format!("`{}` takes a name", name.name),
-                        )
-                        .label("not a name")
-                        .help(format!("write e.g. `{} research`", name.name)),
+                        Diagnostic::new(Code::TestScenario, value.span, format!("`{}` takes a name", name.name))
+                            .label("not a name")
+                            .help(format!("write e.g. `{} research`", name.name)),
                     );
                     None
                 }
@@ -397,17 +390,11 @@ impl Checker<'_> {
                 self.fold_const(&e, "a test property")
             }
             Kind::MigList | Kind::StrList => {
-                let elem = if matches!(kind, Kind::MigList) {
-                    Ty::Enum(EnumKind::MigProfile)
-                } else {
-                    Ty::Str
-                };
+                let elem = if matches!(kind, Kind::MigList) { Ty::Enum(EnumKind::MigProfile) } else { Ty::Str };
                 let mut scope = Scope::new(m, Context::Const);
                 let e = self.expr(&mut scope, value);
                 if e.ty == elem {
-                    return self
-                        .fold_const(&e, "a test property")
-                        .map(|v| Value::List(vec![v]));
+                    return self.fold_const(&e, "a test property").map(|v| Value::List(vec![v]));
                 }
                 if !self.expect_type(&e, &Ty::List(Box::new(elem)), &format!("`{}`", name.name)) {
                     return None;
@@ -433,7 +420,7 @@ impl Checker<'_> {
         );
     }
 
-    fn test_node(&mut self, m: usize, props: &[Prop]) -> TestNode {
+    fn test_node(&mut self, m: usize, props: &[Prop], at: Span) -> TestNode {
         let mut n = TestNode {
             name: String::new(),
             model: "gpu".into(),
@@ -447,24 +434,28 @@ impl Checker<'_> {
             domains: Vec::new(),
             labels: Vec::new(),
         };
+        let mut seen: HashMap<String, Span> = HashMap::new();
         for prop in props {
             let (name, value) = match prop {
                 Prop::Label { key, value, .. } => {
-                    if let Some(Value::Str(v)) = self.prop(
-                        m,
-                        &ast::Ident {
-                            name: "label".into(),
-                            span: key.span,
-                        },
-                        Some(value),
-                        Kind::Symbol,
-                    ) {
+                    if let Some(Value::Str(v)) =
+                        self.prop(m, &ast::Ident { name: "label".into(), span: key.span }, Some(value), Kind::Symbol)
+                    {
                         n.labels.push((key.value.clone(), v));
                     }
                     continue;
                 }
                 Prop::Plain { name, value, .. } => (name, value.as_ref()),
             };
+            if let Some(first) = seen.insert(name.name.clone(), name.span) {
+                self.err(
+                    Diagnostic::new(Code::TestScenario, name.span, format!("`{}` is set twice", name.name))
+                        .label("second value")
+                        .with_secondary(first, "first value")
+                        .help("give each property once"),
+                );
+                continue;
+            }
             if let Some(level) = self.levels.iter().position(|l| *l == name.name) {
                 if let Some(Value::Str(d)) = self.prop(m, name, value, Kind::Symbol) {
                     n.domains.push((u8::try_from(level).unwrap_or(u8::MAX), d));
@@ -490,13 +481,7 @@ impl Checker<'_> {
                 ("mig", Value::List(items)) => {
                     n.mig = items
                         .into_iter()
-                        .filter_map(|i| {
-                            if let Value::Enum(_, p) = i {
-                                Some(p)
-                            } else {
-                                None
-                            }
-                        })
+                        .filter_map(|i| if let Value::Enum(_, p) = i { Some(p) } else { None })
                         .collect()
                 }
                 ("max_clients", Value::Num(x)) => n.max_clients = self.whole(x, name, value),
@@ -505,7 +490,34 @@ impl Checker<'_> {
                 _ => {}
             }
         }
+        self.check_mig_layout(&n, seen.get("mig").copied().unwrap_or(at), seen.contains_key("sharing"));
         n
+    }
+
+    /// A MIG layout belongs to MIG nodes and fits in a card's seven compute slices.
+    fn check_mig_layout(&mut self, n: &TestNode, at: Span, sharing_given: bool) {
+        let mig = EnumKind::Sharing.variant("mig").unwrap_or(1);
+        let slices: u32 =
+            n.mig.iter().map(|p| u32::from(crate::schema::MIG_SLICES.get(usize::from(*p)).copied().unwrap_or(0))).sum();
+        let problem = if n.sharing == mig && n.mig.is_empty() {
+            Some((
+                "a MIG node needs a layout".to_string(),
+                "add `mig [PROFILE, …]`, the instances of each card".to_string(),
+            ))
+        } else if n.sharing != mig && !n.mig.is_empty() {
+            let how = if sharing_given { "set `sharing mig`" } else { "add `sharing mig`" };
+            Some(("a MIG layout on a node that is not shared by MIG".to_string(), how.to_string()))
+        } else if slices > 7 {
+            Some((
+                format!("this MIG layout needs {slices} compute slices; a card has 7"),
+                "remove instances until they fit".to_string(),
+            ))
+        } else {
+            None
+        };
+        if let Some((message, help)) = problem {
+            self.err(Diagnostic::new(Code::TestScenario, at, message).label("invalid MIG layout").help(help));
+        }
     }
 
     fn whole(&mut self, x: f64, name: &ast::Ident, value: Option<&ast::Expr>) -> u32 {
@@ -514,13 +526,9 @@ impl Checker<'_> {
         }
         let span = value.map_or(name.span, |v| v.span);
         self.err(
-            Diagnostic::new(
-                Code::TestScenario,
-                span,
-                format!("`{}` must be a whole number", name.name),
-            )
-            .label(format!("this is {x}"))
-            .help("use a non-negative whole number"),
+            Diagnostic::new(Code::TestScenario, span, format!("`{}` must be a whole number", name.name))
+                .label(format!("this is {x}"))
+                .help("use a non-negative whole number"),
         );
         0
     }
@@ -553,24 +561,28 @@ impl Checker<'_> {
         };
         let mut queue_set = false;
         let mut request: Option<Span> = None;
+        let mut seen: HashMap<String, Span> = HashMap::new();
         for prop in props {
             let (name, value) = match prop {
                 Prop::Label { key, value, .. } => {
-                    if let Some(Value::Str(v)) = self.prop(
-                        m,
-                        &ast::Ident {
-                            name: "label".into(),
-                            span: key.span,
-                        },
-                        Some(value),
-                        Kind::Symbol,
-                    ) {
+                    if let Some(Value::Str(v)) =
+                        self.prop(m, &ast::Ident { name: "label".into(), span: key.span }, Some(value), Kind::Symbol)
+                    {
                         j.labels.push((key.value.clone(), v));
                     }
                     continue;
                 }
                 Prop::Plain { name, value, .. } => (name, value.as_ref()),
             };
+            if let Some(first) = seen.insert(name.name.clone(), name.span) {
+                self.err(
+                    Diagnostic::new(Code::TestScenario, name.span, format!("`{}` is set twice", name.name))
+                        .label("second value")
+                        .with_secondary(first, "first value")
+                        .help("give each property once"),
+                );
+                continue;
+            }
             let Some(&(_, kind)) = JOB_PROPS.iter().find(|(k, _)| *k == name.name) else {
                 let mut known: Vec<&str> = JOB_PROPS.iter().map(|(k, _)| *k).collect();
                 known.push("label");
@@ -580,10 +592,14 @@ impl Checker<'_> {
             if matches!(name.name.as_str(), "cards" | "fraction" | "mig") {
                 if let Some(first) = request {
                     self.err(
-                        Diagnostic::new(Code::TestScenario, name.span, "a job requests one of `cards`, `fraction` or `mig`")
-                            .label("second request")
-                            .with_secondary(first, "first request")
-                            .help("a replica asks for whole cards, a fraction of one card, or one MIG profile"),
+                        Diagnostic::new(
+                            Code::TestScenario,
+                            name.span,
+                            "a job requests one of `cards`, `fraction` or `mig`",
+                        )
+                        .label("second request")
+                        .with_secondary(first, "first request")
+                        .help("a replica asks for whole cards, a fraction of one card, or one MIG profile"),
                     );
                     continue;
                 }
@@ -624,32 +640,27 @@ impl Checker<'_> {
                     }
                 }
                 ("user", Value::Str(u)) => j.user = u,
-                ("priority_class", Value::Str(c)) => {
-                    match p.priority_classes.iter().find(|(n, _)| *n == c) {
-                        Some((_, v)) => {
-                            j.priority = *v;
-                            j.priority_class = Some(c);
-                        }
-                        None => {
-                            let sugg = fuzzy::suggest(
-                                &c,
-                                p.priority_classes.iter().map(|(n, _)| n.as_str()),
-                            );
-                            self.err(
-                                Diagnostic::new(
-                                    Code::UnknownPriorityClass,
-                                    value.map_or(name.span, |v| v.span),
-                                    format!("no priority class is named `{}`", snippet(&c)),
-                                )
-                                .label("unknown priority class")
-                                .help(match sugg {
-                                    Some(s) => format!("did you mean `{s}`?"),
-                                    None => "declare it with `priority_class NAME = VALUE`".into(),
-                                }),
-                            );
-                        }
+                ("priority_class", Value::Str(c)) => match p.priority_classes.iter().find(|(n, _)| *n == c) {
+                    Some((_, v)) => {
+                        j.priority = *v;
+                        j.priority_class = Some(c);
                     }
-                }
+                    None => {
+                        let sugg = fuzzy::suggest(&c, p.priority_classes.iter().map(|(n, _)| n.as_str()));
+                        self.err(
+                            Diagnostic::new(
+                                Code::UnknownPriorityClass,
+                                value.map_or(name.span, |v| v.span),
+                                format!("no priority class is named `{}`", snippet(&c)),
+                            )
+                            .label("unknown priority class")
+                            .help(match sugg {
+                                Some(s) => format!("did you mean `{s}`?"),
+                                None => "declare it with `priority_class NAME = VALUE`".into(),
+                            }),
+                        );
+                    }
+                },
                 ("priority", Value::Num(x)) => j.priority = x,
                 ("cards", Value::Num(x)) => j.whole_cards = self.whole(x, name, value),
                 ("fraction", Value::Num(x)) => {
@@ -673,10 +684,8 @@ impl Checker<'_> {
                 ("cpu", Value::Num(x)) => j.cpu = x,
                 ("mem", Value::Num(x)) => j.mem = x,
                 ("models", Value::List(items)) => {
-                    j.allowed_models = items
-                        .into_iter()
-                        .filter_map(|i| if let Value::Str(s) = i { Some(s) } else { None })
-                        .collect()
+                    j.allowed_models =
+                        items.into_iter().filter_map(|i| if let Value::Str(s) = i { Some(s) } else { None }).collect()
                 }
                 ("bursty", Value::Bool(b)) => j.bursty = b,
                 ("latency_critical", Value::Bool(b)) => j.latency_critical = b,
@@ -691,24 +700,27 @@ impl Checker<'_> {
         }
         if !queue_set {
             match p.queues.iter().position(|q| q.children.is_empty()) {
-                Some(first_leaf)
-                    if p.queues.iter().filter(|q| q.children.is_empty()).count() == 1 =>
-                {
+                Some(first_leaf) if p.queues.iter().filter(|q| q.children.is_empty()).count() == 1 => {
                     j.queue = first_leaf
                 }
                 _ => self.err(
-                    Diagnostic::new(
-                        Code::TestScenario,
-                        job.span,
-                        format!("job `{}` names no queue", job.name),
-                    )
-                    .label("which queue?")
-                    .help("add `queue NAME` to its properties"),
+                    Diagnostic::new(Code::TestScenario, job.span, format!("job `{}` names no queue", job.name))
+                        .label("which queue?")
+                        .help("add `queue NAME` to its properties"),
                 ),
             }
         }
         if j.min_replicas == 0 || j.min_replicas > j.replicas {
             j.min_replicas = j.replicas;
+        }
+        if j.since_checkpoint > j.runtime
+            && let Some(&at) = seen.get("since_checkpoint")
+        {
+            self.err(
+                Diagnostic::new(Code::TestScenario, at, "more work since the last checkpoint than the job has run")
+                    .label("longer than `runtime`")
+                    .help("`since_checkpoint` is at most `runtime`"),
+            );
         }
         j
     }

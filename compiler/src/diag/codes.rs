@@ -223,9 +223,11 @@ inherits it from an ancestor, or two queues give it values of different types. D
 a default on the root queue.";
 
     BadSetting = "E0029", "unknown or invalid setting",
-"`settings { ... }` accepts `queueing strict|best_effort` (the default for leaf queues),
-`reserve_after DURATION` (when a waiting job may reserve its best domain) and
-`max_tiers` is fixed at 4. A queue may override `queueing`.";
+"`settings { ... }` accepts `queueing strict|best_effort` (the default for leaf queues;
+a queue may override it with its own `queueing`) and `reserve_after DURATION` (how long a
+job waits before it may reserve its best domain). The same code reports clauses that
+cannot take an option: a `weight` on a tiered score or on a `require` gang clause, and a
+`cost` on a `reclaim` rule.";
 
     MissingHeader = "E0030", "missing or misplaced header",
 "A policy file starts with `policy NAME`; a library module with `module PATH`. The
@@ -267,6 +269,11 @@ sum.";
 `cpu`, `bytes`, `duration`, `bool`, `string`, `sharing`, `mig_profile`, the records
 `job`, `node`, `card`, `queue`, `domain`, `cluster`, `shape`, `resources`, their lists
 `list[T]`, optionals `T?`, and unit products such as `gpu*duration`.";
+
+        NotInModule = "E0039", "declaration not allowed in a library module",
+"A library module (`module PATH`) holds `use`, `const` and `fn` declarations only: it is
+imported by policies, which own the queue tree, the rules and the tests. Move queues,
+rules, settings and tests into a `policy` file that `use`s the module.";
 
     UnusedLet = "W0001", "unused let binding",
 "A `let` binding is never read. Remove it, or prefix its name with `_` to keep it.";

@@ -34,19 +34,12 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// A diagnostic whose severity follows its code (`E…` errors, `W…` warnings).
     pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
-        let severity = if code.is_warning() {
-            Severity::Warning
-        } else {
-            Severity::Error
-        };
+        let severity = if code.is_warning() { Severity::Warning } else { Severity::Error };
         Diagnostic {
             code,
             severity,
             message: message.into(),
-            primary: Label {
-                span,
-                message: String::new(),
-            },
+            primary: Label { span, message: String::new() },
             secondary: Vec::new(),
             help: None,
         }
@@ -59,10 +52,7 @@ impl Diagnostic {
     }
 
     pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
-        self.secondary.push(Label {
-            span,
-            message: message.into(),
-        });
+        self.secondary.push(Label { span, message: message.into() });
         self
     }
 
@@ -118,12 +108,7 @@ impl Diagnostics {
 pub fn markdown() -> String {
     let mut out = String::from(include_str!("preamble.md"));
     for c in Code::ALL {
-        out.push_str(&format!(
-            "\n## {}: {}\n\n```text\n{}\n```\n",
-            c.as_str(),
-            c.title(),
-            c.explanation()
-        ));
+        out.push_str(&format!("\n## {}: {}\n\n```text\n{}\n```\n", c.as_str(), c.title(), c.explanation()));
     }
     out
 }

@@ -15,27 +15,16 @@ pub fn human(sources: &SourceMap, d: &Diagnostic, color: bool) -> String {
     };
     let primary = (name_of(d.primary.span), range_of(d.primary.span));
     let mut report = Report::build(kind, primary.clone())
-        .with_config(
-            Config::default()
-                .with_color(color)
-                .with_index_type(IndexType::Byte)
-                .with_compact(false),
-        )
+        .with_config(Config::default().with_color(color).with_index_type(IndexType::Byte).with_compact(false))
         .with_code(d.code)
         .with_message(&d.message);
     // ariadne starts a new source group whenever a label's order goes back up the file,
     // so labels are ordered by position; the primary stands out by colour and message.
-    let mut labels: Vec<(Span, &str, bool)> =
-        vec![(d.primary.span, d.primary.message.as_str(), true)];
-    labels.extend(
-        d.secondary
-            .iter()
-            .map(|l| (l.span, l.message.as_str(), false)),
-    );
+    let mut labels: Vec<(Span, &str, bool)> = vec![(d.primary.span, d.primary.message.as_str(), true)];
+    labels.extend(d.secondary.iter().map(|l| (l.span, l.message.as_str(), false)));
     labels.sort_by_key(|(s, _, primary)| (s.file, s.start, !primary));
     for (i, (span, message, is_primary)) in labels.into_iter().enumerate() {
-        let mut label = Label::new((name_of(span), range_of(span)))
-            .with_order(i32::try_from(i).unwrap_or(i32::MAX));
+        let mut label = Label::new((name_of(span), range_of(span))).with_order(i32::try_from(i).unwrap_or(i32::MAX));
         if !message.is_empty() {
             label = label.with_message(message);
         }
@@ -52,11 +41,7 @@ pub fn human(sources: &SourceMap, d: &Diagnostic, color: bool) -> String {
     if let Some(help) = &d.help {
         report = report.with_help(help);
     }
-    let cache = ariadne::sources(
-        sources
-            .iter()
-            .map(|(_, f)| (f.name.clone(), f.text.clone())),
-    );
+    let cache = ariadne::sources(sources.iter().map(|(_, f)| (f.name.clone(), f.text.clone())));
     let mut out = Vec::new();
     // Writing into a Vec cannot fail; an error here would mean a bug in ariadne.
     if report.finish().write(cache, &mut out).is_err() {
@@ -114,30 +99,13 @@ fn json_label(sources: &SourceMap, span: Span, message: &str, primary: bool) -> 
     let f = sources.get(span.file);
     let (line, column) = f.line_col(span.start as usize);
     let (end_line, end_column) = f.line_col(span.end as usize);
-    JsonLabel {
-        file: f.name.clone(),
-        line,
-        column,
-        end_line,
-        end_column,
-        message: message.to_string(),
-        primary,
-    }
+    JsonLabel { file: f.name.clone(), line, column, end_line, end_column, message: message.to_string(), primary }
 }
 
 pub fn json(sources: &SourceMap, d: &Diagnostic) -> JsonDiagnostic {
     let p = json_label(sources, d.primary.span, &d.primary.message, true);
-    let mut labels = vec![json_label(
-        sources,
-        d.primary.span,
-        &d.primary.message,
-        true,
-    )];
-    labels.extend(
-        d.secondary
-            .iter()
-            .map(|l| json_label(sources, l.span, &l.message, false)),
-    );
+    let mut labels = vec![json_label(sources, d.primary.span, &d.primary.message, true)];
+    labels.extend(d.secondary.iter().map(|l| json_label(sources, l.span, &l.message, false)));
     JsonDiagnostic {
         file: p.file,
         line: p.line,
@@ -174,9 +142,7 @@ pub fn github(sources: &SourceMap, d: &Diagnostic) -> String {
 
 // Escapes defined by the GitHub Actions toolkit for workflow commands.
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
 fn escape_property(s: &str) -> String {

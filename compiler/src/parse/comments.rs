@@ -38,9 +38,7 @@ pub fn comments(file: FileId, text: &str) -> Vec<Comment> {
                 let end = if bytes[i + 1] == b'/' {
                     text[i..].find('\n').map_or(text.len(), |n| i + n)
                 } else {
-                    text[i + 2..]
-                        .find("*/")
-                        .map_or(text.len(), |n| i + 2 + n + 2)
+                    text[i + 2..].find("*/").map_or(text.len(), |n| i + 2 + n + 2)
                 };
                 let t = text[start..end].trim_end_matches('\r').to_string();
                 out.push(Comment {

@@ -37,9 +37,7 @@ const QUEUE_KEYWORDS: &[&str] = &[
     "attr",
     "queueing",
 ];
-const TEST_KEYWORDS: &[&str] = &[
-    "node", "submit", "run", "advance", "complete", "fail", "expect",
-];
+const TEST_KEYWORDS: &[&str] = &["node", "submit", "run", "advance", "complete", "fail", "expect"];
 
 pub fn internal(file: FileId) -> Diagnostic {
     Diagnostic::new(Code::Syntax, Span::new(file, 0, 0), "internal parser error")
@@ -50,20 +48,18 @@ pub fn internal(file: FileId) -> Diagnostic {
 fn phrase(rule: Rule) -> Option<&'static str> {
     use Rule::*;
     Some(match rule {
-        expr | op_not | op_neg | number | quantity | boolean | mig_profile | list | paren
-        | if_expr | comprehension | comp_kind => "an expression",
+        expr | op_not | op_neg | number | quantity | boolean | mig_profile | list | paren | if_expr | comprehension
+        | comp_kind => "an expression",
         ident => "a name",
         param => "a parameter (`name: type`)",
         path => "a module path",
-        use_decl | const_decl | fn_decl | queue_decl | priority_class | topology_decl
-        | settings | admit_rule | filter_rule | score_rule | card_score_rule | queue_order
-        | job_order | gang | preempt_rule | reclaim_rule | test_block => {
-            "a declaration (`queue`, `filter`, `score`, `test`, …)"
-        }
+        use_decl | const_decl | fn_decl | queue_decl | priority_class | topology_decl | settings | admit_rule
+        | filter_rule | score_rule | card_score_rule | queue_order | job_order | gang | preempt_rule | reclaim_rule
+        | test_block => "a declaration (`queue`, `filter`, `score`, `test`, …)",
         policy_header | module_header => "`policy NAME`",
-        op_implies | op_or | op_and | op_not_in | op_in | op_eq | op_ne | op_le | op_ge | op_lt
-        | op_gt | op_default | op_add | op_sub | op_mul | op_div | field_access | index
-        | call_args | kw_and | kw_or | kw_implies => "an operator",
+        op_implies | op_or | op_and | op_not_in | op_in | op_eq | op_ne | op_le | op_ge | op_lt | op_gt
+        | op_default | op_add | op_sub | op_mul | op_div | field_access | index | call_args | kw_and | kw_or
+        | kw_implies => "an operator",
         ty | unit_ty | list_ty => "a type",
         string | reason => "a string",
         block => "`{`",
@@ -71,8 +67,7 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         quota_stmt | quota_kind | weight_stmt | half_life_stmt | attr_stmt | queueing_stmt => {
             "a queue setting (`guarantee`, `limit`, `weight`, `queue`, …)"
         }
-        node_stmt | submit_stmt | run_stmt | advance_stmt | complete_stmt | fail_stmt
-        | expect_stmt => {
+        node_stmt | submit_stmt | run_stmt | advance_stmt | complete_stmt | fail_stmt | expect_stmt => {
             "a test step (`node`, `submit`, `run`, `advance`, `complete`, `fail`, `expect`)"
         }
         props => "`{` and properties",
@@ -110,12 +105,7 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
             .expected_tokens()
             .iter()
             .map(|t| t.to_string())
-            .filter(|t| {
-                !t.trim().is_empty()
-                    && !t.starts_with("//")
-                    && !t.starts_with("/*")
-                    && t != "\u{feff}"
-            })
+            .filter(|t| !t.trim().is_empty() && !t.starts_with("//") && !t.starts_with("/*") && t != "\u{feff}")
             .collect();
         if !words.is_empty() {
             pos = floor(text, attempts.max_position);
@@ -133,9 +123,7 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
                 Some(p) => format!("expected {} after `{}`", join(&expected), snippet(&p)),
                 None => format!("expected {}", join(&expected)),
             };
-            let label = found.map_or("found the end of the file".to_string(), |f| {
-                format!("found `{}`", snippet(&f))
-            });
+            let label = found.map_or("found the end of the file".to_string(), |f| format!("found `{}`", snippet(&f)));
             return Diagnostic::new(Code::Syntax, Span::new(file, pos, end), message).label(label);
         }
     }
@@ -153,13 +141,9 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
             }
         }
         ErrorVariant::CustomError { message } => {
-            return Diagnostic::new(
-                Code::TooDeep,
-                Span::new(file, pos, pos + 1),
-                "the parser gave up",
-            )
-            .label(snippet(message))
-            .help("simplify the nesting around this point");
+            return Diagnostic::new(Code::TooDeep, Span::new(file, pos, pos + 1), "the parser gave up")
+                .label(snippet(message))
+                .help("simplify the nesting around this point");
         }
     }
     if let Some(attempts) = err.parse_attempts() {
@@ -180,12 +164,7 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
     if has_expr {
         expected.retain(|e| e != "`{`");
         // A name, string or number is an expression too.
-        expected.retain(|e| {
-            !matches!(
-                e.as_str(),
-                "a name" | "a string" | "a number" | "a whole number"
-            )
-        });
+        expected.retain(|e| !matches!(e.as_str(), "a name" | "a string" | "a number" | "a whole number"));
     }
     if expected.iter().any(|e| e.starts_with("a declaration")) {
         expected.retain(|e| e.starts_with("a declaration") || e == "end of file");
@@ -193,17 +172,12 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
     expected.truncate(5);
 
     let found = token_at(text, pos);
-    if matches!(found.as_deref(), Some("policy" | "module"))
-        && expected.iter().any(|e| e.starts_with("a declaration"))
+    if matches!(found.as_deref(), Some("policy" | "module")) && expected.iter().any(|e| e.starts_with("a declaration"))
     {
         let end = pos + found.as_ref().map_or(0, String::len);
-        return Diagnostic::new(
-            Code::MissingHeader,
-            Span::new(file, pos, end),
-            "the header must come first",
-        )
-        .label("a header after declarations")
-        .help("move this line to the top of the file");
+        return Diagnostic::new(Code::MissingHeader, Span::new(file, pos, end), "the header must come first")
+            .label("a header after declarations")
+            .help("move this line to the top of the file");
     }
     let prev = token_before(text, pos);
     let want = join(&expected);
@@ -235,10 +209,7 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
         && let Some((at, open)) = unclosed(text)
     {
         d = d
-            .with_secondary(
-                Span::new(file, at, at + 1),
-                format!("this `{open}` is never closed"),
-            )
+            .with_secondary(Span::new(file, at, at + 1), format!("this `{open}` is never closed"))
             .help(format!("close it with `{}`", closer(open)));
     }
     d
@@ -297,19 +268,7 @@ fn unclosed(text: &str) -> Option<(usize, char)> {
 fn is_operator_token(s: &str) -> bool {
     matches!(
         s,
-        "`==`"
-            | "`!=`"
-            | "`<`"
-            | "`<=`"
-            | "`>`"
-            | "`>=`"
-            | "`??`"
-            | "`+`"
-            | "`-`"
-            | "`*`"
-            | "`/`"
-            | "`.`"
-            | "`[`"
+        "`==`" | "`!=`" | "`<`" | "`<=`" | "`>`" | "`>=`" | "`??`" | "`+`" | "`-`" | "`*`" | "`/`" | "`.`" | "`[`"
     )
 }
 
@@ -341,8 +300,7 @@ fn token_at(text: &str, pos: usize) -> Option<String> {
     let len = if is_word(first) {
         rest.find(|c: char| !is_word(c)).unwrap_or(rest.len())
     } else if OPERATOR_CHARS.contains(first) {
-        rest.find(|c: char| !OPERATOR_CHARS.contains(c))
-            .unwrap_or(rest.len())
+        rest.find(|c: char| !OPERATOR_CHARS.contains(c)).unwrap_or(rest.len())
     } else {
         first.len_utf8()
     };
@@ -356,19 +314,15 @@ fn token_before(text: &str, pos: usize) -> Option<String> {
     let start = if is_word(last) {
         before.rfind(|c: char| !is_word(c)).map_or(0, |i| i + 1)
     } else if OPERATOR_CHARS.contains(last) {
-        before
-            .rfind(|c: char| !OPERATOR_CHARS.contains(c))
-            .map_or(0, |i| i + 1)
+        before.rfind(|c: char| !OPERATOR_CHARS.contains(c)).map_or(0, |i| i + 1)
     } else {
         before.len() - last.len_utf8()
     };
     let tok = &before[start..];
     // Only keywords and punctuation make a useful "after"; a name or number does not.
-    let is_keyword = [
-        "and", "or", "not", "implies", "if", "then", "else", "in", "when", "cost", "weight",
-        "tier", "advance",
-    ]
-    .contains(&tok);
+    let is_keyword =
+        ["and", "or", "not", "implies", "if", "then", "else", "in", "when", "cost", "weight", "tier", "advance"]
+            .contains(&tok);
     (is_keyword || !tok.chars().any(is_word)).then(|| tok.to_string())
 }
 

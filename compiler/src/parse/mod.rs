@@ -43,10 +43,7 @@ pub fn parse(file: FileId, text: &str) -> R<File> {
         }
     };
     let b = Builder { file };
-    let file_pair = pairs
-        .into_iter()
-        .next()
-        .ok_or_else(|| errors::internal(file))?;
+    let file_pair = pairs.into_iter().next().ok_or_else(|| errors::internal(file))?;
     b.file(file_pair)
 }
 
@@ -89,9 +86,7 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
         .op(Op::infix(Rule::op_add, Assoc::Left) | Op::infix(Rule::op_sub, Assoc::Left))
         .op(Op::infix(Rule::op_mul, Assoc::Left) | Op::infix(Rule::op_div, Assoc::Left))
         .op(Op::prefix(Rule::op_neg))
-        .op(Op::postfix(Rule::field_access)
-            | Op::postfix(Rule::index)
-            | Op::postfix(Rule::call_args))
+        .op(Op::postfix(Rule::field_access) | Op::postfix(Rule::index) | Op::postfix(Rule::call_args))
 });
 
 struct Builder {
@@ -114,18 +109,12 @@ impl Builder {
     }
 
     fn ident(&self, p: Pair<'_, Rule>) -> Ident {
-        Ident {
-            name: p.as_str().to_string(),
-            span: self.span(&p),
-        }
+        Ident { name: p.as_str().to_string(), span: self.span(&p) }
     }
 
     fn path(&self, p: Pair<'_, Rule>) -> Path {
         let span = self.span(&p);
-        Path {
-            segments: p.into_inner().map(|i| self.ident(i)).collect(),
-            span,
-        }
+        Path { segments: p.into_inner().map(|i| self.ident(i)).collect(), span }
     }
 
     fn string(&self, p: Pair<'_, Rule>) -> R<StrLit> {
@@ -165,11 +154,9 @@ impl Builder {
         let text = p.as_str().to_string();
         let value: f64 = text.replace('_', "").parse().unwrap_or(f64::INFINITY);
         if !value.is_finite() {
-            return Err(
-                Diagnostic::new(Code::BadLiteral, self.span(p), "number too large")
-                    .label("this does not fit in a 64-bit float")
-                    .help("gpol numbers are IEEE doubles: at most about 1.8e308"),
-            );
+            return Err(Diagnostic::new(Code::BadLiteral, self.span(p), "number too large")
+                .label("this does not fit in a 64-bit float")
+                .help("gpol numbers are IEEE doubles: at most about 1.8e308"));
         }
         Ok(NumLit { text, value })
     }
@@ -179,16 +166,8 @@ impl Builder {
         let mut items = Vec::new();
         for p in p.into_inner() {
             match p.as_rule() {
-                Rule::policy_header => {
-                    header = Some(Header::Policy(
-                        self.ident(next(self.file, &mut p.into_inner())?),
-                    ))
-                }
-                Rule::module_header => {
-                    header = Some(Header::Module(
-                        self.path(next(self.file, &mut p.into_inner())?),
-                    ))
-                }
+                Rule::policy_header => header = Some(Header::Policy(self.ident(next(self.file, &mut p.into_inner())?))),
+                Rule::module_header => header = Some(Header::Module(self.path(next(self.file, &mut p.into_inner())?))),
                 Rule::EOI => {}
                 _ => items.push(self.item(p)?),
             }
@@ -217,12 +196,7 @@ impl Builder {
                     }
                 }
                 let value = value.ok_or_else(|| errors::internal(self.file))?;
-                Item::Const(ConstDecl {
-                    name,
-                    ty,
-                    value,
-                    span,
-                })
+                Item::Const(ConstDecl { name, ty, value, span })
             }
             Rule::fn_decl => {
                 let name = self.ident(next(self.file, &mut it)?);
@@ -244,13 +218,7 @@ impl Builder {
                     }
                 }
                 let body = body.ok_or_else(|| errors::internal(self.file))?;
-                Item::Fn(FnDecl {
-                    name,
-                    params,
-                    ret,
-                    body,
-                    span,
-                })
+                Item::Fn(FnDecl { name, params, ret, body, span })
             }
             Rule::queue_decl => Item::Queue(self.queue(span, it)?),
             Rule::priority_class => {
@@ -258,10 +226,7 @@ impl Builder {
                 let value = self.expr(next(self.file, &mut it)?)?;
                 Item::PriorityClass(PriorityClass { name, value, span })
             }
-            Rule::topology_decl => Item::Topology(Topology {
-                levels: it.map(|i| self.ident(i)).collect(),
-                span,
-            }),
+            Rule::topology_decl => Item::Topology(Topology { levels: it.map(|i| self.ident(i)).collect(), span }),
             Rule::settings => {
                 let entries = it
                     .map(|s| {
@@ -284,47 +249,24 @@ impl Builder {
                 let (mut reason, mut tier, mut weight, mut body) = (None, None, None, None);
                 for p in it {
                     match p.as_rule() {
-                        Rule::reason => {
-                            reason = Some(self.string(next(self.file, &mut p.into_inner())?)?)
-                        }
-                        Rule::tier_opt => {
-                            tier = Some(self.scalar(next(self.file, &mut p.into_inner())?)?)
-                        }
-                        Rule::weight_opt => {
-                            weight = Some(self.scalar(next(self.file, &mut p.into_inner())?)?)
-                        }
+                        Rule::reason => reason = Some(self.string(next(self.file, &mut p.into_inner())?)?),
+                        Rule::tier_opt => tier = Some(self.scalar(next(self.file, &mut p.into_inner())?)?),
+                        Rule::weight_opt => weight = Some(self.scalar(next(self.file, &mut p.into_inner())?)?),
                         _ => body = Some(self.primary(p)?),
                     }
                 }
                 let body = body.ok_or_else(|| errors::internal(self.file))?;
-                Item::Rule(Rule_ {
-                    kind,
-                    name,
-                    reason,
-                    tier,
-                    weight,
-                    body,
-                    span,
-                })
+                Item::Rule(Rule_ { kind, name, reason, tier, weight, body, span })
             }
             Rule::queue_order | Rule::job_order => {
-                let target = if rule == Rule::queue_order {
-                    OrderTarget::Queue
-                } else {
-                    OrderTarget::Job
-                };
+                let target = if rule == Rule::queue_order { OrderTarget::Queue } else { OrderTarget::Job };
                 let keys = it
                     .map(|k| {
                         let span = self.span(&k);
                         let mut ki = k.into_inner();
                         let expr = self.expr(next(self.file, &mut ki)?)?;
-                        let dir = ki.next().map(|d| {
-                            if d.as_str() == "desc" {
-                                Direction::Desc
-                            } else {
-                                Direction::Asc
-                            }
-                        });
+                        let dir =
+                            ki.next().map(|d| if d.as_str() == "desc" { Direction::Desc } else { Direction::Asc });
                         Ok(OrderKey { expr, dir, span })
                     })
                     .collect::<R<Vec<_>>>()?;
@@ -345,52 +287,26 @@ impl Builder {
                         for p in ci {
                             let rule = p.as_rule();
                             let inner = next(self.file, &mut p.into_inner())?;
-                            let e = if rule == Rule::weight_opt {
-                                self.scalar(inner)?
-                            } else {
-                                self.expr(inner)?
-                            };
-                            if rule == Rule::weight_opt {
-                                weight = Some(e)
-                            } else {
-                                when = Some(e)
-                            }
+                            let e = if rule == Rule::weight_opt { self.scalar(inner)? } else { self.expr(inner)? };
+                            if rule == Rule::weight_opt { weight = Some(e) } else { when = Some(e) }
                         }
-                        Ok(GangClause {
-                            kind,
-                            level,
-                            weight,
-                            when,
-                            span,
-                        })
+                        Ok(GangClause { kind, level, weight, when, span })
                     })
                     .collect::<R<Vec<_>>>()?;
                 Item::Gang(Gang { clauses, span })
             }
             Rule::preempt_rule | Rule::reclaim_rule => {
-                let kind = if rule == Rule::preempt_rule {
-                    VictimKind::Preempt
-                } else {
-                    VictimKind::Reclaim
-                };
+                let kind = if rule == Rule::preempt_rule { VictimKind::Preempt } else { VictimKind::Reclaim };
                 let (mut name, mut when, mut cost) = (None, None, None);
                 for p in it {
                     match p.as_rule() {
                         Rule::ident => name = Some(self.ident(p)),
-                        Rule::when_clause => {
-                            when = Some(self.expr(next(self.file, &mut p.into_inner())?)?)
-                        }
+                        Rule::when_clause => when = Some(self.expr(next(self.file, &mut p.into_inner())?)?),
                         _ => cost = Some(self.expr(next(self.file, &mut p.into_inner())?)?),
                     }
                 }
                 let when = when.ok_or_else(|| errors::internal(self.file))?;
-                Item::Victim(VictimRule {
-                    kind,
-                    name,
-                    when,
-                    cost,
-                    span,
-                })
+                Item::Victim(VictimRule { kind, name, when, cost, span })
             }
             Rule::test_block => {
                 let name = self.string(next(self.file, &mut it)?)?;
@@ -408,10 +324,7 @@ impl Builder {
         let first = next(self.file, &mut it)?;
         if first.as_rule() == Rule::op_neg {
             let inner = self.primary(next(self.file, &mut it)?)?;
-            return Ok(Expr {
-                kind: ExprKind::Unary(UnaryOp::Neg, Box::new(inner)),
-                span,
-            });
+            return Ok(Expr { kind: ExprKind::Unary(UnaryOp::Neg, Box::new(inner)), span });
         }
         self.primary(first)
     }
@@ -435,30 +348,16 @@ impl Builder {
                         _ => QuotaKind::UserLimit,
                     };
                     let values = si.map(|v| self.expr(v)).collect::<R<Vec<_>>>()?;
-                    QueueStmt::Quota {
-                        kind,
-                        values,
-                        span: sspan,
-                    }
+                    QueueStmt::Quota { kind, values, span: sspan }
                 }
-                Rule::weight_stmt => {
-                    QueueStmt::Weight(self.expr(next(self.file, &mut si)?)?, sspan)
-                }
-                Rule::half_life_stmt => {
-                    QueueStmt::HalfLife(self.expr(next(self.file, &mut si)?)?, sspan)
-                }
+                Rule::weight_stmt => QueueStmt::Weight(self.expr(next(self.file, &mut si)?)?, sspan),
+                Rule::half_life_stmt => QueueStmt::HalfLife(self.expr(next(self.file, &mut si)?)?, sspan),
                 Rule::attr_stmt => {
                     let name = self.ident(next(self.file, &mut si)?);
                     let value = self.expr(next(self.file, &mut si)?)?;
-                    QueueStmt::Attr {
-                        name,
-                        value,
-                        span: sspan,
-                    }
+                    QueueStmt::Attr { name, value, span: sspan }
                 }
-                Rule::queueing_stmt => {
-                    QueueStmt::Queueing(self.ident(next(self.file, &mut si)?), sspan)
-                }
+                Rule::queueing_stmt => QueueStmt::Queueing(self.ident(next(self.file, &mut si)?), sspan),
                 _ => return Err(errors::internal(self.file)),
             });
         }
@@ -471,36 +370,20 @@ impl Builder {
         let atom = next(self.file, &mut it)?;
         let atom_span = self.span(&atom);
         let base = match atom.as_rule() {
-            Rule::list_ty => {
-                TypeKind::List(Box::new(self.ty(next(self.file, &mut atom.into_inner())?)?))
-            }
+            Rule::list_ty => TypeKind::List(Box::new(self.ty(next(self.file, &mut atom.into_inner())?)?)),
             _ => {
                 let mut ai = atom.into_inner();
                 let first = self.ident(next(self.file, &mut ai)?);
                 let mut rest = Vec::new();
                 while let Some(op) = ai.next() {
-                    let op = if op.as_str() == "*" {
-                        UnitOp::Mul
-                    } else {
-                        UnitOp::Div
-                    };
+                    let op = if op.as_str() == "*" { UnitOp::Mul } else { UnitOp::Div };
                     rest.push((op, self.ident(next(self.file, &mut ai)?)));
                 }
                 TypeKind::Named(first, rest)
             }
         };
-        let base = TypeExpr {
-            kind: base,
-            span: atom_span,
-        };
-        Ok(if it.next().is_some() {
-            TypeExpr {
-                kind: TypeKind::Optional(Box::new(base)),
-                span,
-            }
-        } else {
-            base
-        })
+        let base = TypeExpr { kind: base, span: atom_span };
+        Ok(if it.next().is_some() { TypeExpr { kind: TypeKind::Optional(Box::new(base)), span } } else { base })
     }
 
     fn test_stmt(&self, p: Pair<'_, Rule>) -> R<TestStmt> {
@@ -528,12 +411,7 @@ impl Builder {
                 let job = self.ident(next(self.file, &mut it)?);
                 let nodes = self.name_list(next(self.file, &mut it)?);
                 let props = self.props(next(self.file, &mut it)?)?;
-                TestStmt::Run {
-                    job,
-                    nodes,
-                    props,
-                    span,
-                }
+                TestStmt::Run { job, nodes, props, span }
             }
             Rule::advance_stmt => TestStmt::Advance(self.expr(next(self.file, &mut it)?)?, span),
             Rule::complete_stmt => TestStmt::Complete(self.ident(next(self.file, &mut it)?), span),
@@ -559,21 +437,11 @@ impl Builder {
                         match erule {
                             Rule::expect_on => Expectation::On {
                                 job,
-                                nodes: self
-                                    .name_list(rest.ok_or_else(|| errors::internal(self.file))?),
+                                nodes: self.name_list(rest.ok_or_else(|| errors::internal(self.file))?),
                             },
-                            Rule::expect_pending => Expectation::Pending {
-                                job,
-                                because: named(rest)?,
-                            },
-                            Rule::expect_rejected => Expectation::Rejected {
-                                job,
-                                because: named(rest)?,
-                            },
-                            Rule::expect_evicted => Expectation::Evicted {
-                                job,
-                                by: named(rest)?,
-                            },
+                            Rule::expect_pending => Expectation::Pending { job, because: named(rest)? },
+                            Rule::expect_rejected => Expectation::Rejected { job, because: named(rest)? },
+                            Rule::expect_evicted => Expectation::Evicted { job, by: named(rest)? },
                             _ => Expectation::Running { job },
                         }
                     }
@@ -594,26 +462,16 @@ impl Builder {
                 let mut ri = r.into_inner();
                 let mut bound = || -> R<u32> {
                     let p = next(self.file, &mut ri)?;
-                    p.as_str()
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|n| *n <= 100_000)
-                        .ok_or_else(|| {
-                            Diagnostic::new(
-                                Code::BadLiteral,
-                                self.span(&p),
-                                "node range bound too large",
-                            )
+                    p.as_str().parse::<u32>().ok().filter(|n| *n <= 100_000).ok_or_else(|| {
+                        Diagnostic::new(Code::BadLiteral, self.span(&p), "node range bound too large")
                             .label("at most 100000")
-                        })
+                    })
                 };
                 let (a, b) = (bound()?, bound()?);
                 if b < a {
-                    return Err(
-                        Diagnostic::new(Code::BadLiteral, rspan, "empty node name range")
-                            .label(format!("{b} is before {a}"))
-                            .help("write the range low to high, e.g. `n[1..8]`"),
-                    );
+                    return Err(Diagnostic::new(Code::BadLiteral, rspan, "empty node name range")
+                        .label(format!("{b} is before {a}"))
+                        .help("write the range low to high, e.g. `n[1..8]`"));
                 }
                 Some((a, b))
             }
@@ -664,18 +522,14 @@ impl Builder {
         // The Pratt parser recurses once per prefix and right-associative operator.
         if pairs.len() > MAX_EXPR_DEPTH as usize {
             return Err(Diagnostic::new(Code::TooDeep, span, "expression too long")
-                .label(format!(
-                    "more than {MAX_EXPR_DEPTH} operators and operands in one expression"
-                ))
+                .label(format!("more than {MAX_EXPR_DEPTH} operators and operands in one expression"))
                 .help("split the expression with `let` bindings or a helper `fn`"));
         }
         let deep = |d: u32, span: Span| -> R<u32> {
             if d > MAX_EXPR_DEPTH {
-                Err(
-                    Diagnostic::new(Code::TooDeep, span, "expression nested too deeply")
-                        .label(format!("more than {MAX_EXPR_DEPTH} levels"))
-                        .help("split the expression with `let` bindings or a helper `fn`"),
-                )
+                Err(Diagnostic::new(Code::TooDeep, span, "expression nested too deeply")
+                    .label(format!("more than {MAX_EXPR_DEPTH} levels"))
+                    .help("split the expression with `let` bindings or a helper `fn`"))
             } else {
                 Ok(d)
             }
@@ -685,23 +539,13 @@ impl Builder {
             .map_prefix(|op, rhs| {
                 let (rhs, d) = rhs?;
                 let span = self.span(&op).to(rhs.span);
-                let unop = if op.as_rule() == Rule::op_not {
-                    UnaryOp::Not
-                } else {
-                    UnaryOp::Neg
-                };
-                Ok((
-                    Expr {
-                        kind: ExprKind::Unary(unop, Box::new(rhs)),
-                        span,
-                    },
-                    deep(d + 1, span)?,
-                ))
+                let unop = if op.as_rule() == Rule::op_not { UnaryOp::Not } else { UnaryOp::Neg };
+                Ok((Expr { kind: ExprKind::Unary(unop, Box::new(rhs)), span }, deep(d + 1, span)?))
             })
             .map_postfix(|lhs, op| {
                 let (lhs, d) = lhs?;
                 let span = lhs.span.to(self.span(&op));
-                                let (kind, d2) = match op.as_rule() {
+                let (kind, d2) = match op.as_rule() {
                     Rule::call_args => {
                         let Some(callee) = callee_path(&lhs) else {
                             return Err(Diagnostic::new(Code::UnknownFunction, lhs.span, "this cannot be called")
@@ -751,13 +595,7 @@ impl Builder {
                 };
                 let span = lhs.span.to(rhs.span);
                 let d = deep(dl.max(dr) + 1, span)?;
-                Ok((
-                    Expr {
-                        kind: ExprKind::Binary(bop, Box::new(lhs), Box::new(rhs)),
-                        span,
-                    },
-                    d,
-                ))
+                Ok((Expr { kind: ExprKind::Binary(bop, Box::new(lhs), Box::new(rhs)), span }, d))
             })
             .parse(pairs)
             .map(|(mut e, d)| {
@@ -783,23 +621,16 @@ impl Builder {
                 let mut it = p.into_inner();
                 let number = self.number(&next(self.file, &mut it)?)?;
                 let unit_pair = next(self.file, &mut it)?;
-                let unit = Unit::from_symbol(unit_pair.as_str())
-                    .ok_or_else(|| errors::internal(self.file))?;
+                let unit = Unit::from_symbol(unit_pair.as_str()).ok_or_else(|| errors::internal(self.file))?;
                 let flavour = match it.next() {
                     Some(f) => Some(self.ident(next(self.file, &mut f.into_inner())?)),
                     None => None,
                 };
                 if !unit.to_base(number.value).is_finite() {
-                    return Err(
-                        Diagnostic::new(Code::BadLiteral, span, "quantity too large")
-                            .label("this does not fit in a 64-bit float in base units"),
-                    );
+                    return Err(Diagnostic::new(Code::BadLiteral, span, "quantity too large")
+                        .label("this does not fit in a 64-bit float in base units"));
                 }
-                leaf(ExprKind::Quantity {
-                    number,
-                    unit,
-                    flavour,
-                })
+                leaf(ExprKind::Quantity { number, unit, flavour })
             }
             Rule::string => leaf(ExprKind::Str(self.string(p)?.value)),
             Rule::boolean => leaf(ExprKind::Bool(p.as_str() == "true")),
@@ -818,24 +649,14 @@ impl Builder {
                     d = d.max(di);
                     items.push(e);
                 }
-                Ok((
-                    Expr {
-                        kind: ExprKind::List(items),
-                        span,
-                    },
-                    d + 1,
-                ))
+                Ok((Expr { kind: ExprKind::List(items), span }, d + 1))
             }
             Rule::if_expr => {
                 let mut it = p.into_inner().filter(|p| p.as_rule() == Rule::expr);
                 let (cond, d1) = self.expr_depth(next_of(self.file, &mut it)?)?;
                 let (then, d2) = self.expr_depth(next_of(self.file, &mut it)?)?;
                 let (els, d3) = self.expr_depth(next_of(self.file, &mut it)?)?;
-                let kind = ExprKind::If {
-                    cond: Box::new(cond),
-                    then: Box::new(then),
-                    els: Box::new(els),
-                };
+                let kind = ExprKind::If { cond: Box::new(cond), then: Box::new(then), els: Box::new(els) };
                 Ok((Expr { kind, span }, d1.max(d2).max(d3) + 1))
             }
             Rule::block => {
@@ -859,12 +680,7 @@ impl Builder {
                             }
                         }
                         let value = value.ok_or_else(|| errors::internal(self.file))?;
-                        lets.push(Let {
-                            name,
-                            ty,
-                            value,
-                            span: lspan,
-                        });
+                        lets.push(Let { name, ty, value, span: lspan });
                     } else {
                         let (e, db) = self.expr_depth(p)?;
                         d = d.max(db);
@@ -876,16 +692,7 @@ impl Builder {
                     // `{ e }` is just `e`.
                     return Ok((body, d));
                 }
-                Ok((
-                    Expr {
-                        kind: ExprKind::Block {
-                            lets,
-                            body: Box::new(body),
-                        },
-                        span,
-                    },
-                    d + 1,
-                ))
+                Ok((Expr { kind: ExprKind::Block { lets, body: Box::new(body) }, span }, d + 1))
             }
             Rule::comprehension => {
                 let mut it = p.into_inner().filter(|p| p.as_rule() != Rule::kw_in);
@@ -900,12 +707,7 @@ impl Builder {
                 let var = self.ident(next_of(self.file, &mut it)?);
                 let (iter, d1) = self.expr_depth(next_of(self.file, &mut it)?)?;
                 let (body, d2) = self.expr_depth(next_of(self.file, &mut it)?)?;
-                let kind = ExprKind::Comprehension {
-                    kind,
-                    var,
-                    iter: Box::new(iter),
-                    body: Box::new(body),
-                };
+                let kind = ExprKind::Comprehension { kind, var, iter: Box::new(iter), body: Box::new(body) };
                 Ok((Expr { kind, span }, d1.max(d2) + 1))
             }
             Rule::expr => self.expr_depth(p),
@@ -917,10 +719,7 @@ impl Builder {
 /// `a.b.c` as a call path; `None` for anything that is not a dotted name.
 fn callee_path(e: &Expr) -> Option<Path> {
     match &e.kind {
-        ExprKind::Name(n) => Some(Path {
-            segments: vec![n.clone()],
-            span: e.span,
-        }),
+        ExprKind::Name(n) => Some(Path { segments: vec![n.clone()], span: e.span }),
         ExprKind::Field(base, f) => {
             let mut p = callee_path(base)?;
             p.segments.push(f.clone());

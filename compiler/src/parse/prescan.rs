@@ -107,13 +107,7 @@ pub fn prescan(file: FileId, text: &str) -> Result<(), Diagnostic> {
 }
 
 fn too_deep(file: FileId, at: usize) -> Diagnostic {
-    Diagnostic::new(
-        Code::TooDeep,
-        Span::new(file, at, at + 1),
-        "nesting too deep",
-    )
-    .label(format!(
-        "more than {MAX_NESTING} levels of brackets, braces and `if`s at this point"
-    ))
-    .help("split the expression with `let` bindings or a helper `fn`")
+    Diagnostic::new(Code::TooDeep, Span::new(file, at, at + 1), "nesting too deep")
+        .label(format!("more than {MAX_NESTING} levels of brackets, braces and `if`s at this point"))
+        .help("split the expression with `let` bindings or a helper `fn`")
 }
