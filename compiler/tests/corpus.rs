@@ -70,3 +70,25 @@ fn diagnostics_doc() {
         "docs/diagnostics.md is stale: run GPOL_BLESS=1 cargo test -p gpol-compiler diagnostics_doc"
     );
 }
+
+/// Code blocks of docs/language.md that start with `policy` or `module` are complete
+/// files: they must check clean and be formatted canonically, so the reference cannot
+/// drift from the language.
+#[test]
+fn language_reference_examples_check_clean() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/language.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut examples = 0;
+    for (i, block) in doc.split("```gpol\n").skip(1).enumerate() {
+        let code = block.split("```").next().unwrap_or_default();
+        if !(code.starts_with("policy ") || code.starts_with("module ")) {
+            continue;
+        }
+        examples += 1;
+        let dir = std::env::temp_dir().join(format!("gpol-doc-{}-{i}.gpol", std::process::id()));
+        std::fs::write(&dir, code).unwrap_or_else(|e| panic!("{e}"));
+        assert_clean(&dir);
+        let _ = std::fs::remove_file(&dir);
+    }
+    assert!(examples >= 5, "docs/language.md has only {examples} complete examples");
+}

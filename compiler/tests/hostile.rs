@@ -60,9 +60,9 @@ fn deep_if_chains_are_refused() {
 
 #[test]
 fn long_operator_chains_are_refused() {
-    let text = format!("policy p\nconst x = {}1\n", "1 + ".repeat(100_000));
+    let text = format!("policy p\nconst x = {}1\n", "1 + ".repeat(5_000));
     assert_eq!(check_text(&text), vec![Code::TooDeep]);
-    let text = format!("policy p\nconst x = {}true\n", "not ".repeat(100_000));
+    let text = format!("policy p\nconst x = {}true\n", "not ".repeat(5_000));
     assert_eq!(check_text(&text), vec![Code::TooDeep]);
 }
 

@@ -864,7 +864,7 @@ impl Checker<'_> {
             }
             e
         });
-                if let (ast::VictimKind::Reclaim, Some(c)) = (v.kind, &v.cost) {
+        if let (ast::VictimKind::Reclaim, Some(c)) = (v.kind, &v.cost) {
             self.err(
                 Diagnostic::new(Code::BadSetting, c.span, "`reclaim` takes no cost")
                     .label("reclaim victims are ranked by the preempt rules' cost")

@@ -274,7 +274,7 @@ impl Checker<'_> {
                     self.err(d);
                 }
             }
-                        for kind in QuotaKind::ALL {
+            for kind in QuotaKind::ALL {
                 // Only amounts written on this queue: a defaulted parent sums its
                 // children's per resource, and a child may be guaranteed one model only.
                 if quota_span(q, kind).is_none() {
