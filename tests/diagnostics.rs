@@ -55,3 +55,25 @@ fn every_code_is_documented() {
         assert!(doc.contains(&format!("## {}:", c.as_str())), "docs/diagnostics.md does not list {c}");
     }
 }
+
+#[test]
+fn every_diagnostic_has_a_help_line() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/diagnostics");
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.map(|e| e.path()).unwrap_or_default();
+        if path.extension().is_none_or(|x| x != "gpol") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        let mut sources = SourceMap::new();
+        let (id, bad) = sources.add_bytes("f.gpol", bytes);
+        let diagnostics = match bad {
+            Some(d) => vec![d],
+            None => check(&mut sources, id).diagnostics,
+        };
+        for d in diagnostics {
+            assert!(d.help.is_some(), "{}: {} `{}` has no help", path.display(), d.code, d.message);
+            assert!(!d.primary.message.is_empty(), "{}: {} has no primary label text", path.display(), d.code);
+        }
+    }
+}

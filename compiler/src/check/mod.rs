@@ -212,11 +212,14 @@ impl Checker<'_> {
                         l.span,
                         format!("topology level `{}` listed twice", snippet(&l.name)),
                     )
-                    .label("repeated"),
+                    .label("repeated")
+                    .help("list each level once, smallest first"),
                 );
             } else if levels.len() >= 8 {
                 self.err(
-                    Diagnostic::new(Code::UnknownLevel, l.span, "too many topology levels").label("at most 8 levels"),
+                    Diagnostic::new(Code::UnknownLevel, l.span, "too many topology levels")
+                        .label("at most 8 levels")
+                        .help("gpol supports eight topology levels; merge the finest ones"),
                 );
             } else {
                 levels.push(l.name.clone());
@@ -620,7 +623,8 @@ impl Checker<'_> {
                         self.err(
                             Diagnostic::new(Code::Duplicate, g.span, "`gang` declared twice")
                                 .label("second declaration")
-                                .with_secondary(first, "first declared here"),
+                                .with_secondary(first, "first declared here")
+                                .help("put every clause in one `gang` block"),
                         );
                         continue;
                     }
@@ -632,7 +636,8 @@ impl Checker<'_> {
                         self.err(
                             Diagnostic::new(Code::Duplicate, s.span, "`settings` declared twice")
                                 .label("second declaration")
-                                .with_secondary(first, "first declared here"),
+                                .with_secondary(first, "first declared here")
+                                .help("put every setting in one `settings` block"),
                         );
                         continue;
                     }
@@ -804,7 +809,8 @@ impl Checker<'_> {
                     if v < 0.0 {
                         self.err(
                             Diagnostic::new(Code::NegativeQuantity, w.span, "gang weights must not be negative")
-                                .label(format!("weight {v}")),
+                                .label(format!("weight {v}"))
+                                .help("a preference adds weight × its value; use 0 to ignore it"),
                         );
                     }
                     weight = v;

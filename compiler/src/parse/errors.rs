@@ -124,7 +124,8 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
                 None => format!("expected {}", join(&expected)),
             };
             let label = found.map_or("found the end of the file".to_string(), |f| format!("found `{}`", snippet(&f)));
-            return Diagnostic::new(Code::Syntax, Span::new(file, pos, end), message).label(label);
+            let help = format!("write {} here", expected[0]);
+            return Diagnostic::new(Code::Syntax, Span::new(file, pos, end), message).label(label).help(help);
         }
     }
     let mut add = |s: String| {
@@ -204,6 +205,15 @@ pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
         if let Some(s) = fuzzy::suggest(f, candidates.iter().copied()) {
             d = d.help(format!("did you mean `{s}`?"));
         }
+    }
+    if d.help.is_none() {
+        d = d.help(if has_expr {
+            "an operand is missing: write a value, a name or a parenthesised expression".to_string()
+        } else if expected.iter().any(|e| e == "a number or a constant") {
+            "write a number such as `2`, or the name of a constant".to_string()
+        } else {
+            "docs/language.md shows the syntax of every declaration".to_string()
+        });
     }
     if found.is_none()
         && let Some((at, open)) = unclosed(text)

@@ -465,6 +465,7 @@ impl Builder {
                     p.as_str().parse::<u32>().ok().filter(|n| *n <= 100_000).ok_or_else(|| {
                         Diagnostic::new(Code::BadLiteral, self.span(&p), "node range bound too large")
                             .label("at most 100000")
+                            .help("a test declares at most 100000 nodes in a range")
                     })
                 };
                 let (a, b) = (bound()?, bound()?);
@@ -628,7 +629,8 @@ impl Builder {
                 };
                 if !unit.to_base(number.value).is_finite() {
                     return Err(Diagnostic::new(Code::BadLiteral, span, "quantity too large")
-                        .label("this does not fit in a 64-bit float in base units"));
+                        .label("this does not fit in a 64-bit float in base units")
+                        .help("gpol numbers are IEEE doubles: use a smaller amount or a larger unit"));
                 }
                 leaf(ExprKind::Quantity { number, unit, flavour })
             }
