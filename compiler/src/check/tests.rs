@@ -404,6 +404,37 @@ impl Checker<'_> {
         }
     }
 
+    /// Reads `label` properties into `labels` and returns the others, each name once (a
+    /// repeat is reported), with where each was set.
+    fn split_props<'p>(
+        &mut self,
+        m: usize,
+        props: &'p [Prop],
+        labels: &mut Vec<(String, String)>    ) -> (Vec<PlainProp<'p>>, HashMap<String, Span>) {
+        let mut plain = Vec::new();
+        let mut seen: HashMap<String, Span> = HashMap::new();
+        for prop in props {
+            match prop {
+                Prop::Label { key, value, .. } => {
+                    let label = ast::Ident { name: "label".into(), span: key.span };
+                    if let Some(Value::Str(v)) = self.prop(m, &label, Some(value), Kind::Symbol) {
+                        labels.push((key.value.clone(), v));
+                    }
+                }
+                Prop::Plain { name, value, .. } => match seen.insert(name.name.clone(), name.span) {
+                    Some(first) => self.err(
+                        Diagnostic::new(Code::TestScenario, name.span, format!("`{}` is set twice", name.name))
+                            .label("second value")
+                            .with_secondary(first, "first value")
+                            .help("give each property once"),
+                    ),
+                    None => plain.push((name, value.as_ref())),
+                },
+            }
+        }
+        (plain, seen)
+    }
+
     fn unknown_prop(&mut self, name: &ast::Ident, what: &str, known: &[&str]) {
         let sugg = fuzzy::suggest(&name.name, known.iter().copied());
         self.err(
@@ -434,28 +465,8 @@ impl Checker<'_> {
             domains: Vec::new(),
             labels: Vec::new(),
         };
-        let mut seen: HashMap<String, Span> = HashMap::new();
-        for prop in props {
-            let (name, value) = match prop {
-                Prop::Label { key, value, .. } => {
-                    if let Some(Value::Str(v)) =
-                        self.prop(m, &ast::Ident { name: "label".into(), span: key.span }, Some(value), Kind::Symbol)
-                    {
-                        n.labels.push((key.value.clone(), v));
-                    }
-                    continue;
-                }
-                Prop::Plain { name, value, .. } => (name, value.as_ref()),
-            };
-            if let Some(first) = seen.insert(name.name.clone(), name.span) {
-                self.err(
-                    Diagnostic::new(Code::TestScenario, name.span, format!("`{}` is set twice", name.name))
-                        .label("second value")
-                        .with_secondary(first, "first value")
-                        .help("give each property once"),
-                );
-                continue;
-            }
+        let (plain, seen) = self.split_props(m, props, &mut n.labels);
+        for (name, value) in plain {
             if let Some(level) = self.levels.iter().position(|l| *l == name.name) {
                 if let Some(Value::Str(d)) = self.prop(m, name, value, Kind::Symbol) {
                     n.domains.push((u8::try_from(level).unwrap_or(u8::MAX), d));
@@ -561,28 +572,8 @@ impl Checker<'_> {
         };
         let mut queue_set = false;
         let mut request: Option<Span> = None;
-        let mut seen: HashMap<String, Span> = HashMap::new();
-        for prop in props {
-            let (name, value) = match prop {
-                Prop::Label { key, value, .. } => {
-                    if let Some(Value::Str(v)) =
-                        self.prop(m, &ast::Ident { name: "label".into(), span: key.span }, Some(value), Kind::Symbol)
-                    {
-                        j.labels.push((key.value.clone(), v));
-                    }
-                    continue;
-                }
-                Prop::Plain { name, value, .. } => (name, value.as_ref()),
-            };
-            if let Some(first) = seen.insert(name.name.clone(), name.span) {
-                self.err(
-                    Diagnostic::new(Code::TestScenario, name.span, format!("`{}` is set twice", name.name))
-                        .label("second value")
-                        .with_secondary(first, "first value")
-                        .help("give each property once"),
-                );
-                continue;
-            }
+        let (plain, seen) = self.split_props(m, props, &mut j.labels);
+        for (name, value) in plain {
             let Some(&(_, kind)) = JOB_PROPS.iter().find(|(k, _)| *k == name.name) else {
                 let mut known: Vec<&str> = JOB_PROPS.iter().map(|(k, _)| *k).collect();
                 known.push("label");
@@ -725,6 +716,9 @@ impl Checker<'_> {
         j
     }
 }
+
+/// A property other than a label: its name and its value, if written.
+type PlainProp<'p> = (&'p ast::Ident, Option<&'p ast::Expr>);
 
 trait IntoOk: Sized {
     fn into_ok(self, ok: bool) -> Option<Self> {
