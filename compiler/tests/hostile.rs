@@ -111,3 +111,29 @@ fn every_truncation_of_a_policy_is_handled() {
         let _ = check_text(&text[..cut]);
     }
 }
+
+/// Parse errors are written in words: no grammar rule name ever reaches a message.
+#[test]
+fn parse_errors_never_show_rule_names() {
+    let rule_like = |w: &str| {
+        matches!(w, "EOI" | "expr" | "ident" | "primary" | "postfix" | "infix" | "prefix" | "props" | "ty")
+            || w.starts_with("kw_")
+            || w.starts_with("op_")
+            || ["_stmt", "_decl", "_rule", "_opt", "_clause", "_header", "_kind"].iter().any(|s| w.ends_with(s))
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")) {
+        let text = std::fs::read_to_string(entry.map(|e| e.path()).unwrap_or_default()).unwrap_or_default();
+        for cut in (0..text.len()).filter(|i| text.is_char_boundary(*i)).step_by(37) {
+            let Err(d) = gpol_compiler::parse::parse(Default::default(), &text[..cut]) else { continue };
+            seen += 1;
+            let words = format!("{} {} {}", d.message, d.primary.message, d.help.unwrap_or_default());
+            for w in words.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+                // Backticked names quote the user's own text; the rest must be prose.
+                assert!(!rule_like(w) || words.contains(&format!("`{w}`")), "rule name `{w}` in: {words}");
+            }
+        }
+    }
+    assert!(seen > 100, "only {seen} parse errors exercised");
+}

@@ -410,7 +410,8 @@ impl Checker<'_> {
         &mut self,
         m: usize,
         props: &'p [Prop],
-        labels: &mut Vec<(String, String)>    ) -> (Vec<PlainProp<'p>>, HashMap<String, Span>) {
+        labels: &mut Vec<(String, String)>,
+    ) -> (Vec<PlainProp<'p>>, HashMap<String, Span>) {
         let mut plain = Vec::new();
         let mut seen: HashMap<String, Span> = HashMap::new();
         for prop in props {
