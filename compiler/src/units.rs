@@ -21,6 +21,7 @@ impl Dim {
     pub const CPU: Dim = Dim { cpu: 1, ..Dim::NONE };
     pub const BYTES: Dim = Dim { bytes: 1, ..Dim::NONE };
     pub const TIME: Dim = Dim { time: 1, ..Dim::NONE };
+    pub const GPU_TIME: Dim = Dim { gpu: 1, time: 1, ..Dim::NONE };
 
     pub fn is_none(self) -> bool {
         self == Dim::NONE

@@ -3,7 +3,14 @@
 //! the interpreter, JIT and runtime lay out and fill records from it. docs/schema.md is
 //! generated from this table (`schema::markdown`) and a test keeps the two equal.
 
+mod records;
+
 use crate::units::Dim;
+
+pub use records::{
+    CardRec, ClusterRec, DomainRec, FieldValue, JobRec, List, MAX_LEVELS, MigCounts, NodeRec, Opt, QueueRec, Repr,
+    Resources, ShapeRec, Sym,
+};
 
 /// The kinds of record rules can see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -64,16 +71,7 @@ impl Record {
     }
 
     pub fn fields(self) -> &'static [Field] {
-        match self {
-            Record::Job => JOB,
-            Record::Node => NODE,
-            Record::Card => CARD,
-            Record::Queue => QUEUE,
-            Record::Domain => DOMAIN,
-            Record::Cluster => CLUSTER,
-            Record::Shape => SHAPE,
-            Record::Resources => RESOURCES,
-        }
+        records::table(self)
     }
 
     /// The field's index in [`Record::fields`], its stable identity for later stages.
@@ -166,135 +164,11 @@ pub struct Field {
     pub optional: bool,
     pub storage: Storage,
     pub doc: &'static str,
+    /// Byte offset in the record's `#[repr(C)]` struct.
+    pub offset: usize,
+    /// How the value is stored there.
+    pub repr: Repr,
 }
-
-const fn f(name: &'static str, ty: FieldTy, storage: Storage, doc: &'static str) -> Field {
-    Field { name, ty, optional: false, storage, doc }
-}
-
-const fn opt(name: &'static str, ty: FieldTy, storage: Storage, doc: &'static str) -> Field {
-    Field { name, ty, optional: true, storage, doc }
-}
-
-use FieldTy::*;
-use Storage::*;
-
-const GPU: FieldTy = Num(Dim::GPU);
-const CPU: FieldTy = Num(Dim::CPU);
-const BYTES: FieldTy = Num(Dim::BYTES);
-const TIME: FieldTy = Num(Dim::TIME);
-const NUMBER: FieldTy = Num(Dim::NONE);
-
-static JOB: &[Field] = &[
-    f("id", Str, Static, "Unique job id."),
-    f("name", Str, Static, "The job's name."),
-    f("user", Str, Static, "The submitting user."),
-    f("queue", Record(Record::Queue), Static, "The leaf queue the job was submitted to."),
-    f("priority", NUMBER, Static, "Numeric priority (from its priority class unless set)."),
-    f("priority_class", Str, Static, "Name of the job's priority class."),
-    f("whole_cards", GPU, Static, "Whole cards per replica (0 for fractional or MIG jobs)."),
-    f("gpu_fraction", GPU, Static, "Fraction of one card per replica (0 unless fractional)."),
-    opt("mig_profile", Enum(EnumKind::MigProfile), Static, "The MIG profile requested per replica, if any."),
-    f("replicas", NUMBER, Static, "Replicas of a gang (1 for a single-node job)."),
-    f("min_replicas", NUMBER, Static, "Fewest replicas the job can start with (elastic gangs)."),
-    f("total_gpus", GPU, Derived, "GPUs over all replicas (a MIG profile counts slices/7)."),
-    f("gpu_mem", BYTES, Static, "GPU memory needed per replica on its card(s)."),
-    f("allowed_models", StrList, Static, "GPU models the job may run on (empty: any)."),
-    f("cpu", CPU, Static, "CPU cores per replica."),
-    f("mem", BYTES, Static, "Host memory per replica."),
-    f("bursty", Bool, Static, "The job's GPU use comes in bursts (a poor fit for hard MIG slices)."),
-    f("latency_critical", Bool, Static, "Serving work that must not be time-sliced."),
-    f("preemptible", Bool, Static, "Whether the job may be evicted at all."),
-    f("submitted", TIME, Static, "Submission time (seconds on the cluster clock)."),
-    f("waiting", TIME, Cycle, "Time since submission, or since requeue after an eviction."),
-    f("runtime", TIME, Cycle, "Time since the job started (0 while pending)."),
-    f("since_checkpoint", TIME, Cycle, "Work that an eviction now would lose."),
-    opt("expected_duration", TIME, Static, "The user's runtime estimate, if given."),
-    f("utilization", NUMBER, Static, "Fraction of its allocation the job really uses (default 1.0)."),
-    f("evictions", NUMBER, Cycle, "How many times the job has been evicted."),
-    f("labels", Labels, Static, "The job's labels: `job.labels[\"team\"]`."),
-];
-
-static NODE: &[Field] = &[
-    f("name", Str, Static, "The node's name."),
-    f("labels", Labels, Static, "The node's labels: `node.labels[\"nvidia.com/gpu.product\"]`."),
-    f("gpu_model", Str, Static, "GPU model, e.g. \"h100\"."),
-    f("cards", GPU, Static, "GPUs on the node."),
-    f("free_cards", GPU, Cycle, "Wholly free cards."),
-    f("free_gpu", GPU, Cycle, "Free GPU capacity including partly used cards."),
-    f("largest_free_fraction", GPU, Cycle, "The largest free fraction on any single card."),
-    f("free_mig", MigCounts, Cycle, "Free MIG instances per profile: `node.free_mig[1g.10gb]`."),
-    f("gpu_mem", BYTES, Static, "Memory per card."),
-    f("sharing", Enum(EnumKind::Sharing), Static, "How the node's cards are shared."),
-    f("max_clients", NUMBER, Static, "Clients per card under time-slicing or MPS (1 otherwise)."),
-    f("cpu", CPU, Static, "CPU cores."),
-    f("cpu_free", CPU, Cycle, "Unallocated CPU cores."),
-    f("mem", BYTES, Static, "Host memory."),
-    f("mem_free", BYTES, Cycle, "Unallocated host memory."),
-    f("cards_list", List(Record::Card), Cycle, "The node's cards, for comprehensions."),
-];
-
-static CARD: &[Field] = &[
-    f("index", NUMBER, Static, "Position of the card in its node, from 0."),
-    f("model", Str, Static, "GPU model."),
-    f("mem", BYTES, Static, "Card memory."),
-    f("free_mem", BYTES, Cycle, "Unallocated card memory."),
-    f("free", GPU, Cycle, "Unallocated share of the card (1 gpu when idle)."),
-    f("clients", NUMBER, Cycle, "Jobs sharing the card."),
-    f("max_clients", NUMBER, Static, "Most jobs that may share the card."),
-    f("free_mig", MigCounts, Cycle, "Free MIG instances per profile on this card."),
-];
-
-static QUEUE: &[Field] = &[
-    f("name", Str, Static, "The queue's name."),
-    opt("parent", Record(Record::Queue), Static, "The parent queue (absent at the root)."),
-    f("depth", NUMBER, Static, "Depth in the tree; the root is 0."),
-    f("guarantee", Record(Record::Resources), Static, "Guaranteed (nominal) quota."),
-    f("limit", Record(Record::Resources), Static, "Maximum allocation (infinite when unset)."),
-    f("borrow_limit", Record(Record::Resources), Static, "Most it may borrow above its guarantee."),
-    f("lend_limit", Record(Record::Resources), Static, "Most of its unused guarantee others may borrow."),
-    f("weight", NUMBER, Static, "Fair-share weight (default 1)."),
-    f("allocated", Record(Record::Resources), Cycle, "Resources its running jobs hold."),
-    f("borrowed", Record(Record::Resources), Cycle, "max(0, allocated − guarantee) per resource."),
-    f("usage", Num(Dim { gpu: 1, cpu: 0, bytes: 0, time: 1 }), Cycle, "Decayed GPU-time used."),
-    f("dominant_share", NUMBER, Cycle, "max over resources of allocated / cluster total."),
-    f("fair_share", NUMBER, Cycle, "Guarantee plus surplus split by weight, as a share of the cluster."),
-    f("share_after", NUMBER, Cycle, "Dominant share if the job in scope were admitted or the victim evicted."),
-    f("pending", NUMBER, Cycle, "Jobs waiting in the queue (and its descendants)."),
-    f("running", NUMBER, Cycle, "Jobs running in the queue (and its descendants)."),
-];
-
-static DOMAIN: &[Field] = &[
-    f("name", Str, Static, "The domain's name, e.g. \"rack-12\"."),
-    f("nodes", NUMBER, Static, "Nodes in the domain."),
-    f("cards", GPU, Static, "GPUs in the domain."),
-    f("free_cards", GPU, Cycle, "Wholly free cards in the domain."),
-    f("free_gpu", GPU, Cycle, "Free GPU capacity including partly used cards."),
-    f("max_free_cards", GPU, Cycle, "The most wholly free cards on any one node of the domain."),
-];
-
-static CLUSTER: &[Field] = &[
-    f("time", TIME, Cycle, "The clock: seconds since the start of the run."),
-    f("nodes", NUMBER, Static, "Nodes in the cluster."),
-    f("total", Record(Record::Resources), Static, "Capacity of the whole cluster."),
-    f("free", Record(Record::Resources), Cycle, "Unallocated capacity."),
-    f("task_shapes", List(Record::Shape), Cycle, "Popular request shapes of the workload."),
-];
-
-static SHAPE: &[Field] = &[
-    f("whole_cards", GPU, Static, "Whole cards per replica."),
-    f("gpu_fraction", GPU, Static, "Fraction of one card per replica."),
-    opt("mig_profile", Enum(EnumKind::MigProfile), Static, "MIG profile, if any."),
-    f("cpu", CPU, Static, "CPU cores per replica."),
-    f("mem", BYTES, Static, "Host memory per replica."),
-    f("weight", NUMBER, Static, "Share of the workload with this shape; weights sum to 1."),
-];
-
-static RESOURCES: &[Field] = &[
-    f("gpu", GPU, Static, "GPUs (any model)."),
-    f("cpu", CPU, Static, "CPU cores."),
-    f("mem", BYTES, Static, "Memory."),
-];
 
 /// The records in scope in each kind of rule, by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -387,6 +261,7 @@ impl Context {
 pub const DEFAULT_LEVELS: &[&str] = &["nvlink_domain", "rack", "block", "zone"];
 
 fn ty_name(ty: FieldTy) -> String {
+    use FieldTy::*;
     match ty {
         Num(d) => d.to_string(),
         Bool => "bool".into(),

@@ -1,0 +1,443 @@
+//! The records rules read, defined once. Each `records!` entry produces the `#[repr(C)]`
+//! struct the runtime fills and the JIT reads by offset, the schema table the checker
+//! types field accesses from (with `offset_of!` offsets), and a safe accessor the
+//! interpreter reads through — so the three cannot drift apart.
+//!
+//! Values are in base units as `f64` (cards, cores, bytes, seconds); strings are
+//! interned [`Sym`]s; enums are `u8`; references to queues and domains are indices into
+//! the evaluation context's tables; lists are [`List`]s.
+
+// This module is the data boundary shared with JIT-compiled code: `List` holds a raw
+// pointer so its layout is fixed, and turning it back into a slice needs `unsafe`.
+#![allow(unsafe_code)]
+
+use super::{EnumKind, Field, FieldTy, Record, Storage};
+use crate::units::Dim;
+use std::marker::PhantomData;
+use std::mem::offset_of;
+
+/// An interned string. `Sym(0)` is reserved for "no value" (a missing label).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(pub u32);
+
+/// A value that may be absent, with an explicit presence flag (decision D8).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Opt<T> {
+    pub value: T,
+    pub present: bool,
+}
+
+impl<T: Copy> Opt<T> {
+    pub fn some(value: T) -> Opt<T> {
+        Opt { value, present: true }
+    }
+
+    pub fn get(&self) -> Option<T> {
+        self.present.then_some(self.value)
+    }
+}
+
+/// A borrowed list with a fixed layout (pointer, length) that JIT code can read.
+#[repr(C)]
+pub struct List<'a, T> {
+    ptr: *const T,
+    len: usize,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+impl<'a, T> List<'a, T> {
+    pub fn new(items: &'a [T]) -> List<'a, T> {
+        List { ptr: items.as_ptr(), len: items.len(), _borrow: PhantomData }
+    }
+
+    pub fn as_slice(&self) -> &'a [T] {
+        // SAFETY: a `List` is only built by `new` from a slice that lives for 'a (the
+        // fields are private), so the pointer and length describe that same slice.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<T> Clone for List<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for List<'_, T> {}
+
+impl<T> Default for List<'_, T> {
+    fn default() -> Self {
+        List::new(&[])
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for List<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+// SAFETY: a `List` is a shared borrow of a slice: sending or sharing it across threads is
+// as safe as doing so with `&[T]`, which requires `T: Sync`.
+unsafe impl<T: Sync> Send for List<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for List<'_, T> {}
+
+/// Topology levels a node can belong to (`node.rack`, …).
+pub const MAX_LEVELS: usize = 8;
+
+/// Free MIG instances per profile, indexed by the `mig_profile` enum value.
+pub type MigCounts = [f64; 6];
+
+/// A field's value, as the interpreter reads it.
+#[derive(Clone, Copy, Debug)]
+pub enum FieldValue<'r, 'a> {
+    Num(f64),
+    Bool(bool),
+    Sym(Sym),
+    Enum(u8),
+    Queue(u32),
+    OptNum(Opt<f64>),
+    OptEnum(Opt<u8>),
+    OptQueue(Opt<u32>),
+    Resources(&'r Resources),
+    Cards(&'a [CardRec]),
+    Shapes(&'a [ShapeRec]),
+    Syms(&'a [Sym]),
+    Labels(&'a [Sym]),
+    Mig(&'r MigCounts),
+}
+
+/// How JIT code loads a field: the value at `offset`, in this representation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repr {
+    F64,
+    Bool,
+    Sym,
+    U8,
+    U32,
+    /// `Opt<T>`: the value at `offset`, the presence flag at `offset + present`.
+    Opt {
+        value: &'static Repr,
+        present: usize,
+    },
+    Resources,
+    List,
+    Mig,
+}
+
+macro_rules! kind {
+    (ty num) => { f64 };
+    (ty boolean) => { bool };
+    (ty string) => { Sym };
+    (ty enumeration) => { u8 };
+    (ty queue) => { u32 };
+    (ty opt_num) => { Opt<f64> };
+    (ty opt_enum) => { Opt<u8> };
+    (ty opt_queue) => { Opt<u32> };
+    (ty resources) => { Resources };
+    (ty cards) => { List<'a, CardRec> };
+    (ty shapes) => { List<'a, ShapeRec> };
+    (ty strings) => { List<'a, Sym> };
+    (ty labels) => { List<'a, Sym> };
+    (ty mig) => { MigCounts };
+
+    (field num $d:ident) => { FieldTy::Num(Dim::$d) };
+    (field opt_num $d:ident) => { FieldTy::Num(Dim::$d) };
+    (field boolean) => { FieldTy::Bool };
+    (field string) => { FieldTy::Str };
+    (field enumeration $e:ident) => { FieldTy::Enum(EnumKind::$e) };
+    (field opt_enum $e:ident) => { FieldTy::Enum(EnumKind::$e) };
+    (field queue) => { FieldTy::Record(Record::Queue) };
+    (field opt_queue) => { FieldTy::Record(Record::Queue) };
+    (field resources) => { FieldTy::Record(Record::Resources) };
+    (field cards) => { FieldTy::List(Record::Card) };
+    (field shapes) => { FieldTy::List(Record::Shape) };
+    (field strings) => { FieldTy::StrList };
+    (field labels) => { FieldTy::Labels };
+    (field mig) => { FieldTy::MigCounts };
+
+    (optional opt_num) => { true };
+    (optional opt_enum) => { true };
+    (optional opt_queue) => { true };
+    (optional $k:ident) => { false };
+
+    (repr num) => { Repr::F64 };
+    (repr boolean) => { Repr::Bool };
+    (repr string) => { Repr::Sym };
+    (repr enumeration) => { Repr::U8 };
+    (repr queue) => { Repr::U32 };
+    (repr opt_num) => { Repr::Opt { value: &Repr::F64, present: offset_of!(Opt<f64>, present) } };
+    (repr opt_enum) => { Repr::Opt { value: &Repr::U8, present: offset_of!(Opt<u8>, present) } };
+    (repr opt_queue) => { Repr::Opt { value: &Repr::U32, present: offset_of!(Opt<u32>, present) } };
+    (repr resources) => { Repr::Resources };
+    (repr cards) => { Repr::List };
+    (repr shapes) => { Repr::List };
+    (repr strings) => { Repr::List };
+    (repr labels) => { Repr::List };
+    (repr mig) => { Repr::Mig };
+
+    (value num $v:expr) => { FieldValue::Num(*$v) };
+    (value boolean $v:expr) => { FieldValue::Bool(*$v) };
+    (value string $v:expr) => { FieldValue::Sym(*$v) };
+    (value enumeration $v:expr) => { FieldValue::Enum(*$v) };
+    (value queue $v:expr) => { FieldValue::Queue(*$v) };
+    (value opt_num $v:expr) => { FieldValue::OptNum(*$v) };
+    (value opt_enum $v:expr) => { FieldValue::OptEnum(*$v) };
+    (value opt_queue $v:expr) => { FieldValue::OptQueue(*$v) };
+    (value resources $v:expr) => { FieldValue::Resources($v) };
+    (value cards $v:expr) => { FieldValue::Cards($v.as_slice()) };
+    (value shapes $v:expr) => { FieldValue::Shapes($v.as_slice()) };
+    (value strings $v:expr) => { FieldValue::Syms($v.as_slice()) };
+    (value labels $v:expr) => { FieldValue::Labels($v.as_slice()) };
+    (value mig $v:expr) => { FieldValue::Mig($v) };
+}
+
+macro_rules! records {
+    ($(
+        $(#[$meta:meta])*
+        $table:ident: $Struct:ident $(<$lt:lifetime>)? {
+            $( $field:ident: $kind:ident $(($arg:ident))?, $storage:ident, $doc:literal; )*
+            $( @$raw:ident: $rty:ty, $rdoc:literal; )*
+        }
+    )*) => {
+        $(
+            $(#[$meta])*
+            #[repr(C)]
+            #[derive(Clone, Copy, Debug, Default)]
+            pub struct $Struct $(<$lt>)? {
+                $( #[doc = $doc] pub $field: kind!(ty $kind), )*
+                $( #[doc = $rdoc] pub $raw: $rty, )*
+            }
+
+            static $table: &[Field] = &[
+                $( Field {
+                    name: stringify!($field),
+                    ty: kind!(field $kind $($arg)?),
+                    optional: kind!(optional $kind),
+                    storage: Storage::$storage,
+                    doc: $doc,
+                    offset: offset_of!($Struct, $field),
+                    repr: kind!(repr $kind),
+                }, )*
+            ];
+
+            impl<'a> $Struct $(<$lt>)? {
+                /// The value of the field with this index in the schema table.
+                pub fn field<'r>(&'r self, index: u16) -> Option<FieldValue<'r, 'a>> {
+                    let names: &[&str] = &[$(stringify!($field)),*];
+                    Some(match *names.get(usize::from(index))? {
+                        $( stringify!($field) => kind!(value $kind &self.$field), )*
+                        _ => return None,
+                    })
+                }
+            }
+        )*
+    };
+}
+
+records! {
+    /// A job waiting to be placed, or a running one in preemption rules.
+    JOB: JobRec<'a> {
+        id: string, Static, "Unique job id.";
+        name: string, Static, "The job's name.";
+        user: string, Static, "The submitting user.";
+        queue: queue, Static, "The leaf queue the job was submitted to.";
+        priority: num(NONE), Static, "Numeric priority (from its priority class unless set).";
+        priority_class: string, Static, "Name of the job's priority class.";
+        whole_cards: num(GPU), Static, "Whole cards per replica (0 for fractional or MIG jobs).";
+        gpu_fraction: num(GPU), Static, "Fraction of one card per replica (0 unless fractional).";
+        mig_profile: opt_enum(MigProfile), Static, "The MIG profile requested per replica, if any.";
+        replicas: num(NONE), Static, "Replicas of a gang (1 for a single-node job).";
+        min_replicas: num(NONE), Static, "Fewest replicas the job can start with (elastic gangs).";
+        total_gpus: num(GPU), Derived, "GPUs over all replicas (a MIG profile counts slices/7).";
+        gpu_mem: num(BYTES), Static, "GPU memory needed per replica on its card(s).";
+        allowed_models: strings, Static, "GPU models the job may run on (empty: any).";
+        cpu: num(CPU), Static, "CPU cores per replica.";
+        mem: num(BYTES), Static, "Host memory per replica.";
+        bursty: boolean, Static, "The job's GPU use comes in bursts (a poor fit for hard MIG slices).";
+        latency_critical: boolean, Static, "Serving work that must not be time-sliced.";
+        preemptible: boolean, Static, "Whether the job may be evicted at all.";
+        submitted: num(TIME), Static, "Submission time (seconds on the cluster clock).";
+        waiting: num(TIME), Cycle, "Time since submission, or since requeue after an eviction.";
+        runtime: num(TIME), Cycle, "Time since the job started (0 while pending).";
+        since_checkpoint: num(TIME), Cycle, "Work that an eviction now would lose.";
+        expected_duration: opt_num(TIME), Static, "The user's runtime estimate, if given.";
+        utilization: num(NONE), Static, "Fraction of its allocation the job really uses (default 1.0).";
+        evictions: num(NONE), Cycle, "How many times the job has been evicted.";
+        labels: labels, Static, "The job's labels: `job.labels[\"team\"]`.";
+    }
+
+    /// A node being considered for a job.
+    NODE: NodeRec<'a> {
+        name: string, Static, "The node's name.";
+        labels: labels, Static, "The node's labels: `node.labels[\"nvidia.com/gpu.product\"]`.";
+        gpu_model: string, Static, "GPU model, e.g. \"h100\".";
+        cards: num(GPU), Static, "GPUs on the node.";
+        free_cards: num(GPU), Cycle, "Wholly free cards.";
+        free_gpu: num(GPU), Cycle, "Free GPU capacity including partly used cards.";
+        largest_free_fraction: num(GPU), Cycle, "The largest free fraction on any single card.";
+        free_mig: mig, Cycle, "Free MIG instances per profile: `node.free_mig[1g.10gb]`.";
+        gpu_mem: num(BYTES), Static, "Memory per card.";
+        sharing: enumeration(Sharing), Static, "How the node's cards are shared.";
+        max_clients: num(NONE), Static, "Clients per card under time-slicing or MPS (1 otherwise).";
+        cpu: num(CPU), Static, "CPU cores.";
+        cpu_free: num(CPU), Cycle, "Unallocated CPU cores.";
+        mem: num(BYTES), Static, "Host memory.";
+        mem_free: num(BYTES), Cycle, "Unallocated host memory.";
+        cards_list: cards, Cycle, "The node's cards, for comprehensions.";
+        // Not a schema field: rules reach domains as `node.LEVEL`.
+        @domains: [u32; MAX_LEVELS], "The node's domain at each topology level (an index into the context's domains).";
+    }
+
+    /// One GPU of a node.
+    CARD: CardRec {
+        index: num(NONE), Static, "Position of the card in its node, from 0.";
+        model: string, Static, "GPU model.";
+        mem: num(BYTES), Static, "Card memory.";
+        free_mem: num(BYTES), Cycle, "Unallocated card memory.";
+        free: num(GPU), Cycle, "Unallocated share of the card (1 gpu when idle).";
+        clients: num(NONE), Cycle, "Jobs sharing the card.";
+        max_clients: num(NONE), Static, "Most jobs that may share the card.";
+        free_mig: mig, Cycle, "Free MIG instances per profile on this card.";
+    }
+
+    /// A queue of the quota tree with its live accounting.
+    QUEUE: QueueRec {
+        name: string, Static, "The queue's name.";
+        parent: opt_queue, Static, "The parent queue (absent at the root).";
+        depth: num(NONE), Static, "Depth in the tree; the root is 0.";
+        guarantee: resources, Static, "Guaranteed (nominal) quota.";
+        limit: resources, Static, "Maximum allocation (infinite when unset).";
+        borrow_limit: resources, Static, "Most it may borrow above its guarantee.";
+        lend_limit: resources, Static, "Most of its unused guarantee others may borrow.";
+        weight: num(NONE), Static, "Fair-share weight (default 1).";
+        allocated: resources, Cycle, "Resources its running jobs hold.";
+        borrowed: resources, Cycle, "max(0, allocated − guarantee) per resource.";
+        usage: num(GPU_TIME), Cycle, "Decayed GPU-time used.";
+        dominant_share: num(NONE), Cycle, "max over resources of allocated / cluster total.";
+        fair_share: num(NONE), Cycle, "Guarantee plus surplus split by weight, as a share of the cluster.";
+        share_after: num(NONE), Cycle, "Dominant share if the job in scope were admitted or the victim evicted.";
+        pending: num(NONE), Cycle, "Jobs waiting in the queue (and its descendants).";
+        running: num(NONE), Cycle, "Jobs running in the queue (and its descendants).";
+    }
+
+    /// A topology domain (a rack, an NVLink domain, …) with aggregate free capacity.
+    DOMAIN: DomainRec {
+        name: string, Static, "The domain's name, e.g. \"rack-12\".";
+        nodes: num(NONE), Static, "Nodes in the domain.";
+        cards: num(GPU), Static, "GPUs in the domain.";
+        free_cards: num(GPU), Cycle, "Wholly free cards in the domain.";
+        free_gpu: num(GPU), Cycle, "Free GPU capacity including partly used cards.";
+        max_free_cards: num(GPU), Cycle, "The most wholly free cards on any one node of the domain.";
+    }
+
+    /// The whole cluster, and the clock.
+    CLUSTER: ClusterRec<'a> {
+        time: num(TIME), Cycle, "The clock: seconds since the start of the run.";
+        nodes: num(NONE), Static, "Nodes in the cluster.";
+        total: resources, Static, "Capacity of the whole cluster.";
+        free: resources, Cycle, "Unallocated capacity.";
+        task_shapes: shapes, Cycle, "Popular request shapes of the workload.";
+    }
+
+    /// A popular request shape of the current workload.
+    SHAPE: ShapeRec {
+        whole_cards: num(GPU), Static, "Whole cards per replica.";
+        gpu_fraction: num(GPU), Static, "Fraction of one card per replica.";
+        mig_profile: opt_enum(MigProfile), Static, "MIG profile, if any.";
+        cpu: num(CPU), Static, "CPU cores per replica.";
+        mem: num(BYTES), Static, "Host memory per replica.";
+        weight: num(NONE), Static, "Share of the workload with this shape; weights sum to 1.";
+    }
+
+    /// An amount of each resource: a quota, an allocation.
+    RESOURCES: Resources {
+        gpu: num(GPU), Static, "GPUs (any model).";
+        cpu: num(CPU), Static, "CPU cores.";
+        mem: num(BYTES), Static, "Memory.";
+    }
+}
+
+/// The schema table of a record kind.
+pub fn table(r: Record) -> &'static [Field] {
+    match r {
+        Record::Job => JOB,
+        Record::Node => NODE,
+        Record::Card => CARD,
+        Record::Queue => QUEUE,
+        Record::Domain => DOMAIN,
+        Record::Cluster => CLUSTER,
+        Record::Shape => SHAPE,
+        Record::Resources => RESOURCES,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_table<T>(r: Record, read: impl Fn(u16) -> Option<String>) {
+        let fields = table(r);
+        for (i, f) in fields.iter().enumerate() {
+            assert!(f.offset < std::mem::size_of::<T>(), "{}.{} offset out of the struct", r.name(), f.name);
+            let i = u16::try_from(i).unwrap_or(u16::MAX);
+            assert!(read(i).is_some(), "{}.{} has no accessor at its index", r.name(), f.name);
+        }
+        assert!(
+            read(u16::try_from(fields.len()).unwrap_or(u16::MAX)).is_none(),
+            "{} has an accessor past its table",
+            r.name()
+        );
+    }
+
+    #[test]
+    fn tables_and_accessors_agree() {
+        let job = JobRec { priority: 7.0, ..JobRec::default() };
+        check_table::<JobRec>(Record::Job, |i| job.field(i).map(|v| format!("{v:?}")));
+        assert!(matches!(job.field(4), Some(FieldValue::Num(p)) if p == 7.0), "field 4 is priority");
+        let node = NodeRec::default();
+        check_table::<NodeRec>(Record::Node, |i| node.field(i).map(|v| format!("{v:?}")));
+        let card = CardRec::default();
+        check_table::<CardRec>(Record::Card, |i| card.field(i).map(|v| format!("{v:?}")));
+        let queue = QueueRec::default();
+        check_table::<QueueRec>(Record::Queue, |i| queue.field(i).map(|v| format!("{v:?}")));
+        let domain = DomainRec::default();
+        check_table::<DomainRec>(Record::Domain, |i| domain.field(i).map(|v| format!("{v:?}")));
+        let cluster = ClusterRec::default();
+        check_table::<ClusterRec>(Record::Cluster, |i| cluster.field(i).map(|v| format!("{v:?}")));
+        let shape = ShapeRec::default();
+        check_table::<ShapeRec>(Record::Shape, |i| shape.field(i).map(|v| format!("{v:?}")));
+        let res = Resources::default();
+        check_table::<Resources>(Record::Resources, |i| res.field(i).map(|v| format!("{v:?}")));
+    }
+
+    #[test]
+    fn lists_round_trip() {
+        let cards = [CardRec { index: 0.0, ..CardRec::default() }, CardRec { index: 1.0, ..CardRec::default() }];
+        let node = NodeRec { cards_list: List::new(&cards), ..NodeRec::default() };
+        assert_eq!(node.cards_list.len(), 2);
+        assert_eq!(node.cards_list.as_slice()[1].index, 1.0);
+        let empty: List<'_, Sym> = List::default();
+        assert!(empty.is_empty() && empty.as_slice().is_empty());
+    }
+
+    #[test]
+    fn offsets_are_the_struct_offsets() {
+        let f = |r: Record, name: &str| r.field(name).map(|(_, f)| f.offset);
+        assert_eq!(f(Record::Job, "priority"), Some(offset_of!(JobRec, priority)));
+        assert_eq!(f(Record::Node, "free_cards"), Some(offset_of!(NodeRec, free_cards)));
+        assert_eq!(f(Record::Queue, "allocated"), Some(offset_of!(QueueRec, allocated)));
+        assert_eq!(f(Record::Resources, "mem"), Some(offset_of!(Resources, mem)));
+    }
+}
