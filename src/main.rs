@@ -23,6 +23,8 @@ enum Command {
     Check(cmd::check::Args),
     /// Format policies canonically.
     Fmt(cmd::fmt::Args),
+    /// Print the IR a policy lowers to (what both engines run).
+    Ir(cmd::ir::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +33,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Check(a) => cmd::check::run(a, color),
         Command::Fmt(a) => cmd::fmt::run(a, color),
+        Command::Ir(a) => cmd::ir::run(a, color),
     };
     ExitCode::from(code)
 }

@@ -6,10 +6,14 @@
 
 pub mod check;
 pub mod diag;
+pub mod engine;
 pub mod fmt;
 pub mod fold;
 pub mod fuzzy;
 pub mod hir;
+pub mod interp;
+pub mod ir;
+pub mod lower;
 pub mod ops;
 pub mod parse;
 pub mod schema;

@@ -33,7 +33,7 @@ pub fn run(args: Args, color: bool) -> u8 {
     if let Some(code) = &args.explain {
         return match Code::parse(code) {
             Some(c) => {
-                println!("{c}: {}\n\n{}", c.title(), c.explanation());
+                super::print(&format!("{c}: {}\n\n{}\n", c.title(), c.explanation()));
                 OK
             }
             None => {
@@ -79,7 +79,7 @@ pub fn run(args: Args, color: bool) -> u8 {
             }
             match args.format {
                 Format::Human => eprint!("{}", render::human(sources, d, color)),
-                Format::Github => println!("{}", render::github(sources, d)),
+                Format::Github => super::print(&format!("{}\n", render::github(sources, d))),
                 Format::Json => json.push(render::json(sources, d)),
             }
         }
@@ -93,7 +93,7 @@ pub fn run(args: Args, color: bool) -> u8 {
                 "warnings": n_warn,
                 "diagnostics": json,
             });
-            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+            super::print(&format!("{}\n", serde_json::to_string_pretty(&out).unwrap_or_default()));
         }
         Format::Human => {
             let files_word = if files.len() == 1 { "file" } else { "files" };

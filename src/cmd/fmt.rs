@@ -52,7 +52,7 @@ pub fn run(args: Args, color: bool) -> u8 {
             continue;
         }
         if args.check {
-            println!("{}", path.display());
+            super::print(&format!("{}\n", path.display()));
             status = FAILED;
         } else if let Err(e) = write_atomically(path, &formatted) {
             eprintln!("error: {}: {e}", path.display());

@@ -1,5 +1,6 @@
 pub mod check;
 pub mod fmt;
+pub mod ir;
 
 use gpol_compiler::diag::Diagnostic;
 use gpol_compiler::source::SourceMap;
@@ -26,6 +27,12 @@ impl ColorChoice {
             ColorChoice::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
         }
     }
+}
+
+/// Writes to standard output; a reader that went away (`| head`) is not an error.
+pub fn print(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// The `.gpol` files named by the arguments: files as given, directories searched

@@ -500,7 +500,22 @@ impl Checker<'_> {
             Ty::Error => error(span),
             Ty::Map(k, v) => {
                 let (k, v) = ((**k).clone(), (**v).clone());
-                self.expect_type(&i, &k, "the key");
+                if !self.expect_type(&i, &k, "the key") {
+                    return error(span);
+                }
+                // Label keys become fixed slots in the records (decision D8), so each must
+                // be known when the policy is compiled; MIG profiles may be computed.
+                if k == Ty::Str {
+                    match crate::fold::Folder::new(&self.finished).eval(&i) {
+                        Some(Value::Str(key)) => {
+                            return expr(H::Index(Box::new(b), Box::new(expr(H::Str(key), Ty::Str, i.span))), v, span);
+                        }
+                        _ => {
+                            self.fold_const(&i, "a label key");
+                            return error(span);
+                        }
+                    }
+                }
                 expr(H::Index(Box::new(b), Box::new(i)), v, span)
             }
             other => {

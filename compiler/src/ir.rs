@@ -1,0 +1,396 @@
+//! The typed IR both engines run: one expression tree per rule, with functions inlined,
+//! constants folded, units erased (numbers are `f64` in base units), optionals and
+//! lists explicit, label lookups turned into fixed slots, and comprehensions as bounded
+//! loops over lists the records provide. [`crate::lower`] builds it from the checked
+//! policy; [`crate::interp`] and the JIT evaluate it.
+
+use crate::hir::Builtin;
+use crate::schema::{Record, Root};
+use crate::syntax::{CompKind, Direction, GangKind, RuleKind, VictimKind};
+use std::fmt;
+
+/// The type of an IR value, as both engines represent it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VTy {
+    F64,
+    Bool,
+    /// An interned string (`0`: absent).
+    Sym,
+    /// An enum value (sharing mode, MIG profile).
+    U8,
+    /// A record: a pointer (job, node, card, shape, cluster, resources) or an index into
+    /// the context's tables (queue, domain).
+    Ref(Record),
+    /// A list of records or of strings (`None`).
+    List(Option<Record>),
+    /// The label slots of a job's or a node's labels.
+    Labels(Record),
+    /// A per-MIG-profile count table.
+    Mig,
+    /// An optional number, enum or queue.
+    Opt(OptOf),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OptOf {
+    F64,
+    U8,
+    Queue,
+}
+
+impl OptOf {
+    pub fn inner(self) -> VTy {
+        match self {
+            OptOf::F64 => VTy::F64,
+            OptOf::U8 => VTy::U8,
+            OptOf::Queue => VTy::Ref(Record::Queue),
+        }
+    }
+}
+
+/// A local variable: a `let`, an inlined parameter or a loop variable.
+pub type Local = u32;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub kind: Kind,
+    pub ty: VTy,
+}
+
+/// Binary operations, resolved by operand type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// IEEE comparisons: false when either side is NaN (except `Ne`, which is true).
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    /// Equality of `Bool`, `Sym`, `U8` or record references.
+    BitEq,
+    BitNe,
+    /// Short-circuit boolean operators.
+    And,
+    Or,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    Num(f64),
+    Bool(bool),
+    /// The policy's string literal with this index (the runtime interns it).
+    Str(u32),
+    Enum(u8),
+    Local(Local),
+    Root(Root),
+    Field {
+        base: Box<Node>,
+        record: Record,
+        field: u16,
+    },
+    /// `node.LEVEL`: the node's domain at a topology level.
+    Domain {
+        node: Box<Node>,
+        level: u8,
+    },
+    /// `queue.attr.NAME`: the policy's value for that queue.
+    Attr {
+        queue: Box<Node>,
+        attr: u16,
+    },
+    /// `labels[key]` for a key with this slot; `Sym(0)` when the label is absent.
+    Label {
+        labels: Box<Node>,
+        slot: u16,
+    },
+    /// `free_mig[profile]`.
+    Mig {
+        counts: Box<Node>,
+        profile: Box<Node>,
+    },
+    Not(Box<Node>),
+    Neg(Box<Node>),
+    Bin(Bin, Box<Node>, Box<Node>),
+    If(Box<Node>, Box<Node>, Box<Node>),
+    Let(Local, Box<Node>, Box<Node>),
+    /// Whether an optional value is present, and its value.
+    IsSome(Box<Node>),
+    Unwrap(Box<Node>),
+    /// Length of a list.
+    Len(Box<Node>),
+    /// A comprehension: a loop binding `var` to each element of `list`.
+    Loop {
+        kind: CompKind,
+        var: Local,
+        list: Box<Node>,
+        body: Box<Node>,
+    },
+    /// Numeric built-ins (not `has`/`len`, which are `IsSome`/`Len`).
+    Call(Builtin, Vec<Node>),
+}
+
+impl Node {
+    pub fn new(kind: Kind, ty: VTy) -> Node {
+        Node { kind, ty }
+    }
+
+    pub fn num(n: f64) -> Node {
+        Node::new(Kind::Num(n), VTy::F64)
+    }
+
+    pub fn boolean(b: bool) -> Node {
+        Node::new(Kind::Bool(b), VTy::Bool)
+    }
+}
+
+/// Comprehensions over lists the records provide cost this many times a plain operation
+/// when ordering filters cheapest first.
+const LOOP_COST: u32 = 16;
+
+impl Node {
+    /// A rough evaluation cost, for running cheap filters first.
+    pub fn cost(&self) -> u32 {
+        let sub = |n: &Node| n.cost();
+        1 + match &self.kind {
+            Kind::Num(_) | Kind::Bool(_) | Kind::Str(_) | Kind::Enum(_) | Kind::Local(_) | Kind::Root(_) => 0,
+            Kind::Field { base, .. } | Kind::Domain { node: base, .. } | Kind::Attr { queue: base, .. } => sub(base),
+            Kind::Label { labels, .. } => sub(labels),
+            Kind::Not(x) | Kind::Neg(x) | Kind::IsSome(x) | Kind::Unwrap(x) | Kind::Len(x) => sub(x),
+            Kind::Mig { counts: a, profile: b } | Kind::Bin(_, a, b) | Kind::Let(_, a, b) => sub(a) + sub(b),
+            Kind::If(a, b, c) => sub(a) + sub(b).max(sub(c)),
+            Kind::Loop { list, body, .. } => sub(list) + LOOP_COST * sub(body),
+            Kind::Call(_, args) => args.iter().map(Node::cost).sum::<u32>() + 4,
+        }
+    }
+}
+
+/// One rule body: the expression and how many locals it uses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Body {
+    pub node: Node,
+    pub locals: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    pub kind: RuleKind,
+    pub name: String,
+    pub reason: Option<String>,
+    pub tier: Option<u8>,
+    pub weight: f64,
+    pub is_static: bool,
+    pub body: Body,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrderKey {
+    pub body: Body,
+    pub dir: Direction,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GangClause {
+    pub kind: GangKind,
+    pub level: u8,
+    pub weight: f64,
+    pub when: Option<Body>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VictimRule {
+    pub kind: VictimKind,
+    pub name: String,
+    pub when: Body,
+    pub cost: Option<Body>,
+}
+
+/// A queue attribute's value for one queue, as the engines read it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AttrValue {
+    Absent,
+    Num(f64),
+    Bool(bool),
+    Str(u32),
+    Enum(u8),
+}
+
+/// The whole policy in IR form.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Program {
+    pub name: String,
+    pub admit: Vec<Rule>,
+    /// Filters in declaration order (explain reports the first that rejects).
+    pub filters: Vec<Rule>,
+    /// Indices into `filters`, cheapest first: the order the fused call evaluates them.
+    pub filter_order: Vec<usize>,
+    pub scores: Vec<Rule>,
+    pub card_scores: Vec<Rule>,
+    pub queue_order: Vec<OrderKey>,
+    pub job_order: Vec<OrderKey>,
+    pub gang: Vec<GangClause>,
+    pub victims: Vec<VictimRule>,
+    /// String literals; `Kind::Str(i)` is `literals[i]`.
+    pub literals: Vec<String>,
+    /// Label keys the policy reads, by slot, for job and node labels.
+    pub job_labels: Vec<String>,
+    pub node_labels: Vec<String>,
+    /// `attrs[queue][attr]`.
+    pub attrs: Vec<Vec<AttrValue>>,
+    pub levels: Vec<String>,
+}
+
+impl Program {
+    /// Every rule body, with a name for reports.
+    pub fn bodies(&self) -> Vec<(String, &Body)> {
+        let mut out = Vec::new();
+        for r in self.admit.iter().chain(&self.filters).chain(&self.scores).chain(&self.card_scores) {
+            out.push((format!("{} {}", r.kind.keyword(), r.name), &r.body));
+        }
+        for (i, k) in self.queue_order.iter().enumerate() {
+            out.push((format!("queue_order key {}", i + 1), &k.body));
+        }
+        for (i, k) in self.job_order.iter().enumerate() {
+            out.push((format!("job_order key {}", i + 1), &k.body));
+        }
+        for (i, g) in self.gang.iter().enumerate() {
+            if let Some(w) = &g.when {
+                out.push((format!("gang clause {} when", i + 1), w));
+            }
+        }
+        for v in &self.victims {
+            out.push((format!("{} when", v.name), &v.when));
+            if let Some(c) = &v.cost {
+                out.push((format!("{} cost", v.name), c));
+            }
+        }
+        out
+    }
+}
+
+// ---------------------------------------------------------------- dump
+
+impl fmt::Display for VTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VTy::F64 => f.write_str("f64"),
+            VTy::Bool => f.write_str("bool"),
+            VTy::Sym => f.write_str("sym"),
+            VTy::U8 => f.write_str("u8"),
+            VTy::Ref(r) => write!(f, "&{}", r.name()),
+            VTy::List(Some(r)) => write!(f, "[{}]", r.name()),
+            VTy::List(None) => f.write_str("[sym]"),
+            VTy::Labels(r) => write!(f, "labels of {}", r.name()),
+            VTy::Mig => f.write_str("mig"),
+            VTy::Opt(o) => write!(f, "{}?", o.inner()),
+        }
+    }
+}
+
+impl Bin {
+    fn symbol(self) -> &'static str {
+        match self {
+            Bin::Add => "+",
+            Bin::Sub => "-",
+            Bin::Mul => "*",
+            Bin::Div => "/",
+            Bin::Lt => "<",
+            Bin::Le => "<=",
+            Bin::Gt => ">",
+            Bin::Ge => ">=",
+            Bin::Eq => "==",
+            Bin::Ne => "!=",
+            Bin::BitEq => "===",
+            Bin::BitNe => "!==",
+            Bin::And => "&&",
+            Bin::Or => "||",
+        }
+    }
+}
+
+/// An expression as an S-expression: on one line when short, else one child a line.
+pub fn dump(p: &Program, n: &Node, indent: usize, out: &mut String) {
+    let text = sexpr(p, n, indent);
+    out.push_str(&"  ".repeat(indent));
+    out.push_str(&text);
+    out.push('\n');
+}
+
+const DUMP_WIDTH: usize = 90;
+
+fn sexpr(p: &Program, n: &Node, indent: usize) -> String {
+    let leaf = |s: String| s;
+    let (head, children): (String, Vec<&Node>) = match &n.kind {
+        Kind::Num(x) => return leaf(format!("{x:?}")),
+        Kind::Bool(b) => return leaf(b.to_string()),
+        Kind::Str(i) => return leaf(format!("{:?}", p.literals.get(*i as usize).map_or("?", String::as_str))),
+        Kind::Enum(v) => return leaf(format!("#{v}")),
+        Kind::Local(l) => return leaf(format!("${l}")),
+        Kind::Root(r) => return leaf(r.name().to_string()),
+        Kind::Field { base, record, field } => {
+            let name = record.fields().get(usize::from(*field)).map_or("?", |f| f.name);
+            let inner = sexpr(p, base, indent);
+            if !inner.contains(['(', '\n']) {
+                return format!("{inner}.{name}");
+            }
+            (format!(".{name}"), vec![&**base])
+        }
+        Kind::Domain { node, level } => {
+            let name = p.levels.get(usize::from(*level)).map_or("?", String::as_str);
+            let inner = sexpr(p, node, indent);
+            if !inner.contains(['(', '\n']) {
+                return format!("{inner}.{name}");
+            }
+            (format!(".{name}"), vec![&**node])
+        }
+        Kind::Attr { queue, attr } => (format!("attr#{attr}"), vec![&**queue]),
+        Kind::Label { labels, slot } => (format!("label#{slot}"), vec![&**labels]),
+        Kind::Mig { counts, profile } => ("mig".into(), vec![&**counts, &**profile]),
+        Kind::Not(x) => ("not".into(), vec![&**x]),
+        Kind::Neg(x) => ("neg".into(), vec![&**x]),
+        Kind::Bin(op, a, b) => (op.symbol().into(), vec![&**a, &**b]),
+        Kind::If(c, t, e) => ("if".into(), vec![&**c, &**t, &**e]),
+        Kind::Let(l, v, b) => (format!("let ${l}"), vec![&**v, &**b]),
+        Kind::IsSome(x) => ("is_some".into(), vec![&**x]),
+        Kind::Unwrap(x) => ("unwrap".into(), vec![&**x]),
+        Kind::Len(x) => ("len".into(), vec![&**x]),
+        Kind::Loop { kind, var, list, body } => (format!("{} ${var} in", kind.keyword()), vec![&**list, &**body]),
+        Kind::Call(b, args) => (b.name().into(), args.iter().collect()),
+    };
+    let parts: Vec<String> = children.iter().map(|c| sexpr(p, c, indent + 1)).collect();
+    let one = format!("({head} {})", parts.join(" "));
+    if one.len() + indent * 2 <= DUMP_WIDTH && !one.contains('\n') {
+        return one;
+    }
+    let pad = "  ".repeat(indent + 1);
+    let mut s = format!("({head}");
+    for part in parts {
+        s.push('\n');
+        s.push_str(&pad);
+        s.push_str(&part);
+    }
+    s.push(')');
+    s
+}
+
+impl fmt::Display for Program {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "program {}", self.name)?;
+        if !self.literals.is_empty() {
+            writeln!(f, "literals {:?}", self.literals)?;
+        }
+        if !self.job_labels.is_empty() || !self.node_labels.is_empty() {
+            writeln!(f, "label slots: job {:?}, node {:?}", self.job_labels, self.node_labels)?;
+        }
+        for (name, body) in self.bodies() {
+            let mut s = String::new();
+            dump(self, &body.node, 1, &mut s);
+            writeln!(f, "\n{name}:\n{s}",)?;
+        }
+        Ok(())
+    }
+}
