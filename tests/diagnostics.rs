@@ -43,7 +43,10 @@ fn every_code_is_exercised() {
             seen.extend(report(&path).1);
         }
     }
-    let missing: Vec<&str> = Code::ALL.iter().filter(|c| !seen.contains(c)).map(|c| c.as_str()).collect();
+    // E0040 reports a bug in the code generator; no policy can provoke it on purpose.
+    let internal = [Code::Backend];
+    let missing: Vec<&str> =
+        Code::ALL.iter().filter(|c| !seen.contains(c) && !internal.contains(c)).map(|c| c.as_str()).collect();
     assert!(missing.is_empty(), "no file in tests/diagnostics/ exercises {missing:?}");
 }
 

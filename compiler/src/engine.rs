@@ -15,7 +15,8 @@ pub const MAX_TIERS: usize = 4;
 /// "No filter rejected this node."
 pub const NONE: u16 = u16::MAX;
 
-/// The verdict on one node for one job.
+/// The verdict on one node for one job. `#[repr(C)]`: the JIT writes it by offset.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct NodeResult {
     pub feasible: bool,
@@ -87,14 +88,22 @@ pub fn compile(policy: hir::Policy, kind: EngineKind) -> Result<CompiledPolicy, 
     let program = Arc::new(lower::lower(&policy));
     let engine: Arc<dyn Engine> = match kind {
         EngineKind::Interp => Arc::new(InterpEngine { program: Arc::clone(&program) }),
-        EngineKind::Jit => Arc::new(InterpEngine { program: Arc::clone(&program) }),
+        EngineKind::Jit => Arc::new(crate::jit::compile(Arc::clone(&program)).map_err(|e| {
+            crate::diag::Diagnostic::new(
+                crate::diag::Code::Backend,
+                crate::source::Span::default(),
+                "code generation failed",
+            )
+            .label(e)
+            .help("this is a bug in gpolc; `--engine interp` runs the policy without native code")
+        })?),
     };
     Ok(CompiledPolicy { policy: Arc::new(policy), program, engine })
 }
 
 /// Clamps a score to [0, 1] (D4): NaN becomes 0; either counts as a fault.
 pub fn clamp_score(x: f64) -> (f64, u32) {
-        if x.is_nan() || x < 0.0 {
+    if x.is_nan() || x < 0.0 {
         (0.0, 1)
     } else if x > 1.0 {
         (1.0, 1)

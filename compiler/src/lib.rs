@@ -13,6 +13,7 @@ pub mod fuzzy;
 pub mod hir;
 pub mod interp;
 pub mod ir;
+pub mod jit;
 pub mod lower;
 pub mod ops;
 pub mod parse;

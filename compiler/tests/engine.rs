@@ -55,62 +55,70 @@ fn node(cards: f64, free: f64, sharing_mode: &str) -> NodeRec<'static> {
     NodeRec { cards, free_cards: free, free_gpu: free, sharing: sharing(sharing_mode), ..NodeRec::default() }
 }
 
+const ENGINES: [EngineKind; 2] = [EngineKind::Interp, EngineKind::Jit];
+
 #[test]
 fn binpack_scores_busy_nodes_higher() {
-    let p = compiled("policies/fair_share.gpol", EngineKind::Interp);
-    let w = World::new(&p);
-    let job = JobRec { whole_cards: 1.0, ..JobRec::default() };
-    let nodes = [node(8.0, 6.0, "exclusive"), node(8.0, 2.0, "exclusive"), node(0.0, 0.0, "exclusive")];
-    let mut out = [NodeResult::default(); 3];
-    p.engine().filter_score(&w.ctx(&p), &job, &nodes, &mut out);
-    assert!(out.iter().all(|r| r.feasible && r.rejected_by == NONE));
-    assert_eq!(out[0].score, 0.25, "1 - 6/8");
-    assert_eq!(out[1].score, 0.75, "1 - 2/8");
-    assert_eq!(out[2].score, 0.0, "a node without cards scores 0");
+    for kind in ENGINES {
+        let p = compiled("policies/fair_share.gpol", kind);
+        let w = World::new(&p);
+        let job = JobRec { whole_cards: 1.0, ..JobRec::default() };
+        let nodes = [node(8.0, 6.0, "exclusive"), node(8.0, 2.0, "exclusive"), node(0.0, 0.0, "exclusive")];
+        let mut out = [NodeResult::default(); 3];
+        p.engine().filter_score(&w.ctx(&p), &job, &nodes, &mut out);
+        assert!(out.iter().all(|r| r.feasible && r.rejected_by == NONE));
+        assert_eq!(out[0].score, 0.25, "1 - 6/8");
+        assert_eq!(out[1].score, 0.75, "1 - 2/8");
+        assert_eq!(out[2].score, 0.0, "a node without cards scores 0");
+    }
 }
 
 #[test]
 fn sharing_filters_reject_with_the_right_rule() {
-    let p = compiled("policies/gpu_sharing.gpol", EngineKind::Interp);
-    let w = World::new(&p);
-    let filters = &p.program.filters;
-    let index = |name: &str| filters.iter().position(|r| r.name == name).unwrap_or(usize::MAX) as u16;
-    let whole = JobRec { whole_cards: 2.0, total_gpus: 2.0, ..JobRec::default() };
-    let nodes = [node(8.0, 8.0, "exclusive"), node(1.0, 1.0, "mig")];
-    let mut out = [NodeResult::default(); 2];
-    p.engine().filter_score(&w.ctx(&p), &whole, &nodes, &mut out);
-    assert!(out[0].feasible);
-    assert!(!out[1].feasible);
-    let rejected = out[1].rejected_by;
-    assert!(
-        rejected == index("whole_cards_not_partitioned") || rejected == index("mig_nodes_for_mig_jobs"),
-        "rejected by {}",
-        filters.get(usize::from(rejected)).map_or("?", |r| r.name.as_str())
-    );
-    // A MIG job needs a free instance of its profile.
-    let profile = EnumKind::MigProfile.variant("1g.10gb").unwrap_or(0);
-    let mig_job = JobRec { mig_profile: Opt::some(profile), ..JobRec::default() };
-    let mut with_slice = node(1.0, 0.0, "mig");
-    with_slice.free_mig[usize::from(profile)] = 1.0;
-    let nodes = [with_slice, node(1.0, 0.0, "mig")];
-    p.engine().filter_score(&w.ctx(&p), &mig_job, &nodes, &mut out);
-    assert!(out[0].feasible);
-    assert_eq!(out[1].rejected_by, index("mig_profile_free"));
+    for kind in ENGINES {
+        let p = compiled("policies/gpu_sharing.gpol", kind);
+        let w = World::new(&p);
+        let filters = &p.program.filters;
+        let index = |name: &str| filters.iter().position(|r| r.name == name).unwrap_or(usize::MAX) as u16;
+        let whole = JobRec { whole_cards: 2.0, total_gpus: 2.0, ..JobRec::default() };
+        let nodes = [node(8.0, 8.0, "exclusive"), node(1.0, 1.0, "mig")];
+        let mut out = [NodeResult::default(); 2];
+        p.engine().filter_score(&w.ctx(&p), &whole, &nodes, &mut out);
+        assert!(out[0].feasible);
+        assert!(!out[1].feasible);
+        let rejected = out[1].rejected_by;
+        assert!(
+            rejected == index("whole_cards_not_partitioned") || rejected == index("mig_nodes_for_mig_jobs"),
+            "rejected by {}",
+            filters.get(usize::from(rejected)).map_or("?", |r| r.name.as_str())
+        );
+        // A MIG job needs a free instance of its profile.
+        let profile = EnumKind::MigProfile.variant("1g.10gb").unwrap_or(0);
+        let mig_job = JobRec { mig_profile: Opt::some(profile), ..JobRec::default() };
+        let mut with_slice = node(1.0, 0.0, "mig");
+        with_slice.free_mig[usize::from(profile)] = 1.0;
+        let nodes = [with_slice, node(1.0, 0.0, "mig")];
+        p.engine().filter_score(&w.ctx(&p), &mig_job, &nodes, &mut out);
+        assert!(out[0].feasible);
+        assert_eq!(out[1].rejected_by, index("mig_profile_free"));
+    }
 }
 
 #[test]
 fn admit_and_order_keys() {
-    let p = compiled("policies/gpu_sharing.gpol", EngineKind::Interp);
-    let w = World::new(&p);
-    let profile = EnumKind::MigProfile.variant("1g.10gb").unwrap_or(0);
-    let bursty_mig = JobRec { bursty: true, mig_profile: Opt::some(profile), ..JobRec::default() };
-    assert_eq!(p.engine().admit(&w.ctx(&p), &bursty_mig), Some(0));
-    assert_eq!(p.engine().admit(&w.ctx(&p), &JobRec::default()), None);
+    for kind in ENGINES {
+        let p = compiled("policies/gpu_sharing.gpol", kind);
+        let w = World::new(&p);
+        let profile = EnumKind::MigProfile.variant("1g.10gb").unwrap_or(0);
+        let bursty_mig = JobRec { bursty: true, mig_profile: Opt::some(profile), ..JobRec::default() };
+        assert_eq!(p.engine().admit(&w.ctx(&p), &bursty_mig), Some(0));
+        assert_eq!(p.engine().admit(&w.ctx(&p), &JobRec::default()), None);
 
-    let p = compiled("policies/fair_share.gpol", EngineKind::Interp);
-    let w = World::new(&p);
-    let job = JobRec { priority: 5.0, waiting: 7200.0, submitted: 42.0, ..JobRec::default() };
-    let mut keys = [0.0; 2];
-    p.engine().job_keys(&w.ctx(&p), &job, &mut keys);
-    assert_eq!(keys, [7.0, 42.0], "priority + min(waiting / 1h, 10), then submission time");
+        let p = compiled("policies/fair_share.gpol", kind);
+        let w = World::new(&p);
+        let job = JobRec { priority: 5.0, waiting: 7200.0, submitted: 42.0, ..JobRec::default() };
+        let mut keys = [0.0; 2];
+        p.engine().job_keys(&w.ctx(&p), &job, &mut keys);
+        assert_eq!(keys, [7.0, 42.0], "priority + min(waiting / 1h, 10), then submission time");
+    }
 }

@@ -275,6 +275,11 @@ sum.";
 imported by policies, which own the queue tree, the rules and the tests. Move queues,
 rules, settings and tests into a `policy` file that `use`s the module.";
 
+        Backend = "E0040", "code generation failed",
+"gpolc could not generate native code for a policy that checked clean. This is a bug in
+gpolc, not in the policy: please report it with the policy. The interpreter
+(`--engine interp`) runs the same policy without native code.";
+
     UnusedLet = "W0001", "unused let binding",
 "A `let` binding is never read. Remove it, or prefix its name with `_` to keep it.";
 

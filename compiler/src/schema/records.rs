@@ -67,6 +67,10 @@ impl<'a, T> List<'a, T> {
     }
 }
 
+/// Where a `List`'s pointer and length are, for code that reads it by offset.
+pub const LIST_PTR: usize = offset_of!(List<'static, u8>, ptr);
+pub const LIST_LEN: usize = offset_of!(List<'static, u8>, len);
+
 impl<T> Clone for List<'_, T> {
     fn clone(&self) -> Self {
         *self
