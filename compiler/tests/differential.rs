@@ -82,7 +82,7 @@ impl Gen<'_> {
     }
 
     /// An expression for a record of this kind, if one can be reached.
-    fn record(&mut self, record: Record, d: u32) -> Option<Node> {
+    fn record(&mut self, record: Record) -> Option<Node> {
         if let Some(l) = self.local_of(VTy::Ref(record))
             && self.pick(2) == 0
         {
@@ -95,11 +95,11 @@ impl Gen<'_> {
                 {
                     return Some(r);
                 }
-                let job = self.record(Record::Job, d)?;
+                let job = self.record(Record::Job)?;
                 Some(self.field(job, Record::Job, "queue"))
             }
             Record::Domain => {
-                let node = self.record(Record::Node, d)?;
+                let node = self.record(Record::Node)?;
                 let level = self.pick(3) as u8;
                 Some(n(Kind::Domain { node: b(node), level }, VTy::Ref(Record::Domain)))
             }
@@ -108,7 +108,7 @@ impl Gen<'_> {
                     0 => (Record::Cluster, &["total", "free"]),
                     _ => (Record::Queue, &["guarantee", "limit", "allocated", "borrowed"]),
                 };
-                let base = self.record(owner, d)?;
+                let base = self.record(owner)?;
                 let name = names[self.pick(names.len())];
                 Some(self.field(base, owner, name))
             }
@@ -123,7 +123,7 @@ impl Gen<'_> {
     }
 
     /// A field of some record of the wanted type.
-    fn some_field(&mut self, want: VTy, d: u32) -> Option<Node> {
+    fn some_field(&mut self, want: VTy) -> Option<Node> {
         let mut options = Vec::new();
         for r in [
             Record::Job,
@@ -143,7 +143,7 @@ impl Gen<'_> {
         }
         for _ in 0..4 {
             let (r, name) = options[self.pick(options.len())];
-            if let Some(base) = self.record(r, d) {
+            if let Some(base) = self.record(r) {
                 return Some(self.field(base, r, name));
             }
         }
@@ -162,25 +162,25 @@ impl Gen<'_> {
         n(Kind::Let(l, b(value), b(body)), body_ty)
     }
 
-    fn list(&mut self, d: u32) -> Option<(Node, VTy)> {
+    fn list(&mut self) -> Option<(Node, VTy)> {
         match self.pick(3) {
             0 => {
-                let node = self.record(Record::Node, d)?;
+                let node = self.record(Record::Node)?;
                 Some((self.field(node, Record::Node, "cards_list"), VTy::Ref(Record::Card)))
             }
             1 => {
-                let c = self.record(Record::Cluster, d)?;
+                let c = self.record(Record::Cluster)?;
                 Some((self.field(c, Record::Cluster, "task_shapes"), VTy::Ref(Record::Shape)))
             }
             _ => {
-                let job = self.record(Record::Job, d)?;
+                let job = self.record(Record::Job)?;
                 Some((self.field(job, Record::Job, "allowed_models"), VTy::Sym))
             }
         }
     }
 
     fn comprehension(&mut self, kind: CompKind, d: u32) -> Option<Node> {
-        let (list, elem) = self.list(d)?;
+        let (list, elem) = self.list()?;
         let var = self.next_local;
         self.next_local += 1;
         self.locals.push((var, elem));
@@ -192,12 +192,12 @@ impl Gen<'_> {
         Some(n(Kind::Loop { kind, var, list: b(list), body: b(body) }, ty))
     }
 
-    fn optional(&mut self, d: u32) -> Option<(Node, OptOf)> {
+    fn optional(&mut self) -> Option<(Node, OptOf)> {
         Some(match self.pick(4) {
-            0 => (self.record(Record::Job, d).map(|j| self.field(j, Record::Job, "expected_duration"))?, OptOf::F64),
-            1 => (self.record(Record::Job, d).map(|j| self.field(j, Record::Job, "mig_profile"))?, OptOf::U8),
-            2 => (self.record(Record::Shape, d).map(|s| self.field(s, Record::Shape, "mig_profile"))?, OptOf::U8),
-            _ => (self.record(Record::Queue, d).map(|q| self.field(q, Record::Queue, "parent"))?, OptOf::Queue),
+            0 => (self.record(Record::Job).map(|j| self.field(j, Record::Job, "expected_duration"))?, OptOf::F64),
+            1 => (self.record(Record::Job).map(|j| self.field(j, Record::Job, "mig_profile"))?, OptOf::U8),
+            2 => (self.record(Record::Shape).map(|s| self.field(s, Record::Shape, "mig_profile"))?, OptOf::U8),
+            _ => (self.record(Record::Queue).map(|q| self.field(q, Record::Queue, "parent"))?, OptOf::Queue),
         })
     }
 
@@ -221,7 +221,7 @@ impl Gen<'_> {
             VTy::U8 => n(Kind::Enum(self.pick(7) as u8), VTy::U8),
             VTy::Ref(Record::Queue) => self
                 .root_of(Record::Queue)
-                .or_else(|| self.record(Record::Job, 0).map(|j| self.field(j, Record::Job, "queue")))
+                .or_else(|| self.record(Record::Job).map(|j| self.field(j, Record::Job, "queue")))
                 .unwrap_or_else(|| Node::num(0.0)),
             _ => Node::num(0.0),
         }
@@ -236,7 +236,7 @@ impl Gen<'_> {
             VTy::Bool => self.boolean(d),
             VTy::Sym => self.sym(d),
             VTy::U8 => self.enumeration(d),
-            VTy::Ref(Record::Queue) => self.record(Record::Queue, d),
+            VTy::Ref(Record::Queue) => self.record(Record::Queue),
             _ => None,
         };
         match got {
@@ -248,7 +248,7 @@ impl Gen<'_> {
     fn f64(&mut self, d: u32) -> Option<Node> {
         Some(match self.pick(16) {
             0 => return Some(self.leaf(VTy::F64)),
-            1 | 2 => return self.some_field(VTy::F64, d),
+            1 | 2 => return self.some_field(VTy::F64),
             3 => return self.local_of(VTy::F64),
             4 => n(Kind::Neg(b(self.expr(VTy::F64, d - 1))), VTy::F64),
             5 | 6 => {
@@ -297,24 +297,24 @@ impl Gen<'_> {
             }
             11 => {
                 let owner = [Record::Node, Record::Card][self.pick(2)];
-                let base = self.record(owner, d)?;
+                let base = self.record(owner)?;
                 let counts = self.field(base, owner, "free_mig");
                 let profile = self.expr(VTy::U8, d - 1);
                 n(Kind::Mig { counts: b(counts), profile: b(profile) }, VTy::F64)
             }
             12 => {
-                let (list, _) = self.list(d)?;
+                let (list, _) = self.list()?;
                 n(Kind::Len(b(list)), VTy::F64)
             }
             13 => {
-                let (opt, of) = self.optional(d)?;
+                let (opt, of) = self.optional()?;
                 if of != OptOf::F64 {
                     return None;
                 }
                 self.default(opt, of, d)
             }
             _ => {
-                let q = self.record(Record::Queue, d)?;
+                let q = self.record(Record::Queue)?;
                 n(Kind::Attr { queue: b(q), attr: ATTR_NUM }, VTy::F64)
             }
         })
@@ -323,7 +323,7 @@ impl Gen<'_> {
     fn boolean(&mut self, d: u32) -> Option<Node> {
         Some(match self.pick(15) {
             0 => return Some(self.leaf(VTy::Bool)),
-            1 => return self.some_field(VTy::Bool, d),
+            1 => return self.some_field(VTy::Bool),
             2 => return self.local_of(VTy::Bool),
             3 => n(Kind::Not(b(self.expr(VTy::Bool, d - 1))), VTy::Bool),
             4 | 5 => {
@@ -353,7 +353,7 @@ impl Gen<'_> {
                 return self.comprehension(kind, d);
             }
             11 => {
-                let (opt, _) = self.optional(d)?;
+                let (opt, _) = self.optional()?;
                 n(Kind::IsSome(b(opt)), VTy::Bool)
             }
             12 => {
@@ -361,7 +361,7 @@ impl Gen<'_> {
                 n(Kind::IsSome(b(s)), VTy::Bool)
             }
             13 => {
-                let q = self.record(Record::Queue, d)?;
+                let q = self.record(Record::Queue)?;
                 n(Kind::Attr { queue: b(q), attr: ATTR_BOOL }, VTy::Bool)
             }
             _ => self.let_in(d, VTy::Bool),
@@ -371,16 +371,16 @@ impl Gen<'_> {
     fn sym(&mut self, d: u32) -> Option<Node> {
         Some(match self.pick(5) {
             0 => return Some(self.leaf(VTy::Sym)),
-            1 => return self.some_field(VTy::Sym, d),
+            1 => return self.some_field(VTy::Sym),
             2 => return self.local_of(VTy::Sym),
             3 => {
                 let owner = [Record::Job, Record::Node][self.pick(2)];
-                let base = self.record(owner, d)?;
+                let base = self.record(owner)?;
                 let labels = self.field(base, owner, "labels");
                 n(Kind::Label { labels: b(labels), slot: self.pick(4) as u16 }, VTy::Sym)
             }
             _ => {
-                let q = self.record(Record::Queue, d)?;
+                let q = self.record(Record::Queue)?;
                 n(Kind::Attr { queue: b(q), attr: ATTR_STR }, VTy::Sym)
             }
         })
@@ -389,10 +389,10 @@ impl Gen<'_> {
     fn enumeration(&mut self, d: u32) -> Option<Node> {
         Some(match self.pick(4) {
             0 => return Some(self.leaf(VTy::U8)),
-            1 => return self.some_field(VTy::U8, d),
+            1 => return self.some_field(VTy::U8),
             2 => return self.local_of(VTy::U8),
             _ => {
-                let (opt, of) = self.optional(d)?;
+                let (opt, of) = self.optional()?;
                 if of != OptOf::U8 {
                     return None;
                 }
