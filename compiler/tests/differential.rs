@@ -234,7 +234,7 @@ impl Gen<'_> {
         let got = match ty {
             VTy::F64 => self.f64(d),
             VTy::Bool => self.boolean(d),
-            VTy::Sym => self.sym(d),
+            VTy::Sym => self.sym(),
             VTy::U8 => self.enumeration(d),
             VTy::Ref(Record::Queue) => self.record(Record::Queue),
             _ => None,
@@ -357,7 +357,7 @@ impl Gen<'_> {
                 n(Kind::IsSome(b(opt)), VTy::Bool)
             }
             12 => {
-                let s = self.sym(d)?;
+                let s = self.sym()?;
                 n(Kind::IsSome(b(s)), VTy::Bool)
             }
             13 => {
@@ -368,7 +368,7 @@ impl Gen<'_> {
         })
     }
 
-    fn sym(&mut self, d: u32) -> Option<Node> {
+    fn sym(&mut self) -> Option<Node> {
         Some(match self.pick(5) {
             0 => return Some(self.leaf(VTy::Sym)),
             1 => return self.some_field(VTy::Sym),
