@@ -59,6 +59,8 @@ pub enum Val<'a> {
     OptF(Opt<f64>),
     OptU(Opt<u8>),
     OptQ(Opt<u32>),
+    /// A list built at run time: its index in the evaluation's arena.
+    Lit(u32),
 }
 
 impl<'a> Val<'a> {
@@ -119,13 +121,16 @@ static EMPTY_DOMAIN: DomainRec =
 /// Evaluates a rule body.
 pub fn eval<'a>(body: &Body, ctx: &Ctx<'a>, roots: &Roots<'a>) -> Val<'a> {
     let mut locals: Vec<Val<'a>> = vec![Val::F(0.0); body.locals as usize];
-    Interp { ctx, roots, locals: &mut locals }.eval(&body.node)
+    let mut lists = Vec::new();
+    Interp { ctx, roots, locals: &mut locals, lists: &mut lists }.eval(&body.node)
 }
 
 struct Interp<'c, 'a> {
     ctx: &'c Ctx<'a>,
     roots: &'c Roots<'a>,
     locals: &'c mut Vec<Val<'a>>,
+    /// Lists built by list literals during this evaluation.
+    lists: &'c mut Vec<Vec<Val<'a>>>,
 }
 
 impl<'a> Interp<'_, 'a> {
@@ -211,14 +216,21 @@ impl<'a> Interp<'_, 'a> {
                 Val::Cards(c) => c.len() as f64,
                 Val::Shapes(s) => s.len() as f64,
                 Val::Syms(s) => s.len() as f64,
+                Val::Lit(i) => self.lists.get(i as usize).map_or(0.0, |l| l.len() as f64),
                 _ => 0.0,
             }),
+            Kind::ListLit(items) => {
+                let vals = items.iter().map(|i| self.eval(i)).collect();
+                self.lists.push(vals);
+                Val::Lit(u32::try_from(self.lists.len() - 1).unwrap_or(u32::MAX))
+            }
             Kind::Loop { kind, var, list, body } => {
                 let list = self.eval(list);
                 let items: Vec<Val<'a>> = match list {
                     Val::Cards(c) => c.iter().map(Val::Card).collect(),
                     Val::Shapes(s) => s.iter().map(Val::Shape).collect(),
                     Val::Syms(s) => s.iter().map(|s| Val::S(*s)).collect(),
+                    Val::Lit(i) => self.lists.get(i as usize).cloned().unwrap_or_default(),
                     _ => Vec::new(),
                 };
                 self.comprehension(*kind, *var, &items, body)

@@ -21,14 +21,67 @@ pub enum VTy {
     /// A record: a pointer (job, node, card, shape, cluster, resources) or an index into
     /// the context's tables (queue, domain).
     Ref(Record),
-    /// A list of records or of strings (`None`).
-    List(Option<Record>),
+    /// A list: (pointer, length) of elements of this kind.
+    List(Elem),
     /// The label slots of a job's or a node's labels.
     Labels(Record),
     /// A per-MIG-profile count table.
     Mig,
     /// An optional number, enum or queue.
     Opt(OptOf),
+}
+
+/// What a list holds, and so how its elements are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Elem {
+    /// Records stored by value (a node's cards, the cluster's task shapes).
+    Inline(Record),
+    /// Values of a scalar type (`job.allowed_models`, list literals).
+    Value(Scalar),
+}
+
+/// The element types a list literal can have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scalar {
+    F64,
+    Bool,
+    Sym,
+    U8,
+    /// A queue or domain index, or a record pointer.
+    Ref(Record),
+}
+
+impl Scalar {
+    pub fn vty(self) -> VTy {
+        match self {
+            Scalar::F64 => VTy::F64,
+            Scalar::Bool => VTy::Bool,
+            Scalar::Sym => VTy::Sym,
+            Scalar::U8 => VTy::U8,
+            Scalar::Ref(r) => VTy::Ref(r),
+        }
+    }
+
+    pub fn of(ty: VTy) -> Option<Scalar> {
+        Some(match ty {
+            VTy::F64 => Scalar::F64,
+            VTy::Bool => Scalar::Bool,
+            VTy::Sym => Scalar::Sym,
+            VTy::U8 => Scalar::U8,
+            VTy::Ref(r) => Scalar::Ref(r),
+            _ => return None,
+        })
+    }
+}
+
+impl Elem {
+    /// The type of one element as an IR value (an inline record is read by reference).
+    pub fn vty(self) -> VTy {
+        match self {
+            Elem::Inline(r) => VTy::Ref(r),
+            Elem::Value(s) => s.vty(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,6 +176,9 @@ pub enum Kind {
     Unwrap(Box<Node>),
     /// Length of a list.
     Len(Box<Node>),
+    /// A list built at run time from its elements (a list literal that is not expanded
+    /// in place).
+    ListLit(Vec<Node>),
     /// A comprehension: a loop binding `var` to each element of `list`.
     Loop {
         kind: CompKind,
@@ -165,6 +221,7 @@ impl Node {
             Kind::If(a, b, c) => sub(a) + sub(b).max(sub(c)),
             Kind::Loop { list, body, .. } => sub(list) + LOOP_COST * sub(body),
             Kind::Call(_, args) => args.iter().map(Node::cost).sum::<u32>() + 4,
+            Kind::ListLit(items) => items.iter().map(Node::cost).sum::<u32>(),
         }
     }
 }
@@ -282,8 +339,7 @@ impl fmt::Display for VTy {
             VTy::Sym => f.write_str("sym"),
             VTy::U8 => f.write_str("u8"),
             VTy::Ref(r) => write!(f, "&{}", r.name()),
-            VTy::List(Some(r)) => write!(f, "[{}]", r.name()),
-            VTy::List(None) => f.write_str("[sym]"),
+            VTy::List(e) => write!(f, "[{}]", e.vty()),
             VTy::Labels(r) => write!(f, "labels of {}", r.name()),
             VTy::Mig => f.write_str("mig"),
             VTy::Opt(o) => write!(f, "{}?", o.inner()),
@@ -360,6 +416,7 @@ fn sexpr(p: &Program, n: &Node, indent: usize) -> String {
         Kind::Len(x) => ("len".into(), vec![&**x]),
         Kind::Loop { kind, var, list, body } => (format!("{} ${var} in", kind.keyword()), vec![&**list, &**body]),
         Kind::Call(b, args) => (b.name().into(), args.iter().collect()),
+        Kind::ListLit(items) => ("list".into(), items.iter().collect()),
     };
     let parts: Vec<String> = children.iter().map(|c| sexpr(p, c, indent + 1)).collect();
     let one = format!("({head} {})", parts.join(" "));

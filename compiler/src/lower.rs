@@ -125,10 +125,11 @@ fn vty(t: &Ty) -> VTy {
         Ty::Str => VTy::Sym,
         Ty::Enum(_) => VTy::U8,
         Ty::Record(r) => VTy::Ref(*r),
-        Ty::List(e) => match &**e {
-            Ty::Record(r) => VTy::List(Some(*r)),
-            _ => VTy::List(None),
-        },
+        Ty::List(e) => VTy::List(match &**e {
+            // Record lists come from fields, which store their records by value.
+            Ty::Record(r @ (Record::Card | Record::Shape)) => Elem::Inline(*r),
+            other => Elem::Value(Scalar::of(vty(other)).unwrap_or(Scalar::F64)),
+        }),
         Ty::Map(k, _) if **k == Ty::Enum(EnumKind::MigProfile) => VTy::Mig,
         Ty::Map(..) => VTy::Labels(Record::Node),
         Ty::Optional(inner) => VTy::Opt(match &**inner {
@@ -148,8 +149,8 @@ fn field_vty(record: Record, field: u16) -> VTy {
         FieldTy::Str => VTy::Sym,
         FieldTy::Enum(_) => VTy::U8,
         FieldTy::Record(r) => VTy::Ref(r),
-        FieldTy::List(r) => VTy::List(Some(r)),
-        FieldTy::StrList => VTy::List(None),
+        FieldTy::List(r) => VTy::List(Elem::Inline(r)),
+        FieldTy::StrList => VTy::List(Elem::Value(Scalar::Sym)),
         FieldTy::Labels => VTy::Labels(record),
         FieldTy::MigCounts => VTy::Mig,
     };
@@ -201,13 +202,13 @@ impl Lowerer<'_> {
             H::Bool(b) => Node::boolean(*b),
             H::Str(s) => Node::new(Kind::Str(self.literal(s)), VTy::Sym),
             H::Enum(_, v) => Node::new(Kind::Enum(*v), VTy::U8),
-            // A list literal outside membership or a comprehension: its length is all
-            // that can be asked of it (`len([..])`); elsewhere lists are expanded.
-            H::List(items) => Node::num(items.len() as f64),
-            H::Local(id) => match env.bindings.get(id) {
-                Some(Binding::Local(l)) => Node::new(Kind::Local(*l), ty),
-                Some(Binding::List(items)) => Node::num(items.len() as f64),
-                Some(Binding::Value(n)) => n.clone(),
+            // A list literal where it cannot be expanded in place (returned from a
+            // function, chosen by an `if`): built at run time.
+            H::List(items) => self.list_literal(items, ty, env, c),
+            H::Local(id) => match env.bindings.get(id).cloned() {
+                Some(Binding::Local(l)) => Node::new(Kind::Local(l), ty),
+                Some(Binding::List(items)) => self.list_literal(&items, ty, env, c),
+                Some(Binding::Value(n)) => n,
                 None => Node::num(f64::NAN),
             },
             H::Root(r) => Node::new(Kind::Root(*r), ty),
@@ -262,6 +263,11 @@ impl Lowerer<'_> {
             H::Error => Node::num(f64::NAN),
         };
         fold(n)
+    }
+
+    fn list_literal(&mut self, items: &[hir::Expr], ty: VTy, env: &mut Env, c: &mut Counter) -> Node {
+        let items = items.iter().map(|i| self.expr(i, env, c)).collect();
+        Node::new(Kind::ListLit(items), ty)
     }
 
     /// The elements of a list literal, directly or through a `let`-bound name.
@@ -398,8 +404,8 @@ impl Lowerer<'_> {
             let list = self.expr(b, env, c);
             let var = c.fresh();
             let elem = match list.ty {
-                VTy::List(Some(r)) => VTy::Ref(r),
-                _ => VTy::Sym,
+                VTy::List(e) => e.vty(),
+                _ => xt,
             };
             let body = item_eq(Node::new(Kind::Local(var), elem));
             Node::new(Kind::Loop { kind: CompKind::Any, var, list: boxed(list), body: boxed(body) }, VTy::Bool)

@@ -6,20 +6,21 @@
 //! `BODIES` bodies of every rule kind, compiles it once, and compares every entry point on
 //! every generated input.
 
-use gpol_compiler::engine::{Engine, InterpEngine, NodeResult};
+use gpol_compiler::engine::InterpEngine;
 use gpol_compiler::hir::Builtin;
-use gpol_compiler::interp::Ctx;
 use gpol_compiler::ir::*;
 use gpol_compiler::schema::*;
 use gpol_compiler::syntax::{CompKind, Direction, GangKind, RuleKind, VictimKind};
 use proptest::prelude::*;
 use std::sync::Arc;
 
+mod support;
+use support::{LITERALS, SPECIAL, compare, inputs};
+
 const BODIES: usize = 16;
 const ATTR_NUM: u16 = 0;
 const ATTR_STR: u16 = 1;
 const ATTR_BOOL: u16 = 2;
-const LITERALS: u32 = 4;
 
 // ---------------------------------------------------------------- program generation
 
@@ -38,23 +39,6 @@ fn n(kind: Kind, ty: VTy) -> Node {
 fn b(x: Node) -> Box<Node> {
     Box::new(x)
 }
-
-const SPECIAL: [f64; 14] = [
-    0.0,
-    -0.0,
-    1.0,
-    0.5,
-    -1.0,
-    2.0,
-    3600.0,
-    1e300,
-    -1e300,
-    f64::INFINITY,
-    f64::NEG_INFINITY,
-    f64::NAN,
-    f64::MIN_POSITIVE,
-    1e-310,
-];
 
 impl Gen<'_> {
     fn pick(&mut self, n: usize) -> usize {
@@ -163,7 +147,14 @@ impl Gen<'_> {
     }
 
     fn list(&mut self) -> Option<(Node, VTy)> {
-        match self.pick(3) {
+        match self.pick(4) {
+            3 => {
+                // A list built at run time from generated elements.
+                let elem = [Scalar::F64, Scalar::Sym, Scalar::Bool, Scalar::U8][self.pick(4)];
+                let len = self.pick(4);
+                let items = (0..len).map(|_| self.expr(elem.vty(), 1)).collect();
+                Some((n(Kind::ListLit(items), VTy::List(Elem::Value(elem))), elem.vty()))
+            }
             0 => {
                 let node = self.record(Record::Node)?;
                 Some((self.field(node, Record::Node, "cards_list"), VTy::Ref(Record::Card)))
@@ -416,8 +407,8 @@ fn field_ty(f: &gpol_compiler::schema::Field) -> VTy {
         FieldTy::Str => VTy::Sym,
         FieldTy::Enum(_) => VTy::U8,
         FieldTy::Record(r) => VTy::Ref(r),
-        FieldTy::List(r) => VTy::List(Some(r)),
-        FieldTy::StrList => VTy::List(None),
+        FieldTy::List(r) => VTy::List(Elem::Inline(r)),
+        FieldTy::StrList => VTy::List(Elem::Value(Scalar::Sym)),
         FieldTy::Labels => VTy::Labels(Record::Job),
         FieldTy::MigCounts => VTy::Mig,
     };
@@ -497,276 +488,6 @@ fn program(choices: &[Vec<u32>], depth: u32) -> Program {
     p
 }
 
-// ---------------------------------------------------------------- inputs
-
-fn num() -> impl Strategy<Value = f64> {
-    prop_oneof![
-        3 => prop::sample::select(SPECIAL.to_vec()),
-        2 => -10.0f64..10.0,
-        1 => any::<f64>(),
-    ]
-}
-
-fn sym() -> impl Strategy<Value = Sym> {
-    (0u32..7).prop_map(Sym)
-}
-
-fn mig() -> impl Strategy<Value = MigCounts> {
-    prop::array::uniform6(num())
-}
-
-#[derive(Debug, Clone)]
-struct Inputs {
-    jobs: Vec<OwnedJob>,
-    nodes: Vec<OwnedNode>,
-    shapes: Vec<ShapeRec>,
-    queues: Vec<QueueRec>,
-    domains: Vec<DomainRec>,
-    cluster: (f64, f64, Resources, Resources),
-    literals: Vec<Sym>,
-    hashes: Vec<u64>,
-}
-
-#[derive(Debug, Clone)]
-struct OwnedJob {
-    rec: JobRec<'static>,
-    models: Vec<Sym>,
-    labels: Vec<Sym>,
-}
-
-#[derive(Debug, Clone)]
-struct OwnedNode {
-    rec: NodeRec<'static>,
-    cards: Vec<CardRec>,
-    labels: Vec<Sym>,
-}
-
-fn resources() -> impl Strategy<Value = Resources> {
-    (num(), num(), num()).prop_map(|(gpu, cpu, mem)| Resources { gpu, cpu, mem })
-}
-
-fn job() -> impl Strategy<Value = OwnedJob> {
-    (
-        (sym(), 0u32..5, num(), num(), num(), (any::<bool>(), 0u8..7)),
-        (num(), num(), any::<bool>(), any::<bool>(), (any::<bool>(), num()), num()),
-        (prop::collection::vec(sym(), 0..3), prop::collection::vec(sym(), 0..4)),
-    )
-        .prop_map(
-            |(
-                (id, queue, priority, whole, frac, (has_mig, profile)),
-                (waiting, runtime, bursty, lc, (has_dur, dur), evictions),
-                (models, labels),
-            )| OwnedJob {
-                rec: JobRec {
-                    id,
-                    name: id,
-                    user: id,
-                    queue,
-                    priority,
-                    whole_cards: whole,
-                    gpu_fraction: frac,
-                    mig_profile: Opt { value: profile, present: has_mig },
-                    total_gpus: whole * 2.0,
-                    waiting,
-                    runtime,
-                    since_checkpoint: runtime / 2.0,
-                    bursty,
-                    latency_critical: lc,
-                    preemptible: !bursty,
-                    expected_duration: Opt { value: dur, present: has_dur },
-                    evictions,
-                    ..JobRec::default()
-                },
-                models,
-                labels,
-            },
-        )
-}
-
-fn card() -> impl Strategy<Value = CardRec> {
-    (num(), num(), num(), mig(), sym()).prop_map(|(free, mem, clients, free_mig, model)| CardRec {
-        index: clients.abs().floor(),
-        model,
-        mem,
-        free_mem: mem / 2.0,
-        free,
-        clients,
-        max_clients: 4.0,
-        free_mig,
-    })
-}
-
-fn node() -> impl Strategy<Value = OwnedNode> {
-    (
-        (num(), num(), num(), 0u8..5, mig(), sym()),
-        (prop::array::uniform8(0u32..5), prop::collection::vec(card(), 0..3), prop::collection::vec(sym(), 0..4)),
-    )
-        .prop_map(|((cards_n, free, largest, sharing, free_mig, model), (domains, cards, labels))| OwnedNode {
-            rec: NodeRec {
-                name: model,
-                gpu_model: model,
-                cards: cards_n,
-                free_cards: free,
-                free_gpu: free,
-                largest_free_fraction: largest,
-                free_mig,
-                sharing,
-                domains,
-                ..NodeRec::default()
-            },
-            cards,
-            labels,
-        })
-}
-
-fn queue() -> impl Strategy<Value = QueueRec> {
-    ((sym(), (any::<bool>(), 0u32..5), num(), resources(), resources()), (num(), num(), num())).prop_map(
-        |((name, (has_parent, parent), weight, guarantee, allocated), (usage, share, after))| QueueRec {
-            name,
-            parent: Opt { value: parent, present: has_parent },
-            weight,
-            guarantee,
-            limit: guarantee,
-            allocated,
-            borrowed: allocated,
-            usage,
-            dominant_share: share,
-            share_after: after,
-            ..QueueRec::default()
-        },
-    )
-}
-
-fn inputs() -> impl Strategy<Value = Inputs> {
-    (
-        prop::collection::vec(job(), 1..4),
-        prop::collection::vec(node(), 0..4),
-        prop::collection::vec(
-            (num(), num(), (any::<bool>(), 0u8..7), num()).prop_map(|(w, f, (m, p), weight)| ShapeRec {
-                whole_cards: w,
-                gpu_fraction: f,
-                mig_profile: Opt { value: p, present: m },
-                weight,
-                ..ShapeRec::default()
-            }),
-            0..3,
-        ),
-        prop::collection::vec(queue(), 0..4),
-        prop::collection::vec(
-            (num(), num()).prop_map(|(free, cards)| DomainRec { free_cards: free, cards, ..DomainRec::default() }),
-            0..4,
-        ),
-        (num(), num(), resources(), resources()),
-        prop::collection::vec(sym(), 0..(LITERALS as usize + 1)),
-        prop::collection::vec(any::<u64>(), 0..8),
-    )
-        .prop_map(|(jobs, nodes, shapes, queues, domains, cluster, literals, hashes)| Inputs {
-            jobs,
-            nodes,
-            shapes,
-            queues,
-            domains,
-            cluster,
-            literals,
-            hashes,
-        })
-}
-
-// ---------------------------------------------------------------- comparison
-
-/// Equal as bits, or both NaN.
-fn same(a: f64, b: f64) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
-}
-
-fn same_result(a: &NodeResult, b: &NodeResult) -> bool {
-    a.feasible == b.feasible
-        && a.rejected_by == b.rejected_by
-        && a.faults == b.faults
-        && same(a.score, b.score)
-        && a.tiers.iter().zip(&b.tiers).all(|(x, y)| same(*x, *y))
-}
-
-fn compare(program: Program, inputs: &Inputs) -> Result<(), TestCaseError> {
-    let program = Arc::new(program);
-    if std::env::var_os("GPOL_DIFF_SIZES").is_some() {
-        let total: u32 = program.bodies().iter().map(|(_, b)| b.node.cost()).sum();
-        let max = program.bodies().iter().map(|(_, b)| b.node.cost()).max().unwrap_or(0);
-        eprintln!("program cost: total {total}, largest body {max}");
-    }
-    let interp = InterpEngine { program: Arc::clone(&program) };
-    let jit = gpol_compiler::jit::compile(Arc::clone(&program)).map_err(TestCaseError::fail)?;
-    check_engines(&program, &interp, &jit, inputs).map_err(|e| TestCaseError::fail(format!("{e}\n{program}")))
-}
-
-fn check_engines(p: &Program, interp: &dyn Engine, jit: &dyn Engine, inputs: &Inputs) -> Result<(), TestCaseError> {
-    // Records with their lists, borrowed from the inputs.
-    let jobs: Vec<JobRec<'_>> = inputs
-        .jobs
-        .iter()
-        .map(|j| JobRec { allowed_models: List::new(&j.models), labels: List::new(&j.labels), ..j.rec })
-        .collect();
-    let nodes: Vec<NodeRec<'_>> = inputs
-        .nodes
-        .iter()
-        .map(|n| NodeRec { cards_list: List::new(&n.cards), labels: List::new(&n.labels), ..n.rec })
-        .collect();
-    let (time, count, total, free) = inputs.cluster;
-    let cluster = ClusterRec { time, nodes: count, total, free, task_shapes: List::new(&inputs.shapes) };
-    let ctx = Ctx {
-        cluster: &cluster,
-        queues: &inputs.queues,
-        domains: &inputs.domains,
-        literals: &inputs.literals,
-        sym_hashes: &inputs.hashes,
-        attrs: &p.attrs,
-    };
-    for job in &jobs {
-        prop_assert_eq!(interp.admit(&ctx, job), jit.admit(&ctx, job), "admit");
-        let mut a = vec![NodeResult::default(); nodes.len()];
-        let mut b = vec![NodeResult::default(); nodes.len()];
-        interp.filter_score(&ctx, job, &nodes, &mut a);
-        jit.filter_score(&ctx, job, &nodes, &mut b);
-        for (x, y) in a.iter().zip(&b) {
-            prop_assert!(same_result(x, y), "filter_score: interp {x:?} jit {y:?}");
-        }
-        for node in &nodes {
-            for card in node.cards_list.as_slice() {
-                let (x, fx) = interp.card_score(&ctx, job, node, card);
-                let (y, fy) = jit.card_score(&ctx, job, node, card);
-                prop_assert!(same(x, y) && fx == fy, "card_score: interp {x} ({fx}) jit {y} ({fy})");
-            }
-        }
-        let mut ka = vec![0.0; p.job_order.len()];
-        let mut kb = vec![0.0; p.job_order.len()];
-        interp.job_keys(&ctx, job, &mut ka);
-        jit.job_keys(&ctx, job, &mut kb);
-        for (i, (x, y)) in ka.iter().zip(&kb).enumerate() {
-            prop_assert!(same(*x, *y), "job key {i}: interp {x} jit {y}");
-        }
-        for c in 0..=p.gang.len() {
-            prop_assert_eq!(interp.gang_applies(&ctx, job, c), jit.gang_applies(&ctx, job, c), "gang clause {}", c);
-        }
-        for victim in &jobs {
-            for r in 0..=p.victims.len() {
-                let (oa, ca) = interp.victim(&ctx, r, job, victim);
-                let (ob, cb) = jit.victim(&ctx, r, job, victim);
-                prop_assert!(oa == ob && same(ca, cb), "victim rule {r}: interp {oa} {ca} jit {ob} {cb}");
-            }
-        }
-    }
-    for q in 0..=inputs.queues.len() as u32 {
-        let mut ka = vec![0.0; p.queue_order.len()];
-        let mut kb = vec![0.0; p.queue_order.len()];
-        interp.queue_keys(&ctx, q, &mut ka);
-        jit.queue_keys(&ctx, q, &mut kb);
-        for (i, (x, y)) in ka.iter().zip(&kb).enumerate() {
-            prop_assert!(same(*x, *y), "queue {q} key {i}: interp {x} jit {y}");
-        }
-    }
-    Ok(())
-}
-
 fn cases() -> u32 {
     // BODIES expressions of every rule kind per case: 640 cases give 10,240 per kind.
     std::env::var("GPOL_DIFF_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(640)
@@ -782,5 +503,44 @@ proptest! {
         inputs in inputs(),
     ) {
         compare(program(&choices, depth), &inputs)?;
+    }
+}
+
+/// Every example policy, compiled once by both engines.
+fn example_engines() -> Vec<(String, Arc<Program>, InterpEngine, gpol_compiler::jit::JitEngine)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
+    let mut paths: Vec<_> =
+        std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")).filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let mut sources = gpol_compiler::source::SourceMap::new();
+            let id = sources.add(gpol_compiler::source::SourceFile::new(path.display().to_string(), text));
+            let policy =
+                gpol_compiler::check::check(&mut sources, id).policy.unwrap_or_else(|| panic!("{}", path.display()));
+            let program = Arc::new(gpol_compiler::lower::lower(&policy));
+            let interp = InterpEngine { program: Arc::clone(&program) };
+            let jit = gpol_compiler::jit::compile(Arc::clone(&program)).unwrap_or_else(|e| panic!("{e}"));
+            (path.display().to_string(), program, interp, jit)
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases() * 2, ..ProptestConfig::default() })]
+
+    #[test]
+    fn example_policies_agree_on_generated_inputs(inputs in inputs()) {
+        thread_local! {
+            static ENGINES: Vec<(String, Arc<Program>, InterpEngine, gpol_compiler::jit::JitEngine)> = example_engines();
+        }
+        ENGINES.with(|engines| -> Result<(), TestCaseError> {
+            for (name, program, interp, jit) in engines {
+                support::check_engines(program, interp, jit, &inputs).map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;
+            }
+            Ok(())
+        })?;
     }
 }

@@ -8,11 +8,13 @@
 use super::abi::*;
 use crate::engine::NONE;
 use crate::hir::Builtin;
-use crate::ir::{Bin, Body, Kind, Node, Program, VTy};
+use crate::ir::{Bin, Body, Elem, Kind, Node, Program, Scalar, VTy};
 use crate::schema::{CardRec, NodeRec, Record, Repr, Root, ShapeRec};
 use crate::syntax::CompKind;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{AbiParam, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, Type, Value, types};
+use cranelift_codegen::ir::{
+    AbiParam, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type, Value, types,
+};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{FuncId, Linkage, Module, ModuleError};
 use std::collections::HashMap;
@@ -51,7 +53,7 @@ fn flags() -> MemFlagsData {
 
 /// Defines every entry point of `program` in `module` with the given linkage.
 pub fn define_all<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Result<Entries, String> {
-    define(module, program, linkage).map_err(|e| e.to_string())
+    define(module, program, linkage).map_err(|e| format!("{e:?}"))
 }
 
 fn define<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Result<Entries, Box<ModuleError>> {
@@ -149,6 +151,16 @@ impl CV {
             CV::One(v) => vec![v],
             CV::Two(a, b) => vec![a, b],
         }
+    }
+}
+
+/// Bytes between consecutive elements of a list.
+fn stride(e: Elem) -> usize {
+    match e {
+        Elem::Inline(Record::Card) => size_of::<CardRec>(),
+        Elem::Inline(Record::Shape) => size_of::<ShapeRec>(),
+        Elem::Inline(_) => 0,
+        Elem::Value(s) => clif(s.vty())[0].bytes() as usize,
     }
 }
 
@@ -533,6 +545,26 @@ impl<'a, 'b> Gen<'a, 'b> {
                 let vals: Vec<(Value, VTy)> = args.iter().map(|a| (self.expr(a).one(), a.ty)).collect();
                 CV::One(self.call(*b, &vals))
             }
+            Kind::ListLit(items) => {
+                // Elements go to a stack slot of this function; the list is (address, length).
+                let e = match n.ty {
+                    VTy::List(e) => e,
+                    _ => Elem::Value(Scalar::F64),
+                };
+                let size = stride(e) * items.len();
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    size.max(1) as u32,
+                    3,
+                ));
+                for (k, item) in items.iter().enumerate() {
+                    let v = self.expr(item).one();
+                    self.b.ins().stack_store(PTR, v, slot, (k * stride(e)) as i32);
+                }
+                let addr = self.b.ins().stack_addr(PTR, slot, 0);
+                let len = self.b.ins().iconst(PTR, items.len() as i64);
+                CV::Two(addr, len)
+            }
         }
     }
 
@@ -691,11 +723,11 @@ impl<'a, 'b> Gen<'a, 'b> {
 
     fn comprehension(&mut self, kind: CompKind, var: u32, list: &Node, body: &Node) -> CV {
         let (ptr, len) = self.expr(list).pair();
-        let (stride, elem) = match list.ty {
-            VTy::List(Some(Record::Card)) => (size_of::<CardRec>(), VTy::Ref(Record::Card)),
-            VTy::List(Some(Record::Shape)) => (size_of::<ShapeRec>(), VTy::Ref(Record::Shape)),
-            _ => (4, VTy::Sym),
+        let e = match list.ty {
+            VTy::List(e) => e,
+            _ => Elem::Value(Scalar::Sym),
         };
+        let (stride, elem) = (stride(e), e.vty());
         let acc_ty = if matches!(kind, CompKind::Any | CompKind::All) { types::I8 } else { types::F64 };
         let i = self.b.declare_var(PTR);
         let acc = self.b.declare_var(acc_ty);
@@ -723,7 +755,10 @@ impl<'a, 'b> Gen<'a, 'b> {
         let iv = self.b.use_var(i);
         let off = self.b.ins().imul_imm_u(iv, stride as i64);
         let addr = self.b.ins().iadd(ptr, off);
-        let item = if elem == VTy::Sym { self.b.ins().load(types::I32, flags(), addr, 0) } else { addr };
+        let item = match e {
+            Elem::Inline(_) => addr,
+            Elem::Value(s) => self.b.ins().load(clif(s.vty())[0], flags(), addr, 0),
+        };
         self.define(var, elem, CV::One(item));
         let v = self.expr(body).one();
         let a = self.b.use_var(acc);
