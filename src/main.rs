@@ -25,6 +25,8 @@ enum Command {
     Fmt(cmd::fmt::Args),
     /// Print the IR a policy lowers to (what both engines run).
     Ir(cmd::ir::Args),
+    /// Compile a policy to a relocatable object file with C symbols.
+    Build(cmd::build::Args),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::run(a, color),
         Command::Fmt(a) => cmd::fmt::run(a, color),
         Command::Ir(a) => cmd::ir::run(a, color),
+        Command::Build(a) => cmd::build::run(a, color),
     };
     ExitCode::from(code)
 }

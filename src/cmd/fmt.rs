@@ -3,7 +3,7 @@
 use super::{FAILED, OK, USAGE, collect_files, load};
 use gpol_compiler::diag::render;
 use gpol_compiler::fmt::format_source;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -54,22 +54,10 @@ pub fn run(args: Args, color: bool) -> u8 {
         if args.check {
             super::print(&format!("{}\n", path.display()));
             status = FAILED;
-        } else if let Err(e) = write_atomically(path, &formatted) {
+        } else if let Err(e) = super::write_atomically(path, formatted.as_bytes()) {
             eprintln!("error: {}: {e}", path.display());
             return USAGE;
         }
     }
     status
-}
-
-/// Writes through a temporary file in the same directory and renames it into place, so
-/// an interrupted run never leaves a half-written policy.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.gpolc-fmt.tmp"));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }

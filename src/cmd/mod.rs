@@ -1,3 +1,4 @@
+pub mod build;
 pub mod check;
 pub mod fmt;
 pub mod ir;
@@ -70,4 +71,16 @@ pub fn load(path: &Path) -> Result<(SourceMap, gpol_compiler::source::FileId, Op
     let mut sources = SourceMap::new();
     let (id, bad) = sources.add_bytes(path.display().to_string(), bytes);
     Ok((sources, id, bad))
+}
+
+/// Writes through a temporary file in the same directory and renames it into place, so
+/// an interrupted run never leaves a half-written file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.gpolc-fmt.tmp"));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }

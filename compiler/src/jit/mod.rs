@@ -6,6 +6,7 @@
 
 pub mod abi;
 pub mod codegen;
+pub mod object;
 
 use crate::engine::{Engine, NodeResult};
 use crate::interp::Ctx;

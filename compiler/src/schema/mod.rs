@@ -257,6 +257,29 @@ impl Context {
     }
 }
 
+/// A hash of the record layout (names, offsets, representations, sizes). Stamped into
+/// object files so code compiled against another layout is refused.
+pub fn layout_hash() -> u64 {
+    use std::mem::size_of;
+    let mut text = format!(
+        "job {} node {} card {} queue {} domain {} cluster {} shape {} resources {};",
+        size_of::<JobRec>(),
+        size_of::<NodeRec>(),
+        size_of::<CardRec>(),
+        size_of::<QueueRec>(),
+        size_of::<DomainRec>(),
+        size_of::<ClusterRec>(),
+        size_of::<ShapeRec>(),
+        size_of::<Resources>()
+    );
+    for r in Record::ALL {
+        for f in r.fields() {
+            text.push_str(&format!("{}.{}@{}:{:?};", r.name(), f.name, f.offset, f.repr));
+        }
+    }
+    crate::ops::str_key(&text)
+}
+
 /// Topology levels when a policy declares none, smallest first.
 pub const DEFAULT_LEVELS: &[&str] = &["nvlink_domain", "rack", "block", "zone"];
 
