@@ -27,6 +27,8 @@ enum Command {
     Ir(cmd::ir::Args),
     /// Compile a policy to a relocatable object file with C symbols.
     Build(cmd::build::Args),
+    /// Measure what a policy costs: compile time and time per (job, node) in each engine.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
         Command::Fmt(a) => cmd::fmt::run(a, color),
         Command::Ir(a) => cmd::ir::run(a, color),
         Command::Build(a) => cmd::build::run(a, color),
+        Command::Bench(a) => cmd::bench::run(a, color),
     };
     ExitCode::from(code)
 }

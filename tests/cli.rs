@@ -139,3 +139,23 @@ fn invalid_utf8_is_a_diagnostic_not_a_crash() {
     let out = gpolc().args(["check", &p.display().to_string(), "--color", "never"]).assert().code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("E0031"));
 }
+
+#[test]
+fn ir_build_and_bench() {
+    let out = gpolc().args(["ir", "policies/fair_share.gpol"]).assert().success();
+    let ir = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(ir.contains("score pack:") && ir.contains("node.free_gpu"), "{ir}");
+
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let obj = dir.path().join("p.o").display().to_string();
+    gpolc().args(["build", "policies/gangs.gpol", "-o", &obj]).assert().success();
+    let bytes = std::fs::read(&obj).unwrap_or_default();
+    assert_eq!(&bytes[..4], b"\x7fELF", "an ELF object");
+
+    let out = gpolc().args(["bench", "policies/fair_share.gpol", "--nodes", "50"]).assert().success();
+    let report = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(report.contains("ns per (job, node)") && report.contains("jit") && report.contains("interp"), "{report}");
+
+    let bad = write(dir.path(), "bad.gpol", ERROR);
+    gpolc().args(["build", &bad, "-o", &obj]).assert().code(1);
+}

@@ -102,6 +102,7 @@ pub fn compile(policy: hir::Policy, kind: EngineKind) -> Result<CompiledPolicy, 
 }
 
 /// Clamps a score to [0, 1] (D4): NaN becomes 0; either counts as a fault.
+#[inline]
 pub fn clamp_score(x: f64) -> (f64, u32) {
     if x.is_nan() || x < 0.0 {
         (0.0, 1)
@@ -113,6 +114,7 @@ pub fn clamp_score(x: f64) -> (f64, u32) {
 }
 
 /// Order keys and costs are canonical: every NaN is the same NaN (D1).
+#[inline]
 pub fn canonical(x: f64) -> f64 {
     if x.is_nan() { f64::NAN } else { x }
 }

@@ -21,5 +21,6 @@ pub mod schema;
 pub mod source;
 pub mod stdlib;
 pub mod syntax;
+pub mod synthetic;
 pub mod types;
 pub mod units;

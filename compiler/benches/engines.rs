@@ -1,0 +1,237 @@
+//! How fast policies run: the JIT's fused filter+score pass against the interpreter,
+//! hand-written Rust of the same rules, and the `cel` and `regorus` evaluators on the
+//! equivalent expression; and how fast a policy compiles. Results, and the command to
+//! reproduce them, are in docs/performance.md.
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use gpol_compiler::check::check;
+use gpol_compiler::engine::{CompiledPolicy, EngineKind, NONE, NodeResult, clamp_score, compile};
+use gpol_compiler::schema::{EnumKind, JobRec, NodeRec};
+use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_compiler::synthetic::Cluster;
+use std::hint::black_box;
+
+const NODES: usize = 5000;
+
+fn source(name: &str) -> String {
+    let path = format!("{}/benches/policies/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn policy_text(text: &str) -> gpol_compiler::hir::Policy {
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new("bench.gpol", text));
+    let checked = check(&mut sources, id);
+    checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics))
+}
+
+fn compiled(text: &str, kind: EngineKind) -> CompiledPolicy {
+    compile(policy_text(text), kind).unwrap_or_else(|d| panic!("{d:?}"))
+}
+
+fn reject(index: u16) -> NodeResult {
+    NodeResult { feasible: false, rejected_by: index, ..NodeResult::default() }
+}
+
+fn binpack(n: &NodeRec<'_>) -> f64 {
+    if n.cards > 0.0 { 1.0 - n.free_gpu / n.cards } else { 0.0 }
+}
+
+/// The pack policy, written by hand.
+fn rust_pack(job: &JobRec<'_>, nodes: &[NodeRec<'_>], out: &mut [NodeResult]) {
+    for (n, r) in nodes.iter().zip(out.iter_mut()) {
+        if job.whole_cards > n.free_cards {
+            *r = reject(0);
+            continue;
+        }
+        if n.gpu_mem < job.gpu_mem {
+            *r = reject(1);
+            continue;
+        }
+        let (s, faults) = clamp_score(binpack(n));
+        *r = NodeResult { feasible: true, rejected_by: NONE, tiers: [0.0; 4], score: 0.0 + s, faults };
+    }
+}
+
+/// The ten-rule policy, written by hand.
+fn rust_ten(cluster: &Cluster, job: &JobRec<'_>, nodes: &[NodeRec<'_>], out: &mut [NodeResult]) {
+    let exclusive = EnumKind::Sharing.variant("exclusive").unwrap_or(0);
+    let mig = EnumKind::Sharing.variant("mig").unwrap_or(1);
+    for (n, r) in nodes.iter().zip(out.iter_mut()) {
+        let rejected = if job.whole_cards > n.free_cards {
+            Some(0)
+        } else if n.gpu_mem < job.gpu_mem {
+            Some(1)
+        } else if job.whole_cards > 0.0 && n.sharing != exclusive {
+            Some(2)
+        } else if n.cpu_free < job.cpu {
+            Some(3)
+        } else if n.mem_free < job.mem {
+            Some(4)
+        } else if job.bursty && n.sharing == mig {
+            Some(5)
+        } else {
+            None
+        };
+        if let Some(i) = rejected {
+            *r = reject(i);
+            continue;
+        }
+        let domain = cluster.domains.get(n.domains[0] as usize).copied().unwrap_or_default();
+        let scores = [
+            (2.0, binpack(n)),
+            (1.0, n.cpu_free / n.cpu),
+            (1.0, domain.free_cards / domain.cards),
+            (1.0, (1.0 - (n.gpu_mem - job.gpu_mem) / n.gpu_mem).clamp(0.0, 1.0)),
+        ];
+        let mut score = 0.0;
+        let mut faults = 0;
+        for (w, raw) in scores {
+            let (s, f) = clamp_score(raw);
+            score += w * s;
+            faults += f;
+        }
+        *r = NodeResult { feasible: true, rejected_by: NONE, tiers: [0.0; 4], score, faults };
+    }
+}
+
+fn pass(
+    c: &mut Criterion,
+    name: &str,
+    file: &str,
+    rust: impl Fn(&Cluster, &JobRec<'_>, &[NodeRec<'_>], &mut [NodeResult]),
+) {
+    let text = source(file);
+    let jit = compiled(&text, EngineKind::Jit);
+    let interp = compiled(&text, EngineKind::Interp);
+    let cluster = Cluster::generate(NODES, &jit.program, 7);
+    let nodes = cluster.nodes();
+    let job = Cluster::job();
+    let ctx = cluster.ctx(&jit.program);
+    let mut out = vec![NodeResult::default(); NODES];
+    // The hand-written version must compute the same thing, or the comparison means nothing.
+    let mut check = vec![NodeResult::default(); NODES];
+    jit.engine().filter_score(&ctx, &job, &nodes, &mut out);
+    rust(&cluster, &job, &nodes, &mut check);
+    for (a, b) in out.iter().zip(&check) {
+        assert_eq!((a.feasible, a.score.to_bits(), a.faults), (b.feasible, b.score.to_bits(), b.faults), "{name}");
+    }
+    let mut g = c.benchmark_group(format!("{name}/{NODES}_nodes"));
+    g.throughput(Throughput::Elements(NODES as u64));
+    g.bench_function("jit", |b| b.iter(|| jit.engine().filter_score(&ctx, black_box(&job), &nodes, &mut out)));
+    g.bench_function("rust", |b| b.iter(|| rust(&cluster, black_box(&job), &nodes, &mut out)));
+    g.bench_function("interp", |b| b.iter(|| interp.engine().filter_score(&ctx, black_box(&job), &nodes, &mut out)));
+    g.finish();
+}
+
+/// `cel` and `regorus` on the pack policy's logic, one node at a time.
+fn baselines(c: &mut Criterion) {
+    let text = source("pack.gpol");
+    let jit = compiled(&text, EngineKind::Jit);
+    let cluster = Cluster::generate(100, &jit.program, 7);
+    let nodes = cluster.nodes();
+    let job = Cluster::job();
+    let mut g = c.benchmark_group("pack/one_node");
+    g.throughput(Throughput::Elements(1));
+
+    let ctx = cluster.ctx(&jit.program);
+    let mut out = [NodeResult::default()];
+    let mut i = 0;
+    g.bench_function("jit", |b| {
+        b.iter(|| {
+            i = (i + 1) % nodes.len();
+            jit.engine().filter_score(&ctx, black_box(&job), &nodes[i..=i], &mut out);
+        })
+    });
+
+    let program = cel::Program::compile(
+        "job.whole_cards <= node.free_cards && node.gpu_mem >= job.gpu_mem \
+         ? (node.cards > 0.0 ? 1.0 - node.free_gpu / node.cards : 0.0) : -1.0",
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let mut root = cel::Context::default();
+    let job_value = std::collections::HashMap::from([("whole_cards", job.whole_cards), ("gpu_mem", job.gpu_mem)]);
+    root.add_variable("job", job_value).unwrap_or_else(|e| panic!("{e:?}"));
+    let cel_nodes: Vec<cel::Value> = nodes
+        .iter()
+        .map(|n| {
+            let m = std::collections::HashMap::from([
+                ("free_cards", n.free_cards),
+                ("gpu_mem", n.gpu_mem),
+                ("cards", n.cards),
+                ("free_gpu", n.free_gpu),
+            ]);
+            cel::to_value(m).unwrap_or_else(|e| panic!("{e:?}"))
+        })
+        .collect();
+    let mut i = 0;
+    g.bench_function("cel", |b| {
+        b.iter(|| {
+            i = (i + 1) % cel_nodes.len();
+            let mut scope = root.new_inner_scope();
+            scope.add_variable_from_value("node", cel_nodes[i].clone());
+            black_box(program.execute(&scope).ok())
+        })
+    });
+
+    let mut engine = regorus::Engine::new();
+    engine
+        .add_policy(
+            "bench.rego".into(),
+            "package bench
+default score := -1
+score := s if {
+  input.job.whole_cards <= input.node.free_cards
+  input.node.gpu_mem >= input.job.gpu_mem
+  s := pack
+}
+pack := 1 - (input.node.free_gpu / input.node.cards) if input.node.cards > 0
+pack := 0 if input.node.cards <= 0
+"
+            .into(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rule: std::sync::Arc<str> = "data.bench.score".into();
+    let compiled_rego = engine.compile_with_entrypoint(&rule).unwrap_or_else(|e| panic!("{e}"));
+    let inputs: Vec<regorus::Value> = nodes
+        .iter()
+        .map(|n| {
+            let json = format!(
+                r#"{{"job": {{"whole_cards": {}, "gpu_mem": {}}}, "node": {{"free_cards": {}, "gpu_mem": {}, "cards": {}, "free_gpu": {}}}}}"#,
+                job.whole_cards, job.gpu_mem, n.free_cards, n.gpu_mem, n.cards, n.free_gpu
+            );
+            regorus::Value::from_json_str(&json).unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    let mut i = 0;
+    g.bench_function("regorus", |b| {
+        b.iter(|| {
+            i = (i + 1) % inputs.len();
+            black_box(compiled_rego.eval_with_input(inputs[i].clone()).ok())
+        })
+    });
+    g.finish();
+}
+
+fn compile_time(c: &mut Criterion) {
+    let path = format!("{}/../policies/gpu_sharing.gpol", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut g = c.benchmark_group("compile");
+    g.bench_function(BenchmarkId::new("check+lower+jit", "gpu_sharing"), |b| {
+        b.iter(|| compiled(black_box(&text), EngineKind::Jit))
+    });
+    g.bench_function(BenchmarkId::new("check+lower", "gpu_sharing"), |b| {
+        b.iter(|| compiled(black_box(&text), EngineKind::Interp))
+    });
+    g.finish();
+}
+
+fn engines(c: &mut Criterion) {
+    pass(c, "pack", "pack.gpol", |_, job, nodes, out| rust_pack(job, nodes, out));
+    pass(c, "ten_rules", "ten_rules.gpol", rust_ten);
+    baselines(c);
+    compile_time(c);
+}
+
+criterion_group!(benches, engines);
+criterion_main!(benches);
