@@ -88,17 +88,42 @@ pub fn compile(policy: hir::Policy, kind: EngineKind) -> Result<CompiledPolicy, 
     let program = Arc::new(lower::lower(&policy));
     let engine: Arc<dyn Engine> = match kind {
         EngineKind::Interp => Arc::new(InterpEngine { program: Arc::clone(&program) }),
-        EngineKind::Jit => Arc::new(crate::jit::compile(Arc::clone(&program)).map_err(|e| {
-            crate::diag::Diagnostic::new(
-                crate::diag::Code::Backend,
-                crate::source::Span::default(),
-                "code generation failed",
-            )
-            .label(e)
-            .help("this is a bug in gpolc; `--engine interp` runs the policy without native code")
-        })?),
+        EngineKind::Jit => match crate::jit::compile(Arc::clone(&program)) {
+            Ok(jit) => Arc::new(jit),
+            Err(e) => return Err(backend_failure(&policy, &program, &e)),
+        },
     };
     Ok(CompiledPolicy { policy: Arc::new(policy), program, engine })
+}
+
+/// The diagnostic for a policy the backend could not compile: it names the rule (found
+/// by compiling rules one at a time) and points at it.
+pub fn backend_failure(policy: &hir::Policy, program: &Program, error: &str) -> crate::diag::Diagnostic {
+    let culprit = crate::jit::culprit(program);
+    let span = culprit
+        .as_deref()
+        .and_then(|c| c.rsplit(' ').next())
+        .and_then(|name| policy.rules.iter().find(|r| r.name == name).map(|r| r.span))
+        .unwrap_or_default();
+    let message = match &culprit {
+        Some(rule) => format!("code generation failed for {rule}"),
+        None => "code generation failed".to_string(),
+    };
+    crate::diag::Diagnostic::new(crate::diag::Code::Backend, span, message)
+        .label(crate::diag::snippet(error))
+        .help("this is a bug in gpolc; please report it with the policy. `--engine interp` runs the policy without native code")
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<EngineKind, String> {
+        match s {
+            "jit" => Ok(EngineKind::Jit),
+            "interp" => Ok(EngineKind::Interp),
+            other => Err(format!("unknown engine `{other}`: use `jit` or `interp`")),
+        }
+    }
 }
 
 /// Clamps a score to [0, 1] (D4): NaN becomes 0; either counts as a fault.

@@ -122,3 +122,60 @@ fn admit_and_order_keys() {
         assert_eq!(keys, [7.0, 42.0], "priority + min(waiting / 1h, 10), then submission time");
     }
 }
+
+#[test]
+fn compiled_policies_are_shareable_across_threads() {
+    fn shareable<T: Send + Sync + Clone + 'static>() {}
+    shareable::<CompiledPolicy>();
+    let p = compiled("policies/fair_share.gpol", EngineKind::Jit);
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let w = World::new(&p);
+                let job = JobRec { whole_cards: 1.0, ..JobRec::default() };
+                let mut out = [NodeResult::default()];
+                p.engine().filter_score(&w.ctx(&p), &job, &[node(8.0, 2.0, "exclusive")], &mut out);
+                out[0].score
+            })
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap_or(f64::NAN), 0.75);
+    }
+}
+
+#[test]
+fn a_backend_failure_names_the_rule() {
+    use gpol_compiler::ir::{Body, Kind, Node, Program, Rule, VTy};
+    use gpol_compiler::schema::Record;
+    use gpol_compiler::syntax::RuleKind;
+    let good = |name: &str| Rule {
+        kind: RuleKind::Filter,
+        name: name.into(),
+        reason: None,
+        tier: None,
+        weight: 1.0,
+        is_static: false,
+        body: Body { node: Node::boolean(true), locals: 0 },
+    };
+    // Ill-typed on purpose: a field read through a number instead of a record pointer.
+    let broken = Node::new(
+        Kind::Bin(
+            gpol_compiler::ir::Bin::Gt,
+            Box::new(Node::new(
+                Kind::Field { base: Box::new(Node::num(1.0)), record: Record::Node, field: 3 },
+                VTy::F64,
+            )),
+            Box::new(Node::num(0.0)),
+        ),
+        VTy::Bool,
+    );
+    let program = Program {
+        filters: vec![good("fine"), Rule { name: "broken".into(), body: Body { node: broken, locals: 0 }, ..good("") }],
+        filter_order: vec![0, 1],
+        ..Program::default()
+    };
+    assert!(gpol_compiler::jit::compile(std::sync::Arc::new(program.clone())).is_err());
+    assert_eq!(gpol_compiler::jit::culprit(&program).as_deref(), Some("filter broken"));
+}
