@@ -1,1 +1,8 @@
+//! The gpol runtime: the cluster model, quota accounting and the scheduling cycle, driven
+//! by a compiled policy (JIT or interpreter). Consumers — `gpolc test`, the simulator,
+//! the adapters — all go through [`cycle::Scheduler`].
+
+pub mod model;
+pub mod symbols;
+
 pub use gpol_compiler::schema;

@@ -1,0 +1,439 @@
+//! The cluster: nodes, their cards (whole, shared by time-slicing or MPS, or partitioned
+//! into MIG instances), and topology domains whose free capacity is kept up to date on
+//! every bind and release. Accounting is in exact integers: milli-GPU, bytes, milli-cores.
+
+use crate::symbols::Symbols;
+use gpol_compiler::schema::{EnumKind, MAX_LEVELS, MIG_PROFILES, MIG_SLICES, Sym};
+use std::collections::HashMap;
+
+/// A GPU is 1000 milli-GPU.
+pub const MILLI: u32 = 1000;
+
+pub type NodeId = usize;
+pub type DomainId = u32;
+
+/// How a node's cards are shared; the values are the `sharing` enum of the schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    Exclusive,
+    Mig,
+    Timeslice,
+    Mps,
+}
+
+impl Sharing {
+    pub fn from_enum(v: u8) -> Sharing {
+        match EnumKind::Sharing.variants().get(usize::from(v)).copied() {
+            Some("mig") => Sharing::Mig,
+            Some("timeslice") => Sharing::Timeslice,
+            Some("mps") => Sharing::Mps,
+            _ => Sharing::Exclusive,
+        }
+    }
+
+    pub fn as_enum(self) -> u8 {
+        let name = match self {
+            Sharing::Exclusive => "exclusive",
+            Sharing::Mig => "mig",
+            Sharing::Timeslice => "timeslice",
+            Sharing::Mps => "mps",
+        };
+        EnumKind::Sharing.variant(name).unwrap_or(0)
+    }
+}
+
+/// What a MIG instance is charged in quota: its compute slices of seven (D2).
+pub fn mig_milli(profile: u8) -> u32 {
+    let slices = u32::from(MIG_SLICES.get(usize::from(profile)).copied().unwrap_or(7));
+    (MILLI * slices).div_ceil(7)
+}
+
+/// Memory of a MIG instance in GiB, from its name (`3g.40gb`: 40).
+pub fn mig_memory_gib(profile: u8) -> u64 {
+    MIG_PROFILES
+        .get(usize::from(profile))
+        .and_then(|p| p.split('.').nth(1))
+        .and_then(|m| m.trim_end_matches("gb").parse().ok())
+        .unwrap_or(0)
+}
+
+/// The memory slots (of eight) an instance spans and where it may start, following the
+/// A100/H100 80 GB placement rules.
+fn mig_slots(profile: u8) -> (u32, &'static [u32]) {
+    match MIG_PROFILES.get(usize::from(profile)).copied() {
+        Some("1g.10gb") => (1, &[0, 1, 2, 3, 4, 5, 6]),
+        Some("1g.20gb") => (2, &[0, 2, 4, 6]),
+        Some("2g.20gb") => (2, &[0, 2, 4]),
+        Some("3g.40gb") => (4, &[0, 4]),
+        Some("4g.40gb") => (4, &[0]),
+        _ => (8, &[0]),
+    }
+}
+
+/// Whether instances of these profiles can be placed together on one GPU: at most seven
+/// compute slices, and non-overlapping memory slots at allowed starting positions.
+pub fn mig_layout_fits(profiles: &[u8]) -> bool {
+    let compute: u32 = profiles.iter().map(|p| u32::from(MIG_SLICES.get(usize::from(*p)).copied().unwrap_or(8))).sum();
+    if compute > 7 {
+        return false;
+    }
+    // Largest first, then place each where it fits (backtracking; at most seven items).
+    let mut order: Vec<u8> = profiles.to_vec();
+    order.sort_by_key(|p| std::cmp::Reverse(mig_slots(*p).0));
+    fn place(items: &[u8], used: u8) -> bool {
+        let Some((&first, rest)) = items.split_first() else { return true };
+        let (size, starts) = mig_slots(first);
+        starts.iter().any(|&s| {
+            let mask: u16 = ((1u16 << size) - 1) << s;
+            mask <= 0xFF && (u16::from(used) & mask) == 0 && place(rest, used | mask as u8)
+        })
+    }
+    place(&order, 0)
+}
+
+/// One MIG instance of a card.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    pub profile: u8,
+    pub used: bool,
+}
+
+/// One GPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Card {
+    /// Unallocated share, 0–1000.
+    pub free_milli: u32,
+    /// Jobs using the card (time-slicing and MPS allow several).
+    pub clients: u32,
+    pub mem: u64,
+    pub free_mem: u64,
+    /// The card's MIG instances (empty unless the node is partitioned).
+    pub instances: Vec<Instance>,
+}
+
+impl Card {
+    /// Free for a whole-card request: nothing allocated and not partitioned.
+    pub fn whole_free(&self) -> bool {
+        self.instances.is_empty() && self.clients == 0 && self.free_milli == MILLI
+    }
+
+    pub fn free_mig(&self) -> [f64; 6] {
+        let mut counts = [0.0; 6];
+        for i in self.instances.iter().filter(|i| !i.used) {
+            if let Some(c) = counts.get_mut(usize::from(i.profile)) {
+                *c += 1.0;
+            }
+        }
+        counts
+    }
+}
+
+/// A node and its live state.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub name: String,
+    pub name_sym: Sym,
+    pub model: Sym,
+    pub sharing: Sharing,
+    /// Clients per card under time-slicing or MPS (1 otherwise).
+    pub max_clients: u32,
+    pub cards: Vec<Card>,
+    pub cpu_milli: u64,
+    pub free_cpu_milli: u64,
+    pub mem: u64,
+    pub free_mem: u64,
+    /// Label values by key symbol.
+    pub labels: HashMap<Sym, Sym>,
+    /// The node's domain at each topology level.
+    pub domains: [DomainId; MAX_LEVELS],
+    /// False after a failure or drain: no new placements.
+    pub up: bool,
+}
+
+impl Node {
+    pub fn free_cards(&self) -> u32 {
+        self.cards.iter().filter(|c| c.whole_free()).count() as u32
+    }
+
+    /// Free GPU capacity in milli: unallocated shares of unpartitioned cards plus the
+    /// charge of free MIG instances.
+    pub fn free_milli(&self) -> u64 {
+        self.cards
+            .iter()
+            .map(|c| {
+                if c.instances.is_empty() {
+                    u64::from(c.free_milli)
+                } else {
+                    c.instances.iter().filter(|i| !i.used).map(|i| u64::from(mig_milli(i.profile))).sum()
+                }
+            })
+            .sum()
+    }
+
+    /// The largest share free on any one card that still takes another client.
+    pub fn largest_free_milli(&self) -> u32 {
+        self.cards
+            .iter()
+            .filter(|c| c.instances.is_empty() && c.clients < self.max_clients)
+            .map(|c| c.free_milli)
+            .max()
+            .unwrap_or(0)
+    }
+
+    pub fn free_mig(&self) -> [f64; 6] {
+        let mut total = [0.0; 6];
+        for c in &self.cards {
+            for (t, v) in total.iter_mut().zip(c.free_mig()) {
+                *t += v;
+            }
+        }
+        total
+    }
+}
+
+/// A topology domain and its aggregate free capacity.
+#[derive(Clone, Debug)]
+pub struct Domain {
+    pub name: Sym,
+    pub level: u8,
+    pub nodes: Vec<NodeId>,
+    pub cards: u32,
+    pub free_cards: u32,
+    pub free_milli: u64,
+    /// How many of the domain's (up) nodes have each number of wholly free cards.
+    pub free_histogram: Vec<u32>,
+}
+
+impl Domain {
+    pub fn max_free_cards(&self) -> u32 {
+        self.free_histogram.iter().rposition(|&n| n > 0).unwrap_or(0) as u32
+    }
+}
+
+/// The nodes and domains of a cluster.
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    pub domains: Vec<Domain>,
+    /// Domain ids by (level, name).
+    domain_ids: HashMap<(u8, Sym), DomainId>,
+    pub levels: Vec<String>,
+}
+
+/// How to build a node.
+#[derive(Clone, Debug)]
+pub struct NodeSpec {
+    pub name: String,
+    pub model: String,
+    pub cards: u32,
+    pub card_mem: u64,
+    pub sharing: Sharing,
+    /// MIG instances of each card (the same layout on every card).
+    pub mig: Vec<u8>,
+    pub max_clients: u32,
+    pub cpu_milli: u64,
+    pub mem: u64,
+    /// Domain name per topology level (by level index); unnamed levels make the node its
+    /// own domain there.
+    pub domains: Vec<(u8, String)>,
+    pub labels: Vec<(String, String)>,
+}
+
+/// A node description the model cannot accept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpecError {
+    pub node: String,
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "node `{}`, field `{}`: {}", self.node, self.field, self.message)
+    }
+}
+
+impl Cluster {
+    pub fn new(levels: Vec<String>) -> Cluster {
+        Cluster { levels, ..Cluster::default() }
+    }
+
+    pub fn node(&self, name: &str) -> Option<NodeId> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Adds a node, validating its description.
+    pub fn add_node(&mut self, spec: &NodeSpec, syms: &mut Symbols) -> Result<NodeId, SpecError> {
+        let err = |field, message: String| SpecError { node: spec.name.clone(), field, message };
+        if self.node(&spec.name).is_some() {
+            return Err(err("name", "a node with this name already exists".into()));
+        }
+        match (spec.sharing, spec.mig.is_empty()) {
+            (Sharing::Mig, true) => return Err(err("mig", "a MIG node needs a layout of instances".into())),
+            (Sharing::Mig, false) => {
+                if !mig_layout_fits(&spec.mig) {
+                    let names: Vec<&str> =
+                        spec.mig.iter().filter_map(|p| MIG_PROFILES.get(usize::from(*p)).copied()).collect();
+                    return Err(err("mig", format!("the layout [{}] does not fit on one GPU", names.join(", "))));
+                }
+            }
+            (_, false) => return Err(err("mig", "a MIG layout on a node that is not shared by MIG".into())),
+            (_, true) => {}
+        }
+        if spec.max_clients == 0 {
+            return Err(err("max_clients", "must be at least 1".into()));
+        }
+        let max_clients = match spec.sharing {
+            Sharing::Timeslice | Sharing::Mps => spec.max_clients,
+            _ => 1,
+        };
+        let cards = (0..spec.cards)
+            .map(|_| Card {
+                free_milli: MILLI,
+                clients: 0,
+                mem: spec.card_mem,
+                free_mem: spec.card_mem,
+                instances: spec.mig.iter().map(|p| Instance { profile: *p, used: false }).collect(),
+            })
+            .collect();
+        let id = self.nodes.len();
+        let name_sym = syms.intern(&spec.name);
+        let mut domains = [u32::MAX; MAX_LEVELS];
+        for (level, slot) in domains.iter_mut().enumerate().take(self.levels.len()) {
+            let named = spec.domains.iter().find(|(l, _)| usize::from(*l) == level).map(|(_, n)| n.clone());
+            let name = syms.intern(&named.unwrap_or_else(|| format!("{}/{}", self.levels[level], spec.name)));
+            *slot = self.domain(level as u8, name);
+        }
+        let labels = spec.labels.iter().map(|(k, v)| (syms.intern(k), syms.intern(v))).collect();
+        self.nodes.push(Node {
+            name: spec.name.clone(),
+            name_sym,
+            model: syms.intern(&spec.model),
+            sharing: spec.sharing,
+            max_clients,
+            cards,
+            cpu_milli: spec.cpu_milli,
+            free_cpu_milli: spec.cpu_milli,
+            mem: spec.mem,
+            free_mem: spec.mem,
+            labels,
+            domains,
+            up: true,
+        });
+        for d in domains.iter().filter(|d| **d != u32::MAX) {
+            let dom = &mut self.domains[*d as usize];
+            dom.nodes.push(id);
+            dom.cards += spec.cards;
+        }
+        self.add_to_domains(id, 1);
+        Ok(id)
+    }
+
+    fn domain(&mut self, level: u8, name: Sym) -> DomainId {
+        if let Some(&d) = self.domain_ids.get(&(level, name)) {
+            return d;
+        }
+        let d = self.domains.len() as DomainId;
+        self.domains.push(Domain {
+            name,
+            level,
+            nodes: Vec::new(),
+            cards: 0,
+            free_cards: 0,
+            free_milli: 0,
+            free_histogram: Vec::new(),
+        });
+        self.domain_ids.insert((level, name), d);
+        d
+    }
+
+    /// Adds (`sign` 1) or removes (`sign` -1) a node's free capacity from its domains.
+    /// Called around every change to the node, so aggregates stay exact.
+    pub fn add_to_domains(&mut self, node: NodeId, sign: i64) {
+        let n = &self.nodes[node];
+        if !n.up {
+            return;
+        }
+        let (free, milli) = (n.free_cards(), n.free_milli());
+        for d in n.domains.iter().filter(|d| **d != u32::MAX) {
+            let dom = &mut self.domains[*d as usize];
+            dom.free_cards = (i64::from(dom.free_cards) + sign * i64::from(free)) as u32;
+            dom.free_milli = (dom.free_milli as i64 + sign * milli as i64) as u64;
+            let bucket = free as usize;
+            if dom.free_histogram.len() <= bucket {
+                dom.free_histogram.resize(bucket + 1, 0);
+            }
+            dom.free_histogram[bucket] = (i64::from(dom.free_histogram[bucket]) + sign) as u32;
+        }
+    }
+
+    /// Takes a node out of service (failure or drain).
+    pub fn set_up(&mut self, node: NodeId, up: bool) {
+        if self.nodes[node].up == up {
+            return;
+        }
+        if !up {
+            self.add_to_domains(node, -1);
+            self.nodes[node].up = false;
+        } else {
+            self.nodes[node].up = true;
+            self.add_to_domains(node, 1);
+        }
+    }
+
+    /// Recomputes every domain's aggregates from its nodes (for checking the incremental
+    /// updates).
+    pub fn recomputed_domains(&self) -> Vec<(u32, u64, Vec<u32>)> {
+        self.domains
+            .iter()
+            .map(|d| {
+                let mut hist = Vec::new();
+                let (mut free, mut milli) = (0, 0);
+                for &n in &d.nodes {
+                    let node = &self.nodes[n];
+                    if !node.up {
+                        continue;
+                    }
+                    free += node.free_cards();
+                    milli += node.free_milli();
+                    let b = node.free_cards() as usize;
+                    if hist.len() <= b {
+                        hist.resize(b + 1, 0);
+                    }
+                    hist[b] += 1;
+                }
+                (free, milli, hist)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(name: &str) -> u8 {
+        EnumKind::MigProfile.variant(name).unwrap_or(u8::MAX)
+    }
+
+    #[test]
+    fn mig_layouts_follow_the_slot_rules() {
+        assert!(mig_layout_fits(&[p("7g.80gb")]));
+        assert!(mig_layout_fits(&[p("4g.40gb"), p("3g.40gb")]));
+        assert!(mig_layout_fits(&[p("3g.40gb"), p("3g.40gb")]));
+        assert!(mig_layout_fits(&[p("3g.40gb"), p("2g.20gb"), p("1g.10gb"), p("1g.10gb")]));
+        assert!(mig_layout_fits(&[p("1g.10gb"); 7]));
+        assert!(!mig_layout_fits(&[p("1g.10gb"); 8]), "eight compute slices");
+        assert!(!mig_layout_fits(&[p("7g.80gb"), p("1g.10gb")]));
+        assert!(!mig_layout_fits(&[p("4g.40gb"), p("4g.40gb")]), "a 4g instance starts only at slot 0");
+        assert!(!mig_layout_fits(&[p("1g.20gb"); 5]), "ten memory slots");
+    }
+
+    #[test]
+    fn mig_charges_by_compute_slices() {
+        assert_eq!(mig_milli(p("1g.10gb")), 143);
+        assert_eq!(mig_milli(p("3g.40gb")), 429);
+        assert_eq!(mig_milli(p("7g.80gb")), 1000);
+        assert_eq!(mig_memory_gib(p("3g.40gb")), 40);
+    }
+}
