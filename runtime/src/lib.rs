@@ -2,7 +2,10 @@
 //! by a compiled policy (JIT or interpreter). Consumers — `gpolc test`, the simulator,
 //! the adapters — all go through [`cycle::Scheduler`].
 
+pub mod fit;
+pub mod jobs;
 pub mod model;
+pub mod quota;
 pub mod symbols;
 
 pub use gpol_compiler::schema;

@@ -1,0 +1,153 @@
+//! Exact fit (decision D2): whether a replica fits on a node, which card(s) it takes,
+//! and binding and releasing it. Free shares on different cards never add up.
+
+use crate::jobs::{Job, Request, Slot};
+use crate::model::{Cluster, MILLI, Node, NodeId, mig_memory_gib};
+
+const GIB: u64 = 1024 * 1024 * 1024;
+
+/// Whether the node's CPU and host memory take one replica.
+fn host_fits(node: &Node, job: &Job) -> bool {
+    node.up && node.free_cpu_milli >= job.cpu_milli && node.free_mem >= job.mem
+}
+
+/// The cards (and MIG instances) one replica could use on this node. For a whole-card
+/// request these are the wholly free cards with enough memory (it needs `k` of them).
+pub fn candidates(node: &Node, job: &Job) -> Vec<(usize, Option<usize>)> {
+    if !host_fits(node, job) {
+        return Vec::new();
+    }
+    match job.request {
+        Request::None => vec![],
+        Request::Whole(_) => node
+            .cards
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.whole_free() && c.mem >= job.gpu_mem)
+            .map(|(i, _)| (i, None))
+            .collect(),
+        Request::Fraction(m) => node
+            .cards
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.instances.is_empty() && c.clients < node.max_clients && c.free_milli >= m && c.free_mem >= job.gpu_mem
+            })
+            .map(|(i, _)| (i, None))
+            .collect(),
+        Request::Mig(p) => node
+            .cards
+            .iter()
+            .enumerate()
+            .flat_map(|(ci, c)| {
+                c.instances
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, inst)| !inst.used && inst.profile == p && mig_memory_gib(p) * GIB >= job.gpu_mem)
+                    .map(move |(ii, _)| (ci, Some(ii)))
+            })
+            .collect(),
+    }
+}
+
+/// Whether one replica fits on the node.
+pub fn fits(node: &Node, job: &Job) -> bool {
+    if !host_fits(node, job) {
+        return false;
+    }
+    match job.request {
+        Request::None => true,
+        Request::Whole(k) => candidates(node, job).len() >= k as usize,
+        _ => !candidates(node, job).is_empty(),
+    }
+}
+
+/// The card(s) one replica takes: ranked by `score` (the policy's `card_score` rules,
+/// highest first) when given, else by built-in best fit (the card left with the least
+/// free share); ties go to the lower card index. `None` if it does not fit.
+pub fn choose(node: &Node, job: &Job, score: Option<&dyn Fn(usize) -> f64>) -> Option<Vec<(usize, Option<usize>)>> {
+    if !fits(node, job) {
+        return None;
+    }
+    let mut cands = candidates(node, job);
+    let need = match job.request {
+        Request::Whole(k) => k as usize,
+        Request::None => 0,
+        _ => 1,
+    };
+    match score {
+        Some(f) => {
+            let mut scored: Vec<(f64, (usize, Option<usize>))> = cands.into_iter().map(|c| (f(c.0), c)).collect();
+            // Highest score first; NaN never wins (scores are already clamped).
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            cands = scored.into_iter().map(|(_, c)| c).collect();
+        }
+        None => {
+            let left = |(ci, ii): &(usize, Option<usize>)| -> u64 {
+                let c = &node.cards[*ci];
+                match ii {
+                    Some(_) => c.instances.iter().filter(|i| !i.used).count() as u64,
+                    None => u64::from(c.free_milli),
+                }
+            };
+            cands.sort_by_key(|c| (left(c), *c));
+        }
+    }
+    cands.truncate(need);
+    Some(cands)
+}
+
+/// Binds one replica to the chosen cards, updating the node and its domains.
+pub fn bind(cluster: &mut Cluster, node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
+    cluster.add_to_domains(node, -1);
+    let n = &mut cluster.nodes[node];
+    n.free_cpu_milli -= job.cpu_milli;
+    n.free_mem -= job.mem;
+    let mut slot = Slot { node, cards: Vec::new(), instance: None };
+    for &(ci, ii) in chosen {
+        let card = &mut n.cards[ci];
+        match (job.request, ii) {
+            (_, Some(ii)) => {
+                card.instances[ii].used = true;
+                slot.instance = Some((ci, ii));
+            }
+            (Request::Whole(_), None) => {
+                card.free_milli = 0;
+                card.clients = 1;
+                card.free_mem = 0;
+                slot.cards.push((ci, MILLI));
+            }
+            (Request::Fraction(m), None) => {
+                card.free_milli -= m;
+                card.clients += 1;
+                card.free_mem -= job.gpu_mem;
+                slot.cards.push((ci, m));
+            }
+            _ => {}
+        }
+    }
+    cluster.add_to_domains(node, 1);
+    slot
+}
+
+/// Releases what a replica held.
+pub fn release(cluster: &mut Cluster, job: &Job, slot: &Slot) {
+    cluster.add_to_domains(slot.node, -1);
+    let n = &mut cluster.nodes[slot.node];
+    n.free_cpu_milli += job.cpu_milli;
+    n.free_mem += job.mem;
+    for &(ci, milli) in &slot.cards {
+        let card = &mut n.cards[ci];
+        card.free_milli += milli;
+        card.clients -= 1;
+        card.free_mem = if milli == MILLI && matches!(job.request, Request::Whole(_)) {
+            card.mem
+        } else {
+            card.free_mem + job.gpu_mem
+        };
+    }
+    if let Some((ci, ii)) = slot.instance {
+        n.cards[ci].instances[ii].used = false;
+    }
+    cluster.add_to_domains(slot.node, 1);
+}

@@ -1,0 +1,120 @@
+//! Jobs: what they request (decision D2), their state, and where they run.
+
+use crate::model::{MILLI, NodeId, mig_milli};
+use gpol_compiler::schema::Sym;
+use std::collections::HashMap;
+
+pub type JobId = usize;
+pub type QueueId = usize;
+
+/// What one replica asks for (D2): exactly one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// `k` wholly free cards on one node.
+    Whole(u32),
+    /// A share of one card, in milli-GPU (1–999).
+    Fraction(u32),
+    /// One free MIG instance of a profile.
+    Mig(u8),
+    /// No GPU (CPU-only work).
+    None,
+}
+
+impl Request {
+    /// What one replica is charged in GPU quota, in milli-GPU.
+    pub fn milli(self) -> u64 {
+        match self {
+            Request::Whole(k) => u64::from(k) * u64::from(MILLI),
+            Request::Fraction(m) => u64::from(m),
+            Request::Mig(p) => u64::from(mig_milli(p)),
+            Request::None => 0,
+        }
+    }
+}
+
+/// Why a job is waiting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// An admit rule that depends on the cluster, or the filter that turned away the
+    /// most nodes.
+    Rule(String),
+    /// The job's queue (or an ancestor) has no quota left; the text says which and why.
+    Quota(String),
+    /// Nodes passed the filters but none has room.
+    Capacity,
+    /// A strict queue's head job is waiting, and this job is behind it.
+    Order,
+}
+
+impl Reason {
+    /// The name tests use after `because`.
+    pub fn name(&self) -> &str {
+        match self {
+            Reason::Rule(r) => r,
+            Reason::Quota(_) => "quota",
+            Reason::Capacity => "capacity",
+            Reason::Order => "order",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum State {
+    Pending(Option<Reason>),
+    Running,
+    Finished,
+    /// Rejected for good by an admit rule that reads only static fields (D9).
+    Rejected(String),
+}
+
+/// Where one replica runs: its node and the cards (with the share of each) or the MIG
+/// instance it holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slot {
+    pub node: NodeId,
+    pub cards: Vec<(usize, u32)>,
+    pub instance: Option<(usize, usize)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub name: String,
+    pub id: Sym,
+    pub user: Sym,
+    pub queue: QueueId,
+    pub priority: f64,
+    pub priority_class: Sym,
+    pub request: Request,
+    pub replicas: u32,
+    pub min_replicas: u32,
+    /// GPU memory per replica, bytes.
+    pub gpu_mem: u64,
+    pub cpu_milli: u64,
+    pub mem: u64,
+    pub models: Vec<Sym>,
+    pub bursty: bool,
+    pub latency_critical: bool,
+    pub preemptible: bool,
+    pub submitted_ms: u64,
+    /// When the job last started waiting (submission, or requeue after an eviction).
+    pub waiting_since_ms: u64,
+    pub duration_ms: Option<u64>,
+    pub utilization: f64,
+    pub labels: HashMap<Sym, Sym>,
+    pub state: State,
+    pub evictions: u32,
+    pub started_ms: u64,
+    pub checkpoint_ms: u64,
+    pub slots: Vec<Slot>,
+}
+
+impl Job {
+    /// GPU quota charge of the whole job, milli-GPU.
+    pub fn total_milli(&self) -> u64 {
+        self.request.milli() * u64::from(self.replicas)
+    }
+
+    pub fn is_pending(&self) -> bool {
+        matches!(self.state, State::Pending(_))
+    }
+}

@@ -1,0 +1,440 @@
+//! The quota tree (decision D7): guarantees, limits, borrowing and lending, per resource
+//! and per GPU model, with exact integer accounting, per-user limits, dominant and fair
+//! shares, and usage decayed exactly at events.
+//!
+//! Borrowing follows Kueue's hierarchical cohorts. For queue `q` and resource `r`:
+//! - `subtree(q)`: a leaf's guarantee; a parent's own guarantee beyond its children's,
+//!   plus what each child puts into the shared pool (`subtree(c) - reserved(c)`);
+//! - `reserved(q)`: the part of `subtree(q)` its lend limit keeps from others,
+//!   `max(0, subtree(q) - lend_limit(q))` (0 without a lend limit);
+//! - `usage(q)`: a leaf's allocation; a parent's `Σ max(0, usage(c) - reserved(c))`;
+//! - `available(q)`: at the root `subtree - usage`; below it, what is left of the
+//!   reserved part plus what the parent can give, capped by the borrow limit.
+//!
+//! A resource no queue guarantees is not limited by the tree (only by `limit`s).
+
+use crate::jobs::{Job, QueueId};
+use crate::symbols::Symbols;
+use gpol_compiler::hir::{self, Queueing, Resource};
+use gpol_compiler::schema::Sym;
+use gpol_compiler::syntax::QuotaKind;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// A resource quotas are kept in: GPU (milli, any model), CPU (milli-cores), memory
+/// (bytes), and GPU of one model (milli).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Res {
+    Gpu,
+    Cpu,
+    Mem,
+    Model(Sym),
+}
+
+pub type Amounts = BTreeMap<Res, i64>;
+
+#[derive(Clone, Debug)]
+pub struct Queue {
+    pub name: String,
+    pub name_sym: Sym,
+    pub parent: Option<QueueId>,
+    pub children: Vec<QueueId>,
+    pub depth: u32,
+    pub weight: f64,
+    pub half_life_s: Option<f64>,
+    pub queueing: Queueing,
+    pub guarantee: Amounts,
+    pub limit: Amounts,
+    pub borrow_limit: Amounts,
+    pub lend_limit: Amounts,
+    pub user_limit: Amounts,
+    subtree: Amounts,
+    reserved: Amounts,
+    /// What the queue's subtree holds now.
+    pub alloc: Amounts,
+    /// What each user holds in the queue's subtree.
+    pub users: HashMap<Sym, Amounts>,
+    /// Decayed GPU-seconds.
+    pub usage: f64,
+    usage_at_ms: u64,
+    pub pending: u32,
+    pub running: u32,
+}
+
+impl Queue {
+    pub fn is_leaf(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    pub fn get(&self, amounts: &Amounts, r: Res) -> i64 {
+        amounts.get(&r).copied().unwrap_or(0)
+    }
+}
+
+/// The quota tree and its live accounting.
+#[derive(Clone, Debug)]
+pub struct Quotas {
+    pub queues: Vec<Queue>,
+    /// Resources some queue guarantees: only these are limited by the tree.
+    constrained: BTreeSet<Res>,
+}
+
+/// What a job would take from its queue, per resource.
+pub fn demand(job: &Job, model: Option<Sym>) -> Amounts {
+    let n = i64::from(job.replicas);
+    let gpu = job.request.milli() as i64 * n;
+    let mut d = Amounts::new();
+    d.insert(Res::Gpu, gpu);
+    d.insert(Res::Cpu, job.cpu_milli as i64 * n);
+    d.insert(Res::Mem, job.mem as i64 * n);
+    if let Some(m) = model {
+        d.insert(Res::Model(m), gpu);
+    }
+    d
+}
+
+fn convert(q: &hir::Quota, syms: &mut Symbols) -> Amounts {
+    q.iter()
+        .map(|(r, v)| match r {
+            Resource::Gpu(None) => (Res::Gpu, (v * 1000.0).round() as i64),
+            Resource::Gpu(Some(m)) => (Res::Model(syms.intern(m)), (v * 1000.0).round() as i64),
+            Resource::Cpu => (Res::Cpu, (v * 1000.0).round() as i64),
+            Resource::Mem => (Res::Mem, v.round() as i64),
+        })
+        .collect()
+}
+
+impl Quotas {
+    pub fn new(policy: &hir::Policy, syms: &mut Symbols) -> Quotas {
+        let default_queueing = policy.settings.queueing;
+        let mut queues: Vec<Queue> = policy
+            .queues
+            .iter()
+            .map(|q| {
+                let mut amounts: Vec<Amounts> =
+                    QuotaKind::ALL.iter().map(|&k| q.quota(k).map(|a| convert(a, syms)).unwrap_or_default()).collect();
+                let mut take = |i: usize| std::mem::take(&mut amounts[i]);
+                let mut depth = 0;
+                let mut p = q.parent;
+                while let Some(pp) = p {
+                    depth += 1;
+                    p = policy.queues[pp].parent;
+                }
+                let name_sym = syms.intern(&q.name);
+                Queue {
+                    name: q.name.clone(),
+                    name_sym,
+                    parent: q.parent,
+                    children: q.children.clone(),
+                    depth,
+                    weight: q.weight,
+                    half_life_s: q.usage_half_life,
+                    queueing: q.queueing.unwrap_or(default_queueing),
+                    guarantee: take(0),
+                    limit: take(1),
+                    borrow_limit: take(2),
+                    lend_limit: take(3),
+                    user_limit: take(4),
+                    subtree: Amounts::new(),
+                    reserved: Amounts::new(),
+                    alloc: Amounts::new(),
+                    users: HashMap::new(),
+                    usage: 0.0,
+                    usage_at_ms: 0,
+                    pending: 0,
+                    running: 0,
+                }
+            })
+            .collect();
+        // Queueing is set on leaves; a parent's setting applies to its leaves that set none.
+        for i in 0..queues.len() {
+            if policy.queues[i].queueing.is_none() {
+                let mut p = queues[i].parent;
+                while let Some(pp) = p {
+                    if let Some(q) = policy.queues[pp].queueing {
+                        queues[i].queueing = q;
+                        break;
+                    }
+                    p = queues[pp].parent;
+                }
+            }
+        }
+        let constrained = queues.iter().flat_map(|q| q.guarantee.keys().copied()).collect();
+        let mut t = Quotas { queues, constrained };
+        // Children before parents: indices of a depth-first tree put parents first.
+        for i in (0..t.queues.len()).rev() {
+            let resources: Vec<Res> = t.constrained.iter().copied().collect();
+            for r in resources {
+                let q = &t.queues[i];
+                let children_guarantee: i64 =
+                    q.children.iter().map(|&c| t.queues[c].get(&t.queues[c].guarantee, r)).sum();
+                let own = (q.get(&q.guarantee, r) - children_guarantee).max(0);
+                let pooled: i64 = q
+                    .children
+                    .iter()
+                    .map(|&c| t.queues[c].get(&t.queues[c].subtree, r) - t.queues[c].get(&t.queues[c].reserved, r))
+                    .sum();
+                let subtree = if q.is_leaf() { q.get(&q.guarantee, r) } else { own + pooled };
+                let reserved = match q.lend_limit.get(&r) {
+                    Some(l) => (subtree - l).max(0),
+                    None => 0,
+                };
+                let q = &mut t.queues[i];
+                q.subtree.insert(r, subtree);
+                q.reserved.insert(r, reserved);
+            }
+        }
+        t
+    }
+
+    fn path(&self, leaf: QueueId) -> Vec<QueueId> {
+        let mut out = vec![leaf];
+        let mut p = self.queues[leaf].parent;
+        while let Some(q) = p {
+            out.push(q);
+            p = self.queues[q].parent;
+        }
+        out
+    }
+
+    /// Kueue's usage of `q` as its parent's pool sees it.
+    fn usage(&self, q: QueueId, r: Res) -> i64 {
+        let node = &self.queues[q];
+        if node.is_leaf() {
+            node.get(&node.alloc, r)
+        } else {
+            node.children
+                .iter()
+                .map(|&c| (self.usage(c, r) - self.queues[c].get(&self.queues[c].reserved, r)).max(0))
+                .sum()
+        }
+    }
+
+    /// How much more of `r` queue `q` can take from the tree.
+    pub fn available(&self, q: QueueId, r: Res) -> i64 {
+        if !self.constrained.contains(&r) {
+            return i64::MAX;
+        }
+        let node = &self.queues[q];
+        let usage = self.usage(q, r);
+        let Some(parent) = node.parent else {
+            return node.get(&node.subtree, r) - usage;
+        };
+        let reserved = node.get(&node.reserved, r);
+        let local = (reserved - usage).max(0);
+        let mut from_parent = self.available(parent, r);
+        if let Some(&limit) = node.borrow_limit.get(&r) {
+            let stored = node.get(&node.subtree, r) - reserved;
+            let used_in_parent = (usage - reserved).max(0);
+            from_parent = from_parent.min(stored - used_in_parent + limit);
+        }
+        local.saturating_add(from_parent.max(0))
+    }
+
+    /// Whether `demand` can be admitted into leaf `q` for `user`; the error names the
+    /// queue, the resource and the cap that would be crossed.
+    pub fn admissible(&self, q: QueueId, user: Sym, demand: &Amounts, syms: &Symbols) -> Result<(), String> {
+        let name = |r: Res| match r {
+            Res::Gpu => "gpu".to_string(),
+            Res::Cpu => "cpu".to_string(),
+            Res::Mem => "memory".to_string(),
+            Res::Model(m) => format!("gpu({})", syms.name(m)),
+        };
+        for (&r, &amount) in demand.iter().filter(|(_, a)| **a > 0) {
+            for p in self.path(q) {
+                let node = &self.queues[p];
+                if let Some(&limit) = node.limit.get(&r)
+                    && node.get(&node.alloc, r) + amount > limit
+                {
+                    return Err(format!("queue `{}` would exceed its {} limit", node.name, name(r)));
+                }
+                if let Some(&limit) = node.user_limit.get(&r) {
+                    let used = node.users.get(&user).map_or(0, |u| u.get(&r).copied().unwrap_or(0));
+                    if used + amount > limit {
+                        return Err(format!("the user would exceed queue `{}`'s {} user limit", node.name, name(r)));
+                    }
+                }
+            }
+            let available = self.available(q, r);
+            if amount > available {
+                return Err(format!(
+                    "queue `{}` has {} {} available in its cohort, needs {}",
+                    self.queues[q].name,
+                    available.max(0),
+                    name(r),
+                    amount
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Charges (`sign` 1) or refunds (`sign` -1) an admitted job along its queue's path.
+    pub fn charge(&mut self, q: QueueId, user: Sym, demand: &Amounts, sign: i64) {
+        for p in self.path(q) {
+            let node = &mut self.queues[p];
+            for (&r, &a) in demand {
+                *node.alloc.entry(r).or_insert(0) += sign * a;
+                *node.users.entry(user).or_default().entry(r).or_insert(0) += sign * a;
+            }
+        }
+    }
+
+    pub fn count(&mut self, q: QueueId, pending: i32, running: i32) {
+        for p in self.path(q) {
+            let node = &mut self.queues[p];
+            node.pending = (node.pending as i32 + pending).max(0) as u32;
+            node.running = (node.running as i32 + running).max(0) as u32;
+        }
+    }
+
+    /// Brings decayed usage up to `now`: exact for the constant allocation since the last
+    /// update, so it does not depend on how often this is called.
+    pub fn advance_usage(&mut self, now_ms: u64) {
+        for q in &mut self.queues {
+            let dt = now_ms.saturating_sub(q.usage_at_ms) as f64 / 1000.0;
+            if dt <= 0.0 {
+                continue;
+            }
+            let gpus = q.get(&q.alloc, Res::Gpu) as f64 / 1000.0;
+            q.usage = match q.half_life_s {
+                Some(h) => {
+                    let decay = (-dt / h * std::f64::consts::LN_2).exp();
+                    q.usage * decay + gpus * h / std::f64::consts::LN_2 * (1.0 - decay)
+                }
+                None => q.usage + gpus * dt,
+            };
+            q.usage_at_ms = now_ms;
+        }
+    }
+
+    /// Each queue's fair share of the cluster's GPUs: its guarantee, plus the surplus of
+    /// its parent's fair amount split among the children by weight.
+    pub fn fair_shares(&self, total_milli: i64) -> Vec<f64> {
+        let mut fair = vec![0.0; self.queues.len()];
+        let total = total_milli.max(1) as f64;
+        for i in 0..self.queues.len() {
+            let q = &self.queues[i];
+            if q.parent.is_none() {
+                fair[i] = total;
+            }
+            if q.children.is_empty() {
+                continue;
+            }
+            let guarantees: f64 =
+                q.children.iter().map(|&c| self.queues[c].get(&self.queues[c].guarantee, Res::Gpu) as f64).sum();
+            let weights: f64 = q.children.iter().map(|&c| self.queues[c].weight).sum();
+            let surplus = (fair[i] - guarantees).max(0.0);
+            for &c in &q.children {
+                let child = &self.queues[c];
+                let by_weight = if weights > 0.0 { surplus * child.weight / weights } else { 0.0 };
+                fair[c] = child.get(&child.guarantee, Res::Gpu) as f64 + by_weight;
+            }
+        }
+        fair.iter().map(|f| f / total).collect()
+    }
+
+    /// The queue's largest share of any cluster resource, with `extra` added.
+    pub fn dominant_share(&self, q: QueueId, totals: &Amounts, extra: Option<&Amounts>) -> f64 {
+        let node = &self.queues[q];
+        [Res::Gpu, Res::Cpu, Res::Mem]
+            .iter()
+            .map(|r| {
+                let a = node.get(&node.alloc, *r) + extra.map_or(0, |e| e.get(r).copied().unwrap_or(0));
+                let t = totals.get(r).copied().unwrap_or(0);
+                if t > 0 { a as f64 / t as f64 } else { 0.0 }
+            })
+            .fold(0.0, f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpol_compiler::source::{SourceFile, SourceMap};
+
+    fn tree(queues: &str) -> (Quotas, Symbols) {
+        let text = format!("policy q\n{queues}\n");
+        let mut sources = SourceMap::new();
+        let id = sources.add(SourceFile::new("q.gpol", text));
+        let checked = gpol_compiler::check::check(&mut sources, id);
+        let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
+        let mut syms = Symbols::default();
+        (Quotas::new(&policy, &mut syms), syms)
+    }
+
+    fn cpu(cores: i64) -> Amounts {
+        Amounts::from([(Res::Cpu, cores * 1000)])
+    }
+
+    /// The most CPU queue `q` can hold with the others' allocations as given.
+    fn capacity(t: &mut Quotas, q: QueueId) -> i64 {
+        t.available(q, Res::Cpu) / 1000 + t.queues[q].get(&t.queues[q].alloc, Res::Cpu) / 1000
+    }
+
+    const A: QueueId = 1;
+    const B: QueueId = 2;
+
+    #[test]
+    fn a_cohort_lends_unused_guarantee() {
+        let (mut t, _) = tree("queue cohort {\n queue a { guarantee 9 cpu }\n queue b { guarantee 12 cpu }\n}");
+        assert_eq!(capacity(&mut t, A), 21, "A alone can use 21");
+        t.charge(B, Sym(1), &cpu(12), 1);
+        assert_eq!(capacity(&mut t, A), 9, "with B using its guarantee, A has its own 9");
+    }
+
+    #[test]
+    fn a_borrow_limit_caps_borrowing() {
+        let (mut t, _) =
+            tree("queue cohort {\n queue a { guarantee 9 cpu; borrow_limit 1 cpu }\n queue b { guarantee 12 cpu }\n}");
+        assert_eq!(capacity(&mut t, A), 10, "A caps at 10");
+        assert_eq!(capacity(&mut t, B), 21);
+    }
+
+    #[test]
+    fn a_lend_limit_keeps_guarantee_back() {
+        let (mut t, _) =
+            tree("queue cohort {\n queue a { guarantee 9 cpu }\n queue b { guarantee 12 cpu; lend_limit 1 cpu }\n}");
+        assert_eq!(capacity(&mut t, A), 10, "A can borrow only 1 from B");
+        assert_eq!(capacity(&mut t, B), 21, "B can still use 21");
+        t.charge(A, Sym(1), &cpu(10), 1);
+        assert_eq!(capacity(&mut t, B), 11, "B keeps its 11 even when A borrowed");
+    }
+
+    #[test]
+    fn limits_and_user_limits_block_with_a_reason() {
+        let (mut t, syms) = tree(
+            "queue cohort {\n queue a { guarantee 8 cpu; limit 10 cpu; user_limit 6 cpu }\n queue b { guarantee 8 cpu }\n}",
+        );
+        assert!(t.admissible(A, Sym(1), &cpu(6), &syms).is_ok());
+        t.charge(A, Sym(1), &cpu(6), 1);
+        let err = t.admissible(A, Sym(1), &cpu(1), &syms).err().unwrap_or_default();
+        assert!(err.contains("user limit"), "{err}");
+        assert!(t.admissible(A, Sym(2), &cpu(4), &syms).is_ok());
+        let err = t.admissible(A, Sym(2), &cpu(5), &syms).err().unwrap_or_default();
+        assert!(err.contains("`a` would exceed its cpu limit"), "{err}");
+    }
+
+    #[test]
+    fn unguaranteed_resources_are_not_limited_by_the_tree() {
+        let (t, syms) = tree("queue cohort {\n queue a { weight 1 }\n queue b { weight 2 }\n}");
+        assert!(t.admissible(A, Sym(1), &cpu(1_000_000), &syms).is_ok());
+    }
+
+    #[test]
+    fn decayed_usage_does_not_depend_on_update_frequency() {
+        let (mut t1, _) = tree("queue a { usage_half_life 1h }");
+        let (mut t2, _) = tree("queue a { usage_half_life 1h }");
+        let gpus = Amounts::from([(Res::Gpu, 4000)]);
+        t1.charge(0, Sym(1), &gpus, 1);
+        t2.charge(0, Sym(1), &gpus, 1);
+        t1.advance_usage(7_200_000);
+        for step in 1..=720 {
+            t2.advance_usage(step * 10_000);
+        }
+        let (a, b) = (t1.queues[0].usage, t2.queues[0].usage);
+        assert!((a - b).abs() < 1e-6 * a, "{a} vs {b}");
+        // 4 GPUs for two half-lives: 4 · h/ln2 · (1 − 1/4).
+        let expected = 4.0 * 3600.0 / std::f64::consts::LN_2 * 0.75;
+        assert!((a - expected).abs() < 1e-6 * expected, "{a} vs {expected}");
+    }
+}
