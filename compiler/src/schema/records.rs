@@ -67,6 +67,69 @@ impl<'a, T> List<'a, T> {
     }
 }
 
+/// Node records that own their card and label lists, for caches that live across many
+/// evaluations (the runtime keeps one and updates a node's record when the node changes).
+///
+/// Each node's cards and labels live in their own heap allocation, which never moves
+/// while the record exists; records are handed out only through `&self`, and cards are
+/// changed only through `&mut self`, so no record is read while its cards change.
+#[derive(Default)]
+pub struct NodeTable {
+    cards: Vec<Box<[CardRec]>>,
+    labels: Vec<Box<[Sym]>>,
+    records: Vec<NodeRec<'static>>,
+}
+
+impl NodeTable {
+    /// Appends a node: `record`'s own lists are ignored; `cards` and `labels` are owned.
+    pub fn push(&mut self, record: NodeRec<'_>, cards: Vec<CardRec>, labels: Vec<Sym>) {
+        let cards = cards.into_boxed_slice();
+        let labels = labels.into_boxed_slice();
+        let record = NodeRec { cards_list: owned(&cards), labels: owned(&labels), ..strip(record) };
+        self.cards.push(cards);
+        self.labels.push(labels);
+        self.records.push(record);
+    }
+
+    /// Replaces node `i`'s scalar fields (its lists stay as they are).
+    pub fn set(&mut self, i: usize, record: NodeRec<'_>) {
+        if let Some(slot) = self.records.get_mut(i) {
+            *slot = NodeRec { cards_list: slot.cards_list, labels: slot.labels, ..strip(record) };
+        }
+    }
+
+    /// Node `i`'s cards, to update in place.
+    pub fn cards_mut(&mut self, i: usize) -> &mut [CardRec] {
+        self.cards.get_mut(i).map_or(&mut [], |c| &mut c[..])
+    }
+
+    pub fn records(&self) -> &[NodeRec<'_>] {
+        &self.records
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+/// A record with empty lists: its own lists borrow something else.
+fn strip(r: NodeRec<'_>) -> NodeRec<'static> {
+    NodeRec { cards_list: List::default(), labels: List::default(), ..r }
+}
+
+/// A list over a boxed slice that the `NodeTable` keeps alive and unmoved.
+fn owned<T>(items: &[T]) -> List<'static, T> {
+    // SAFETY: only `NodeTable` calls this, with a slice of a boxed slice it stores next to
+    // the record and never drops, replaces or reallocates while the record exists; the
+    // record is only lent out through `&self`, so the `'static` is never observed beyond
+    // the table's own lifetime, and the contents are only mutated through `&mut self`.
+    List { ptr: items.as_ptr(), len: items.len(), _borrow: PhantomData }
+}
+
 /// Where a `List`'s pointer and length are, for code that reads it by offset.
 pub const LIST_PTR: usize = offset_of!(List<'static, u8>, ptr);
 pub const LIST_LEN: usize = offset_of!(List<'static, u8>, len);
@@ -434,6 +497,24 @@ mod tests {
         assert_eq!(node.cards_list.as_slice()[1].index, 1.0);
         let empty: List<'_, Sym> = List::default();
         assert!(empty.is_empty() && empty.as_slice().is_empty());
+    }
+
+    #[test]
+    fn node_tables_keep_lists_valid_across_updates() {
+        let mut t = NodeTable::default();
+        for i in 0..100 {
+            let cards = vec![CardRec { index: f64::from(i), free: 1.0, ..CardRec::default() }; 2];
+            t.push(NodeRec { cards: 2.0, ..NodeRec::default() }, cards, vec![Sym(i)]);
+        }
+        t.cards_mut(42)[1].free = 0.25;
+        t.set(42, NodeRec { free_cards: 1.0, ..NodeRec::default() });
+        let r = &t.records()[42];
+        assert_eq!(r.free_cards, 1.0);
+        assert_eq!(r.cards, 0.0, "set replaces every scalar field");
+        assert_eq!(r.cards_list.as_slice()[1].free, 0.25);
+        assert_eq!(r.cards_list.as_slice()[0].index, 42.0);
+        assert_eq!(r.labels.as_slice(), &[Sym(42)]);
+        assert_eq!(t.records()[0].cards_list.as_slice()[0].index, 0.0, "early lists survive growth");
     }
 
     #[test]
