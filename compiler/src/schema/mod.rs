@@ -8,8 +8,8 @@ mod records;
 use crate::units::Dim;
 
 pub use records::{
-    CardRec, ClusterRec, DomainRec, FieldValue, JobRec, LIST_LEN, LIST_PTR, List, MAX_LEVELS, MigCounts, NodeRec, Opt,
-    QueueRec, Repr, Resources, ShapeRec, Sym,
+    CardRec, ClusterRec, DomainRec, FieldValue, JobRec, LIST_LEN, LIST_PTR, List, MAX_LEVELS, MigCounts, NodeRec,
+    NodeTable, Opt, QueueRec, Repr, Resources, ShapeRec, Sym,
 };
 
 /// The kinds of record rules can see.
