@@ -23,6 +23,8 @@ enum Command {
     Check(cmd::check::Args),
     /// Format policies canonically.
     Fmt(cmd::fmt::Args),
+    /// Run the `test` blocks of policies.
+    Test(cmd::test::Args),
     /// Print the IR a policy lowers to (what both engines run).
     Ir(cmd::ir::Args),
     /// Compile a policy to a relocatable object file with C symbols.
@@ -37,6 +39,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Check(a) => cmd::check::run(a, color),
         Command::Fmt(a) => cmd::fmt::run(a, color),
+        Command::Test(a) => cmd::test::run(a, color),
         Command::Ir(a) => cmd::ir::run(a, color),
         Command::Build(a) => cmd::build::run(a, color),
         Command::Bench(a) => cmd::bench::run(a, color),

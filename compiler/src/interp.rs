@@ -120,9 +120,15 @@ static EMPTY_DOMAIN: DomainRec =
 
 /// Evaluates a rule body.
 pub fn eval<'a>(body: &Body, ctx: &Ctx<'a>, roots: &Roots<'a>) -> Val<'a> {
+    eval_with_inputs(body, ctx, roots, &[])
+}
+
+/// Evaluates a body that reads caller-supplied values (`Kind::Input`), as test
+/// expectations do.
+pub fn eval_with_inputs<'a>(body: &Body, ctx: &Ctx<'a>, roots: &Roots<'a>, inputs: &[Val<'a>]) -> Val<'a> {
     let mut locals: Vec<Val<'a>> = vec![Val::F(0.0); body.locals as usize];
     let mut lists = Vec::new();
-    Interp { ctx, roots, locals: &mut locals, lists: &mut lists }.eval(&body.node)
+    Interp { ctx, roots, locals: &mut locals, lists: &mut lists, inputs }.eval(&body.node)
 }
 
 struct Interp<'c, 'a> {
@@ -131,6 +137,7 @@ struct Interp<'c, 'a> {
     locals: &'c mut Vec<Val<'a>>,
     /// Lists built by list literals during this evaluation.
     lists: &'c mut Vec<Vec<Val<'a>>>,
+    inputs: &'c [Val<'a>],
 }
 
 impl<'a> Interp<'_, 'a> {
@@ -141,6 +148,7 @@ impl<'a> Interp<'_, 'a> {
             Kind::Str(i) => Val::S(self.ctx.literals.get(*i as usize).copied().unwrap_or(Sym(0))),
             Kind::Enum(e) => Val::U(*e),
             Kind::Local(l) => self.locals.get(*l as usize).copied().unwrap_or(Val::F(f64::NAN)),
+            Kind::Input(i) => self.inputs.get(usize::from(*i)).copied().unwrap_or(Val::F(f64::NAN)),
             Kind::Root(r) => self.root(*r),
             Kind::Field { base, record, field } => {
                 let base = self.eval(base);

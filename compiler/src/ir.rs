@@ -179,6 +179,9 @@ pub enum Kind {
     /// A list built at run time from its elements (a list literal that is not expanded
     /// in place).
     ListLit(Vec<Node>),
+    /// A value the caller supplies: the queues, jobs and nodes a test expectation names.
+    /// Only the interpreter evaluates expectations; policies never contain it.
+    Input(u16),
     /// A comprehension: a loop binding `var` to each element of `list`.
     Loop {
         kind: CompKind,
@@ -213,7 +216,13 @@ impl Node {
     pub fn cost(&self) -> u32 {
         let sub = |n: &Node| n.cost();
         1 + match &self.kind {
-            Kind::Num(_) | Kind::Bool(_) | Kind::Str(_) | Kind::Enum(_) | Kind::Local(_) | Kind::Root(_) => 0,
+            Kind::Num(_)
+            | Kind::Bool(_)
+            | Kind::Str(_)
+            | Kind::Enum(_)
+            | Kind::Local(_)
+            | Kind::Root(_)
+            | Kind::Input(_) => 0,
             Kind::Field { base, .. } | Kind::Domain { node: base, .. } | Kind::Attr { queue: base, .. } => sub(base),
             Kind::Label { labels, .. } => sub(labels),
             Kind::Not(x) | Kind::Neg(x) | Kind::IsSome(x) | Kind::Unwrap(x) | Kind::Len(x) => sub(x),
@@ -386,6 +395,7 @@ fn sexpr(p: &Program, n: &Node, indent: usize) -> String {
         Kind::Str(i) => return leaf(format!("{:?}", p.literals.get(*i as usize).map_or("?", String::as_str))),
         Kind::Enum(v) => return leaf(format!("#{v}")),
         Kind::Local(l) => return leaf(format!("${l}")),
+        Kind::Input(i) => return leaf(format!("input#{i}")),
         Kind::Root(r) => return leaf(r.name().to_string()),
         Kind::Field { base, record, field } => {
             let name = record.fields().get(usize::from(*field)).map_or("?", |f| f.name);

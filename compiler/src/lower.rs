@@ -85,6 +85,25 @@ pub fn lower(p: &hir::Policy) -> Program {
     prog
 }
 
+/// Lowers a test expectation: `names[i]` (the checked local of a queue, job or node the
+/// expectation names) becomes `Kind::Input(i)`, supplied when it is evaluated.
+pub fn lower_expectation(p: &hir::Policy, e: &hir::Expr, names: &[(hir::LocalId, VTy)]) -> Body {
+    let mut l = Lowerer {
+        policy: p,
+        literals: Vec::new(),
+        literal_ids: HashMap::new(),
+        job_labels: Vec::new(),
+        node_labels: Vec::new(),
+    };
+    let mut env = Env { bindings: HashMap::new() };
+    for (i, (local, ty)) in names.iter().enumerate() {
+        env.bindings.insert(*local, Binding::Value(Node::new(Kind::Input(i as u16), *ty)));
+    }
+    let mut counter = Counter(0);
+    let node = l.expr(e, &mut env, &mut counter);
+    Body { node, locals: counter.0 }
+}
+
 struct Lowerer<'p> {
     policy: &'p hir::Policy,
     literals: Vec<String>,

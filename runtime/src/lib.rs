@@ -2,10 +2,14 @@
 //! by a compiled policy (JIT or interpreter). Consumers — `gpolc test`, the simulator,
 //! the adapters — all go through [`cycle::Scheduler`].
 
+pub mod cycle;
+pub mod explain;
 pub mod fit;
 pub mod jobs;
 pub mod model;
 pub mod quota;
+pub mod records;
+pub mod scenario;
 pub mod symbols;
 
 pub use gpol_compiler::schema;

@@ -3,6 +3,7 @@ pub mod build;
 pub mod check;
 pub mod fmt;
 pub mod ir;
+pub mod test;
 
 use gpol_compiler::diag::Diagnostic;
 use gpol_compiler::source::SourceMap;

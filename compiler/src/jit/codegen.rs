@@ -445,6 +445,8 @@ impl<'a, 'b> Gen<'a, 'b> {
                     _ => self.zero(n.ty),
                 }
             }
+            // Test expectations only; they are never compiled.
+            Kind::Input(_) => self.zero(n.ty),
             Kind::Root(r) => match self.roots.get(r) {
                 Some(v) => CV::One(*v),
                 None => self.zero(n.ty),

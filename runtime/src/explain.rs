@@ -1,0 +1,152 @@
+//! `explain` (decision D10): why a job goes where it goes, or waits. Re-runs the rules
+//! with the interpreter in declaration order: each admit rule, the quota arithmetic, the
+//! first filter that rejects each node, every score of the nodes that pass, and the
+//! choice.
+
+use crate::cycle::{Decision, Scheduler};
+use crate::fit;
+use crate::jobs::{JobId, Request, State};
+use crate::quota::{self, Res};
+use gpol_compiler::engine::clamp_score;
+use gpol_compiler::interp::{self, Roots};
+use std::fmt::Write;
+
+fn request_text(s: &Scheduler, job: JobId) -> String {
+    let j = &s.jobs[job];
+    let r = match j.request {
+        Request::Whole(k) => format!("{k} whole card{}", if k == 1 { "" } else { "s" }),
+        Request::Fraction(m) => format!("{:.3} of a card", f64::from(m) / 1000.0),
+        Request::Mig(p) => format!(
+            "a {} MIG instance",
+            gpol_compiler::schema::MIG_PROFILES.get(usize::from(p)).copied().unwrap_or("?")
+        ),
+        Request::None => "no GPU".into(),
+    };
+    let replicas = if j.replicas > 1 { format!(" × {} replicas", j.replicas) } else { String::new() };
+    format!("{r}{replicas}, {} cpu, {} GiB", j.cpu_milli as f64 / 1000.0, j.mem / (1 << 30))
+}
+
+fn amount(r: Res, v: i64) -> String {
+    match r {
+        Res::Mem => format!("{:.1}GiB", v as f64 / (1u64 << 30) as f64),
+        _ if v == i64::MAX => "∞".into(),
+        _ => format!("{}", v as f64 / 1000.0),
+    }
+}
+
+/// A readable account of the next decision about `job`.
+pub fn explain(s: &Scheduler, job: JobId) -> String {
+    let mut out = String::new();
+    let j = &s.jobs[job];
+    let q = &s.quotas.queues[j.queue];
+    let state = match &j.state {
+        State::Pending(Some(r)) => format!("pending ({})", r.name()),
+        State::Pending(None) => "pending".into(),
+        State::Running => "running".into(),
+        State::Finished => "finished".into(),
+        State::Rejected(r) => format!("rejected by {r}"),
+    };
+    let _ = writeln!(out, "job {} in queue {} ({state}): {}", j.name, q.name, request_text(s, job));
+    let totals = s.totals();
+    let cluster = s.cluster_rec(&totals);
+    let fair = s.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
+    let demand = quota::demand(j, None);
+    let queues = crate::records::queue_recs(&s.quotas, &totals, &fair, Some((j.queue, &demand)));
+    let ctx = s.ctx(&cluster, &queues);
+    let rec = s.job_rec(job);
+    let program = &s.policy.program;
+    let roots = Roots { job: Some(&rec), ..Roots::default() };
+    for r in &program.admit {
+        if !interp::eval(&r.body, &ctx, &roots).b() {
+            let kind = if r.is_static { "rejects it for good" } else { "holds it back for now" };
+            let _ = writeln!(
+                out,
+                "  admit {}: fails and {kind}{}",
+                r.name,
+                r.reason.as_ref().map(|x| format!(" (\"{x}\")")).unwrap_or_default()
+            );
+        } else {
+            let _ = writeln!(out, "  admit {}: passes", r.name);
+        }
+    }
+    // Quota arithmetic along the queue's path, for the resources the job asks for.
+    for (&r, &need) in demand.iter().filter(|(_, a)| **a > 0) {
+        let mut p = Some(j.queue);
+        while let Some(qi) = p {
+            let node = &s.quotas.queues[qi];
+            let g = node.guarantee.get(&r).copied();
+            let l = node.limit.get(&r).copied();
+            let alloc = node.get(&node.alloc, r);
+            let borrowed = (alloc - g.unwrap_or(0)).max(0);
+            let _ = writeln!(
+                out,
+                "  quota {} {:?}: allocated {}, guarantee {}, limit {}, borrowed {}{}",
+                node.name,
+                r,
+                amount(r, alloc),
+                g.map_or("none".into(), |v| amount(r, v)),
+                l.map_or("none".into(), |v| amount(r, v)),
+                amount(r, borrowed),
+                if qi == j.queue {
+                    format!(", available {}, needs {}", amount(r, s.quotas.available(qi, r)), amount(r, need))
+                } else {
+                    String::new()
+                }
+            );
+            p = node.parent;
+        }
+    }
+    if let Err(why) = s.quotas.admissible(j.queue, j.user, &demand, &s.syms) {
+        let _ = writeln!(out, "  quota blocks it: {why}");
+    }
+    let nodes = s.node_records();
+    for (i, n) in nodes.iter().enumerate() {
+        let node = &s.cluster.nodes[i];
+        let roots = Roots { job: Some(&rec), node: Some(n), ..Roots::default() };
+        let name = &node.name;
+        if !node.up {
+            let _ = writeln!(out, "  node {name}: out of service");
+            continue;
+        }
+        if let Some(f) = program.filters.iter().find(|f| !interp::eval(&f.body, &ctx, &roots).b()) {
+            let why = f.reason.as_ref().map(|x| format!(": \"{x}\"")).unwrap_or_default();
+            let _ = writeln!(out, "  node {name}: rejected by filter {}{why}", f.name);
+            continue;
+        }
+        let fits = fit::fits(node, j);
+        let mut scores = Vec::new();
+        let (mut total, mut tiers) = (0.0, [0.0f64; 4]);
+        for sc in &program.scores {
+            let raw = interp::eval(&sc.body, &ctx, &roots).f();
+            let (v, fault) = clamp_score(raw);
+            let fault = if fault > 0 { format!(" (raw {raw}, a fault)") } else { String::new() };
+            match sc.tier {
+                Some(t) => {
+                    tiers[usize::from(t).saturating_sub(1).min(3)] += v;
+                    scores.push(format!("{} {v:.3} tier {t}{fault}", sc.name));
+                }
+                None => {
+                    total += sc.weight * v;
+                    scores.push(format!("{} {v:.3} × {}{fault}", sc.name, sc.weight));
+                }
+            }
+        }
+        let tiers_text =
+            if program.scores.iter().any(|s| s.tier.is_some()) { format!(", tiers {tiers:?}") } else { String::new() };
+        let fit_text = if fits { "" } else { "; does not fit (not enough free capacity)" };
+        let _ = writeln!(out, "  node {name}: passes; score {total:.3}{tiers_text} [{}]{fit_text}", scores.join(", "));
+    }
+    let _ = match s.decide(job) {
+        Decision::Place { node, .. } => writeln!(out, "  → would go to {}", s.cluster.nodes[node].name),
+        Decision::Wait(r) => writeln!(
+            out,
+            "  → waits: {}",
+            match r {
+                crate::jobs::Reason::Quota(why) => format!("quota ({why})"),
+                other => other.name().to_string(),
+            }
+        ),
+        Decision::Reject(r) => writeln!(out, "  → rejected by {r}"),
+    };
+    out
+}

@@ -1,0 +1,167 @@
+//! The records rules read, built from the model: exact integers become `f64` in base
+//! units (milli-GPU → cards, milliseconds → seconds, milli-cores → cores).
+
+use crate::jobs::{Job, Request, State};
+use crate::model::{Card, Cluster, Domain, MILLI, Node};
+use crate::quota::{Amounts, Quotas, Res};
+use gpol_compiler::schema::{CardRec, DomainRec, JobRec, List, NodeRec, Opt, QueueRec, Resources, Sym};
+
+pub fn gpus(milli: u64) -> f64 {
+    milli as f64 / f64::from(MILLI)
+}
+
+pub fn seconds(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+pub fn card_rec(c: &Card, index: usize, node: &Node) -> CardRec {
+    CardRec {
+        index: index as f64,
+        model: node.model,
+        mem: c.mem as f64,
+        free_mem: c.free_mem as f64,
+        free: if c.instances.is_empty() { gpus(u64::from(c.free_milli)) } else { 0.0 },
+        clients: f64::from(c.clients),
+        max_clients: f64::from(node.max_clients),
+        free_mig: c.free_mig(),
+    }
+}
+
+pub fn node_cards(node: &Node) -> Vec<CardRec> {
+    node.cards.iter().enumerate().map(|(i, c)| card_rec(c, i, node)).collect()
+}
+
+/// A node's scalar fields (its card and label lists are kept by the `NodeTable`).
+pub fn node_rec(n: &Node) -> NodeRec<'static> {
+    let up = |x: f64| if n.up { x } else { 0.0 };
+    NodeRec {
+        name: n.name_sym,
+        gpu_model: n.model,
+        cards: n.cards.len() as f64,
+        free_cards: up(f64::from(n.free_cards())),
+        free_gpu: up(gpus(n.free_milli())),
+        largest_free_fraction: up(gpus(u64::from(n.largest_free_milli()))),
+        free_mig: if n.up { n.free_mig() } else { [0.0; 6] },
+        gpu_mem: n.cards.first().map_or(0.0, |c| c.mem as f64),
+        sharing: n.sharing.as_enum(),
+        max_clients: f64::from(n.max_clients),
+        cpu: n.cpu_milli as f64 / 1000.0,
+        cpu_free: up(n.free_cpu_milli as f64 / 1000.0),
+        mem: n.mem as f64,
+        mem_free: up(n.free_mem as f64),
+        domains: n.domains,
+        ..NodeRec::default()
+    }
+}
+
+/// A node's label values in the policy's slot order.
+pub fn label_slots(labels: &std::collections::HashMap<Sym, Sym>, keys: &[Sym]) -> Vec<Sym> {
+    keys.iter().map(|k| labels.get(k).copied().unwrap_or(Sym(0))).collect()
+}
+
+pub fn domain_rec(d: &Domain) -> DomainRec {
+    DomainRec {
+        name: d.name,
+        nodes: d.nodes.len() as f64,
+        cards: f64::from(d.cards),
+        free_cards: f64::from(d.free_cards),
+        free_gpu: gpus(d.free_milli),
+        max_free_cards: f64::from(d.max_free_cards()),
+    }
+}
+
+pub fn domain_recs(c: &Cluster) -> Vec<DomainRec> {
+    c.domains.iter().map(domain_rec).collect()
+}
+
+/// A job's record; its lists borrow the job.
+pub fn job_rec<'a>(j: &'a Job, labels: &'a [Sym], now_ms: u64) -> JobRec<'a> {
+    let (whole, fraction, mig) = match j.request {
+        Request::Whole(k) => (f64::from(k), 0.0, None),
+        Request::Fraction(m) => (0.0, gpus(u64::from(m)), None),
+        Request::Mig(p) => (0.0, 0.0, Some(p)),
+        Request::None => (0.0, 0.0, None),
+    };
+    let running = j.state == State::Running;
+    let waiting_until = if running { j.started_ms } else { now_ms };
+    JobRec {
+        id: j.id,
+        name: j.id,
+        user: j.user,
+        queue: j.queue as u32,
+        priority: j.priority,
+        priority_class: j.priority_class,
+        whole_cards: whole,
+        gpu_fraction: fraction,
+        mig_profile: Opt { value: mig.unwrap_or(0), present: mig.is_some() },
+        replicas: f64::from(j.replicas),
+        min_replicas: f64::from(j.min_replicas),
+        total_gpus: gpus(j.total_milli()),
+        gpu_mem: j.gpu_mem as f64,
+        allowed_models: List::new(&j.models),
+        cpu: j.cpu_milli as f64 / 1000.0,
+        mem: j.mem as f64,
+        bursty: j.bursty,
+        latency_critical: j.latency_critical,
+        preemptible: j.preemptible,
+        submitted: seconds(j.submitted_ms),
+        waiting: seconds(waiting_until.saturating_sub(j.waiting_since_ms)),
+        runtime: if running { seconds(now_ms.saturating_sub(j.started_ms)) } else { 0.0 },
+        since_checkpoint: if running { seconds(now_ms.saturating_sub(j.checkpoint_ms)) } else { 0.0 },
+        expected_duration: Opt { value: j.duration_ms.map_or(0.0, seconds), present: j.duration_ms.is_some() },
+        utilization: j.utilization,
+        evictions: f64::from(j.evictions),
+        labels: List::new(labels),
+    }
+}
+
+fn resources(a: &Amounts, unset: f64) -> Resources {
+    let get = |r: Res, scale: f64| a.get(&r).map_or(unset, |v| *v as f64 / scale);
+    Resources { gpu: get(Res::Gpu, 1000.0), cpu: get(Res::Cpu, 1000.0), mem: get(Res::Mem, 1.0) }
+}
+
+/// Every queue's record. `job` is the job in scope, if any: `share_after` of the queues
+/// on its path is their dominant share with the job admitted.
+pub fn queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64], job: Option<(usize, &Amounts)>) -> Vec<QueueRec> {
+    let on_path = |mut q: usize, target: usize| loop {
+        if q == target {
+            return true;
+        }
+        match quotas.queues[q].parent {
+            Some(p) => q = p,
+            None => return false,
+        }
+    };
+    quotas
+        .queues
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let dominant = quotas.dominant_share(i, totals, None);
+            let share_after = match job {
+                Some((leaf, demand)) if on_path(leaf, i) => quotas.dominant_share(i, totals, Some(demand)),
+                _ => dominant,
+            };
+            let borrowed: Amounts =
+                q.alloc.iter().map(|(r, a)| (*r, (a - q.guarantee.get(r).copied().unwrap_or(0)).max(0))).collect();
+            QueueRec {
+                name: q.name_sym,
+                parent: Opt { value: q.parent.unwrap_or(0) as u32, present: q.parent.is_some() },
+                depth: f64::from(q.depth),
+                guarantee: resources(&q.guarantee, 0.0),
+                limit: resources(&q.limit, f64::INFINITY),
+                borrow_limit: resources(&q.borrow_limit, f64::INFINITY),
+                lend_limit: resources(&q.lend_limit, f64::INFINITY),
+                weight: q.weight,
+                allocated: resources(&q.alloc, 0.0),
+                borrowed: resources(&borrowed, 0.0),
+                usage: q.usage,
+                dominant_share: dominant,
+                fair_share: fair.get(i).copied().unwrap_or(0.0),
+                share_after,
+                pending: f64::from(q.pending),
+                running: f64::from(q.running),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,294 @@
+//! Runs a policy's `test` blocks: builds the cluster and jobs a test describes, plays
+//! its steps, and checks its expectations. A scheduling cycle runs before an expectation
+//! is checked whenever anything changed since the last cycle (a node, a job, time).
+
+use crate::cycle::{Event, JobSpec, Scheduler};
+use crate::explain;
+use crate::jobs::{JobId, Request, State};
+use crate::model::{NodeSpec, Sharing};
+use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_compiler::hir::{self, Expect, Step, TestName};
+use gpol_compiler::interp::{self, Roots, Val};
+use gpol_compiler::ir::VTy;
+use gpol_compiler::schema::Record;
+use gpol_compiler::source::Span;
+use std::collections::HashMap;
+
+/// One expectation that did not hold.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub span: Span,
+    pub expected: String,
+    pub actual: String,
+    /// The explain trace of the job concerned, if any.
+    pub explain: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub name: String,
+    pub span: Span,
+    pub expectations: usize,
+    pub failures: Vec<Failure>,
+    /// A scenario that could not be set up (a job that does not fit where `run` puts it).
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty() && self.error.is_none()
+    }
+}
+
+/// Runs every test of a compiled policy.
+pub fn run_all(policy: &CompiledPolicy) -> Vec<Outcome> {
+    policy.policy.tests.iter().map(|t| run(policy, t)).collect()
+}
+
+/// Runs one test, and returns the scheduler as the test left it.
+pub fn run_with(
+    policy: &CompiledPolicy,
+    test: &hir::Test,
+    mut observe: impl FnMut(&Scheduler),
+) -> (Outcome, Scheduler) {
+    let mut s = Scheduler::new(policy.clone());
+    let mut jobs: HashMap<String, JobId> = HashMap::new();
+    let mut outcome =
+        Outcome { name: test.name.clone(), span: test.span, expectations: 0, failures: Vec::new(), error: None };
+    let mut dirty = true;
+    for step in &test.steps {
+        match step {
+            Step::Node(n) => {
+                if let Err(e) = s.add_node(&node_spec(n)) {
+                    outcome.error = Some(e.to_string());
+                    break;
+                }
+                dirty = true;
+            }
+            Step::Submit(j) => {
+                let id = s.submit(job_spec(j));
+                jobs.insert(j.name.clone(), id);
+                dirty = true;
+            }
+            Step::Run(j, nodes) => {
+                let id = s.submit(job_spec(j));
+                jobs.insert(j.name.clone(), id);
+                let ids: Vec<usize> = nodes.iter().filter_map(|n| s.cluster.node(n)).collect();
+                if let Err(e) = s.start_on(id, &ids, (j.runtime * 1000.0) as u64, (j.since_checkpoint * 1000.0) as u64)
+                {
+                    outcome.error = Some(e);
+                    break;
+                }
+                s.jobs[id].evictions = j.evictions;
+                dirty = true;
+            }
+            Step::Advance(secs) => {
+                if dirty {
+                    // Whatever was waiting gets its chance before time moves on.
+                    s.cycle();
+                    observe(&s);
+                }
+                s.advance((secs * 1000.0).round() as u64);
+                dirty = true;
+            }
+            Step::Complete(name) => {
+                if let Some(&id) = jobs.get(name) {
+                    s.complete(id);
+                }
+                dirty = true;
+            }
+            Step::Fail(name) => {
+                if let Some(n) = s.cluster.node(name) {
+                    s.fail_node(n);
+                }
+                dirty = true;
+            }
+            Step::Expect(e, span) => {
+                if dirty {
+                    s.cycle();
+                    observe(&s);
+                    dirty = false;
+                }
+                outcome.expectations += 1;
+                if let Some(f) = check(&s, &jobs, e, *span) {
+                    outcome.failures.push(f);
+                }
+            }
+        }
+    }
+    (outcome, s)
+}
+
+pub fn run(policy: &CompiledPolicy, test: &hir::Test) -> Outcome {
+    run_with(policy, test, |_| {}).0
+}
+
+/// Runs a test in both engines and reports where their schedules differ.
+pub fn engines_agree(policy: &hir::Policy, test: &hir::Test) -> Result<(), String> {
+    let compile = |k| gpol_compiler::engine::compile(policy.clone(), k).map_err(|d| d.message);
+    let (jit, interp) = (compile(EngineKind::Jit)?, compile(EngineKind::Interp)?);
+    let (_, a) = run_with(&jit, test, |_| {});
+    let (_, b) = run_with(&interp, test, |_| {});
+    if a.log != b.log {
+        return Err(format!("the JIT and the interpreter disagree:\n  jit:    {:?}\n  interp: {:?}", a.log, b.log));
+    }
+    Ok(())
+}
+
+fn node_spec(n: &hir::TestNode) -> NodeSpec {
+    NodeSpec {
+        name: n.name.clone(),
+        model: n.model.clone(),
+        cards: n.cards,
+        card_mem: n.gpu_mem as u64,
+        sharing: Sharing::from_enum(n.sharing),
+        mig: n.mig.clone(),
+        max_clients: n.max_clients.max(1),
+        cpu_milli: (n.cpu * 1000.0) as u64,
+        mem: n.mem as u64,
+        domains: n.domains.clone(),
+        labels: n.labels.clone(),
+    }
+}
+
+fn job_spec(j: &hir::TestJob) -> JobSpec {
+    let request = if j.whole_cards > 0 {
+        Request::Whole(j.whole_cards)
+    } else if j.gpu_fraction > 0.0 {
+        Request::Fraction(((j.gpu_fraction * 1000.0).round() as u32).clamp(1, 999))
+    } else if let Some(p) = j.mig_profile {
+        Request::Mig(p)
+    } else {
+        Request::None
+    };
+    JobSpec {
+        name: j.name.clone(),
+        queue: j.queue,
+        user: j.user.clone(),
+        priority_class: j.priority_class.clone(),
+        priority: j.priority,
+        request,
+        replicas: j.replicas,
+        min_replicas: j.min_replicas,
+        gpu_mem: j.gpu_mem as u64,
+        cpu_milli: (j.cpu * 1000.0) as u64,
+        mem: j.mem as u64,
+        models: j.allowed_models.clone(),
+        bursty: j.bursty,
+        latency_critical: j.latency_critical,
+        preemptible: j.preemptible,
+        duration_ms: j.duration.map(|d| (d * 1000.0) as u64),
+        utilization: j.utilization,
+        labels: j.labels.clone(),
+    }
+}
+
+fn describe(s: &Scheduler, job: JobId) -> String {
+    let j = &s.jobs[job];
+    match &j.state {
+        State::Running => {
+            let nodes: Vec<&str> = j.slots.iter().map(|sl| s.cluster.nodes[sl.node].name.as_str()).collect();
+            format!("running on {}", nodes.join(", "))
+        }
+        State::Pending(Some(r)) => format!("pending because {}", r.name()),
+        State::Pending(None) => "pending".into(),
+        State::Finished => "finished".into(),
+        State::Rejected(r) => format!("rejected because {r}"),
+    }
+}
+
+fn check(s: &Scheduler, jobs: &HashMap<String, JobId>, e: &Expect, span: Span) -> Option<Failure> {
+    let job = |name: &str| jobs.get(name).copied();
+    let fail = |expected: String, job: Option<JobId>| {
+        let actual = job.map_or("no such job".to_string(), |j| describe(s, j));
+        let explain = job.map(|j| explain::explain(s, j)).unwrap_or_default();
+        Some(Failure { span, expected, actual, explain })
+    };
+    match e {
+        Expect::On(name, nodes) => {
+            let j = job(name)?;
+            let mut on: Vec<&str> = s.jobs[j].slots.iter().map(|sl| s.cluster.nodes[sl.node].name.as_str()).collect();
+            let mut want: Vec<&str> = nodes.iter().map(String::as_str).collect();
+            on.sort_unstable();
+            want.sort_unstable();
+            if s.jobs[j].state == State::Running && on == want {
+                None
+            } else {
+                fail(format!("{name} on {}", nodes.join(", ")), Some(j))
+            }
+        }
+        Expect::Pending(name, because) | Expect::Rejected(name, because) => {
+            let j = job(name)?;
+            let pending = matches!(e, Expect::Pending(..));
+            let (state_ok, reason) = match &s.jobs[j].state {
+                State::Pending(r) if pending => (true, r.as_ref().map(|r| r.name().to_string())),
+                State::Rejected(r) if !pending => (true, Some(r.clone())),
+                _ => (false, None),
+            };
+            let reason_ok = because.as_ref().is_none_or(|b| reason.as_deref() == Some(b.as_str()));
+            if state_ok && reason_ok {
+                None
+            } else {
+                let word = if pending { "pending" } else { "rejected" };
+                let because_text = because.as_ref().map(|b| format!(" because {b}")).unwrap_or_default();
+                fail(format!("{name} {word}{because_text}"), Some(j))
+            }
+        }
+        Expect::Running(name) => {
+            let j = job(name)?;
+            if s.jobs[j].state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
+        }
+        Expect::Evicted(name, by) => {
+            let j = job(name)?;
+            let evicted = s.log.iter().any(|ev| matches!(ev, Event::Requeued { job, .. } if *job == j));
+            // Evictions by a claimant come with preemption (the scheduling core's part 2).
+            let by_ok = by.is_none();
+            if evicted && by_ok {
+                None
+            } else {
+                let by_text = by.as_ref().map(|b| format!(" by {b}")).unwrap_or_default();
+                fail(format!("{name} evicted{by_text}"), Some(j))
+            }
+        }
+        Expect::Holds(expr, names) => {
+            let inputs: Vec<(gpol_compiler::hir::LocalId, VTy)> = names
+                .iter()
+                .map(|n| match n {
+                    TestName::Queue(l, _) => (*l, VTy::Ref(Record::Queue)),
+                    TestName::Job(l, _) => (*l, VTy::Ref(Record::Job)),
+                    TestName::Node(l, _) => (*l, VTy::Ref(Record::Node)),
+                })
+                .collect();
+            let body = gpol_compiler::lower::lower_expectation(&s.policy.policy, expr, &inputs);
+            let totals = s.totals();
+            let cluster = s.cluster_rec(&totals);
+            let fair = s.quotas.fair_shares(totals.get(&crate::quota::Res::Gpu).copied().unwrap_or(0));
+            let queues = crate::records::queue_recs(&s.quotas, &totals, &fair, None);
+            let ctx = s.ctx(&cluster, &queues);
+            let job_recs: HashMap<&str, gpol_compiler::schema::JobRec<'_>> =
+                jobs.iter().map(|(name, &j)| (name.as_str(), s.job_rec(j))).collect();
+            let nodes = s.node_records();
+            let vals: Vec<Val<'_>> = names
+                .iter()
+                .map(|n| match n {
+                    TestName::Queue(_, q) => Val::Queue(*q as u32),
+                    TestName::Job(_, name) => job_recs.get(name.as_str()).map_or(Val::F(f64::NAN), Val::Job),
+                    TestName::Node(_, name) => {
+                        s.cluster.node(name).and_then(|i| nodes.get(i)).map_or(Val::F(f64::NAN), Val::Node)
+                    }
+                })
+                .collect();
+            let holds = interp::eval_with_inputs(&body, &ctx, &Roots::default(), &vals).b();
+            if holds {
+                None
+            } else {
+                Some(Failure {
+                    span,
+                    expected: "the condition to hold".into(),
+                    actual: "it does not".into(),
+                    explain: String::new(),
+                })
+            }
+        }
+    }
+}
