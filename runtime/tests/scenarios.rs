@@ -1,0 +1,85 @@
+//! Known answers written as `.gpol` tests (tests/scenarios/) and the example policies'
+//! tests, run by the runtime in both engines: every expectation holds, and the JIT and
+//! the interpreter produce the same schedule, event for event.
+
+use gpol_compiler::check::check;
+use gpol_compiler::engine::{EngineKind, compile};
+use gpol_compiler::hir::{self, Expect, Step};
+use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_runtime::scenario;
+use std::path::{Path, PathBuf};
+
+fn files(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "gpol"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn policy(path: &Path) -> (hir::Policy, SourceMap) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new(path.display().to_string(), text));
+    let checked = check(&mut sources, id);
+    (checked.policy.unwrap_or_else(|| panic!("{}: {:?}", path.display(), checked.diagnostics)), sources)
+}
+
+/// Gangs and evictions are the second part of the scheduling core.
+fn needs_gangs_or_preemption(t: &hir::Test) -> bool {
+    t.steps.iter().any(|s| match s {
+        Step::Submit(j) | Step::Run(j, _) => j.replicas > 1,
+        Step::Expect(Expect::Evicted(..), _) => true,
+        _ => false,
+    })
+}
+
+fn run_dir(dir: &str, skip_part_two: bool) -> usize {
+    let mut ran = 0;
+    for path in files(dir) {
+        let (p, sources) = policy(&path);
+        for kind in [EngineKind::Jit, EngineKind::Interp] {
+            let compiled = compile(p.clone(), kind).unwrap_or_else(|d| panic!("{d:?}"));
+            for test in &compiled.policy.tests {
+                if skip_part_two && needs_gangs_or_preemption(test) {
+                    continue;
+                }
+                let outcome = scenario::run(&compiled, test);
+                let failures: Vec<String> = outcome
+                    .failures
+                    .iter()
+                    .map(|f| {
+                        let (line, _) = sources.get(f.span.file).line_col(f.span.start as usize);
+                        format!("line {line}: expected {}, but {}\n{}", f.expected, f.actual, f.explain)
+                    })
+                    .collect();
+                assert!(
+                    outcome.passed(),
+                    "{} :: {} ({kind:?}): {:?}\n{}",
+                    path.display(),
+                    test.name,
+                    outcome.error,
+                    failures.join("\n")
+                );
+                ran += 1;
+            }
+        }
+        for test in &p.tests {
+            scenario::engines_agree(&p, test).unwrap_or_else(|e| panic!("{} :: {}: {e}", path.display(), test.name));
+        }
+    }
+    ran
+}
+
+#[test]
+fn known_answers() {
+    assert!(run_dir("tests/scenarios", false) >= 12);
+}
+
+#[test]
+fn example_policies() {
+    assert!(run_dir("../policies", true) >= 12);
+}
