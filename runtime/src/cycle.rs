@@ -514,6 +514,9 @@ impl Scheduler {
                 Decision::Wait(Reason::Rule(rule.name.clone()))
             };
         }
+        if let Some(why) = self.never_fits(job) {
+            return Decision::Wait(Reason::Unschedulable(why));
+        }
         if let Err(why) = self.quotas.admissible(j.queue, j.user, &demand, &self.syms) {
             return Decision::Wait(Reason::Quota(why));
         }
@@ -564,6 +567,30 @@ impl Scheduler {
             Some(cards) => Decision::Place { node, cards, model: n.model },
             None => Decision::Wait(Reason::Capacity),
         }
+    }
+
+    /// Why a job can never run as the cluster and its queue are, if it cannot.
+    fn never_fits(&self, job: JobId) -> Option<String> {
+        let j = &self.jobs[job];
+        let nodes = self.cluster.nodes.iter().filter(|n| n.up && (j.models.is_empty() || j.models.contains(&n.model)));
+        if !nodes.clone().any(|n| fit::could_ever_fit(n, j)) {
+            return Some(format!(
+                "no node could hold one replica ({}) even if it were empty",
+                crate::explain::request_text(self, job)
+            ));
+        }
+        let demand = quota::demand(j, None);
+        let mut q = Some(j.queue);
+        while let Some(qi) = q {
+            let node = &self.quotas.queues[qi];
+            for (r, limit) in &node.limit {
+                if demand.get(r).copied().unwrap_or(0) > *limit {
+                    return Some(format!("it needs more than queue `{}`'s limit", node.name));
+                }
+            }
+            q = node.parent;
+        }
+        None
     }
 
     /// The filter that turned away the most nodes (ties: the one declared first).

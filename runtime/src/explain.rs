@@ -11,7 +11,7 @@ use gpol_compiler::engine::clamp_score;
 use gpol_compiler::interp::{self, Roots};
 use std::fmt::Write;
 
-fn request_text(s: &Scheduler, job: JobId) -> String {
+pub fn request_text(s: &Scheduler, job: JobId) -> String {
     let j = &s.jobs[job];
     let r = match j.request {
         Request::Whole(k) => format!("{k} whole card{}", if k == 1 { "" } else { "s" }),

@@ -50,6 +50,24 @@ pub fn candidates(node: &Node, job: &Job) -> Vec<(usize, Option<usize>)> {
     }
 }
 
+/// Whether one replica would fit on the node if the node were empty.
+pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
+    let card_ok = |c: &crate::model::Card| c.mem >= job.gpu_mem;
+    node.cpu_milli >= job.cpu_milli
+        && node.mem >= job.mem
+        && match job.request {
+            Request::None => true,
+            Request::Whole(k) => {
+                node.cards.iter().filter(|c| c.instances.is_empty() && card_ok(c)).count() >= k as usize
+            }
+            Request::Fraction(_) => node.cards.iter().any(|c| c.instances.is_empty() && card_ok(c)),
+            Request::Mig(p) => node
+                .cards
+                .iter()
+                .any(|c| c.instances.iter().any(|i| i.profile == p) && mig_memory_gib(p) * GIB >= job.gpu_mem),
+        }
+}
+
 /// Whether one replica fits on the node.
 pub fn fits(node: &Node, job: &Job) -> bool {
     if !host_fits(node, job) {

@@ -44,6 +44,9 @@ pub enum Reason {
     Capacity,
     /// A strict queue's head job is waiting, and this job is behind it.
     Order,
+    /// The job can never run as things are: it is larger than any node, or than its
+    /// queue's limit. The text says which.
+    Unschedulable(String),
 }
 
 impl Reason {
@@ -54,6 +57,7 @@ impl Reason {
             Reason::Quota(_) => "quota",
             Reason::Capacity => "capacity",
             Reason::Order => "order",
+            Reason::Unschedulable(_) => "unschedulable",
         }
     }
 }
