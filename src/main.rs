@@ -25,6 +25,8 @@ enum Command {
     Fmt(cmd::fmt::Args),
     /// Run the `test` blocks of policies.
     Test(cmd::test::Args),
+    /// Replay a test and explain every scheduling decision.
+    Explain(cmd::explain::Args),
     /// Print the IR a policy lowers to (what both engines run).
     Ir(cmd::ir::Args),
     /// Compile a policy to a relocatable object file with C symbols.
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::run(a, color),
         Command::Fmt(a) => cmd::fmt::run(a, color),
         Command::Test(a) => cmd::test::run(a, color),
+        Command::Explain(a) => cmd::explain::run(a, color),
         Command::Ir(a) => cmd::ir::run(a, color),
         Command::Build(a) => cmd::build::run(a, color),
         Command::Bench(a) => cmd::bench::run(a, color),

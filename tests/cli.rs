@@ -159,3 +159,39 @@ fn ir_build_and_bench() {
     let bad = write(dir.path(), "bad.gpol", ERROR);
     gpolc().args(["build", &bad, "-o", &obj]).assert().code(1);
 }
+
+#[test]
+fn test_command_runs_scenarios() {
+    let out = gpolc().args(["test", "runtime/tests/scenarios/drf.gpol"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("A submits first ... ok") && text.contains("2 passed; 0 failed"), "{text}");
+
+    let out = gpolc()
+        .args(["test", "runtime/tests/scenarios/cohort.gpol", "--format", "junit", "--engine", "interp"])
+        .assert()
+        .success();
+    let xml = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(xml.contains("<testsuites") && xml.contains("A alone can use 21"), "{xml}");
+
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let wrong = write(
+        dir.path(),
+        "wrong.gpol",
+        "policy wrong\n\nqueue q {}\n\ntest \"too optimistic\" {\n  node a { cards 1 }\n  submit j { queue q; cards 2 }\n  expect j on a\n}\n",
+    );
+    let out = gpolc().args(["test", &wrong]).assert().code(1);
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("expected j on a") && text.contains("but pending because unschedulable"), "{text}");
+}
+
+#[test]
+fn explain_replays_a_scenario() {
+    let out = gpolc()
+        .args(["explain", "policies/gpu_sharing.gpol", "whole-card jobs never land on shared cards"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("node t1: rejected by filter whole_cards_not_partitioned"), "{text}");
+    assert!(text.contains("-> placed train on e1"), "{text}");
+    gpolc().args(["explain", "policies/gpu_sharing.gpol", "no such test"]).assert().code(2);
+}

@@ -71,6 +71,12 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
     }
     // Quota arithmetic along the queue's path, for the resources the job asks for.
     for (&r, &need) in demand.iter().filter(|(_, a)| **a > 0) {
+        let limited = s.quotas.available(j.queue, r) != i64::MAX
+            || std::iter::successors(Some(j.queue), |&q| s.quotas.queues[q].parent)
+                .any(|q| s.quotas.queues[q].limit.contains_key(&r));
+        if !limited {
+            continue;
+        }
         let mut p = Some(j.queue);
         while let Some(qi) = p {
             let node = &s.quotas.queues[qi];
@@ -80,9 +86,9 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
             let borrowed = (alloc - g.unwrap_or(0)).max(0);
             let _ = writeln!(
                 out,
-                "  quota {} {:?}: allocated {}, guarantee {}, limit {}, borrowed {}{}",
+                "  quota {} {}: allocated {}, guarantee {}, limit {}, borrowed {}{}",
                 node.name,
-                r,
+                r.name(&s.syms),
                 amount(r, alloc),
                 g.map_or("none".into(), |v| amount(r, v)),
                 l.map_or("none".into(), |v| amount(r, v)),

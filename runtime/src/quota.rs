@@ -30,6 +30,17 @@ pub enum Res {
     Model(Sym),
 }
 
+impl Res {
+    pub fn name(self, syms: &Symbols) -> String {
+        match self {
+            Res::Gpu => "gpu".into(),
+            Res::Cpu => "cpu".into(),
+            Res::Mem => "memory".into(),
+            Res::Model(m) => format!("gpu({})", syms.name(m)),
+        }
+    }
+}
+
 pub type Amounts = BTreeMap<Res, i64>;
 
 #[derive(Clone, Debug)]
@@ -233,12 +244,7 @@ impl Quotas {
     /// Whether `demand` can be admitted into leaf `q` for `user`; the error names the
     /// queue, the resource and the cap that would be crossed.
     pub fn admissible(&self, q: QueueId, user: Sym, demand: &Amounts, syms: &Symbols) -> Result<(), String> {
-        let name = |r: Res| match r {
-            Res::Gpu => "gpu".to_string(),
-            Res::Cpu => "cpu".to_string(),
-            Res::Mem => "memory".to_string(),
-            Res::Model(m) => format!("gpu({})", syms.name(m)),
-        };
+        let name = |r: Res| r.name(syms);
         for (&r, &amount) in demand.iter().filter(|(_, a)| **a > 0) {
             for p in self.path(q) {
                 let node = &self.queues[p];

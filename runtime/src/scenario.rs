@@ -45,11 +45,19 @@ pub fn run_all(policy: &CompiledPolicy) -> Vec<Outcome> {
     policy.policy.tests.iter().map(|t| run(policy, t)).collect()
 }
 
-/// Runs one test, and returns the scheduler as the test left it.
+/// When `run_with` lets the caller look at the scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    BeforeCycle,
+    AfterCycle,
+}
+
+/// Runs one test, showing the scheduler to `observe` around every cycle, and returns it
+/// as the test left it.
 pub fn run_with(
     policy: &CompiledPolicy,
     test: &hir::Test,
-    mut observe: impl FnMut(&Scheduler),
+    mut observe: impl FnMut(Moment, &Scheduler),
 ) -> (Outcome, Scheduler) {
     let mut s = Scheduler::new(policy.clone());
     let mut jobs: HashMap<String, JobId> = HashMap::new();
@@ -85,8 +93,9 @@ pub fn run_with(
             Step::Advance(secs) => {
                 if dirty {
                     // Whatever was waiting gets its chance before time moves on.
+                    observe(Moment::BeforeCycle, &s);
                     s.cycle();
-                    observe(&s);
+                    observe(Moment::AfterCycle, &s);
                 }
                 s.advance((secs * 1000.0).round() as u64);
                 dirty = true;
@@ -105,8 +114,9 @@ pub fn run_with(
             }
             Step::Expect(e, span) => {
                 if dirty {
+                    observe(Moment::BeforeCycle, &s);
                     s.cycle();
-                    observe(&s);
+                    observe(Moment::AfterCycle, &s);
                     dirty = false;
                 }
                 outcome.expectations += 1;
@@ -120,15 +130,15 @@ pub fn run_with(
 }
 
 pub fn run(policy: &CompiledPolicy, test: &hir::Test) -> Outcome {
-    run_with(policy, test, |_| {}).0
+    run_with(policy, test, |_, _| {}).0
 }
 
 /// Runs a test in both engines and reports where their schedules differ.
 pub fn engines_agree(policy: &hir::Policy, test: &hir::Test) -> Result<(), String> {
     let compile = |k| gpol_compiler::engine::compile(policy.clone(), k).map_err(|d| d.message);
     let (jit, interp) = (compile(EngineKind::Jit)?, compile(EngineKind::Interp)?);
-    let (_, a) = run_with(&jit, test, |_| {});
-    let (_, b) = run_with(&interp, test, |_| {});
+    let (_, a) = run_with(&jit, test, |_, _| {});
+    let (_, b) = run_with(&interp, test, |_, _| {});
     if a.log != b.log {
         return Err(format!("the JIT and the interpreter disagree:\n  jit:    {:?}\n  interp: {:?}", a.log, b.log));
     }

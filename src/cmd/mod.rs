@@ -1,6 +1,7 @@
 pub mod bench;
 pub mod build;
 pub mod check;
+pub mod explain;
 pub mod fmt;
 pub mod ir;
 pub mod test;

@@ -1,0 +1,85 @@
+//! `gpolc explain`: replay one of a policy's tests and show, before every scheduling
+//! cycle, why each waiting job goes where it goes or waits — the first filter that turns
+//! each node away, every score, the quota arithmetic — and then what the cycle did.
+
+use super::{FAILED, OK, USAGE, load};
+use gpol_compiler::diag::render;
+use gpol_compiler::engine::{EngineKind, compile};
+use gpol_runtime::cycle::Event;
+use gpol_runtime::explain::explain;
+use gpol_runtime::scenario::{Moment, run_with};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The policy file.
+    policy: PathBuf,
+    /// The name of one of the policy's tests (a scenario).
+    scenario: String,
+}
+
+pub fn run(args: Args, color: bool) -> u8 {
+    let (mut sources, id, bad) = match load(&args.policy) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return USAGE;
+        }
+    };
+    if let Some(d) = bad {
+        eprint!("{}", render::human(&sources, &d, color));
+        return FAILED;
+    }
+    let checked = gpol_compiler::check::check(&mut sources, id);
+    for d in checked.diagnostics.iter().filter(|d| d.is_error()) {
+        eprint!("{}", render::human(&sources, d, color));
+    }
+    let Some(policy) = checked.policy else {
+        return FAILED;
+    };
+    let Some(test) = policy.tests.iter().find(|t| t.name == args.scenario).cloned() else {
+        let names: Vec<String> = policy.tests.iter().map(|t| format!("\"{}\"", t.name)).collect();
+        eprintln!("error: the policy has no test named \"{}\"; its tests are {}", args.scenario, names.join(", "));
+        return USAGE;
+    };
+    // Explain re-runs rules in the interpreter (D10); the cycle itself runs the same way.
+    let compiled = match compile(policy, EngineKind::Interp) {
+        Ok(c) => c,
+        Err(d) => {
+            eprint!("{}", render::human(&sources, &d, color));
+            return FAILED;
+        }
+    };
+    let mut out = String::new();
+    let mut seen = 0;
+    run_with(&compiled, &test, |moment, s| match moment {
+        Moment::BeforeCycle => {
+            out.push_str(&format!("== cycle at {}s\n", s.now_ms as f64 / 1000.0));
+            for j in 0..s.jobs.len() {
+                if s.jobs[j].is_pending() {
+                    out.push_str(&explain(s, j));
+                }
+            }
+        }
+        Moment::AfterCycle => {
+            for ev in &s.log[seen..] {
+                let line = match ev {
+                    Event::Placed { job, nodes, .. } => {
+                        let names: Vec<&str> = nodes.iter().map(|n| s.cluster.nodes[*n].name.as_str()).collect();
+                        format!("placed {} on {}", s.jobs[*job].name, names.join(", "))
+                    }
+                    Event::Rejected { job, rule, .. } => format!("rejected {} by {rule}", s.jobs[*job].name),
+                    Event::Finished { job, .. } => format!("finished {}", s.jobs[*job].name),
+                    Event::Requeued { job, node, .. } => {
+                        format!("requeued {} (lost node {})", s.jobs[*job].name, s.cluster.nodes[*node].name)
+                    }
+                    Event::Submitted { .. } => continue,
+                };
+                out.push_str(&format!("-> {line}\n"));
+            }
+            seen = s.log.len();
+        }
+    });
+    super::print(&out);
+    OK
+}
