@@ -267,6 +267,12 @@ impl Scheduler {
         self.refresh_node(node);
     }
 
+    /// Changes a queue's quota; waiting jobs are tried again.
+    pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::syntax::QuotaKind, r: Res, value: Option<i64>) {
+        self.quotas.set(q, kind, r, value);
+        self.backoff.clear();
+    }
+
     pub fn advance(&mut self, ms: u64) {
         self.now_ms += ms;
         self.quotas.advance_usage(self.now_ms);

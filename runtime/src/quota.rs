@@ -169,32 +169,57 @@ impl Quotas {
                 }
             }
         }
-        let constrained = queues.iter().flat_map(|q| q.guarantee.keys().copied()).collect();
-        let mut t = Quotas { queues, constrained };
-        // Children before parents: indices of a depth-first tree put parents first.
-        for i in (0..t.queues.len()).rev() {
-            let resources: Vec<Res> = t.constrained.iter().copied().collect();
+        let mut t = Quotas { queues, constrained: BTreeSet::new() };
+        t.derive();
+        t
+    }
+
+    /// Recomputes what the cohort arithmetic derives from the written amounts.
+    fn derive(&mut self) {
+        self.constrained = self.queues.iter().flat_map(|q| q.guarantee.keys().copied()).collect();
+        // Children before parents: the tree's order puts every parent before its children.
+        for i in (0..self.queues.len()).rev() {
+            let resources: Vec<Res> = self.constrained.iter().copied().collect();
             for r in resources {
-                let q = &t.queues[i];
+                let q = &self.queues[i];
                 let children_guarantee: i64 =
-                    q.children.iter().map(|&c| t.queues[c].get(&t.queues[c].guarantee, r)).sum();
+                    q.children.iter().map(|&c| self.queues[c].get(&self.queues[c].guarantee, r)).sum();
                 let own = (q.get(&q.guarantee, r) - children_guarantee).max(0);
                 let pooled: i64 = q
                     .children
                     .iter()
-                    .map(|&c| t.queues[c].get(&t.queues[c].subtree, r) - t.queues[c].get(&t.queues[c].reserved, r))
+                    .map(|&c| {
+                        self.queues[c].get(&self.queues[c].subtree, r) - self.queues[c].get(&self.queues[c].reserved, r)
+                    })
                     .sum();
                 let subtree = if q.is_leaf() { q.get(&q.guarantee, r) } else { own + pooled };
                 let reserved = match q.lend_limit.get(&r) {
                     Some(l) => (subtree - l).max(0),
                     None => 0,
                 };
-                let q = &mut t.queues[i];
+                let q = &mut self.queues[i];
                 q.subtree.insert(r, subtree);
                 q.reserved.insert(r, reserved);
             }
         }
-        t
+    }
+
+    /// Changes one amount of a queue's quota (`None` unsets it), as an operator editing
+    /// quotas at run time would. Running jobs are not affected.
+    pub fn set(&mut self, q: QueueId, kind: QuotaKind, r: Res, value: Option<i64>) {
+        let Some(node) = self.queues.get_mut(q) else { return };
+        let amounts = match kind {
+            QuotaKind::Guarantee => &mut node.guarantee,
+            QuotaKind::Limit => &mut node.limit,
+            QuotaKind::BorrowLimit => &mut node.borrow_limit,
+            QuotaKind::LendLimit => &mut node.lend_limit,
+            QuotaKind::UserLimit => &mut node.user_limit,
+        };
+        match value {
+            Some(v) => amounts.insert(r, v),
+            None => amounts.remove(&r),
+        };
+        self.derive();
     }
 
     fn path(&self, leaf: QueueId) -> Vec<QueueId> {
