@@ -21,7 +21,7 @@ const POLICY: &str = r#"policy properties
 use std.pack
 
 queue org {
-  queue train { guarantee 8 gpu, 64 cpu; borrow_limit 8 gpu; limit 24 gpu }
+  queue train { guarantee 8 gpu, 64 cpu; borrow_limit 8 gpu; limit 24 gpu; usage_half_life 1h }
   queue serve { guarantee 4 gpu; lend_limit 2 gpu; user_limit 3 gpu }
   queue adhoc { weight 2 }
 }
