@@ -10,14 +10,14 @@ use crate::model::{Cluster, NodeId, NodeSpec, SpecError};
 use crate::quota::{self, Amounts, Quotas, Res};
 use crate::records;
 use crate::symbols::Symbols;
-use gpol_compiler::engine::{CompiledPolicy, NodeResult};
+use gpol_compiler::engine::{CompiledPolicy, MAX_TIERS, NodeResult};
 use gpol_compiler::hir::Queueing;
 use gpol_compiler::interp::Ctx;
 use gpol_compiler::ir::OrderKey;
 use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, Sym};
 use gpol_compiler::syntax::Direction;
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// What a job asks for, before it is a `Job`.
 #[derive(Clone, Debug)]
@@ -90,6 +90,14 @@ pub struct Scheduler {
     domains: Vec<DomainRec>,
     /// Jobs whose last placement failed: not retried until capacity frees.
     backoff: HashSet<JobId>,
+    /// The pending jobs of each queue, so a cycle never scans finished ones.
+    waiting: Vec<BTreeSet<JobId>>,
+}
+
+/// The cluster and queue records rules read, as of one moment.
+pub struct View {
+    pub cluster: ClusterRec<'static>,
+    pub queues: Vec<QueueRec>,
 }
 
 /// How one placement attempt ended.
@@ -107,6 +115,7 @@ impl Scheduler {
         let node_label_keys = policy.program.node_labels.iter().map(|k| syms.intern(k)).collect();
         let quotas = Quotas::new(&policy.policy, &mut syms);
         let cluster = Cluster::new(policy.policy.levels.clone());
+        let waiting = vec![BTreeSet::new(); quotas.queues.len()];
         Scheduler {
             policy,
             syms,
@@ -122,7 +131,24 @@ impl Scheduler {
             table: NodeTable::default(),
             domains: Vec::new(),
             backoff: HashSet::new(),
+            waiting,
         }
+    }
+
+    /// Changes a job's state, keeping the index of waiting jobs.
+    fn set_state(&mut self, job: JobId, state: State) {
+        let j = &mut self.jobs[job];
+        let now_pending = matches!(state, State::Pending(_));
+        if j.is_pending() != now_pending
+            && let Some(set) = self.waiting.get_mut(j.queue)
+        {
+            if now_pending {
+                set.insert(job);
+            } else {
+                set.remove(&job);
+            }
+        }
+        j.state = state;
     }
 
     // ------------------------------------------------------------ changes
@@ -132,7 +158,9 @@ impl Scheduler {
         let node = &self.cluster.nodes[id];
         let labels = records::label_slots(&node.labels, &self.node_label_keys);
         self.table.push(records::node_rec(node), records::node_cards(node), labels);
-        self.domains = records::domain_recs(&self.cluster);
+        // New domains get their records from the refresh, like the node's other domains.
+        self.domains.resize(self.cluster.domains.len(), DomainRec::default());
+        self.refresh_node(id);
         self.backoff.clear();
         Ok(id)
     }
@@ -184,6 +212,9 @@ impl Scheduler {
         };
         self.job_labels.push(records::label_slots(&job.labels, &self.job_label_keys));
         self.quotas.count(job.queue, 1, 0);
+        if let Some(set) = self.waiting.get_mut(job.queue) {
+            set.insert(id);
+        }
         self.jobs.push(job);
         self.log.push(Event::Submitted { job: id, at_ms: self.now_ms });
         id
@@ -213,8 +244,8 @@ impl Scheduler {
         self.quotas.charge(j.queue, j.user, &demand, 1);
         self.quotas.count(j.queue, -1, 1);
         let start = self.now_ms.saturating_sub(ran_ms);
+        self.set_state(job, State::Running);
         let j = &mut self.jobs[job];
-        j.state = State::Running;
         j.started_ms = start;
         j.waiting_since_ms = j.waiting_since_ms.min(start);
         j.submitted_ms = j.submitted_ms.min(start);
@@ -244,7 +275,7 @@ impl Scheduler {
         self.quotas.advance_usage(self.now_ms);
         self.release(job);
         self.quotas.count(self.jobs[job].queue, 0, -1);
-        self.jobs[job].state = State::Finished;
+        self.set_state(job, State::Finished);
         self.log.push(Event::Finished { job, at_ms: self.now_ms });
     }
 
@@ -257,8 +288,8 @@ impl Scheduler {
         for j in victims {
             self.release(j);
             self.quotas.count(self.jobs[j].queue, 1, -1);
+            self.set_state(j, State::Pending(None));
             let job = &mut self.jobs[j];
-            job.state = State::Pending(None);
             job.evictions += 1;
             job.waiting_since_ms = self.now_ms;
             self.log.push(Event::Requeued { job: j, node, at_ms: self.now_ms });
@@ -282,40 +313,40 @@ impl Scheduler {
 
     /// Capacity of the nodes in service, per resource.
     pub fn totals(&self) -> Amounts {
-        let mut t = Amounts::new();
-        for n in self.cluster.nodes.iter().filter(|n| n.up) {
-            *t.entry(Res::Gpu).or_insert(0) += n.cards.len() as i64 * 1000;
-            *t.entry(Res::Cpu).or_insert(0) += n.cpu_milli as i64;
-            *t.entry(Res::Mem).or_insert(0) += n.mem as i64;
-        }
-        t
+        let c = self.cluster.capacity;
+        Amounts::from([(Res::Gpu, c.gpu_milli as i64), (Res::Cpu, c.cpu_milli as i64), (Res::Mem, c.mem as i64)])
     }
 
-    pub fn cluster_rec(&self, totals: &Amounts) -> ClusterRec<'static> {
-        let mut free = Amounts::new();
-        for n in self.cluster.nodes.iter().filter(|n| n.up) {
-            *free.entry(Res::Gpu).or_insert(0) += n.free_milli() as i64;
-            *free.entry(Res::Cpu).or_insert(0) += n.free_cpu_milli as i64;
-            *free.entry(Res::Mem).or_insert(0) += n.free_mem as i64;
-        }
-        let res = |a: &Amounts| gpol_compiler::schema::Resources {
-            gpu: a.get(&Res::Gpu).copied().unwrap_or(0) as f64 / 1000.0,
-            cpu: a.get(&Res::Cpu).copied().unwrap_or(0) as f64 / 1000.0,
-            mem: a.get(&Res::Mem).copied().unwrap_or(0) as f64,
+    pub fn cluster_rec(&self) -> ClusterRec<'static> {
+        let res = |c: crate::model::Capacity| gpol_compiler::schema::Resources {
+            gpu: records::gpus(c.gpu_milli),
+            cpu: c.cpu_milli as f64 / 1000.0,
+            mem: c.mem as f64,
         };
         ClusterRec {
             time: records::seconds(self.now_ms),
-            nodes: self.cluster.nodes.iter().filter(|n| n.up).count() as f64,
-            total: res(totals),
-            free: res(&free),
+            nodes: self.cluster.capacity.nodes as f64,
+            total: res(self.cluster.capacity),
+            free: res(self.cluster.free),
             task_shapes: List::default(),
         }
     }
 
-    pub fn ctx<'a>(&'a self, cluster: &'a ClusterRec<'static>, queues: &'a [QueueRec]) -> Ctx<'a> {
+    /// What rules see of the cluster and the queues now; `job` is the job in scope, for
+    /// its queues' `share_after`.
+    pub fn view(&self, job: Option<JobId>) -> View {
+        let totals = self.totals();
+        let fair = self.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
+        let demand = job.map(|j| (self.jobs[j].queue, quota::demand(&self.jobs[j], None)));
+        let queues = records::queue_recs(&self.quotas, &totals, &fair, demand.as_ref().map(|(q, d)| (*q, d)));
+        View { cluster: self.cluster_rec(), queues }
+    }
+
+    /// The evaluation context for rules, over a `view`.
+    pub fn ctx<'a>(&'a self, view: &'a View) -> Ctx<'a> {
         Ctx {
-            cluster,
-            queues,
+            cluster: &view.cluster,
+            queues: &view.queues,
             domains: &self.domains,
             literals: &self.literals,
             sym_hashes: self.syms.hashes(),
@@ -346,7 +377,7 @@ impl Scheduler {
                 Attempt::Placed => placed += 1,
                 Attempt::Rejected(rule) => {
                     self.quotas.count(self.jobs[job].queue, -1, 0);
-                    self.jobs[job].state = State::Rejected(rule.clone());
+                    self.set_state(job, State::Rejected(rule.clone()));
                     self.log.push(Event::Rejected { job, rule, at_ms: self.now_ms });
                 }
                 Attempt::Waiting(reason) => {
@@ -357,14 +388,16 @@ impl Scheduler {
                     if !matches!(reason, Reason::Rule(_)) || self.is_filter(&reason) {
                         self.backoff.insert(job);
                     }
-                    self.jobs[job].state = State::Pending(Some(reason));
+                    self.set_state(job, State::Pending(Some(reason)));
                 }
             }
         }
         // Jobs behind a strict queue's waiting head did not get a turn.
-        for j in 0..self.jobs.len() {
-            if self.jobs[j].is_pending() && !tried.contains(&j) && blocked.contains(&self.jobs[j].queue) {
-                self.jobs[j].state = State::Pending(Some(Reason::Order));
+        for &q in &blocked {
+            for &j in &self.waiting[q] {
+                if !tried.contains(&j) {
+                    self.jobs[j].state = State::Pending(Some(Reason::Order));
+                }
             }
         }
         placed
@@ -383,27 +416,17 @@ impl Scheduler {
     /// of that leaf (D3). `None` when no queue has a job that can take a turn.
     fn next_job(&self, tried: &HashSet<JobId>, blocked: &HashSet<QueueId>) -> Option<JobId> {
         let nq = self.quotas.queues.len();
-        // Each leaf's candidate: its best eligible job (a strict leaf offers only its head).
-        let mut by_leaf: Vec<Vec<JobId>> = vec![Vec::new(); nq];
-        for (j, job) in self.jobs.iter().enumerate() {
-            if job.is_pending() && job.queue < nq {
-                by_leaf[job.queue].push(j);
-            }
-        }
-        let totals = self.totals();
-        let cluster = self.cluster_rec(&totals);
-        let fair = self.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
-        let queue_recs = records::queue_recs(&self.quotas, &totals, &fair, None);
-        let ctx = self.ctx(&cluster, &queue_recs);
+        let view = self.view(None);
+        let ctx = self.ctx(&view);
         let engine = self.policy.engine();
         let mut candidate: Vec<Option<JobId>> = vec![None; nq];
-        for (q, jobs) in by_leaf.iter().enumerate() {
+        // Each leaf's candidate: its best eligible job (a strict leaf offers only its head).
+        for (q, jobs) in self.waiting.iter().enumerate() {
             if jobs.is_empty() || blocked.contains(&q) {
                 continue;
             }
             let strict = self.quotas.queues[q].queueing == Queueing::Strict;
-            let pool: Vec<JobId> =
-                if strict { jobs.clone() } else { jobs.iter().copied().filter(|&j| self.eligible(j, tried)).collect() };
+            let pool: Vec<JobId> = jobs.iter().copied().filter(|&j| strict || self.eligible(j, tried)).collect();
             let best = self.best_by(
                 &pool,
                 &self.policy.program.job_order,
@@ -484,7 +507,6 @@ impl Scheduler {
                 let slot: Slot = fit::bind(&mut self.cluster, node, &self.jobs[job], &cards);
                 let j = &mut self.jobs[job];
                 j.slots = vec![slot];
-                j.state = State::Running;
                 j.started_ms = self.now_ms;
                 j.checkpoint_ms = self.now_ms;
                 let j = &self.jobs[job];
@@ -492,6 +514,7 @@ impl Scheduler {
                 self.quotas.charge(j.queue, j.user, &demand, 1);
                 self.quotas.count(j.queue, -1, 1);
                 self.refresh_node(node);
+                self.set_state(job, State::Running);
                 self.log.push(Event::Placed { job, nodes: vec![node], at_ms: self.now_ms });
                 Attempt::Placed
             }
@@ -503,12 +526,9 @@ impl Scheduler {
     /// The placement decision for a job, without changing anything.
     pub fn decide(&self, job: JobId) -> Decision {
         let j = &self.jobs[job];
-        let totals = self.totals();
-        let cluster = self.cluster_rec(&totals);
-        let fair = self.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
         let demand = quota::demand(j, None);
-        let queue_recs = records::queue_recs(&self.quotas, &totals, &fair, Some((j.queue, &demand)));
-        let ctx = self.ctx(&cluster, &queue_recs);
+        let view = self.view(Some(job));
+        let ctx = self.ctx(&view);
         let engine = self.policy.engine();
         let rec = self.job_rec(job);
         let program = &self.policy.program;
@@ -520,46 +540,72 @@ impl Scheduler {
                 Decision::Wait(Reason::Rule(rule.name.clone()))
             };
         }
-        if let Some(why) = self.never_fits(job) {
-            return Decision::Wait(Reason::Unschedulable(why));
-        }
+        // A job that can never fit waits as unschedulable, whatever else blocks it; that
+        // is only worth working out when it does not start.
+        let wait = |reason: Reason| Decision::Wait(self.never_fits(job).map_or(reason, Reason::Unschedulable));
         if let Err(why) = self.quotas.admissible(j.queue, j.user, &demand, &self.syms) {
-            return Decision::Wait(Reason::Quota(why));
+            return wait(Reason::Quota(why));
         }
         if j.replicas > 1 {
-            return Decision::Wait(Reason::Rule("gang".into()));
+            return wait(Reason::Rule("gang".into()));
         }
         let nodes = self.table.records();
-        let mut results = vec![NodeResult::default(); nodes.len()];
-        engine.filter_score(&ctx, &rec, nodes, &mut results);
-        let mut best: Option<(NodeId, &NodeResult)> = None;
+        let tiers =
+            program.scores.iter().filter_map(|s| s.tier).max().map_or(0, |t| usize::from(t).clamp(1, MAX_TIERS));
+        // The quota check per GPU model, worked out once per model seen.
+        let mut by_model: Vec<(Sym, Result<(), String>)> = Vec::new();
+        let mut best: Option<(NodeId, NodeResult)> = None;
         let mut passed_filters = false;
         let mut quota_block: Option<String> = None;
-        for (i, r) in results.iter().enumerate() {
-            let node = &self.cluster.nodes[i];
-            if !r.feasible || !node.up {
-                continue;
-            }
-            passed_filters = true;
-            if !j.models.is_empty() && !j.models.contains(&node.model) {
-                continue;
-            }
-            if !fit::fits(node, j) {
-                continue;
-            }
-            if let Err(why) = self.quotas.admissible(j.queue, j.user, &quota::demand(j, Some(node.model)), &self.syms) {
-                quota_block.get_or_insert(why);
-                continue;
-            }
-            if best.is_none_or(|(_, b)| better(r, b)) {
-                best = Some((i, r));
+        let mut rejections = vec![0usize; program.filters.len()];
+        // Nodes are evaluated a chunk at a time into a buffer that stays in cache.
+        let mut buffer = [NodeResult::default(); CHUNK];
+        for (c, chunk) in nodes.chunks(CHUNK).enumerate() {
+            let results = &mut buffer[..chunk.len()];
+            engine.filter_score(&ctx, &rec, chunk, results);
+            for (k, r) in results.iter().enumerate() {
+                if !r.feasible {
+                    if let Some(n) = rejections.get_mut(usize::from(r.rejected_by)) {
+                        *n += 1;
+                    }
+                    continue;
+                }
+                // A node that would not win need not be looked at (and once there is a
+                // best node, some node has passed the filters).
+                if best.as_ref().is_some_and(|(_, b)| !better(r, b, tiers)) {
+                    continue;
+                }
+                let i = c * CHUNK + k;
+                let node = &self.cluster.nodes[i];
+                if !node.up {
+                    continue;
+                }
+                passed_filters = true;
+                if (!j.models.is_empty() && !j.models.contains(&node.model)) || !fit::fits(node, j) {
+                    continue;
+                }
+                if self.quotas.limits_models() {
+                    let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
+                        Some((_, v)) => v,
+                        None => {
+                            let demand = quota::demand(j, Some(node.model));
+                            by_model.push((node.model, self.quotas.admissible(j.queue, j.user, &demand, &self.syms)));
+                            &by_model[by_model.len() - 1].1
+                        }
+                    };
+                    if let Err(why) = verdict {
+                        quota_block.get_or_insert_with(|| why.clone());
+                        continue;
+                    }
+                }
+                best = Some((i, *r));
             }
         }
         let Some((node, _)) = best else {
             if !passed_filters {
-                return Decision::Wait(Reason::Rule(self.most_rejecting(&results)));
+                return wait(Reason::Rule(self.most_rejecting(&rejections)));
             }
-            return Decision::Wait(match quota_block {
+            return wait(match quota_block {
                 Some(why) => Reason::Quota(why),
                 None => Reason::Capacity,
             });
@@ -599,22 +645,19 @@ impl Scheduler {
         None
     }
 
-    /// The filter that turned away the most nodes (ties: the one declared first).
-    fn most_rejecting(&self, results: &[NodeResult]) -> String {
-        let filters = &self.policy.program.filters;
-        let mut counts = vec![0usize; filters.len()];
-        for r in results.iter().filter(|r| !r.feasible) {
-            if let Some(c) = counts.get_mut(usize::from(r.rejected_by)) {
-                *c += 1;
-            }
-        }
-        let best = (0..filters.len()).max_by(|&a, &b| counts[a].cmp(&counts[b]).then(b.cmp(&a)));
+    /// The filter that turned away the most nodes (ties: the one declared first), given
+    /// how many each turned away.
+    fn most_rejecting(&self, rejections: &[usize]) -> String {
+        let best = (0..rejections.len()).max_by(|&a, &b| rejections[a].cmp(&rejections[b]).then(b.cmp(&a)));
         match best {
-            Some(i) if counts[i] > 0 => filters[i].name.clone(),
+            Some(i) if rejections[i] > 0 => self.policy.program.filters[i].name.clone(),
             _ => "capacity".into(),
         }
     }
 }
+
+/// How many nodes one call of the compiled policy evaluates: the results stay in cache.
+const CHUNK: usize = 256;
 
 /// The outcome of deciding where a job goes.
 #[derive(Clone, Debug, PartialEq)]
@@ -624,10 +667,10 @@ pub enum Decision {
     Reject(String),
 }
 
-/// Node ranking (D4): tiers lexicographically (tier 1 first), then the weighted sum;
-/// an equal node earlier in node order wins (the caller keeps the first).
-fn better(a: &NodeResult, b: &NodeResult) -> bool {
-    for (x, y) in a.tiers.iter().zip(&b.tiers) {
+/// Node ranking (D4): the first `tiers` tiers lexicographically (tier 1 first), then the
+/// weighted sum; an equal node earlier in node order wins (the caller keeps the first).
+fn better(a: &NodeResult, b: &NodeResult, tiers: usize) -> bool {
+    for (x, y) in a.tiers[..tiers].iter().zip(&b.tiers[..tiers]) {
         match x.total_cmp(y) {
             Ordering::Greater => return true,
             Ordering::Less => return false,

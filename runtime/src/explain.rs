@@ -47,12 +47,9 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
         State::Rejected(r) => format!("rejected by {r}"),
     };
     let _ = writeln!(out, "job {} in queue {} ({state}): {}", j.name, q.name, request_text(s, job));
-    let totals = s.totals();
-    let cluster = s.cluster_rec(&totals);
-    let fair = s.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
     let demand = quota::demand(j, None);
-    let queues = crate::records::queue_recs(&s.quotas, &totals, &fair, Some((j.queue, &demand)));
-    let ctx = s.ctx(&cluster, &queues);
+    let view = s.view(Some(job));
+    let ctx = s.ctx(&view);
     let rec = s.job_rec(job);
     let program = &s.policy.program;
     let roots = Roots { job: Some(&rec), ..Roots::default() };

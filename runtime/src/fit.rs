@@ -2,7 +2,7 @@
 //! and binding and releasing it. Free shares on different cards never add up.
 
 use crate::jobs::{Job, Request, Slot};
-use crate::model::{Cluster, MILLI, Node, NodeId, mig_memory_gib};
+use crate::model::{Card, Cluster, Instance, MILLI, Node, NodeId, mig_memory_gib};
 
 const GIB: u64 = 1024 * 1024 * 1024;
 
@@ -11,39 +11,43 @@ fn host_fits(node: &Node, job: &Job) -> bool {
     node.up && node.free_cpu_milli >= job.cpu_milli && node.free_mem >= job.mem
 }
 
+/// Whether a card can take a whole-card replica.
+fn takes_whole(card: &Card, job: &Job) -> bool {
+    card.whole_free() && card.mem >= job.gpu_mem
+}
+
+/// Whether a card can take a replica's share `milli` of it.
+fn takes_fraction(node: &Node, card: &Card, milli: u32, job: &Job) -> bool {
+    card.instances.is_empty()
+        && card.clients < node.max_clients
+        && card.free_milli >= milli
+        && card.free_mem >= job.gpu_mem
+}
+
+/// Whether a MIG instance can take a replica asking for `profile`.
+fn takes_instance(inst: &Instance, profile: u8, job: &Job) -> bool {
+    !inst.used && inst.profile == profile && mig_memory_gib(profile) * GIB >= job.gpu_mem
+}
+
 /// The cards (and MIG instances) one replica could use on this node. For a whole-card
 /// request these are the wholly free cards with enough memory (it needs `k` of them).
 pub fn candidates(node: &Node, job: &Job) -> Vec<(usize, Option<usize>)> {
     if !host_fits(node, job) {
         return Vec::new();
     }
+    let cards = node.cards.iter().enumerate();
     match job.request {
         Request::None => vec![],
-        Request::Whole(_) => node
-            .cards
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.whole_free() && c.mem >= job.gpu_mem)
-            .map(|(i, _)| (i, None))
-            .collect(),
-        Request::Fraction(m) => node
-            .cards
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| {
-                c.instances.is_empty() && c.clients < node.max_clients && c.free_milli >= m && c.free_mem >= job.gpu_mem
-            })
-            .map(|(i, _)| (i, None))
-            .collect(),
-        Request::Mig(p) => node
-            .cards
-            .iter()
-            .enumerate()
+        Request::Whole(_) => cards.filter(|(_, c)| takes_whole(c, job)).map(|(i, _)| (i, None)).collect(),
+        Request::Fraction(m) => {
+            cards.filter(|(_, c)| takes_fraction(node, c, m, job)).map(|(i, _)| (i, None)).collect()
+        }
+        Request::Mig(p) => cards
             .flat_map(|(ci, c)| {
                 c.instances
                     .iter()
                     .enumerate()
-                    .filter(move |(_, inst)| !inst.used && inst.profile == p && mig_memory_gib(p) * GIB >= job.gpu_mem)
+                    .filter(move |(_, i)| takes_instance(i, p, job))
                     .map(move |(ii, _)| (ci, Some(ii)))
             })
             .collect(),
@@ -68,15 +72,17 @@ pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
         }
 }
 
-/// Whether one replica fits on the node.
+/// Whether one replica fits on the node. Allocation-free: it runs for every feasible
+/// node of every decision.
 pub fn fits(node: &Node, job: &Job) -> bool {
     if !host_fits(node, job) {
         return false;
     }
     match job.request {
         Request::None => true,
-        Request::Whole(k) => candidates(node, job).len() >= k as usize,
-        _ => !candidates(node, job).is_empty(),
+        Request::Whole(k) => node.cards.iter().filter(|c| takes_whole(c, job)).take(k as usize).count() == k as usize,
+        Request::Fraction(m) => node.cards.iter().any(|c| takes_fraction(node, c, m, job)),
+        Request::Mig(p) => node.cards.iter().any(|c| c.instances.iter().any(|i| takes_instance(i, p, job))),
     }
 }
 

@@ -218,6 +218,19 @@ pub struct Cluster {
     /// Domain ids by (level, name).
     domain_ids: HashMap<(u8, Sym), DomainId>,
     pub levels: Vec<String>,
+    /// Capacity of the nodes in service, and what of it is free; kept up to date with
+    /// the domains.
+    pub capacity: Capacity,
+    pub free: Capacity,
+}
+
+/// An amount of each resource, in exact units.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Capacity {
+    pub nodes: u64,
+    pub gpu_milli: u64,
+    pub cpu_milli: u64,
+    pub mem: u64,
 }
 
 /// How to build a node.
@@ -354,6 +367,14 @@ impl Cluster {
         if !n.up {
             return;
         }
+        let add = |x: &mut u64, v: u64| *x = (*x as i64 + sign * v as i64) as u64;
+        add(&mut self.capacity.nodes, 1);
+        add(&mut self.capacity.gpu_milli, n.cards.len() as u64 * u64::from(MILLI));
+        add(&mut self.capacity.cpu_milli, n.cpu_milli);
+        add(&mut self.capacity.mem, n.mem);
+        add(&mut self.free.gpu_milli, n.free_milli());
+        add(&mut self.free.cpu_milli, n.free_cpu_milli);
+        add(&mut self.free.mem, n.free_mem);
         let (free, milli) = (n.free_cards(), n.free_milli());
         for d in n.domains.iter().filter(|d| **d != u32::MAX) {
             let dom = &mut self.domains[*d as usize];

@@ -87,6 +87,9 @@ pub struct Quotas {
     pub queues: Vec<Queue>,
     /// Resources some queue guarantees: only these are limited by the tree.
     constrained: BTreeSet<Res>,
+    /// Whether some queue limits a GPU model (else a job's quota check does not depend
+    /// on the node's model).
+    by_model: bool,
 }
 
 /// What a job would take from its queue, per resource.
@@ -169,7 +172,7 @@ impl Quotas {
                 }
             }
         }
-        let mut t = Quotas { queues, constrained: BTreeSet::new() };
+        let mut t = Quotas { queues, constrained: BTreeSet::new(), by_model: false };
         t.derive();
         t
     }
@@ -177,6 +180,9 @@ impl Quotas {
     /// Recomputes what the cohort arithmetic derives from the written amounts.
     fn derive(&mut self) {
         self.constrained = self.queues.iter().flat_map(|q| q.guarantee.keys().copied()).collect();
+        self.by_model = self.queues.iter().any(|q| {
+            [&q.guarantee, &q.limit, &q.user_limit].iter().any(|a| a.keys().any(|r| matches!(r, Res::Model(_))))
+        });
         // Children before parents: the tree's order puts every parent before its children.
         for i in (0..self.queues.len()).rev() {
             let resources: Vec<Res> = self.constrained.iter().copied().collect();
@@ -222,14 +228,14 @@ impl Quotas {
         self.derive();
     }
 
-    fn path(&self, leaf: QueueId) -> Vec<QueueId> {
-        let mut out = vec![leaf];
-        let mut p = self.queues[leaf].parent;
-        while let Some(q) = p {
-            out.push(q);
-            p = self.queues[q].parent;
-        }
-        out
+    /// Whether the GPU model a job lands on can change its quota check.
+    pub fn limits_models(&self) -> bool {
+        self.by_model
+    }
+
+    /// The queue and its ancestors, leaf first.
+    fn path(&self, leaf: QueueId) -> impl Iterator<Item = QueueId> + '_ {
+        std::iter::successors(Some(leaf), |&q| self.queues[q].parent)
     }
 
     /// Kueue's usage of `q` as its parent's pool sees it.
@@ -301,20 +307,29 @@ impl Quotas {
 
     /// Charges (`sign` 1) or refunds (`sign` -1) an admitted job along its queue's path.
     pub fn charge(&mut self, q: QueueId, user: Sym, demand: &Amounts, sign: i64) {
-        for p in self.path(q) {
-            let node = &mut self.queues[p];
+        self.for_path(q, |node| {
+            let by_user = node.users.entry(user).or_default();
             for (&r, &a) in demand {
                 *node.alloc.entry(r).or_insert(0) += sign * a;
-                *node.users.entry(user).or_default().entry(r).or_insert(0) += sign * a;
+                *by_user.entry(r).or_insert(0) += sign * a;
             }
-        }
+        });
     }
 
     pub fn count(&mut self, q: QueueId, pending: i32, running: i32) {
-        for p in self.path(q) {
-            let node = &mut self.queues[p];
-            node.pending = (node.pending as i32 + pending).max(0) as u32;
-            node.running = (node.running as i32 + running).max(0) as u32;
+        self.for_path(q, |node| {
+            node.pending = node.pending.saturating_add_signed(pending);
+            node.running = node.running.saturating_add_signed(running);
+        });
+    }
+
+    /// Applies `f` to the queue and each of its ancestors.
+    fn for_path(&mut self, q: QueueId, mut f: impl FnMut(&mut Queue)) {
+        let mut at = Some(q);
+        while let Some(i) = at {
+            let node = &mut self.queues[i];
+            f(node);
+            at = node.parent;
         }
     }
 

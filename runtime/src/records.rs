@@ -2,7 +2,7 @@
 //! units (milli-GPU → cards, milliseconds → seconds, milli-cores → cores).
 
 use crate::jobs::{Job, Request, State};
-use crate::model::{Card, Cluster, Domain, MILLI, Node};
+use crate::model::{Card, Domain, MILLI, Node};
 use crate::quota::{Amounts, Quotas, Res};
 use gpol_compiler::schema::{CardRec, DomainRec, JobRec, List, NodeRec, Opt, QueueRec, Resources, Sym};
 
@@ -68,10 +68,6 @@ pub fn domain_rec(d: &Domain) -> DomainRec {
         free_gpu: gpus(d.free_milli),
         max_free_cards: f64::from(d.max_free_cards()),
     }
-}
-
-pub fn domain_recs(c: &Cluster) -> Vec<DomainRec> {
-    c.domains.iter().map(domain_rec).collect()
 }
 
 /// A job's record; its lists borrow the job.

@@ -270,11 +270,8 @@ fn check(s: &Scheduler, jobs: &HashMap<String, JobId>, e: &Expect, span: Span) -
                 })
                 .collect();
             let body = gpol_compiler::lower::lower_expectation(&s.policy.policy, expr, &inputs);
-            let totals = s.totals();
-            let cluster = s.cluster_rec(&totals);
-            let fair = s.quotas.fair_shares(totals.get(&crate::quota::Res::Gpu).copied().unwrap_or(0));
-            let queues = crate::records::queue_recs(&s.quotas, &totals, &fair, None);
-            let ctx = s.ctx(&cluster, &queues);
+            let view = s.view(None);
+            let ctx = s.ctx(&view);
             let job_recs: HashMap<&str, gpol_compiler::schema::JobRec<'_>> =
                 jobs.iter().map(|(name, &j)| (name.as_str(), s.job_rec(j))).collect();
             let nodes = s.node_records();
