@@ -5,7 +5,7 @@
 //! come with the second part of the core; a multi-replica job waits with reason `gang`.
 
 use crate::fit;
-use crate::jobs::{Job, JobId, QueueId, Reason, Request, Slot, State};
+use crate::jobs::{Job, JobId, QueueId, Reason, Request, Shape, Slot, State};
 use crate::model::{Cluster, NodeId, NodeSpec, SpecError};
 use crate::quota::{self, Amounts, Quotas, Res};
 use crate::records;
@@ -17,7 +17,7 @@ use gpol_compiler::ir::OrderKey;
 use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, Sym};
 use gpol_compiler::syntax::Direction;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// What a job asks for, before it is a `Job`.
 #[derive(Clone, Debug)]
@@ -80,6 +80,8 @@ pub struct Scheduler {
     pub jobs: Vec<Job>,
     pub now_ms: u64,
     pub log: Vec<Event>,
+    /// Placement attempts so far (each one a filter+score pass over the nodes).
+    pub attempts: u64,
     /// The runtime symbol of each of the policy's string literals.
     literals: Vec<Sym>,
     job_label_keys: Vec<Sym>,
@@ -90,6 +92,11 @@ pub struct Scheduler {
     domains: Vec<DomainRec>,
     /// Jobs whose last placement failed: not retried until capacity frees.
     backoff: HashSet<JobId>,
+    /// Each job's shape, as an index into `shapes`.
+    job_shapes: Vec<usize>,
+    shapes: HashMap<Shape, usize>,
+    /// Shapes no node in service can take now: their jobs wait until capacity frees.
+    full: HashSet<usize>,
     /// The pending jobs of each queue, so a cycle never scans finished ones.
     waiting: Vec<BTreeSet<JobId>>,
 }
@@ -124,6 +131,7 @@ impl Scheduler {
             jobs: Vec::new(),
             now_ms: 0,
             log: Vec::new(),
+            attempts: 0,
             literals,
             job_label_keys,
             node_label_keys,
@@ -131,8 +139,17 @@ impl Scheduler {
             table: NodeTable::default(),
             domains: Vec::new(),
             backoff: HashSet::new(),
+            job_shapes: Vec::new(),
+            shapes: HashMap::new(),
+            full: HashSet::new(),
             waiting,
         }
+    }
+
+    /// Capacity freed up (or the quota changed): every waiting job may fit now.
+    fn capacity_changed(&mut self) {
+        self.backoff.clear();
+        self.full.clear();
     }
 
     /// Changes a job's state, keeping the index of waiting jobs.
@@ -161,7 +178,7 @@ impl Scheduler {
         // New domains get their records from the refresh, like the node's other domains.
         self.domains.resize(self.cluster.domains.len(), DomainRec::default());
         self.refresh_node(id);
-        self.backoff.clear();
+        self.capacity_changed();
         Ok(id)
     }
 
@@ -211,6 +228,8 @@ impl Scheduler {
             slots: Vec::new(),
         };
         self.job_labels.push(records::label_slots(&job.labels, &self.job_label_keys));
+        let next = self.shapes.len();
+        self.job_shapes.push(*self.shapes.entry(job.shape()).or_insert(next));
         self.quotas.count(job.queue, 1, 0);
         if let Some(set) = self.waiting.get_mut(job.queue) {
             set.insert(id);
@@ -264,7 +283,7 @@ impl Scheduler {
         let j = &self.jobs[job];
         let demand = quota::demand(j, model);
         self.quotas.charge(j.queue, j.user, &demand, -1);
-        self.backoff.clear();
+        self.capacity_changed();
     }
 
     /// A running job finishes and frees what it held.
@@ -301,7 +320,7 @@ impl Scheduler {
     /// Changes a queue's quota; waiting jobs are tried again.
     pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::syntax::QuotaKind, r: Res, value: Option<i64>) {
         self.quotas.set(q, kind, r, value);
-        self.backoff.clear();
+        self.capacity_changed();
     }
 
     pub fn advance(&mut self, ms: u64) {
@@ -388,19 +407,41 @@ impl Scheduler {
                     if !matches!(reason, Reason::Rule(_)) || self.is_filter(&reason) {
                         self.backoff.insert(job);
                     }
+                    if matches!(reason, Reason::Capacity) || self.is_filter(&reason) {
+                        self.note_if_full(job);
+                    }
                     self.set_state(job, State::Pending(Some(reason)));
                 }
             }
         }
-        // Jobs behind a strict queue's waiting head did not get a turn.
-        for &q in &blocked {
-            for &j in &self.waiting[q] {
-                if !tried.contains(&j) {
+        // Jobs that did not get a turn: behind a strict queue's waiting head, or of a
+        // shape no node can take.
+        for (q, waiting) in self.waiting.iter().enumerate() {
+            for &j in waiting.iter().filter(|j| !tried.contains(j)) {
+                if blocked.contains(&q) {
                     self.jobs[j].state = State::Pending(Some(Reason::Order));
+                } else if self.skipped_as_full(j) {
+                    self.jobs[j].state = State::Pending(Some(Reason::Capacity));
                 }
             }
         }
         placed
+    }
+
+    /// Whether a job is not tried because no node can take its shape. A job is always
+    /// tried once, so it learns its own reason; one found unschedulable keeps that reason.
+    fn skipped_as_full(&self, j: JobId) -> bool {
+        self.full.contains(&self.job_shapes[j])
+            && matches!(&self.jobs[j].state, State::Pending(Some(r)) if !matches!(r, Reason::Unschedulable(_)))
+    }
+
+    /// Marks the job's shape full if no node in service could take one replica now.
+    fn note_if_full(&mut self, job: JobId) {
+        let j = &self.jobs[job];
+        let takes = |n: &crate::model::Node| (j.models.is_empty() || j.models.contains(&n.model)) && fit::fits(n, j);
+        if !self.cluster.nodes.iter().any(takes) {
+            self.full.insert(self.job_shapes[job]);
+        }
     }
 
     fn is_filter(&self, reason: &Reason) -> bool {
@@ -409,7 +450,7 @@ impl Scheduler {
 
     /// Whether a job can take a turn this cycle.
     fn eligible(&self, j: JobId, tried: &HashSet<JobId>) -> bool {
-        self.jobs[j].is_pending() && !tried.contains(&j) && !self.backoff.contains(&j)
+        self.jobs[j].is_pending() && !tried.contains(&j) && !self.backoff.contains(&j) && !self.skipped_as_full(j)
     }
 
     /// The next job to try: the best queue at each level of the tree, then the best job
@@ -501,6 +542,7 @@ impl Scheduler {
 
     /// Tries to place one job: admit, quota, filter and score, bind.
     fn attempt(&mut self, job: JobId) -> Attempt {
+        self.attempts += 1;
         let decision = self.decide(job);
         match decision {
             Decision::Place { node, cards, model } => {

@@ -8,7 +8,7 @@ pub type JobId = usize;
 pub type QueueId = usize;
 
 /// What one replica asks for (D2): exactly one of these.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Request {
     /// `k` wholly free cards on one node.
     Whole(u32),
@@ -121,4 +121,22 @@ impl Job {
     pub fn is_pending(&self) -> bool {
         matches!(self.state, State::Pending(_))
     }
+
+    pub fn shape(&self) -> Shape {
+        let mut models = self.models.clone();
+        models.sort();
+        models.dedup();
+        Shape { request: self.request, gpu_mem: self.gpu_mem, cpu_milli: self.cpu_milli, mem: self.mem, models }
+    }
+}
+
+/// What exact fit reads of a job: jobs of one shape fit on the same nodes, so when no
+/// node can take one of them, none of the others needs trying until capacity frees.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub request: Request,
+    pub gpu_mem: u64,
+    pub cpu_milli: u64,
+    pub mem: u64,
+    pub models: Vec<Sym>,
 }
