@@ -488,7 +488,7 @@ impl Checker<'_> {
             match (name.name.as_str(), v) {
                 ("model", Value::Str(s)) => n.model = s,
                 ("cards", Value::Num(x)) => n.cards = self.whole(x, name, value),
-                ("gpu_mem", Value::Num(x)) => n.gpu_mem = x,
+                ("gpu_mem", Value::Num(x)) => n.gpu_mem = self.amount(x, name, value),
                 ("sharing", Value::Enum(_, i)) => n.sharing = i,
                 ("mig", Value::List(items)) => {
                     n.mig = items
@@ -497,8 +497,8 @@ impl Checker<'_> {
                         .collect()
                 }
                 ("max_clients", Value::Num(x)) => n.max_clients = self.whole(x, name, value),
-                ("cpu", Value::Num(x)) => n.cpu = x,
-                ("mem", Value::Num(x)) => n.mem = x,
+                ("cpu", Value::Num(x)) => n.cpu = self.amount(x, name, value),
+                ("mem", Value::Num(x)) => n.mem = self.amount(x, name, value),
                 _ => {}
             }
         }
@@ -543,6 +543,20 @@ impl Checker<'_> {
                 .help("use a non-negative whole number"),
         );
         0
+    }
+
+    /// A quantity of a scenario: finite and not negative.
+    fn amount(&mut self, x: f64, name: &ast::Ident, value: Option<&ast::Expr>) -> f64 {
+        if x.is_finite() && x >= 0.0 {
+            return x;
+        }
+        let span = value.map_or(name.span, |v| v.span);
+        self.err(
+            Diagnostic::new(Code::TestScenario, span, format!("`{}` cannot be negative", name.name))
+                .label("a negative amount")
+                .help("use zero or more"),
+        );
+        0.0
     }
 
     fn test_job(&mut self, m: usize, job: &ast::Ident, props: &[Prop], p: &hir::Policy) -> TestJob {
@@ -672,9 +686,9 @@ impl Checker<'_> {
                 ("mig", Value::Enum(_, i)) => j.mig_profile = Some(i),
                 ("replicas", Value::Num(x)) => j.replicas = self.whole(x, name, value).max(1),
                 ("min_replicas", Value::Num(x)) => j.min_replicas = self.whole(x, name, value),
-                ("gpu_mem", Value::Num(x)) => j.gpu_mem = x,
-                ("cpu", Value::Num(x)) => j.cpu = x,
-                ("mem", Value::Num(x)) => j.mem = x,
+                ("gpu_mem", Value::Num(x)) => j.gpu_mem = self.amount(x, name, value),
+                ("cpu", Value::Num(x)) => j.cpu = self.amount(x, name, value),
+                ("mem", Value::Num(x)) => j.mem = self.amount(x, name, value),
                 ("models", Value::List(items)) => {
                     j.allowed_models =
                         items.into_iter().filter_map(|i| if let Value::Str(s) = i { Some(s) } else { None }).collect()
@@ -682,10 +696,10 @@ impl Checker<'_> {
                 ("bursty", Value::Bool(b)) => j.bursty = b,
                 ("latency_critical", Value::Bool(b)) => j.latency_critical = b,
                 ("preemptible", Value::Bool(b)) => j.preemptible = b,
-                ("duration", Value::Num(x)) => j.duration = Some(x),
-                ("utilization", Value::Num(x)) => j.utilization = x,
-                ("runtime", Value::Num(x)) => j.runtime = x,
-                ("since_checkpoint", Value::Num(x)) => j.since_checkpoint = x,
+                ("duration", Value::Num(x)) => j.duration = Some(self.amount(x, name, value)),
+                ("utilization", Value::Num(x)) => j.utilization = self.amount(x, name, value),
+                ("runtime", Value::Num(x)) => j.runtime = self.amount(x, name, value),
+                ("since_checkpoint", Value::Num(x)) => j.since_checkpoint = self.amount(x, name, value),
                 ("evictions", Value::Num(x)) => j.evictions = self.whole(x, name, value),
                 _ => {}
             }
