@@ -86,6 +86,33 @@ pub fn fits(node: &Node, job: &Job) -> bool {
     }
 }
 
+/// How many replicas of the job the node can hold at once (0 when it is out of service).
+pub fn capacity(node: &Node, job: &Job) -> u32 {
+    if !node.up {
+        return 0;
+    }
+    let per = |free: u64, need: u64| if need == 0 { u64::MAX } else { free / need };
+    let host = per(node.free_cpu_milli, job.cpu_milli).min(per(node.free_mem, job.mem));
+    let gpu = match job.request {
+        Request::None => u64::MAX,
+        Request::Whole(k) => node.cards.iter().filter(|c| takes_whole(c, job)).count() as u64 / u64::from(k.max(1)),
+        Request::Fraction(m) => node
+            .cards
+            .iter()
+            .filter(|c| c.instances.is_empty() && c.clients < node.max_clients)
+            .map(|c| {
+                per(u64::from(c.free_milli), u64::from(m))
+                    .min(u64::from(node.max_clients - c.clients))
+                    .min(per(c.free_mem, job.gpu_mem))
+            })
+            .sum(),
+        Request::Mig(p) => {
+            node.cards.iter().map(|c| c.instances.iter().filter(|i| takes_instance(i, p, job)).count() as u64).sum()
+        }
+    };
+    u32::try_from(host.min(gpu)).unwrap_or(u32::MAX)
+}
+
 /// The card(s) one replica takes: ranked by `score` (the policy's `card_score` rules,
 /// highest first) when given, else by built-in best fit (the card left with the least
 /// free share); ties go to the lower card index. `None` if it does not fit.
@@ -121,57 +148,59 @@ pub fn choose(node: &Node, job: &Job, score: Option<&dyn Fn(usize) -> f64>) -> O
     Some(cands)
 }
 
-/// Binds one replica to the chosen cards, updating the node and its domains.
-pub fn bind(cluster: &mut Cluster, node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
-    cluster.add_to_domains(node, -1);
-    let n = &mut cluster.nodes[node];
-    n.free_cpu_milli -= job.cpu_milli;
-    n.free_mem -= job.mem;
+/// The slot one replica takes on the chosen cards.
+pub fn slot(node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
     let mut slot = Slot { node, cards: Vec::new(), instance: None };
     for &(ci, ii) in chosen {
-        let card = &mut n.cards[ci];
         match (job.request, ii) {
-            (_, Some(ii)) => {
-                card.instances[ii].used = true;
-                slot.instance = Some((ci, ii));
-            }
-            (Request::Whole(_), None) => {
-                card.free_milli = 0;
-                card.clients = 1;
-                card.free_mem = 0;
-                slot.cards.push((ci, MILLI));
-            }
-            (Request::Fraction(m), None) => {
-                card.free_milli -= m;
-                card.clients += 1;
-                card.free_mem -= job.gpu_mem;
-                slot.cards.push((ci, m));
-            }
+            (_, Some(ii)) => slot.instance = Some((ci, ii)),
+            (Request::Whole(_), None) => slot.cards.push((ci, MILLI)),
+            (Request::Fraction(m), None) => slot.cards.push((ci, m)),
             _ => {}
         }
     }
-    cluster.add_to_domains(node, 1);
+    slot
+}
+
+/// Binds one replica to the chosen cards, updating the node and its domains.
+pub fn bind(cluster: &mut Cluster, node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
+    let slot = slot(node, job, chosen);
+    apply(cluster, job, &slot, true);
     slot
 }
 
 /// Releases what a replica held.
 pub fn release(cluster: &mut Cluster, job: &Job, slot: &Slot) {
+    apply(cluster, job, slot, false);
+}
+
+/// Takes (`take`) or gives back what a slot holds: exact inverses, so a release followed
+/// by a bind of the same slot restores the node bit for bit.
+pub fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
     cluster.add_to_domains(slot.node, -1);
     let n = &mut cluster.nodes[slot.node];
-    n.free_cpu_milli += job.cpu_milli;
-    n.free_mem += job.mem;
+    let whole = matches!(job.request, Request::Whole(_));
+    if take {
+        n.free_cpu_milli -= job.cpu_milli;
+        n.free_mem -= job.mem;
+    } else {
+        n.free_cpu_milli += job.cpu_milli;
+        n.free_mem += job.mem;
+    }
     for &(ci, milli) in &slot.cards {
         let card = &mut n.cards[ci];
-        card.free_milli += milli;
-        card.clients -= 1;
-        card.free_mem = if milli == MILLI && matches!(job.request, Request::Whole(_)) {
-            card.mem
+        if take {
+            card.free_milli -= milli;
+            card.clients += 1;
+            card.free_mem = if whole { 0 } else { card.free_mem - job.gpu_mem };
         } else {
-            card.free_mem + job.gpu_mem
-        };
+            card.free_milli += milli;
+            card.clients -= 1;
+            card.free_mem = if whole { card.mem } else { card.free_mem + job.gpu_mem };
+        }
     }
     if let Some((ci, ii)) = slot.instance {
-        n.cards[ci].instances[ii].used = false;
+        n.cards[ci].instances[ii].used = take;
     }
     cluster.add_to_domains(slot.node, 1);
 }
