@@ -207,6 +207,39 @@ impl Node {
     }
 }
 
+impl Node {
+    /// The node's operands.
+    pub fn children(&self) -> Vec<&Node> {
+        match &self.kind {
+            Kind::Num(_)
+            | Kind::Bool(_)
+            | Kind::Str(_)
+            | Kind::Enum(_)
+            | Kind::Local(_)
+            | Kind::Root(_)
+            | Kind::Input(_) => vec![],
+            Kind::Field { base, .. } | Kind::Domain { node: base, .. } | Kind::Attr { queue: base, .. } => vec![base],
+            Kind::Label { labels, .. } => vec![labels],
+            Kind::Not(x) | Kind::Neg(x) | Kind::IsSome(x) | Kind::Unwrap(x) | Kind::Len(x) => vec![x],
+            Kind::Mig { counts: a, profile: b } | Kind::Bin(_, a, b) | Kind::Let(_, a, b) => vec![a, b],
+            Kind::Loop { list: a, body: b, .. } => vec![a, b],
+            Kind::If(a, b, c) => vec![a, b, c],
+            Kind::Call(_, args) | Kind::ListLit(args) => args.iter().collect(),
+        }
+    }
+
+    /// Whether `pred` holds for this node or any node below it.
+    pub fn any(&self, pred: &dyn Fn(&Node) -> bool) -> bool {
+        pred(self) || self.children().into_iter().any(|c| c.any(pred))
+    }
+
+    /// Whether the expression reads `field` of a `record`.
+    pub fn reads(&self, record: Record, field: &str) -> bool {
+        let Some((index, _)) = record.field(field) else { return false };
+        self.any(&|n| matches!(n.kind, Kind::Field { record: r, field: f, .. } if r == record && f == index))
+    }
+}
+
 /// Comprehensions over lists the records provide cost this many times a plain operation
 /// when ordering filters cheapest first.
 const LOOP_COST: u32 = 16;

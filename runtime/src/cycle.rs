@@ -1,23 +1,24 @@
-//! The scheduling cycle (decisions D3, D4, D9): queues are served in `queue_order`, level
-//! by level down the tree; inside a leaf, jobs in `job_order`; each job is admitted,
-//! checked against its quota, filtered and scored over every node, and bound to the best
-//! node. Orders are re-evaluated after every admission. Gangs, preemption and reclaim
-//! come with the second part of the core; a multi-replica job waits with reason `gang`.
+//! The scheduler's state and the scheduling cycle (decisions D3, D9): queues are served
+//! in `queue_order`, level by level down the tree; inside a leaf, jobs in `job_order`;
+//! orders are re-evaluated after every admission. Each job's turn is an attempt: the
+//! placement decision (`place`), then, if it waits, the victim search (`preempt`) and
+//! head-of-line reservation (`reserve`).
 
 use crate::fit;
-use crate::jobs::{Job, JobId, QueueId, Reason, Request, Shape, Slot, State};
+use crate::jobs::{Job, JobId, QueueId, Reason, Request, Shape, State};
 use crate::model::{Cluster, NodeId, NodeSpec, SpecError};
+use crate::preempt::Eviction;
 use crate::quota::{self, Amounts, Quotas, Res};
 use crate::records;
 use crate::symbols::Symbols;
-use gpol_compiler::engine::{CompiledPolicy, MAX_TIERS, NodeResult};
+use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::hir::Queueing;
 use gpol_compiler::interp::Ctx;
 use gpol_compiler::ir::OrderKey;
 use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, Sym};
 use gpol_compiler::syntax::Direction;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// What a job asks for, before it is a `Job`.
 #[derive(Clone, Debug)]
@@ -49,6 +50,7 @@ pub enum Event {
         job: JobId,
         at_ms: u64,
     },
+    /// The job started; one node per replica.
     Placed {
         job: JobId,
         nodes: Vec<NodeId>,
@@ -69,9 +71,25 @@ pub enum Event {
         node: NodeId,
         at_ms: u64,
     },
+    /// A running job was evicted for `by` under `rule`, losing `lost_gpu_s` GPU-seconds
+    /// of work (its GPUs times the time since its last checkpoint), and waits again.
+    Evicted {
+        job: JobId,
+        by: JobId,
+        rule: String,
+        lost_gpu_s: f64,
+        at_ms: u64,
+    },
+    /// A job that waited past `reserve_after` holds these nodes until it starts.
+    Reserved {
+        job: JobId,
+        nodes: Vec<NodeId>,
+        at_ms: u64,
+    },
 }
 
 /// The runtime: a cluster, its quota tree and its jobs, scheduled by a compiled policy.
+#[derive(Clone)]
 pub struct Scheduler {
     pub policy: CompiledPolicy,
     pub syms: Symbols,
@@ -90,15 +108,21 @@ pub struct Scheduler {
     job_labels: Vec<Vec<Sym>>,
     table: NodeTable,
     domains: Vec<DomainRec>,
-    /// Jobs whose last placement failed: not retried until capacity frees.
-    backoff: HashSet<JobId>,
+    /// Jobs whose last attempt failed, and when: not retried until capacity frees (or,
+    /// when the policy can evict or reserve, until time moves).
+    backoff: HashMap<JobId, u64>,
     /// Each job's shape, as an index into `shapes`.
     job_shapes: Vec<usize>,
     shapes: HashMap<Shape, usize>,
     /// Shapes no node in service can take now: their jobs wait until capacity frees.
     full: HashSet<usize>,
-    /// The pending jobs of each queue, so a cycle never scans finished ones.
+    /// The pending jobs of each queue, and the running jobs, so a cycle never scans
+    /// finished ones.
     waiting: Vec<BTreeSet<JobId>>,
+    running: BTreeSet<JobId>,
+    /// Nodes held for a job that waited past `reserve_after`, by job and by node.
+    pub(crate) reservations: BTreeMap<JobId, Vec<NodeId>>,
+    pub(crate) reserved: HashMap<NodeId, JobId>,
 }
 
 /// The cluster and queue records rules read, as of one moment.
@@ -138,11 +162,14 @@ impl Scheduler {
             job_labels: Vec::new(),
             table: NodeTable::default(),
             domains: Vec::new(),
-            backoff: HashSet::new(),
+            backoff: HashMap::new(),
             job_shapes: Vec::new(),
             shapes: HashMap::new(),
             full: HashSet::new(),
             waiting,
+            running: BTreeSet::new(),
+            reservations: BTreeMap::new(),
+            reserved: HashMap::new(),
         }
     }
 
@@ -152,11 +179,12 @@ impl Scheduler {
         self.full.clear();
     }
 
-    /// Changes a job's state, keeping the index of waiting jobs.
-    fn set_state(&mut self, job: JobId, state: State) {
+    /// Changes a job's state, keeping the indexes of waiting and running jobs.
+    pub(crate) fn set_state(&mut self, job: JobId, state: State) {
         let j = &mut self.jobs[job];
-        let now_pending = matches!(state, State::Pending(_));
-        if j.is_pending() != now_pending
+        let (was_pending, was_running) = (j.is_pending(), j.state == State::Running);
+        let (now_pending, now_running) = (matches!(state, State::Pending(_)), state == State::Running);
+        if was_pending != now_pending
             && let Some(set) = self.waiting.get_mut(j.queue)
         {
             if now_pending {
@@ -165,7 +193,22 @@ impl Scheduler {
                 set.remove(&job);
             }
         }
+        if was_running != now_running {
+            if now_running {
+                self.running.insert(job);
+            } else {
+                self.running.remove(&job);
+            }
+        }
         j.state = state;
+        if !now_pending {
+            self.unreserve(job);
+        }
+    }
+
+    /// The running jobs, in submission order.
+    pub fn running(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.running.iter().copied()
     }
 
     // ------------------------------------------------------------ changes
@@ -183,7 +226,7 @@ impl Scheduler {
     }
 
     /// Brings node `id`'s record and its domains' records up to date.
-    fn refresh_node(&mut self, id: NodeId) {
+    pub(crate) fn refresh_node(&mut self, id: NodeId) {
         let node = &self.cluster.nodes[id];
         self.table.set(id, records::node_rec(node));
         for (slot, c) in self.table.cards_mut(id).iter_mut().zip(records::node_cards(node)) {
@@ -216,8 +259,8 @@ impl Scheduler {
             bursty: spec.bursty,
             latency_critical: spec.latency_critical,
             preemptible: spec.preemptible,
-            submitted_ms: self.now_ms,
-            waiting_since_ms: self.now_ms,
+            submitted_ms: self.now(),
+            waiting_since_ms: self.now(),
             duration_ms: spec.duration_ms,
             utilization: spec.utilization,
             labels,
@@ -226,6 +269,7 @@ impl Scheduler {
             started_ms: 0,
             checkpoint_ms: 0,
             slots: Vec::new(),
+            charged: Amounts::new(),
         };
         self.job_labels.push(records::label_slots(&job.labels, &self.job_label_keys));
         let next = self.shapes.len();
@@ -239,8 +283,8 @@ impl Scheduler {
         id
     }
 
-    /// Places a job on the given nodes directly, as already running (a scenario's `run`):
-    /// one replica per node, cards by built-in best fit, quota charged without checks.
+    /// Places a job directly, as already running (a scenario's `run`): one replica per
+    /// listed node, cards by built-in best fit, quota charged without checks.
     pub fn start_on(
         &mut self,
         job: JobId,
@@ -250,40 +294,79 @@ impl Scheduler {
     ) -> Result<(), String> {
         for &n in nodes {
             let node = &self.cluster.nodes[n];
-            let Some(chosen) = fit::choose(node, &self.jobs[job], None) else {
+            if fit::choose(node, &self.jobs[job], None).is_none() {
                 return Err(format!("job `{}` does not fit on node `{}`", self.jobs[job].name, node.name));
-            };
-            let slot = fit::bind(&mut self.cluster, n, &self.jobs[job], &chosen);
-            self.jobs[job].slots.push(slot);
-            self.refresh_node(n);
+            }
+            self.bind_replica(job, n, false);
         }
-        let model = nodes.first().map(|&n| self.cluster.nodes[n].model);
-        let j = &self.jobs[job];
-        let demand = quota::demand(j, model);
-        self.quotas.charge(j.queue, j.user, &demand, 1);
-        self.quotas.count(j.queue, -1, 1);
-        let start = self.now_ms.saturating_sub(ran_ms);
+        self.charge(job);
+        let start = self.now() - i64::try_from(ran_ms).unwrap_or(i64::MAX);
         self.set_state(job, State::Running);
+        let now = self.now();
         let j = &mut self.jobs[job];
         j.started_ms = start;
         j.waiting_since_ms = j.waiting_since_ms.min(start);
         j.submitted_ms = j.submitted_ms.min(start);
-        j.checkpoint_ms = self.now_ms.saturating_sub(since_checkpoint_ms.min(ran_ms));
+        j.checkpoint_ms = now - i64::try_from(since_checkpoint_ms.min(ran_ms)).unwrap_or(i64::MAX);
         self.log.push(Event::Placed { job, nodes: nodes.to_vec(), at_ms: self.now_ms });
         Ok(())
     }
 
+    /// Binds one replica on `node`, its cards chosen by the policy's `card_score` rules
+    /// (if `scored` and it has any) or by built-in best fit.
+    fn bind_replica(&mut self, job: JobId, node: NodeId, scored: bool) {
+        let cards = if scored {
+            self.choose_cards(job, node)
+        } else {
+            fit::choose(&self.cluster.nodes[node], &self.jobs[job], None)
+        };
+        let Some(cards) = cards else { return };
+        let slot = fit::bind(&mut self.cluster, node, &self.jobs[job], &cards);
+        self.jobs[job].slots.push(slot);
+        self.refresh_node(node);
+    }
+
+    /// Charges a job that just started with what its replicas hold.
+    fn charge(&mut self, job: JobId) {
+        let models: Vec<Sym> = self.jobs[job].slots.iter().map(|s| self.cluster.nodes[s.node].model).collect();
+        let j = &self.jobs[job];
+        let charged = quota::placement_demand(j, &models);
+        self.quotas.charge(j.queue, j.user, &charged, 1);
+        self.quotas.count(j.queue, -1, 1);
+        self.jobs[job].charged = charged;
+    }
+
+    /// Frees what a running job holds and refunds its quota; its state is the caller's.
     fn release(&mut self, job: JobId) {
+        self.lift(job);
+        self.jobs[job].slots.clear();
+        self.jobs[job].charged.clear();
+        self.capacity_changed();
+    }
+
+    /// Gives back what a running job holds, keeping its slots so `restore` can take
+    /// them again exactly (the victim search tries evictions this way).
+    pub(crate) fn lift(&mut self, job: JobId) {
         let slots = std::mem::take(&mut self.jobs[job].slots);
         for s in &slots {
-            fit::release(&mut self.cluster, &self.jobs[job], s);
+            fit::apply(&mut self.cluster, &self.jobs[job], s, false);
             self.refresh_node(s.node);
         }
-        let model = slots.first().map(|s| self.cluster.nodes[s.node].model);
+        self.jobs[job].slots = slots;
         let j = &self.jobs[job];
-        let demand = quota::demand(j, model);
-        self.quotas.charge(j.queue, j.user, &demand, -1);
-        self.capacity_changed();
+        self.quotas.charge(j.queue, j.user, &j.charged, -1);
+    }
+
+    /// Undoes `lift`.
+    pub(crate) fn restore(&mut self, job: JobId) {
+        let slots = std::mem::take(&mut self.jobs[job].slots);
+        for s in &slots {
+            fit::apply(&mut self.cluster, &self.jobs[job], s, true);
+            self.refresh_node(s.node);
+        }
+        self.jobs[job].slots = slots;
+        let j = &self.jobs[job];
+        self.quotas.charge(j.queue, j.user, &j.charged, 1);
     }
 
     /// A running job finishes and frees what it held.
@@ -298,29 +381,43 @@ impl Scheduler {
         self.log.push(Event::Finished { job, at_ms: self.now_ms });
     }
 
+    /// Stops a running job and puts it back in its queue.
+    fn requeue(&mut self, job: JobId) {
+        self.release(job);
+        self.quotas.count(self.jobs[job].queue, 1, -1);
+        self.set_state(job, State::Pending(None));
+        let now = self.now();
+        let j = &mut self.jobs[job];
+        j.evictions += 1;
+        j.waiting_since_ms = now;
+    }
+
     /// A node fails: its jobs lose their work since the last checkpoint and wait again.
     pub fn fail_node(&mut self, node: NodeId) {
         self.quotas.advance_usage(self.now_ms);
-        let victims: Vec<JobId> = (0..self.jobs.len())
-            .filter(|&j| self.jobs[j].state == State::Running && self.jobs[j].slots.iter().any(|s| s.node == node))
-            .collect();
+        let victims: Vec<JobId> =
+            self.running().filter(|&j| self.jobs[j].slots.iter().any(|s| s.node == node)).collect();
         for j in victims {
-            self.release(j);
-            self.quotas.count(self.jobs[j].queue, 1, -1);
-            self.set_state(j, State::Pending(None));
-            let job = &mut self.jobs[j];
-            job.evictions += 1;
-            job.waiting_since_ms = self.now_ms;
+            self.requeue(j);
             self.log.push(Event::Requeued { job: j, node, at_ms: self.now_ms });
         }
         self.cluster.set_up(node, false);
         self.refresh_node(node);
+        // A reservation that lost a node is given up; its job reserves afresh.
+        if let Some(&owner) = self.reserved.get(&node) {
+            self.unreserve(owner);
+        }
     }
 
     /// Changes a queue's quota; waiting jobs are tried again.
     pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::syntax::QuotaKind, r: Res, value: Option<i64>) {
         self.quotas.set(q, kind, r, value);
         self.capacity_changed();
+    }
+
+    /// The clock as a signed time, to compare with jobs' times.
+    fn now(&self) -> i64 {
+        i64::try_from(self.now_ms).unwrap_or(i64::MAX)
     }
 
     pub fn advance(&mut self, ms: u64) {
@@ -351,14 +448,24 @@ impl Scheduler {
         }
     }
 
-    /// What rules see of the cluster and the queues now; `job` is the job in scope, for
-    /// its queues' `share_after`.
-    pub fn view(&self, job: Option<JobId>) -> View {
+    /// What rules see of the cluster and the queues now. `changes` are jobs to count as
+    /// admitted (+1) or evicted (-1) in the queues' `share_after`.
+    pub fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View {
         let totals = self.totals();
         let fair = self.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
-        let demand = job.map(|j| (self.jobs[j].queue, quota::demand(&self.jobs[j], None)));
-        let queues = records::queue_recs(&self.quotas, &totals, &fair, demand.as_ref().map(|(q, d)| (*q, d)));
+        let queues = records::queue_recs(&self.quotas, &totals, &fair, changes);
         View { cluster: self.cluster_rec(), queues }
+    }
+
+    /// What rules see now; `job` is the job in scope, for its queues' `share_after`.
+    pub fn view(&self, job: Option<JobId>) -> View {
+        match job {
+            Some(j) => {
+                let demand = quota::demand(&self.jobs[j], None);
+                self.view_with(&[(self.jobs[j].queue, &demand, 1)])
+            }
+            None => self.view_with(&[]),
+        }
     }
 
     /// The evaluation context for rules, over a `view`.
@@ -405,7 +512,7 @@ impl Scheduler {
                         blocked.insert(leaf);
                     }
                     if !matches!(reason, Reason::Rule(_)) || self.is_filter(&reason) {
-                        self.backoff.insert(job);
+                        self.backoff.insert(job, self.now_ms);
                     }
                     if matches!(reason, Reason::Capacity) || self.is_filter(&reason) {
                         self.note_if_full(job);
@@ -428,10 +535,17 @@ impl Scheduler {
         placed
     }
 
+    /// Whether waiting can change a failed job's fate without capacity freeing: victim
+    /// rules read running times, and reservations come with waiting.
+    fn time_matters(&self) -> bool {
+        !self.policy.program.victims.is_empty() || self.policy.policy.settings.reserve_after.is_some()
+    }
+
     /// Whether a job is not tried because no node can take its shape. A job is always
     /// tried once, so it learns its own reason; one found unschedulable keeps that reason.
     fn skipped_as_full(&self, j: JobId) -> bool {
-        self.full.contains(&self.job_shapes[j])
+        !self.time_matters()
+            && self.full.contains(&self.job_shapes[j])
             && matches!(&self.jobs[j].state, State::Pending(Some(r)) if !matches!(r, Reason::Unschedulable(_)))
     }
 
@@ -444,13 +558,14 @@ impl Scheduler {
         }
     }
 
-    fn is_filter(&self, reason: &Reason) -> bool {
+    pub(crate) fn is_filter(&self, reason: &Reason) -> bool {
         matches!(reason, Reason::Rule(r) if self.policy.program.filters.iter().any(|f| &f.name == r))
     }
 
     /// Whether a job can take a turn this cycle.
     fn eligible(&self, j: JobId, tried: &HashSet<JobId>) -> bool {
-        self.jobs[j].is_pending() && !tried.contains(&j) && !self.backoff.contains(&j) && !self.skipped_as_full(j)
+        let backed_off = self.backoff.get(&j).is_some_and(|&at| !(self.time_matters() && self.now_ms > at));
+        self.jobs[j].is_pending() && !tried.contains(&j) && !backed_off && !self.skipped_as_full(j)
     }
 
     /// The next job to try: the best queue at each level of the tree, then the best job
@@ -540,184 +655,82 @@ impl Scheduler {
         scored.first().map(|(i, _)| *i)
     }
 
-    /// Tries to place one job: admit, quota, filter and score, bind.
+    /// One job's turn: place it; failing that, evict for it (if the policy allows and it
+    /// would then start), or reserve for it (if it has waited long enough).
     fn attempt(&mut self, job: JobId) -> Attempt {
         self.attempts += 1;
-        let decision = self.decide(job);
-        match decision {
-            Decision::Place { node, cards, model } => {
-                let slot: Slot = fit::bind(&mut self.cluster, node, &self.jobs[job], &cards);
-                let j = &mut self.jobs[job];
-                j.slots = vec![slot];
-                j.started_ms = self.now_ms;
-                j.checkpoint_ms = self.now_ms;
-                let j = &self.jobs[job];
-                let demand = quota::demand(j, Some(model));
-                self.quotas.charge(j.queue, j.user, &demand, 1);
-                self.quotas.count(j.queue, -1, 1);
-                self.refresh_node(node);
-                self.set_state(job, State::Running);
-                self.log.push(Event::Placed { job, nodes: vec![node], at_ms: self.now_ms });
-                Attempt::Placed
+        let reason = match self.decide(job) {
+            crate::place::Decision::Place { replicas } => {
+                self.start(job, &replicas);
+                return Attempt::Placed;
             }
-            Decision::Wait(r) => Attempt::Waiting(r),
-            Decision::Reject(r) => Attempt::Rejected(r),
-        }
-    }
-
-    /// The placement decision for a job, without changing anything.
-    pub fn decide(&self, job: JobId) -> Decision {
-        let j = &self.jobs[job];
-        let demand = quota::demand(j, None);
-        let view = self.view(Some(job));
-        let ctx = self.ctx(&view);
-        let engine = self.policy.engine();
-        let rec = self.job_rec(job);
-        let program = &self.policy.program;
-        if let Some(i) = engine.admit(&ctx, &rec) {
-            let rule = &program.admit[i];
-            return if rule.is_static {
-                Decision::Reject(rule.name.clone())
-            } else {
-                Decision::Wait(Reason::Rule(rule.name.clone()))
-            };
-        }
-        // A job that can never fit waits as unschedulable, whatever else blocks it; that
-        // is only worth working out when it does not start.
-        let wait = |reason: Reason| Decision::Wait(self.never_fits(job).map_or(reason, Reason::Unschedulable));
-        if let Err(why) = self.quotas.admissible(j.queue, j.user, &demand, &self.syms) {
-            return wait(Reason::Quota(why));
-        }
-        if j.replicas > 1 {
-            return wait(Reason::Rule("gang".into()));
-        }
-        let nodes = self.table.records();
-        let tiers =
-            program.scores.iter().filter_map(|s| s.tier).max().map_or(0, |t| usize::from(t).clamp(1, MAX_TIERS));
-        // The quota check per GPU model, worked out once per model seen.
-        let mut by_model: Vec<(Sym, Result<(), String>)> = Vec::new();
-        let mut best: Option<(NodeId, NodeResult)> = None;
-        let mut passed_filters = false;
-        let mut quota_block: Option<String> = None;
-        let mut rejections = vec![0usize; program.filters.len()];
-        // Nodes are evaluated a chunk at a time into a buffer that stays in cache.
-        let mut buffer = [NodeResult::default(); CHUNK];
-        for (c, chunk) in nodes.chunks(CHUNK).enumerate() {
-            let results = &mut buffer[..chunk.len()];
-            engine.filter_score(&ctx, &rec, chunk, results);
-            for (k, r) in results.iter().enumerate() {
-                if !r.feasible {
-                    if let Some(n) = rejections.get_mut(usize::from(r.rejected_by)) {
-                        *n += 1;
-                    }
-                    continue;
-                }
-                // A node that would not win need not be looked at (and once there is a
-                // best node, some node has passed the filters).
-                if best.as_ref().is_some_and(|(_, b)| !better(r, b, tiers)) {
-                    continue;
-                }
-                let i = c * CHUNK + k;
-                let node = &self.cluster.nodes[i];
-                if !node.up {
-                    continue;
-                }
-                passed_filters = true;
-                if (!j.models.is_empty() && !j.models.contains(&node.model)) || !fit::fits(node, j) {
-                    continue;
-                }
-                if self.quotas.limits_models() {
-                    let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
-                        Some((_, v)) => v,
-                        None => {
-                            let demand = quota::demand(j, Some(node.model));
-                            by_model.push((node.model, self.quotas.admissible(j.queue, j.user, &demand, &self.syms)));
-                            &by_model[by_model.len() - 1].1
-                        }
-                    };
-                    if let Err(why) = verdict {
-                        quota_block.get_or_insert_with(|| why.clone());
-                        continue;
-                    }
-                }
-                best = Some((i, *r));
-            }
-        }
-        let Some((node, _)) = best else {
-            if !passed_filters {
-                return wait(Reason::Rule(self.most_rejecting(&rejections)));
-            }
-            return wait(match quota_block {
-                Some(why) => Reason::Quota(why),
-                None => Reason::Capacity,
-            });
+            crate::place::Decision::Reject(rule) => return Attempt::Rejected(rule),
+            crate::place::Decision::Wait(reason) => reason,
         };
-        let n = &self.cluster.nodes[node];
-        let node_rec = &nodes[node];
-        let card_recs = node_rec.cards_list.as_slice();
-        let score = |card: usize| card_recs.get(card).map_or(0.0, |c| engine.card_score(&ctx, &rec, node_rec, c).0);
-        let scorer: Option<&dyn Fn(usize) -> f64> = if program.card_scores.is_empty() { None } else { Some(&score) };
-        match fit::choose(n, j, scorer) {
-            Some(cards) => Decision::Place { node, cards, model: n.model },
-            None => Decision::Wait(Reason::Capacity),
+        if self.may_evict_for(&reason)
+            && let Some(eviction) = self.victim_search(job, None)
+        {
+            self.evict(job, &eviction);
+            self.start(job, &eviction.replicas);
+            return Attempt::Placed;
+        }
+        if matches!(reason, Reason::Capacity | Reason::Gang) {
+            self.reserve_if_due(job);
+        }
+        Attempt::Waiting(reason)
+    }
+
+    /// Whether evicting running jobs could help a job that waits for `reason`: capacity,
+    /// quota, topology, or a filter (filters can read free capacity).
+    fn may_evict_for(&self, reason: &Reason) -> bool {
+        !self.policy.program.victims.is_empty()
+            && (matches!(reason, Reason::Capacity | Reason::Quota(_) | Reason::Gang) || self.is_filter(reason))
+    }
+
+    /// Starts a job with one replica on each listed node.
+    fn start(&mut self, job: JobId, replicas: &[NodeId]) {
+        for &node in replicas {
+            self.bind_replica(job, node, true);
+        }
+        self.charge(job);
+        self.set_state(job, State::Running);
+        let now = self.now();
+        let j = &mut self.jobs[job];
+        j.started_ms = now;
+        j.checkpoint_ms = now;
+        self.log.push(Event::Placed { job, nodes: replicas.to_vec(), at_ms: self.now_ms });
+    }
+
+    /// Carries out an eviction: the victims stop, lose their work since their last
+    /// checkpoint, and wait again.
+    fn evict(&mut self, claimant: JobId, eviction: &Eviction) {
+        self.quotas.advance_usage(self.now_ms);
+        for v in &eviction.victims {
+            let j = &self.jobs[v.job];
+            let lost_gpu_s = records::gpus(j.request.milli() * j.slots.len() as u64)
+                * records::seconds(crate::jobs::since(self.now_ms, j.checkpoint_ms));
+            self.requeue(v.job);
+            self.log.push(Event::Evicted {
+                job: v.job,
+                by: claimant,
+                rule: v.rule.clone(),
+                lost_gpu_s,
+                at_ms: self.now_ms,
+            });
         }
     }
 
-    /// Why a job can never run as the cluster and its queue are, if it cannot.
-    fn never_fits(&self, job: JobId) -> Option<String> {
-        let j = &self.jobs[job];
-        let nodes = self.cluster.nodes.iter().filter(|n| n.up && (j.models.is_empty() || j.models.contains(&n.model)));
-        if !nodes.clone().any(|n| fit::could_ever_fit(n, j)) {
-            return Some(format!(
-                "no node could hold one replica ({}) even if it were empty",
-                crate::explain::request_text(self, job)
-            ));
-        }
-        let demand = quota::demand(j, None);
-        let mut q = Some(j.queue);
-        while let Some(qi) = q {
-            let node = &self.quotas.queues[qi];
-            for (r, limit) in &node.limit {
-                if demand.get(r).copied().unwrap_or(0) > *limit {
-                    return Some(format!("it needs more than queue `{}`'s limit", node.name));
-                }
+    /// Releases the nodes a job holds in reserve.
+    fn unreserve(&mut self, job: JobId) {
+        if let Some(nodes) = self.reservations.remove(&job) {
+            for n in nodes {
+                self.reserved.remove(&n);
             }
-            q = node.parent;
-        }
-        None
-    }
-
-    /// The filter that turned away the most nodes (ties: the one declared first), given
-    /// how many each turned away.
-    fn most_rejecting(&self, rejections: &[usize]) -> String {
-        let best = (0..rejections.len()).max_by(|&a, &b| rejections[a].cmp(&rejections[b]).then(b.cmp(&a)));
-        match best {
-            Some(i) if rejections[i] > 0 => self.policy.program.filters[i].name.clone(),
-            _ => "capacity".into(),
         }
     }
-}
 
-/// How many nodes one call of the compiled policy evaluates: the results stay in cache.
-const CHUNK: usize = 256;
-
-/// The outcome of deciding where a job goes.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Decision {
-    Place { node: NodeId, cards: Vec<(usize, Option<usize>)>, model: Sym },
-    Wait(Reason),
-    Reject(String),
-}
-
-/// Node ranking (D4): the first `tiers` tiers lexicographically (tier 1 first), then the
-/// weighted sum; an equal node earlier in node order wins (the caller keeps the first).
-fn better(a: &NodeResult, b: &NodeResult, tiers: usize) -> bool {
-    for (x, y) in a.tiers[..tiers].iter().zip(&b.tiers[..tiers]) {
-        match x.total_cmp(y) {
-            Ordering::Greater => return true,
-            Ordering::Less => return false,
-            Ordering::Equal => {}
-        }
+    /// Whether `node` is held for a job other than `job`.
+    pub(crate) fn reserved_for_other(&self, node: NodeId, job: JobId) -> bool {
+        self.reserved.get(&node).is_some_and(|&owner| owner != job)
     }
-    a.score.total_cmp(&b.score) == Ordering::Greater
 }

@@ -3,9 +3,11 @@
 //! first filter that rejects each node, every score of the nodes that pass, and the
 //! choice.
 
-use crate::cycle::{Decision, Scheduler};
+use crate::cycle::{Event, Scheduler};
 use crate::fit;
 use crate::jobs::{JobId, Request, State};
+use crate::model::NodeId;
+use crate::place::Decision;
 use crate::quota::{self, Res};
 use gpol_compiler::engine::clamp_score;
 use gpol_compiler::interp::{self, Roots};
@@ -116,6 +118,12 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
             let _ = writeln!(out, "  node {name}: rejected by filter {}{why}", f.name);
             continue;
         }
+        if let Some(&owner) = s.reserved.get(&i)
+            && owner != job
+        {
+            let _ = writeln!(out, "  node {name}: held in reserve for {}", s.jobs[owner].name);
+            continue;
+        }
         let fits = fit::fits(node, j);
         let mut scores = Vec::new();
         let (mut total, mut tiers) = (0.0, [0.0f64; 4]);
@@ -139,17 +147,50 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
         let fit_text = if fits { "" } else { "; does not fit (not enough free capacity)" };
         let _ = writeln!(out, "  node {name}: passes; score {total:.3}{tiers_text} [{}]{fit_text}", scores.join(", "));
     }
-    let _ = match s.decide(job) {
-        Decision::Place { node, .. } => writeln!(out, "  → would go to {}", s.cluster.nodes[node].name),
-        Decision::Wait(r) => writeln!(
-            out,
-            "  → waits: {}",
-            match r {
+    match s.decide(job) {
+        Decision::Place { replicas } => {
+            let nodes: Vec<&str> = replicas.iter().map(|&n| s.cluster.nodes[n].name.as_str()).collect();
+            let _ = writeln!(out, "  → would go to {}", nodes.join(", "));
+        }
+        Decision::Wait(r) => {
+            let why = match &r {
                 crate::jobs::Reason::Quota(why) => format!("quota ({why})"),
+                crate::jobs::Reason::Unschedulable(why) => format!("unschedulable ({why})"),
                 other => other.name().to_string(),
+            };
+            let _ = writeln!(out, "  → waits: {why}");
+            if !s.policy.program.victims.is_empty() && j.is_pending() {
+                // The search tries evictions on the model and undoes them: run it on a copy.
+                let mut trial = s.clone();
+                trial.victim_search(job, Some(&mut out));
             }
-        ),
-        Decision::Reject(r) => writeln!(out, "  → rejected by {r}"),
-    };
+        }
+        Decision::Reject(r) => {
+            let _ = writeln!(out, "  → rejected by {r}");
+        }
+    }
+    if let Some(nodes) = s.reservations.get(&job) {
+        let names: Vec<&str> = nodes.iter().map(|&n| s.cluster.nodes[n].name.as_str()).collect();
+        let _ = writeln!(out, "  holds {} in reserve until it starts", names.join(", "));
+    }
     out
+}
+
+/// One line for an event of the log (`None` for submissions, which say nothing new).
+pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
+    let name = |j: &JobId| s.jobs[*j].name.as_str();
+    let nodes = |ns: &[NodeId]| ns.iter().map(|n| s.cluster.nodes[*n].name.as_str()).collect::<Vec<_>>().join(", ");
+    Some(match event {
+        Event::Submitted { .. } => return None,
+        Event::Placed { job, nodes: ns, .. } => format!("placed {} on {}", name(job), nodes(ns)),
+        Event::Rejected { job, rule, .. } => format!("rejected {} by {rule}", name(job)),
+        Event::Finished { job, .. } => format!("finished {}", name(job)),
+        Event::Requeued { job, node, .. } => {
+            format!("requeued {} (lost node {})", name(job), s.cluster.nodes[*node].name)
+        }
+        Event::Evicted { job, by, rule, lost_gpu_s, .. } => {
+            format!("evicted {} for {} under {rule}, losing {lost_gpu_s} GPU-seconds", name(job), name(by))
+        }
+        Event::Reserved { job, nodes: ns, .. } => format!("reserved {} for {}", nodes(ns), name(job)),
+    })
 }

@@ -6,6 +6,11 @@ use crate::model::{Card, Cluster, Instance, MILLI, Node, NodeId, mig_memory_gib}
 
 const GIB: u64 = 1024 * 1024 * 1024;
 
+/// How many times `need` fits in `amount`: unlimited when nothing is needed.
+fn per(amount: u64, need: u64) -> u64 {
+    amount.checked_div(need).unwrap_or(u64::MAX)
+}
+
 /// Whether the node's CPU and host memory take one replica.
 fn host_fits(node: &Node, job: &Job) -> bool {
     node.up && node.free_cpu_milli >= job.cpu_milli && node.free_mem >= job.mem
@@ -54,6 +59,27 @@ pub fn candidates(node: &Node, job: &Job) -> Vec<(usize, Option<usize>)> {
     }
 }
 
+/// How many replicas of the job the node could hold if it were empty.
+pub fn capacity_when_empty(node: &Node, job: &Job) -> u32 {
+    let host = per(node.cpu_milli, job.cpu_milli).min(per(node.mem, job.mem));
+    let unpartitioned = || node.cards.iter().filter(|c| c.instances.is_empty() && c.mem >= job.gpu_mem);
+    let gpu = match job.request {
+        Request::None => u64::MAX,
+        Request::Whole(k) => unpartitioned().count() as u64 / u64::from(k.max(1)),
+        Request::Fraction(m) => unpartitioned()
+            .map(|c| per(u64::from(MILLI), u64::from(m)).min(u64::from(node.max_clients)).min(per(c.mem, job.gpu_mem)))
+            .sum(),
+        Request::Mig(p) => node
+            .cards
+            .iter()
+            .map(|c| {
+                c.instances.iter().filter(|i| i.profile == p && mig_memory_gib(p) * GIB >= job.gpu_mem).count() as u64
+            })
+            .sum(),
+    };
+    u32::try_from(host.min(gpu)).unwrap_or(u32::MAX)
+}
+
 /// Whether one replica would fit on the node if the node were empty.
 pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
     let card_ok = |c: &crate::model::Card| c.mem >= job.gpu_mem;
@@ -91,7 +117,6 @@ pub fn capacity(node: &Node, job: &Job) -> u32 {
     if !node.up {
         return 0;
     }
-    let per = |free: u64, need: u64| if need == 0 { u64::MAX } else { free / need };
     let host = per(node.free_cpu_milli, job.cpu_milli).min(per(node.free_mem, job.mem));
     let gpu = match job.request {
         Request::None => u64::MAX,

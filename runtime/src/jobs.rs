@@ -42,6 +42,8 @@ pub enum Reason {
     Quota(String),
     /// Nodes passed the filters but none has room.
     Capacity,
+    /// The nodes could hold the gang, but not within one domain of a `require`d level.
+    Gang,
     /// A strict queue's head job is waiting, and this job is behind it.
     Order,
     /// The job can never run as things are: it is larger than any node, or than its
@@ -56,6 +58,7 @@ impl Reason {
             Reason::Rule(r) => r,
             Reason::Quota(_) => "quota",
             Reason::Capacity => "capacity",
+            Reason::Gang => "gang",
             Reason::Order => "order",
             Reason::Unschedulable(_) => "unschedulable",
         }
@@ -99,17 +102,26 @@ pub struct Job {
     pub bursty: bool,
     pub latency_critical: bool,
     pub preemptible: bool,
-    pub submitted_ms: u64,
+    /// Times in ms of the scheduler's clock; a job that was already running when the
+    /// clock started (a scenario's `run`) started before 0.
+    pub submitted_ms: i64,
     /// When the job last started waiting (submission, or requeue after an eviction).
-    pub waiting_since_ms: u64,
+    pub waiting_since_ms: i64,
     pub duration_ms: Option<u64>,
     pub utilization: f64,
     pub labels: HashMap<Sym, Sym>,
     pub state: State,
     pub evictions: u32,
-    pub started_ms: u64,
-    pub checkpoint_ms: u64,
+    pub started_ms: i64,
+    pub checkpoint_ms: i64,
     pub slots: Vec<Slot>,
+    /// What the running job is charged in quota (refunded exactly when it stops).
+    pub charged: crate::quota::Amounts,
+}
+
+/// Milliseconds from `at` to `now` (0 if `at` is later).
+pub fn since(now_ms: u64, at_ms: i64) -> u64 {
+    u64::try_from(i64::try_from(now_ms).unwrap_or(i64::MAX).saturating_sub(at_ms)).unwrap_or(0)
 }
 
 impl Job {

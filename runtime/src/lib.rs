@@ -5,10 +5,14 @@
 pub mod cycle;
 pub mod explain;
 pub mod fit;
+pub mod gang;
 pub mod jobs;
 pub mod model;
+pub mod place;
+pub mod preempt;
 pub mod quota;
 pub mod records;
+pub mod reserve;
 pub mod scenario;
 pub mod symbols;
 

@@ -92,9 +92,15 @@ pub struct Quotas {
     by_model: bool,
 }
 
-/// What a job would take from its queue, per resource.
+/// What a job would take from its queue with all its replicas, per resource (and of GPU
+/// model `model`, if it is known).
 pub fn demand(job: &Job, model: Option<Sym>) -> Amounts {
-    let n = i64::from(job.replicas);
+    replicas_demand(job, job.replicas, model)
+}
+
+/// What `n` replicas of a job take, all on GPUs of `model` if given.
+pub fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
+    let n = i64::from(n);
     let gpu = job.request.milli() as i64 * n;
     let mut d = Amounts::new();
     d.insert(Res::Gpu, gpu);
@@ -102,6 +108,16 @@ pub fn demand(job: &Job, model: Option<Sym>) -> Amounts {
     d.insert(Res::Mem, job.mem as i64 * n);
     if let Some(m) = model {
         d.insert(Res::Model(m), gpu);
+    }
+    d
+}
+
+/// What a placement takes: one replica on a GPU of each model listed.
+pub fn placement_demand(job: &Job, models: &[Sym]) -> Amounts {
+    let mut d = replicas_demand(job, models.len() as u32, None);
+    let milli = job.request.milli() as i64;
+    for &m in models {
+        *d.entry(Res::Model(m)).or_insert(0) += milli;
     }
     d
 }
@@ -234,8 +250,25 @@ impl Quotas {
     }
 
     /// The queue and its ancestors, leaf first.
-    fn path(&self, leaf: QueueId) -> impl Iterator<Item = QueueId> + '_ {
+    pub fn path(&self, leaf: QueueId) -> impl Iterator<Item = QueueId> + '_ {
         std::iter::successors(Some(leaf), |&q| self.queues[q].parent)
+    }
+
+    /// The queues from `leaf` up to, not including, `stop` (all of them if `stop` is not
+    /// an ancestor).
+    pub fn path_below(&self, leaf: QueueId, stop: Option<QueueId>) -> Vec<QueueId> {
+        self.path(leaf).take_while(|&q| Some(q) != stop).collect()
+    }
+
+    /// The lowest queue that is an ancestor of both (or either itself).
+    pub fn common_ancestor(&self, a: QueueId, b: QueueId) -> Option<QueueId> {
+        let above_a: Vec<QueueId> = self.path(a).collect();
+        self.path(b).find(|q| above_a.contains(q))
+    }
+
+    /// Whether the tree limits resource `r` (some queue guarantees it).
+    pub fn is_constrained(&self, r: Res) -> bool {
+        self.constrained.contains(&r)
     }
 
     /// Kueue's usage of `q` as its parent's pool sees it.

@@ -1,7 +1,7 @@
 //! The records rules read, built from the model: exact integers become `f64` in base
 //! units (milli-GPU → cards, milliseconds → seconds, milli-cores → cores).
 
-use crate::jobs::{Job, Request, State};
+use crate::jobs::{Job, QueueId, Request, State, since};
 use crate::model::{Card, Domain, MILLI, Node};
 use crate::quota::{Amounts, Quotas, Res};
 use gpol_compiler::schema::{CardRec, DomainRec, JobRec, List, NodeRec, Opt, QueueRec, Resources, Sym};
@@ -79,7 +79,7 @@ pub fn job_rec<'a>(j: &'a Job, labels: &'a [Sym], now_ms: u64) -> JobRec<'a> {
         Request::None => (0.0, 0.0, None),
     };
     let running = j.state == State::Running;
-    let waiting_until = if running { j.started_ms } else { now_ms };
+    let waiting_until = if running { j.started_ms } else { i64::try_from(now_ms).unwrap_or(i64::MAX) };
     JobRec {
         id: j.id,
         name: j.id,
@@ -100,10 +100,10 @@ pub fn job_rec<'a>(j: &'a Job, labels: &'a [Sym], now_ms: u64) -> JobRec<'a> {
         bursty: j.bursty,
         latency_critical: j.latency_critical,
         preemptible: j.preemptible,
-        submitted: seconds(j.submitted_ms),
-        waiting: seconds(waiting_until.saturating_sub(j.waiting_since_ms)),
-        runtime: if running { seconds(now_ms.saturating_sub(j.started_ms)) } else { 0.0 },
-        since_checkpoint: if running { seconds(now_ms.saturating_sub(j.checkpoint_ms)) } else { 0.0 },
+        submitted: j.submitted_ms as f64 / 1000.0,
+        waiting: seconds(u64::try_from(waiting_until.saturating_sub(j.waiting_since_ms)).unwrap_or(0)),
+        runtime: if running { seconds(since(now_ms, j.started_ms)) } else { 0.0 },
+        since_checkpoint: if running { seconds(since(now_ms, j.checkpoint_ms)) } else { 0.0 },
         expected_duration: Opt { value: j.duration_ms.map_or(0.0, seconds), present: j.duration_ms.is_some() },
         utilization: j.utilization,
         evictions: f64::from(j.evictions),
@@ -116,28 +116,34 @@ fn resources(a: &Amounts, unset: f64) -> Resources {
     Resources { gpu: get(Res::Gpu, 1000.0), cpu: get(Res::Cpu, 1000.0), mem: get(Res::Mem, 1.0) }
 }
 
-/// Every queue's record. `job` is the job in scope, if any: `share_after` of the queues
-/// on its path is their dominant share with the job admitted.
-pub fn queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64], job: Option<(usize, &Amounts)>) -> Vec<QueueRec> {
-    let on_path = |mut q: usize, target: usize| loop {
-        if q == target {
-            return true;
+/// A queue's dominant share with `changes` applied: jobs admitted (+1) or evicted (-1)
+/// in leaf queues, counted in the queue if it is the leaf or one of its ancestors.
+pub fn share_after(quotas: &Quotas, totals: &Amounts, q: QueueId, changes: &[(QueueId, &Amounts, i64)]) -> f64 {
+    let mut extra = Amounts::new();
+    for (leaf, amounts, sign) in changes {
+        if quotas.path(*leaf).any(|p| p == q) {
+            for (r, a) in *amounts {
+                *extra.entry(*r).or_insert(0) += sign * a;
+            }
         }
-        match quotas.queues[q].parent {
-            Some(p) => q = p,
-            None => return false,
-        }
-    };
+    }
+    quotas.dominant_share(q, totals, Some(&extra))
+}
+
+/// Every queue's record; `share_after` counts `changes` (see [`share_after`]).
+pub fn queue_recs(
+    quotas: &Quotas,
+    totals: &Amounts,
+    fair: &[f64],
+    changes: &[(QueueId, &Amounts, i64)],
+) -> Vec<QueueRec> {
     quotas
         .queues
         .iter()
         .enumerate()
         .map(|(i, q)| {
             let dominant = quotas.dominant_share(i, totals, None);
-            let share_after = match job {
-                Some((leaf, demand)) if on_path(leaf, i) => quotas.dominant_share(i, totals, Some(demand)),
-                _ => dominant,
-            };
+            let share_after = if changes.is_empty() { dominant } else { share_after(quotas, totals, i, changes) };
             let borrowed: Amounts =
                 q.alloc.iter().map(|(r, a)| (*r, (a - q.guarantee.get(r).copied().unwrap_or(0)).max(0))).collect();
             QueueRec {

@@ -250,10 +250,13 @@ fn check(s: &Scheduler, jobs: &HashMap<String, JobId>, e: &Expect, span: Span) -
         }
         Expect::Evicted(name, by) => {
             let j = job(name)?;
-            let evicted = s.log.iter().any(|ev| matches!(ev, Event::Requeued { job, .. } if *job == j));
-            // Evictions by a claimant come with preemption (the scheduling core's part 2).
-            let by_ok = by.is_none();
-            if evicted && by_ok {
+            let by_id = by.as_ref().map(|b| jobs.get(b).copied());
+            let evicted = s.log.iter().any(|ev| match ev {
+                Event::Evicted { job, by: claimant, .. } => *job == j && by_id.is_none_or(|b| b == Some(*claimant)),
+                Event::Requeued { job, .. } => *job == j && by_id.is_none(),
+                _ => false,
+            });
+            if evicted {
                 None
             } else {
                 let by_text = by.as_ref().map(|b| format!(" by {b}")).unwrap_or_default();

@@ -4,7 +4,7 @@
 
 use gpol_compiler::check::check;
 use gpol_compiler::engine::{EngineKind, compile};
-use gpol_compiler::hir::{self, Expect, Step};
+use gpol_compiler::hir;
 use gpol_compiler::source::{SourceFile, SourceMap};
 use gpol_runtime::scenario;
 use std::path::{Path, PathBuf};
@@ -28,25 +28,13 @@ fn policy(path: &Path) -> (hir::Policy, SourceMap) {
     (checked.policy.unwrap_or_else(|| panic!("{}: {:?}", path.display(), checked.diagnostics)), sources)
 }
 
-/// Gangs and evictions are the second part of the scheduling core.
-fn needs_gangs_or_preemption(t: &hir::Test) -> bool {
-    t.steps.iter().any(|s| match s {
-        Step::Submit(j) | Step::Run(j, _) => j.replicas > 1,
-        Step::Expect(Expect::Evicted(..), _) => true,
-        _ => false,
-    })
-}
-
-fn run_dir(dir: &str, skip_part_two: bool) -> usize {
+fn run_dir(dir: &str) -> usize {
     let mut ran = 0;
     for path in files(dir) {
         let (p, sources) = policy(&path);
         for kind in [EngineKind::Jit, EngineKind::Interp] {
             let compiled = compile(p.clone(), kind).unwrap_or_else(|d| panic!("{d:?}"));
             for test in &compiled.policy.tests {
-                if skip_part_two && needs_gangs_or_preemption(test) {
-                    continue;
-                }
                 let outcome = scenario::run(&compiled, test);
                 let failures: Vec<String> = outcome
                     .failures
@@ -76,10 +64,10 @@ fn run_dir(dir: &str, skip_part_two: bool) -> usize {
 
 #[test]
 fn known_answers() {
-    assert!(run_dir("tests/scenarios", false) >= 12);
+    assert!(run_dir("tests/scenarios") >= 12);
 }
 
 #[test]
 fn example_policies() {
-    assert!(run_dir("../policies", true) >= 12);
+    assert!(run_dir("../policies") >= 12);
 }

@@ -5,8 +5,7 @@
 use super::{FAILED, OK, USAGE, load};
 use gpol_compiler::diag::render;
 use gpol_compiler::engine::{EngineKind, compile};
-use gpol_runtime::cycle::Event;
-use gpol_runtime::explain::explain;
+use gpol_runtime::explain::{describe_event, explain};
 use gpol_runtime::scenario::{Moment, run_with};
 use std::path::PathBuf;
 
@@ -62,19 +61,7 @@ pub fn run(args: Args, color: bool) -> u8 {
             }
         }
         Moment::AfterCycle => {
-            for ev in &s.log[seen..] {
-                let line = match ev {
-                    Event::Placed { job, nodes, .. } => {
-                        let names: Vec<&str> = nodes.iter().map(|n| s.cluster.nodes[*n].name.as_str()).collect();
-                        format!("placed {} on {}", s.jobs[*job].name, names.join(", "))
-                    }
-                    Event::Rejected { job, rule, .. } => format!("rejected {} by {rule}", s.jobs[*job].name),
-                    Event::Finished { job, .. } => format!("finished {}", s.jobs[*job].name),
-                    Event::Requeued { job, node, .. } => {
-                        format!("requeued {} (lost node {})", s.jobs[*job].name, s.cluster.nodes[*node].name)
-                    }
-                    Event::Submitted { .. } => continue,
-                };
+            for line in s.log[seen..].iter().filter_map(|ev| describe_event(s, ev)) {
                 out.push_str(&format!("-> {line}\n"));
             }
             seen = s.log.len();

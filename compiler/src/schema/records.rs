@@ -116,6 +116,17 @@ impl NodeTable {
     }
 }
 
+/// A copy owns copies of the lists: the records' pointers are re-made over them.
+impl Clone for NodeTable {
+    fn clone(&self) -> Self {
+        let mut table = NodeTable::default();
+        for ((r, cards), labels) in self.records.iter().zip(&self.cards).zip(&self.labels) {
+            table.push(*r, cards.to_vec(), labels.to_vec());
+        }
+        table
+    }
+}
+
 /// A record with empty lists: its own lists borrow something else.
 fn strip(r: NodeRec<'_>) -> NodeRec<'static> {
     NodeRec { cards_list: List::default(), labels: List::default(), ..r }

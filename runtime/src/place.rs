@@ -1,0 +1,285 @@
+//! The placement decision for one job (decisions D2, D4, D5, D9): admit, quota, filter
+//! and score over the nodes, exact fit, and for a gang the placement of every replica.
+//! Nothing changes here: the cycle binds what is decided.
+
+use crate::cycle::Scheduler;
+use crate::fit;
+use crate::gang::{self, Clause, Host, Shortfall};
+use crate::jobs::{JobId, Reason};
+use crate::model::NodeId;
+use crate::quota;
+use gpol_compiler::engine::{MAX_TIERS, NodeResult};
+use gpol_compiler::interp::Ctx;
+use gpol_compiler::schema::{JobRec, Sym};
+use gpol_compiler::syntax::GangKind;
+use std::cmp::Ordering;
+
+/// How many nodes one call of the compiled policy evaluates: the results stay in cache.
+const CHUNK: usize = 256;
+
+/// The outcome of deciding where a job goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decision {
+    /// One node per replica.
+    Place {
+        replicas: Vec<NodeId>,
+    },
+    Wait(Reason),
+    Reject(String),
+}
+
+impl Scheduler {
+    /// The placement decision for a job, without changing anything.
+    pub fn decide(&self, job: JobId) -> Decision {
+        let view = self.view(Some(job));
+        let ctx = self.ctx(&view);
+        let rec = self.job_rec(job);
+        let program = &self.policy.program;
+        if let Some(i) = self.policy.engine().admit(&ctx, &rec) {
+            let rule = &program.admit[i];
+            return if rule.is_static {
+                Decision::Reject(rule.name.clone())
+            } else {
+                Decision::Wait(Reason::Rule(rule.name.clone()))
+            };
+        }
+        match self.place(job, None) {
+            Ok(replicas) => Decision::Place { replicas },
+            // A job that can never fit waits as unschedulable, whatever else blocks it;
+            // that is only worth working out when it does not start.
+            Err(reason) => Decision::Wait(self.never_fits(job).map_or(reason, Reason::Unschedulable)),
+        }
+    }
+
+    /// Where the job's replicas would go now — quota, filters and scores, exact fit, and
+    /// for a gang its topology — among `among` or every node.
+    pub(crate) fn place(&self, job: JobId, among: Option<&[NodeId]>) -> Result<Vec<NodeId>, Reason> {
+        let j = &self.jobs[job];
+        let count = self.quota_count(job)?;
+        let view = self.view(Some(job));
+        let ctx = self.ctx(&view);
+        let rec = self.job_rec(job);
+        let program = &self.policy.program;
+        let tiers =
+            program.scores.iter().filter_map(|s| s.tier).max().map_or(0, |t| usize::from(t).clamp(1, MAX_TIERS));
+        // A node the job may use at all: in service, of an allowed model, not reserved.
+        let usable = |i: NodeId| {
+            let node = &self.cluster.nodes[i];
+            node.up && (j.models.is_empty() || j.models.contains(&node.model)) && !self.reserved_for_other(i, job)
+        };
+        let mut rejections = vec![0usize; program.filters.len()];
+        let mut passed_filters = false;
+        if j.replicas > 1 {
+            let mut hosts: Vec<Host> = Vec::new();
+            self.scan(&ctx, &rec, among, |i, r| {
+                if !r.feasible {
+                    count_rejection(&mut rejections, r);
+                } else if self.cluster.nodes[i].up {
+                    passed_filters = true;
+                    let capacity = if usable(i) { fit::capacity(&self.cluster.nodes[i], j) } else { 0 };
+                    if capacity > 0 {
+                        hosts.push(Host { node: i, result: *r, capacity });
+                    }
+                }
+            });
+            if !passed_filters {
+                return Err(Reason::Rule(self.most_rejecting(&rejections)));
+            }
+            let clauses = self.gang_clauses(&ctx, &rec);
+            return match gang::place(&self.cluster, &hosts, count, j.min_replicas, &clauses, tiers) {
+                Ok(placements) => self.first_within_model_quota(job, placements.into_iter().map(|p| p.replicas)),
+                Err(Shortfall::Capacity) => Err(Reason::Capacity),
+                Err(Shortfall::Topology) => Err(Reason::Gang),
+            };
+        }
+        // The quota check per GPU model, worked out once per model seen.
+        let mut by_model: Vec<(Sym, Result<(), String>)> = Vec::new();
+        let mut best: Option<(NodeId, NodeResult)> = None;
+        let mut quota_block: Option<String> = None;
+        self.scan(&ctx, &rec, among, |i, r| {
+            if !r.feasible {
+                count_rejection(&mut rejections, r);
+                return;
+            }
+            // A node that would not win need not be looked at (and once there is a best
+            // node, some node has passed the filters).
+            if best.as_ref().is_some_and(|(_, b)| gang::rank(r, b, tiers) != Ordering::Less) {
+                return;
+            }
+            let node = &self.cluster.nodes[i];
+            if !node.up {
+                return;
+            }
+            passed_filters = true;
+            if !usable(i) || !fit::fits(node, j) {
+                return;
+            }
+            if self.quotas.limits_models() {
+                let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
+                    Some((_, v)) => v,
+                    None => {
+                        let demand = quota::demand(j, Some(node.model));
+                        by_model.push((node.model, self.quotas.admissible(j.queue, j.user, &demand, &self.syms)));
+                        &by_model[by_model.len() - 1].1
+                    }
+                };
+                if let Err(why) = verdict {
+                    quota_block.get_or_insert_with(|| why.clone());
+                    return;
+                }
+            }
+            best = Some((i, *r));
+        });
+        match best {
+            Some((node, _)) => Ok(vec![node]),
+            None if !passed_filters => Err(Reason::Rule(self.most_rejecting(&rejections))),
+            None => Err(quota_block.map_or(Reason::Capacity, Reason::Quota)),
+        }
+    }
+
+    /// Runs the policy's filters and scores for the job over `among` (or every node, a
+    /// chunk at a time into a buffer that stays in cache), showing each result to `visit`.
+    pub(crate) fn scan(
+        &self,
+        ctx: &Ctx<'_>,
+        rec: &JobRec<'_>,
+        among: Option<&[NodeId]>,
+        mut visit: impl FnMut(NodeId, &NodeResult),
+    ) {
+        let engine = self.policy.engine();
+        let nodes = self.node_records();
+        let mut buffer = [NodeResult::default(); CHUNK];
+        match among {
+            None => {
+                for (c, chunk) in nodes.chunks(CHUNK).enumerate() {
+                    let results = &mut buffer[..chunk.len()];
+                    engine.filter_score(ctx, rec, chunk, results);
+                    for (k, r) in results.iter().enumerate() {
+                        visit(c * CHUNK + k, r);
+                    }
+                }
+            }
+            Some(ids) => {
+                for &i in ids {
+                    if let Some(n) = nodes.get(i) {
+                        engine.filter_score(ctx, rec, std::slice::from_ref(n), &mut buffer[..1]);
+                        visit(i, &buffer[0]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many replicas the quota admits now: all of them, or for an elastic gang as
+    /// many as it can, down to `min_replicas`.
+    pub(crate) fn quota_count(&self, job: JobId) -> Result<u32, Reason> {
+        let j = &self.jobs[job];
+        let admits = |n: u32| self.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, n, None), &self.syms);
+        match admits(j.replicas) {
+            Ok(()) => Ok(j.replicas),
+            Err(why) => (j.min_replicas..j.replicas).rev().find(|&n| admits(n).is_ok()).ok_or(Reason::Quota(why)),
+        }
+    }
+
+    /// The gang clauses that apply to the job.
+    pub(crate) fn gang_clauses(&self, ctx: &Ctx<'_>, rec: &JobRec<'_>) -> Vec<Clause> {
+        let engine = self.policy.engine();
+        let gang = &self.policy.program.gang;
+        (0..gang.len())
+            .filter(|&i| engine.gang_applies(ctx, rec, i))
+            .map(|i| Clause {
+                require: gang[i].kind == GangKind::Require,
+                level: gang[i].level,
+                weight: gang[i].weight,
+            })
+            .collect()
+    }
+
+    /// The first placement (best first) whose per-model quota holds.
+    fn first_within_model_quota(
+        &self,
+        job: JobId,
+        placements: impl Iterator<Item = Vec<NodeId>>,
+    ) -> Result<Vec<NodeId>, Reason> {
+        let j = &self.jobs[job];
+        let mut first_block = None;
+        for replicas in placements {
+            if !self.quotas.limits_models() {
+                return Ok(replicas);
+            }
+            let models: Vec<Sym> = replicas.iter().map(|&n| self.cluster.nodes[n].model).collect();
+            match self.quotas.admissible(j.queue, j.user, &quota::placement_demand(j, &models), &self.syms) {
+                Ok(()) => return Ok(replicas),
+                Err(why) => {
+                    first_block.get_or_insert(why);
+                }
+            }
+        }
+        Err(first_block.map_or(Reason::Capacity, Reason::Quota))
+    }
+
+    /// The cards one replica takes on `node`: by the policy's `card_score` rules if it
+    /// has any, else by built-in best fit.
+    pub(crate) fn choose_cards(&self, job: JobId, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {
+        let n = &self.cluster.nodes[node];
+        let j = &self.jobs[job];
+        if self.policy.program.card_scores.is_empty() {
+            return fit::choose(n, j, None);
+        }
+        let view = self.view(Some(job));
+        let ctx = self.ctx(&view);
+        let rec = self.job_rec(job);
+        let node_rec = self.node_records().get(node)?;
+        let cards = node_rec.cards_list.as_slice();
+        let engine = self.policy.engine();
+        let score = |card: usize| cards.get(card).map_or(0.0, |c| engine.card_score(&ctx, &rec, node_rec, c).0);
+        fit::choose(n, j, Some(&score))
+    }
+
+    /// Why a job can never run as the cluster and its queue are, if it cannot.
+    pub(crate) fn never_fits(&self, job: JobId) -> Option<String> {
+        let j = &self.jobs[job];
+        let nodes = self.cluster.nodes.iter().filter(|n| n.up && (j.models.is_empty() || j.models.contains(&n.model)));
+        if j.replicas == 1 && !nodes.clone().any(|n| fit::could_ever_fit(n, j)) {
+            return Some(format!(
+                "no node could hold one replica ({}) even if it were empty",
+                crate::explain::request_text(self, job)
+            ));
+        }
+        if j.replicas > 1 {
+            let room: u64 = nodes.map(|n| u64::from(fit::capacity_when_empty(n, j))).sum();
+            if room < u64::from(j.min_replicas) {
+                return Some(format!(
+                    "the nodes could hold {room} of its replicas ({}) even if they were empty",
+                    crate::explain::request_text(self, job)
+                ));
+            }
+        }
+        let demand = quota::replicas_demand(j, j.min_replicas, None);
+        for qi in self.quotas.path(j.queue) {
+            let node = &self.quotas.queues[qi];
+            for (r, limit) in &node.limit {
+                if demand.get(r).copied().unwrap_or(0) > *limit {
+                    return Some(format!("it needs more than queue `{}`'s limit", node.name));
+                }
+            }
+        }
+        None
+    }
+
+    /// The filter that turned away the most nodes (ties: the one declared first), given
+    /// how many each turned away.
+    fn most_rejecting(&self, rejections: &[usize]) -> String {
+        let best = (0..rejections.len()).max_by(|&a, &b| rejections[a].cmp(&rejections[b]).then(b.cmp(&a)));
+        match best {
+            Some(i) if rejections[i] > 0 => self.policy.program.filters[i].name.clone(),
+            _ => "capacity".into(),
+        }
+    }
+}
+
+fn count_rejection(rejections: &mut [usize], r: &NodeResult) {
+    if let Some(n) = rejections.get_mut(usize::from(r.rejected_by)) {
+        *n += 1;
+    }
+}

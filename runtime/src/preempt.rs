@@ -1,0 +1,458 @@
+//! Preemption and reclaim (decision D6): one victim search for a job (the claimant) that
+//! cannot start as things are.
+//!
+//! Candidates are running jobs tagged by where they run: in the claimant's own leaf queue
+//! (*preempt*), or in a queue that is borrowing what the claimant needs (*reclaim*, and
+//! *preempt*). A candidate must pass the `when` of a rule of its kind. Whatever the rules
+//! say, taking from another queue requires that the claimant's side stays within its
+//! guarantee once the claimant is admitted, and never takes a queue below its guarantee
+//! in what it borrows; so two queues can never take from each other back and forth.
+//!
+//! Victims are whole jobs, taken cheapest first until the claimant would start, then a
+//! reverse pass gives back those not needed. Evictions are tried for real on the model
+//! (`lift` and `restore` are exact inverses), so the placement that justifies them is the
+//! one the claimant gets. For a single-node claimant each node is searched on its own,
+//! in order of a lower bound on its cost, stopping once no node can beat the best found.
+
+use crate::cycle::Scheduler;
+use crate::fit;
+use crate::jobs::{JobId, QueueId, Request};
+use crate::model::NodeId;
+use crate::quota::{self, Res};
+use crate::records;
+use gpol_compiler::schema::Record;
+use gpol_compiler::syntax::VictimKind;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// A job to evict, the rule that allows it and what it costs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Victim {
+    pub job: JobId,
+    pub rule: String,
+    pub cost: f64,
+}
+
+/// The outcome of a victim search: who goes, and where the claimant then starts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Eviction {
+    pub victims: Vec<Victim>,
+    /// One node per replica of the claimant.
+    pub replicas: Vec<NodeId>,
+    pub cost: f64,
+}
+
+/// An eligible victim and the guarantees its eviction must respect: for each queue on
+/// its side that borrows a resource, that queue's guarantee of it.
+struct Candidate {
+    victim: Victim,
+    guard: Vec<(QueueId, Res, i64)>,
+}
+
+/// The best set found so far: cost, victims (indexes into the candidates), placement.
+struct Found {
+    cost: f64,
+    victims: Vec<usize>,
+    replicas: Vec<NodeId>,
+}
+
+impl Scheduler {
+    /// Searches for victims whose eviction lets `claimant` start now. Changes nothing in
+    /// the end. `trace`, if given, receives an account of the search.
+    pub fn victim_search(&mut self, claimant: JobId, mut trace: Option<&mut String>) -> Option<Eviction> {
+        if self.policy.program.victims.is_empty() {
+            return None;
+        }
+        let candidates = self.candidates(claimant, trace.as_deref_mut());
+        let found = if candidates.is_empty() {
+            None
+        } else if self.jobs[claimant].replicas == 1 {
+            self.search_nodes(claimant, &candidates)
+        } else {
+            self.search_all(claimant, &candidates)
+        };
+        let eviction = found.map(|f| Eviction {
+            victims: f.victims.iter().map(|&i| candidates[i].victim.clone()).collect(),
+            replicas: f.replicas,
+            cost: f.cost,
+        });
+        if let Some(t) = trace {
+            match &eviction {
+                Some(e) => {
+                    let names: Vec<&str> = e.victims.iter().map(|v| self.jobs[v.job].name.as_str()).collect();
+                    let nodes: Vec<&str> = e.replicas.iter().map(|&n| self.cluster.nodes[n].name.as_str()).collect();
+                    let _ = writeln!(
+                        t,
+                        "    chosen: evict {} (total cost {}), then start on {}",
+                        names.join(", "),
+                        e.cost,
+                        nodes.join(", ")
+                    );
+                }
+                None if candidates.is_empty() => {
+                    let _ = writeln!(t, "    no job may be evicted for it");
+                }
+                None => {
+                    let _ = writeln!(t, "    no set of these victims lets it start: nothing is evicted");
+                }
+            }
+        }
+        eviction
+    }
+
+    /// The running jobs that may be evicted for `claimant`, cheapest first.
+    fn candidates(&self, claimant: JobId, mut trace: Option<&mut String>) -> Vec<Candidate> {
+        let c = &self.jobs[claimant];
+        let program = &self.policy.program;
+        let engine = self.policy.engine();
+        let quotas = &self.quotas;
+        let demand = quota::replicas_demand(c, c.min_replicas, None);
+        // What the claimant needs that the quota tree governs.
+        let needed: Vec<Res> =
+            demand.iter().filter(|&(r, a)| *a > 0 && quotas.is_constrained(*r)).map(|(r, _)| *r).collect();
+        let full_demand = quota::demand(c, None);
+        let mut view = self.view(Some(claimant));
+        let reads_share_after = program.victims.iter().any(|r| {
+            r.when.node.reads(Record::Queue, "share_after")
+                || r.cost.as_ref().is_some_and(|b| b.node.reads(Record::Queue, "share_after"))
+        });
+        // A reclaim rule has no cost of its own: it takes the first preempt rule's.
+        let cost_rule = program.victims.iter().position(|r| r.kind == VictimKind::Preempt && r.cost.is_some());
+        let claimant_rec = self.job_rec(claimant);
+        let mut out: Vec<Candidate> = Vec::new();
+        if let Some(t) = trace.as_deref_mut() {
+            let _ = writeln!(t, "  victim search:");
+        }
+        let running: Vec<JobId> = self.running().collect();
+        for v in running {
+            let vj = &self.jobs[v];
+            let note = |t: &mut Option<&mut String>, why: String| {
+                if let Some(t) = t.as_deref_mut() {
+                    let _ = writeln!(t, "    {}: {why}", self.jobs[v].name);
+                }
+            };
+            let (preempt, reclaim, guard) = if vj.queue == c.queue || needed.is_empty() {
+                (true, false, Vec::new())
+            } else {
+                let top = quotas.common_ancestor(c.queue, vj.queue);
+                let victim_side = quotas.path_below(vj.queue, top);
+                let Some(&side) = victim_side.last() else { continue };
+                let q = &quotas.queues[side];
+                if !needed.iter().any(|&r| q.get(&q.alloc, r) > q.get(&q.guarantee, r)) {
+                    note(&mut trace, format!("not a candidate: queue `{}` is within its guarantee", q.name));
+                    continue;
+                }
+                let over = quotas.path_below(c.queue, top).into_iter().find(|&p| {
+                    let q = &quotas.queues[p];
+                    needed
+                        .iter()
+                        .any(|&r| q.get(&q.alloc, r) + demand.get(&r).copied().unwrap_or(0) > q.get(&q.guarantee, r))
+                });
+                if let Some(p) = over {
+                    note(
+                        &mut trace,
+                        format!(
+                            "not a candidate: queue `{}` would exceed its guarantee with the claimant admitted",
+                            quotas.queues[p].name
+                        ),
+                    );
+                    continue;
+                }
+                let guard: Vec<(QueueId, Res, i64)> = victim_side
+                    .iter()
+                    .flat_map(|&p| {
+                        let q = &quotas.queues[p];
+                        q.alloc
+                            .iter()
+                            .filter(|&(r, a)| quotas.is_constrained(*r) && *a > q.get(&q.guarantee, *r))
+                            .map(move |(r, _)| (p, *r, q.get(&q.guarantee, *r)))
+                    })
+                    .collect();
+                if let Some(&(p, r, _)) = guard.iter().find(|g| !self.guard_holds(v, std::slice::from_ref(g))) {
+                    note(
+                        &mut trace,
+                        format!(
+                            "not a candidate: it would take queue `{}` below its {} guarantee",
+                            quotas.queues[p].name,
+                            r.name(&self.syms)
+                        ),
+                    );
+                    continue;
+                }
+                (true, true, guard)
+            };
+            // `share_after` of the victim's queues counts it evicted.
+            let saved: Vec<(QueueId, f64)> = if reads_share_after {
+                let changes = [(c.queue, &full_demand, 1), (vj.queue, &vj.charged, -1)];
+                let totals = self.totals();
+                quotas
+                    .path(vj.queue)
+                    .map(|q| {
+                        let old = view.queues[q].share_after;
+                        view.queues[q].share_after = records::share_after(quotas, &totals, q, &changes);
+                        (q, old)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let ctx = self.ctx(&view);
+            let vrec = self.job_rec(v);
+            let mut allowed: Option<Victim> = None;
+            for (i, rule) in program.victims.iter().enumerate() {
+                let applies = match rule.kind {
+                    VictimKind::Preempt => preempt,
+                    VictimKind::Reclaim => reclaim,
+                };
+                if !applies {
+                    continue;
+                }
+                let (ok, own_cost) = engine.victim(&ctx, i, &claimant_rec, &vrec);
+                if ok {
+                    let cost = match rule.kind {
+                        VictimKind::Preempt => own_cost,
+                        VictimKind::Reclaim => {
+                            cost_rule.map_or(0.0, |k| engine.victim(&ctx, k, &claimant_rec, &vrec).1)
+                        }
+                    };
+                    // A NaN cost is the highest.
+                    let cost = if cost.is_nan() { f64::INFINITY } else { cost };
+                    allowed = Some(Victim { job: v, rule: rule.name.clone(), cost });
+                    break;
+                }
+            }
+            for (q, old) in saved {
+                view.queues[q].share_after = old;
+            }
+            match allowed {
+                Some(victim) => {
+                    let tag = if reclaim { "reclaim" } else { "preempt" };
+                    note(&mut trace, format!("{tag} candidate, allowed by `{}`, cost {}", victim.rule, victim.cost));
+                    out.push(Candidate { victim, guard });
+                }
+                None => {
+                    let kind = if reclaim { "preempt or reclaim" } else { "preempt" };
+                    note(&mut trace, format!("no {kind} rule allows evicting it"));
+                }
+            }
+        }
+        out.sort_by(|a, b| self.greedy_order(&a.victim, &b.victim));
+        out
+    }
+
+    /// The order victims are taken in: cheapest first, then lowest priority, then the
+    /// most recently started, then the first submitted.
+    fn greedy_order(&self, a: &Victim, b: &Victim) -> Ordering {
+        let (ja, jb) = (&self.jobs[a.job], &self.jobs[b.job]);
+        a.cost
+            .total_cmp(&b.cost)
+            .then(ja.priority.total_cmp(&jb.priority))
+            .then(jb.started_ms.cmp(&ja.started_ms))
+            .then(a.job.cmp(&b.job))
+    }
+
+    /// Whether evicting `v` now keeps every queue in `guard` at or above its guarantee.
+    fn guard_holds(&self, v: JobId, guard: &[(QueueId, Res, i64)]) -> bool {
+        let charged = &self.jobs[v].charged;
+        guard.iter().all(|&(q, r, g)| {
+            let queue = &self.quotas.queues[q];
+            queue.get(&queue.alloc, r) - charged.get(&r).copied().unwrap_or(0) >= g
+        })
+    }
+
+    /// Evicts candidate `i` on trial if its guard allows; records it in `lifted`.
+    fn try_lift(&mut self, candidates: &[Candidate], i: usize, lifted: &mut Vec<usize>) -> bool {
+        let c = &candidates[i];
+        if lifted.contains(&i) || !self.guard_holds(c.victim.job, &c.guard) {
+            return false;
+        }
+        self.lift(c.victim.job);
+        lifted.push(i);
+        true
+    }
+
+    /// The reverse pass: gives back, most expensive first, every victim the claimant can
+    /// start without; then undoes the trial. Returns the set that is needed.
+    fn reverse_pass(
+        &mut self,
+        candidates: &[Candidate],
+        mut lifted: Vec<usize>,
+        mut replicas: Vec<NodeId>,
+        place: &dyn Fn(&Scheduler) -> Option<Vec<NodeId>>,
+    ) -> Found {
+        let mut needed = Vec::new();
+        while let Some(i) = lifted.pop() {
+            self.restore(candidates[i].victim.job);
+            match place(self) {
+                Some(r) => replicas = r,
+                None => {
+                    self.lift(candidates[i].victim.job);
+                    needed.push(i);
+                }
+            }
+        }
+        for &i in &needed {
+            self.restore(candidates[i].victim.job);
+        }
+        needed.reverse();
+        let cost = needed.iter().map(|&i| candidates[i].victim.cost).sum();
+        Found { cost, victims: needed, replicas }
+    }
+
+    fn undo(&mut self, candidates: &[Candidate], lifted: &[usize]) {
+        for &i in lifted.iter().rev() {
+            self.restore(candidates[i].victim.job);
+        }
+    }
+
+    /// A single-node claimant: each node searched on its own, cheapest lower bound first.
+    fn search_nodes(&mut self, claimant: JobId, candidates: &[Candidate]) -> Option<Found> {
+        let mut on_node: HashMap<NodeId, Vec<usize>> = HashMap::new();
+        for (i, c) in candidates.iter().enumerate() {
+            let mut nodes: Vec<NodeId> = self.jobs[c.victim.job].slots.iter().map(|s| s.node).collect();
+            nodes.dedup();
+            for n in nodes {
+                on_node.entry(n).or_default().push(i);
+            }
+        }
+        // Lower bounds are only bounds when no cost is negative.
+        let prune = candidates.iter().all(|c| c.victim.cost >= 0.0);
+        let j = &self.jobs[claimant];
+        let mut order: Vec<(f64, NodeId)> = (0..self.cluster.nodes.len())
+            .filter(|&n| {
+                let node = &self.cluster.nodes[n];
+                node.up
+                    && (j.models.is_empty() || j.models.contains(&node.model))
+                    && !self.reserved_for_other(n, claimant)
+                    && fit::could_ever_fit(node, j)
+            })
+            .filter_map(|n| {
+                Some((self.lower_bound(claimant, n, on_node.get(&n).map_or(&[][..], Vec::as_slice), candidates)?, n))
+            })
+            .collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut best: Option<(Found, NodeId)> = None;
+        for (bound, n) in order {
+            if prune && best.as_ref().is_some_and(|(b, _)| bound > b.cost) {
+                break;
+            }
+            let local = on_node.get(&n).cloned().unwrap_or_default();
+            if let Some(found) = self.search_node(claimant, n, &local, candidates) {
+                let better = best.as_ref().is_none_or(|(b, bn)| {
+                    found.cost.total_cmp(&b.cost).then(found.victims.len().cmp(&b.victims.len())).then(n.cmp(bn))
+                        == Ordering::Less
+                });
+                if better {
+                    best = Some((found, n));
+                }
+            }
+        }
+        best.map(|(f, _)| f)
+    }
+
+    /// The cost of the cheapest victims on node `n` without which the claimant could not
+    /// fit there by free capacity alone; `None` if even all of them would not do.
+    fn lower_bound(&self, claimant: JobId, n: NodeId, local: &[usize], candidates: &[Candidate]) -> Option<f64> {
+        let j = &self.jobs[claimant];
+        let node = &self.cluster.nodes[n];
+        let (mut cpu, mut mem) = (node.free_cpu_milli, node.free_mem);
+        let mut gpu = node.free_milli();
+        let need_gpu = match j.request {
+            Request::Mig(_) | Request::None => 0,
+            r => r.milli(),
+        };
+        let enough = |cpu: u64, mem: u64, gpu: u64| cpu >= j.cpu_milli && mem >= j.mem && gpu >= need_gpu;
+        let mut cost = 0.0;
+        if enough(cpu, mem, gpu) {
+            return Some(cost);
+        }
+        for &i in local {
+            let v = &self.jobs[candidates[i].victim.job];
+            for s in v.slots.iter().filter(|s| s.node == n) {
+                cpu += v.cpu_milli;
+                mem += v.mem;
+                gpu += s.cards.iter().map(|&(_, m)| u64::from(m)).sum::<u64>();
+            }
+            cost += candidates[i].victim.cost;
+            if enough(cpu, mem, gpu) {
+                return Some(cost);
+            }
+        }
+        None
+    }
+
+    /// Victims that let the claimant start on node `n`: the node's own victims until it
+    /// fits there, then victims anywhere until the quota admits it, then more of the
+    /// node's own until the filters pass; then the reverse pass.
+    fn search_node(&mut self, claimant: JobId, n: NodeId, local: &[usize], candidates: &[Candidate]) -> Option<Found> {
+        let place = |s: &Scheduler| s.place(claimant, Some(&[n])).ok();
+        let mut lifted: Vec<usize> = Vec::new();
+        let mut next_local = local.iter().copied();
+        let fits_here = |s: &Scheduler| fit::fits(&s.cluster.nodes[n], &s.jobs[claimant]);
+        while !fits_here(self) {
+            let Some(i) = next_local.next() else {
+                self.undo(candidates, &lifted);
+                return None;
+            };
+            self.try_lift(candidates, i, &mut lifted);
+        }
+        if self.quota_count(claimant).is_err() {
+            for i in 0..candidates.len() {
+                if self.try_lift(candidates, i, &mut lifted) && self.quota_count(claimant).is_ok() {
+                    break;
+                }
+            }
+        }
+        let replicas = loop {
+            if self.quota_count(claimant).is_ok()
+                && let Some(r) = place(self)
+            {
+                break r;
+            }
+            match next_local.next() {
+                Some(i) => {
+                    self.try_lift(candidates, i, &mut lifted);
+                }
+                None => {
+                    self.undo(candidates, &lifted);
+                    return None;
+                }
+            }
+        };
+        Some(self.reverse_pass(candidates, lifted, replicas, &place))
+    }
+
+    /// A gang claimant: victims anywhere, cheapest first, until the gang can be placed.
+    fn search_all(&mut self, claimant: JobId, candidates: &[Candidate]) -> Option<Found> {
+        let place = |s: &Scheduler| s.place(claimant, None).ok();
+        let mut lifted: Vec<usize> = Vec::new();
+        for i in 0..candidates.len() {
+            if !self.try_lift(candidates, i, &mut lifted)
+                || self.quota_count(claimant).is_err()
+                || !self.room_for(claimant)
+            {
+                continue;
+            }
+            if let Some(replicas) = place(self) {
+                return Some(self.reverse_pass(candidates, lifted, replicas, &place));
+            }
+        }
+        self.undo(candidates, &lifted);
+        None
+    }
+
+    /// Whether the nodes have room for the claimant's minimum replicas (before filters
+    /// and topology): a cheap test before a full placement.
+    fn room_for(&self, claimant: JobId) -> bool {
+        let j = &self.jobs[claimant];
+        let room: u64 = self
+            .cluster
+            .nodes
+            .iter()
+            .filter(|n| j.models.is_empty() || j.models.contains(&n.model))
+            .map(|n| u64::from(fit::capacity(n, j)))
+            .sum();
+        room >= u64::from(j.min_replicas)
+    }
+}
