@@ -8,7 +8,7 @@ use crate::fit;
 use crate::jobs::{JobId, Request, State};
 use crate::model::NodeId;
 use crate::place::Decision;
-use crate::quota::{self, Res};
+use crate::quota;
 use gpol_compiler::engine::clamp_score;
 use gpol_compiler::interp::{self, Roots};
 use std::fmt::Write;
@@ -26,14 +26,6 @@ pub fn request_text(s: &Scheduler, job: JobId) -> String {
     };
     let replicas = if j.replicas > 1 { format!(" × {} replicas", j.replicas) } else { String::new() };
     format!("{r}{replicas}, {} cpu, {} GiB", j.cpu_milli as f64 / 1000.0, j.mem / (1 << 30))
-}
-
-fn amount(r: Res, v: i64) -> String {
-    match r {
-        Res::Mem => format!("{:.1}GiB", v as f64 / (1u64 << 30) as f64),
-        _ if v == i64::MAX => "∞".into(),
-        _ => format!("{}", v as f64 / 1000.0),
-    }
 }
 
 /// A readable account of the next decision about `job`.
@@ -88,12 +80,12 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
                 "  quota {} {}: allocated {}, guarantee {}, limit {}, borrowed {}{}",
                 node.name,
                 r.name(&s.syms),
-                amount(r, alloc),
-                g.map_or("none".into(), |v| amount(r, v)),
-                l.map_or("none".into(), |v| amount(r, v)),
-                amount(r, borrowed),
+                r.show(alloc),
+                g.map_or("none".into(), |v| r.show(v)),
+                l.map_or("none".into(), |v| r.show(v)),
+                r.show(borrowed),
                 if qi == j.queue {
-                    format!(", available {}, needs {}", amount(r, s.quotas.available(qi, r)), amount(r, need))
+                    format!(", available {}, needs {}", r.show(s.quotas.available(qi, r)), r.show(need))
                 } else {
                     String::new()
                 }

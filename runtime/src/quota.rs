@@ -31,6 +31,15 @@ pub enum Res {
 }
 
 impl Res {
+    /// An amount of the resource in its unit (cards, cores, GiB), as messages show it.
+    pub fn show(self, v: i64) -> String {
+        match self {
+            _ if v == i64::MAX => "∞".into(),
+            Res::Mem => format!("{:.1}GiB", v as f64 / (1u64 << 30) as f64),
+            _ => format!("{}", v as f64 / 1000.0),
+        }
+    }
+
     pub fn name(self, syms: &Symbols) -> String {
         match self {
             Res::Gpu => "gpu".into(),
@@ -329,9 +338,9 @@ impl Quotas {
                 return Err(format!(
                     "queue `{}` has {} {} available in its cohort, needs {}",
                     self.queues[q].name,
-                    available.max(0),
+                    r.show(available.max(0)),
                     name(r),
-                    amount
+                    r.show(amount)
                 ));
             }
         }
