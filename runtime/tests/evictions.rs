@@ -1,0 +1,415 @@
+//! Gangs, preemption and reclaim over random clusters and event sequences, in both
+//! engines: a gang is never partly placed; every eviction names its rule and is followed
+//! by its claimant starting; no two queues take from each other in a cycle, and no two
+//! jobs evict each other back and forth while nothing else changes; the accounting stays
+//! exact; and the JIT and the interpreter produce the same schedule.
+
+use gpol_compiler::check::check;
+use gpol_compiler::engine::{CompiledPolicy, EngineKind, compile};
+use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_compiler::syntax::VictimKind;
+use gpol_runtime::cycle::{Event, JobSpec, Scheduler};
+use gpol_runtime::jobs::{JobId, QueueId, Request, State};
+use gpol_runtime::model::{MILLI, NodeSpec, Sharing};
+use gpol_runtime::quota::Res;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use std::collections::{HashMap, HashSet};
+
+/// Guarantees with borrowing and lending, gangs with topology, priority preemption,
+/// reclaim and reservation all at once.
+const MIXED: &str = r#"policy mixed
+
+topology nvlink_domain, rack
+
+queue org {
+  queue a { guarantee 16 gpu; borrow_limit 16 gpu }
+  queue b { guarantee 8 gpu; lend_limit 4 gpu }
+  queue c { weight 2 }
+}
+
+gang {
+  require same rack when job.replicas > 2
+  prefer same nvlink_domain weight 2
+}
+
+settings { reserve_after 1h }
+
+preempt by_priority {
+  when claimant.priority > victim.priority and victim.runtime >= 10m
+  cost victim.total_gpus * victim.since_checkpoint
+}
+
+reclaim borrowed { when victim.preemptible }
+
+queue_order { queue.dominant_share / queue.weight asc }
+
+job_order { job.priority desc, job.submitted asc }
+"#;
+
+fn compiled(name: &str, text: &str, kind: EngineKind) -> CompiledPolicy {
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new(name, text));
+    let checked = check(&mut sources, id);
+    let policy = checked.policy.unwrap_or_else(|| panic!("{name}: {:?}", checked.diagnostics));
+    compile(policy, kind).unwrap_or_else(|d| panic!("{d:?}"))
+}
+
+fn example(file: &str) -> String {
+    let path = format!("{}/../policies/{file}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn node() -> impl Strategy<Value = NodeSpec> {
+    nodes_of(1..9)
+}
+
+/// Full 8-card nodes: a fleet big enough for the example's guarantees to matter.
+fn big_node() -> impl Strategy<Value = NodeSpec> {
+    nodes_of(8..9)
+}
+
+fn nodes_of(cards: std::ops::Range<u32>) -> impl Strategy<Value = NodeSpec> {
+    (cards, 0u8..4, any::<bool>()).prop_map(|(cards, nv, h100)| NodeSpec {
+        name: String::new(),
+        model: if h100 { "h100".into() } else { "a100".into() },
+        cards,
+        card_mem: 80 << 30,
+        sharing: Sharing::Exclusive,
+        mig: Vec::new(),
+        max_clients: 1,
+        cpu_milli: 128_000,
+        mem: 1 << 40,
+        domains: vec![(0, format!("nv{nv}")), (1, format!("rack{}", nv / 2))],
+        labels: Vec::new(),
+    })
+}
+
+/// A job for one of `leaves` (by index), with a priority class from `classes` if any.
+#[derive(Clone, Debug)]
+struct Job {
+    leaf: usize,
+    cards: u32,
+    fraction: Option<u32>,
+    replicas: u32,
+    min_replicas: u32,
+    priority: i32,
+    preemptible: bool,
+    user: u8,
+}
+
+fn job() -> impl Strategy<Value = Job> {
+    (
+        0usize..3,
+        1u32..9,
+        prop::option::weighted(0.2, 1u32..1000),
+        1u32..5,
+        1u32..5,
+        -1i32..4,
+        prop::bool::weighted(0.8),
+        0u8..3,
+    )
+        .prop_map(|(leaf, cards, fraction, replicas, min, priority, preemptible, user)| Job {
+            leaf,
+            cards,
+            fraction,
+            replicas,
+            min_replicas: min.min(replicas),
+            priority,
+            preemptible,
+            user,
+        })
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Submit(Job),
+    Complete(usize),
+    Fail(usize),
+    Advance(u64),
+    Cycle,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => job().prop_map(Step::Submit),
+        2 => any::<usize>().prop_map(Step::Complete),
+        1 => any::<usize>().prop_map(Step::Fail),
+        3 => (60_000u64..5_400_000).prop_map(Step::Advance),
+        5 => Just(Step::Cycle),
+    ]
+}
+
+/// How a policy's queues and priorities are filled in from a random job.
+struct Setup {
+    leaves: Vec<QueueId>,
+    /// Priority classes by the job's priority (clamped to the list), if the policy has them.
+    classes: Vec<(&'static str, f64)>,
+}
+
+fn spec(setup: &Setup, j: &Job, name: String) -> JobSpec {
+    let (priority_class, priority) = if setup.classes.is_empty() {
+        (None, f64::from(j.priority))
+    } else {
+        let (c, p) = setup.classes[(j.priority.max(0) as usize).min(setup.classes.len() - 1)];
+        (Some(c.to_string()), p)
+    };
+    JobSpec {
+        name,
+        queue: setup.leaves[j.leaf % setup.leaves.len()],
+        user: format!("user{}", j.user),
+        priority_class,
+        priority,
+        request: match j.fraction {
+            Some(m) => Request::Fraction(m),
+            None => Request::Whole(j.cards),
+        },
+        replicas: if j.fraction.is_some() { 1 } else { j.replicas },
+        min_replicas: j.min_replicas,
+        gpu_mem: 0,
+        cpu_milli: 1000,
+        mem: 1 << 30,
+        models: Vec::new(),
+        bursty: false,
+        latency_critical: false,
+        preemptible: j.preemptible,
+        duration_ms: None,
+        utilization: 1.0,
+        labels: Vec::new(),
+    }
+}
+
+/// Checks the state: cards and quota accounting, whole gangs.
+fn state_invariants(s: &Scheduler) -> Result<(), String> {
+    let mut held: HashMap<(usize, usize), u32> = HashMap::new();
+    let mut gpu = vec![0i64; s.quotas.queues.len()];
+    for j in &s.jobs {
+        if j.state != State::Running {
+            if !j.slots.is_empty() || !j.charged.is_empty() {
+                return Err(format!("job {} is {:?} but holds resources", j.name, j.state));
+            }
+            continue;
+        }
+        let n = j.slots.len() as u32;
+        if n < j.min_replicas || n > j.replicas {
+            return Err(format!("gang {} runs {n} replicas of {} (at least {})", j.name, j.replicas, j.min_replicas));
+        }
+        for slot in &j.slots {
+            for &(card, milli) in &slot.cards {
+                *held.entry((slot.node, card)).or_insert(0) += milli;
+            }
+        }
+        for q in s.quotas.path(j.queue) {
+            gpu[q] += j.charged.get(&Res::Gpu).copied().unwrap_or(0);
+        }
+        if j.charged.get(&Res::Gpu).copied().unwrap_or(0) != (j.request.milli() * u64::from(n)) as i64 {
+            return Err(format!("job {} is charged {:?} for {n} replicas", j.name, j.charged));
+        }
+    }
+    for (ni, node) in s.cluster.nodes.iter().enumerate() {
+        for (ci, c) in node.cards.iter().enumerate() {
+            if c.free_milli + held.get(&(ni, ci)).copied().unwrap_or(0) != MILLI {
+                return Err(format!("node {} card {ci} does not add up", node.name));
+            }
+        }
+    }
+    for (qi, q) in s.quotas.queues.iter().enumerate() {
+        if q.get(&q.alloc, Res::Gpu) != gpu[qi] {
+            return Err(format!(
+                "queue {} accounts {} but its jobs hold {}",
+                q.name,
+                q.get(&q.alloc, Res::Gpu),
+                gpu[qi]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the events one cycle added (`log[from..]`) and the evictions since anything
+/// but a cycle last happened (`pairs`, claimant → victim).
+fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobId)>) -> Result<(), String> {
+    let rules: Vec<&str> = s.policy.program.victims.iter().map(|r| r.name.as_str()).collect();
+    let log = &s.log[from..];
+    let mut queue_pairs: HashSet<(QueueId, QueueId)> = HashSet::new();
+    for (i, ev) in log.iter().enumerate() {
+        match ev {
+            Event::Placed { job, nodes, .. } => {
+                let j = &s.jobs[*job];
+                if (nodes.len() as u32) < j.min_replicas || nodes.len() as u32 > j.replicas {
+                    return Err(format!("{} placed with {} replicas", j.name, nodes.len()));
+                }
+            }
+            Event::Evicted { job, by, rule, .. } => {
+                if !rules.contains(&rule.as_str()) || job == by {
+                    return Err(format!(
+                        "eviction of {} for {} under unknown rule `{rule}`",
+                        s.jobs[*job].name, s.jobs[*by].name
+                    ));
+                }
+                // The run of evictions for one claimant ends with the claimant starting.
+                let next = log[i + 1..].iter().find(|e| !matches!(e, Event::Evicted { by: b, .. } if b == by));
+                if !matches!(next, Some(Event::Placed { job: c, .. }) if c == by) {
+                    return Err(format!(
+                        "{} was evicted for {}, which did not start",
+                        s.jobs[*job].name, s.jobs[*by].name
+                    ));
+                }
+                if pairs.contains(&(*job, *by)) {
+                    return Err(format!("{} and {} evicted each other", s.jobs[*job].name, s.jobs[*by].name));
+                }
+                pairs.insert((*by, *job));
+                // Queues that take from each other by guarantees: reclaim, or any eviction
+                // across queues when the tree governs GPUs. (Without guarantees, eviction
+                // across queues is by the rules alone, e.g. by priority, in both directions.)
+                let reclaim = s.policy.program.victims.iter().any(|r| r.name == *rule && r.kind == VictimKind::Reclaim);
+                let (cq, vq) = (s.jobs[*by].queue, s.jobs[*job].queue);
+                if cq != vq && (reclaim || s.quotas.is_constrained(Res::Gpu)) {
+                    if queue_pairs.contains(&(vq, cq)) {
+                        return Err(format!(
+                            "queues {} and {} took from each other in one cycle",
+                            s.quotas.queues[cq].name, s.quotas.queues[vq].name
+                        ));
+                    }
+                    queue_pairs.insert((cq, vq));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn play(
+    policy: &CompiledPolicy,
+    setup: &Setup,
+    nodes: &[NodeSpec],
+    steps: &[Step],
+) -> Result<Scheduler, TestCaseError> {
+    let mut s = Scheduler::new(policy.clone());
+    for (i, n) in nodes.iter().enumerate() {
+        s.add_node(&NodeSpec { name: format!("n{i}"), ..n.clone() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+    let mut pairs = HashSet::new();
+    for (k, st) in steps.iter().enumerate() {
+        let from = s.log.len();
+        match st {
+            Step::Submit(j) => {
+                s.submit(spec(setup, j, format!("j{k}")));
+            }
+            Step::Complete(i) => {
+                let running: Vec<JobId> = s.running().collect();
+                if !running.is_empty() {
+                    s.complete(running[i % running.len()]);
+                }
+            }
+            Step::Fail(i) => s.fail_node(i % s.cluster.nodes.len()),
+            Step::Advance(ms) => s.advance(*ms),
+            Step::Cycle => {
+                s.cycle();
+            }
+        }
+        if !matches!(st, Step::Cycle) {
+            pairs.clear();
+        }
+        state_invariants(&s).map_err(|e| TestCaseError::fail(format!("after {st:?}: {e}")))?;
+        cycle_invariants(&s, from, &mut pairs).map_err(|e| TestCaseError::fail(format!("after {st:?}: {e}")))?;
+    }
+    Ok(s)
+}
+
+fn check_both(
+    policies: &(CompiledPolicy, CompiledPolicy),
+    setup: &Setup,
+    nodes: &[NodeSpec],
+    steps: &[Step],
+) -> Result<usize, TestCaseError> {
+    let a = play(&policies.0, setup, nodes, steps)?;
+    let b = play(&policies.1, setup, nodes, steps)?;
+    prop_assert_eq!(&a.log, &b.log, "the engines scheduled differently");
+    Ok(a.log.iter().filter(|e| matches!(e, Event::Evicted { .. })).count())
+}
+
+fn leaves(p: &CompiledPolicy, names: &[&str]) -> Vec<QueueId> {
+    names.iter().map(|n| p.policy.queue(n).unwrap_or_else(|| panic!("no queue {n}"))).collect()
+}
+
+thread_local! {
+    static MIXED_POLICIES: (CompiledPolicy, CompiledPolicy) =
+        (compiled("mixed.gpol", MIXED, EngineKind::Jit), compiled("mixed.gpol", MIXED, EngineKind::Interp));
+    static PREEMPTION: (CompiledPolicy, CompiledPolicy) = {
+        let text = example("preemption.gpol");
+        (compiled("preemption.gpol", &text, EngineKind::Jit), compiled("preemption.gpol", &text, EngineKind::Interp))
+    };
+    static BORROWING: (CompiledPolicy, CompiledPolicy) = {
+        let text = example("borrowing.gpol");
+        (compiled("borrowing.gpol", &text, EngineKind::Jit), compiled("borrowing.gpol", &text, EngineKind::Interp))
+    };
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mixed_policy(nodes in prop::collection::vec(node(), 1..9), steps in prop::collection::vec(step(), 1..60)) {
+        MIXED_POLICIES.with(|p| -> Result<(), TestCaseError> {
+            let setup = Setup { leaves: leaves(&p.0, &["a", "b", "c"]), classes: Vec::new() };
+            check_both(p, &setup, &nodes, &steps).map(|_| ())
+        })?;
+    }
+
+    #[test]
+    fn example_preemption_policy(nodes in prop::collection::vec(node(), 1..6), steps in prop::collection::vec(step(), 1..60)) {
+        PREEMPTION.with(|p| -> Result<(), TestCaseError> {
+            let setup = Setup {
+                leaves: leaves(&p.0, &["serving", "training", "experiments"]),
+                classes: vec![("scavenger", 0.0), ("standard", 100.0), ("critical", 1000.0)],
+            };
+            check_both(p, &setup, &nodes, &steps).map(|_| ())
+        })?;
+    }
+
+    #[test]
+    fn example_borrowing_policy(nodes in prop::collection::vec(big_node(), 8..17), steps in prop::collection::vec(step(), 1..60)) {
+        BORROWING.with(|p| -> Result<(), TestCaseError> {
+            let setup = Setup { leaves: leaves(&p.0, &["training", "inference", "research"]), classes: Vec::new() };
+            check_both(p, &setup, &nodes, &steps).map(|_| ())
+        })?;
+    }
+}
+
+/// The generated cases do evict under each policy: the properties are not vacuous.
+#[test]
+fn random_cases_exercise_evictions() {
+    let count = |policies: &'static std::thread::LocalKey<(CompiledPolicy, CompiledPolicy)>,
+                 names: &[&str],
+                 classes: Vec<(&'static str, f64)>,
+                 nodes: BoxedStrategy<Vec<NodeSpec>>| {
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = (nodes, prop::collection::vec(step(), 20..80));
+        policies.with(|p| {
+            let setup = Setup { leaves: leaves(&p.0, names), classes: classes.clone() };
+            (0..64)
+                .map(|_| {
+                    let (nodes, steps) = strategy.new_tree(&mut runner).map(|t| t.current()).unwrap_or_default();
+                    check_both(p, &setup, &nodes, &steps).unwrap_or_else(|e| panic!("{e}"))
+                })
+                .sum::<usize>()
+        })
+    };
+    let mixed = count(&MIXED_POLICIES, &["a", "b", "c"], Vec::new(), prop::collection::vec(node(), 2..6).boxed());
+    let preemption = count(
+        &PREEMPTION,
+        &["serving", "training", "experiments"],
+        vec![("scavenger", 0.0), ("standard", 100.0), ("critical", 1000.0)],
+        prop::collection::vec(node(), 1..6).boxed(),
+    );
+    let borrowing = count(
+        &BORROWING,
+        &["training", "inference", "research"],
+        Vec::new(),
+        prop::collection::vec(big_node(), 8..17).boxed(),
+    );
+    eprintln!("evictions: mixed {mixed}, preemption {preemption}, borrowing {borrowing}");
+    assert!(mixed > 10 && preemption > 10 && borrowing > 0, "{mixed}, {preemption}, {borrowing}");
+}
