@@ -39,7 +39,7 @@ fn scheduler(file: &str, kind: EngineKind) -> Scheduler {
     }
     // Some nodes busy, so the scores differ.
     for i in 0..NODES / 3 {
-        let j = s.submit(job(format!("warm{i}"), 1 + (i % 6) as u32));
+        let j = s.submit(job(format!("warm{i}"), 1 + (i % 6) as u32)).unwrap_or_else(|e| panic!("{e}"));
         s.start_on(j, &[i * 3], 0, 0).unwrap_or_else(|e| panic!("{e}"));
     }
     s
@@ -78,7 +78,7 @@ fn decision(c: &mut Criterion) {
         let mut s = scheduler(file, kind);
         // The policy's filter+score pass alone over the same cluster, for the share of
         // the decision that is the scheduler's own work.
-        let probe = s.submit(job("probe".into(), 2));
+        let probe = s.submit(job("probe".into(), 2)).unwrap_or_else(|e| panic!("{e}"));
         g.bench_function(format!("{name}/pass_only"), |b| {
             let view = s.view(Some(probe));
             let ctx = s.ctx(&view);
@@ -93,7 +93,7 @@ fn decision(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter(|| {
                 n += 1;
-                let j = s.submit(job(format!("j{n}"), 2));
+                let j = s.submit(job(format!("j{n}"), 2)).unwrap_or_else(|e| panic!("{e}"));
                 let placed = s.cycle();
                 assert_eq!(placed, 1);
                 s.complete(j);

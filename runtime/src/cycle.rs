@@ -119,7 +119,7 @@ pub struct Scheduler {
     /// The pending jobs of each queue, and the running jobs, so a cycle never scans
     /// finished ones.
     waiting: Vec<BTreeSet<JobId>>,
-    running: BTreeSet<JobId>,
+    pub(crate) running: BTreeSet<JobId>,
     /// Nodes held for a job that waited past `reserve_after`, by job and by node.
     pub(crate) reservations: BTreeMap<JobId, Vec<NodeId>>,
     pub(crate) reserved: HashMap<NodeId, JobId>,
@@ -239,7 +239,15 @@ impl Scheduler {
         }
     }
 
-    pub fn submit(&mut self, spec: JobSpec) -> JobId {
+    /// Adds a waiting job. Jobs go to leaf queues; a job naming any other queue is refused.
+    pub fn submit(&mut self, spec: JobSpec) -> Result<JobId, String> {
+        match self.quotas.queues.get(spec.queue) {
+            None => return Err(format!("job `{}` names queue #{}, which does not exist", spec.name, spec.queue)),
+            Some(q) if !q.is_leaf() => {
+                return Err(format!("job `{}` names queue `{}`, which is not a leaf queue", spec.name, q.name));
+            }
+            Some(_) => {}
+        }
         let id = self.jobs.len();
         let labels = spec.labels.iter().map(|(k, v)| (self.syms.intern(k), self.syms.intern(v))).collect();
         let job = Job {
@@ -275,12 +283,10 @@ impl Scheduler {
         let next = self.shapes.len();
         self.job_shapes.push(*self.shapes.entry(job.shape()).or_insert(next));
         self.quotas.count(job.queue, 1, 0);
-        if let Some(set) = self.waiting.get_mut(job.queue) {
-            set.insert(id);
-        }
+        self.waiting[job.queue].insert(id);
         self.jobs.push(job);
         self.log.push(Event::Submitted { job: id, at_ms: self.now_ms });
-        id
+        Ok(id)
     }
 
     /// Places a job directly, as already running (a scenario's `run`): one replica per

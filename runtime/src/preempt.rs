@@ -23,7 +23,6 @@ use crate::records;
 use gpol_compiler::schema::Record;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt::Write;
 
 /// A job to evict, the rule that allows it and what it costs.
@@ -46,8 +45,46 @@ pub struct Eviction {
 /// An eligible victim and the guarantees its eviction must respect: for each queue on
 /// its side that borrows a resource, that queue's guarantee of it.
 struct Candidate {
-    victim: Victim,
+    job: JobId,
+    /// The allowing rule's index in the program's victim rules.
+    rule: usize,
+    cost: f64,
+    priority: f64,
+    started_ms: i64,
     guard: Vec<(QueueId, Res, i64)>,
+}
+
+/// The eligible victims, and what each frees on each of its nodes.
+#[derive(Default)]
+struct Candidates {
+    list: Vec<Candidate>,
+    frees: Vec<Frees>,
+}
+
+/// The order victims are taken in: cheapest first, then lowest priority, then the most
+/// recently started, then the first submitted.
+fn greedy(a: &Candidate, b: &Candidate) -> Ordering {
+    a.cost
+        .total_cmp(&b.cost)
+        .then(a.priority.total_cmp(&b.priority))
+        .then(b.started_ms.cmp(&a.started_ms))
+        .then(a.job.cmp(&b.job))
+}
+
+/// Every candidate's index, in greedy order.
+fn greedy_order(candidates: &[Candidate]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_unstable_by(|&a, &b| greedy(&candidates[a], &candidates[b]));
+    order
+}
+
+/// What evicting one candidate frees on one node.
+struct Frees {
+    node: NodeId,
+    candidate: usize,
+    cpu: u64,
+    mem: u64,
+    gpu: u64,
 }
 
 /// The best set found so far: cost, victims (indexes into the candidates), placement.
@@ -64,16 +101,23 @@ impl Scheduler {
         if self.policy.program.victims.is_empty() {
             return None;
         }
-        let candidates = self.candidates(claimant, trace.as_deref_mut());
+        let Candidates { list: candidates, frees } = self.candidates(claimant, trace.as_deref_mut());
         let found = if candidates.is_empty() {
             None
         } else if self.jobs[claimant].replicas == 1 {
-            self.search_nodes(claimant, &candidates)
+            self.search_nodes(claimant, &candidates, frees)
         } else {
             self.search_all(claimant, &candidates)
         };
         let eviction = found.map(|f| Eviction {
-            victims: f.victims.iter().map(|&i| candidates[i].victim.clone()).collect(),
+            victims: f
+                .victims
+                .iter()
+                .map(|&i| {
+                    let c = &candidates[i];
+                    Victim { job: c.job, rule: self.policy.program.victims[c.rule].name.clone(), cost: c.cost }
+                })
+                .collect(),
             replicas: f.replicas,
             cost: f.cost,
         });
@@ -102,7 +146,7 @@ impl Scheduler {
     }
 
     /// The running jobs that may be evicted for `claimant`, cheapest first.
-    fn candidates(&self, claimant: JobId, mut trace: Option<&mut String>) -> Vec<Candidate> {
+    fn candidates(&self, claimant: JobId, mut trace: Option<&mut String>) -> Candidates {
         let c = &self.jobs[claimant];
         let program = &self.policy.program;
         let engine = self.policy.engine();
@@ -120,16 +164,18 @@ impl Scheduler {
         // A reclaim rule has no cost of its own: it takes the first preempt rule's.
         let cost_rule = program.victims.iter().position(|r| r.kind == VictimKind::Preempt && r.cost.is_some());
         let claimant_rec = self.job_rec(claimant);
-        let mut out: Vec<Candidate> = Vec::new();
+        // Sized for every running job up front: growing them would copy and fault pages.
+        let mut out: Vec<Candidate> = Vec::with_capacity(self.running.len());
+        let mut frees: Vec<Frees> = Vec::with_capacity(self.running.len());
         if let Some(t) = trace.as_deref_mut() {
             let _ = writeln!(t, "  victim search:");
         }
-        let running: Vec<JobId> = self.running().collect();
-        for v in running {
+        for v in self.running() {
             let vj = &self.jobs[v];
-            let note = |t: &mut Option<&mut String>, why: String| {
+            // Explains why, when tracing (the text is only built then).
+            let note = |t: &mut Option<&mut String>, why: &dyn Fn() -> String| {
                 if let Some(t) = t.as_deref_mut() {
-                    let _ = writeln!(t, "    {}: {why}", self.jobs[v].name);
+                    let _ = writeln!(t, "    {}: {}", self.jobs[v].name, why());
                 }
             };
             let (preempt, reclaim, guard) = if vj.queue == c.queue || needed.is_empty() {
@@ -140,7 +186,7 @@ impl Scheduler {
                 let Some(&side) = victim_side.last() else { continue };
                 let q = &quotas.queues[side];
                 if !needed.iter().any(|&r| q.get(&q.alloc, r) > q.get(&q.guarantee, r)) {
-                    note(&mut trace, format!("not a candidate: queue `{}` is within its guarantee", q.name));
+                    note(&mut trace, &|| format!("not a candidate: queue `{}` is within its guarantee", q.name));
                     continue;
                 }
                 let over = quotas.path_below(c.queue, top).into_iter().find(|&p| {
@@ -150,13 +196,12 @@ impl Scheduler {
                         .any(|&r| q.get(&q.alloc, r) + demand.get(&r).copied().unwrap_or(0) > q.get(&q.guarantee, r))
                 });
                 if let Some(p) = over {
-                    note(
-                        &mut trace,
+                    note(&mut trace, &|| {
                         format!(
                             "not a candidate: queue `{}` would exceed its guarantee with the claimant admitted",
                             quotas.queues[p].name
-                        ),
-                    );
+                        )
+                    });
                     continue;
                 }
                 let guard: Vec<(QueueId, Res, i64)> = victim_side
@@ -170,14 +215,13 @@ impl Scheduler {
                     })
                     .collect();
                 if let Some(&(p, r, _)) = guard.iter().find(|g| !self.guard_holds(v, std::slice::from_ref(g))) {
-                    note(
-                        &mut trace,
+                    note(&mut trace, &|| {
                         format!(
                             "not a candidate: it would take queue `{}` below its {} guarantee",
                             quotas.queues[p].name,
                             r.name(&self.syms)
-                        ),
-                    );
+                        )
+                    });
                     continue;
                 }
                 (true, true, guard)
@@ -199,7 +243,7 @@ impl Scheduler {
             };
             let ctx = self.ctx(&view);
             let vrec = self.job_rec(v);
-            let mut allowed: Option<Victim> = None;
+            let mut allowed: Option<(usize, f64)> = None;
             for (i, rule) in program.victims.iter().enumerate() {
                 let applies = match rule.kind {
                     VictimKind::Preempt => preempt,
@@ -218,7 +262,7 @@ impl Scheduler {
                     };
                     // A NaN cost is the highest.
                     let cost = if cost.is_nan() { f64::INFINITY } else { cost };
-                    allowed = Some(Victim { job: v, rule: rule.name.clone(), cost });
+                    allowed = Some((i, cost));
                     break;
                 }
             }
@@ -226,30 +270,37 @@ impl Scheduler {
                 view.queues[q].share_after = old;
             }
             match allowed {
-                Some(victim) => {
+                Some((rule, cost)) => {
                     let tag = if reclaim { "reclaim" } else { "preempt" };
-                    note(&mut trace, format!("{tag} candidate, allowed by `{}`, cost {}", victim.rule, victim.cost));
-                    out.push(Candidate { victim, guard });
+                    let name = &program.victims[rule].name;
+                    note(&mut trace, &|| format!("{tag} candidate, allowed by `{name}`, cost {cost}"));
+                    let vj = &self.jobs[v];
+                    // Share of cards a replica frees (a MIG instance counts as none: the
+                    // bound does not count MIG capacity).
+                    let gpu = match vj.request {
+                        Request::Whole(_) | Request::Fraction(_) => vj.request.milli(),
+                        Request::Mig(_) | Request::None => 0,
+                    };
+                    for s in &vj.slots {
+                        let f = Frees { node: s.node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu };
+                        match frees.last_mut() {
+                            Some(last) if last.node == f.node && last.candidate == f.candidate => {
+                                last.cpu += f.cpu;
+                                last.mem += f.mem;
+                                last.gpu += f.gpu;
+                            }
+                            _ => frees.push(f),
+                        }
+                    }
+                    out.push(Candidate { job: v, rule, cost, priority: vj.priority, started_ms: vj.started_ms, guard });
                 }
                 None => {
                     let kind = if reclaim { "preempt or reclaim" } else { "preempt" };
-                    note(&mut trace, format!("no {kind} rule allows evicting it"));
+                    note(&mut trace, &|| format!("no {kind} rule allows evicting it"));
                 }
             }
         }
-        out.sort_by(|a, b| self.greedy_order(&a.victim, &b.victim));
-        out
-    }
-
-    /// The order victims are taken in: cheapest first, then lowest priority, then the
-    /// most recently started, then the first submitted.
-    fn greedy_order(&self, a: &Victim, b: &Victim) -> Ordering {
-        let (ja, jb) = (&self.jobs[a.job], &self.jobs[b.job]);
-        a.cost
-            .total_cmp(&b.cost)
-            .then(ja.priority.total_cmp(&jb.priority))
-            .then(jb.started_ms.cmp(&ja.started_ms))
-            .then(a.job.cmp(&b.job))
+        Candidates { list: out, frees }
     }
 
     /// Whether evicting `v` now keeps every queue in `guard` at or above its guarantee.
@@ -264,10 +315,10 @@ impl Scheduler {
     /// Evicts candidate `i` on trial if its guard allows; records it in `lifted`.
     fn try_lift(&mut self, candidates: &[Candidate], i: usize, lifted: &mut Vec<usize>) -> bool {
         let c = &candidates[i];
-        if lifted.contains(&i) || !self.guard_holds(c.victim.job, &c.guard) {
+        if lifted.contains(&i) || !self.guard_holds(c.job, &c.guard) {
             return false;
         }
-        self.lift(c.victim.job);
+        self.lift(c.job);
         lifted.push(i);
         true
     }
@@ -283,62 +334,72 @@ impl Scheduler {
     ) -> Found {
         let mut needed = Vec::new();
         while let Some(i) = lifted.pop() {
-            self.restore(candidates[i].victim.job);
+            self.restore(candidates[i].job);
             match place(self) {
                 Some(r) => replicas = r,
                 None => {
-                    self.lift(candidates[i].victim.job);
+                    self.lift(candidates[i].job);
                     needed.push(i);
                 }
             }
         }
         for &i in &needed {
-            self.restore(candidates[i].victim.job);
+            self.restore(candidates[i].job);
         }
         needed.reverse();
-        let cost = needed.iter().map(|&i| candidates[i].victim.cost).sum();
+        let cost = needed.iter().map(|&i| candidates[i].cost).sum();
         Found { cost, victims: needed, replicas }
     }
 
     fn undo(&mut self, candidates: &[Candidate], lifted: &[usize]) {
         for &i in lifted.iter().rev() {
-            self.restore(candidates[i].victim.job);
+            self.restore(candidates[i].job);
         }
     }
 
     /// A single-node claimant: each node searched on its own, cheapest lower bound first.
-    fn search_nodes(&mut self, claimant: JobId, candidates: &[Candidate]) -> Option<Found> {
-        let mut on_node: HashMap<NodeId, Vec<usize>> = HashMap::new();
-        for (i, c) in candidates.iter().enumerate() {
-            let mut nodes: Vec<NodeId> = self.jobs[c.victim.job].slots.iter().map(|s| s.node).collect();
-            nodes.dedup();
-            for n in nodes {
-                on_node.entry(n).or_default().push(i);
-            }
+    fn search_nodes(&mut self, claimant: JobId, candidates: &[Candidate], mut frees: Vec<Frees>) -> Option<Found> {
+        // Each node's candidates in greedy order.
+        frees.sort_unstable_by_key(|f| f.node);
+        for run in frees.chunk_by_mut(|a, b| a.node == b.node) {
+            run.sort_unstable_by(|a, b| greedy(&candidates[a.candidate], &candidates[b.candidate]));
         }
-        // Lower bounds are only bounds when no cost is negative.
-        let prune = candidates.iter().all(|c| c.victim.cost >= 0.0);
-        let j = &self.jobs[claimant];
+        let mut by_node: Vec<(NodeId, &[Frees])> = Vec::new();
+        for run in frees.chunk_by(|a, b| a.node == b.node) {
+            by_node.push((run[0].node, run));
+        }
+        // A node the claimant could use at all.
+        let usable = |s: &Scheduler, n: NodeId| {
+            let (node, j) = (&s.cluster.nodes[n], &s.jobs[claimant]);
+            node.up
+                && (j.models.is_empty() || j.models.contains(&node.model))
+                && !s.reserved_for_other(n, claimant)
+                && fit::could_ever_fit(node, j)
+        };
+        // Every node once, with its victims if it has any (both lists are in node order).
+        let mut runs = by_node.iter().peekable();
         let mut order: Vec<(f64, NodeId)> = (0..self.cluster.nodes.len())
-            .filter(|&n| {
-                let node = &self.cluster.nodes[n];
-                node.up
-                    && (j.models.is_empty() || j.models.contains(&node.model))
-                    && !self.reserved_for_other(n, claimant)
-                    && fit::could_ever_fit(node, j)
-            })
             .filter_map(|n| {
-                Some((self.lower_bound(claimant, n, on_node.get(&n).map_or(&[][..], Vec::as_slice), candidates)?, n))
+                let local = runs.next_if(|(m, _)| *m == n).map_or(&[][..], |(_, run)| *run);
+                Some((self.lower_bound(claimant, n, local, candidates)?, n))
             })
             .collect();
-        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        // Lower bounds are only bounds when no cost is negative.
+        let prune = candidates.iter().all(|c| c.cost >= 0.0);
         let mut best: Option<(Found, NodeId)> = None;
+        let mut global: Option<Vec<usize>> = None;
         for (bound, n) in order {
             if prune && best.as_ref().is_some_and(|(b, _)| bound > b.cost) {
                 break;
             }
-            let local = on_node.get(&n).cloned().unwrap_or_default();
-            if let Some(found) = self.search_node(claimant, n, &local, candidates) {
+            if !usable(self, n) {
+                continue;
+            }
+            let local: Vec<usize> = by_node
+                .binary_search_by_key(&n, |(node, _)| *node)
+                .map_or_else(|_| Vec::new(), |k| by_node[k].1.iter().map(|f| f.candidate).collect());
+            if let Some(found) = self.search_node(claimant, n, &local, candidates, &mut global) {
                 let better = best.as_ref().is_none_or(|(b, bn)| {
                     found.cost.total_cmp(&b.cost).then(found.victims.len().cmp(&b.victims.len())).then(n.cmp(bn))
                         == Ordering::Less
@@ -351,30 +412,28 @@ impl Scheduler {
         best.map(|(f, _)| f)
     }
 
-    /// The cost of the cheapest victims on node `n` without which the claimant could not
-    /// fit there by free capacity alone; `None` if even all of them would not do.
-    fn lower_bound(&self, claimant: JobId, n: NodeId, local: &[usize], candidates: &[Candidate]) -> Option<f64> {
+    /// The cost of the cheapest victims on node `n` (`local`, what each frees there)
+    /// without which the claimant could not fit by free amounts alone; `None` if even all
+    /// of them would not do.
+    fn lower_bound(&self, claimant: JobId, n: NodeId, local: &[Frees], candidates: &[Candidate]) -> Option<f64> {
         let j = &self.jobs[claimant];
-        let node = &self.cluster.nodes[n];
-        let (mut cpu, mut mem) = (node.free_cpu_milli, node.free_mem);
-        let mut gpu = node.free_milli();
+        // The node's record has its free amounts at hand (exact in f64).
+        let rec = &self.node_records()[n];
         let need_gpu = match j.request {
             Request::Mig(_) | Request::None => 0,
             r => r.milli(),
-        };
-        let enough = |cpu: u64, mem: u64, gpu: u64| cpu >= j.cpu_milli && mem >= j.mem && gpu >= need_gpu;
+        } as f64;
+        let (mut cpu, mut mem, mut gpu) = (rec.cpu_free * 1000.0, rec.mem_free, rec.free_gpu * 1000.0);
+        let enough = |cpu: f64, mem: f64, gpu: f64| cpu >= j.cpu_milli as f64 && mem >= j.mem as f64 && gpu >= need_gpu;
         let mut cost = 0.0;
         if enough(cpu, mem, gpu) {
             return Some(cost);
         }
-        for &i in local {
-            let v = &self.jobs[candidates[i].victim.job];
-            for s in v.slots.iter().filter(|s| s.node == n) {
-                cpu += v.cpu_milli;
-                mem += v.mem;
-                gpu += s.cards.iter().map(|&(_, m)| u64::from(m)).sum::<u64>();
-            }
-            cost += candidates[i].victim.cost;
+        for f in local {
+            cpu += f.cpu as f64;
+            mem += f.mem as f64;
+            gpu += f.gpu as f64;
+            cost += candidates[f.candidate].cost;
             if enough(cpu, mem, gpu) {
                 return Some(cost);
             }
@@ -385,7 +444,14 @@ impl Scheduler {
     /// Victims that let the claimant start on node `n`: the node's own victims until it
     /// fits there, then victims anywhere until the quota admits it, then more of the
     /// node's own until the filters pass; then the reverse pass.
-    fn search_node(&mut self, claimant: JobId, n: NodeId, local: &[usize], candidates: &[Candidate]) -> Option<Found> {
+    fn search_node(
+        &mut self,
+        claimant: JobId,
+        n: NodeId,
+        local: &[usize],
+        candidates: &[Candidate],
+        global: &mut Option<Vec<usize>>,
+    ) -> Option<Found> {
         let place = |s: &Scheduler| s.place(claimant, Some(&[n])).ok();
         let mut lifted: Vec<usize> = Vec::new();
         let mut next_local = local.iter().copied();
@@ -398,7 +464,7 @@ impl Scheduler {
             self.try_lift(candidates, i, &mut lifted);
         }
         if self.quota_count(claimant).is_err() {
-            for i in 0..candidates.len() {
+            for &i in global.get_or_insert_with(|| greedy_order(candidates)).iter() {
                 if self.try_lift(candidates, i, &mut lifted) && self.quota_count(claimant).is_ok() {
                     break;
                 }
@@ -427,7 +493,7 @@ impl Scheduler {
     fn search_all(&mut self, claimant: JobId, candidates: &[Candidate]) -> Option<Found> {
         let place = |s: &Scheduler| s.place(claimant, None).ok();
         let mut lifted: Vec<usize> = Vec::new();
-        for i in 0..candidates.len() {
+        for i in greedy_order(candidates) {
             if !self.try_lift(candidates, i, &mut lifted)
                 || self.quota_count(claimant).is_err()
                 || !self.room_for(claimant)

@@ -74,12 +74,24 @@ pub fn run_with(
                 dirty = true;
             }
             Step::Submit(j) => {
-                let id = s.submit(job_spec(j));
+                let id = match s.submit(job_spec(j)) {
+                    Ok(id) => id,
+                    Err(e) => {
+                        outcome.error = Some(e);
+                        break;
+                    }
+                };
                 jobs.insert(j.name.clone(), id);
                 dirty = true;
             }
             Step::Run(j, nodes) => {
-                let id = s.submit(job_spec(j));
+                let id = match s.submit(job_spec(j)) {
+                    Ok(id) => id,
+                    Err(e) => {
+                        outcome.error = Some(e);
+                        break;
+                    }
+                };
                 jobs.insert(j.name.clone(), id);
                 let ids: Vec<usize> = nodes.iter().filter_map(|n| s.cluster.node(n)).collect();
                 if let Err(e) = s.start_on(id, &ids, (j.runtime * 1000.0) as u64, (j.since_checkpoint * 1000.0) as u64)

@@ -295,7 +295,7 @@ fn play(
         let from = s.log.len();
         match st {
             Step::Submit(j) => {
-                s.submit(spec(setup, j, format!("j{k}")));
+                s.submit(spec(setup, j, format!("j{k}"))).map_err(TestCaseError::fail)?;
             }
             Step::Complete(i) => {
                 let running: Vec<JobId> = s.running().collect();

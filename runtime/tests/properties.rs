@@ -268,7 +268,7 @@ fn play(policy: &CompiledPolicy, nodes: &[NodeSpec], events: &[Event]) -> Result
         let before: Vec<i64> = s.quotas.queues.iter().map(|q| q.get(&q.alloc, Res::Gpu)).collect();
         match ev {
             Event::Submit(j) => {
-                s.submit(JobSpec { name: format!("j{submitted}"), ..j.clone() });
+                s.submit(JobSpec { name: format!("j{submitted}"), ..j.clone() }).map_err(TestCaseError::fail)?;
                 submitted += 1;
             }
             Event::Complete(k) => {

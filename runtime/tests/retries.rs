@@ -57,14 +57,15 @@ fn job(name: &str, cards: u32) -> JobSpec {
 #[test]
 fn a_full_shape_is_tried_once_per_capacity_change() {
     let mut s = scheduler();
-    let big = s.submit(job("big", 5));
-    let y = s.submit(job("y", 1));
-    let z = s.submit(job("z", 1));
+    let big = s.submit(job("big", 5)).unwrap_or_else(|e| panic!("{e}"));
+    let y = s.submit(job("y", 1)).unwrap_or_else(|e| panic!("{e}"));
+    let z = s.submit(job("z", 1)).unwrap_or_else(|e| panic!("{e}"));
     for j in [big, y, z] {
         s.start_on(j, &[0], 0, 0).unwrap_or_else(|e| panic!("{e}"));
     }
     // One card free; fifty jobs of two cards each.
-    let waiting: Vec<usize> = (0..50).map(|i| s.submit(job(&format!("w{i}"), 2))).collect();
+    let waiting: Vec<usize> =
+        (0..50).map(|i| s.submit(job(&format!("w{i}"), 2)).unwrap_or_else(|e| panic!("{e}"))).collect();
     s.cycle();
     assert_eq!(s.attempts, 50, "each new job is tried once");
     assert!(waiting.iter().all(|&j| s.jobs[j].state == State::Pending(Some(Reason::Capacity))));
@@ -88,10 +89,10 @@ fn a_full_shape_is_tried_once_per_capacity_change() {
 #[test]
 fn a_different_shape_is_still_tried() {
     let mut s = scheduler();
-    let big = s.submit(job("big", 7));
+    let big = s.submit(job("big", 7)).unwrap_or_else(|e| panic!("{e}"));
     s.start_on(big, &[0], 0, 0).unwrap_or_else(|e| panic!("{e}"));
-    let two = s.submit(job("two", 2));
-    let one = s.submit(job("one", 1));
+    let two = s.submit(job("two", 2)).unwrap_or_else(|e| panic!("{e}"));
+    let one = s.submit(job("one", 1)).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.cycle(), 1);
     assert_eq!(s.jobs[two].state, State::Pending(Some(Reason::Capacity)));
     assert_eq!(s.jobs[one].state, State::Running);
