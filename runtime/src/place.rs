@@ -71,14 +71,16 @@ impl Scheduler {
         let mut passed_filters = false;
         if j.replicas > 1 {
             let mut hosts: Vec<Host> = Vec::new();
-            self.scan(&ctx, &rec, among, |i, r| {
-                if !r.feasible {
-                    count_rejection(&mut rejections, r);
-                } else if self.cluster.nodes[i].up {
-                    passed_filters = true;
-                    let capacity = if usable(i) { fit::capacity(&self.cluster.nodes[i], j) } else { 0 };
-                    if capacity > 0 {
-                        hosts.push(Host { node: i, result: *r, capacity });
+            self.scan(&ctx, &rec, among, |base, results| {
+                for (i, r) in (base..).zip(results) {
+                    if !r.feasible {
+                        count_rejection(&mut rejections, r);
+                    } else if self.cluster.nodes[i].up {
+                        passed_filters = true;
+                        let capacity = if usable(i) { fit::capacity(&self.cluster.nodes[i], j) } else { 0 };
+                        if capacity > 0 {
+                            hosts.push(Host { node: i, result: *r, capacity });
+                        }
                     }
                 }
             });
@@ -92,59 +94,37 @@ impl Scheduler {
                 Err(Shortfall::Topology) => Err(Reason::Gang),
             };
         }
-        // The quota check per GPU model, worked out once per model seen.
-        let mut by_model: Vec<(Sym, Result<(), String>)> = Vec::new();
-        let mut best: Option<(NodeId, NodeResult)> = None;
-        let mut quota_block: Option<String> = None;
-        self.scan(&ctx, &rec, among, |i, r| {
-            if !r.feasible {
-                count_rejection(&mut rejections, r);
-                return;
+        let mut choice = Choice {
+            s: self,
+            job,
+            tiers,
+            best: None,
+            passed_filters: false,
+            rejections,
+            by_model: Vec::new(),
+            quota_block: None,
+        };
+        self.scan(&ctx, &rec, among, |base, results| {
+            for (i, r) in (base..).zip(results) {
+                choice.consider(i, r);
             }
-            // A node that would not win need not be looked at (and once there is a best
-            // node, some node has passed the filters).
-            if best.as_ref().is_some_and(|(_, b)| gang::rank(r, b, tiers) != Ordering::Less) {
-                return;
-            }
-            let node = &self.cluster.nodes[i];
-            if !node.up {
-                return;
-            }
-            passed_filters = true;
-            if !usable(i) || !fit::fits(node, j) {
-                return;
-            }
-            if self.quotas.limits_models() {
-                let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
-                    Some((_, v)) => v,
-                    None => {
-                        let demand = quota::demand(j, Some(node.model));
-                        by_model.push((node.model, self.quotas.admissible(j.queue, j.user, &demand, &self.syms)));
-                        &by_model[by_model.len() - 1].1
-                    }
-                };
-                if let Err(why) = verdict {
-                    quota_block.get_or_insert_with(|| why.clone());
-                    return;
-                }
-            }
-            best = Some((i, *r));
         });
-        match best {
+        match choice.best {
             Some((node, _)) => Ok(vec![node]),
-            None if !passed_filters => Err(Reason::Rule(self.most_rejecting(&rejections))),
-            None => Err(quota_block.map_or(Reason::Capacity, Reason::Quota)),
+            None if !choice.passed_filters => Err(Reason::Rule(self.most_rejecting(&choice.rejections))),
+            None => Err(choice.quota_block.map_or(Reason::Capacity, Reason::Quota)),
         }
     }
 
     /// Runs the policy's filters and scores for the job over `among` (or every node, a
-    /// chunk at a time into a buffer that stays in cache), showing each result to `visit`.
+    /// chunk at a time into a buffer that stays in cache), showing the results to
+    /// `visit`: `visit(first, results)` where `results[k]` is node `first + k`'s.
     pub(crate) fn scan(
         &self,
         ctx: &Ctx<'_>,
         rec: &JobRec<'_>,
         among: Option<&[NodeId]>,
-        mut visit: impl FnMut(NodeId, &NodeResult),
+        mut visit: impl FnMut(NodeId, &[NodeResult]),
     ) {
         let engine = self.policy.engine();
         let nodes = self.node_records();
@@ -154,16 +134,14 @@ impl Scheduler {
                 for (c, chunk) in nodes.chunks(CHUNK).enumerate() {
                     let results = &mut buffer[..chunk.len()];
                     engine.filter_score(ctx, rec, chunk, results);
-                    for (k, r) in results.iter().enumerate() {
-                        visit(c * CHUNK + k, r);
-                    }
+                    visit(c * CHUNK, results);
                 }
             }
             Some(ids) => {
                 for &i in ids {
                     if let Some(n) = nodes.get(i) {
                         engine.filter_score(ctx, rec, std::slice::from_ref(n), &mut buffer[..1]);
-                        visit(i, &buffer[0]);
+                        visit(i, &buffer[..1]);
                     }
                 }
             }
@@ -281,5 +259,59 @@ impl Scheduler {
 fn count_rejection(rejections: &mut [usize], r: &NodeResult) {
     if let Some(n) = rejections.get_mut(usize::from(r.rejected_by)) {
         *n += 1;
+    }
+}
+
+/// The single-node choice as the scan goes: the best node so far, and why others failed.
+struct Choice<'s> {
+    s: &'s Scheduler,
+    job: JobId,
+    tiers: usize,
+    best: Option<(NodeId, NodeResult)>,
+    passed_filters: bool,
+    rejections: Vec<usize>,
+    /// The quota check per GPU model, worked out once per model seen.
+    by_model: Vec<(Sym, Result<(), String>)>,
+    quota_block: Option<String>,
+}
+
+impl Choice<'_> {
+    // Inlined into the scan's loop: it runs for every node of every decision.
+    #[inline(always)]
+    fn consider(&mut self, i: NodeId, r: &NodeResult) {
+        if !r.feasible {
+            count_rejection(&mut self.rejections, r);
+            return;
+        }
+        // A node that would not win need not be looked at (and once there is a best
+        // node, some node has passed the filters).
+        if self.best.as_ref().is_some_and(|(_, b)| gang::rank(r, b, self.tiers) != Ordering::Less) {
+            return;
+        }
+        let s = self.s;
+        let (node, j) = (&s.cluster.nodes[i], &s.jobs[self.job]);
+        if !node.up {
+            return;
+        }
+        self.passed_filters = true;
+        let usable = (j.models.is_empty() || j.models.contains(&node.model)) && !s.reserved_for_other(i, self.job);
+        if !usable || !fit::fits(node, j) {
+            return;
+        }
+        if s.quotas.limits_models() {
+            let verdict = match self.by_model.iter().find(|(m, _)| *m == node.model) {
+                Some((_, v)) => v,
+                None => {
+                    let demand = quota::demand(j, Some(node.model));
+                    self.by_model.push((node.model, s.quotas.admissible(j.queue, j.user, &demand, &s.syms)));
+                    &self.by_model[self.by_model.len() - 1].1
+                }
+            };
+            if let Err(why) = verdict {
+                self.quota_block.get_or_insert_with(|| why.clone());
+                return;
+            }
+        }
+        self.best = Some((i, *r));
     }
 }
