@@ -195,3 +195,13 @@ fn explain_replays_a_scenario() {
     assert!(text.contains("-> placed train on e1"), "{text}");
     gpolc().args(["explain", "policies/gpu_sharing.gpol", "no such test"]).assert().code(2);
 }
+
+#[test]
+fn explain_shows_the_victim_search() {
+    let out = gpolc()
+        .args(["explain", "policies/preemption.gpol", "unsaved work protects a run from batch jobs but not from serving"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    insta::assert_snapshot!(text);
+}
