@@ -199,7 +199,11 @@ fn explain_replays_a_scenario() {
 #[test]
 fn explain_shows_the_victim_search() {
     let out = gpolc()
-        .args(["explain", "policies/preemption.gpol", "unsaved work protects a run from batch jobs but not from serving"])
+        .args([
+            "explain",
+            "policies/preemption.gpol",
+            "unsaved work protects a run from batch jobs but not from serving",
+        ])
         .assert()
         .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
