@@ -6,6 +6,7 @@ use gpol_compiler::check::check;
 use gpol_compiler::engine::{EngineKind, compile};
 use gpol_compiler::hir;
 use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_runtime::cycle::Event;
 use gpol_runtime::scenario;
 use std::path::{Path, PathBuf};
 
@@ -70,4 +71,28 @@ fn known_answers() {
 #[test]
 fn example_policies() {
     assert!(run_dir("../policies") >= 12);
+}
+
+/// An eviction records its rule, its claimant and the work lost: the victim's GPUs times
+/// the time since its last checkpoint (8 cards × 10 minutes here).
+#[test]
+fn evictions_record_rule_claimant_and_lost_work() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/preemption.gpol");
+    let (p, _) = policy(&path);
+    let test = p.tests.iter().find(|t| t.name.starts_with("a serving job evicts")).cloned();
+    let test = test.unwrap_or_else(|| panic!("the test is gone"));
+    let compiled = compile(p, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}"));
+    let (outcome, s) = scenario::run_with(&compiled, &test, |_, _| {});
+    assert!(outcome.passed(), "{outcome:?}");
+    let evictions: Vec<(String, String, String, f64)> = s
+        .log
+        .iter()
+        .filter_map(|e| match e {
+            Event::Evicted { job, by, rule, lost_gpu_s, .. } => {
+                Some((s.jobs[*job].name.clone(), s.jobs[*by].name.clone(), rule.clone(), *lost_gpu_s))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(evictions, vec![("s1".into(), "web".into(), "by_priority".into(), 8.0 * 600.0)]);
 }
