@@ -63,6 +63,7 @@ fn job(name: String, cards: u32) -> JobSpec {
         latency_critical: false,
         preemptible: true,
         duration_ms: None,
+        checkpoint_every_ms: None,
         utilization: 1.0,
         labels: Vec::new(),
     }

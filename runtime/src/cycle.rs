@@ -15,7 +15,7 @@ use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::hir::Queueing;
 use gpol_compiler::interp::Ctx;
 use gpol_compiler::ir::OrderKey;
-use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, Sym};
+use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, ShapeRec, Sym};
 use gpol_compiler::syntax::Direction;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -39,6 +39,8 @@ pub struct JobSpec {
     pub latency_critical: bool,
     pub preemptible: bool,
     pub duration_ms: Option<u64>,
+    /// How often the job saves its work while running (`None`: it does not).
+    pub checkpoint_every_ms: Option<u64>,
     pub utilization: f64,
     pub labels: Vec<(String, String)>,
 }
@@ -65,10 +67,13 @@ pub enum Event {
         job: JobId,
         at_ms: u64,
     },
-    /// A running job lost its node and went back to waiting.
+    /// A running job lost its node and went back to waiting, keeping `kept_ms` of the
+    /// work it did since it started (up to its last checkpoint) and losing `lost_gpu_s`.
     Requeued {
         job: JobId,
         node: NodeId,
+        kept_ms: u64,
+        lost_gpu_s: f64,
         at_ms: u64,
     },
     /// A running job was evicted for `by` under `rule`, losing `lost_gpu_s` GPU-seconds
@@ -77,6 +82,7 @@ pub enum Event {
         job: JobId,
         by: JobId,
         rule: String,
+        kept_ms: u64,
         lost_gpu_s: f64,
         at_ms: u64,
     },
@@ -123,11 +129,17 @@ pub struct Scheduler {
     /// Nodes held for a job that waited past `reserve_after`, by job and by node.
     pub(crate) reservations: BTreeMap<JobId, Vec<NodeId>>,
     pub(crate) reserved: HashMap<NodeId, JobId>,
+    /// With victim rules or reservations, a job whose attempt failed is retried once this
+    /// much time has passed (0: whenever the clock moves), or when capacity frees.
+    pub retry_interval_ms: u64,
+    /// The workload's popular request shapes (`cluster.task_shapes`), set by whoever
+    /// knows the workload (the simulator, from its trace).
+    task_shapes: Vec<ShapeRec>,
 }
 
 /// The cluster and queue records rules read, as of one moment.
-pub struct View {
-    pub cluster: ClusterRec<'static>,
+pub struct View<'a> {
+    pub cluster: ClusterRec<'a>,
     pub queues: Vec<QueueRec>,
 }
 
@@ -170,6 +182,8 @@ impl Scheduler {
             running: BTreeSet::new(),
             reservations: BTreeMap::new(),
             reserved: HashMap::new(),
+            task_shapes: Vec::new(),
+            retry_interval_ms: 0,
         }
     }
 
@@ -276,6 +290,7 @@ impl Scheduler {
             evictions: 0,
             started_ms: 0,
             checkpoint_ms: 0,
+            checkpoint_every_ms: spec.checkpoint_every_ms,
             slots: Vec::new(),
             charged: Amounts::new(),
         };
@@ -404,8 +419,9 @@ impl Scheduler {
         let victims: Vec<JobId> =
             self.running().filter(|&j| self.jobs[j].slots.iter().any(|s| s.node == node)).collect();
         for j in victims {
+            let (kept_ms, lost_gpu_s) = self.stop_progress(j);
             self.requeue(j);
-            self.log.push(Event::Requeued { job: j, node, at_ms: self.now_ms });
+            self.log.push(Event::Requeued { job: j, node, kept_ms, lost_gpu_s, at_ms: self.now_ms });
         }
         self.cluster.set_up(node, false);
         self.refresh_node(node);
@@ -413,6 +429,38 @@ impl Scheduler {
         if let Some(&owner) = self.reserved.get(&node) {
             self.unreserve(owner);
         }
+    }
+
+    /// Takes a node out of service without stopping its jobs: they run to the end, and
+    /// nothing new lands there.
+    pub fn drain_node(&mut self, node: NodeId) {
+        self.cluster.set_up(node, false);
+        self.refresh_node(node);
+        if let Some(&owner) = self.reserved.get(&node) {
+            self.unreserve(owner);
+        }
+    }
+
+    /// Puts a failed or drained node back in service.
+    pub fn restore_node(&mut self, node: NodeId) {
+        self.cluster.set_up(node, true);
+        self.refresh_node(node);
+        self.capacity_changed();
+    }
+
+    /// Takes back a job that has not started; a running or ended job stays as it is.
+    pub fn withdraw(&mut self, job: JobId) {
+        if self.jobs[job].is_pending() {
+            self.quotas.count(self.jobs[job].queue, -1, 0);
+            self.set_state(job, State::Withdrawn);
+            self.backoff.remove(&job);
+        }
+    }
+
+    /// Hands over the events logged so far, leaving the log empty (long runs read it as
+    /// they go instead of keeping it all).
+    pub fn take_log(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.log)
     }
 
     /// Changes a queue's quota; waiting jobs are tried again.
@@ -439,7 +487,7 @@ impl Scheduler {
         Amounts::from([(Res::Gpu, c.gpu_milli as i64), (Res::Cpu, c.cpu_milli as i64), (Res::Mem, c.mem as i64)])
     }
 
-    pub fn cluster_rec(&self) -> ClusterRec<'static> {
+    pub fn cluster_rec(&self) -> ClusterRec<'_> {
         let res = |c: crate::model::Capacity| gpol_compiler::schema::Resources {
             gpu: records::gpus(c.gpu_milli),
             cpu: c.cpu_milli as f64 / 1000.0,
@@ -450,13 +498,13 @@ impl Scheduler {
             nodes: self.cluster.capacity.nodes as f64,
             total: res(self.cluster.capacity),
             free: res(self.cluster.free),
-            task_shapes: List::default(),
+            task_shapes: List::new(&self.task_shapes),
         }
     }
 
     /// What rules see of the cluster and the queues now. `changes` are jobs to count as
     /// admitted (+1) or evicted (-1) in the queues' `share_after`.
-    pub fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View {
+    pub fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View<'_> {
         let totals = self.totals();
         let fair = self.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
         let queues = records::queue_recs(&self.quotas, &totals, &fair, changes);
@@ -464,7 +512,7 @@ impl Scheduler {
     }
 
     /// What rules see now; `job` is the job in scope, for its queues' `share_after`.
-    pub fn view(&self, job: Option<JobId>) -> View {
+    pub fn view(&self, job: Option<JobId>) -> View<'_> {
         match job {
             Some(j) => {
                 let demand = quota::demand(&self.jobs[j], None);
@@ -475,7 +523,7 @@ impl Scheduler {
     }
 
     /// The evaluation context for rules, over a `view`.
-    pub fn ctx<'a>(&'a self, view: &'a View) -> Ctx<'a> {
+    pub fn ctx<'a>(&'a self, view: &'a View<'a>) -> Ctx<'a> {
         Ctx {
             cluster: &view.cluster,
             queues: &view.queues,
@@ -484,6 +532,17 @@ impl Scheduler {
             sym_hashes: self.syms.hashes(),
             attrs: &self.policy.program.attrs,
         }
+    }
+
+    /// Seeds the pseudo-random draws of `hash01` (runs with different seeds draw
+    /// differently; 0 is the default).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.syms.reseed(seed);
+    }
+
+    /// Sets the popular request shapes rules see as `cluster.task_shapes`.
+    pub fn set_task_shapes(&mut self, shapes: Vec<ShapeRec>) {
+        self.task_shapes = shapes;
     }
 
     pub fn node_records(&self) -> &[gpol_compiler::schema::NodeRec<'_>] {
@@ -547,6 +606,18 @@ impl Scheduler {
         !self.policy.program.victims.is_empty() || self.policy.policy.settings.reserve_after.is_some()
     }
 
+    /// Whether a waiting job's fate can change with time alone — victim rules, reservations,
+    /// or admit rules that read the cluster or the clock — so that a driver with nothing
+    /// else happening should still run a cycle now and then.
+    pub fn waits_on_time(&self) -> bool {
+        self.time_matters() || self.policy.program.admit.iter().any(|r| !r.is_static)
+    }
+
+    /// How many jobs wait.
+    pub fn pending(&self) -> usize {
+        self.waiting.iter().map(BTreeSet::len).sum()
+    }
+
     /// Whether a job is not tried because no node can take its shape. A job is always
     /// tried once, so it learns its own reason; one found unschedulable keeps that reason.
     fn skipped_as_full(&self, j: JobId) -> bool {
@@ -570,7 +641,8 @@ impl Scheduler {
 
     /// Whether a job can take a turn this cycle.
     fn eligible(&self, j: JobId, tried: &HashSet<JobId>) -> bool {
-        let backed_off = self.backoff.get(&j).is_some_and(|&at| !(self.time_matters() && self.now_ms > at));
+        let retry = |at: u64| self.now_ms > at && self.now_ms >= at.saturating_add(self.retry_interval_ms);
+        let backed_off = self.backoff.get(&j).is_some_and(|&at| !(self.time_matters() && retry(at)));
         self.jobs[j].is_pending() && !tried.contains(&j) && !backed_off && !self.skipped_as_full(j)
     }
 
@@ -712,18 +784,25 @@ impl Scheduler {
     fn evict(&mut self, claimant: JobId, eviction: &Eviction) {
         self.quotas.advance_usage(self.now_ms);
         for v in &eviction.victims {
-            let j = &self.jobs[v.job];
-            let lost_gpu_s = records::gpus(j.request.milli() * j.slots.len() as u64)
-                * records::seconds(crate::jobs::since(self.now_ms, j.checkpoint_ms));
+            let (kept_ms, lost_gpu_s) = self.stop_progress(v.job);
             self.requeue(v.job);
             self.log.push(Event::Evicted {
                 job: v.job,
                 by: claimant,
                 rule: v.rule.clone(),
+                kept_ms,
                 lost_gpu_s,
                 at_ms: self.now_ms,
             });
         }
+    }
+
+    /// What stopping a running job now keeps of its work (ms since it started) and loses
+    /// (GPU-seconds: its GPUs times the time since its last checkpoint).
+    fn stop_progress(&self, job: JobId) -> (u64, f64) {
+        let j = &self.jobs[job];
+        let (kept, lost) = j.progress_ms(self.now_ms);
+        (kept, records::gpus(j.request.milli() * j.slots.len() as u64) * records::seconds(lost))
     }
 
     /// Releases the nodes a job holds in reserve.

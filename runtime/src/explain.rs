@@ -39,6 +39,7 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
         State::Running => "running".into(),
         State::Finished => "finished".into(),
         State::Rejected(r) => format!("rejected by {r}"),
+        State::Withdrawn => "withdrawn".to_string(),
     };
     let _ = writeln!(out, "job {} in queue {} ({state}): {}", j.name, q.name, request_text(s, job));
     let demand = quota::demand(j, None);

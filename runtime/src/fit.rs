@@ -12,17 +12,17 @@ fn per(amount: u64, need: u64) -> u64 {
 }
 
 /// Whether the node's CPU and host memory take one replica.
-fn host_fits(node: &Node, job: &Job) -> bool {
+fn host_fits(node: &Node, job: &Ask) -> bool {
     node.up && node.free_cpu_milli >= job.cpu_milli && node.free_mem >= job.mem
 }
 
 /// Whether a card can take a whole-card replica.
-fn takes_whole(card: &Card, job: &Job) -> bool {
+fn takes_whole(card: &Card, job: &Ask) -> bool {
     card.whole_free() && card.mem >= job.gpu_mem
 }
 
 /// Whether a card can take a replica's share `milli` of it.
-fn takes_fraction(node: &Node, card: &Card, milli: u32, job: &Job) -> bool {
+fn takes_fraction(node: &Node, card: &Card, milli: u32, job: &Ask) -> bool {
     card.instances.is_empty()
         && card.clients < node.max_clients
         && card.free_milli >= milli
@@ -30,13 +30,34 @@ fn takes_fraction(node: &Node, card: &Card, milli: u32, job: &Job) -> bool {
 }
 
 /// Whether a MIG instance can take a replica asking for `profile`.
-fn takes_instance(inst: &Instance, profile: u8, job: &Job) -> bool {
+fn takes_instance(inst: &Instance, profile: u8, job: &Ask) -> bool {
     !inst.used && inst.profile == profile && mig_memory_gib(profile) * GIB >= job.gpu_mem
+}
+
+/// What exact fit reads of one replica's request: jobs, and the workload's task shapes
+/// the fragmentation measure asks about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ask {
+    pub request: Request,
+    pub gpu_mem: u64,
+    pub cpu_milli: u64,
+    pub mem: u64,
+}
+
+impl Ask {
+    pub fn of(job: &Job) -> Ask {
+        Ask { request: job.request, gpu_mem: job.gpu_mem, cpu_milli: job.cpu_milli, mem: job.mem }
+    }
 }
 
 /// The cards (and MIG instances) one replica could use on this node. For a whole-card
 /// request these are the wholly free cards with enough memory (it needs `k` of them).
 pub fn candidates(node: &Node, job: &Job) -> Vec<(usize, Option<usize>)> {
+    usable(node, &Ask::of(job))
+}
+
+/// [`candidates`] for a request that is not a job's.
+pub fn usable(node: &Node, job: &Ask) -> Vec<(usize, Option<usize>)> {
     if !host_fits(node, job) {
         return Vec::new();
     }
@@ -101,6 +122,7 @@ pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
 /// Whether one replica fits on the node. Allocation-free: it runs for every feasible
 /// node of every decision.
 pub fn fits(node: &Node, job: &Job) -> bool {
+    let job = &Ask::of(job);
     if !host_fits(node, job) {
         return false;
     }
@@ -114,6 +136,7 @@ pub fn fits(node: &Node, job: &Job) -> bool {
 
 /// How many replicas of the job the node can hold at once (0 when it is out of service).
 pub fn capacity(node: &Node, job: &Job) -> u32 {
+    let job = &Ask::of(job);
     if !node.up {
         return 0;
     }

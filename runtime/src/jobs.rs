@@ -72,6 +72,9 @@ pub enum State {
     Finished,
     /// Rejected for good by an admit rule that reads only static fields (D9).
     Rejected(String),
+    /// Taken back by whoever submitted it before it ran (the simulator's fill mode
+    /// withdraws a job that did not place on its one attempt).
+    Withdrawn,
 }
 
 /// Where one replica runs: its node and the cards (with the share of each) or the MIG
@@ -113,7 +116,11 @@ pub struct Job {
     pub state: State,
     pub evictions: u32,
     pub started_ms: i64,
+    /// The last checkpoint as of the start (a scenario's `run` may say the job last saved
+    /// before it started here); later ones follow from `checkpoint_every_ms`.
     pub checkpoint_ms: i64,
+    /// The job saves its work this often while running; `None`: only at `checkpoint_ms`.
+    pub checkpoint_every_ms: Option<u64>,
     pub slots: Vec<Slot>,
     /// What the running job is charged in quota (refunded exactly when it stops).
     pub charged: crate::quota::Amounts,
@@ -128,6 +135,26 @@ impl Job {
     /// GPU quota charge of the whole job, milli-GPU.
     pub fn total_milli(&self) -> u64 {
         self.request.milli() * u64::from(self.replicas)
+    }
+
+    /// When the running job last saved its work, as of `now_ms`.
+    pub fn last_checkpoint_ms(&self, now_ms: u64) -> i64 {
+        match self.checkpoint_every_ms {
+            Some(every) if every > 0 => {
+                let ran = since(now_ms, self.started_ms);
+                let saved = i64::try_from(ran / every * every).unwrap_or(i64::MAX);
+                self.checkpoint_ms.max(self.started_ms.saturating_add(saved))
+            }
+            _ => self.checkpoint_ms,
+        }
+    }
+
+    /// Work since the running job started that a stop now would keep (up to its last
+    /// checkpoint), and work it would lose, in ms.
+    pub fn progress_ms(&self, now_ms: u64) -> (u64, u64) {
+        let checkpoint = self.last_checkpoint_ms(now_ms);
+        let kept = u64::try_from(checkpoint.saturating_sub(self.started_ms)).unwrap_or(0);
+        (kept, since(now_ms, checkpoint.max(self.started_ms)))
     }
 
     pub fn is_pending(&self) -> bool {

@@ -14,6 +14,7 @@ pub mod quota;
 pub mod records;
 pub mod reserve;
 pub mod scenario;
+pub mod sim;
 pub mod symbols;
 
 pub use gpol_compiler::schema;

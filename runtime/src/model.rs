@@ -217,6 +217,8 @@ pub struct Cluster {
     pub domains: Vec<Domain>,
     /// Domain ids by (level, name).
     domain_ids: HashMap<(u8, Sym), DomainId>,
+    /// Node ids by name.
+    by_name: HashMap<String, NodeId>,
     pub levels: Vec<String>,
     /// Capacity of the nodes in service, and what of it is free; kept up to date with
     /// the domains.
@@ -272,7 +274,7 @@ impl Cluster {
     }
 
     pub fn node(&self, name: &str) -> Option<NodeId> {
-        self.nodes.iter().position(|n| n.name == name)
+        self.by_name.get(name).copied()
     }
 
     /// Adds a node, validating its description.
@@ -310,6 +312,7 @@ impl Cluster {
             })
             .collect();
         let id = self.nodes.len();
+        self.by_name.insert(spec.name.clone(), id);
         let name_sym = syms.intern(&spec.name);
         let mut domains = [u32::MAX; MAX_LEVELS];
         for (level, slot) in domains.iter_mut().enumerate().take(self.levels.len()) {

@@ -103,7 +103,7 @@ pub fn job_rec<'a>(j: &'a Job, labels: &'a [Sym], now_ms: u64) -> JobRec<'a> {
         submitted: j.submitted_ms as f64 / 1000.0,
         waiting: seconds(u64::try_from(waiting_until.saturating_sub(j.waiting_since_ms)).unwrap_or(0)),
         runtime: if running { seconds(since(now_ms, j.started_ms)) } else { 0.0 },
-        since_checkpoint: if running { seconds(since(now_ms, j.checkpoint_ms)) } else { 0.0 },
+        since_checkpoint: if running { seconds(since(now_ms, j.last_checkpoint_ms(now_ms))) } else { 0.0 },
         expected_duration: Opt { value: j.duration_ms.map_or(0.0, seconds), present: j.duration_ms.is_some() },
         utilization: j.utilization,
         evictions: f64::from(j.evictions),

@@ -200,6 +200,7 @@ fn job_spec(j: &hir::TestJob) -> JobSpec {
         latency_critical: j.latency_critical,
         preemptible: j.preemptible,
         duration_ms: j.duration.map(|d| (d * 1000.0) as u64),
+        checkpoint_every_ms: None,
         utilization: j.utilization,
         labels: j.labels.clone(),
     }
@@ -216,6 +217,7 @@ fn describe(s: &Scheduler, job: JobId) -> String {
         State::Pending(None) => "pending".into(),
         State::Finished => "finished".into(),
         State::Rejected(r) => format!("rejected because {r}"),
+        State::Withdrawn => "withdrawn".to_string(),
     }
 }
 

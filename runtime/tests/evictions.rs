@@ -174,6 +174,7 @@ fn spec(setup: &Setup, j: &Job, name: String) -> JobSpec {
         latency_critical: false,
         preemptible: j.preemptible,
         duration_ms: None,
+        checkpoint_every_ms: None,
         utilization: 1.0,
         labels: Vec::new(),
     }

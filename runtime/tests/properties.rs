@@ -106,6 +106,7 @@ fn job() -> impl Strategy<Value = JobSpec> {
             latency_critical: false,
             preemptible: true,
             duration_ms: None,
+            checkpoint_every_ms: None,
             utilization: 1.0,
             labels: Vec::new(),
         },

@@ -1,0 +1,797 @@
+//! The discrete-event core: arrivals, completions, evictions and node events drive the
+//! scheduler, which runs one cycle per moment something happened (never by polling each
+//! job each tick). Fill mode replays a shuffled trace with no departures instead.
+
+use super::frag::{self, TaskShape};
+use super::input::InputError;
+use super::report::{
+    self, Delay, FillCurve, GpuHours, JobCounts, NeverScheduled, Preemption, QueueSummary, Report, Stats,
+};
+use super::series::Series;
+use super::spec::{ClusterSpec, NodeEventKind};
+use super::trace::TraceJob;
+use crate::cycle::{Event, JobSpec, Scheduler};
+use crate::fit::Ask;
+use crate::jobs::{JobId, QueueId, State};
+use crate::model::MILLI;
+use crate::quota::Res;
+use gpol_compiler::engine::CompiledPolicy;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A trace to replay: its jobs ordered by arrival, and a name for reports and errors.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub name: String,
+    pub jobs: Vec<TraceJob>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mode {
+    /// Jobs arrive and depart over time, as the trace says.
+    Timed,
+    /// Jobs arrive in a shuffled order, each tried once and never leaving, until the
+    /// requested GPUs reach `target` times the capacity.
+    Fill { target: f64 },
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub mode: Mode,
+    /// Seeds the fill order and the policy's `hash01` draws.
+    pub seed: u64,
+    /// When time alone can change a waiting job's fate (victim rules, reservations,
+    /// admit rules that read the clock), waiting jobs are retried this often.
+    pub retry_ms: u64,
+    /// Chart resolution: the series keep between this many and twice as many points.
+    pub points: usize,
+    /// How many of the workload's most common shapes make `cluster.task_shapes`.
+    pub task_shapes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { mode: Mode::Timed, seed: 1, retry_ms: 60_000, points: 300, task_shapes: 16 }
+    }
+}
+
+/// What a caller can see and do while a run goes on.
+pub struct Control<'a> {
+    /// Called now and then with (jobs arrived, jobs in the run).
+    pub progress: &'a (dyn Fn(u64, u64) + Sync),
+    /// Set to stop the run early; it then returns [`SimError::Interrupted`].
+    pub cancel: &'a AtomicBool,
+}
+
+#[derive(Debug)]
+pub enum SimError {
+    Input(InputError),
+    Interrupted,
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Input(e) => e.fmt(f),
+            SimError::Interrupted => f.write_str("the run was interrupted; no results were written"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl From<InputError> for SimError {
+    fn from(e: InputError) -> SimError {
+        SimError::Input(e)
+    }
+}
+
+/// Runs one simulation.
+pub fn run(
+    policy: &CompiledPolicy,
+    cluster: &ClusterSpec,
+    workload: &Workload,
+    config: &Config,
+    control: &Control,
+) -> Result<Report, SimError> {
+    let mut sim = Sim::new(policy, cluster, workload, config)?;
+    match config.mode {
+        Mode::Timed => sim.timed(control)?,
+        Mode::Fill { target } => sim.fill(target, control)?,
+    }
+    Ok(sim.report())
+}
+
+/// A trace job as the policy sees it.
+struct Resolved {
+    queue: QueueId,
+    priority: f64,
+}
+
+/// What the simulator tracks of each submitted job.
+#[derive(Clone, Debug, Default)]
+struct Run {
+    trace: usize,
+    remaining_ms: Option<u64>,
+    placed_milli: u64,
+    /// Bumped at every stop, so a completion scheduled before it is recognised as stale.
+    epoch: u32,
+    first_start_ms: Option<u64>,
+    finish_ms: Option<u64>,
+}
+
+struct Sim<'a> {
+    s: Scheduler,
+    workload: &'a Workload,
+    cluster: &'a ClusterSpec,
+    config: &'a Config,
+    resolved: Vec<Resolved>,
+    runs: Vec<Run>,
+    leaves: Vec<QueueId>,
+    shapes: Vec<TaskShape>,
+    failed: Vec<bool>,
+    // The state the series integrate, as of the last event.
+    capacity_milli: u64,
+    allocated_milli: u64,
+    used_milli: f64,
+    pending_milli: Vec<u64>,
+    pending_asks: HashMap<Ask, u32>,
+    fragmented_milli: u64,
+    fragmented_at_ms: Option<u64>,
+    fair: Vec<f64>,
+    series: Series,
+    start_ms: u64,
+    // Counters.
+    preemption: Preemption,
+    lost_gpu_s: f64,
+    fill: Option<FillCurve>,
+    notes: Vec<String>,
+}
+
+/// Signals of the series before the per-queue ones.
+const CAPACITY: usize = 0;
+const ALLOCATED: usize = 1;
+const USED: usize = 2;
+const PENDING: usize = 3;
+const FRAGMENTED: usize = 4;
+const DEVIATION: usize = 5;
+const FIXED: usize = 6;
+/// Per leaf queue: allocated, guarantee, fair, borrowed, lent.
+const PER_QUEUE: usize = 5;
+
+impl<'a> Sim<'a> {
+    fn new(
+        policy: &CompiledPolicy,
+        cluster: &'a ClusterSpec,
+        workload: &'a Workload,
+        config: &'a Config,
+    ) -> Result<Sim<'a>, SimError> {
+        let mut s = Scheduler::new(policy.clone());
+        s.set_seed(config.seed);
+        s.retry_interval_ms = config.retry_ms;
+        let mut notes = vec![
+            "utilization is each job's allocation times its `utilization` from the trace (1.0 when not given)"
+                .to_string(),
+        ];
+        let levels = policy.policy.levels.clone();
+        let known = cluster.levels();
+        for level in levels.iter().filter(|l| !known.contains(l)) {
+            notes.push(format!(
+                "the cluster spec gives no `{level}` topology: each node is a `{level}` domain of its own"
+            ));
+        }
+        for def in &cluster.nodes {
+            s.add_node(&def.to_spec(&levels)).map_err(|e| {
+                InputError::new(&cluster.name, None, Some(e.field), format!("node `{}`: {}", e.node, e.message))
+            })?;
+        }
+        let resolved = resolve(&s, policy, workload)?;
+        let shapes = frag::task_shapes(&workload.jobs, config.task_shapes);
+        s.set_task_shapes(frag::shape_records(&shapes));
+        let leaves: Vec<QueueId> = (0..s.quotas.queues.len()).filter(|&q| s.quotas.queues[q].is_leaf()).collect();
+        let capacity_milli = cluster.total_gpus() * u64::from(MILLI);
+        let nq = s.quotas.queues.len();
+        let signals = FIXED + PER_QUEUE * leaves.len();
+        let start_ms = workload.jobs.first().map_or(0, |j| j.arrival_ms);
+        let mut sim = Sim {
+            workload,
+            cluster,
+            config,
+            resolved,
+            runs: Vec::with_capacity(workload.jobs.len()),
+            leaves,
+            shapes,
+            failed: vec![false; cluster.nodes.len()],
+            capacity_milli,
+            allocated_milli: 0,
+            used_milli: 0.0,
+            pending_milli: vec![0; nq],
+            pending_asks: HashMap::new(),
+            fragmented_milli: 0,
+            fragmented_at_ms: None,
+            fair: Vec::new(),
+            series: Series::new(signals, config.points),
+            start_ms,
+            preemption: Preemption::default(),
+            lost_gpu_s: 0.0,
+            fill: None,
+            notes,
+            s,
+        };
+        sim.fair = sim.s.quotas.fair_shares(sim.capacity_milli as i64);
+        Ok(sim)
+    }
+
+    // ------------------------------------------------------------ timed replay
+
+    fn timed(&mut self, control: &Control) -> Result<(), SimError> {
+        let (workload, cluster) = (self.workload, self.cluster);
+        let jobs = &workload.jobs;
+        let total = jobs.len() as u64;
+        let mut node_events: Vec<_> = cluster.events.iter().collect();
+        node_events.sort_by_key(|e| e.at_ms);
+        let (mut next_job, mut next_node_event) = (0, 0);
+        let mut completions: BinaryHeap<Reverse<(u64, JobId, u32)>> = BinaryHeap::new();
+        let mut retry_at: Option<u64> = None;
+        self.s.advance(self.start_ms);
+        let mut steps = 0u64;
+        loop {
+            let t = [
+                jobs.get(next_job).map(|j| j.arrival_ms),
+                node_events.get(next_node_event).map(|e| e.at_ms),
+                completions.peek().map(|Reverse((t, _, _))| *t),
+                retry_at,
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(t) = t else { break };
+            steps += 1;
+            if steps.is_multiple_of(256) {
+                if control.cancel.load(Ordering::Relaxed) {
+                    return Err(SimError::Interrupted);
+                }
+                (control.progress)(next_job as u64, total);
+            }
+            self.advance_to(t);
+            let retrying = retry_at == Some(t);
+            if retrying {
+                retry_at = None;
+            }
+            while next_job < jobs.len() && jobs[next_job].arrival_ms == t {
+                self.submit(next_job);
+                next_job += 1;
+            }
+            while let Some(&Reverse((at, job, epoch))) = completions.peek() {
+                if at != t {
+                    break;
+                }
+                completions.pop();
+                if self.runs[job].epoch == epoch && self.s.jobs[job].state == State::Running {
+                    self.s.complete(job);
+                }
+            }
+            while let Some(e) = node_events.get(next_node_event).filter(|e| e.at_ms == t) {
+                self.node_event(&e.node, e.kind);
+                next_node_event += 1;
+            }
+            self.s.cycle();
+            let progress = self.absorb_log(&mut |job, at| completions.push(Reverse((at, job.0, job.1))));
+            let quiet = next_job == jobs.len() && next_node_event == node_events.len() && completions.is_empty();
+            if retry_at.is_none() && self.s.pending() > 0 && self.s.waits_on_time() && !(quiet && retrying && !progress)
+            {
+                retry_at = Some(t + self.config.retry_ms.max(1));
+            }
+        }
+        (control.progress)(total, total);
+        Ok(())
+    }
+
+    fn submit(&mut self, index: usize) -> JobId {
+        let j = &self.workload.jobs[index];
+        let r = &self.resolved[index];
+        let spec = JobSpec {
+            name: j.name.clone(),
+            queue: r.queue,
+            user: j.user.clone().unwrap_or_else(|| self.s.quotas.queues[r.queue].name.clone()),
+            priority_class: j.priority_class.clone(),
+            priority: r.priority,
+            request: j.request,
+            replicas: j.replicas,
+            min_replicas: j.min_replicas,
+            gpu_mem: j.gpu_mem,
+            cpu_milli: j.cpu_milli,
+            mem: j.mem,
+            models: j.models.clone(),
+            bursty: j.bursty,
+            latency_critical: j.latency_critical,
+            preemptible: j.preemptible,
+            duration_ms: j.duration_ms,
+            checkpoint_every_ms: j.checkpoint_ms,
+            utilization: j.utilization,
+            labels: j.labels.clone(),
+        };
+        // Queues were resolved to leaves up front, so the scheduler takes every job.
+        let id = self.s.submit(spec).unwrap_or_else(|e| unreachable!("{e}"));
+        self.runs.push(Run { trace: index, remaining_ms: j.duration_ms, ..Run::default() });
+        id
+    }
+
+    fn node_event(&mut self, name: &str, kind: NodeEventKind) {
+        let Some(node) = self.s.cluster.node(name) else { return };
+        let cards = self.s.cluster.nodes[node].cards.len() as u64 * u64::from(MILLI);
+        match kind {
+            NodeEventKind::Fail => {
+                self.s.fail_node(node);
+                if !std::mem::replace(&mut self.failed[node], true) {
+                    self.capacity_milli -= cards;
+                }
+            }
+            NodeEventKind::Drain => self.s.drain_node(node),
+            NodeEventKind::Restore => {
+                self.s.restore_node(node);
+                if std::mem::replace(&mut self.failed[node], false) {
+                    self.capacity_milli += cards;
+                }
+            }
+        }
+        self.fair = self.s.quotas.fair_shares(self.capacity_milli as i64);
+        self.fragmented_at_ms = None;
+    }
+
+    /// Reads what the scheduler did since the last call. `completion` is told when each
+    /// started job would finish. Returns whether any job started or stopped.
+    fn absorb_log(&mut self, completion: &mut dyn FnMut((JobId, u32), u64)) -> bool {
+        let now = self.s.now_ms;
+        let mut progress = false;
+        for event in self.s.take_log() {
+            match event {
+                Event::Submitted { job, .. } => self.wait(job, 1),
+                Event::Placed { job, nodes, .. } => {
+                    progress = true;
+                    self.wait(job, -1);
+                    let j = &self.s.jobs[job];
+                    let milli = j.request.milli() * nodes.len() as u64;
+                    self.allocated_milli += milli;
+                    self.used_milli += milli as f64 * j.utilization;
+                    let run = &mut self.runs[job];
+                    run.placed_milli = milli;
+                    run.first_start_ms.get_or_insert(now);
+                    if let Some(rest) = run.remaining_ms {
+                        completion((job, run.epoch), now + rest);
+                    }
+                }
+                Event::Finished { job, .. } => {
+                    self.stopped(job);
+                    self.runs[job].finish_ms = Some(now);
+                }
+                Event::Requeued { job, kept_ms, lost_gpu_s, .. } => {
+                    progress = true;
+                    self.stopped(job);
+                    self.requeued(job, kept_ms, lost_gpu_s);
+                    self.preemption.requeues += 1;
+                }
+                Event::Evicted { job, rule, kept_ms, lost_gpu_s, .. } => {
+                    progress = true;
+                    self.stopped(job);
+                    self.requeued(job, kept_ms, lost_gpu_s);
+                    self.preemption.evictions += 1;
+                    *self.preemption.by_rule.entry(rule).or_default() += 1;
+                }
+                Event::Rejected { job, .. } => self.wait(job, -1),
+                Event::Reserved { .. } => self.preemption.reservations += 1,
+            }
+        }
+        if progress {
+            self.fragmented_at_ms = None;
+        }
+        progress
+    }
+
+    /// Counts a job into (`sign` 1) or out of (-1) the waiting totals.
+    fn wait(&mut self, job: JobId, sign: i64) {
+        let j = &self.s.jobs[job];
+        let milli = j.total_milli();
+        let q = &mut self.pending_milli[j.queue];
+        *q = (*q as i64 + sign * milli as i64).max(0) as u64;
+        let ask = Ask::of(j);
+        let n = self.pending_asks.entry(ask).or_default();
+        *n = (i64::from(*n) + sign).max(0) as u32;
+        if *n == 0 {
+            self.pending_asks.remove(&ask);
+        }
+    }
+
+    /// A running job stopped: it no longer holds its GPUs.
+    fn stopped(&mut self, job: JobId) {
+        let milli = std::mem::take(&mut self.runs[job].placed_milli);
+        self.allocated_milli -= milli;
+        self.used_milli = (self.used_milli - milli as f64 * self.s.jobs[job].utilization).max(0.0);
+        self.runs[job].epoch += 1;
+    }
+
+    /// A stopped job waits again with the work it kept.
+    fn requeued(&mut self, job: JobId, kept_ms: u64, lost_gpu_s: f64) {
+        let run = &mut self.runs[job];
+        run.remaining_ms = run.remaining_ms.map(|r| r.saturating_sub(kept_ms));
+        self.lost_gpu_s += lost_gpu_s;
+        self.wait(job, 1);
+    }
+
+    /// Integrates the state since the last event up to `t`, then moves the clock.
+    fn advance_to(&mut self, t: u64) {
+        let now = self.s.now_ms;
+        if t > now {
+            let values = self.sample(now);
+            self.series.add(now, t, &values);
+            self.s.advance(t - now);
+        }
+    }
+
+    /// The series' signals now.
+    fn sample(&mut self, now: u64) -> Vec<f64> {
+        let refresh = self.fragment_every_ms();
+        if self.fragmented_at_ms.is_none_or(|at| now >= at + refresh) {
+            let asks: Vec<Ask> = self.pending_asks.keys().copied().collect();
+            self.fragmented_milli = frag::unusable(&self.s.cluster.nodes, &asks);
+            self.fragmented_at_ms = Some(now);
+        }
+        let gpus = |milli: u64| milli as f64 / f64::from(MILLI);
+        let mut v = vec![0.0; FIXED + PER_QUEUE * self.leaves.len()];
+        v[CAPACITY] = gpus(self.capacity_milli);
+        v[ALLOCATED] = gpus(self.allocated_milli);
+        v[USED] = self.used_milli / f64::from(MILLI);
+        v[PENDING] = gpus(self.pending_milli.iter().sum());
+        v[FRAGMENTED] = gpus(self.fragmented_milli);
+        let held: Vec<f64> = self
+            .leaves
+            .iter()
+            .map(|&q| self.s.quotas.queues[q].alloc.get(&Res::Gpu).copied().unwrap_or(0) as f64)
+            .collect();
+        let demand: Vec<f64> = self.leaves.iter().zip(&held).map(|(&q, h)| h + self.pending_milli[q] as f64).collect();
+        let weights: Vec<f64> = self.leaves.iter().map(|&q| self.fair[q]).collect();
+        let target = water_fill(self.capacity_milli as f64, &demand, &weights);
+        let capacity = (self.capacity_milli as f64).max(1.0);
+        v[DEVIATION] = held.iter().zip(&target).map(|(h, t)| (h - t).abs()).sum::<f64>() / (2.0 * capacity);
+        let guarantees: Vec<f64> = self
+            .leaves
+            .iter()
+            .map(|&q| {
+                let queue = &self.s.quotas.queues[q];
+                queue.get(&queue.guarantee, Res::Gpu) as f64
+            })
+            .collect();
+        let borrowed: Vec<f64> = held.iter().zip(&guarantees).map(|(h, g)| (h - g).max(0.0)).collect();
+        let unused: Vec<f64> = held.iter().zip(&guarantees).map(|(h, g)| (g - h).max(0.0)).collect();
+        let (total_borrowed, total_unused) = (borrowed.iter().sum::<f64>(), unused.iter().sum::<f64>());
+        let lent_ratio = if total_unused > 0.0 { (total_borrowed / total_unused).min(1.0) } else { 0.0 };
+        for i in 0..self.leaves.len() {
+            let base = FIXED + PER_QUEUE * i;
+            v[base] = held[i] / 1000.0;
+            v[base + 1] = guarantees[i] / 1000.0;
+            v[base + 2] = target[i] / 1000.0;
+            v[base + 3] = borrowed[i] / 1000.0;
+            v[base + 4] = unused[i] * lent_ratio / 1000.0;
+        }
+        v
+    }
+
+    /// How long a fragmentation measurement stands: it costs a pass over every node,
+    /// so it is taken about a thousand times over the trace's span, not at every event.
+    fn fragment_every_ms(&self) -> u64 {
+        let span = self.workload.jobs.last().map_or(0, |j| j.arrival_ms).saturating_sub(self.start_ms);
+        (span / 1000).max(1000)
+    }
+
+    // ------------------------------------------------------------ fill mode
+
+    fn fill(&mut self, target: f64, control: &Control) -> Result<(), SimError> {
+        let mut order: Vec<usize> = (0..self.workload.jobs.len()).collect();
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(self.config.seed);
+        order.shuffle(&mut rng);
+        let capacity = self.capacity_milli as f64;
+        let goal = target * capacity;
+        let mut curve = FillCurve { target, ..FillCurve::default() };
+        let (mut arrived, mut failed) = (0u64, 0u64);
+        let mut next_point = 0.0;
+        let total = order.len() as u64;
+        for (n, &index) in order.iter().enumerate() {
+            if arrived as f64 >= goal {
+                break;
+            }
+            if n % 256 == 255 {
+                if control.cancel.load(Ordering::Relaxed) {
+                    return Err(SimError::Interrupted);
+                }
+                (control.progress)(n as u64, total);
+            }
+            // No departures: completions are never scheduled.
+            let id = self.submit(index);
+            arrived += self.s.jobs[id].total_milli();
+            self.s.cycle();
+            self.absorb_log(&mut |_, _| {});
+            if self.s.jobs[id].is_pending() {
+                failed += self.s.jobs[id].total_milli();
+                self.s.withdraw(id);
+                self.wait(id, -1);
+            }
+            let share = arrived as f64 / capacity.max(1.0);
+            if share >= next_point {
+                curve.arrived.push(share);
+                curve.allocated.push(self.allocated_milli as f64 / capacity.max(1.0));
+                curve.fragmented.push(frag::expected(&self.s.cluster.nodes, &self.shapes) / capacity.max(1.0));
+                next_point = share + 0.01;
+            }
+        }
+        curve.unallocated = 1.0 - self.allocated_milli as f64 / capacity.max(1.0);
+        curve.failed = if arrived > 0 { failed as f64 / arrived as f64 } else { 0.0 };
+        self.fill = Some(curve);
+        (control.progress)(total, total);
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ the report
+
+    fn report(mut self) -> Report {
+        let end = self.s.now_ms;
+        let points = self.series.points();
+        let integral = |i: usize| self.series.integral(i) / 1000.0 / 3600.0;
+        let gpu_hours = GpuHours {
+            capacity: integral(CAPACITY),
+            allocated: integral(ALLOCATED),
+            used: integral(USED),
+            idle: integral(CAPACITY) - integral(ALLOCATED),
+            allocated_unused: integral(ALLOCATED) - integral(USED),
+            lost: self.lost_gpu_s / 3600.0,
+        };
+        self.preemption.gpu_hours_lost = gpu_hours.lost;
+        let share = |x: f64| if gpu_hours.capacity > 0.0 { x / gpu_hours.capacity } else { 0.0 };
+        let span_ms = self.series.integral(CAPACITY) / (self.capacity_milli as f64 / 1000.0).max(1e-9);
+        let mean = |i: usize| if span_ms > 0.0 { self.series.integral(i) / span_ms } else { 0.0 };
+        let gpus = self.cluster.total_gpus() as f64;
+        let fragmentation = match &self.fill {
+            Some(f) => f.fragmented.last().copied().unwrap_or(0.0),
+            None => mean(FRAGMENTED) / gpus.max(1.0),
+        };
+        let mut counts = JobCounts { total: self.runs.len() as u64, ..JobCounts::default() };
+        for j in &self.s.jobs {
+            match &j.state {
+                State::Finished => counts.finished += 1,
+                State::Running => counts.running += 1,
+                State::Pending(_) => counts.pending += 1,
+                State::Rejected(_) => counts.rejected += 1,
+                State::Withdrawn => counts.withdrawn += 1,
+            }
+        }
+        let seconds = |ms: u64| ms as f64 / 1000.0;
+        let arrival = |run: &Run| self.workload.jobs[run.trace].arrival_ms;
+        let delay = |run: &Run| run.first_start_ms.map(|s| seconds(s.saturating_sub(arrival(run))));
+        let mut queueing_delay = Vec::new();
+        let mut group = |name: String, filter: &dyn Fn(&Run, JobId) -> bool| {
+            let mut v: Vec<f64> =
+                self.runs.iter().enumerate().filter(|(i, r)| filter(r, *i)).filter_map(|(_, r)| delay(r)).collect();
+            if let Some(stats) = Stats::of(&mut v) {
+                queueing_delay.push(Delay { group: name, stats });
+            }
+        };
+        group("all".into(), &|_, _| true);
+        for &q in &self.leaves {
+            group(format!("queue {}", self.s.quotas.queues[q].name), &|_, j| self.s.jobs[j].queue == q);
+        }
+        let mut classes: Vec<&str> = self.workload.jobs.iter().filter_map(|j| j.priority_class.as_deref()).collect();
+        classes.sort_unstable();
+        classes.dedup();
+        for c in classes {
+            group(format!("class {c}"), &|r, _| self.workload.jobs[r.trace].priority_class.as_deref() == Some(c));
+        }
+        let mut jct: Vec<f64> =
+            self.runs.iter().filter_map(|r| r.finish_ms.map(|f| seconds(f.saturating_sub(arrival(r))))).collect();
+        let queues = self
+            .leaves
+            .iter()
+            .enumerate()
+            .map(|(i, &q)| {
+                let base = FIXED + PER_QUEUE * i;
+                let queue = &self.s.quotas.queues[q];
+                let mut delays: Vec<f64> = self
+                    .runs
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| self.s.jobs[*j].queue == q)
+                    .filter_map(|(_, r)| delay(r))
+                    .collect();
+                let stats = Stats::of(&mut delays);
+                QueueSummary {
+                    name: queue.name.clone(),
+                    jobs: self.s.jobs.iter().filter(|j| j.queue == q).count() as u64,
+                    finished: self.s.jobs.iter().filter(|j| j.queue == q && j.state == State::Finished).count() as u64,
+                    guarantee_gpus: queue.get(&queue.guarantee, Res::Gpu) as f64 / 1000.0,
+                    mean_gpus: mean(base),
+                    mean_share: mean(base) / gpus.max(1.0),
+                    mean_fair_share: mean(base + 2) / gpus.max(1.0),
+                    borrowed_gpu_hours: integral(base + 3),
+                    lent_gpu_hours: integral(base + 4),
+                    delay_p50_s: stats.as_ref().map(|s| s.p50),
+                    delay_p95_s: stats.as_ref().map(|s| s.p95),
+                }
+            })
+            .collect();
+        let mut series = report::Series { bucket_s: self.series.width_ms() as f64 / 1000.0, ..Default::default() };
+        for (t, v) in &points {
+            series.time_s.push(*t);
+            series.capacity.push(v[CAPACITY]);
+            series.allocated.push(v[ALLOCATED]);
+            series.used.push(v[USED]);
+            series.pending_gpus.push(v[PENDING]);
+            series.fragmented.push(v[FRAGMENTED]);
+            series.fair_share_deviation.push(v[DEVIATION]);
+            for (i, &q) in self.leaves.iter().enumerate() {
+                let base = FIXED + PER_QUEUE * i;
+                let qs = series.queues.entry(self.s.quotas.queues[q].name.clone()).or_default();
+                qs.allocated.push(v[base]);
+                qs.guarantee.push(v[base + 1]);
+                qs.fair.push(v[base + 2]);
+            }
+        }
+        Report {
+            format: 1,
+            policy: self.s.policy.policy.name.clone(),
+            cluster: self.cluster.name.clone(),
+            trace: self.workload.name.clone(),
+            mode: match self.config.mode {
+                Mode::Timed => "timed".into(),
+                Mode::Fill { .. } => "fill".into(),
+            },
+            seed: self.config.seed,
+            gpus,
+            nodes: self.cluster.nodes.len(),
+            jobs: counts,
+            makespan_s: seconds(end.saturating_sub(self.start_ms)),
+            allocation: share(gpu_hours.allocated),
+            utilization: share(gpu_hours.used),
+            gpu_hours,
+            fragmentation,
+            fair_share_deviation: mean(DEVIATION),
+            queueing_delay,
+            completion_time: Stats::of(&mut jct),
+            preemption: self.preemption.clone(),
+            queues,
+            never_scheduled: self.never_scheduled(),
+            series,
+            fill: self.fill.clone(),
+            notes: self.notes.clone(),
+        }
+    }
+
+    /// Jobs that never started, grouped by their state and reason.
+    fn never_scheduled(&self) -> Vec<NeverScheduled> {
+        let mut groups: BTreeMap<String, NeverScheduled> = BTreeMap::new();
+        for (id, run) in self.runs.iter().enumerate() {
+            if run.first_start_ms.is_some() {
+                continue;
+            }
+            let j = &self.s.jobs[id];
+            let (reason, detail) = match &j.state {
+                State::Pending(None) => ("pending: not tried".to_string(), String::new()),
+                State::Pending(Some(r)) => {
+                    let detail = match r {
+                        crate::jobs::Reason::Quota(t) | crate::jobs::Reason::Unschedulable(t) => t.clone(),
+                        _ => String::new(),
+                    };
+                    (format!("pending: {}", r.name()), detail)
+                }
+                State::Rejected(rule) => (format!("rejected: {rule}"), String::new()),
+                State::Withdrawn => ("withdrawn: did not fit on arrival".to_string(), String::new()),
+                State::Running | State::Finished => continue,
+            };
+            let g = groups.entry(reason.clone()).or_insert_with(|| NeverScheduled {
+                reason,
+                jobs: 0,
+                gpus: 0.0,
+                example: if detail.is_empty() { j.name.clone() } else { format!("{}: {detail}", j.name) },
+            });
+            g.jobs += 1;
+            g.gpus += j.total_milli() as f64 / 1000.0;
+        }
+        let mut out: Vec<NeverScheduled> = groups.into_values().collect();
+        out.sort_by(|a, b| b.jobs.cmp(&a.jobs).then_with(|| a.reason.cmp(&b.reason)));
+        out
+    }
+}
+
+/// Max-min fair amounts: each party gets at most its demand, the rest shared in
+/// proportion to `weights` (equally when no one has weight), until the capacity or the
+/// demand runs out.
+pub fn water_fill(capacity: f64, demand: &[f64], weights: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; demand.len()];
+    let mut open: Vec<usize> = (0..demand.len()).filter(|&i| demand[i] > 0.0).collect();
+    let mut left = capacity;
+    while !open.is_empty() && left > 1e-9 {
+        let total_w: f64 = open.iter().map(|&i| weights[i].max(0.0)).sum();
+        let w = |i: usize| if total_w > 0.0 { weights[i].max(0.0) / total_w } else { 1.0 / open.len() as f64 };
+        // Parties whose demand their share covers are satisfied; the others split the rest.
+        let satisfied: Vec<usize> = open.iter().copied().filter(|&i| demand[i] - out[i] <= left * w(i)).collect();
+        if satisfied.is_empty() {
+            for &i in &open {
+                out[i] += left * w(i);
+            }
+            break;
+        }
+        for &i in &satisfied {
+            left -= demand[i] - out[i];
+            out[i] = demand[i];
+        }
+        open.retain(|i| !satisfied.contains(i));
+    }
+    out
+}
+
+/// Maps each trace job to a leaf queue and a priority, or says which row is wrong.
+fn resolve(s: &Scheduler, policy: &CompiledPolicy, workload: &Workload) -> Result<Vec<Resolved>, InputError> {
+    let queues = &s.quotas.queues;
+    let leaves: Vec<usize> = (0..queues.len()).filter(|&q| queues[q].is_leaf()).collect();
+    let by_name: HashMap<&str, usize> = queues.iter().enumerate().map(|(i, q)| (q.name.as_str(), i)).collect();
+    let classes = &policy.policy.priority_classes;
+    workload
+        .jobs
+        .iter()
+        .map(|j| {
+            let err = |field: &str, m: String| {
+                InputError::new(
+                    &workload.name,
+                    (j.line > 0).then_some(j.line),
+                    Some(field),
+                    format!("job `{}`: {m}", j.name),
+                )
+            };
+            let queue = match &j.queue {
+                Some(name) => match by_name.get(name.as_str()) {
+                    Some(&q) if queues[q].is_leaf() => q,
+                    Some(_) => {
+                        return Err(err("queue", format!("`{name}` is not a leaf queue; jobs go to leaf queues")));
+                    }
+                    None => {
+                        let hint = gpol_compiler::fuzzy::suggest(name, leaves.iter().map(|&q| queues[q].name.as_str()))
+                            .map(|s| format!("; did you mean `{s}`?"))
+                            .unwrap_or_default();
+                        return Err(err("queue", format!("the policy has no queue `{name}`{hint}")));
+                    }
+                },
+                None if leaves.len() == 1 => leaves[0],
+                None => return Err(err("queue", "missing: the policy has several leaf queues".into())),
+            };
+            let class = match &j.priority_class {
+                None => None,
+                Some(c) => match classes.iter().find(|(n, _)| n == c) {
+                    Some((_, v)) => Some(*v),
+                    None => {
+                        let known: Vec<&str> = classes.iter().map(|(n, _)| n.as_str()).collect();
+                        return Err(err(
+                            "priority_class",
+                            format!(
+                                "the policy has no priority class `{c}`{}",
+                                if known.is_empty() { String::new() } else { format!("; it has {}", known.join(", ")) }
+                            ),
+                        ));
+                    }
+                },
+            };
+            Ok(Resolved { queue, priority: j.priority.or(class).unwrap_or(0.0) })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn water_filling_caps_by_demand_and_shares_the_rest_by_weight() {
+        assert_eq!(water_fill(10.0, &[2.0, 20.0, 20.0], &[1.0, 1.0, 3.0]), vec![2.0, 2.0, 6.0]);
+        assert_eq!(water_fill(10.0, &[0.0, 4.0], &[1.0, 1.0]), vec![0.0, 4.0]);
+        assert_eq!(water_fill(10.0, &[8.0, 8.0], &[0.0, 0.0]), vec![5.0, 5.0]);
+    }
+}

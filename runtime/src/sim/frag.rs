@@ -1,0 +1,186 @@
+//! Fragmentation: free GPU capacity that a task shape cannot use (the measure of
+//! "Beware of Fragmentation", ATC '23), and the workload's popular task shapes.
+//!
+//! For a node and a shape: if one replica of the shape cannot land on the node at all
+//! (host CPU or memory short, not enough usable cards), all of the node's free GPU
+//! capacity is fragmented for it; otherwise the free capacity of the cards it cannot use
+//! is (cards partly taken, for whole-card shapes; cards with less free than the share,
+//! for fractional ones; cards without a free instance of the profile, for MIG). A shape
+//! that asks for no GPU can use none of it.
+
+use super::trace::TraceJob;
+use crate::fit::{self, Ask};
+use crate::jobs::Request;
+use crate::model::{MILLI, Node, mig_milli};
+use gpol_compiler::schema::{Opt, ShapeRec};
+use std::collections::BTreeMap;
+
+/// A request shape of the workload and its share of the jobs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TaskShape {
+    pub ask: Ask,
+    pub weight: f64,
+}
+
+/// The `max` most common per-replica shapes of the jobs, weights renormalised to sum to
+/// 1; ties go to the smaller shape, so the result does not depend on job order.
+pub fn task_shapes(jobs: &[TraceJob], max: usize) -> Vec<TaskShape> {
+    let mut counts: BTreeMap<(u64, u8, u32, u64, u64, u64), (Ask, u64)> = BTreeMap::new();
+    for j in jobs {
+        let ask = Ask { request: j.request, gpu_mem: j.gpu_mem, cpu_milli: j.cpu_milli, mem: j.mem };
+        let (kind, arg) = match j.request {
+            Request::None => (0, 0),
+            Request::Fraction(m) => (1, m),
+            Request::Mig(p) => (2, u32::from(p)),
+            Request::Whole(k) => (3, k),
+        };
+        counts.entry((j.request.milli(), kind, arg, j.gpu_mem, j.cpu_milli, j.mem)).or_insert((ask, 0)).1 += 1;
+    }
+    let mut shapes: Vec<(Ask, u64)> = counts.into_values().collect();
+    // Stable: equal counts keep the key order (smaller shapes first).
+    shapes.sort_by(|a, b| b.1.cmp(&a.1));
+    shapes.truncate(max);
+    let total: u64 = shapes.iter().map(|(_, n)| n).sum();
+    shapes.into_iter().map(|(ask, n)| TaskShape { ask, weight: n as f64 / total.max(1) as f64 }).collect()
+}
+
+/// The records rules read as `cluster.task_shapes`.
+pub fn shape_records(shapes: &[TaskShape]) -> Vec<ShapeRec> {
+    shapes
+        .iter()
+        .map(|s| {
+            let (whole, fraction, mig) = match s.ask.request {
+                Request::Whole(k) => (f64::from(k), 0.0, None),
+                Request::Fraction(m) => (0.0, f64::from(m) / f64::from(MILLI), None),
+                Request::Mig(p) => (0.0, 0.0, Some(p)),
+                Request::None => (0.0, 0.0, None),
+            };
+            ShapeRec {
+                whole_cards: whole,
+                gpu_fraction: fraction,
+                mig_profile: mig.map_or(Opt::default(), Opt::some),
+                cpu: s.ask.cpu_milli as f64 / 1000.0,
+                mem: s.ask.mem as f64,
+                weight: s.weight,
+            }
+        })
+        .collect()
+}
+
+/// Free GPU capacity of each card, milli (free MIG instances count at their charge).
+fn card_free(node: &Node) -> impl Iterator<Item = u64> + '_ {
+    node.cards.iter().map(|c| {
+        if c.instances.is_empty() {
+            u64::from(c.free_milli)
+        } else {
+            c.instances.iter().filter(|i| !i.used).map(|i| u64::from(mig_milli(i.profile))).sum()
+        }
+    })
+}
+
+/// The node's free GPU capacity (milli) that one replica of `ask` could not use.
+pub fn fragmented(node: &Node, ask: &Ask) -> u64 {
+    if !node.up {
+        return 0;
+    }
+    let free: Vec<u64> = card_free(node).collect();
+    let total: u64 = free.iter().sum();
+    if total == 0 {
+        return 0;
+    }
+    let mut cards: Vec<usize> = fit::usable(node, ask).into_iter().map(|(c, _)| c).collect();
+    cards.dedup();
+    let enough = match ask.request {
+        Request::None => false,
+        Request::Whole(k) => cards.len() >= k as usize,
+        _ => !cards.is_empty(),
+    };
+    if !enough {
+        return total;
+    }
+    total - cards.iter().map(|&c| free[c]).sum::<u64>()
+}
+
+/// Expected fragmentation of the nodes for the workload (milli): each shape's
+/// fragmented capacity, weighted by the shape's share.
+pub fn expected(nodes: &[Node], shapes: &[TaskShape]) -> f64 {
+    nodes.iter().map(|n| shapes.iter().map(|s| s.weight * fragmented(n, &s.ask) as f64).sum::<f64>()).sum()
+}
+
+/// Free capacity (milli) no shape of `asks` can use: on each node, the least any of
+/// them leaves fragmented. With no asks, nothing is waiting to use anything: 0.
+pub fn unusable(nodes: &[Node], asks: &[Ask]) -> u64 {
+    if asks.is_empty() {
+        return 0;
+    }
+    nodes.iter().map(|n| asks.iter().map(|a| fragmented(n, a)).min().unwrap_or(0)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Cluster, NodeSpec, Sharing};
+    use crate::symbols::Symbols;
+
+    fn node(cards: u32, cpu: u64) -> Node {
+        let mut c = Cluster::new(vec![]);
+        let spec = NodeSpec {
+            name: "n".into(),
+            model: "G2".into(),
+            cards,
+            card_mem: 0,
+            sharing: Sharing::Timeslice,
+            mig: vec![],
+            max_clients: 8,
+            cpu_milli: cpu,
+            mem: 0,
+            domains: vec![],
+            labels: vec![],
+        };
+        let mut syms = Symbols::default();
+        let id = c.add_node(&spec, &mut syms).expect("node");
+        c.nodes[id].clone()
+    }
+
+    fn ask(request: Request, cpu_milli: u64) -> Ask {
+        Ask { request, gpu_mem: 0, cpu_milli, mem: 0 }
+    }
+
+    #[test]
+    fn fragmentation_follows_the_paper_cases() {
+        let mut n = node(4, 8000);
+        // Card 0 has 0.3 free, card 1 0.6 free, cards 2 and 3 are whole.
+        n.cards[0].free_milli = 300;
+        n.cards[0].clients = 1;
+        n.cards[1].free_milli = 600;
+        n.cards[1].clients = 1;
+        let whole = |k| ask(Request::Whole(k), 0);
+        // Whole cards: the partly used cards are fragments.
+        assert_eq!(fragmented(&n, &whole(1)), 900);
+        assert_eq!(fragmented(&n, &whole(2)), 900);
+        // More whole cards than the node has free: everything is fragmented.
+        assert_eq!(fragmented(&n, &whole(3)), 2900);
+        // A half-card share cannot use card 0's 0.3.
+        assert_eq!(fragmented(&n, &ask(Request::Fraction(500), 0)), 300);
+        // No GPU asked: none of it is usable. Host too small: all of it.
+        assert_eq!(fragmented(&n, &ask(Request::None, 0)), 2900);
+        assert_eq!(fragmented(&n, &ask(Request::Fraction(100), 9000)), 2900);
+        let shapes = [TaskShape { ask: whole(1), weight: 0.5 }, TaskShape { ask: whole(3), weight: 0.5 }];
+        assert_eq!(expected(std::slice::from_ref(&n), &shapes), 1900.0);
+        assert_eq!(unusable(std::slice::from_ref(&n), &[whole(1), ask(Request::Fraction(200), 0)]), 0);
+        assert_eq!(unusable(std::slice::from_ref(&n), &[whole(1)]), 900);
+    }
+
+    #[test]
+    fn popular_shapes_are_counted_and_normalised() {
+        let mut jobs: Vec<TraceJob> = (0..6).map(|i| TraceJob::new(format!("j{i}"), 0)).collect();
+        jobs[4].request = Request::Fraction(500);
+        jobs[5].request = Request::Whole(8);
+        let shapes = task_shapes(&jobs, 2);
+        assert_eq!(shapes.len(), 2);
+        assert_eq!(shapes[0].ask.request, Request::Whole(1));
+        assert!((shapes[0].weight - 0.8).abs() < 1e-12);
+        // The tie between the 0.5 and the 8-card shape goes to the smaller.
+        assert_eq!(shapes[1].ask.request, Request::Fraction(500));
+    }
+}

@@ -1,0 +1,325 @@
+//! Cluster specs: the TOML format users write (node pools and timed node events), and
+//! the node list every importer produces.
+
+use super::input::{self, InputError};
+use crate::model::{NodeSpec, Sharing};
+use gpol_compiler::schema::{EnumKind, MIG_PROFILES};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashSet};
+
+/// A cluster to simulate: its nodes, and what happens to them over time.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterSpec {
+    pub name: String,
+    pub nodes: Vec<NodeDef>,
+    pub events: Vec<NodeEvent>,
+}
+
+/// One node, with its topology by level name (the policy decides which levels it reads).
+#[derive(Clone, Debug)]
+pub struct NodeDef {
+    pub spec: NodeSpec,
+    pub topology: Vec<(String, String)>,
+}
+
+impl NodeDef {
+    /// The runtime's node description for a policy with these topology `levels`.
+    pub fn to_spec(&self, levels: &[String]) -> NodeSpec {
+        let mut spec = self.spec.clone();
+        spec.domains = self
+            .topology
+            .iter()
+            .filter_map(|(level, name)| {
+                let i = levels.iter().position(|l| l == level)?;
+                Some((u8::try_from(i).ok()?, name.clone()))
+            })
+            .collect();
+        spec
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeEventKind {
+    /// The node fails: its jobs lose their work since the last checkpoint and wait again.
+    Fail,
+    /// The node takes no new work; running jobs finish.
+    Drain,
+    /// The node is back in service.
+    Restore,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeEvent {
+    pub at_ms: u64,
+    pub node: String,
+    pub kind: NodeEventKind,
+}
+
+impl ClusterSpec {
+    pub fn total_gpus(&self) -> u64 {
+        self.nodes.iter().map(|n| u64::from(n.spec.cards)).sum()
+    }
+
+    /// Topology levels some node names.
+    pub fn levels(&self) -> Vec<String> {
+        let mut seen = Vec::new();
+        for n in &self.nodes {
+            for (l, _) in &n.topology {
+                if !seen.contains(l) {
+                    seen.push(l.clone());
+                }
+            }
+        }
+        seen
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: Option<String>,
+    #[serde(default, rename = "pool")]
+    pools: Vec<toml::Spanned<RawPool>>,
+    #[serde(default, rename = "event")]
+    events: Vec<toml::Spanned<RawEvent>>,
+}
+
+/// A number, or a string with a unit.
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum Quantity {
+    Number(f64),
+    Text(String),
+}
+
+impl Quantity {
+    fn text(&self) -> String {
+        match self {
+            Quantity::Number(n) => n.to_string(),
+            Quantity::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// How a pool's nodes group at one topology level: `n` consecutive nodes per domain, or
+/// one named domain for the whole pool.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Grouping {
+    Size(u32),
+    Name(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPool {
+    name: String,
+    #[serde(default = "one")]
+    count: u32,
+    #[serde(default)]
+    gpu_model: String,
+    #[serde(default)]
+    gpus: u32,
+    gpu_mem: Option<Quantity>,
+    sharing: Option<String>,
+    #[serde(default)]
+    mig: Vec<String>,
+    max_clients: Option<u32>,
+    cpu: Option<Quantity>,
+    mem: Option<Quantity>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    topology: BTreeMap<String, Grouping>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvent {
+    at: Quantity,
+    node: String,
+    kind: String,
+}
+
+/// Reads a TOML cluster spec; `file` names it in errors.
+pub fn parse_toml(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
+    let raw: RawSpec = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(text, s.start));
+        InputError::new(file, line, None, e.message().to_string())
+    })?;
+    let mut spec = ClusterSpec { name: raw.name.unwrap_or_else(|| file.to_string()), ..ClusterSpec::default() };
+    let mut names = HashSet::new();
+    for pool in &raw.pools {
+        let line = Some(line_of(text, pool.span().start));
+        let err = |field: &str, msg: String| InputError::new(file, line, Some(field), msg);
+        let p = pool.get_ref();
+        for node in pool_nodes(p).map_err(|(f, m)| err(f, m))? {
+            if !names.insert(node.spec.name.clone()) {
+                return Err(err("name", format!("node `{}` is defined twice", node.spec.name)));
+            }
+            spec.nodes.push(node);
+        }
+    }
+    for event in &raw.events {
+        let line = Some(line_of(text, event.span().start));
+        let err = |field: &str, msg: String| InputError::new(file, line, Some(field), msg);
+        let e = event.get_ref();
+        let at_ms = input::millis(&e.at.text()).map_err(|m| err("at", m))?;
+        if !names.contains(&e.node) {
+            return Err(err("node", format!("no node is named `{}`", e.node)));
+        }
+        let kind = match e.kind.as_str() {
+            "fail" => NodeEventKind::Fail,
+            "drain" => NodeEventKind::Drain,
+            "restore" => NodeEventKind::Restore,
+            other => return Err(err("kind", format!("expected fail, drain or restore, found `{other}`"))),
+        };
+        spec.events.push(NodeEvent { at_ms, node: e.node.clone(), kind });
+    }
+    if spec.nodes.is_empty() {
+        return Err(InputError::new(file, None, Some("pool"), "the cluster has no nodes: add a [[pool]]"));
+    }
+    Ok(spec)
+}
+
+/// The nodes of one pool, named `<pool>-<i>`.
+fn pool_nodes(p: &RawPool) -> Result<Vec<NodeDef>, (&'static str, String)> {
+    let sharing = match p.sharing.as_deref() {
+        None => Sharing::Exclusive,
+        Some(s) => match EnumKind::Sharing.variants().iter().position(|v| *v == s) {
+            Some(i) => Sharing::from_enum(i as u8),
+            None => {
+                return Err((
+                    "sharing",
+                    format!("expected one of {}, found `{s}`", EnumKind::Sharing.variants().join(", ")),
+                ));
+            }
+        },
+    };
+    let mig = p
+        .mig
+        .iter()
+        .map(|m| {
+            MIG_PROFILES.iter().position(|x| x == m).map(|i| i as u8).ok_or_else(|| {
+                ("mig", format!("`{m}` is not a MIG profile; expected one of {}", MIG_PROFILES.join(", ")))
+            })
+        })
+        .collect::<Result<Vec<u8>, _>>()?;
+    if p.gpus > 0 && p.gpu_model.is_empty() {
+        return Err(("gpu_model", "a pool with GPUs needs a gpu_model".into()));
+    }
+    let quantity = |q: &Option<Quantity>, field: &'static str, f: fn(&str) -> Result<u64, String>| {
+        q.as_ref().map_or(Ok(0), |q| f(&q.text())).map_err(|m| (field, m))
+    };
+    let card_mem = quantity(&p.gpu_mem, "gpu_mem", input::bytes)?;
+    let cpu_milli = quantity(&p.cpu, "cpu", input::milli_cpu)?;
+    let mem = quantity(&p.mem, "mem", input::bytes)?;
+    for (level, g) in &p.topology {
+        if matches!(g, Grouping::Size(0)) {
+            return Err(("topology", format!("level `{level}`: a domain holds at least one node")));
+        }
+    }
+    let nodes = (0..p.count)
+        .map(|i| {
+            let name = format!("{}-{i}", p.name);
+            let topology = p
+                .topology
+                .iter()
+                .map(|(level, g)| {
+                    let domain = match g {
+                        Grouping::Size(n) => format!("{}-{level}{}", p.name, i / n),
+                        Grouping::Name(n) => n.clone(),
+                    };
+                    (level.clone(), domain)
+                })
+                .collect();
+            NodeDef {
+                spec: NodeSpec {
+                    name,
+                    model: p.gpu_model.clone(),
+                    cards: p.gpus,
+                    card_mem,
+                    sharing,
+                    mig: mig.clone(),
+                    max_clients: p.max_clients.unwrap_or(1).max(1),
+                    cpu_milli,
+                    mem,
+                    domains: Vec::new(),
+                    labels: p.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                },
+                topology,
+            }
+        })
+        .collect();
+    Ok(nodes)
+}
+
+/// The 1-based line of byte `offset`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pools_expand_to_named_nodes_with_topology() {
+        let spec = parse_toml(
+            r#"
+name = "demo"
+[[pool]]
+name = "a100"
+count = 4
+gpu_model = "A100"
+gpus = 8
+gpu_mem = "80GiB"
+cpu = 128
+mem = "1TiB"
+topology = { rack = 2, zone = "z1" }
+
+[[event]]
+at = "2h"
+node = "a100-3"
+kind = "drain"
+"#,
+            "c.toml",
+        )
+        .expect("valid spec");
+        assert_eq!(spec.nodes.len(), 4);
+        assert_eq!(spec.total_gpus(), 32);
+        let n = &spec.nodes[3];
+        assert_eq!(n.spec.name, "a100-3");
+        assert_eq!(n.spec.card_mem, 80 << 30);
+        assert_eq!(n.spec.cpu_milli, 128_000);
+        assert_eq!(n.topology, vec![("rack".into(), "a100-rack1".into()), ("zone".into(), "z1".into())]);
+        let s = n.to_spec(&["zone".into(), "rack".into()]);
+        assert_eq!(s.domains, vec![(1, "a100-rack1".into()), (0, "z1".into())]);
+        assert_eq!(
+            spec.events,
+            vec![NodeEvent { at_ms: 7_200_000, node: "a100-3".into(), kind: NodeEventKind::Drain }]
+        );
+    }
+
+    #[test]
+    fn errors_name_the_line_and_field() {
+        let text =
+            "[[pool]]\nname = \"a\"\ngpus = 2\ngpu_model = \"T4\"\n\n[[pool]]\nname = \"b\"\nsharing = \"magic\"\n";
+        let e = parse_toml(text, "c.toml").unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(6), Some("sharing")));
+        assert!(e.to_string().starts_with("c.toml:6: field `sharing`: expected one of"), "{e}");
+        let e = parse_toml("[[pool]]\nname = \"a\"\ncolour = 1\n", "c.toml").unwrap_err();
+        assert!(e.to_string().contains("c.toml:3") && e.message.contains("colour"), "{e}");
+        let e = parse_toml("[[pool]]\nname = \"a\"\ncount = 2\n[[pool]]\nname = \"a\"\n", "c.toml").unwrap_err();
+        assert!(e.message.contains("defined twice"), "{e}");
+        let e = parse_toml("[[pool]]\nname = \"a\"\n[[event]]\nat = 5\nnode = \"b-0\"\nkind = \"fail\"\n", "c.toml")
+            .unwrap_err();
+        assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("node")));
+        assert!(parse_toml("", "c.toml").unwrap_err().message.contains("no nodes"));
+    }
+}

@@ -1,0 +1,471 @@
+//! Workload traces in gpol's native format, CSV or JSON Lines (docs/simulator.md):
+//! one job per row, the same column names in both.
+
+use super::input::{self, InputError};
+use crate::jobs::Request;
+use gpol_compiler::fuzzy;
+use gpol_compiler::schema::MIG_PROFILES;
+use std::fmt::Write as _;
+
+/// One job of a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceJob {
+    pub name: String,
+    /// Where the job was read (1-based line; 0 when it was generated).
+    pub line: usize,
+    pub arrival_ms: u64,
+    /// Run time when uninterrupted; `None`: runs until the simulation ends.
+    pub duration_ms: Option<u64>,
+    /// Leaf queue name; `None`: the policy's only leaf queue.
+    pub queue: Option<String>,
+    pub user: Option<String>,
+    pub priority_class: Option<String>,
+    pub priority: Option<f64>,
+    pub request: Request,
+    pub replicas: u32,
+    pub min_replicas: u32,
+    pub gpu_mem: u64,
+    pub cpu_milli: u64,
+    pub mem: u64,
+    pub models: Vec<String>,
+    pub preemptible: bool,
+    pub bursty: bool,
+    pub latency_critical: bool,
+    /// Work is saved this often while running; `None`: an eviction loses all of it.
+    pub checkpoint_ms: Option<u64>,
+    /// The share of its allocation the job really uses.
+    pub utilization: f64,
+    pub labels: Vec<(String, String)>,
+}
+
+impl TraceJob {
+    /// A one-GPU job with defaults elsewhere, arriving at `arrival_ms`.
+    pub fn new(name: impl Into<String>, arrival_ms: u64) -> TraceJob {
+        TraceJob {
+            name: name.into(),
+            line: 0,
+            arrival_ms,
+            duration_ms: None,
+            queue: None,
+            user: None,
+            priority_class: None,
+            priority: None,
+            request: Request::Whole(1),
+            replicas: 1,
+            min_replicas: 1,
+            gpu_mem: 0,
+            cpu_milli: 0,
+            mem: 0,
+            models: Vec::new(),
+            preemptible: false,
+            bursty: false,
+            latency_critical: false,
+            checkpoint_ms: None,
+            utilization: 1.0,
+            labels: Vec::new(),
+        }
+    }
+
+    /// GPUs the whole job asks for, in milli-GPU.
+    pub fn milli(&self) -> u64 {
+        self.request.milli() * u64::from(self.replicas)
+    }
+}
+
+/// The columns of the native format, in the order the writer uses.
+pub const COLUMNS: &[&str] = &[
+    "name",
+    "arrival",
+    "duration",
+    "queue",
+    "user",
+    "priority_class",
+    "priority",
+    "gpus",
+    "gpu_fraction",
+    "mig",
+    "gpu_mem",
+    "replicas",
+    "min_replicas",
+    "cpu",
+    "mem",
+    "models",
+    "flags",
+    "checkpoint",
+    "utilization",
+    "labels",
+];
+
+/// One cell, as read: text from CSV; text, lists and maps from JSON.
+enum Cell {
+    Text(String),
+    List(Vec<String>),
+    Map(Vec<(String, String)>),
+}
+
+impl Cell {
+    fn text(&self) -> Result<&str, String> {
+        match self {
+            Cell::Text(t) => Ok(t),
+            _ => Err("expected a single value".into()),
+        }
+    }
+
+    /// `a|b|c` in CSV, or a JSON array.
+    fn list(&self) -> Result<Vec<String>, String> {
+        match self {
+            Cell::Text(t) => Ok(t.split('|').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()),
+            Cell::List(l) => Ok(l.clone()),
+            Cell::Map(_) => Err("expected a list".into()),
+        }
+    }
+
+    /// `k=v;k=v` in CSV, or a JSON object.
+    fn map(&self) -> Result<Vec<(String, String)>, String> {
+        match self {
+            Cell::Text(t) => t
+                .split(';')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+                    _ => Err(format!("expected key=value pairs separated by `;`, found `{kv}`")),
+                })
+                .collect(),
+            Cell::Map(m) => Ok(m.clone()),
+            Cell::List(_) => Err("expected key=value pairs".into()),
+        }
+    }
+}
+
+/// Reads a native trace, CSV or JSON Lines by the file's extension (`.jsonl`/`.ndjson`
+/// are JSON Lines; anything else is CSV). Jobs come back ordered by arrival, ties by row.
+pub fn parse(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
+    let jsonl = file.ends_with(".jsonl") || file.ends_with(".ndjson");
+    let mut jobs = if jsonl { parse_jsonl(text, file)? } else { parse_csv(text, file)? };
+    jobs.sort_by_key(|j| j.arrival_ms);
+    if jobs.is_empty() {
+        return Err(InputError::new(file, None, None, "the trace has no jobs"));
+    }
+    Ok(jobs)
+}
+
+fn parse_csv(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
+    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).comment(Some(b'#')).from_reader(text.as_bytes());
+    let header_line = |r: &csv::Reader<&[u8]>| r.position().line() as usize;
+    let headers: Vec<String> = reader
+        .headers()
+        .map_err(|e| InputError::new(file, Some(1), None, format!("unreadable header: {e}")))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let hline = header_line(&reader).max(1);
+    for h in &headers {
+        check_column(h).map_err(|m| InputError::new(file, Some(hline), Some(h), m))?;
+    }
+    if !headers.iter().any(|h| h == "arrival") {
+        return Err(InputError::new(file, Some(hline), Some("arrival"), "the header has no `arrival` column"));
+    }
+    let mut jobs = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let record = record.map_err(|e| {
+            let line = e.position().map(|p| p.line() as usize);
+            InputError::new(file, line, None, csv_message(&e))
+        })?;
+        let line = record.position().map_or(i + 2, |p| p.line() as usize);
+        let cells: Vec<(&str, Cell)> = headers
+            .iter()
+            .zip(record.iter())
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(h, v)| (h.as_str(), Cell::Text(v.to_string())))
+            .collect();
+        jobs.push(job(&cells, jobs.len(), file, line)?);
+    }
+    Ok(jobs)
+}
+
+fn csv_message(e: &csv::Error) -> String {
+    match e.kind() {
+        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+            format!("expected {expected_len} fields like the header, found {len}")
+        }
+        csv::ErrorKind::Utf8 { .. } => "the row is not valid UTF-8".into(),
+        _ => e.to_string(),
+    }
+}
+
+fn parse_jsonl(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
+    let mut jobs = Vec::new();
+    for (i, row) in text.lines().enumerate() {
+        let line = i + 1;
+        let row = row.trim();
+        if row.is_empty() || row.starts_with('#') {
+            continue;
+        }
+        let err = |field: Option<&str>, m: String| InputError::new(file, Some(line), field, m);
+        let value: serde_json::Value = serde_json::from_str(row).map_err(|e| err(None, format!("not JSON: {e}")))?;
+        let serde_json::Value::Object(fields) = value else {
+            return Err(err(None, "expected one JSON object per line".into()));
+        };
+        let mut cells = Vec::new();
+        for (k, v) in &fields {
+            check_column(k).map_err(|m| err(Some(k), m))?;
+            let cell = match v {
+                serde_json::Value::Null => continue,
+                serde_json::Value::String(s) => Cell::Text(s.clone()),
+                serde_json::Value::Number(n) => Cell::Text(n.to_string()),
+                serde_json::Value::Bool(b) => Cell::Text(b.to_string()),
+                serde_json::Value::Array(items) => Cell::List(
+                    items
+                        .iter()
+                        .map(|x| x.as_str().map(str::to_string).ok_or("expected a list of strings".to_string()))
+                        .collect::<Result<_, _>>()
+                        .map_err(|m| err(Some(k), m))?,
+                ),
+                serde_json::Value::Object(m) => Cell::Map(
+                    m.iter()
+                        .map(|(k2, v2)| match v2 {
+                            serde_json::Value::String(s) => Ok((k2.clone(), s.clone())),
+                            other => Ok((k2.clone(), other.to_string())),
+                        })
+                        .collect::<Result<_, String>>()
+                        .map_err(|m| err(Some(k), m))?,
+                ),
+            };
+            cells.push((k.as_str(), cell));
+        }
+        jobs.push(job(&cells, jobs.len(), file, line)?);
+    }
+    Ok(jobs)
+}
+
+fn check_column(name: &str) -> Result<(), String> {
+    if COLUMNS.contains(&name) {
+        return Ok(());
+    }
+    let hint =
+        fuzzy::suggest(name, COLUMNS.iter().copied()).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+    Err(format!("unknown column `{name}`{hint}"))
+}
+
+/// Builds the job of one row from its non-empty cells.
+fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<TraceJob, InputError> {
+    let get = |name: &str| cells.iter().find(|(k, _)| *k == name).map(|(_, c)| c);
+    let err = |field: &str, m: String| InputError::new(file, Some(line), Some(field), m);
+    let text = |name: &str| -> Result<Option<&str>, InputError> {
+        get(name).map(|c| c.text().map_err(|m| err(name, m))).transpose()
+    };
+    let parsed = |name: &str, f: &dyn Fn(&str) -> Result<u64, String>| -> Result<Option<u64>, InputError> {
+        text(name)?.map(|t| f(t).map_err(|m| err(name, m))).transpose()
+    };
+    let number = |name: &str| -> Result<Option<f64>, InputError> {
+        text(name)?
+            .map(|t| match t.parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(v),
+                _ => Err(err(name, format!("expected a number, found `{t}`"))),
+            })
+            .transpose()
+    };
+    let count = |name: &str| -> Result<Option<u32>, InputError> {
+        text(name)?
+            .map(|t| t.parse::<u32>().map_err(|_| err(name, format!("expected a whole number, found `{t}`"))))
+            .transpose()
+    };
+    let arrival_ms = parsed("arrival", &input::millis)?.ok_or_else(|| err("arrival", "missing".into()))?;
+    let mut j = TraceJob::new(text("name")?.map_or_else(|| format!("job-{}", index + 1), str::to_string), arrival_ms);
+    j.line = line;
+    j.duration_ms = parsed("duration", &input::millis)?;
+    j.queue = text("queue")?.map(str::to_string);
+    j.user = text("user")?.map(str::to_string);
+    j.priority_class = text("priority_class")?.map(str::to_string);
+    j.priority = number("priority")?;
+    let gpus = count("gpus")?;
+    let fraction = number("gpu_fraction")?;
+    let mig = text("mig")?;
+    j.request = match (gpus, fraction, mig) {
+        (Some(k), None, None) if k > 0 => Request::Whole(k),
+        (Some(0), None, None) | (None, None, None) => Request::None,
+        (None, Some(f), None) => {
+            if !(f > 0.0 && f < 1.0) {
+                return Err(err("gpu_fraction", format!("expected a share of one GPU between 0 and 1, found {f}")));
+            }
+            Request::Fraction(((f * 1000.0).round() as u32).clamp(1, 999))
+        }
+        (None, None, Some(p)) => match MIG_PROFILES.iter().position(|x| *x == p) {
+            Some(i) => Request::Mig(i as u8),
+            None => {
+                return Err(err(
+                    "mig",
+                    format!("`{p}` is not a MIG profile; expected one of {}", MIG_PROFILES.join(", ")),
+                ));
+            }
+        },
+        _ => return Err(err("gpus", "give at most one of gpus, gpu_fraction and mig".into())),
+    };
+    j.gpu_mem = parsed("gpu_mem", &input::bytes)?.unwrap_or(0);
+    j.replicas = count("replicas")?.unwrap_or(1);
+    if j.replicas == 0 {
+        return Err(err("replicas", "a job has at least one replica".into()));
+    }
+    j.min_replicas = count("min_replicas")?.unwrap_or(j.replicas);
+    if j.min_replicas == 0 || j.min_replicas > j.replicas {
+        return Err(err("min_replicas", format!("expected 1 to {} (the replicas)", j.replicas)));
+    }
+    j.cpu_milli = parsed("cpu", &input::milli_cpu)?.unwrap_or(0);
+    j.mem = parsed("mem", &input::bytes)?.unwrap_or(0);
+    if let Some(c) = get("models") {
+        j.models = c.list().map_err(|m| err("models", m))?;
+    }
+    if let Some(c) = get("flags") {
+        for flag in c.list().map_err(|m| err("flags", m))? {
+            match flag.as_str() {
+                "preemptible" => j.preemptible = true,
+                "bursty" => j.bursty = true,
+                "latency_critical" => j.latency_critical = true,
+                other => {
+                    return Err(err(
+                        "flags",
+                        format!("unknown flag `{other}`; expected preemptible, bursty or latency_critical"),
+                    ));
+                }
+            }
+        }
+    }
+    j.checkpoint_ms = parsed("checkpoint", &input::millis)?.filter(|&c| c > 0);
+    if let Some(u) = number("utilization")? {
+        if !(0.0..=1.0).contains(&u) {
+            return Err(err("utilization", format!("expected a share between 0 and 1, found {u}")));
+        }
+        j.utilization = u;
+    }
+    if let Some(c) = get("labels") {
+        j.labels = c.map().map_err(|m| err("labels", m))?;
+    }
+    Ok(j)
+}
+
+/// Writes jobs in the native CSV format (what `gpolc gen-trace` produces).
+pub fn to_csv(jobs: &[TraceJob]) -> String {
+    let mut out = String::with_capacity(jobs.len() * 64);
+    out.push_str(&COLUMNS.join(","));
+    out.push('\n');
+    let secs = |ms: u64| {
+        let s = ms as f64 / 1000.0;
+        format!("{s}")
+    };
+    for j in jobs {
+        let (gpus, fraction, mig) = match j.request {
+            Request::Whole(k) => (k.to_string(), String::new(), String::new()),
+            Request::Fraction(m) => (String::new(), format!("{}", f64::from(m) / 1000.0), String::new()),
+            Request::Mig(p) => (String::new(), String::new(), MIG_PROFILES[usize::from(p)].to_string()),
+            Request::None => (String::new(), String::new(), String::new()),
+        };
+        let mut flags = Vec::new();
+        for (on, name) in
+            [(j.preemptible, "preemptible"), (j.bursty, "bursty"), (j.latency_critical, "latency_critical")]
+        {
+            if on {
+                flags.push(name);
+            }
+        }
+        let labels: Vec<String> = j.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let cells = [
+            j.name.clone(),
+            secs(j.arrival_ms),
+            j.duration_ms.map(secs).unwrap_or_default(),
+            j.queue.clone().unwrap_or_default(),
+            j.user.clone().unwrap_or_default(),
+            j.priority_class.clone().unwrap_or_default(),
+            j.priority.map(|p| p.to_string()).unwrap_or_default(),
+            gpus,
+            fraction,
+            mig,
+            if j.gpu_mem > 0 { j.gpu_mem.to_string() } else { String::new() },
+            if j.replicas == 1 { String::new() } else { j.replicas.to_string() },
+            if j.min_replicas == j.replicas { String::new() } else { j.min_replicas.to_string() },
+            if j.cpu_milli > 0 { format!("{}", j.cpu_milli as f64 / 1000.0) } else { String::new() },
+            if j.mem > 0 { j.mem.to_string() } else { String::new() },
+            j.models.join("|"),
+            flags.join("|"),
+            j.checkpoint_ms.map(secs).unwrap_or_default(),
+            if j.utilization == 1.0 { String::new() } else { j.utilization.to_string() },
+            labels.join(";"),
+        ];
+        for (i, c) in cells.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            if c.contains([',', '"', '\n']) {
+                let _ = write!(out, "\"{}\"", c.replace('"', "\"\""));
+            } else {
+                out.push_str(c);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unlined(j: &TraceJob) -> TraceJob {
+        TraceJob { line: 0, ..j.clone() }
+    }
+
+    #[test]
+    fn csv_and_jsonl_read_the_same_job() {
+        let csv = "name,arrival,duration,queue,gpus,replicas,flags,checkpoint,labels,cpu,mem\n\
+                   train,1h,2h,research,8,4,preemptible|bursty,30m,team=a;tier=gold,32,256GiB\n";
+        let jsonl = r#"{"name":"train","arrival":"1h","duration":7200,"queue":"research","gpus":8,"replicas":4,"flags":["preemptible","bursty"],"checkpoint":"30m","labels":{"team":"a","tier":"gold"},"cpu":32,"mem":"256GiB"}"#;
+        let a = parse(csv, "t.csv").expect("csv");
+        let b = parse(jsonl, "t.jsonl").expect("jsonl");
+        assert_eq!((a[0].line, b[0].line), (2, 1));
+        assert_eq!(a.iter().map(unlined).collect::<Vec<_>>(), b.iter().map(unlined).collect::<Vec<_>>());
+        let j = &a[0];
+        assert_eq!((j.arrival_ms, j.duration_ms, j.checkpoint_ms), (3_600_000, Some(7_200_000), Some(1_800_000)));
+        assert_eq!((j.request, j.replicas, j.min_replicas), (Request::Whole(8), 4, 4));
+        assert!(j.preemptible && j.bursty && !j.latency_critical);
+        assert_eq!(j.mem, 256 << 30);
+        assert_eq!(j.labels, vec![("team".into(), "a".into()), ("tier".into(), "gold".into())]);
+    }
+
+    #[test]
+    fn written_traces_read_back() {
+        let mut a = TraceJob::new("a", 1500);
+        a.request = Request::Fraction(250);
+        a.duration_ms = Some(60_000);
+        a.models = vec!["T4".into(), "A10".into()];
+        a.utilization = 0.5;
+        a.labels = vec![("k".into(), "v,w".into())];
+        let mut b = TraceJob::new("b", 0);
+        b.request = Request::Mig(2);
+        b.replicas = 3;
+        b.min_replicas = 2;
+        b.checkpoint_ms = Some(600_000);
+        let back = parse(&to_csv(&[a.clone(), b.clone()]), "t.csv").expect("round trip");
+        assert_eq!(back.iter().map(unlined).collect::<Vec<_>>(), vec![b, a]);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let e = parse("arrival,gpus\n0,1\n5,lots\n", "t.csv").unwrap_err();
+        assert_eq!(e.to_string(), "t.csv:3: field `gpus`: expected a whole number, found `lots`");
+        let e = parse("arival,gpus\n0,1\n", "t.csv").unwrap_err();
+        assert!(e.to_string().contains("unknown column `arival`; did you mean `arrival`?"), "{e}");
+        let e = parse("arrival,gpus\n0,1,2\n", "t.csv").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        let e = parse("arrival,gpus,gpu_fraction\n0,1,0.5\n", "t.csv").unwrap_err();
+        assert!(e.message.contains("at most one"), "{e}");
+        let e = parse("{\"arrival\": 1}\n[1]\n", "t.jsonl").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        let e = parse("{\"arrival\": 1, \"gpu_fraction\": 1.5}\n", "t.jsonl").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("gpu_fraction"));
+        let e = parse("{\"gpus\": 1}\n", "t.jsonl").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("arrival"));
+        assert!(parse("arrival\n", "t.csv").unwrap_err().message.contains("no jobs"));
+        let e = parse("arrival,flags\n0,fast\n", "t.csv").unwrap_err();
+        assert!(e.message.contains("unknown flag `fast`"), "{e}");
+    }
+}
