@@ -25,7 +25,9 @@ pub struct TaskShape {
 /// The `max` most common per-replica shapes of the jobs, weights renormalised to sum to
 /// 1; ties go to the smaller shape, so the result does not depend on job order.
 pub fn task_shapes(jobs: &[TraceJob], max: usize) -> Vec<TaskShape> {
-    let mut counts: BTreeMap<(u64, u8, u32, u64, u64, u64), (Ask, u64)> = BTreeMap::new();
+    // Keyed so that iteration runs from the smallest shape up.
+    type Key = (u64, u8, u32, u64, u64, u64);
+    let mut counts: BTreeMap<Key, (Ask, u64)> = BTreeMap::new();
     for j in jobs {
         let ask = Ask { request: j.request, gpu_mem: j.gpu_mem, cpu_milli: j.cpu_milli, mem: j.mem };
         let (kind, arg) = match j.request {
@@ -38,7 +40,7 @@ pub fn task_shapes(jobs: &[TraceJob], max: usize) -> Vec<TaskShape> {
     }
     let mut shapes: Vec<(Ask, u64)> = counts.into_values().collect();
     // Stable: equal counts keep the key order (smaller shapes first).
-    shapes.sort_by(|a, b| b.1.cmp(&a.1));
+    shapes.sort_by_key(|s| std::cmp::Reverse(s.1));
     shapes.truncate(max);
     let total: u64 = shapes.iter().map(|(_, n)| n).sum();
     shapes.into_iter().map(|(ask, n)| TaskShape { ask, weight: n as f64 / total.max(1) as f64 }).collect()

@@ -112,9 +112,9 @@ mod tests {
         assert_eq!(bytes("80GiB"), Ok(80 << 30));
         assert_eq!(bytes("1e3"), Ok(1000));
         assert_eq!(milli_cpu("0.5"), Ok(500));
-        assert!(millis("2GiB").unwrap_err().contains("not a unit of time"));
+        assert!(millis("2GiB").expect_err("bad input").contains("not a unit of time"));
         assert!(bytes("-1").is_err());
-        assert!(millis("soon").unwrap_err().contains("expected a number"));
+        assert!(millis("soon").expect_err("bad input").contains("expected a number"));
         assert!(millis("NaN").is_err());
     }
 }

@@ -228,11 +228,12 @@ mod tests {
 
     #[test]
     fn bad_rows_name_line_and_column() {
-        let e = parse_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n", "pods.csv").unwrap_err();
+        let e = parse_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n", "pods.csv")
+            .expect_err("bad input");
         assert_eq!((e.line, e.field.as_deref()), (Some(2), Some("gpu_milli")));
-        let e = parse_nodes("sn,cpu_milli,memory_mib,gpu,model\nn,1,1,x,G2\n", "nodes.csv").unwrap_err();
+        let e = parse_nodes("sn,cpu_milli,memory_mib,gpu,model\nn,1,1,x,G2\n", "nodes.csv").expect_err("bad input");
         assert_eq!(e.to_string(), "nodes.csv:2: field `gpu`: expected a whole number, found `x`");
-        let e = parse_nodes("sn,cpu_milli,gpu,model\n", "nodes.csv").unwrap_err();
+        let e = parse_nodes("sn,cpu_milli,gpu,model\n", "nodes.csv").expect_err("bad input");
         assert_eq!(e.field.as_deref(), Some("memory_mib"));
     }
 }

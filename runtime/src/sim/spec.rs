@@ -310,16 +310,17 @@ kind = "drain"
     fn errors_name_the_line_and_field() {
         let text =
             "[[pool]]\nname = \"a\"\ngpus = 2\ngpu_model = \"T4\"\n\n[[pool]]\nname = \"b\"\nsharing = \"magic\"\n";
-        let e = parse_toml(text, "c.toml").unwrap_err();
+        let e = parse_toml(text, "c.toml").expect_err("bad input");
         assert_eq!((e.line, e.field.as_deref()), (Some(6), Some("sharing")));
         assert!(e.to_string().starts_with("c.toml:6: field `sharing`: expected one of"), "{e}");
-        let e = parse_toml("[[pool]]\nname = \"a\"\ncolour = 1\n", "c.toml").unwrap_err();
+        let e = parse_toml("[[pool]]\nname = \"a\"\ncolour = 1\n", "c.toml").expect_err("bad input");
         assert!(e.to_string().contains("c.toml:3") && e.message.contains("colour"), "{e}");
-        let e = parse_toml("[[pool]]\nname = \"a\"\ncount = 2\n[[pool]]\nname = \"a\"\n", "c.toml").unwrap_err();
+        let e =
+            parse_toml("[[pool]]\nname = \"a\"\ncount = 2\n[[pool]]\nname = \"a\"\n", "c.toml").expect_err("bad input");
         assert!(e.message.contains("defined twice"), "{e}");
         let e = parse_toml("[[pool]]\nname = \"a\"\n[[event]]\nat = 5\nnode = \"b-0\"\nkind = \"fail\"\n", "c.toml")
-            .unwrap_err();
+            .expect_err("bad input");
         assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("node")));
-        assert!(parse_toml("", "c.toml").unwrap_err().message.contains("no nodes"));
+        assert!(parse_toml("", "c.toml").expect_err("bad input").message.contains("no nodes"));
     }
 }

@@ -450,22 +450,22 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_and_field() {
-        let e = parse("arrival,gpus\n0,1\n5,lots\n", "t.csv").unwrap_err();
+        let e = parse("arrival,gpus\n0,1\n5,lots\n", "t.csv").expect_err("bad input");
         assert_eq!(e.to_string(), "t.csv:3: field `gpus`: expected a whole number, found `lots`");
-        let e = parse("arival,gpus\n0,1\n", "t.csv").unwrap_err();
+        let e = parse("arival,gpus\n0,1\n", "t.csv").expect_err("bad input");
         assert!(e.to_string().contains("unknown column `arival`; did you mean `arrival`?"), "{e}");
-        let e = parse("arrival,gpus\n0,1,2\n", "t.csv").unwrap_err();
+        let e = parse("arrival,gpus\n0,1,2\n", "t.csv").expect_err("bad input");
         assert_eq!(e.line, Some(2));
-        let e = parse("arrival,gpus,gpu_fraction\n0,1,0.5\n", "t.csv").unwrap_err();
+        let e = parse("arrival,gpus,gpu_fraction\n0,1,0.5\n", "t.csv").expect_err("bad input");
         assert!(e.message.contains("at most one"), "{e}");
-        let e = parse("{\"arrival\": 1}\n[1]\n", "t.jsonl").unwrap_err();
+        let e = parse("{\"arrival\": 1}\n[1]\n", "t.jsonl").expect_err("bad input");
         assert_eq!(e.line, Some(2));
-        let e = parse("{\"arrival\": 1, \"gpu_fraction\": 1.5}\n", "t.jsonl").unwrap_err();
+        let e = parse("{\"arrival\": 1, \"gpu_fraction\": 1.5}\n", "t.jsonl").expect_err("bad input");
         assert_eq!(e.field.as_deref(), Some("gpu_fraction"));
-        let e = parse("{\"gpus\": 1}\n", "t.jsonl").unwrap_err();
+        let e = parse("{\"gpus\": 1}\n", "t.jsonl").expect_err("bad input");
         assert_eq!(e.field.as_deref(), Some("arrival"));
-        assert!(parse("arrival\n", "t.csv").unwrap_err().message.contains("no jobs"));
-        let e = parse("arrival,flags\n0,fast\n", "t.csv").unwrap_err();
+        assert!(parse("arrival\n", "t.csv").expect_err("bad input").message.contains("no jobs"));
+        let e = parse("arrival,flags\n0,fast\n", "t.csv").expect_err("bad input");
         assert!(e.message.contains("unknown flag `fast`"), "{e}");
     }
 }
