@@ -31,6 +31,10 @@ enum Command {
     Ir(cmd::ir::Args),
     /// Compile a policy to a relocatable object file with C symbols.
     Build(cmd::build::Args),
+    /// Replay a workload on a cluster under one or more policies and report what happened.
+    Sim(cmd::sim::Args),
+    /// Write a synthetic workload trace.
+    GenTrace(cmd::gen_trace::Args),
     /// Measure what a policy costs: compile time and time per (job, node) in each engine.
     Bench(cmd::bench::Args),
 }
@@ -46,6 +50,8 @@ fn main() -> ExitCode {
         Command::Ir(a) => cmd::ir::run(a, color),
         Command::Build(a) => cmd::build::run(a, color),
         Command::Bench(a) => cmd::bench::run(a, color),
+        Command::Sim(a) => cmd::sim::run(a, color),
+        Command::GenTrace(a) => cmd::gen_trace::run(a),
     };
     ExitCode::from(code)
 }

@@ -114,9 +114,15 @@ pub struct Scheduler {
     job_labels: Vec<Vec<Sym>>,
     table: NodeTable,
     domains: Vec<DomainRec>,
-    /// Jobs whose last attempt failed, and when: not retried until capacity frees (or,
-    /// when the policy can evict or reserve, until time moves).
-    backoff: HashMap<JobId, u64>,
+    /// Jobs whose last attempt failed, when, and how many jobs had started by then: not
+    /// retried until capacity frees — or, when the policy can evict, until another job
+    /// starts (a new victim), and when its victim rules or reservations depend on time,
+    /// until the retry interval has passed.
+    backoff: HashMap<JobId, (u64, u64)>,
+    /// Jobs started so far.
+    starts: u64,
+    /// Whether victim rules read a time-varying field, or the policy reserves.
+    time_matters: bool,
     /// Each job's shape, as an index into `shapes`.
     job_shapes: Vec<usize>,
     shapes: HashMap<Shape, usize>,
@@ -132,15 +138,35 @@ pub struct Scheduler {
     /// With victim rules or reservations, a job whose attempt failed is retried once this
     /// much time has passed (0: whenever the clock moves), or when capacity frees.
     pub retry_interval_ms: u64,
+    /// Whether `job_order` keys read only the job (so they hold still within a cycle:
+    /// nothing a job reads of itself changes while it waits), and this cycle's order of
+    /// each leaf's jobs by them, built at the cycle's first turn.
+    job_keys_stable: bool,
+    cycle_order: Option<CycleOrder>,
+    /// The queue records of the last view, and the quota version and capacity they were
+    /// computed for: most views between two changes are of the same state.
+    queue_cache: std::cell::RefCell<Option<(CacheKey, Vec<QueueRec>)>>,
     /// The workload's popular request shapes (`cluster.task_shapes`), set by whoever
     /// knows the workload (the simulator, from its trace).
     task_shapes: Vec<ShapeRec>,
 }
 
+/// What cached queue records depend on: the quota tree's version and the capacity.
+type CacheKey = (u64, crate::model::Capacity);
+
 /// The cluster and queue records rules read, as of one moment.
 pub struct View<'a> {
     pub cluster: ClusterRec<'a>,
     pub queues: Vec<QueueRec>,
+}
+
+/// Each leaf's waiting jobs in `job_order`, sorted once per cycle, with a cursor past the
+/// jobs already passed over: a job passed over (tried, or not eligible) stays so until
+/// capacity frees, and freeing capacity drops the order so it is built afresh.
+#[derive(Clone)]
+struct CycleOrder {
+    lists: Vec<Vec<JobId>>,
+    cursor: Vec<usize>,
 }
 
 /// How one placement attempt ended.
@@ -159,6 +185,18 @@ impl Scheduler {
         let quotas = Quotas::new(&policy.policy, &mut syms);
         let cluster = Cluster::new(policy.policy.levels.clone());
         let waiting = vec![BTreeSet::new(); quotas.queues.len()];
+        let time_matters = policy.policy.settings.reserve_after.is_some()
+            || policy
+                .program
+                .victims
+                .iter()
+                .any(|v| std::iter::once(&v.when).chain(v.cost.as_ref()).any(|b| reads_time(&b.node)));
+        let job_keys_stable = policy.program.job_order.iter().all(|k| {
+            !k.body.node.any(&|n| {
+                matches!(n.kind, gpol_compiler::ir::Kind::Domain { .. })
+                    || matches!(n.kind, gpol_compiler::ir::Kind::Field { record, .. } if record != gpol_compiler::schema::Record::Job)
+            })
+        });
         Scheduler {
             policy,
             syms,
@@ -175,6 +213,8 @@ impl Scheduler {
             table: NodeTable::default(),
             domains: Vec::new(),
             backoff: HashMap::new(),
+            starts: 0,
+            time_matters,
             job_shapes: Vec::new(),
             shapes: HashMap::new(),
             full: HashSet::new(),
@@ -184,6 +224,9 @@ impl Scheduler {
             reserved: HashMap::new(),
             task_shapes: Vec::new(),
             retry_interval_ms: 0,
+            job_keys_stable,
+            cycle_order: None,
+            queue_cache: std::cell::RefCell::new(None),
         }
     }
 
@@ -191,6 +234,7 @@ impl Scheduler {
     fn capacity_changed(&mut self) {
         self.backoff.clear();
         self.full.clear();
+        self.cycle_order = None;
     }
 
     /// Changes a job's state, keeping the indexes of waiting and running jobs.
@@ -506,8 +550,23 @@ impl Scheduler {
     /// admitted (+1) or evicted (-1) in the queues' `share_after`.
     pub fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View<'_> {
         let totals = self.totals();
-        let fair = self.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
-        let queues = records::queue_recs(&self.quotas, &totals, &fair, changes);
+        let key = (self.quotas.version(), self.cluster.capacity);
+        let mut cache = self.queue_cache.borrow_mut();
+        let mut queues = match cache.as_ref() {
+            Some((k, recs)) if *k == key => recs.clone(),
+            _ => {
+                let fair = self.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
+                let recs = records::queue_recs(&self.quotas, &totals, &fair, &[]);
+                *cache = Some((key, recs.clone()));
+                recs
+            }
+        };
+        // Only the queues above a changed leaf see a different `share_after`.
+        for (leaf, _, _) in changes {
+            for q in self.quotas.path(*leaf) {
+                queues[q].share_after = records::share_after(&self.quotas, &totals, q, changes);
+            }
+        }
         View { cluster: self.cluster_rec(), queues }
     }
 
@@ -562,6 +621,7 @@ impl Scheduler {
         let mut tried: HashSet<JobId> = HashSet::new();
         let mut blocked: HashSet<QueueId> = HashSet::new();
         let mut placed = 0;
+        self.cycle_order = None;
         while let Some(job) = self.next_job(&tried, &blocked) {
             tried.insert(job);
             match self.attempt(job) {
@@ -577,7 +637,7 @@ impl Scheduler {
                         blocked.insert(leaf);
                     }
                     if !matches!(reason, Reason::Rule(_)) || self.is_filter(&reason) {
-                        self.backoff.insert(job, self.now_ms);
+                        self.backoff.insert(job, (self.now_ms, self.starts));
                     }
                     if matches!(reason, Reason::Capacity) || self.is_filter(&reason) {
                         self.note_if_full(job);
@@ -586,6 +646,7 @@ impl Scheduler {
                 }
             }
         }
+        self.cycle_order = None;
         // Jobs that did not get a turn: behind a strict queue's waiting head, or of a
         // shape no node can take.
         for (q, waiting) in self.waiting.iter().enumerate() {
@@ -600,17 +661,11 @@ impl Scheduler {
         placed
     }
 
-    /// Whether waiting can change a failed job's fate without capacity freeing: victim
-    /// rules read running times, and reservations come with waiting.
-    fn time_matters(&self) -> bool {
-        !self.policy.program.victims.is_empty() || self.policy.policy.settings.reserve_after.is_some()
-    }
-
     /// Whether a waiting job's fate can change with time alone — victim rules, reservations,
     /// or admit rules that read the cluster or the clock — so that a driver with nothing
     /// else happening should still run a cycle now and then.
     pub fn waits_on_time(&self) -> bool {
-        self.time_matters() || self.policy.program.admit.iter().any(|r| !r.is_static)
+        self.time_matters || self.policy.program.admit.iter().any(|r| !r.is_static)
     }
 
     /// How many jobs wait.
@@ -621,7 +676,9 @@ impl Scheduler {
     /// Whether a job is not tried because no node can take its shape. A job is always
     /// tried once, so it learns its own reason; one found unschedulable keeps that reason.
     fn skipped_as_full(&self, j: JobId) -> bool {
-        !self.time_matters()
+        // Evictions could make room for a shape no node can take as things are.
+        !self.time_matters
+            && self.policy.program.victims.is_empty()
             && self.full.contains(&self.job_shapes[j])
             && matches!(&self.jobs[j].state, State::Pending(Some(r)) if !matches!(r, Reason::Unschedulable(_)))
     }
@@ -642,36 +699,26 @@ impl Scheduler {
     /// Whether a job can take a turn this cycle.
     fn eligible(&self, j: JobId, tried: &HashSet<JobId>) -> bool {
         let retry = |at: u64| self.now_ms > at && self.now_ms >= at.saturating_add(self.retry_interval_ms);
-        let backed_off = self.backoff.get(&j).is_some_and(|&at| !(self.time_matters() && retry(at)));
+        let evicts = !self.policy.program.victims.is_empty();
+        let backed_off = self
+            .backoff
+            .get(&j)
+            .is_some_and(|&(at, starts)| !((self.time_matters && retry(at)) || (evicts && self.starts > starts)));
         self.jobs[j].is_pending() && !tried.contains(&j) && !backed_off && !self.skipped_as_full(j)
     }
 
     /// The next job to try: the best queue at each level of the tree, then the best job
     /// of that leaf (D3). `None` when no queue has a job that can take a turn.
-    fn next_job(&self, tried: &HashSet<JobId>, blocked: &HashSet<QueueId>) -> Option<JobId> {
+    fn next_job(&mut self, tried: &HashSet<JobId>, blocked: &HashSet<QueueId>) -> Option<JobId> {
         let nq = self.quotas.queues.len();
+        let candidate = if self.job_keys_stable {
+            self.candidates_in_order(tried, blocked)
+        } else {
+            self.candidates_by_keys(tried, blocked)
+        };
         let view = self.view(None);
         let ctx = self.ctx(&view);
         let engine = self.policy.engine();
-        let mut candidate: Vec<Option<JobId>> = vec![None; nq];
-        // Each leaf's candidate: its best eligible job (a strict leaf offers only its head).
-        for (q, jobs) in self.waiting.iter().enumerate() {
-            if jobs.is_empty() || blocked.contains(&q) {
-                continue;
-            }
-            let strict = self.quotas.queues[q].queueing == Queueing::Strict;
-            let pool: Vec<JobId> = jobs.iter().copied().filter(|&j| strict || self.eligible(j, tried)).collect();
-            let best = self.best_by(
-                &pool,
-                &self.policy.program.job_order,
-                |j, out| {
-                    let rec = self.job_rec(j);
-                    engine.job_keys(&ctx, &rec, out);
-                },
-                |a, b| (self.jobs[a].submitted_ms, a).cmp(&(self.jobs[b].submitted_ms, b)),
-            );
-            candidate[q] = best.filter(|&j| self.eligible(j, tried));
-        }
         // A queue is live if some leaf below it has a candidate.
         let mut live = vec![false; nq];
         for q in (0..nq).rev() {
@@ -696,6 +743,96 @@ impl Scheduler {
         }
     }
 
+    /// Each leaf's candidate: its best eligible job (a strict leaf offers only its head,
+    /// and nothing while the head cannot go), by keys evaluated now.
+    fn candidates_by_keys(&self, tried: &HashSet<JobId>, blocked: &HashSet<QueueId>) -> Vec<Option<JobId>> {
+        let view = self.view(None);
+        let ctx = self.ctx(&view);
+        let engine = self.policy.engine();
+        let mut candidate: Vec<Option<JobId>> = vec![None; self.quotas.queues.len()];
+        for (q, jobs) in self.waiting.iter().enumerate() {
+            if jobs.is_empty() || blocked.contains(&q) {
+                continue;
+            }
+            let strict = self.quotas.queues[q].queueing == Queueing::Strict;
+            let pool: Vec<JobId> = jobs.iter().copied().filter(|&j| strict || self.eligible(j, tried)).collect();
+            let best = self.best_by(
+                &pool,
+                &self.policy.program.job_order,
+                |j, out| {
+                    let rec = self.job_rec(j);
+                    engine.job_keys(&ctx, &rec, out);
+                },
+                |a, b| (self.jobs[a].submitted_ms, a).cmp(&(self.jobs[b].submitted_ms, b)),
+            );
+            candidate[q] = best.filter(|&j| self.eligible(j, tried));
+        }
+        candidate
+    }
+
+    /// [`Self::candidates_by_keys`] when the keys hold still within a cycle: each leaf's
+    /// jobs are sorted once, and each turn moves a cursor past the jobs passed over.
+    fn candidates_in_order(&mut self, tried: &HashSet<JobId>, blocked: &HashSet<QueueId>) -> Vec<Option<JobId>> {
+        let mut order = match self.cycle_order.take() {
+            Some(o) => o,
+            None => self.build_order(tried),
+        };
+        let mut candidate: Vec<Option<JobId>> = vec![None; self.quotas.queues.len()];
+        for (q, list) in order.lists.iter().enumerate() {
+            if list.is_empty() || blocked.contains(&q) {
+                continue;
+            }
+            let strict = self.quotas.queues[q].queueing == Queueing::Strict;
+            let cursor = &mut order.cursor[q];
+            if strict {
+                while list.get(*cursor).is_some_and(|&j| !self.jobs[j].is_pending()) {
+                    *cursor += 1;
+                }
+                candidate[q] = list.get(*cursor).copied().filter(|&j| self.eligible(j, tried));
+            } else {
+                while list.get(*cursor).is_some_and(|&j| !self.eligible(j, tried)) {
+                    *cursor += 1;
+                }
+                candidate[q] = list.get(*cursor).copied();
+            }
+        }
+        self.cycle_order = Some(order);
+        candidate
+    }
+
+    /// Sorts each leaf's waiting jobs by `job_order` (strict leaves: all of them; the
+    /// others: those eligible now).
+    fn build_order(&self, tried: &HashSet<JobId>) -> CycleOrder {
+        let view = self.view(None);
+        let ctx = self.ctx(&view);
+        let engine = self.policy.engine();
+        let nkeys = self.policy.program.job_order.len();
+        let lists = self
+            .waiting
+            .iter()
+            .enumerate()
+            .map(|(q, jobs)| {
+                let strict = self.quotas.queues[q].queueing == Queueing::Strict;
+                let mut keyed: Vec<(JobId, Vec<f64>)> = jobs
+                    .iter()
+                    .copied()
+                    .filter(|&j| strict || self.eligible(j, tried))
+                    .map(|j| {
+                        let mut k = vec![0.0; nkeys];
+                        engine.job_keys(&ctx, &self.job_rec(j), &mut k);
+                        (j, k)
+                    })
+                    .collect();
+                keyed.sort_by(|(a, ka), (b, kb)| {
+                    compare_keys(&self.policy.program.job_order, ka, kb)
+                        .then_with(|| (self.jobs[*a].submitted_ms, a).cmp(&(self.jobs[*b].submitted_ms, b)))
+                });
+                keyed.into_iter().map(|(j, _)| j).collect()
+            })
+            .collect();
+        CycleOrder { lists, cursor: vec![0; self.waiting.len()] }
+    }
+
     /// The best of `items` by order keys (lexicographic, each ascending or descending;
     /// NaN last), ties broken by `tie`.
     fn best_by(
@@ -713,23 +850,7 @@ impl Scheduler {
                 (i, k)
             })
             .collect();
-        scored.sort_by(|(a, ka), (b, kb)| {
-            for ((x, y), key) in ka.iter().zip(kb).zip(keys) {
-                let o = match (x.is_nan(), y.is_nan()) {
-                    (true, true) => Ordering::Equal,
-                    (true, false) => Ordering::Greater,
-                    (false, true) => Ordering::Less,
-                    _ => match key.dir {
-                        Direction::Asc => x.total_cmp(y),
-                        Direction::Desc => y.total_cmp(x),
-                    },
-                };
-                if o != Ordering::Equal {
-                    return o;
-                }
-            }
-            tie(*a, *b)
-        });
+        scored.sort_by(|(a, ka), (b, kb)| compare_keys(keys, ka, kb).then_with(|| tie(*a, *b)));
         scored.first().map(|(i, _)| *i)
     }
 
@@ -773,6 +894,7 @@ impl Scheduler {
         self.charge(job);
         self.set_state(job, State::Running);
         let now = self.now();
+        self.starts += 1;
         let j = &mut self.jobs[job];
         j.started_ms = now;
         j.checkpoint_ms = now;
@@ -818,4 +940,33 @@ impl Scheduler {
     pub(crate) fn reserved_for_other(&self, node: NodeId, job: JobId) -> bool {
         self.reserved.get(&node).is_some_and(|&owner| owner != job)
     }
+}
+
+/// Compares two items' order keys: lexicographic, each ascending or descending, NaN last.
+fn compare_keys(keys: &[OrderKey], ka: &[f64], kb: &[f64]) -> Ordering {
+    for ((x, y), key) in ka.iter().zip(kb).zip(keys) {
+        let o = match (x.is_nan(), y.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            _ => match key.dir {
+                Direction::Asc => x.total_cmp(y),
+                Direction::Desc => y.total_cmp(x),
+            },
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Whether an expression reads something that changes with time alone: how long a job
+/// has waited or run, its unsaved work, the clock, or decayed usage.
+fn reads_time(node: &gpol_compiler::ir::Node) -> bool {
+    use gpol_compiler::schema::Record;
+    [(Record::Job, "waiting"), (Record::Job, "runtime"), (Record::Job, "since_checkpoint")]
+        .into_iter()
+        .chain([(Record::Cluster, "time"), (Record::Queue, "usage")])
+        .any(|(record, field)| node.reads(record, field))
 }

@@ -99,6 +99,8 @@ pub struct Quotas {
     /// Whether some queue limits a GPU model (else a job's quota check does not depend
     /// on the node's model).
     by_model: bool,
+    /// Bumped by every change, so views of the queues can be cached until the next.
+    version: u64,
 }
 
 /// What a job would take from its queue with all its replicas, per resource (and of GPU
@@ -197,7 +199,7 @@ impl Quotas {
                 }
             }
         }
-        let mut t = Quotas { queues, constrained: BTreeSet::new(), by_model: false };
+        let mut t = Quotas { queues, constrained: BTreeSet::new(), by_model: false, version: 0 };
         t.derive();
         t
     }
@@ -238,6 +240,7 @@ impl Quotas {
     /// Changes one amount of a queue's quota (`None` unsets it), as an operator editing
     /// quotas at run time would. Running jobs are not affected.
     pub fn set(&mut self, q: QueueId, kind: QuotaKind, r: Res, value: Option<i64>) {
+        self.version += 1;
         let Some(node) = self.queues.get_mut(q) else { return };
         let amounts = match kind {
             QuotaKind::Guarantee => &mut node.guarantee,
@@ -367,6 +370,7 @@ impl Quotas {
 
     /// Applies `f` to the queue and each of its ancestors.
     fn for_path(&mut self, q: QueueId, mut f: impl FnMut(&mut Queue)) {
+        self.version += 1;
         let mut at = Some(q);
         while let Some(i) = at {
             let node = &mut self.queues[i];
@@ -377,7 +381,13 @@ impl Quotas {
 
     /// Brings decayed usage up to `now`: exact for the constant allocation since the last
     /// update, so it does not depend on how often this is called.
+    /// Changes with every change to the tree's amounts, counts or usage.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     pub fn advance_usage(&mut self, now_ms: u64) {
+        self.version += 1;
         for q in &mut self.queues {
             let dt = now_ms.saturating_sub(q.usage_at_ms) as f64 / 1000.0;
             if dt <= 0.0 {

@@ -3,7 +3,9 @@ pub mod build;
 pub mod check;
 pub mod explain;
 pub mod fmt;
+pub mod gen_trace;
 pub mod ir;
+pub mod sim;
 pub mod test;
 
 use gpol_compiler::diag::Diagnostic;
@@ -77,13 +79,65 @@ pub fn load(path: &Path) -> Result<(SourceMap, gpol_compiler::source::FileId, Op
 }
 
 /// Writes through a temporary file in the same directory and renames it into place, so
-/// an interrupted run never leaves a half-written file.
+/// an interrupted run never leaves a half-written file. A file that already exists keeps
+/// its permissions.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.gpolc-fmt.tmp"));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        tmp.as_file().set_permissions(meta.permissions())?;
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Loads, checks and compiles a policy, printing its diagnostics. `Err` holds the exit
+/// code to return.
+pub fn compile_policy(
+    path: &Path,
+    engine: gpol_compiler::engine::EngineKind,
+    color: bool,
+) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
+    let (sources, id, bad) = load(path).map_err(|e| {
+        eprintln!("error: {e}");
+        USAGE
+    })?;
+    compile_loaded(sources, id, bad, engine, color)
+}
+
+/// [`compile_policy`] for a policy given as text (the bundled defaults).
+pub fn compile_policy_text(
+    name: &str,
+    text: &str,
+    engine: gpol_compiler::engine::EngineKind,
+    color: bool,
+) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
+    let mut sources = SourceMap::new();
+    let id = sources.add(gpol_compiler::source::SourceFile::new(name, text.to_string()));
+    compile_loaded(sources, id, None, engine, color)
+}
+
+fn compile_loaded(
+    mut sources: SourceMap,
+    id: gpol_compiler::source::FileId,
+    bad: Option<Diagnostic>,
+    engine: gpol_compiler::engine::EngineKind,
+    color: bool,
+) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
+    use gpol_compiler::diag::render;
+    if let Some(d) = bad {
+        eprint!("{}", render::human(&sources, &d, color));
+        return Err(FAILED);
+    }
+    let checked = gpol_compiler::check::check(&mut sources, id);
+    for d in checked.diagnostics.iter().filter(|d| d.severity == gpol_compiler::diag::Severity::Error) {
+        eprint!("{}", render::human(&sources, d, color));
+    }
+    let policy = checked.policy.ok_or(FAILED)?;
+    gpol_compiler::engine::compile(policy, engine).map_err(|d| {
+        eprint!("{}", render::human(&sources, &d, color));
+        FAILED
     })
 }

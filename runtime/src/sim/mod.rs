@@ -8,11 +8,40 @@
 
 pub mod core;
 pub mod frag;
+pub mod generate;
 pub mod input;
 pub mod openb;
 pub mod report;
 pub mod series;
 pub mod spec;
+pub mod summary;
 pub mod trace;
 
 pub use core::{Config, Control, Mode, SimError, Workload, run};
+
+use input::InputError;
+
+/// Reads a cluster file in whichever format it is: a TOML spec (`.toml`), or an openb
+/// node list (CSV).
+pub fn read_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputError> {
+    if file.ends_with(".toml") {
+        spec::parse_toml(text, file)
+    } else if openb::is_node_list(text) {
+        openb::parse_nodes(text, file)
+    } else {
+        Err(InputError::new(
+            file,
+            None,
+            None,
+            "not a cluster file gpol reads: expected a TOML spec (.toml) or an openb node list \
+             (CSV with header `sn,cpu_milli,memory_mib,gpu,model`)",
+        ))
+    }
+}
+
+/// Reads a trace in whichever format it is: an openb pod list (CSV), or gpol's native
+/// CSV or JSON Lines.
+pub fn read_trace(text: &str, file: &str) -> Result<Workload, InputError> {
+    let jobs = if openb::is_pod_list(text) { openb::parse_pods(text, file)? } else { trace::parse(text, file)? };
+    Ok(Workload { name: file.to_string(), jobs })
+}

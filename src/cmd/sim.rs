@@ -1,0 +1,213 @@
+//! `gpolc sim`: replays a workload trace on a cluster under one or more policies and
+//! prints what happened; several policies or seeds run in parallel and print side by
+//! side. Without arguments it runs the bundled default (a 128-GPU cluster, a week of
+//! synthetic jobs, policies/borrowing.gpol).
+
+use super::{FAILED, OK, USAGE};
+use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_runtime::sim::{self, Config, Control, Mode, SimError, report::Report};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The bundled default: what `gpolc sim` runs without arguments.
+const DEFAULT_POLICY: (&str, &str) = ("policies/borrowing.gpol", include_str!("../../policies/borrowing.gpol"));
+const DEFAULT_CLUSTER: (&str, &str) = ("sim/cluster.toml", include_str!("../../sim/cluster.toml"));
+const DEFAULT_TRACE: (&str, &str) = ("sim/trace.csv", include_str!("../../sim/trace.csv"));
+
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+const INTERRUPTED: u8 = 130;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The policy (default: the bundled policies/borrowing.gpol).
+    policy: Option<PathBuf>,
+    /// Run several policies on the same cluster, trace and seeds, side by side.
+    #[arg(long, num_args = 1.., value_name = "POLICY", conflicts_with = "policy")]
+    compare: Vec<PathBuf>,
+    /// The cluster: a TOML spec or an openb node list (default: the bundled sim/cluster.toml).
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    /// The workload: gpol's CSV or JSON Lines trace, or an openb pod list (default: the
+    /// bundled sim/trace.csv).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Fill mode: jobs arrive in a shuffled order, each tried once and never leaving,
+    /// until the requested GPUs reach PCT percent of capacity.
+    #[arg(long, value_name = "PCT")]
+    fill: Option<f64>,
+    /// Seed of the fill order and of `hash01`.
+    #[arg(long, default_value_t = 1, conflicts_with = "seeds")]
+    seed: u64,
+    /// Run every seed of a range, A..B (inclusive), in parallel.
+    #[arg(long, value_name = "A..B")]
+    seeds: Option<String>,
+    /// Which engine runs the policy.
+    #[arg(long, default_value = "jit")]
+    engine: EngineKind,
+    /// When time alone can change a waiting job's fate (victim rules, reservations), how
+    /// often waiting jobs are retried.
+    #[arg(long, default_value = "60s")]
+    retry: String,
+    /// Print the results as JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, color: bool) -> u8 {
+    match execute(&args, color) {
+        Ok(()) => OK,
+        Err(code) => code,
+    }
+}
+
+fn execute(args: &Args, color: bool) -> Result<(), u8> {
+    let usage = |m: String| {
+        eprintln!("error: {m}");
+        USAGE
+    };
+    let seeds = match &args.seeds {
+        Some(range) => parse_seeds(range).map_err(usage)?,
+        None => vec![args.seed],
+    };
+    let retry_ms = sim::input::millis(&args.retry).map_err(|m| usage(format!("--retry: {m}")))?;
+    let mode = match args.fill {
+        Some(pct) if pct > 0.0 && pct.is_finite() => Mode::Fill { target: pct / 100.0 },
+        Some(pct) => return Err(usage(format!("--fill takes a positive percentage, not {pct}"))),
+        None => Mode::Timed,
+    };
+    // Inputs first, so a bad file is reported before any work.
+    let cluster = read(&args.cluster, DEFAULT_CLUSTER, sim::read_cluster)?;
+    let workload = read(&args.trace, DEFAULT_TRACE, sim::read_trace)?;
+    let paths: Vec<Option<&PathBuf>> =
+        if args.compare.is_empty() { vec![args.policy.as_ref()] } else { args.compare.iter().map(Some).collect() };
+    let mut policies: Vec<(String, CompiledPolicy)> = Vec::new();
+    for p in paths {
+        let compiled = match p {
+            Some(path) => super::compile_policy(path, args.engine, color)?,
+            None => super::compile_policy_text(DEFAULT_POLICY.0, DEFAULT_POLICY.1, args.engine, color)?,
+        };
+        policies.push((compiled.policy.name.clone(), compiled));
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = Arc::clone(&cancel);
+        // A second handler cannot be installed (in tests that run twice): then Ctrl-C
+        // simply ends the process, which has written nothing yet.
+        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed));
+    }
+    let runs: Vec<(usize, u64)> = (0..policies.len()).flat_map(|p| seeds.iter().map(move |&s| (p, s))).collect();
+    let bar = progress_bar(runs.len() as u64 * workload.jobs.len() as u64);
+    let results: Vec<Result<Report, SimError>> = runs
+        .par_iter()
+        .map(|&(p, seed)| {
+            let config = Config { mode, seed, retry_ms, ..Config::default() };
+            let seen = AtomicU64::new(0);
+            let progress = |done: u64, _total: u64| {
+                let before = seen.swap(done, Ordering::Relaxed);
+                bar.inc(done.saturating_sub(before));
+            };
+            let control = Control { progress: &progress, cancel: &cancel };
+            sim::run(&policies[p].1, &cluster, &workload, &config, &control)
+        })
+        .collect();
+    bar.finish_and_clear();
+    let mut reports = Vec::with_capacity(results.len());
+    for r in results {
+        match r {
+            Ok(report) => reports.push(report),
+            Err(SimError::Interrupted) => {
+                eprintln!("interrupted: nothing was written");
+                return Err(INTERRUPTED);
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Err(FAILED);
+            }
+        }
+    }
+    let grouped: Vec<(String, Vec<Report>)> = policies
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| (name.clone(), reports[i * seeds.len()..(i + 1) * seeds.len()].to_vec()))
+        .collect();
+    let single = grouped.len() == 1 && seeds.len() == 1;
+    let text = if args.json {
+        let value = if single {
+            serde_json::to_value(&grouped[0].1[0])
+        } else {
+            serde_json::to_value(serde_json::json!({ "runs": reports }))
+        };
+        let mut s = value.and_then(|v| serde_json::to_string_pretty(&v)).map_err(|e| {
+            eprintln!("error: {e}");
+            FAILED
+        })?;
+        s.push('\n');
+        s
+    } else if single {
+        sim::summary::render(&grouped[0].1[0])
+    } else {
+        sim::summary::compare(&grouped)
+    };
+    super::print(&text);
+    Ok(())
+}
+
+/// Reads an input file (or the bundled default) with `parse`, reporting errors.
+fn read<T>(
+    path: &Option<PathBuf>,
+    default: (&str, &str),
+    parse: fn(&str, &str) -> Result<T, sim::input::InputError>,
+) -> Result<T, u8> {
+    let (name, text) = match path {
+        Some(p) => match std::fs::read(p) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => (p.display().to_string(), text),
+                Err(e) => {
+                    eprintln!("error: {}: not UTF-8 text (byte {})", p.display(), e.utf8_error().valid_up_to());
+                    return Err(FAILED);
+                }
+            },
+            Err(e) => {
+                eprintln!("error: {}: {e}", p.display());
+                return Err(USAGE);
+            }
+        },
+        None => (default.0.to_string(), default.1.to_string()),
+    };
+    parse(&text, &name).map_err(|e| {
+        eprintln!("error: {e}");
+        FAILED
+    })
+}
+
+/// `A..B` (inclusive), or a single seed.
+fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
+    let bad = || format!("--seeds takes a range like 1..10, not `{text}`");
+    let (a, b) = match text.split_once("..") {
+        Some((a, b)) => (a.trim().parse::<u64>().map_err(|_| bad())?, b.trim().parse::<u64>().map_err(|_| bad())?),
+        None => {
+            let s = text.trim().parse::<u64>().map_err(|_| bad())?;
+            (s, s)
+        }
+    };
+    if a > b || b - a >= 10_000 {
+        return Err(bad());
+    }
+    Ok((a..=b).collect())
+}
+
+/// A progress bar on standard error, drawn only when it is a terminal.
+fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{spinner} simulating {bar:40} {percent}% · {eta} left") {
+        bar.set_style(style);
+    }
+    bar
+}
