@@ -100,15 +100,17 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed));
     }
     let runs: Vec<(usize, u64)> = (0..policies.len()).flat_map(|p| seeds.iter().map(move |&s| (p, s))).collect();
-    let bar = progress_bar(runs.len() as u64 * workload.jobs.len() as u64);
+    // Each run counts for a thousand steps of the bar.
+    let bar = progress_bar(runs.len() as u64 * 1000);
     let results: Vec<Result<Report, SimError>> = runs
         .par_iter()
         .map(|&(p, seed)| {
             let config = Config { mode, seed, retry_ms, ..Config::default() };
             let seen = AtomicU64::new(0);
-            let progress = |done: u64, _total: u64| {
-                let before = seen.swap(done, Ordering::Relaxed);
-                bar.inc(done.saturating_sub(before));
+            let progress = |done: f64| {
+                let now = (done.clamp(0.0, 1.0) * 1000.0) as u64;
+                let before = seen.swap(now, Ordering::Relaxed);
+                bar.inc(now.saturating_sub(before));
             };
             let control = Control { progress: &progress, cancel: &cancel };
             sim::run(&policies[p].1, &cluster, &workload, &config, &control)

@@ -60,8 +60,8 @@ impl Default for Config {
 
 /// What a caller can see and do while a run goes on.
 pub struct Control<'a> {
-    /// Called now and then with (jobs arrived, jobs in the run).
-    pub progress: &'a (dyn Fn(u64, u64) + Sync),
+    /// Called now and then with the share of the run done, from 0 to 1.
+    pub progress: &'a (dyn Fn(f64) + Sync),
     /// Set to stop the run early; it then returns [`SimError::Interrupted`].
     pub cancel: &'a AtomicBool,
 }
@@ -178,7 +178,13 @@ impl<'a> Sim<'a> {
         ];
         let levels = policy.policy.levels.clone();
         let known = cluster.levels();
-        for level in levels.iter().filter(|l| !known.contains(l)) {
+        let program = &policy.program;
+        let reads_topology = !program.gang.is_empty()
+            || program
+                .bodies()
+                .iter()
+                .any(|(_, b)| b.node.any(&|n| matches!(n.kind, gpol_compiler::ir::Kind::Domain { .. })));
+        for level in levels.iter().filter(|l| reads_topology && !known.contains(l)) {
             notes.push(format!(
                 "the cluster spec gives no `{level}` topology: each node is a `{level}` domain of its own"
             ));
@@ -254,7 +260,7 @@ impl<'a> Sim<'a> {
                 if control.cancel.load(Ordering::Relaxed) {
                     return Err(SimError::Interrupted);
                 }
-                (control.progress)(next_job as u64, total);
+                (control.progress)(next_job as f64 / total.max(1) as f64);
             }
             self.advance_to(t);
             let retrying = retry_at == Some(t);
@@ -262,7 +268,7 @@ impl<'a> Sim<'a> {
                 retry_at = None;
             }
             while next_job < jobs.len() && jobs[next_job].arrival_ms == t {
-                self.submit(next_job);
+                self.submit(next_job, 0);
                 next_job += 1;
             }
             while let Some(&Reverse((at, job, epoch))) = completions.peek() {
@@ -286,15 +292,17 @@ impl<'a> Sim<'a> {
                 retry_at = Some(t + self.config.retry_ms.max(1));
             }
         }
-        (control.progress)(total, total);
+        (control.progress)(1.0);
         Ok(())
     }
 
-    fn submit(&mut self, index: usize) -> JobId {
+    /// Submits trace job `index`; `pass` > 0 marks a repeat of it (fill mode samples
+    /// the trace again once it has used every job).
+    fn submit(&mut self, index: usize, pass: usize) -> JobId {
         let j = &self.workload.jobs[index];
         let r = &self.resolved[index];
         let spec = JobSpec {
-            name: j.name.clone(),
+            name: if pass == 0 { j.name.clone() } else { format!("{}#{}", j.name, pass + 1) },
             queue: r.queue,
             user: j.user.clone().unwrap_or_else(|| self.s.quotas.queues[r.queue].name.clone()),
             priority_class: j.priority_class.clone(),
@@ -491,46 +499,70 @@ impl<'a> Sim<'a> {
     fn fill(&mut self, target: f64, control: &Control) -> Result<(), SimError> {
         let mut order: Vec<usize> = (0..self.workload.jobs.len()).collect();
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(self.config.seed);
-        order.shuffle(&mut rng);
         let capacity = self.capacity_milli as f64;
         let goal = target * capacity;
         let mut curve = FillCurve { target, ..FillCurve::default() };
         let (mut arrived, mut failed) = (0u64, 0u64);
         let mut next_point = 0.0;
-        let total = order.len() as u64;
-        for (n, &index) in order.iter().enumerate() {
-            if arrived as f64 >= goal {
+        // Jobs in a shuffled order; once every job has come, the trace is sampled again
+        // in a fresh order (a pass that asks for no GPU at all ends the run).
+        let mut pass = 0;
+        let mut n = 0usize;
+        'fill: loop {
+            order.shuffle(&mut rng);
+            let before = arrived;
+            for &index in &order {
+                if arrived as f64 >= goal {
+                    break 'fill;
+                }
+                n += 1;
+                if n.is_multiple_of(256) {
+                    if control.cancel.load(Ordering::Relaxed) {
+                        return Err(SimError::Interrupted);
+                    }
+                    (control.progress)(arrived as f64 / goal.max(1.0));
+                }
+                self.fill_one(index, pass, &mut arrived, &mut failed);
+                let share = arrived as f64 / capacity.max(1.0);
+                if share >= next_point {
+                    curve.arrived.push(share);
+                    curve.allocated.push(self.allocated_milli as f64 / capacity.max(1.0));
+                    curve.fragmented.push(frag::expected(&self.s.cluster.nodes, &self.shapes) / capacity.max(1.0));
+                    next_point = share + 0.01;
+                }
+            }
+            if arrived == before {
                 break;
             }
-            if n % 256 == 255 {
-                if control.cancel.load(Ordering::Relaxed) {
-                    return Err(SimError::Interrupted);
-                }
-                (control.progress)(n as u64, total);
-            }
-            // No departures: completions are never scheduled.
-            let id = self.submit(index);
-            arrived += self.s.jobs[id].total_milli();
-            self.s.cycle();
-            self.absorb_log(&mut |_, _| {});
-            if self.s.jobs[id].is_pending() {
-                failed += self.s.jobs[id].total_milli();
-                self.s.withdraw(id);
-                self.wait(id, -1);
-            }
-            let share = arrived as f64 / capacity.max(1.0);
-            if share >= next_point {
-                curve.arrived.push(share);
-                curve.allocated.push(self.allocated_milli as f64 / capacity.max(1.0));
-                curve.fragmented.push(frag::expected(&self.s.cluster.nodes, &self.shapes) / capacity.max(1.0));
-                next_point = share + 0.01;
-            }
+            pass += 1;
+        }
+        let share = arrived as f64 / capacity.max(1.0);
+        if curve.arrived.last() != Some(&share) {
+            curve.arrived.push(share);
+            curve.allocated.push(self.allocated_milli as f64 / capacity.max(1.0));
+            curve.fragmented.push(frag::expected(&self.s.cluster.nodes, &self.shapes) / capacity.max(1.0));
         }
         curve.unallocated = 1.0 - self.allocated_milli as f64 / capacity.max(1.0);
         curve.failed = if arrived > 0 { failed as f64 / arrived as f64 } else { 0.0 };
         self.fill = Some(curve);
-        (control.progress)(total, total);
+        (control.progress)(1.0);
         Ok(())
+    }
+
+    /// One fill-mode arrival: the job gets one attempt, and is withdrawn if it fails.
+    fn fill_one(&mut self, index: usize, pass: usize, arrived: &mut u64, failed: &mut u64) {
+        {
+            // No departures: completions are never scheduled.
+            let id = self.submit(index, pass);
+            *arrived += self.s.jobs[id].total_milli();
+            self.s.cycle();
+            self.absorb_log(&mut |_, _| {});
+            if self.s.jobs[id].is_pending() {
+                *failed += self.s.jobs[id].total_milli();
+                self.s.withdraw(id);
+                self.wait(id, -1);
+            }
+        }
     }
 
     // ------------------------------------------------------------ the report

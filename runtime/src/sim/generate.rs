@@ -142,6 +142,9 @@ pub fn generate(spec: &GenSpec) -> Vec<TraceJob> {
         let q = &queues[qi];
         let mut job = TraceJob::new(format!("job-{:0width$}", i + 1, width = digits(spec.jobs)), 0);
         job.queue = q.name.clone();
+        // Users of a queue are few and unequal: user k submits in proportion to 1/k.
+        let user = choose(&mut rng, &USERS);
+        job.user = Some(format!("{}-user{}", q.name.as_deref().unwrap_or("team"), user as u32));
         // No job asks for more than half the cluster.
         let gpus = choose(&mut rng, q.profile.sizes()).min((spec.gpus as f64 / 2.0).max(1.0));
         (job.request, job.replicas) = if gpus < 1.0 {
@@ -202,6 +205,20 @@ pub fn generate(spec: &GenSpec) -> Vec<TraceJob> {
     out.sort_by_key(|j| j.arrival_ms);
     out
 }
+
+/// Ten users per queue, user k weighted 1/k.
+const USERS: [(f64, f64); 10] = [
+    (1.0, 1.0),
+    (2.0, 0.5),
+    (3.0, 1.0 / 3.0),
+    (4.0, 0.25),
+    (5.0, 0.2),
+    (6.0, 1.0 / 6.0),
+    (7.0, 1.0 / 7.0),
+    (8.0, 0.125),
+    (9.0, 1.0 / 9.0),
+    (10.0, 0.1),
+];
 
 fn choose(rng: &mut Pcg64Mcg, weighted: &[(f64, f64)]) -> f64 {
     let total: f64 = weighted.iter().map(|(_, w)| w).sum();

@@ -59,8 +59,9 @@ fn number(x: f64, digits: usize) -> String {
     }
 }
 
-/// Rows of cells as left-aligned columns (numbers right-aligned), two spaces apart.
-fn table(rows: &[Vec<String>], indent: &str) -> String {
+/// Rows of cells as columns two spaces apart; with `numbers`, cells after the first
+/// that start like a number are right-aligned.
+fn table(rows: &[Vec<String>], indent: &str, numbers: bool) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> =
         (0..cols).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
@@ -69,7 +70,8 @@ fn table(rows: &[Vec<String>], indent: &str) -> String {
         let mut line = String::from(indent);
         for (c, cell) in r.iter().enumerate() {
             let pad = widths[c] - cell.chars().count();
-            let numeric = c > 0 && cell.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '+');
+            let numeric =
+                numbers && c > 0 && cell.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '+');
             if c > 0 {
                 line.push_str("  ");
             }
@@ -180,8 +182,8 @@ pub fn render(r: &Report) -> String {
             ),
         ]);
     }
-    out.push_str(&table(&head, ""));
-    if !r.queueing_delay.is_empty() || r.completion_time.is_some() {
+    out.push_str(&table(&head, "", false));
+    if r.fill.is_none() && (!r.queueing_delay.is_empty() || r.completion_time.is_some()) {
         let mut rows = vec![["", "jobs", "mean", "p50", "p95", "p99", "max"].map(str::to_string).to_vec()];
         rows[0][0] = "queueing delay".into();
         for d in &r.queueing_delay {
@@ -191,7 +193,7 @@ pub fn render(r: &Report) -> String {
             rows.push(stats_row("completion time", c));
         }
         out.push('\n');
-        out.push_str(&table(&rows, ""));
+        out.push_str(&table(&rows, "", true));
     }
     if r.fill.is_none() && !r.queues.is_empty() {
         let mut rows = vec![
@@ -213,7 +215,7 @@ pub fn render(r: &Report) -> String {
             ]);
         }
         out.push('\n');
-        out.push_str(&table(&rows, ""));
+        out.push_str(&table(&rows, "", true));
     }
     if !r.never_scheduled.is_empty() {
         out.push_str("\nnever started\n");
@@ -229,7 +231,7 @@ pub fn render(r: &Report) -> String {
                 ]
             })
             .collect();
-        out.push_str(&table(&rows, "  "));
+        out.push_str(&table(&rows, "  ", true));
     }
     if !r.notes.is_empty() {
         out.push_str("\nnotes\n");
@@ -348,7 +350,7 @@ pub fn compare(runs: &[(String, Vec<Report>)]) -> String {
         }
         rows.push(row);
     }
-    table(&rows, "")
+    table(&rows, "", true)
 }
 
 #[cfg(test)]
