@@ -1,0 +1,246 @@
+//! The simulator: known answers on tiny clusters, conservation over random traces, and
+//! determinism (same inputs, same JSON; both engines, same JSON).
+
+use gpol_compiler::check::check;
+use gpol_compiler::engine::{CompiledPolicy, EngineKind, compile};
+use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_runtime::jobs::Request;
+use gpol_runtime::sim::report::Report;
+use gpol_runtime::sim::spec::{ClusterSpec, parse_toml};
+use gpol_runtime::sim::trace::{TraceJob, parse};
+use gpol_runtime::sim::{Config, Control, Mode, Workload, run};
+use proptest::prelude::*;
+use std::sync::atomic::AtomicBool;
+
+fn policy(text: &str, engine: EngineKind) -> CompiledPolicy {
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new("sim.gpol", text.to_string()));
+    let checked = check(&mut sources, id);
+    let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
+    compile(policy, engine).unwrap_or_else(|d| panic!("{d:?}"))
+}
+
+fn cluster(toml: &str) -> ClusterSpec {
+    parse_toml(toml, "cluster.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn workload(csv: &str) -> Workload {
+    Workload { name: "trace.csv".into(), jobs: parse(csv, "trace.csv").unwrap_or_else(|e| panic!("{e}")) }
+}
+
+fn simulate(p: &CompiledPolicy, c: &ClusterSpec, w: &Workload, config: &Config) -> Report {
+    let cancel = AtomicBool::new(false);
+    let control = Control { progress: &|_| {}, cancel: &cancel };
+    run(p, c, w, config, &control).unwrap_or_else(|e| panic!("{e}"))
+}
+
+const FIFO: &str = "policy fifo\n\njob_order { job.submitted asc }\n";
+
+const ONE_NODE: &str = "[[pool]]\nname = \"n\"\ngpu_model = \"a100\"\ngpus = 2\ncpu = 64\nmem = \"256GiB\"\n";
+
+fn delay(r: &Report, group: &str) -> f64 {
+    r.queueing_delay.iter().find(|d| d.group == group).map_or(f64::NAN, |d| d.stats.max)
+}
+
+#[test]
+fn a_job_waits_for_the_one_ahead_of_it() {
+    // Two GPUs. `a` holds both from 0 to 100 s; `b` (one GPU, 50 s) arrives at 10 s and
+    // waits until 100 s; `c` (one GPU, 30 s) arrives at 20 s and runs beside `b`.
+    let trace = "name,arrival,duration,gpus\na,0,100,2\nb,10,50,1\nc,20,30,1\n";
+    let r = simulate(&policy(FIFO, EngineKind::Jit), &cluster(ONE_NODE), &workload(trace), &Config::default());
+    assert_eq!((r.jobs.total, r.jobs.finished), (3, 3));
+    assert_eq!(r.makespan_s, 150.0);
+    // Allocated: 2×100 + 1×50 + 1×30 = 280 GPU-s of 2×150 = 300.
+    assert!((r.gpu_hours.allocated * 3600.0 - 280.0).abs() < 1e-6, "{:?}", r.gpu_hours);
+    assert!((r.gpu_hours.capacity * 3600.0 - 300.0).abs() < 1e-6);
+    assert!((r.allocation - 280.0 / 300.0).abs() < 1e-9);
+    // Delays 0, 90 and 80 s: p50 80, max 90; completion times 100, 140, 110.
+    let all = &r.queueing_delay[0].stats;
+    assert_eq!((all.count, all.p50, all.max), (3, 80.0, 90.0));
+    assert!((all.mean - 170.0 / 3.0).abs() < 1e-9);
+    let jct = r.completion_time.as_ref().map(|s| (s.p50, s.max));
+    assert_eq!(jct, Some((110.0, 140.0)));
+}
+
+#[test]
+fn utilization_is_allocation_times_each_jobs_share() {
+    let trace = "name,arrival,duration,gpus,utilization\na,0,100,1,0.5\nb,0,100,1,0.25\n";
+    let r = simulate(&policy(FIFO, EngineKind::Jit), &cluster(ONE_NODE), &workload(trace), &Config::default());
+    assert!((r.allocation - 1.0).abs() < 1e-9);
+    assert!((r.utilization - 0.375).abs() < 1e-9, "{}", r.utilization);
+    assert!((r.gpu_hours.allocated_unused * 3600.0 - 125.0).abs() < 1e-6);
+}
+
+const PREEMPT: &str = "policy preempt
+
+priority_class high = 100
+priority_class low = 0
+
+job_order { job.priority desc, job.submitted asc }
+
+preempt by_priority {
+  when claimant.priority > victim.priority and victim.preemptible
+}
+";
+
+#[test]
+fn an_eviction_loses_the_work_since_the_last_checkpoint() {
+    // `low` (2 GPUs, 100 s of work, checkpoints every 30 s) starts at 0. `high` arrives at
+    // 70 s and evicts it: `low` keeps 60 s of work (checkpoints at 30 and 60 s) and loses
+    // 10 s on 2 GPUs. `high` runs 70–120 s; `low` restarts at 120 with 40 s left and ends
+    // at 160 s.
+    let trace = "name,arrival,duration,gpus,priority_class,flags,checkpoint\n\
+                 low,0,100,2,low,preemptible,30\n\
+                 high,70,50,2,high,,\n";
+    let r = simulate(&policy(PREEMPT, EngineKind::Jit), &cluster(ONE_NODE), &workload(trace), &Config::default());
+    assert_eq!(r.preemption.evictions, 1);
+    assert_eq!(r.preemption.by_rule.get("by_priority"), Some(&1));
+    assert!((r.gpu_hours.lost * 3600.0 - 20.0).abs() < 1e-6, "{:?}", r.gpu_hours);
+    assert_eq!(r.makespan_s, 160.0);
+    assert_eq!(r.jobs.finished, 2);
+    assert_eq!(delay(&r, "class high"), 0.0);
+    // Allocated: 2×70 + 2×50 + 2×40 = 320 GPU-s.
+    assert!((r.gpu_hours.allocated * 3600.0 - 320.0).abs() < 1e-6);
+}
+
+#[test]
+fn a_node_failure_requeues_its_jobs_and_a_restore_brings_capacity_back() {
+    let spec = format!(
+        "{ONE_NODE}\n[[event]]\nat = 40\nnode = \"n-0\"\nkind = \"fail\"\n\n[[event]]\nat = 60\nnode = \"n-0\"\nkind = \"restore\"\n"
+    );
+    // `a` (2 GPUs, 100 s, no checkpoints) loses its 40 s at the failure, waits for the
+    // node to come back at 60 s, and runs its whole 100 s again: done at 160 s.
+    let trace = "name,arrival,duration,gpus\na,0,100,2\n";
+    let r = simulate(&policy(FIFO, EngineKind::Jit), &cluster(&spec), &workload(trace), &Config::default());
+    assert_eq!(r.preemption.requeues, 1);
+    assert!((r.gpu_hours.lost * 3600.0 - 80.0).abs() < 1e-6);
+    assert_eq!(r.makespan_s, 160.0);
+    // Capacity counts the node only while it is up: 2 × (160 − 20) GPU-s.
+    assert!((r.gpu_hours.capacity * 3600.0 - 280.0).abs() < 1e-6, "{:?}", r.gpu_hours);
+}
+
+#[test]
+fn fill_mode_stops_at_the_target_and_withdraws_what_does_not_fit() {
+    // Two one-GPU nodes; jobs of 0.6 GPU cannot share a card, so each node takes one and
+    // the rest do not fit: allocated 1.2 of 2 GPUs.
+    let two = "[[pool]]\nname = \"n\"\ncount = 2\ngpu_model = \"t4\"\ngpus = 1\nsharing = \"mps\"\nmax_clients = 4\ncpu = 8\nmem = \"32GiB\"\n";
+    let trace: String = std::iter::once("name,arrival,gpu_fraction\n".to_string())
+        .chain((0..10).map(|i| format!("j{i},0,0.6\n")))
+        .collect();
+    let config = Config { mode: Mode::Fill { target: 1.5 }, ..Config::default() };
+    let r = simulate(&policy(FIFO, EngineKind::Jit), &cluster(two), &workload(&trace), &config);
+    let fill = r.fill.as_ref().expect("a fill curve");
+    // Arrivals stop once 5 × 0.6 = 3.0 GPUs (150%) have come.
+    assert_eq!(r.jobs.total, 5);
+    assert_eq!((r.jobs.running, r.jobs.withdrawn), (2, 3));
+    assert!((fill.unallocated - 0.4).abs() < 1e-9);
+    assert!((fill.failed - 0.6).abs() < 1e-9);
+    // 0.4 free on each card, usable by no 0.6 shape: all of it is fragmented.
+    assert!((r.fragmentation - 0.4).abs() < 1e-9);
+}
+
+#[test]
+fn bad_trace_rows_name_the_job() {
+    let p = policy("policy q\n\nqueue a {}\nqueue b {}\n", EngineKind::Jit);
+    let w = workload("name,arrival,gpus,queue\nx,0,1,a\ny,0,1,gamma\n");
+    let cancel = AtomicBool::new(false);
+    let control = Control { progress: &|_| {}, cancel: &cancel };
+    let e = run(&p, &cluster(ONE_NODE), &w, &Config::default(), &control).expect_err("unknown queue");
+    assert_eq!(e.to_string(), "trace.csv:3: field `queue`: job `y`: the policy has no queue `gamma`");
+    let w = workload("name,arrival,gpus\nx,0,1\n");
+    let e = run(&p, &cluster(ONE_NODE), &w, &Config::default(), &control).expect_err("no queue");
+    assert!(e.to_string().contains("several leaf queues"), "{e}");
+}
+
+#[test]
+fn a_cancelled_run_reports_nothing() {
+    let trace: String = std::iter::once("arrival,duration,gpus\n".to_string())
+        .chain((0..2000).map(|i| format!("{i},10,1\n")))
+        .collect();
+    let cancel = AtomicBool::new(true);
+    let control = Control { progress: &|_| {}, cancel: &cancel };
+    let p = policy(FIFO, EngineKind::Jit);
+    let r = run(&p, &cluster(ONE_NODE), &workload(&trace), &Config::default(), &control);
+    assert!(matches!(r, Err(gpol_runtime::sim::SimError::Interrupted)));
+}
+
+// ---------------------------------------------------------------- properties
+
+const THREE_NODES: &str = "[[pool]]\nname = \"big\"\ncount = 2\ngpu_model = \"a100\"\ngpus = 4\ncpu = 64\nmem = \"512GiB\"\n\n\
+[[pool]]\nname = \"small\"\ngpu_model = \"t4\"\ngpus = 2\nsharing = \"timeslice\"\nmax_clients = 4\ncpu = 16\nmem = \"64GiB\"\n";
+
+fn arb_job() -> impl Strategy<Value = TraceJob> {
+    (0u64..600, 1u64..300, 0usize..6, 1u32..3, any::<bool>(), any::<bool>(), 0u8..3).prop_map(
+        |(arrival, duration, size, replicas, preemptible, checkpoint, class)| {
+            let mut j = TraceJob::new("j", arrival * 1000);
+            j.duration_ms = Some(duration * 1000);
+            j.request = [
+                Request::Fraction(250),
+                Request::Fraction(500),
+                Request::Whole(1),
+                Request::Whole(2),
+                Request::Whole(4),
+                Request::Whole(8),
+            ][size];
+            j.replicas = replicas;
+            j.min_replicas = replicas;
+            j.preemptible = preemptible;
+            j.checkpoint_ms = checkpoint.then_some(20_000);
+            j.priority_class = Some(["low", "high", "low"][usize::from(class)].to_string());
+            j
+        },
+    )
+}
+
+fn arb_workload() -> impl Strategy<Value = Workload> {
+    prop::collection::vec(arb_job(), 1..40).prop_map(|mut jobs| {
+        for (i, j) in jobs.iter_mut().enumerate() {
+            j.name = format!("j{i}");
+        }
+        jobs.sort_by_key(|j| j.arrival_ms);
+        Workload { name: "random".into(), jobs }
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Every job ends exactly once — finished, running, pending, rejected or withdrawn —
+    /// and the GPUs allocated never exceed the capacity over time.
+    #[test]
+    fn jobs_are_conserved_and_allocation_fits_capacity(w in arb_workload(), fill in any::<bool>()) {
+        let p = policy(PREEMPT, EngineKind::Jit);
+        let config = Config { mode: if fill { Mode::Fill { target: 1.2 } } else { Mode::Timed }, ..Config::default() };
+        let r = simulate(&p, &cluster(THREE_NODES), &w, &config);
+        let c = &r.jobs;
+        prop_assert_eq!(c.finished + c.running + c.pending + c.rejected + c.withdrawn, c.total);
+        if !fill {
+            prop_assert_eq!(c.total, w.jobs.len() as u64);
+            // Every job has a duration, so nothing is left running at the end, and
+            // what still waits can never run (8 cards on 4-card nodes).
+            prop_assert_eq!(c.running, 0);
+            for n in &r.never_scheduled {
+                prop_assert_eq!(n.reason.as_str(), "pending: unschedulable");
+            }
+        }
+        let never: u64 = r.never_scheduled.iter().map(|n| n.jobs).sum();
+        prop_assert!(never <= c.pending + c.rejected + c.withdrawn + c.finished);
+        prop_assert!(r.gpu_hours.allocated <= r.gpu_hours.capacity * (1.0 + 1e-9) + 1e-9);
+        prop_assert!(r.gpu_hours.used <= r.gpu_hours.allocated + 1e-9);
+        for (a, cap) in r.series.allocated.iter().zip(&r.series.capacity) {
+            prop_assert!(*a <= *cap + 1e-9, "allocated {} of {}", a, cap);
+        }
+    }
+
+    /// The same inputs give the same JSON, byte for byte, and so do both engines.
+    #[test]
+    fn runs_are_deterministic_across_runs_and_engines(w in arb_workload(), seed in 0u64..4) {
+        let config = Config { seed, ..Config::default() };
+        let jit = policy(PREEMPT, EngineKind::Jit);
+        let interp = policy(PREEMPT, EngineKind::Interp);
+        let json = |p: &CompiledPolicy| serde_json::to_string(&simulate(p, &cluster(THREE_NODES), &w, &config)).unwrap_or_default();
+        let a = json(&jit);
+        prop_assert_eq!(&a, &json(&jit));
+        prop_assert_eq!(&a, &json(&interp));
+    }
+}
