@@ -209,3 +209,40 @@ fn explain_shows_the_victim_search() {
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn sim_runs_the_bundled_default() {
+    let out = gpolc().args(["sim"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn sim_json_is_the_same_for_both_engines() {
+    let run = |engine: &str| {
+        let trace = "name,arrival,duration,gpus,queue\na,0,100,8,training\nb,10,50,4,research\n";
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("t.csv");
+        std::fs::write(&path, trace).unwrap_or_else(|e| panic!("{e}"));
+        let out = gpolc().args(["sim", "--json", "--engine", engine, "--trace"]).arg(&path).assert().success();
+        String::from_utf8_lossy(&out.get_output().stdout).replace(&path.display().to_string(), "t.csv")
+    };
+    let jit = run("jit");
+    assert!(jit.contains("\"finished\": 2"), "{jit}");
+    assert_eq!(jit, run("interp"));
+}
+
+#[test]
+fn sim_names_the_file_line_and_field_of_bad_input() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let trace = dir.path().join("bad.csv");
+    std::fs::write(&trace, "arrival,gpus,queue\n0,1,training\n5,two,training\n").unwrap_or_else(|e| panic!("{e}"));
+    let out = gpolc().args(["sim", "--trace"]).arg(&trace).assert().code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("bad.csv:3: field `gpus`: expected a whole number, found `two`"), "{err}");
+    let cluster = dir.path().join("c.toml");
+    std::fs::write(&cluster, "[[pool]]\nname = \"a\"\ngpus = 8\n").unwrap_or_else(|e| panic!("{e}"));
+    let out = gpolc().args(["sim", "--cluster"]).arg(&cluster).assert().code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("c.toml:1: field `gpu_model`"), "{err}");
+}

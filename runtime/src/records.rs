@@ -119,15 +119,21 @@ fn resources(a: &Amounts, unset: f64) -> Resources {
 /// A queue's dominant share with `changes` applied: jobs admitted (+1) or evicted (-1)
 /// in leaf queues, counted in the queue if it is the leaf or one of its ancestors.
 pub fn share_after(quotas: &Quotas, totals: &Amounts, q: QueueId, changes: &[(QueueId, &Amounts, i64)]) -> f64 {
-    let mut extra = Amounts::new();
-    for (leaf, amounts, sign) in changes {
-        if quotas.path(*leaf).any(|p| p == q) {
-            for (r, a) in *amounts {
-                *extra.entry(*r).or_insert(0) += sign * a;
+    // `dominant_share` with the changes added, without building a map of them: this
+    // runs for every candidate of every victim search.
+    let node = &quotas.queues[q];
+    let applies: Vec<bool> = changes.iter().map(|(leaf, _, _)| quotas.path(*leaf).any(|p| p == q)).collect();
+    [Res::Gpu, Res::Cpu, Res::Mem]
+        .iter()
+        .map(|r| {
+            let mut a = node.get(&node.alloc, *r);
+            for ((_, amounts, sign), _) in changes.iter().zip(&applies).filter(|(_, on)| **on) {
+                a += sign * amounts.get(r).copied().unwrap_or(0);
             }
-        }
-    }
-    quotas.dominant_share(q, totals, Some(&extra))
+            let t = totals.get(r).copied().unwrap_or(0);
+            if t > 0 { a as f64 / t as f64 } else { 0.0 }
+        })
+        .fold(0.0, f64::max)
 }
 
 /// Every queue's record; `share_after` counts `changes` (see [`share_after`]).
