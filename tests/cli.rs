@@ -246,3 +246,30 @@ fn sim_names_the_file_line_and_field_of_bad_input() {
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(err.contains("c.toml:1: field `gpu_model`"), "{err}");
 }
+
+#[test]
+fn sim_writes_a_self_contained_report_with_charts() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let report = dir.path().join("out.html");
+    let trace = dir.path().join("t.csv");
+    std::fs::write(&trace, "name,arrival,duration,gpus,queue\na,0,3600,8,training\nb,60,7200,4,research\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    gpolc().args(["sim", "--trace"]).arg(&trace).arg("--report").arg(&report).assert().success();
+    let html = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{e}"));
+    assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
+    for title in
+        ["Allocation vs utilization", "Queue shares vs guarantees", "Queueing delay", "Fragmentation over time"]
+    {
+        assert!(html.contains(title), "missing {title}");
+    }
+    assert_eq!(html.matches("<svg").count(), 4);
+    assert!(
+        !html.contains("<script") && !html.contains("http://") || html.contains("xmlns=\"http://www.w3.org/2000/svg\"")
+    );
+    // A failed run writes no report.
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "arrival,gpus\nsoon,1\n").unwrap_or_else(|e| panic!("{e}"));
+    let missing = dir.path().join("never.html");
+    gpolc().args(["sim", "--trace"]).arg(&bad).arg("--report").arg(&missing).assert().code(1);
+    assert!(!missing.exists());
+}

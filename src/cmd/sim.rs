@@ -3,7 +3,7 @@
 //! side. Without arguments it runs the bundled default (a 128-GPU cluster, a week of
 //! synthetic jobs, policies/borrowing.gpol).
 
-use super::{FAILED, OK, USAGE};
+use super::{FAILED, OK, USAGE, write_atomically};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_runtime::sim::{self, Config, Control, Mode, SimError, report::Report};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -55,6 +55,10 @@ pub struct Args {
     /// Print the results as JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Also write a self-contained HTML report with charts to FILE (written only once
+    /// every run is complete).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
@@ -154,6 +158,16 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     } else {
         sim::summary::compare(&grouped)
     };
+    if let Some(path) = &args.report {
+        let html = sim::html::render(&grouped).map_err(|e| {
+            eprintln!("error: {e}");
+            FAILED
+        })?;
+        write_atomically(path, html.as_bytes()).map_err(|e| {
+            eprintln!("error: {}: {e}", path.display());
+            USAGE
+        })?;
+    }
     super::print(&text);
     Ok(())
 }

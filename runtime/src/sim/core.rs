@@ -619,6 +619,8 @@ impl<'a> Sim<'a> {
         for c in classes {
             group(format!("class {c}"), &|r, _| self.workload.jobs[r.trace].priority_class.as_deref() == Some(c));
         }
+        let mut delays: Vec<f64> = self.runs.iter().filter_map(delay).collect();
+        let delay_percentiles = report::percentiles(&mut delays);
         let mut jct: Vec<f64> =
             self.runs.iter().filter_map(|r| r.finish_ms.map(|f| seconds(f.saturating_sub(arrival(r))))).collect();
         let queues = self
@@ -688,6 +690,7 @@ impl<'a> Sim<'a> {
             fragmentation,
             fair_share_deviation: mean(DEVIATION),
             queueing_delay,
+            delay_percentiles,
             completion_time: Stats::of(&mut jct),
             preemption: self.preemption.clone(),
             queues,

@@ -9,6 +9,7 @@
 pub mod core;
 pub mod frag;
 pub mod generate;
+pub mod html;
 pub mod input;
 pub mod openb;
 pub mod report;

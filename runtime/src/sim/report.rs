@@ -31,6 +31,9 @@ pub struct Report {
     /// share and its demand-capped fair share (0 = perfectly fair, 1 = all misplaced).
     pub fair_share_deviation: f64,
     pub queueing_delay: Vec<Delay>,
+    /// The delay distribution of every job that started: percentiles 0, 1, …, 100
+    /// (seconds; empty when no job started).
+    pub delay_percentiles: Vec<f64>,
     pub completion_time: Option<Stats>,
     pub preemption: Preemption,
     pub queues: Vec<QueueSummary>,
@@ -73,6 +76,16 @@ pub struct Stats {
     pub p95: f64,
     pub p99: f64,
     pub max: f64,
+}
+
+/// Percentiles 0, 1, …, 100 of `values` (nearest rank; sorts them).
+pub fn percentiles(values: &mut [f64]) -> Vec<f64> {
+    if values.is_empty() {
+        return Vec::new();
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    (0..=100).map(|p| values[((f64::from(p) / 100.0 * n as f64).ceil() as usize).clamp(1, n) - 1]).collect()
 }
 
 impl Stats {
