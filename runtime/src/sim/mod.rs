@@ -11,6 +11,7 @@ pub mod frag;
 pub mod generate;
 pub mod html;
 pub mod input;
+pub mod k8s;
 pub mod openb;
 pub mod report;
 pub mod series;
@@ -22,20 +23,22 @@ pub use core::{Config, Control, Mode, SimError, Workload, run};
 
 use input::InputError;
 
-/// Reads a cluster file in whichever format it is: a TOML spec (`.toml`), or an openb
-/// node list (CSV).
+/// Reads a cluster file in whichever format it is: a TOML spec (`.toml`), an openb
+/// node list (CSV), or `kubectl get nodes -o json` output.
 pub fn read_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputError> {
     if file.ends_with(".toml") {
         spec::parse_toml(text, file)
     } else if openb::is_node_list(text) {
         openb::parse_nodes(text, file)
+    } else if k8s::is_node_list(text) {
+        k8s::parse_nodes(text, file)
     } else {
         Err(InputError::new(
             file,
             None,
             None,
-            "not a cluster file gpol reads: expected a TOML spec (.toml) or an openb node list \
-             (CSV with header `sn,cpu_milli,memory_mib,gpu,model`)",
+            "not a cluster file gpol reads: expected a TOML spec (.toml), an openb node list \
+             (CSV with header `sn,cpu_milli,memory_mib,gpu,model`) or `kubectl get nodes -o json` output",
         ))
     }
 }
