@@ -1,7 +1,7 @@
 //! `gpolc bench`: what a policy costs — compile time, and nanoseconds per (job, node)
 //! in the JIT and the interpreter on a generated cluster.
 
-use super::{FAILED, OK, USAGE, load};
+use super::{FAILED, OK};
 use gpol_compiler::diag::render;
 use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult, compile};
 use gpol_compiler::synthetic::Cluster;
@@ -18,25 +18,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    let (mut sources, id, bad) = match load(&args.policy) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
+    let super::Checked { sources, file, policy } = match super::check_policy(&args.policy, true, color) {
+        Ok(c) => c,
+        Err(code) => return code,
     };
-    if let Some(d) = bad {
-        eprint!("{}", render::human(&sources, &d, color));
-        return FAILED;
-    }
-    let text = sources.get(id).text.clone();
-    let checked = gpol_compiler::check::check(&mut sources, id);
-    for d in &checked.diagnostics {
-        eprint!("{}", render::human(&sources, d, color));
-    }
-    let Some(policy) = checked.policy else {
-        return FAILED;
-    };
+    let text = sources.get(file).text.clone();
     let compile_time = median(15, || {
         let mut s = gpol_compiler::source::SourceMap::new();
         let i = s.add(gpol_compiler::source::SourceFile::new("bench.gpol", text.clone()));

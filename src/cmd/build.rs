@@ -1,7 +1,6 @@
 //! `gpolc build`: compile a policy to a relocatable object file with C symbols.
 
-use super::{FAILED, OK, USAGE, load};
-use gpol_compiler::diag::render;
+use super::{FAILED, OK, USAGE};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -14,23 +13,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    let (mut sources, id, bad) = match load(&args.policy) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
-    };
-    if let Some(d) = bad {
-        eprint!("{}", render::human(&sources, &d, color));
-        return FAILED;
-    }
-    let checked = gpol_compiler::check::check(&mut sources, id);
-    for d in &checked.diagnostics {
-        eprint!("{}", render::human(&sources, d, color));
-    }
-    let Some(policy) = checked.policy else {
-        return FAILED;
+    let policy = match super::check_policy(&args.policy, true, color) {
+        Ok(c) => c.policy,
+        Err(code) => return code,
     };
     let program = gpol_compiler::lower::lower(&policy);
     let bytes = match gpol_compiler::jit::object::object(&program) {

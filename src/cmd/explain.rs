@@ -2,9 +2,8 @@
 //! cycle, why each waiting job goes where it goes or waits — the first filter that turns
 //! each node away, every score, the quota arithmetic — and then what the cycle did.
 
-use super::{FAILED, OK, USAGE, load};
-use gpol_compiler::diag::render;
-use gpol_compiler::engine::{EngineKind, compile};
+use super::{OK, USAGE};
+use gpol_compiler::engine::EngineKind;
 use gpol_runtime::explain::{describe_event, explain};
 use gpol_runtime::scenario::{Moment, run_with};
 use std::path::PathBuf;
@@ -18,36 +17,20 @@ pub struct Args {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    let (mut sources, id, bad) = match load(&args.policy) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
+    let checked = match super::check_policy(&args.policy, false, color) {
+        Ok(c) => c,
+        Err(code) => return code,
     };
-    if let Some(d) = bad {
-        eprint!("{}", render::human(&sources, &d, color));
-        return FAILED;
-    }
-    let checked = gpol_compiler::check::check(&mut sources, id);
-    for d in checked.diagnostics.iter().filter(|d| d.is_error()) {
-        eprint!("{}", render::human(&sources, d, color));
-    }
-    let Some(policy) = checked.policy else {
-        return FAILED;
-    };
-    let Some(test) = policy.tests.iter().find(|t| t.name == args.scenario).cloned() else {
-        let names: Vec<String> = policy.tests.iter().map(|t| format!("\"{}\"", t.name)).collect();
+    let tests = &checked.policy.tests;
+    let Some(test) = tests.iter().find(|t| t.name == args.scenario).cloned() else {
+        let names: Vec<String> = tests.iter().map(|t| format!("\"{}\"", t.name)).collect();
         eprintln!("error: the policy has no test named \"{}\"; its tests are {}", args.scenario, names.join(", "));
         return USAGE;
     };
     // Explain re-runs rules in the interpreter (D10); the cycle itself runs the same way.
-    let compiled = match compile(policy, EngineKind::Interp) {
+    let compiled = match super::compile_checked(checked, EngineKind::Interp, color) {
         Ok(c) => c,
-        Err(d) => {
-            eprint!("{}", render::human(&sources, &d, color));
-            return FAILED;
-        }
+        Err(code) => return code,
     };
     let mut out = String::new();
     let mut seen = 0;

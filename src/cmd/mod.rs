@@ -100,18 +100,63 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Loads, checks and compiles a policy, printing its diagnostics. `Err` holds the exit
-/// code to return.
+/// A policy that checked, with the sources its diagnostics point into.
+pub struct Checked {
+    pub sources: SourceMap,
+    pub file: gpol_compiler::source::FileId,
+    pub policy: gpol_compiler::hir::Policy,
+}
+
+/// Loads and checks a policy, printing its errors (and, with `warnings`, its warnings).
+/// `Err` holds the exit code to return.
+pub fn check_policy(path: &Path, warnings: bool, color: bool) -> Result<Checked, u8> {
+    let (sources, id, bad) = load(path).map_err(|e| {
+        eprintln!("error: {e}");
+        USAGE
+    })?;
+    check_loaded(sources, id, bad, warnings, color)
+}
+
+fn check_loaded(
+    mut sources: SourceMap,
+    id: gpol_compiler::source::FileId,
+    bad: Option<Diagnostic>,
+    warnings: bool,
+    color: bool,
+) -> Result<Checked, u8> {
+    use gpol_compiler::diag::render;
+    if let Some(d) = bad {
+        eprint!("{}", render::human(&sources, &d, color));
+        return Err(FAILED);
+    }
+    let checked = gpol_compiler::check::check(&mut sources, id);
+    for d in checked.diagnostics.iter().filter(|d| warnings || d.is_error()) {
+        eprint!("{}", render::human(&sources, d, color));
+    }
+    let policy = checked.policy.ok_or(FAILED)?;
+    Ok(Checked { sources, file: id, policy })
+}
+
+/// Compiles a checked policy with `engine`, printing a backend failure.
+pub fn compile_checked(
+    checked: Checked,
+    engine: gpol_compiler::engine::EngineKind,
+    color: bool,
+) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
+    let Checked { sources, policy, .. } = checked;
+    gpol_compiler::engine::compile(policy, engine).map_err(|d| {
+        eprint!("{}", gpol_compiler::diag::render::human(&sources, &d, color));
+        FAILED
+    })
+}
+
+/// Loads, checks and compiles a policy, printing its errors.
 pub fn compile_policy(
     path: &Path,
     engine: gpol_compiler::engine::EngineKind,
     color: bool,
 ) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
-    let (sources, id, bad) = load(path).map_err(|e| {
-        eprintln!("error: {e}");
-        USAGE
-    })?;
-    compile_loaded(sources, id, bad, engine, color)
+    compile_checked(check_policy(path, false, color)?, engine, color)
 }
 
 /// [`compile_policy`] for a policy given as text (the bundled defaults).
@@ -123,28 +168,5 @@ pub fn compile_policy_text(
 ) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
     let mut sources = SourceMap::new();
     let id = sources.add(gpol_compiler::source::SourceFile::new(name, text.to_string()));
-    compile_loaded(sources, id, None, engine, color)
-}
-
-fn compile_loaded(
-    mut sources: SourceMap,
-    id: gpol_compiler::source::FileId,
-    bad: Option<Diagnostic>,
-    engine: gpol_compiler::engine::EngineKind,
-    color: bool,
-) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
-    use gpol_compiler::diag::render;
-    if let Some(d) = bad {
-        eprint!("{}", render::human(&sources, &d, color));
-        return Err(FAILED);
-    }
-    let checked = gpol_compiler::check::check(&mut sources, id);
-    for d in checked.diagnostics.iter().filter(|d| d.severity == gpol_compiler::diag::Severity::Error) {
-        eprint!("{}", render::human(&sources, d, color));
-    }
-    let policy = checked.policy.ok_or(FAILED)?;
-    gpol_compiler::engine::compile(policy, engine).map_err(|d| {
-        eprint!("{}", render::human(&sources, &d, color));
-        FAILED
-    })
+    compile_checked(check_loaded(sources, id, None, false, color)?, engine, color)
 }
