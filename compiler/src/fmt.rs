@@ -541,16 +541,7 @@ fn expr_doc(e: &Expr, min: u8) -> RcDoc<'static, ()> {
             let rhs = if logical { rhs } else { rhs.nest(INDENT as isize) };
             expr_doc(a, lmin).append(rhs).group()
         }
-        ExprKind::If { cond, then, els } => RcDoc::text("if ")
-            .append(expr_doc(cond, 0))
-            .append(RcDoc::line())
-            .append(RcDoc::text("then "))
-            .append(expr_doc(then, 0))
-            .append(RcDoc::line())
-            .append(RcDoc::text("else "))
-            .append(expr_doc(els, 0))
-            .nest(INDENT as isize)
-            .group(),
+        ExprKind::If { .. } => if_chain(e),
         ExprKind::Block { lets, body } => {
             let mut d = RcDoc::text("{");
             for l in lets {
@@ -579,6 +570,31 @@ fn expr_doc(e: &Expr, min: u8) -> RcDoc<'static, ()> {
         }
     };
     if precedence(e) < min { RcDoc::text("(").append(d.nest(1)).append(RcDoc::text(")")) } else { d }
+}
+
+/// `if a then x else if b then y else z`: on one line when it fits, else each branch
+/// indented under its own `if … then` / `else` line, with an `else if` chain kept flat.
+fn if_chain(mut e: &Expr) -> RcDoc<'static, ()> {
+    let branch = |x: &Expr| -> RcDoc<'static, ()> {
+        match x.kind {
+            // A block's braces already indent its body.
+            ExprKind::Block { .. } => RcDoc::text(" ").append(expr_doc(x, 0)),
+            _ => RcDoc::line().append(expr_doc(x, 0)).nest(INDENT as isize),
+        }
+    };
+    let mut d = RcDoc::nil();
+    let mut first = true;
+    while let ExprKind::If { cond, then, els } = &e.kind {
+        let head = if first { "if " } else { "else if " };
+        if !first {
+            d = d.append(RcDoc::line());
+        }
+        d = d.append(RcDoc::text(head)).append(expr_doc(cond, 0).nest(INDENT as isize));
+        d = d.append(RcDoc::text(" then")).append(branch(then));
+        first = false;
+        e = els;
+    }
+    d.append(RcDoc::line()).append(RcDoc::text("else")).append(branch(e)).group()
 }
 
 /// The operands of a left-associative chain of one operator, in order.

@@ -4,13 +4,15 @@
 
 use crate::cycle::{Event, JobSpec, Scheduler};
 use crate::explain;
+use crate::fit::Ask;
 use crate::jobs::{JobId, Request, State};
 use crate::model::{NodeSpec, Sharing};
+use crate::sim::frag;
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::hir::{self, Expect, Step, TestName};
 use gpol_compiler::interp::{self, Roots, Val};
 use gpol_compiler::ir::VTy;
-use gpol_compiler::schema::Record;
+use gpol_compiler::schema::{Record, ShapeRec};
 use gpol_compiler::source::Span;
 use std::collections::HashMap;
 
@@ -60,6 +62,7 @@ pub fn run_with(
     mut observe: impl FnMut(Moment, &Scheduler),
 ) -> (Outcome, Scheduler) {
     let mut s = Scheduler::new(policy.clone());
+    s.set_task_shapes(test_shapes(test));
     let mut jobs: HashMap<String, JobId> = HashMap::new();
     let mut outcome =
         Outcome { name: test.name.clone(), span: test.span, expectations: 0, failures: Vec::new(), error: None };
@@ -155,6 +158,18 @@ pub fn engines_agree(policy: &hir::Policy, test: &hir::Test) -> Result<(), Strin
         return Err(format!("the JIT and the interpreter disagree:\n  jit:    {:?}\n  interp: {:?}", a.log, b.log));
     }
     Ok(())
+}
+
+/// A test's workload is its jobs: their popular shapes are `cluster.task_shapes`.
+fn test_shapes(test: &hir::Test) -> Vec<ShapeRec> {
+    let asks = test.steps.iter().filter_map(|step| match step {
+        Step::Submit(j) | Step::Run(j, _) => {
+            let spec = job_spec(j);
+            Some(Ask { request: spec.request, gpu_mem: spec.gpu_mem, cpu_milli: spec.cpu_milli, mem: spec.mem })
+        }
+        _ => None,
+    });
+    frag::shape_records(&frag::task_shapes(asks, frag::DEFAULT_SHAPES))
 }
 
 fn node_spec(n: &hir::TestNode) -> NodeSpec {

@@ -54,7 +54,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Config {
-        Config { mode: Mode::Timed, seed: 1, retry_ms: 60_000, points: 300, task_shapes: 16 }
+        Config { mode: Mode::Timed, seed: 1, retry_ms: 60_000, points: 300, task_shapes: frag::DEFAULT_SHAPES }
     }
 }
 
@@ -195,7 +195,7 @@ impl<'a> Sim<'a> {
             })?;
         }
         let resolved = resolve(&s, policy, workload)?;
-        let shapes = frag::task_shapes(&workload.jobs, config.task_shapes);
+        let shapes = frag::task_shapes(workload.jobs.iter().map(TraceJob::ask), config.task_shapes);
         s.set_task_shapes(frag::shape_records(&shapes));
         let leaves: Vec<QueueId> = (0..s.quotas.queues.len()).filter(|&q| s.quotas.queues[q].is_leaf()).collect();
         let capacity_milli = cluster.total_gpus() * u64::from(MILLI);

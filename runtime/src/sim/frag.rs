@@ -8,12 +8,14 @@
 //! for fractional ones; cards without a free instance of the profile, for MIG). A shape
 //! that asks for no GPU can use none of it.
 
-use super::trace::TraceJob;
 use crate::fit::{self, Ask};
 use crate::jobs::Request;
 use crate::model::{MILLI, Node, mig_milli};
 use gpol_compiler::schema::{Opt, ShapeRec};
 use std::collections::BTreeMap;
+
+/// How many shapes make `cluster.task_shapes` unless a run says otherwise.
+pub const DEFAULT_SHAPES: usize = 16;
 
 /// A request shape of the workload and its share of the jobs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -22,21 +24,20 @@ pub struct TaskShape {
     pub weight: f64,
 }
 
-/// The `max` most common per-replica shapes of the jobs, weights renormalised to sum to
-/// 1; ties go to the smaller shape, so the result does not depend on job order.
-pub fn task_shapes(jobs: &[TraceJob], max: usize) -> Vec<TaskShape> {
+/// The `max` most common per-replica shapes of the jobs' requests, weights renormalised
+/// to sum to 1; ties go to the smaller shape, so the result does not depend on job order.
+pub fn task_shapes(asks: impl IntoIterator<Item = Ask>, max: usize) -> Vec<TaskShape> {
     // Keyed so that iteration runs from the smallest shape up.
     type Key = (u64, u8, u32, u64, u64, u64);
     let mut counts: BTreeMap<Key, (Ask, u64)> = BTreeMap::new();
-    for j in jobs {
-        let ask = Ask { request: j.request, gpu_mem: j.gpu_mem, cpu_milli: j.cpu_milli, mem: j.mem };
-        let (kind, arg) = match j.request {
+    for ask in asks {
+        let (kind, arg) = match ask.request {
             Request::None => (0, 0),
             Request::Fraction(m) => (1, m),
             Request::Mig(p) => (2, u32::from(p)),
             Request::Whole(k) => (3, k),
         };
-        counts.entry((j.request.milli(), kind, arg, j.gpu_mem, j.cpu_milli, j.mem)).or_insert((ask, 0)).1 += 1;
+        counts.entry((ask.request.milli(), kind, arg, ask.gpu_mem, ask.cpu_milli, ask.mem)).or_insert((ask, 0)).1 += 1;
     }
     let mut shapes: Vec<(Ask, u64)> = counts.into_values().collect();
     // Stable: equal counts keep the key order (smaller shapes first).
@@ -175,10 +176,10 @@ mod tests {
 
     #[test]
     fn popular_shapes_are_counted_and_normalised() {
-        let mut jobs: Vec<TraceJob> = (0..6).map(|i| TraceJob::new(format!("j{i}"), 0)).collect();
-        jobs[4].request = Request::Fraction(500);
-        jobs[5].request = Request::Whole(8);
-        let shapes = task_shapes(&jobs, 2);
+        let mut asks = vec![ask(Request::Whole(1), 0); 6];
+        asks[4].request = Request::Fraction(500);
+        asks[5].request = Request::Whole(8);
+        let shapes = task_shapes(asks, 2);
         assert_eq!(shapes.len(), 2);
         assert_eq!(shapes[0].ask.request, Request::Whole(1));
         assert!((shapes[0].weight - 0.8).abs() < 1e-12);

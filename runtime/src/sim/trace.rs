@@ -2,6 +2,7 @@
 //! one job per row, the same column names in both.
 
 use super::input::{self, InputError};
+use crate::fit::Ask;
 use crate::jobs::Request;
 use gpol_compiler::fuzzy;
 use gpol_compiler::schema::MIG_PROFILES;
@@ -64,6 +65,11 @@ impl TraceJob {
             utilization: 1.0,
             labels: Vec::new(),
         }
+    }
+
+    /// What one replica asks for.
+    pub fn ask(&self) -> Ask {
+        Ask { request: self.request, gpu_mem: self.gpu_mem, cpu_milli: self.cpu_milli, mem: self.mem }
     }
 
     /// GPUs the whole job asks for, in milli-GPU.

@@ -1,0 +1,211 @@
+//! The fragmentation-aware scores of `std.pack`, written in gpol, agree with the
+//! simulator's own measure of fragmentation (`sim::frag`, the ATC '23 definition): for
+//! random nodes, workloads and jobs, `fgd_growth` is exactly the growth of the node's
+//! expected fragmentation that the placement causes, in both engines.
+
+use gpol_compiler::check::check;
+use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult, compile};
+use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_runtime::cycle::{JobSpec, Scheduler};
+use gpol_runtime::fit::{self, Ask};
+use gpol_runtime::jobs::Request;
+use gpol_runtime::model::{Cluster, NodeSpec, Sharing};
+use gpol_runtime::sim::frag::{self, TaskShape};
+use proptest::prelude::*;
+
+/// The growth is read back from a score: `0.5 − growth / SCALE`.
+const SCALE: f64 = 64.0;
+
+const POLICY: &str = r#"policy growth
+
+use std.pack
+
+score growth { clamp(0.5 - std.pack.fgd_growth(job, node, cluster) / 64 gpu, 0, 1) }
+
+card_score card_growth { clamp(0.5 - std.pack.fgd_card_growth(job, node, card, cluster) / 64 gpu, 0, 1) }
+"#;
+
+fn compiled(kind: EngineKind) -> CompiledPolicy {
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new("growth.gpol", POLICY));
+    let checked = check(&mut sources, id);
+    let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
+    compile(policy, kind).unwrap_or_else(|d| panic!("{d:?}"))
+}
+
+fn request() -> impl Strategy<Value = Request> {
+    prop_oneof![
+        (1u32..=4).prop_map(Request::Whole),
+        // Multiples of 0.05 make exact fits (0.5 left for a 0.5 shape) common.
+        (1u32..20).prop_map(|k| Request::Fraction(k * 50)),
+        (1u32..1000).prop_map(Request::Fraction),
+    ]
+}
+
+fn shape() -> impl Strategy<Value = TaskShape> {
+    let request = prop_oneof![8 => request(), 1 => Just(Request::None)];
+    (request, 0u64..6, 1u32..10).prop_map(|(request, cpu, weight)| TaskShape {
+        ask: Ask { request, gpu_mem: 0, cpu_milli: cpu * 1000, mem: 0 },
+        weight: f64::from(weight),
+    })
+}
+
+fn job(request: Request, cpu: u64) -> JobSpec {
+    JobSpec {
+        name: String::new(),
+        queue: 0,
+        user: "u".into(),
+        priority_class: None,
+        priority: 0.0,
+        request,
+        replicas: 1,
+        min_replicas: 1,
+        gpu_mem: 0,
+        cpu_milli: cpu * 1000,
+        mem: 0,
+        models: Vec::new(),
+        bursty: false,
+        latency_critical: false,
+        preemptible: false,
+        duration_ms: None,
+        checkpoint_every_ms: None,
+        utilization: 1.0,
+        labels: Vec::new(),
+    }
+}
+
+/// A scenario: nodes (cards, clients per card, cores), running jobs (request, cores,
+/// node), the workload's shapes, and the job to place (request, cores).
+type Case = (Vec<(u32, u32, u64)>, Vec<(Request, u64, usize)>, Vec<TaskShape>, (Request, u64));
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec((1u32..=8, 1u32..=4, 2u64..=24), 1..5),
+        prop::collection::vec((request(), 0u64..4, 0usize..8), 0..16),
+        prop::collection::vec(shape(), 0..8),
+        (request(), 0u64..4),
+    )
+}
+
+/// Expected fragmentation growth (GPUs) of node `n` if the job takes `chosen` there.
+fn oracle(
+    cluster: &Cluster,
+    n: usize,
+    job: &gpol_runtime::jobs::Job,
+    chosen: &[(usize, Option<usize>)],
+    shapes: &[TaskShape],
+) -> f64 {
+    let mut after = cluster.clone();
+    fit::bind(&mut after, n, job, chosen);
+    let before = frag::expected(std::slice::from_ref(&cluster.nodes[n]), shapes);
+    let after = frag::expected(std::slice::from_ref(&after.nodes[n]), shapes);
+    (after - before) / 1000.0
+}
+
+fn agrees(kind: EngineKind, case: &Case) -> Result<(), TestCaseError> {
+    let (nodes, running, shapes, (request, cpu)) = case;
+    let mut s = Scheduler::new(compiled(kind));
+    for (i, &(cards, clients, cores)) in nodes.iter().enumerate() {
+        s.add_node(&NodeSpec {
+            name: format!("n{i}"),
+            model: "g".into(),
+            cards,
+            card_mem: 0,
+            sharing: Sharing::Timeslice,
+            mig: vec![],
+            max_clients: clients,
+            cpu_milli: cores * 1000,
+            mem: 0,
+            domains: vec![],
+            labels: vec![],
+        })
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    }
+    for &(request, cores, node) in running {
+        let id = s.submit(job(request, cores)).map_err(TestCaseError::fail)?;
+        // Jobs that do not fit stay pending; they change nothing.
+        let _ = s.start_on(id, &[node % nodes.len()], 0, 0);
+    }
+    let total: f64 = shapes.iter().map(|t| t.weight).sum();
+    let shapes: Vec<TaskShape> = shapes.iter().map(|t| TaskShape { weight: t.weight / total, ..*t }).collect();
+    s.set_task_shapes(frag::shape_records(&shapes));
+    let id = s.submit(job(*request, *cpu)).map_err(TestCaseError::fail)?;
+
+    let view = s.view(Some(id));
+    let ctx = s.ctx(&view);
+    let job_rec = s.job_rec(id);
+    let records = s.node_records();
+    let mut out = vec![NodeResult::default(); records.len()];
+    s.policy.engine().filter_score(&ctx, &job_rec, records, &mut out);
+    let job = &s.jobs[id];
+    for (n, node) in s.cluster.nodes.iter().enumerate() {
+        if !fit::fits(node, job) {
+            continue;
+        }
+        let expected = match job.request {
+            Request::Whole(_) => {
+                let chosen = fit::choose(node, job, None).ok_or_else(|| TestCaseError::fail("fits but no cards"))?;
+                oracle(&s.cluster, n, job, &chosen, &shapes)
+            }
+            _ => {
+                let mut best = f64::INFINITY;
+                for cand in fit::candidates(node, job) {
+                    let growth = oracle(&s.cluster, n, job, &[cand], &shapes);
+                    let card = &records[n].cards_list.as_slice()[cand.0];
+                    let (score, _) = s.policy.engine().card_score(&ctx, &job_rec, &records[n], card);
+                    let got = (0.5 - score) * SCALE;
+                    prop_assert!((got - growth).abs() < 1e-6, "node n{n} card {}: gpol {got}, frag {growth}", cand.0);
+                    best = best.min(growth);
+                }
+                best
+            }
+        };
+        let got = (0.5 - out[n].score) * SCALE;
+        prop_assert!((got - expected).abs() < 1e-6, "node n{n}: gpol {got}, frag {expected}");
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn fgd_growth_is_the_growth_of_expected_fragmentation(case in case()) {
+        agrees(EngineKind::Jit, &case)?;
+        agrees(EngineKind::Interp, &case)?;
+    }
+}
+
+/// A hand-computed case: the paper's example of a share that strands a card's remainder.
+#[test]
+fn a_share_that_strands_a_remainder_grows_fragmentation() {
+    let shapes =
+        vec![TaskShape { ask: Ask { request: Request::Fraction(500), gpu_mem: 0, cpu_milli: 0, mem: 0 }, weight: 1.0 }];
+    // One card with 0.5 free: a 0.2 share leaves 0.3, which no half-card job can use.
+    let case: Case = (vec![(1, 4, 8)], vec![(Request::Fraction(500), 0, 0)], shapes, (Request::Fraction(200), 0));
+    agrees(EngineKind::Jit, &case).expect("agrees");
+    let mut s = Scheduler::new(compiled(EngineKind::Jit));
+    s.add_node(&NodeSpec {
+        name: "n".into(),
+        model: "g".into(),
+        cards: 1,
+        card_mem: 0,
+        sharing: Sharing::Timeslice,
+        mig: vec![],
+        max_clients: 4,
+        cpu_milli: 8000,
+        mem: 0,
+        domains: vec![],
+        labels: vec![],
+    })
+    .expect("node");
+    let warm = s.submit(job(Request::Fraction(500), 0)).expect("submit");
+    s.start_on(warm, &[0], 0, 0).expect("start");
+    s.set_task_shapes(frag::shape_records(&case.2));
+    let id = s.submit(job(Request::Fraction(200), 0)).expect("submit");
+    let view = s.view(Some(id));
+    let mut out = vec![NodeResult::default(); 1];
+    s.policy.engine().filter_score(&s.ctx(&view), &s.job_rec(id), s.node_records(), &mut out);
+    // Before: 0.5 free, all usable: 0. After: 0.3 free, none usable: 0.3.
+    assert!(((0.5 - out[0].score) * SCALE - 0.3).abs() < 1e-9, "score {}", out[0].score);
+}
