@@ -25,8 +25,9 @@ const INTERRUPTED: u8 = 130;
 pub struct Args {
     /// The policy (default: the bundled policies/borrowing.gpol).
     policy: Option<PathBuf>,
-    /// Run several policies on the same cluster, trace and seeds, side by side.
-    #[arg(long, num_args = 1.., value_name = "POLICY", conflicts_with = "policy")]
+    /// Run several policies on the same cluster, trace and seeds, side by side (after
+    /// POLICY, the baseline, when one is given).
+    #[arg(long, num_args = 1.., value_name = "POLICY")]
     compare: Vec<PathBuf>,
     /// The cluster: a TOML spec or an openb node list (default: the bundled sim/cluster.toml).
     #[arg(long)]
@@ -86,8 +87,10 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     // Inputs first, so a bad file is reported before any work.
     let cluster = read(&args.cluster, DEFAULT_CLUSTER, sim::read_cluster)?;
     let workload = read(&args.trace, DEFAULT_TRACE, sim::read_trace)?;
-    let paths: Vec<Option<&PathBuf>> =
-        if args.compare.is_empty() { vec![args.policy.as_ref()] } else { args.compare.iter().map(Some).collect() };
+    let paths: Vec<Option<&PathBuf>> = match (&args.policy, args.compare.is_empty()) {
+        (None, false) => args.compare.iter().map(Some).collect(),
+        (policy, _) => std::iter::once(policy.as_ref()).chain(args.compare.iter().map(Some)).collect(),
+    };
     let mut policies: Vec<(String, CompiledPolicy)> = Vec::new();
     for p in paths {
         let compiled = match p {

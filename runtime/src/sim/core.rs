@@ -770,6 +770,9 @@ fn resolve(s: &Scheduler, policy: &CompiledPolicy, workload: &Workload) -> Resul
     let leaves: Vec<usize> = (0..queues.len()).filter(|&q| queues[q].is_leaf()).collect();
     let by_name: HashMap<&str, usize> = queues.iter().enumerate().map(|(i, q)| (q.name.as_str(), i)).collect();
     let classes = &policy.policy.priority_classes;
+    // A policy without a queue tree has one implicit queue that takes every job, whatever
+    // queue the trace names (so placement policies run on any trace).
+    let implicit = policy.policy.queues.len() == 1 && policy.policy.queues[0].span == Default::default();
     workload
         .jobs
         .iter()
@@ -783,6 +786,7 @@ fn resolve(s: &Scheduler, policy: &CompiledPolicy, workload: &Workload) -> Resul
                 )
             };
             let queue = match &j.queue {
+                _ if implicit => leaves[0],
                 Some(name) => match by_name.get(name.as_str()) {
                     Some(&q) if queues[q].is_leaf() => q,
                     Some(_) => {
