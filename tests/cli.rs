@@ -233,6 +233,34 @@ fn sim_json_is_the_same_for_both_engines() {
 }
 
 #[test]
+fn sim_compares_policies_over_seeds_side_by_side() {
+    let out = gpolc()
+        .args([
+            "sim",
+            "policies/best_fit.gpol",
+            "--compare",
+            "policies/random.gpol",
+            "--fill",
+            "100",
+            "--seeds",
+            "1..3",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let header = text.lines().next().unwrap_or_default();
+    for column in ["3 seeds", "best_fit", "random", "Δ"] {
+        assert!(header.contains(column), "{header}");
+    }
+    // Random placement strands capacity that best fit uses: its delta is a loss.
+    let allocated = text.lines().find(|l| l.starts_with("allocated")).unwrap_or_default();
+    assert!(allocated.contains(" -"), "{allocated}");
+    // The baseline alone is the plain summary of one policy.
+    let out = gpolc().args(["sim", "--compare", "policies/best_fit.gpol", "--fill", "100"]).assert().success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("fill"));
+}
+
+#[test]
 fn sim_names_the_file_line_and_field_of_bad_input() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let trace = dir.path().join("bad.csv");
@@ -271,4 +299,25 @@ fn sim_writes_a_self_contained_report_with_charts() {
     let missing = dir.path().join("never.html");
     gpolc().args(["sim", "--trace"]).arg(&bad).arg("--report").arg(&missing).assert().code(1);
     assert!(!missing.exists());
+}
+
+#[test]
+fn sim_reads_a_slurm_node_list() {
+    // Real `sinfo --json` of Slurm 22.05 (runtime/tests/slurm/capture.sh): 6 nodes, 22 GPUs.
+    // a100-1 takes `a`; `b` takes 2 of h100-1's 4 cards; a100-2 is drained and gpu-1 is
+    // draining, so `c` (4 GPUs) waits for `b` to finish: 540 s.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let trace = write(
+        dir.path(),
+        "t.csv",
+        "name,arrival,duration,gpus,queue\na,0,3600,8,training\nb,60,600,2,research\nc,120,600,4,research\n",
+    );
+    let out = gpolc()
+        .args(["sim", "--json", "--cluster", "runtime/tests/fixtures/slurm/sinfo.json", "--trace", &trace])
+        .assert()
+        .success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((report["nodes"].as_u64(), report["gpus"].as_f64()), (Some(6), Some(22.0)), "{report}");
+    assert_eq!(report["jobs"]["finished"].as_u64(), Some(3), "{report}");
+    assert_eq!(report["queueing_delay"][0]["max"].as_f64(), Some(540.0), "{report}");
 }

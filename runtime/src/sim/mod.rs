@@ -15,6 +15,7 @@ pub mod k8s;
 pub mod openb;
 pub mod report;
 pub mod series;
+pub mod slurm;
 pub mod spec;
 pub mod summary;
 pub mod trace;
@@ -24,7 +25,8 @@ pub use core::{Config, Control, Mode, SimError, Workload, run};
 use input::InputError;
 
 /// Reads a cluster file in whichever format it is: a TOML spec (`.toml`), an openb
-/// node list (CSV), or `kubectl get nodes -o json` output.
+/// node list (CSV), `kubectl get nodes -o json` output, or a Slurm node list
+/// (`sinfo --json`).
 pub fn read_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputError> {
     if file.ends_with(".toml") {
         spec::parse_toml(text, file)
@@ -32,13 +34,16 @@ pub fn read_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputEr
         openb::parse_nodes(text, file)
     } else if k8s::is_node_list(text) {
         k8s::parse_nodes(text, file)
+    } else if slurm::is_node_list(text) {
+        slurm::parse_nodes(text, file)
     } else {
         Err(InputError::new(
             file,
             None,
             None,
             "not a cluster file gpol reads: expected a TOML spec (.toml), an openb node list \
-             (CSV with header `sn,cpu_milli,memory_mib,gpu,model`) or `kubectl get nodes -o json` output",
+             (CSV with header `sn,cpu_milli,memory_mib,gpu,model`), `kubectl get nodes -o json` output, \
+             or a Slurm node list (`sinfo --json`, slurmrestd's `/nodes`, `scontrol show nodes --json`)",
         ))
     }
 }
