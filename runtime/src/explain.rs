@@ -94,7 +94,7 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
             p = node.parent;
         }
     }
-    if let Err(why) = s.quotas.admissible(j.queue, j.user, &demand, &s.syms) {
+    if let Err(why) = s.quotas.admissible(j.queue, j.user, &demand).map_err(|b| s.quotas.describe(b, &s.syms)) {
         let _ = writeln!(out, "  quota blocks it: {why}");
     }
     let nodes = s.node_records();

@@ -7,7 +7,7 @@ use crate::fit;
 use crate::gang::{self, Clause, Host, Shortfall};
 use crate::jobs::{JobId, Reason};
 use crate::model::NodeId;
-use crate::quota;
+use crate::quota::{self, Block};
 use gpol_compiler::engine::{MAX_TIERS, NodeResult};
 use gpol_compiler::interp::Ctx;
 use gpol_compiler::schema::{JobRec, Sym};
@@ -112,7 +112,9 @@ impl Scheduler {
         match choice.best {
             Some((node, _)) => Ok(vec![node]),
             None if !choice.passed_filters => Err(Reason::Rule(self.most_rejecting(&choice.rejections))),
-            None => Err(choice.quota_block.map_or(Reason::Capacity, Reason::Quota)),
+            None => {
+                Err(choice.quota_block.map_or(Reason::Capacity, |b| Reason::Quota(self.quotas.describe(b, &self.syms))))
+            }
         }
     }
 
@@ -151,11 +153,16 @@ impl Scheduler {
     /// How many replicas the quota admits now: all of them, or for an elastic gang as
     /// many as it can, down to `min_replicas`.
     pub(crate) fn quota_count(&self, job: JobId) -> Result<u32, Reason> {
+        self.quota_replicas(job).map_err(|why| Reason::Quota(self.quotas.describe(why, &self.syms)))
+    }
+
+    /// `quota_count` without the words, for the victim search's many trials.
+    pub(crate) fn quota_replicas(&self, job: JobId) -> Result<u32, Block> {
         let j = &self.jobs[job];
-        let admits = |n: u32| self.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, n, None), &self.syms);
+        let admits = |n: u32| self.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, n, None));
         match admits(j.replicas) {
             Ok(()) => Ok(j.replicas),
-            Err(why) => (j.min_replicas..j.replicas).rev().find(|&n| admits(n).is_ok()).ok_or(Reason::Quota(why)),
+            Err(why) => (j.min_replicas..j.replicas).rev().find(|&n| admits(n).is_ok()).ok_or(why),
         }
     }
 
@@ -186,14 +193,14 @@ impl Scheduler {
                 return Ok(replicas);
             }
             let models: Vec<Sym> = replicas.iter().map(|&n| self.cluster.nodes[n].model).collect();
-            match self.quotas.admissible(j.queue, j.user, &quota::placement_demand(j, &models), &self.syms) {
+            match self.quotas.admissible(j.queue, j.user, &quota::placement_demand(j, &models)) {
                 Ok(()) => return Ok(replicas),
                 Err(why) => {
                     first_block.get_or_insert(why);
                 }
             }
         }
-        Err(first_block.map_or(Reason::Capacity, Reason::Quota))
+        Err(first_block.map_or(Reason::Capacity, |b| Reason::Quota(self.quotas.describe(b, &self.syms))))
     }
 
     /// The cards one replica takes on `node`: by the policy's `card_score` rules if it
@@ -271,8 +278,8 @@ struct Choice<'s> {
     passed_filters: bool,
     rejections: Vec<usize>,
     /// The quota check per GPU model, worked out once per model seen.
-    by_model: Vec<(Sym, Result<(), String>)>,
-    quota_block: Option<String>,
+    by_model: Vec<(Sym, Result<(), Block>)>,
+    quota_block: Option<Block>,
 }
 
 impl Choice<'_> {
@@ -303,12 +310,12 @@ impl Choice<'_> {
                 Some((_, v)) => v,
                 None => {
                     let demand = quota::demand(j, Some(node.model));
-                    self.by_model.push((node.model, s.quotas.admissible(j.queue, j.user, &demand, &s.syms)));
+                    self.by_model.push((node.model, s.quotas.admissible(j.queue, j.user, &demand)));
                     &self.by_model[self.by_model.len() - 1].1
                 }
             };
             if let Err(why) = verdict {
-                self.quota_block.get_or_insert_with(|| why.clone());
+                self.quota_block.get_or_insert(*why);
                 return;
             }
         }

@@ -24,6 +24,7 @@ use gpol_compiler::schema::Record;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
 use std::fmt::Write;
+use std::rc::Rc;
 
 /// A job to evict, the rule that allows it and what it costs.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,7 +52,22 @@ struct Candidate {
     cost: f64,
     priority: f64,
     started_ms: i64,
-    guard: Vec<(QueueId, Res, i64)>,
+    guard: Guard,
+}
+
+/// For each queue on a victim's side that borrows a resource, that queue's guarantee of it.
+type Guard = Rc<[(QueueId, Res, i64)]>;
+
+/// Where the jobs of one queue stand in a victim search: the same for all of them, so it
+/// is worked out once per queue rather than once per running job.
+#[derive(Clone)]
+enum Standing {
+    /// Evictable by rules of these kinds, keeping each queue of `guard` at its guarantee.
+    Open { preempt: bool, reclaim: bool, guard: Guard },
+    /// The victim's side (this queue) holds no more than its guarantee of what is needed.
+    WithinGuarantee(QueueId),
+    /// The claimant's side (this queue) would exceed its guarantee with the claimant.
+    ClaimantOver(QueueId),
 }
 
 /// The eligible victims, and what each frees on each of its nodes.
@@ -170,6 +186,10 @@ impl Scheduler {
         if let Some(t) = trace.as_deref_mut() {
             let _ = writeln!(t, "  victim search:");
         }
+        let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
+        let (has_preempt, has_reclaim) = (has_kind(VictimKind::Preempt), has_kind(VictimKind::Reclaim));
+        let totals = self.totals();
+        let mut standings: Vec<Option<Standing>> = vec![None; quotas.queues.len()];
         for v in self.running() {
             let vj = &self.jobs[v];
             // Explains why, when tracing (the text is only built then).
@@ -178,58 +198,41 @@ impl Scheduler {
                     let _ = writeln!(t, "    {}: {}", self.jobs[v].name, why());
                 }
             };
-            let (preempt, reclaim, guard) = if vj.queue == c.queue || needed.is_empty() {
-                (true, false, Vec::new())
-            } else {
-                let top = quotas.common_ancestor(c.queue, vj.queue);
-                let victim_side = quotas.path_below(vj.queue, top);
-                let Some(&side) = victim_side.last() else { continue };
-                let q = &quotas.queues[side];
-                if !needed.iter().any(|&r| q.get(&q.alloc, r) > q.get(&q.guarantee, r)) {
-                    note(&mut trace, &|| format!("not a candidate: queue `{}` is within its guarantee", q.name));
+            let standing =
+                standings[vj.queue].get_or_insert_with(|| self.standing(claimant, vj.queue, &needed, &demand)).clone();
+            let (preempt, reclaim, guard) = match standing {
+                Standing::Open { preempt, reclaim, guard } => (preempt, reclaim, guard),
+                Standing::WithinGuarantee(q) => {
+                    let name = &quotas.queues[q].name;
+                    note(&mut trace, &|| format!("not a candidate: queue `{name}` is within its guarantee"));
                     continue;
                 }
-                let over = quotas.path_below(c.queue, top).into_iter().find(|&p| {
-                    let q = &quotas.queues[p];
-                    needed
-                        .iter()
-                        .any(|&r| q.get(&q.alloc, r) + demand.get(&r).copied().unwrap_or(0) > q.get(&q.guarantee, r))
-                });
-                if let Some(p) = over {
+                Standing::ClaimantOver(p) => {
+                    let name = &quotas.queues[p].name;
                     note(&mut trace, &|| {
-                        format!(
-                            "not a candidate: queue `{}` would exceed its guarantee with the claimant admitted",
-                            quotas.queues[p].name
-                        )
+                        format!("not a candidate: queue `{name}` would exceed its guarantee with the claimant admitted")
                     });
                     continue;
                 }
-                let guard: Vec<(QueueId, Res, i64)> = victim_side
-                    .iter()
-                    .flat_map(|&p| {
-                        let q = &quotas.queues[p];
-                        q.alloc
-                            .iter()
-                            .filter(|&(r, a)| quotas.is_constrained(*r) && *a > q.get(&q.guarantee, *r))
-                            .map(move |(r, _)| (p, *r, q.get(&q.guarantee, *r)))
-                    })
-                    .collect();
-                if let Some(&(p, r, _)) = guard.iter().find(|g| !self.guard_holds(v, std::slice::from_ref(g))) {
-                    note(&mut trace, &|| {
-                        format!(
-                            "not a candidate: it would take queue `{}` below its {} guarantee",
-                            quotas.queues[p].name,
-                            r.name(&self.syms)
-                        )
-                    });
-                    continue;
-                }
-                (true, true, guard)
             };
+            if let Some(&(p, r, _)) = guard.iter().find(|g| !self.guard_holds(v, std::slice::from_ref(g))) {
+                note(&mut trace, &|| {
+                    format!(
+                        "not a candidate: it would take queue `{}` below its {} guarantee",
+                        quotas.queues[p].name,
+                        r.name(&self.syms)
+                    )
+                });
+                continue;
+            }
+            if !(preempt && has_preempt || reclaim && has_reclaim) {
+                let kind = if reclaim { "preempt or reclaim" } else { "preempt" };
+                note(&mut trace, &|| format!("no {kind} rule allows evicting it"));
+                continue;
+            }
             // `share_after` of the victim's queues counts it evicted.
             let saved: Vec<(QueueId, f64)> = if reads_share_after {
                 let changes = [(c.queue, &full_demand, 1), (vj.queue, &vj.charged, -1)];
-                let totals = self.totals();
                 quotas
                     .path(vj.queue)
                     .map(|q| {
@@ -301,6 +304,43 @@ impl Scheduler {
             }
         }
         Candidates { list: out, frees }
+    }
+
+    /// Where the jobs of queue `vq` stand as victims for `claimant`, which needs `needed`
+    /// (the resources the tree governs) of `demand`.
+    fn standing(&self, claimant: JobId, vq: QueueId, needed: &[Res], demand: &quota::Amounts) -> Standing {
+        let quotas = &self.quotas;
+        let cq = self.jobs[claimant].queue;
+        if vq == cq || needed.is_empty() {
+            return Standing::Open { preempt: true, reclaim: false, guard: Rc::from([]) };
+        }
+        let top = quotas.common_ancestor(cq, vq);
+        let victim_side = quotas.path_below(vq, top);
+        let Some(&side) = victim_side.last() else {
+            return Standing::WithinGuarantee(vq);
+        };
+        let q = &quotas.queues[side];
+        if !needed.iter().any(|&r| q.get(&q.alloc, r) > q.get(&q.guarantee, r)) {
+            return Standing::WithinGuarantee(side);
+        }
+        let over = quotas.path_below(cq, top).into_iter().find(|&p| {
+            let q = &quotas.queues[p];
+            needed.iter().any(|&r| q.get(&q.alloc, r) + demand.get(&r).copied().unwrap_or(0) > q.get(&q.guarantee, r))
+        });
+        if let Some(p) = over {
+            return Standing::ClaimantOver(p);
+        }
+        let guard: Vec<(QueueId, Res, i64)> = victim_side
+            .iter()
+            .flat_map(|&p| {
+                let q = &quotas.queues[p];
+                q.alloc
+                    .iter()
+                    .filter(|&(r, a)| quotas.is_constrained(*r) && *a > q.get(&q.guarantee, *r))
+                    .map(move |(r, _)| (p, *r, q.get(&q.guarantee, *r)))
+            })
+            .collect();
+        Standing::Open { preempt: true, reclaim: true, guard: guard.into() }
     }
 
     /// Whether evicting `v` now keeps every queue in `guard` at or above its guarantee.
@@ -463,15 +503,15 @@ impl Scheduler {
             };
             self.try_lift(candidates, i, &mut lifted);
         }
-        if self.quota_count(claimant).is_err() {
+        if self.quota_replicas(claimant).is_err() {
             for &i in global.get_or_insert_with(|| greedy_order(candidates)).iter() {
-                if self.try_lift(candidates, i, &mut lifted) && self.quota_count(claimant).is_ok() {
+                if self.try_lift(candidates, i, &mut lifted) && self.quota_replicas(claimant).is_ok() {
                     break;
                 }
             }
         }
         let replicas = loop {
-            if self.quota_count(claimant).is_ok()
+            if self.quota_replicas(claimant).is_ok()
                 && let Some(r) = place(self)
             {
                 break r;
@@ -495,7 +535,7 @@ impl Scheduler {
         let mut lifted: Vec<usize> = Vec::new();
         for i in greedy_order(candidates) {
             if !self.try_lift(candidates, i, &mut lifted)
-                || self.quota_count(claimant).is_err()
+                || self.quota_replicas(claimant).is_err()
                 || !self.room_for(claimant)
             {
                 continue;

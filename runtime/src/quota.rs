@@ -52,6 +52,18 @@ impl Res {
 
 pub type Amounts = BTreeMap<Res, i64>;
 
+/// Why the quota tree turns a job away (words from `Quotas::describe`: blocks are
+/// common, the text is built only when it is kept).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    /// A queue on the path would exceed its limit of `res`.
+    Limit { queue: QueueId, res: Res },
+    /// The user would exceed a queue's per-user limit.
+    UserLimit { queue: QueueId, res: Res },
+    /// The leaf's cohort has only `available` of `res` for it.
+    Cohort { queue: QueueId, res: Res, available: i64, needs: i64 },
+}
+
 #[derive(Clone, Debug)]
 pub struct Queue {
     pub name: String,
@@ -319,35 +331,47 @@ impl Quotas {
 
     /// Whether `demand` can be admitted into leaf `q` for `user`; the error names the
     /// queue, the resource and the cap that would be crossed.
-    pub fn admissible(&self, q: QueueId, user: Sym, demand: &Amounts, syms: &Symbols) -> Result<(), String> {
-        let name = |r: Res| r.name(syms);
+    pub fn admissible(&self, q: QueueId, user: Sym, demand: &Amounts) -> Result<(), Block> {
         for (&r, &amount) in demand.iter().filter(|(_, a)| **a > 0) {
             for p in self.path(q) {
                 let node = &self.queues[p];
                 if let Some(&limit) = node.limit.get(&r)
                     && node.get(&node.alloc, r) + amount > limit
                 {
-                    return Err(format!("queue `{}` would exceed its {} limit", node.name, name(r)));
+                    return Err(Block::Limit { queue: p, res: r });
                 }
                 if let Some(&limit) = node.user_limit.get(&r) {
                     let used = node.users.get(&user).map_or(0, |u| u.get(&r).copied().unwrap_or(0));
                     if used + amount > limit {
-                        return Err(format!("the user would exceed queue `{}`'s {} user limit", node.name, name(r)));
+                        return Err(Block::UserLimit { queue: p, res: r });
                     }
                 }
             }
             let available = self.available(q, r);
             if amount > available {
-                return Err(format!(
-                    "queue `{}` has {} {} available in its cohort, needs {}",
-                    self.queues[q].name,
-                    r.show(available.max(0)),
-                    name(r),
-                    r.show(amount)
-                ));
+                return Err(Block::Cohort { queue: q, res: r, available, needs: amount });
             }
         }
         Ok(())
+    }
+
+    /// What a block says, in words.
+    pub fn describe(&self, block: Block, syms: &Symbols) -> String {
+        match block {
+            Block::Limit { queue, res } => {
+                format!("queue `{}` would exceed its {} limit", self.queues[queue].name, res.name(syms))
+            }
+            Block::UserLimit { queue, res } => {
+                format!("the user would exceed queue `{}`'s {} user limit", self.queues[queue].name, res.name(syms))
+            }
+            Block::Cohort { queue, res, available, needs } => format!(
+                "queue `{}` has {} {} available in its cohort, needs {}",
+                self.queues[queue].name,
+                res.show(available.max(0)),
+                res.name(syms),
+                res.show(needs)
+            ),
+        }
     }
 
     /// Charges (`sign` 1) or refunds (`sign` -1) an admitted job along its queue's path.
@@ -503,19 +527,19 @@ mod tests {
         let (mut t, syms) = tree(
             "queue cohort {\n queue a { guarantee 8 cpu; limit 10 cpu; user_limit 6 cpu }\n queue b { guarantee 8 cpu }\n}",
         );
-        assert!(t.admissible(A, Sym(1), &cpu(6), &syms).is_ok());
+        assert!(t.admissible(A, Sym(1), &cpu(6)).is_ok());
         t.charge(A, Sym(1), &cpu(6), 1);
-        let err = t.admissible(A, Sym(1), &cpu(1), &syms).err().unwrap_or_default();
+        let err = t.admissible(A, Sym(1), &cpu(1)).err().map(|b| t.describe(b, &syms)).unwrap_or_default();
         assert!(err.contains("user limit"), "{err}");
-        assert!(t.admissible(A, Sym(2), &cpu(4), &syms).is_ok());
-        let err = t.admissible(A, Sym(2), &cpu(5), &syms).err().unwrap_or_default();
+        assert!(t.admissible(A, Sym(2), &cpu(4)).is_ok());
+        let err = t.admissible(A, Sym(2), &cpu(5)).err().map(|b| t.describe(b, &syms)).unwrap_or_default();
         assert!(err.contains("`a` would exceed its cpu limit"), "{err}");
     }
 
     #[test]
     fn unguaranteed_resources_are_not_limited_by_the_tree() {
-        let (t, syms) = tree("queue cohort {\n queue a { weight 1 }\n queue b { weight 2 }\n}");
-        assert!(t.admissible(A, Sym(1), &cpu(1_000_000), &syms).is_ok());
+        let (t, _) = tree("queue cohort {\n queue a { weight 1 }\n queue b { weight 2 }\n}");
+        assert!(t.admissible(A, Sym(1), &cpu(1_000_000)).is_ok());
     }
 
     #[test]
