@@ -1,0 +1,93 @@
+//! Whole simulations. `openb_fill_130`: the real Alibaba openb default pod list on its
+//! 1,213-node GPU cluster, fill mode to 130% of capacity, one run per placement policy
+//! of policies/ (read from ../shared/data/alibaba-gpu-2023 or `GPOL_OPENB_DIR` when
+//! present; skipped otherwise). `timed_10k_gpus`: a synthetic timed trace of
+//! `GPOL_SCALE_JOBS` jobs (default 100,000) on 1,250 eight-GPU nodes, under best fit.
+//! Results are in docs/performance.md.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use gpol_compiler::check::check;
+use gpol_compiler::engine::{CompiledPolicy, EngineKind, compile};
+use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_runtime::sim::generate::{self, GenSpec, Profile, QueueMix};
+use gpol_runtime::sim::{self, Config, Control, Mode, Workload, spec};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+const PLACEMENT: &[&str] = &["best_fit", "fgd", "dot_product", "gpu_packing", "gpu_clustering", "random"];
+
+fn policy(name: &str) -> CompiledPolicy {
+    let path = format!("{}/../policies/{name}.gpol", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new(path, text));
+    let policy = check(&mut sources, id).policy.unwrap_or_else(|| panic!("{name} does not check"));
+    compile(policy, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}"))
+}
+
+fn openb_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("GPOL_OPENB_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/alibaba-gpu-2023"));
+    dir.is_dir().then_some(dir)
+}
+
+fn read(path: PathBuf) -> (String, String) {
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (path.display().to_string(), text)
+}
+
+fn run(policy: &CompiledPolicy, cluster: &spec::ClusterSpec, workload: &Workload, config: &Config) -> f64 {
+    let cancel = AtomicBool::new(false);
+    let control = Control { progress: &|_| {}, cancel: &cancel };
+    let report = sim::run(policy, cluster, workload, config, &control).unwrap_or_else(|e| panic!("{e}"));
+    report.fragmentation
+}
+
+fn openb_fill(c: &mut Criterion) {
+    let Some(dir) = openb_dir() else {
+        eprintln!("no openb data (set GPOL_OPENB_DIR): openb_fill_130 skipped");
+        return;
+    };
+    let (cname, ctext) = read(dir.join("openb_node_list_gpu_node.csv"));
+    let (tname, ttext) = read(dir.join("openb_pod_list_default.csv"));
+    let cluster = sim::read_cluster(&ctext, &cname).unwrap_or_else(|e| panic!("{e}"));
+    let workload = sim::read_trace(&ttext, &tname).unwrap_or_else(|e| panic!("{e}"));
+    let config = Config { mode: Mode::Fill { target: 1.3 }, ..Config::default() };
+    let mut group = c.benchmark_group("openb_fill_130");
+    group.sample_size(10).measurement_time(Duration::from_secs(20));
+    for name in PLACEMENT {
+        let p = policy(name);
+        group.bench_function(*name, |b| b.iter(|| run(&p, &cluster, &workload, &config)));
+    }
+    group.finish();
+}
+
+fn timed_scale(c: &mut Criterion) {
+    let jobs: usize = std::env::var("GPOL_SCALE_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let pool = "[[pool]]\nname = \"h100\"\ncount = 1250\ngpu_model = \"h100\"\ngpus = 8\ngpu_mem = \"80GiB\"\n\
+                cpu = 128\nmem = \"2TiB\"\ntopology = { rack = 4 }\n";
+    let cluster = spec::parse_toml(pool, "scale.toml").unwrap_or_else(|e| panic!("{e}"));
+    let trace = generate::generate(&GenSpec {
+        jobs,
+        seed: 1,
+        gpus: 10_000,
+        load: 0.8,
+        node_gpus: 8,
+        queues: vec![
+            QueueMix { name: None, profile: Profile::Training, share: 1.0 },
+            QueueMix { name: None, profile: Profile::Inference, share: 30.0 },
+            QueueMix { name: None, profile: Profile::Research, share: 69.0 },
+        ],
+    });
+    let workload = Workload { name: "scale".into(), jobs: trace };
+    let p = policy("best_fit");
+    let mut group = c.benchmark_group("timed_10k_gpus");
+    group.sample_size(10).measurement_time(Duration::from_secs(60));
+    group.bench_function(format!("{jobs}_jobs"), |b| b.iter(|| run(&p, &cluster, &workload, &Config::default())));
+    group.finish();
+}
+
+criterion_group!(benches, openb_fill, timed_scale);
+criterion_main!(benches);
