@@ -121,6 +121,11 @@ pub struct Scheduler {
     backoff: HashMap<JobId, (u64, u64)>,
     /// Jobs started so far.
     starts: u64,
+    /// Per queue, the value of `starts` after its latest start.
+    last_start: Vec<u64>,
+    /// Whether victim rules read nothing but the two jobs: then only a start in a queue
+    /// whose jobs could be victims can change a failed victim search.
+    victims_read_jobs: bool,
     /// Whether victim rules read a time-varying field, or the policy reserves.
     time_matters: bool,
     /// Each job's shape, as an index into `shapes`.
@@ -191,6 +196,11 @@ impl Scheduler {
                 .victims
                 .iter()
                 .any(|v| std::iter::once(&v.when).chain(v.cost.as_ref()).any(|b| reads_time(&b.node)));
+        let victims_read_jobs = policy
+            .program
+            .victims
+            .iter()
+            .all(|v| std::iter::once(&v.when).chain(v.cost.as_ref()).all(|b| !reads_beyond_job(&b.node)));
         let job_keys_stable = policy.program.job_order.iter().all(|k| {
             !k.body.node.any(&|n| {
                 matches!(n.kind, gpol_compiler::ir::Kind::Domain { .. })
@@ -214,6 +224,8 @@ impl Scheduler {
             domains: Vec::new(),
             backoff: HashMap::new(),
             starts: 0,
+            last_start: vec![0; waiting.len()],
+            victims_read_jobs,
             time_matters,
             job_shapes: Vec::new(),
             shapes: HashMap::new(),
@@ -618,6 +630,7 @@ impl Scheduler {
     /// Returns how many were placed.
     pub fn cycle(&mut self) -> usize {
         self.quotas.advance_usage(self.now_ms);
+        self.forget_irrelevant_starts();
         let mut tried: HashSet<JobId> = HashSet::new();
         let mut blocked: HashSet<QueueId> = HashSet::new();
         let mut placed = 0;
@@ -661,6 +674,55 @@ impl Scheduler {
         placed
     }
 
+    /// A job that failed while the policy can evict is retried once another job starts —
+    /// but only a start in a queue whose jobs could be its victims can change the answer
+    /// when victim rules read nothing but the jobs (`eligible` asks); here the others are
+    /// forgotten, so they are not looked at again. (Conservative: a queue counts when its
+    /// side borrows anything the tree governs, whatever the guards and the claimant's own
+    /// side say.)
+    fn forget_irrelevant_starts(&mut self) {
+        if !self.victims_read_jobs || self.policy.program.victims.is_empty() {
+            return;
+        }
+        let now = self.starts;
+        let mut backoff = std::mem::take(&mut self.backoff);
+        for (&job, (_, starts)) in backoff.iter_mut().filter(|(_, (_, st))| *st < now) {
+            if !self.new_victims_since(job, *starts) {
+                *starts = now;
+            }
+        }
+        self.backoff = backoff;
+    }
+
+    /// Whether a job started, after the `starts`-th start, in a queue whose jobs could be
+    /// victims for `job`.
+    fn new_victims_since(&self, job: JobId, starts: u64) -> bool {
+        if !self.victims_read_jobs {
+            return true;
+        }
+        let cq = self.jobs[job].queue;
+        // A claimant that needs nothing the tree governs may preempt in any queue.
+        let governed =
+            quota::demand(&self.jobs[job], None).iter().any(|(&r, &a)| a > 0 && self.quotas.is_constrained(r));
+        (0..self.last_start.len())
+            .filter(|&q| self.last_start[q] > starts)
+            .any(|q| !governed || self.may_hold_victims(cq, q))
+    }
+
+    /// Whether jobs of queue `vq` could ever be victims for a claimant of `cq` as the
+    /// quotas stand: its own queue, or a queue whose side borrows.
+    fn may_hold_victims(&self, cq: QueueId, vq: QueueId) -> bool {
+        let quotas = &self.quotas;
+        if cq == vq {
+            return true;
+        }
+        let top = quotas.common_ancestor(cq, vq);
+        quotas.path_below(vq, top).last().is_none_or(|&side| {
+            let q = &quotas.queues[side];
+            q.alloc.iter().any(|(&r, &a)| quotas.is_constrained(r) && a > q.get(&q.guarantee, r))
+        })
+    }
+
     /// Whether a waiting job's fate can change with time alone — victim rules, reservations,
     /// or admit rules that read the cluster or the clock — so that a driver with nothing
     /// else happening should still run a cycle now and then.
@@ -700,10 +762,9 @@ impl Scheduler {
     fn eligible(&self, j: JobId, tried: &HashSet<JobId>) -> bool {
         let retry = |at: u64| self.now_ms > at && self.now_ms >= at.saturating_add(self.retry_interval_ms);
         let evicts = !self.policy.program.victims.is_empty();
-        let backed_off = self
-            .backoff
-            .get(&j)
-            .is_some_and(|&(at, starts)| !((self.time_matters && retry(at)) || (evicts && self.starts > starts)));
+        let backed_off = self.backoff.get(&j).is_some_and(|&(at, starts)| {
+            !((self.time_matters && retry(at)) || (evicts && self.starts > starts && self.new_victims_since(j, starts)))
+        });
         self.jobs[j].is_pending() && !tried.contains(&j) && !backed_off && !self.skipped_as_full(j)
     }
 
@@ -895,6 +956,7 @@ impl Scheduler {
         self.set_state(job, State::Running);
         let now = self.now();
         self.starts += 1;
+        self.last_start[self.jobs[job].queue] = self.starts;
         let j = &mut self.jobs[job];
         j.started_ms = now;
         j.checkpoint_ms = now;
@@ -963,6 +1025,15 @@ fn compare_keys(keys: &[OrderKey], ka: &[f64], kb: &[f64]) -> Ordering {
 
 /// Whether an expression reads something that changes with time alone: how long a job
 /// has waited or run, its unsaved work, the clock, or decayed usage.
+/// Whether a rule body reads anything but job fields (queues, the cluster, domains).
+fn reads_beyond_job(node: &gpol_compiler::ir::Node) -> bool {
+    use gpol_compiler::ir::Kind;
+    node.any(&|n| {
+        matches!(n.kind, Kind::Domain { .. })
+            || matches!(n.kind, Kind::Field { record, .. } if record != gpol_compiler::schema::Record::Job)
+    })
+}
+
 fn reads_time(node: &gpol_compiler::ir::Node) -> bool {
     use gpol_compiler::schema::Record;
     [(Record::Job, "waiting"), (Record::Job, "runtime"), (Record::Job, "since_checkpoint")]

@@ -98,3 +98,59 @@ fn a_different_shape_is_still_tried() {
     assert_eq!(s.jobs[two].state, State::Pending(Some(Reason::Capacity)));
     assert_eq!(s.jobs[one].state, State::Running);
 }
+
+/// Two nodes of eight cards; queue `a` guarantees 8, `b` and `c` 4 each; reclaim reads
+/// only the victim.
+fn cohort() -> Scheduler {
+    let text = "policy cohort\n\nqueue org {\n  queue a { guarantee 8 gpu }\n  queue b { guarantee 4 gpu }\n  \
+                queue c { guarantee 4 gpu }\n}\n\nreclaim take_back { when victim.preemptible }\n";
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new("cohort.gpol", text));
+    let checked = check(&mut sources, id);
+    let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
+    let mut s = Scheduler::new(compile(policy, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}")));
+    for name in ["n1", "n2"] {
+        let spec = NodeSpec {
+            name: name.into(),
+            model: "h100".into(),
+            cards: 8,
+            card_mem: 80 << 30,
+            sharing: Sharing::Exclusive,
+            mig: Vec::new(),
+            max_clients: 1,
+            cpu_milli: 1_000_000,
+            mem: 1 << 40,
+            domains: Vec::new(),
+            labels: Vec::new(),
+        };
+        s.add_node(&spec).unwrap_or_else(|e| panic!("{e}"));
+    }
+    s
+}
+
+#[test]
+fn a_claimant_is_retried_only_after_starts_that_could_give_it_victims() {
+    let mut s = cohort();
+    let (a, b, c) = (1, 2, 3);
+    let held = s.submit(JobSpec { queue: b, ..job("held", 4) }).unwrap_or_else(|e| panic!("{e}"));
+    s.start_on(held, &[0], 0, 0).unwrap_or_else(|e| panic!("{e}"));
+    let filler = s.submit(JobSpec { queue: a, ..job("filler", 6) }).unwrap_or_else(|e| panic!("{e}"));
+    s.start_on(filler, &[1], 0, 0).unwrap_or_else(|e| panic!("{e}"));
+    // `a` asks for 8 more cards with 6 free, and `b` is within its guarantee: no
+    // victims, and none until some other queue borrows.
+    let claimant = s.submit(JobSpec { queue: a, ..job("claimant", 8) }).unwrap_or_else(|e| panic!("{e}"));
+    s.cycle();
+    let before = s.attempts;
+    assert!(s.jobs[claimant].is_pending(), "{:?}", s.jobs[claimant].state);
+    // A start in `c`, within its guarantee: no new victim, no retry.
+    s.submit(JobSpec { queue: c, ..job("small", 3) }).unwrap_or_else(|e| panic!("{e}"));
+    s.cycle();
+    assert_eq!(s.attempts, before + 1, "only the new job is tried");
+    s.cycle();
+    assert_eq!(s.attempts, before + 1);
+    // A start that makes `c` borrow: its preemptible jobs are now victims; retried.
+    s.submit(JobSpec { queue: c, ..job("more", 2) }).unwrap_or_else(|e| panic!("{e}"));
+    s.cycle();
+    s.cycle();
+    assert!(s.attempts >= before + 3, "the claimant is tried again: {} vs {before}", s.attempts);
+}
