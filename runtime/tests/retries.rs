@@ -14,8 +14,14 @@ fn scheduler() -> Scheduler {
     let checked = check(&mut sources, id);
     let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
     let mut s = Scheduler::new(compile(policy, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}")));
-    let spec = NodeSpec {
-        name: "a".into(),
+    s.add_node(&node("a")).unwrap_or_else(|e| panic!("{e}"));
+    s
+}
+
+/// An eight-card exclusive node.
+fn node(name: &str) -> NodeSpec {
+    NodeSpec {
+        name: name.into(),
         model: "h100".into(),
         cards: 8,
         card_mem: 80 << 30,
@@ -26,9 +32,7 @@ fn scheduler() -> Scheduler {
         mem: 1 << 40,
         domains: Vec::new(),
         labels: Vec::new(),
-    };
-    s.add_node(&spec).unwrap_or_else(|e| panic!("{e}"));
-    s
+    }
 }
 
 fn job(name: &str, cards: u32) -> JobSpec {
@@ -110,20 +114,7 @@ fn cohort() -> Scheduler {
     let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
     let mut s = Scheduler::new(compile(policy, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}")));
     for name in ["n1", "n2"] {
-        let spec = NodeSpec {
-            name: name.into(),
-            model: "h100".into(),
-            cards: 8,
-            card_mem: 80 << 30,
-            sharing: Sharing::Exclusive,
-            mig: Vec::new(),
-            max_clients: 1,
-            cpu_milli: 1_000_000,
-            mem: 1 << 40,
-            domains: Vec::new(),
-            labels: Vec::new(),
-        };
-        s.add_node(&spec).unwrap_or_else(|e| panic!("{e}"));
+        s.add_node(&node(name)).unwrap_or_else(|e| panic!("{e}"));
     }
     s
 }
