@@ -154,6 +154,9 @@ pub struct Scheduler {
     /// The workload's popular request shapes (`cluster.task_shapes`), set by whoever
     /// knows the workload (the simulator, from its trace).
     task_shapes: Vec<ShapeRec>,
+    /// How many replicas of each shape the nodes in service could hold if they were
+    /// empty: it changes only when a node joins, leaves or returns to service.
+    room_when_empty: std::cell::RefCell<HashMap<usize, u64>>,
 }
 
 /// What cached queue records depend on: the quota tree's version and the capacity.
@@ -239,6 +242,7 @@ impl Scheduler {
             job_keys_stable,
             cycle_order: None,
             queue_cache: std::cell::RefCell::new(None),
+            room_when_empty: std::cell::RefCell::new(HashMap::new()),
         }
     }
 
@@ -247,6 +251,31 @@ impl Scheduler {
         self.backoff.clear();
         self.full.clear();
         self.cycle_order = None;
+    }
+
+    /// A node joined, left or returned to service: capacity changed, and so did what the
+    /// cluster could ever hold.
+    fn service_changed(&mut self) {
+        self.room_when_empty.get_mut().clear();
+        self.capacity_changed();
+    }
+
+    /// How many replicas of the job the nodes in service (of its models) could hold if
+    /// they were empty; 0 when none could hold even one.
+    pub(crate) fn room_when_empty(&self, job: JobId) -> u64 {
+        let shape = self.job_shapes[job];
+        if let Some(&room) = self.room_when_empty.borrow().get(&shape) {
+            return room;
+        }
+        let j = &self.jobs[job];
+        let room = self
+            .cluster
+            .nodes
+            .iter()
+            .filter(|n| n.up && (j.models.is_empty() || j.models.contains(&n.model)))
+            .fold(0u64, |sum, n| sum.saturating_add(u64::from(fit::capacity_when_empty(n, j))));
+        self.room_when_empty.borrow_mut().insert(shape, room);
+        room
     }
 
     /// Changes a job's state, keeping the indexes of waiting and running jobs.
@@ -291,7 +320,7 @@ impl Scheduler {
         // New domains get their records from the refresh, like the node's other domains.
         self.domains.resize(self.cluster.domains.len(), DomainRec::default());
         self.refresh_node(id);
-        self.capacity_changed();
+        self.service_changed();
         Ok(id)
     }
 
@@ -481,6 +510,7 @@ impl Scheduler {
         }
         self.cluster.set_up(node, false);
         self.refresh_node(node);
+        self.service_changed();
         // A reservation that lost a node is given up; its job reserves afresh.
         if let Some(&owner) = self.reserved.get(&node) {
             self.unreserve(owner);
@@ -492,6 +522,7 @@ impl Scheduler {
     pub fn drain_node(&mut self, node: NodeId) {
         self.cluster.set_up(node, false);
         self.refresh_node(node);
+        self.service_changed();
         if let Some(&owner) = self.reserved.get(&node) {
             self.unreserve(owner);
         }
@@ -501,7 +532,7 @@ impl Scheduler {
     pub fn restore_node(&mut self, node: NodeId) {
         self.cluster.set_up(node, true);
         self.refresh_node(node);
-        self.capacity_changed();
+        self.service_changed();
     }
 
     /// Takes back a job that has not started; a running or ended job stays as it is.

@@ -2,7 +2,7 @@
 //! and binding and releasing it. Free shares on different cards never add up.
 
 use crate::jobs::{Job, Request, Slot};
-use crate::model::{Card, Cluster, Instance, MILLI, Node, NodeId, mig_memory_gib};
+use crate::model::{Card, CardsFree, Cluster, Headroom, Instance, MILLI, Node, NodeId, mig_memory_gib};
 
 const GIB: u64 = 1024 * 1024 * 1024;
 
@@ -80,6 +80,22 @@ pub fn usable(node: &Node, job: &Ask) -> Vec<(usize, Option<usize>)> {
     }
 }
 
+/// The cards (each once) that could take one replica of `ask`, or of a whole-card ask
+/// one of its cards; nothing when the host cannot. Allocation-free.
+pub fn usable_cards<'n>(node: &'n Node, ask: &'n Ask) -> impl Iterator<Item = usize> + 'n {
+    let host = host_fits(node, ask);
+    node.cards.iter().enumerate().filter_map(move |(i, c)| {
+        let takes = host
+            && match ask.request {
+                Request::None => false,
+                Request::Whole(_) => takes_whole(c, ask),
+                Request::Fraction(m) => takes_fraction(node, c, m, ask),
+                Request::Mig(p) => c.instances.iter().any(|inst| takes_instance(inst, p, ask)),
+            };
+        takes.then_some(i)
+    })
+}
+
 /// How many replicas of the job the node could hold if it were empty.
 pub fn capacity_when_empty(node: &Node, job: &Job) -> u32 {
     let host = per(node.cpu_milli, job.cpu_milli).min(per(node.mem, job.mem));
@@ -119,11 +135,46 @@ pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
         }
 }
 
+/// Whether the node's summary of its free cards leaves room for one replica: a quick
+/// necessary condition (card memory is not in the summary), so most nodes that cannot
+/// take a request are turned away before their cards are walked.
+fn summary_allows(free: &CardsFree, request: Request) -> bool {
+    match request {
+        Request::None => true,
+        Request::Whole(k) => free.cards >= k,
+        Request::Fraction(m) => free.largest_milli >= m,
+        Request::Mig(p) => free.mig & 1u16.checked_shl(u32::from(p)).unwrap_or(0) != 0,
+    }
+}
+
+/// Whether a node with this headroom might take one replica: true for every node that
+/// [`fits`], and exactly those unless [`headroom_decides`] says the cards must be walked.
+pub fn may_fit(room: &Headroom, job: &Ask) -> bool {
+    room.up
+        && room.cpu_milli >= job.cpu_milli
+        && room.mem >= job.mem
+        && summary_allows(&room.cards, job.request)
+        && match job.request {
+            Request::Whole(_) => room.card_mem >= job.gpu_mem,
+            Request::Mig(p) => mig_memory_gib(p) * GIB >= job.gpu_mem,
+            Request::Fraction(_) | Request::None => true,
+        }
+}
+
+/// Whether [`may_fit`] is exact for this request: all but a fraction that also asks for
+/// card memory (the card with the largest free share need not have the memory free).
+pub fn headroom_decides(job: &Ask) -> bool {
+    !matches!(job.request, Request::Fraction(_)) || job.gpu_mem == 0
+}
+
 /// Whether one replica fits on the node. Allocation-free: it runs for every feasible
 /// node of every decision.
 pub fn fits(node: &Node, job: &Job) -> bool {
     let job = &Ask::of(job);
     if !host_fits(node, job) {
+        return false;
+    }
+    if !summary_allows(&node.free, job.request) {
         return false;
     }
     match job.request {
@@ -141,6 +192,9 @@ pub fn capacity(node: &Node, job: &Job) -> u32 {
         return 0;
     }
     let host = per(node.free_cpu_milli, job.cpu_milli).min(per(node.free_mem, job.mem));
+    if host == 0 || !summary_allows(&node.free, job.request) {
+        return 0;
+    }
     let gpu = match job.request {
         Request::None => u64::MAX,
         Request::Whole(k) => node.cards.iter().filter(|c| takes_whole(c, job)).count() as u64 / u64::from(k.max(1)),
@@ -250,5 +304,6 @@ pub fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
     if let Some((ci, ii)) = slot.instance {
         n.cards[ci].instances[ii].used = take;
     }
+    cluster.refresh(slot.node);
     cluster.add_to_domains(slot.node, 1);
 }

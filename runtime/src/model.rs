@@ -148,16 +148,54 @@ pub struct Node {
     pub domains: [DomainId; MAX_LEVELS],
     /// False after a failure or drain: no new placements.
     pub up: bool,
+    /// What is free on the cards, summed up (kept by [`Cluster::refresh`]).
+    pub free: CardsFree,
+}
+
+/// A node's free card capacity in a few numbers, so most nodes that cannot take a
+/// request are turned away without walking their cards.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CardsFree {
+    /// Wholly free cards.
+    pub cards: u32,
+    /// The largest share free on one card that still takes another client.
+    pub largest_milli: u32,
+    /// Unallocated milli-GPU (see [`Node::free_milli`]).
+    pub milli: u64,
+    /// Bit `p` set when a free MIG instance of profile `p` exists.
+    pub mig: u16,
 }
 
 impl Node {
     pub fn free_cards(&self) -> u32 {
-        self.cards.iter().filter(|c| c.whole_free()).count() as u32
+        self.free.cards
+    }
+
+    pub(crate) fn refresh_free(&mut self) {
+        self.free = self.counted_free();
+    }
+
+    /// [`Node::free`] counted from the cards.
+    pub fn counted_free(&self) -> CardsFree {
+        let mut mig = 0u16;
+        for i in self.cards.iter().flat_map(|c| &c.instances).filter(|i| !i.used) {
+            mig |= 1u16.checked_shl(u32::from(i.profile)).unwrap_or(0);
+        }
+        CardsFree {
+            cards: self.cards.iter().filter(|c| c.whole_free()).count() as u32,
+            largest_milli: self.count_largest_free_milli(),
+            milli: self.count_free_milli(),
+            mig,
+        }
     }
 
     /// Free GPU capacity in milli: unallocated shares of unpartitioned cards plus the
     /// charge of free MIG instances.
     pub fn free_milli(&self) -> u64 {
+        self.free.milli
+    }
+
+    fn count_free_milli(&self) -> u64 {
         self.cards
             .iter()
             .map(|c| {
@@ -172,6 +210,10 @@ impl Node {
 
     /// The largest share free on any one card that still takes another client.
     pub fn largest_free_milli(&self) -> u32 {
+        self.free.largest_milli
+    }
+
+    fn count_largest_free_milli(&self) -> u32 {
         self.cards
             .iter()
             .filter(|c| c.instances.is_empty() && c.clients < self.max_clients)
@@ -224,6 +266,35 @@ pub struct Cluster {
     /// the domains.
     pub capacity: Capacity,
     pub free: Capacity,
+    /// Each node's headroom, by node id (kept by [`Cluster::refresh`]).
+    pub headroom: Vec<Headroom>,
+}
+
+/// What a node has free, in a few numbers kept side by side for every node, so a pass
+/// over the whole cluster stays in cache and turns away most nodes that cannot take a
+/// request before their cards are walked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Headroom {
+    pub up: bool,
+    pub model: Sym,
+    pub cpu_milli: u64,
+    pub mem: u64,
+    pub cards: CardsFree,
+    /// Memory of each card (every card of a node has the same).
+    pub card_mem: u64,
+}
+
+impl Headroom {
+    pub fn of(node: &Node) -> Headroom {
+        Headroom {
+            up: node.up,
+            model: node.model,
+            cpu_milli: node.free_cpu_milli,
+            mem: node.free_mem,
+            cards: node.free,
+            card_mem: node.cards.first().map_or(0, |c| c.mem),
+        }
+    }
 }
 
 /// An amount of each resource, in exact units.
@@ -335,7 +406,10 @@ impl Cluster {
             labels,
             domains,
             up: true,
+            free: CardsFree::default(),
         });
+        self.headroom.push(Headroom::default());
+        self.refresh(id);
         for d in domains.iter().filter(|d| **d != u32::MAX) {
             let dom = &mut self.domains[*d as usize];
             dom.nodes.push(id);
@@ -403,6 +477,14 @@ impl Cluster {
             self.nodes[node].up = true;
             self.add_to_domains(node, 1);
         }
+        self.refresh(node);
+    }
+
+    /// Brings a node's summaries up to date after a change to it.
+    pub fn refresh(&mut self, node: NodeId) {
+        let n = &mut self.nodes[node];
+        n.refresh_free();
+        self.headroom[node] = Headroom::of(n);
     }
 
     /// Recomputes every domain's aggregates from its nodes (for checking the incremental
@@ -418,9 +500,10 @@ impl Cluster {
                     if !node.up {
                         continue;
                     }
-                    free += node.free_cards();
-                    milli += node.free_milli();
-                    let b = node.free_cards() as usize;
+                    let counted = node.counted_free();
+                    free += counted.cards;
+                    milli += counted.milli;
+                    let b = counted.cards as usize;
                     if hist.len() <= b {
                         hist.resize(b + 1, 0);
                     }

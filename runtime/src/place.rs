@@ -71,16 +71,14 @@ impl Scheduler {
         let mut passed_filters = false;
         if j.replicas > 1 {
             let mut hosts: Vec<Host> = Vec::new();
-            self.scan(&ctx, &rec, among, |base, results| {
-                for (i, r) in (base..).zip(results) {
-                    if !r.feasible {
-                        count_rejection(&mut rejections, r);
-                    } else if self.cluster.nodes[i].up {
-                        passed_filters = true;
-                        let capacity = if usable(i) { fit::capacity(&self.cluster.nodes[i], j) } else { 0 };
-                        if capacity > 0 {
-                            hosts.push(Host { node: i, result: *r, capacity });
-                        }
+            self.scan(&ctx, &rec, among, |i, r| {
+                if !r.feasible {
+                    count_rejection(&mut rejections, r);
+                } else if self.cluster.nodes[i].up {
+                    passed_filters = true;
+                    let capacity = if usable(i) { fit::capacity(&self.cluster.nodes[i], j) } else { 0 };
+                    if capacity > 0 {
+                        hosts.push(Host { node: i, result: *r, capacity });
                     }
                 }
             });
@@ -94,7 +92,7 @@ impl Scheduler {
                 Err(Shortfall::Topology) => Err(Reason::Gang),
             };
         }
-        let mut choice = Choice {
+        let new_choice = |rejections| Choice {
             s: self,
             job,
             tiers,
@@ -103,12 +101,33 @@ impl Scheduler {
             rejections,
             by_model: Vec::new(),
             quota_block: None,
+            fit_known: false,
         };
-        self.scan(&ctx, &rec, among, |base, results| {
-            for (i, r) in (base..).zip(results) {
-                choice.consider(i, r);
+        // Exact fit first: only the nodes that could take the job now are worth the
+        // policy's time. The best of them is the best of all nodes, as no other node can
+        // be chosen; only when none is chosen does every node get looked at, for the reason.
+        let ask = fit::Ask::of(j);
+        let decides = fit::headroom_decides(&ask);
+        let fits = |i: NodeId| {
+            let room = &self.cluster.headroom[i];
+            fit::may_fit(room, &ask)
+                && (j.models.is_empty() || j.models.contains(&room.model))
+                && !self.reserved_for_other(i, job)
+                && (decides || fit::fits(&self.cluster.nodes[i], j))
+        };
+        let fitting: Vec<NodeId> = match among {
+            Some(ids) => ids.iter().copied().filter(|&i| i < self.cluster.nodes.len() && fits(i)).collect(),
+            None => (0..self.cluster.nodes.len()).filter(|&i| fits(i)).collect(),
+        };
+        if !fitting.is_empty() {
+            let mut choice = Choice { fit_known: true, ..new_choice(vec![0; rejections.len()]) };
+            self.scan(&ctx, &rec, Some(&fitting), |i, r| choice.consider(i, r));
+            if let Some((node, _)) = choice.best {
+                return Ok(vec![node]);
             }
-        });
+        }
+        let mut choice = new_choice(rejections);
+        self.scan(&ctx, &rec, among, |i, r| choice.consider(i, r));
         match choice.best {
             Some((node, _)) => Ok(vec![node]),
             None if !choice.passed_filters => Err(Reason::Rule(self.most_rejecting(&choice.rejections))),
@@ -118,15 +137,15 @@ impl Scheduler {
         }
     }
 
-    /// Runs the policy's filters and scores for the job over `among` (or every node, a
-    /// chunk at a time into a buffer that stays in cache), showing the results to
-    /// `visit`: `visit(first, results)` where `results[k]` is node `first + k`'s.
+    /// Runs the policy's filters and scores for the job over `among` (or every node), a
+    /// chunk at a time into a buffer that stays in cache, showing each node's result to
+    /// `visit` in the order given.
     pub(crate) fn scan(
         &self,
         ctx: &Ctx<'_>,
         rec: &JobRec<'_>,
         among: Option<&[NodeId]>,
-        mut visit: impl FnMut(NodeId, &[NodeResult]),
+        mut visit: impl FnMut(NodeId, &NodeResult),
     ) {
         let engine = self.policy.engine();
         let nodes = self.node_records();
@@ -136,15 +155,24 @@ impl Scheduler {
                 for (c, chunk) in nodes.chunks(CHUNK).enumerate() {
                     let results = &mut buffer[..chunk.len()];
                     engine.filter_score(ctx, rec, chunk, results);
-                    visit(c * CHUNK, results);
+                    for (i, r) in (c * CHUNK..).zip(results.iter()) {
+                        visit(i, r);
+                    }
                 }
             }
             Some(ids) => {
-                for &i in ids {
-                    if let Some(n) = nodes.get(i) {
-                        engine.filter_score(ctx, rec, std::slice::from_ref(n), &mut buffer[..1]);
-                        visit(i, &buffer[..1]);
+                // One call per run of consecutive nodes (up to a chunk).
+                let mut rest = ids;
+                while let Some(&first) = rest.first() {
+                    let run = 1 + rest.windows(2).take(CHUNK - 1).take_while(|w| w[1] == w[0] + 1).count();
+                    if let Some(chunk) = nodes.get(first..first + run) {
+                        let results = &mut buffer[..run];
+                        engine.filter_score(ctx, rec, chunk, results);
+                        for (i, r) in (first..).zip(results.iter()) {
+                            visit(i, r);
+                        }
                     }
+                    rest = &rest[run..];
                 }
             }
         }
@@ -224,21 +252,18 @@ impl Scheduler {
     /// Why a job can never run as the cluster and its queue are, if it cannot.
     pub(crate) fn never_fits(&self, job: JobId) -> Option<String> {
         let j = &self.jobs[job];
-        let nodes = self.cluster.nodes.iter().filter(|n| n.up && (j.models.is_empty() || j.models.contains(&n.model)));
-        if j.replicas == 1 && !nodes.clone().any(|n| fit::could_ever_fit(n, j)) {
+        let room = self.room_when_empty(job);
+        if room == 0 {
             return Some(format!(
                 "no node could hold one replica ({}) even if it were empty",
                 crate::explain::request_text(self, job)
             ));
         }
-        if j.replicas > 1 {
-            let room: u64 = nodes.map(|n| u64::from(fit::capacity_when_empty(n, j))).sum();
-            if room < u64::from(j.min_replicas) {
-                return Some(format!(
-                    "the nodes could hold {room} of its replicas ({}) even if they were empty",
-                    crate::explain::request_text(self, job)
-                ));
-            }
+        if room < u64::from(j.min_replicas) {
+            return Some(format!(
+                "the nodes could hold {room} of its replicas ({}) even if they were empty",
+                crate::explain::request_text(self, job)
+            ));
         }
         let demand = quota::replicas_demand(j, j.min_replicas, None);
         for qi in self.quotas.path(j.queue) {
@@ -280,6 +305,8 @@ struct Choice<'s> {
     /// The quota check per GPU model, worked out once per model seen.
     by_model: Vec<(Sym, Result<(), Block>)>,
     quota_block: Option<Block>,
+    /// Whether every node shown is known to be usable by the job and to fit it.
+    fit_known: bool,
 }
 
 impl Choice<'_> {
@@ -301,9 +328,11 @@ impl Choice<'_> {
             return;
         }
         self.passed_filters = true;
-        let usable = (j.models.is_empty() || j.models.contains(&node.model)) && !s.reserved_for_other(i, self.job);
-        if !usable || !fit::fits(node, j) {
-            return;
+        if !self.fit_known {
+            let usable = (j.models.is_empty() || j.models.contains(&node.model)) && !s.reserved_for_other(i, self.job);
+            if !usable || !fit::fits(node, j) {
+                return;
+            }
         }
         if s.quotas.limits_models() {
             let verdict = match self.by_model.iter().find(|(m, _)| *m == node.model) {

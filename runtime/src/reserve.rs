@@ -35,17 +35,15 @@ impl Scheduler {
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
         let mut usable: Vec<NodeId> = Vec::new();
-        self.scan(&ctx, &rec, None, |base, results| {
-            for (i, r) in (base..).zip(results) {
-                let node = &self.cluster.nodes[i];
-                if r.feasible
-                    && node.up
-                    && (j.models.is_empty() || j.models.contains(&node.model))
-                    && !self.reserved_for_other(i, job)
-                    && fit::capacity_when_empty(node, j) > 0
-                {
-                    usable.push(i);
-                }
+        self.scan(&ctx, &rec, None, |i, r| {
+            let node = &self.cluster.nodes[i];
+            if r.feasible
+                && node.up
+                && (j.models.is_empty() || j.models.contains(&node.model))
+                && !self.reserved_for_other(i, job)
+                && fit::capacity_when_empty(node, j) > 0
+            {
+                usable.push(i);
             }
         });
         let mut levels: Vec<u8> = if j.replicas > 1 {

@@ -8,8 +8,9 @@ use gpol_compiler::schema::EnumKind;
 use gpol_compiler::source::{SourceFile, SourceMap};
 use gpol_compiler::syntax::QuotaKind;
 use gpol_runtime::cycle::{JobSpec, Scheduler};
+use gpol_runtime::fit::{self, Ask};
 use gpol_runtime::jobs::{Request, State};
-use gpol_runtime::model::{MILLI, NodeSpec, Sharing, mig_layout_fits, mig_milli};
+use gpol_runtime::model::{Headroom, MILLI, NodeSpec, Sharing, mig_layout_fits, mig_milli};
 use gpol_runtime::quota::{self, Res};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -60,14 +61,15 @@ fn node() -> impl Strategy<Value = NodeSpec> {
         vec![profile("4g.40gb"), profile("2g.20gb"), profile("1g.10gb")],
         vec![profile("1g.10gb"); 7],
     ];
-    (0usize..4, 1u32..9, prop::sample::select(layouts), 1u32..5, 4u64..129, 0u8..3).prop_map(
-        |(mode, cards, mig, clients, cpu, rack)| {
+    let card_mem = prop::sample::select(vec![40u64 << 30, 80 << 30]);
+    (0usize..4, 1u32..9, prop::sample::select(layouts), 1u32..5, 4u64..129, 0u8..3, card_mem).prop_map(
+        |(mode, cards, mig, clients, cpu, rack, card_mem)| {
             let sharing = [Sharing::Exclusive, Sharing::Mig, Sharing::Timeslice, Sharing::Mps][mode];
             NodeSpec {
                 name: String::new(),
                 model: if cards % 2 == 0 { "h100".into() } else { "a100".into() },
                 cards,
-                card_mem: 80 << 30,
+                card_mem,
                 sharing,
                 mig: if sharing == Sharing::Mig { mig } else { Vec::new() },
                 max_clients: clients,
@@ -88,8 +90,9 @@ fn job() -> impl Strategy<Value = JobSpec> {
             .prop_map(Request::Mig),
         Just(Request::None),
     ];
-    (request, 0usize..3, 0u8..3, 1u64..33, any::<bool>(), -2i32..3).prop_map(
-        |(request, queue, user, cpu, bursty, priority)| JobSpec {
+    let gpu_mem = prop::sample::select(vec![0u64, 8 << 30, 30 << 30, 90 << 30]);
+    (request, 0usize..3, 0u8..3, 1u64..33, any::<bool>(), -2i32..3, gpu_mem).prop_map(
+        |(request, queue, user, cpu, bursty, priority, gpu_mem)| JobSpec {
             name: String::new(),
             queue: [1, 2, 3][queue],
             user: format!("user{user}"),
@@ -98,7 +101,7 @@ fn job() -> impl Strategy<Value = JobSpec> {
             request,
             replicas: 1,
             min_replicas: 1,
-            gpu_mem: 8 << 30,
+            gpu_mem,
             cpu_milli: cpu * 1000,
             mem: 1 << 30,
             models: Vec::new(),
@@ -201,6 +204,24 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
                         n.name, inst.used
                     ));
                 }
+            }
+        }
+    }
+    // Each node's summaries match its cards, and the headroom answers "does it fit?"
+    // exactly where it claims to, for every job's request.
+    for (i, n) in s.cluster.nodes.iter().enumerate() {
+        if n.free != n.counted_free() {
+            return Err(format!("node {}: summary {:?} but the cards say {:?}", n.name, n.free, n.counted_free()));
+        }
+        let room = &s.cluster.headroom[i];
+        if *room != Headroom::of(n) {
+            return Err(format!("node {}: headroom {room:?} but the node says {:?}", n.name, Headroom::of(n)));
+        }
+        for j in &s.jobs {
+            let (ask, fits) = (Ask::of(j), fit::fits(n, j));
+            let quick = fit::may_fit(room, &ask);
+            if (fits && !quick) || (fit::headroom_decides(&ask) && fits != quick) {
+                return Err(format!("node {}: fits {fits} but the headroom says {quick} for {ask:?}", n.name));
             }
         }
     }

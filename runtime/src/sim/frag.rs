@@ -10,7 +10,7 @@
 
 use crate::fit::{self, Ask};
 use crate::jobs::Request;
-use crate::model::{MILLI, Node, mig_milli};
+use crate::model::{Card, MILLI, Node, mig_milli};
 use gpol_compiler::schema::{Opt, ShapeRec};
 use std::collections::BTreeMap;
 
@@ -70,38 +70,33 @@ pub fn shape_records(shapes: &[TaskShape]) -> Vec<ShapeRec> {
         .collect()
 }
 
-/// Free GPU capacity of each card, milli (free MIG instances count at their charge).
-fn card_free(node: &Node) -> impl Iterator<Item = u64> + '_ {
-    node.cards.iter().map(|c| {
-        if c.instances.is_empty() {
-            u64::from(c.free_milli)
-        } else {
-            c.instances.iter().filter(|i| !i.used).map(|i| u64::from(mig_milli(i.profile))).sum()
-        }
-    })
+/// Free GPU capacity of a card, milli (free MIG instances count at their charge).
+fn card_free(card: &Card) -> u64 {
+    if card.instances.is_empty() {
+        u64::from(card.free_milli)
+    } else {
+        card.instances.iter().filter(|i| !i.used).map(|i| u64::from(mig_milli(i.profile))).sum()
+    }
 }
 
 /// The node's free GPU capacity (milli) that one replica of `ask` could not use.
+/// Allocation-free: it runs for every node and shape at every measurement.
 pub fn fragmented(node: &Node, ask: &Ask) -> u64 {
-    if !node.up {
+    let total = node.free_milli();
+    if !node.up || total == 0 {
         return 0;
     }
-    let free: Vec<u64> = card_free(node).collect();
-    let total: u64 = free.iter().sum();
-    if total == 0 {
-        return 0;
+    let (mut usable, mut usable_free) = (0u32, 0u64);
+    for c in fit::usable_cards(node, ask) {
+        usable += 1;
+        usable_free += card_free(&node.cards[c]);
     }
-    let mut cards: Vec<usize> = fit::usable(node, ask).into_iter().map(|(c, _)| c).collect();
-    cards.dedup();
     let enough = match ask.request {
         Request::None => false,
-        Request::Whole(k) => cards.len() >= k as usize,
-        _ => !cards.is_empty(),
+        Request::Whole(k) => usable >= k,
+        _ => usable > 0,
     };
-    if !enough {
-        return total;
-    }
-    total - cards.iter().map(|&c| free[c]).sum::<u64>()
+    if enough { total - usable_free } else { total }
 }
 
 /// Expected fragmentation of the nodes for the workload (milli): each shape's
@@ -157,6 +152,7 @@ mod tests {
         n.cards[0].clients = 1;
         n.cards[1].free_milli = 600;
         n.cards[1].clients = 1;
+        n.refresh_free();
         let whole = |k| ask(Request::Whole(k), 0);
         // Whole cards: the partly used cards are fragments.
         assert_eq!(fragmented(&n, &whole(1)), 900);
