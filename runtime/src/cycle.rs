@@ -8,7 +8,7 @@ use crate::fit;
 use crate::jobs::{Job, JobId, QueueId, Reason, Request, Shape, State};
 use crate::model::{Cluster, NodeId, NodeSpec, SpecError};
 use crate::preempt::Eviction;
-use crate::quota::{self, Amounts, Quotas, Res};
+use crate::quota::{self, Amounts, Block, Quotas, Res};
 use crate::records;
 use crate::symbols::Symbols;
 use gpol_compiler::engine::CompiledPolicy;
@@ -114,11 +114,11 @@ pub struct Scheduler {
     job_labels: Vec<Vec<Sym>>,
     table: NodeTable,
     domains: Vec<DomainRec>,
-    /// Jobs whose last attempt failed, when, and how many jobs had started by then: not
-    /// retried until capacity frees — or, when the policy can evict, until another job
-    /// starts (a new victim), and when its victim rules or reservations depend on time,
-    /// until the retry interval has passed.
-    backoff: HashMap<JobId, (u64, u64)>,
+    /// Jobs whose last attempt failed: not retried until capacity frees (or, for a job
+    /// the quota holds back, until the cap that held it back gives) — or, when the policy
+    /// can evict, until another job starts (a new victim), and when its victim rules or
+    /// reservations depend on time, until the retry interval has passed.
+    backoff: HashMap<JobId, Backoff>,
     /// Jobs started so far.
     starts: u64,
     /// Per queue, the value of `starts` after its latest start.
@@ -157,6 +157,15 @@ pub struct Scheduler {
     /// How many replicas of each shape the nodes in service could hold if they were
     /// empty: it changes only when a node joins, leaves or returns to service.
     room_when_empty: std::cell::RefCell<HashMap<usize, u64>>,
+}
+
+/// A failed job's wait: when it failed, how many jobs had started by then, and if the
+/// quota held it back, the cap that did and the room that cap had left.
+#[derive(Clone, Copy, Debug)]
+struct Backoff {
+    at_ms: u64,
+    starts: u64,
+    quota: Option<(Block, i64)>,
 }
 
 /// What cached queue records depend on: the quota tree's version and the capacity.
@@ -246,9 +255,10 @@ impl Scheduler {
         }
     }
 
-    /// Capacity freed up (or the quota changed): every waiting job may fit now.
+    /// Capacity freed up: every waiting job may fit now, except those the quota holds
+    /// back (`eligible` asks whether their cap gave).
     fn capacity_changed(&mut self) {
-        self.backoff.clear();
+        self.backoff.retain(|_, b| b.quota.is_some());
         self.full.clear();
         self.cycle_order = None;
     }
@@ -553,6 +563,7 @@ impl Scheduler {
     /// Changes a queue's quota; waiting jobs are tried again.
     pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::syntax::QuotaKind, r: Res, value: Option<i64>) {
         self.quotas.set(q, kind, r, value);
+        self.backoff.clear();
         self.capacity_changed();
     }
 
@@ -681,7 +692,8 @@ impl Scheduler {
                         blocked.insert(leaf);
                     }
                     if !matches!(reason, Reason::Rule(_)) || self.is_filter(&reason) {
-                        self.backoff.insert(job, (self.now_ms, self.starts));
+                        let quota = self.quota_cap(job, &reason);
+                        self.backoff.insert(job, Backoff { at_ms: self.now_ms, starts: self.starts, quota });
                     }
                     if matches!(reason, Reason::Capacity) || self.is_filter(&reason) {
                         self.note_if_full(job);
@@ -717,12 +729,28 @@ impl Scheduler {
         }
         let now = self.starts;
         let mut backoff = std::mem::take(&mut self.backoff);
-        for (&job, (_, starts)) in backoff.iter_mut().filter(|(_, (_, st))| *st < now) {
-            if !self.new_victims_since(job, *starts) {
-                *starts = now;
+        for (&job, b) in backoff.iter_mut().filter(|(_, b)| b.starts < now) {
+            if !self.new_victims_since(job, b.starts) {
+                b.starts = now;
             }
         }
         self.backoff = backoff;
+    }
+
+    /// For a job the quota holds back whatever the nodes, the cap that does and the room
+    /// it has left: until that room grows, freed capacity cannot help it. Not when the
+    /// policy can evict (freed nodes can complete a set of victims that satisfies the
+    /// quota), nor for an elastic gang (a smaller count meets other caps).
+    fn quota_cap(&self, job: JobId, reason: &Reason) -> Option<(Block, i64)> {
+        let j = &self.jobs[job];
+        if !matches!(reason, Reason::Quota(_))
+            || j.min_replicas != j.replicas
+            || !self.policy.program.victims.is_empty()
+        {
+            return None;
+        }
+        let block = self.quota_replicas(job).err()?;
+        Some((block, self.quotas.room(block, j.user)))
     }
 
     /// Whether a job started, after the `starts`-th start, in a queue whose jobs could be
@@ -793,8 +821,11 @@ impl Scheduler {
     fn eligible(&self, j: JobId, tried: &HashSet<JobId>) -> bool {
         let retry = |at: u64| self.now_ms > at && self.now_ms >= at.saturating_add(self.retry_interval_ms);
         let evicts = !self.policy.program.victims.is_empty();
-        let backed_off = self.backoff.get(&j).is_some_and(|&(at, starts)| {
-            !((self.time_matters && retry(at)) || (evicts && self.starts > starts && self.new_victims_since(j, starts)))
+        let backed_off = self.backoff.get(&j).is_some_and(|b| {
+            let cap_gave = b.quota.is_some_and(|(block, room)| self.quotas.room(block, self.jobs[j].user) > room);
+            !(cap_gave
+                || (self.time_matters && retry(b.at_ms))
+                || (evicts && self.starts > b.starts && self.new_victims_since(j, b.starts)))
         });
         self.jobs[j].is_pending() && !tried.contains(&j) && !backed_off && !self.skipped_as_full(j)
     }
@@ -984,6 +1015,7 @@ impl Scheduler {
             self.bind_replica(job, node, true);
         }
         self.charge(job);
+        self.backoff.remove(&job);
         self.set_state(job, State::Running);
         let now = self.now();
         self.starts += 1;

@@ -31,11 +31,8 @@ pub enum Decision {
 impl Scheduler {
     /// The placement decision for a job, without changing anything.
     pub fn decide(&self, job: JobId) -> Decision {
-        let view = self.view(Some(job));
-        let ctx = self.ctx(&view);
-        let rec = self.job_rec(job);
         let program = &self.policy.program;
-        if let Some(i) = self.policy.engine().admit(&ctx, &rec) {
+        if let Some(i) = self.first_refusing_admit(job) {
             let rule = &program.admit[i];
             return if rule.is_static {
                 Decision::Reject(rule.name.clone())
@@ -49,6 +46,15 @@ impl Scheduler {
             // that is only worth working out when it does not start.
             Err(reason) => Decision::Wait(self.never_fits(job).map_or(reason, Reason::Unschedulable)),
         }
+    }
+
+    /// The first admit rule that turns the job away now, if any.
+    fn first_refusing_admit(&self, job: JobId) -> Option<usize> {
+        if self.policy.program.admit.is_empty() {
+            return None;
+        }
+        let view = self.view(Some(job));
+        self.policy.engine().admit(&self.ctx(&view), &self.job_rec(job))
     }
 
     /// Where the job's replicas would go now — quota, filters and scores, exact fit, and

@@ -103,6 +103,15 @@ struct Frees {
     gpu: u64,
 }
 
+/// What a single-node claimant's search of one node learns for the others: the greedy
+/// order of every candidate, and whether taking them in that order from the untouched
+/// state fails to satisfy the quota.
+#[derive(Default)]
+struct Global {
+    order: Option<Vec<usize>>,
+    quota_fails_untouched: bool,
+}
+
 /// The best set found so far: cost, victims (indexes into the candidates), placement.
 struct Found {
     cost: f64,
@@ -118,7 +127,7 @@ impl Scheduler {
             return None;
         }
         let Candidates { list: candidates, frees } = self.candidates(claimant, trace.as_deref_mut());
-        let found = if candidates.is_empty() {
+        let found = if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
             None
         } else if self.jobs[claimant].replicas == 1 {
             self.search_nodes(claimant, &candidates, frees)
@@ -171,8 +180,22 @@ impl Scheduler {
         // What the claimant needs that the quota tree governs.
         let needed: Vec<Res> =
             demand.iter().filter(|&(r, a)| *a > 0 && quotas.is_constrained(*r)).map(|(r, _)| *r).collect();
+        if let Some(t) = trace.as_deref_mut() {
+            let _ = writeln!(t, "  victim search:");
+        }
+        let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
+        let (has_preempt, has_reclaim) = (has_kind(VictimKind::Preempt), has_kind(VictimKind::Reclaim));
+        // Where each leaf's jobs stand (jobs run only in leaves). When no leaf's jobs
+        // could be victims at all, nothing more is needed — unless the search is being
+        // explained job by job.
+        let standings: Vec<Option<Standing>> = (0..quotas.queues.len())
+            .map(|q| quotas.queues[q].children.is_empty().then(|| self.standing(claimant, q, &needed, &demand)))
+            .collect();
+        let evictable = |s: &Standing| matches!(s, Standing::Open { preempt, reclaim, .. } if *preempt && has_preempt || *reclaim && has_reclaim);
+        if trace.is_none() && !standings.iter().flatten().any(evictable) {
+            return Candidates::default();
+        }
         let full_demand = quota::demand(c, None);
-        let mut view = self.view(Some(claimant));
         let reads_share_after = program.victims.iter().any(|r| {
             r.when.node.reads(Record::Queue, "share_after")
                 || r.cost.as_ref().is_some_and(|b| b.node.reads(Record::Queue, "share_after"))
@@ -183,13 +206,8 @@ impl Scheduler {
         // Sized for every running job up front: growing them would copy and fault pages.
         let mut out: Vec<Candidate> = Vec::with_capacity(self.running.len());
         let mut frees: Vec<Frees> = Vec::with_capacity(self.running.len());
-        if let Some(t) = trace.as_deref_mut() {
-            let _ = writeln!(t, "  victim search:");
-        }
-        let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
-        let (has_preempt, has_reclaim) = (has_kind(VictimKind::Preempt), has_kind(VictimKind::Reclaim));
         let totals = self.totals();
-        let mut standings: Vec<Option<Standing>> = vec![None; quotas.queues.len()];
+        let mut view = self.view(Some(claimant));
         for v in self.running() {
             let vj = &self.jobs[v];
             // Explains why, when tracing (the text is only built then).
@@ -198,8 +216,10 @@ impl Scheduler {
                     let _ = writeln!(t, "    {}: {}", self.jobs[v].name, why());
                 }
             };
-            let standing =
-                standings[vj.queue].get_or_insert_with(|| self.standing(claimant, vj.queue, &needed, &demand)).clone();
+            let standing = match &standings[vj.queue] {
+                Some(s) => s.clone(),
+                None => self.standing(claimant, vj.queue, &needed, &demand),
+            };
             let (preempt, reclaim, guard) = match standing {
                 Standing::Open { preempt, reclaim, guard } => (preempt, reclaim, guard),
                 Standing::WithinGuarantee(q) => {
@@ -343,6 +363,27 @@ impl Scheduler {
         Standing::Open { preempt: true, reclaim: true, guard: guard.into() }
     }
 
+    /// Whether the quota would admit the claimant were every candidate gone (guards
+    /// aside): if not, no set of them lets it start anywhere, and nothing need be tried.
+    /// Quota only ever admits more as usage falls, so this is a necessary condition.
+    fn quota_could_admit(&mut self, claimant: JobId, candidates: &[Candidate]) -> bool {
+        if self.quota_replicas(claimant).is_ok() {
+            return true;
+        }
+        let (jobs, quotas) = (&self.jobs, &mut self.quotas);
+        for c in candidates {
+            let j = &jobs[c.job];
+            quotas.charge(j.queue, j.user, &j.charged, -1);
+        }
+        let admits = self.quota_replicas(claimant).is_ok();
+        let (jobs, quotas) = (&self.jobs, &mut self.quotas);
+        for c in candidates.iter().rev() {
+            let j = &jobs[c.job];
+            quotas.charge(j.queue, j.user, &j.charged, 1);
+        }
+        admits
+    }
+
     /// Whether evicting `v` now keeps every queue in `guard` at or above its guarantee.
     fn guard_holds(&self, v: JobId, guard: &[(QueueId, Res, i64)]) -> bool {
         let charged = &self.jobs[v].charged;
@@ -416,11 +457,25 @@ impl Scheduler {
                 && !s.reserved_for_other(n, claimant)
                 && fit::could_ever_fit(node, j)
         };
+        let mut global = Global::default();
+        // Where the claimant fits untouched, only the quota can need victims, and the
+        // same ones on every such node; if all of them would not do, only nodes with
+        // victims of their own are worth a look.
+        let fits_untouched_works = self.quota_replicas(claimant).is_ok() || {
+            let mut lifted = Vec::new();
+            let works = self.lift_for_quota(claimant, candidates, &mut global, &mut lifted);
+            self.undo(candidates, &lifted);
+            global.quota_fails_untouched = !works;
+            works
+        };
         // Every node once, with its victims if it has any (both lists are in node order).
         let mut runs = by_node.iter().peekable();
         let mut order: Vec<(f64, NodeId)> = (0..self.cluster.nodes.len())
             .filter_map(|n| {
                 let local = runs.next_if(|(m, _)| *m == n).map_or(&[][..], |(_, run)| *run);
+                if local.is_empty() && !fits_untouched_works {
+                    return None;
+                }
                 Some((self.lower_bound(claimant, n, local, candidates)?, n))
             })
             .collect();
@@ -428,7 +483,6 @@ impl Scheduler {
         // Lower bounds are only bounds when no cost is negative.
         let prune = candidates.iter().all(|c| c.cost >= 0.0);
         let mut best: Option<(Found, NodeId)> = None;
-        let mut global: Option<Vec<usize>> = None;
         for (bound, n) in order {
             if prune && best.as_ref().is_some_and(|(b, _)| bound > b.cost) {
                 break;
@@ -490,7 +544,7 @@ impl Scheduler {
         n: NodeId,
         local: &[usize],
         candidates: &[Candidate],
-        global: &mut Option<Vec<usize>>,
+        global: &mut Global,
     ) -> Option<Found> {
         let place = |s: &Scheduler| s.place(claimant, Some(&[n])).ok();
         let mut lifted: Vec<usize> = Vec::new();
@@ -504,11 +558,13 @@ impl Scheduler {
             self.try_lift(candidates, i, &mut lifted);
         }
         if self.quota_replicas(claimant).is_err() {
-            for &i in global.get_or_insert_with(|| greedy_order(candidates)).iter() {
-                if self.try_lift(candidates, i, &mut lifted) && self.quota_replicas(claimant).is_ok() {
-                    break;
-                }
+            // From the untouched state, this pass is the same on every node; once it has
+            // failed to satisfy the quota, it tried every candidate, so no node where the
+            // claimant fits untouched can do better.
+            if lifted.is_empty() && global.quota_fails_untouched {
+                return None;
             }
+            self.lift_for_quota(claimant, candidates, global, &mut lifted);
         }
         let replicas = loop {
             if self.quota_replicas(claimant).is_ok()
@@ -527,6 +583,23 @@ impl Scheduler {
             }
         };
         Some(self.reverse_pass(candidates, lifted, replicas, &place))
+    }
+
+    /// Lifts candidates in greedy order (as their guards allow) until the quota admits
+    /// the claimant; whether it does.
+    fn lift_for_quota(
+        &mut self,
+        claimant: JobId,
+        candidates: &[Candidate],
+        global: &mut Global,
+        lifted: &mut Vec<usize>,
+    ) -> bool {
+        for &i in global.order.get_or_insert_with(|| greedy_order(candidates)).iter() {
+            if self.try_lift(candidates, i, lifted) && self.quota_replicas(claimant).is_ok() {
+                return true;
+            }
+        }
+        self.quota_replicas(claimant).is_ok()
     }
 
     /// A gang claimant: victims anywhere, cheapest first, until the gang can be placed.

@@ -355,6 +355,23 @@ impl Quotas {
         Ok(())
     }
 
+    /// The room left under the cap behind `block` (for `user`): a demand it turned away
+    /// can only pass once this grows.
+    pub fn room(&self, block: Block, user: Sym) -> i64 {
+        match block {
+            Block::Limit { queue, res } => {
+                let node = &self.queues[queue];
+                node.limit.get(&res).map_or(i64::MAX, |limit| limit - node.get(&node.alloc, res))
+            }
+            Block::UserLimit { queue, res } => {
+                let node = &self.queues[queue];
+                let used = node.users.get(&user).map_or(0, |u| u.get(&res).copied().unwrap_or(0));
+                node.user_limit.get(&res).map_or(i64::MAX, |limit| limit - used)
+            }
+            Block::Cohort { queue, res, .. } => self.available(queue, res),
+        }
+    }
+
     /// What a block says, in words.
     pub fn describe(&self, block: Block, syms: &Symbols) -> String {
         match block {

@@ -145,3 +145,37 @@ fn a_claimant_is_retried_only_after_starts_that_could_give_it_victims() {
     s.cycle();
     assert!(s.attempts >= before + 3, "the claimant is tried again: {} vs {before}", s.attempts);
 }
+
+/// Queue `a` may hold 2 cards, `b` anything; no victim rules.
+fn capped() -> Scheduler {
+    let text = "policy capped\n\nqueue org {\n  queue a { limit 2 gpu }\n  queue b {}\n}\n";
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new("capped.gpol", text));
+    let checked = check(&mut sources, id);
+    let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
+    let mut s = Scheduler::new(compile(policy, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}")));
+    s.add_node(&node("n1")).unwrap_or_else(|e| panic!("{e}"));
+    s
+}
+
+#[test]
+fn a_job_the_quota_holds_back_waits_for_its_cap_not_for_capacity() {
+    let mut s = capped();
+    let (a, b) = (1, 2);
+    let first = s.submit(JobSpec { queue: a, ..job("first", 2) }).unwrap_or_else(|e| panic!("{e}"));
+    let other = s.submit(JobSpec { queue: b, ..job("other", 2) }).unwrap_or_else(|e| panic!("{e}"));
+    let held = s.submit(JobSpec { queue: a, ..job("held", 1) }).unwrap_or_else(|e| panic!("{e}"));
+    s.cycle();
+    assert_eq!(s.jobs[first].state, State::Running);
+    assert!(matches!(&s.jobs[held].state, State::Pending(Some(Reason::Quota(_)))), "{:?}", s.jobs[held].state);
+    let before = s.attempts;
+    // Capacity frees in `b`: `a`'s cap is as full as before, so `held` is not tried.
+    s.complete(other);
+    s.cycle();
+    assert_eq!(s.attempts, before, "freed capacity elsewhere does not retry a capped job");
+    // `a`'s own job ends: its cap gives, and `held` starts.
+    s.complete(first);
+    s.cycle();
+    assert_eq!(s.attempts, before + 1);
+    assert_eq!(s.jobs[held].state, State::Running);
+}
