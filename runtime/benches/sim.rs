@@ -2,7 +2,8 @@
 //! 1,213-node GPU cluster, fill mode to 130% of capacity, one run per placement policy
 //! of policies/ (read from ../shared/data/alibaba-gpu-2023 or `GPOL_OPENB_DIR` when
 //! present; skipped otherwise). `timed_10k_gpus`: a synthetic timed trace of
-//! `GPOL_SCALE_JOBS` jobs (default 100,000) on 1,250 eight-GPU nodes, under best fit.
+//! `GPOL_SCALE_JOBS` jobs (default 100,000) on sim/scale-10k.toml's 10,000 GPUs, under
+//! best fit and under sim/fleet-10k.gpol (quotas, borrowing and reclaim).
 //! Results are in docs/performance.md.
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -17,12 +18,13 @@ use std::time::Duration;
 
 const PLACEMENT: &[&str] = &["best_fit", "fgd", "dot_product", "gpu_packing", "gpu_clustering", "random"];
 
-fn policy(name: &str) -> CompiledPolicy {
-    let path = format!("{}/../policies/{name}.gpol", env!("CARGO_MANIFEST_DIR"));
+/// A policy of the repository, by its path from the root (`policies/best_fit.gpol`).
+fn policy(file: &str) -> CompiledPolicy {
+    let path = format!("{}/../{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut sources = SourceMap::new();
     let id = sources.add(SourceFile::new(path, text));
-    let policy = check(&mut sources, id).policy.unwrap_or_else(|| panic!("{name} does not check"));
+    let policy = check(&mut sources, id).policy.unwrap_or_else(|| panic!("{file} does not check"));
     compile(policy, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}"))
 }
 
@@ -58,7 +60,7 @@ fn openb_fill(c: &mut Criterion) {
     let mut group = c.benchmark_group("openb_fill_130");
     group.sample_size(10).measurement_time(Duration::from_secs(20));
     for name in PLACEMENT {
-        let p = policy(name);
+        let p = policy(&format!("policies/{name}.gpol"));
         group.bench_function(*name, |b| b.iter(|| run(&p, &cluster, &workload, &config)));
     }
     group.finish();
@@ -66,9 +68,8 @@ fn openb_fill(c: &mut Criterion) {
 
 fn timed_scale(c: &mut Criterion) {
     let jobs: usize = std::env::var("GPOL_SCALE_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-    let pool = "[[pool]]\nname = \"h100\"\ncount = 1250\ngpu_model = \"h100\"\ngpus = 8\ngpu_mem = \"80GiB\"\n\
-                cpu = 128\nmem = \"2TiB\"\ntopology = { rack = 4 }\n";
-    let cluster = spec::parse_toml(pool, "scale.toml").unwrap_or_else(|e| panic!("{e}"));
+    let (cname, ctext) = read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sim/scale-10k.toml"));
+    let cluster = spec::parse_toml(&ctext, &cname).unwrap_or_else(|e| panic!("{e}"));
     let trace = generate::generate(&GenSpec {
         jobs,
         seed: 1,
@@ -82,10 +83,13 @@ fn timed_scale(c: &mut Criterion) {
         ],
     });
     let workload = Workload { name: "scale".into(), jobs: trace };
-    let p = policy("best_fit");
     let mut group = c.benchmark_group("timed_10k_gpus");
     group.sample_size(10).measurement_time(Duration::from_secs(60));
-    group.bench_function(format!("{jobs}_jobs"), |b| b.iter(|| run(&p, &cluster, &workload, &Config::default())));
+    for file in ["policies/best_fit.gpol", "sim/fleet-10k.gpol"] {
+        let p = policy(file);
+        let name = format!("{}/{jobs}_jobs", p.policy.name);
+        group.bench_function(name, |b| b.iter(|| run(&p, &cluster, &workload, &Config::default())));
+    }
     group.finish();
 }
 
