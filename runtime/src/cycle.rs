@@ -1086,8 +1086,6 @@ fn compare_keys(keys: &[OrderKey], ka: &[f64], kb: &[f64]) -> Ordering {
     Ordering::Equal
 }
 
-/// Whether an expression reads something that changes with time alone: how long a job
-/// has waited or run, its unsaved work, the clock, or decayed usage.
 /// Whether a rule body reads anything but job fields (queues, the cluster, domains).
 fn reads_beyond_job(node: &gpol_compiler::ir::Node) -> bool {
     use gpol_compiler::ir::Kind;
@@ -1097,6 +1095,8 @@ fn reads_beyond_job(node: &gpol_compiler::ir::Node) -> bool {
     })
 }
 
+/// Whether an expression reads something that changes with time alone: how long a job
+/// has waited or run, its unsaved work, the clock, or decayed usage.
 fn reads_time(node: &gpol_compiler::ir::Node) -> bool {
     use gpol_compiler::schema::Record;
     [(Record::Job, "waiting"), (Record::Job, "runtime"), (Record::Job, "since_checkpoint")]
