@@ -53,11 +53,7 @@ impl Ask {
 /// The cards (and MIG instances) one replica could use on this node. For a whole-card
 /// request these are the wholly free cards with enough memory (it needs `k` of them).
 pub fn candidates(node: &Node, job: &Job) -> Vec<(usize, Option<usize>)> {
-    usable(node, &Ask::of(job))
-}
-
-/// [`candidates`] for a request that is not a job's.
-pub fn usable(node: &Node, job: &Ask) -> Vec<(usize, Option<usize>)> {
+    let job = &Ask::of(job);
     if !host_fits(node, job) {
         return Vec::new();
     }

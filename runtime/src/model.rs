@@ -276,7 +276,6 @@ pub struct Cluster {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Headroom {
     pub up: bool,
-    pub model: Sym,
     pub cpu_milli: u64,
     pub mem: u64,
     pub cards: CardsFree,
@@ -288,7 +287,6 @@ impl Headroom {
     pub fn of(node: &Node) -> Headroom {
         Headroom {
             up: node.up,
-            model: node.model,
             cpu_milli: node.free_cpu_milli,
             mem: node.free_mem,
             cards: node.free,

@@ -115,10 +115,8 @@ impl Scheduler {
         let ask = fit::Ask::of(j);
         let decides = fit::headroom_decides(&ask);
         let fits = |i: NodeId| {
-            let room = &self.cluster.headroom[i];
-            fit::may_fit(room, &ask)
-                && (j.models.is_empty() || j.models.contains(&room.model))
-                && !self.reserved_for_other(i, job)
+            fit::may_fit(&self.cluster.headroom[i], &ask)
+                && usable(i)
                 && (decides || fit::fits(&self.cluster.nodes[i], j))
         };
         let fitting: Vec<NodeId> = match among {
