@@ -303,7 +303,7 @@ fn sim_writes_a_self_contained_report_with_charts() {
 
 #[test]
 fn sim_reads_a_slurm_node_list() {
-    // Real `sinfo --json` of Slurm 22.05 (runtime/tests/slurm/capture.sh): 6 nodes, 22 GPUs.
+    // Real `sinfo --json` of Slurm 22.05 (simulator/tests/slurm/capture.sh): 6 nodes, 22 GPUs.
     // a100-1 takes `a`; `b` takes 2 of h100-1's 4 cards; a100-2 is drained and gpu-1 is
     // draining, so `c` (4 GPUs) waits for `b` to finish: 540 s.
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -313,7 +313,7 @@ fn sim_reads_a_slurm_node_list() {
         "name,arrival,duration,gpus,queue\na,0,3600,8,training\nb,60,600,2,research\nc,120,600,4,research\n",
     );
     let out = gpolc()
-        .args(["sim", "--json", "--cluster", "runtime/tests/fixtures/slurm/sinfo.json", "--trace", &trace])
+        .args(["sim", "--json", "--cluster", "simulator/tests/fixtures/slurm/sinfo.json", "--trace", &trace])
         .assert()
         .success();
     let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap_or_else(|e| panic!("{e}"));

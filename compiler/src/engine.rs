@@ -4,9 +4,11 @@
 
 use crate::hir;
 use crate::interp::{self, Ctx, Roots, Val};
-use crate::ir::{Program, Rule};
+use crate::ir::{Program, Rule, RuleId};
 use crate::lower;
 use crate::schema::{CardRec, JobRec, NodeRec};
+use crate::source::Span;
+use crate::syntax::RuleKind;
 use std::sync::Arc;
 
 /// Tiers a policy may declare (D4).
@@ -75,11 +77,23 @@ pub struct CompiledPolicy {
     pub policy: Arc<hir::Policy>,
     pub program: Arc<Program>,
     engine: Arc<dyn Engine>,
+    kind: EngineKind,
 }
 
 impl CompiledPolicy {
     pub fn engine(&self) -> &dyn Engine {
         &*self.engine
+    }
+
+    /// Which engine runs it.
+    pub fn engine_kind(&self) -> EngineKind {
+        self.kind
+    }
+}
+
+impl std::fmt::Debug for CompiledPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CompiledPolicy({}, {:?})", self.policy.name, self.kind)
     }
 }
 
@@ -93,25 +107,40 @@ pub fn compile(policy: hir::Policy, kind: EngineKind) -> Result<CompiledPolicy, 
             Err(e) => return Err(backend_failure(&policy, &program, &e)),
         },
     };
-    Ok(CompiledPolicy { policy: Arc::new(policy), program, engine })
+    Ok(CompiledPolicy { policy: Arc::new(policy), program, engine, kind })
 }
 
 /// The diagnostic for a policy the backend could not compile: it names the rule (found
 /// by compiling rules one at a time) and points at it.
 pub fn backend_failure(policy: &hir::Policy, program: &Program, error: &str) -> crate::diag::Diagnostic {
     let culprit = crate::jit::culprit(program);
-    let span = culprit
-        .as_deref()
-        .and_then(|c| c.rsplit(' ').next())
-        .and_then(|name| policy.rules.iter().find(|r| r.name == name).map(|r| r.span))
-        .unwrap_or_default();
-    let message = match &culprit {
-        Some(rule) => format!("code generation failed for {rule}"),
+    let span = culprit.and_then(|id| rule_span(policy, program, id)).unwrap_or_default();
+    let message = match culprit {
+        Some(id) => format!("code generation failed for {}", program.rule_label(id)),
         None => "code generation failed".to_string(),
     };
     crate::diag::Diagnostic::new(crate::diag::Code::Backend, span, message)
         .label(crate::diag::snippet(error))
         .help("this is a bug in gpolc; please report it with the policy. `--engine interp` runs the policy without native code")
+}
+
+/// Where a rule of the program is written in the policy.
+pub fn rule_span(policy: &hir::Policy, program: &Program, id: RuleId) -> Option<Span> {
+    let i = |k: u16| usize::from(k);
+    let named = |kind: RuleKind| {
+        let name = program.rule_name(id);
+        policy.rules.iter().find(|r| r.kind == kind && r.name == name).map(|r| r.span)
+    };
+    match id {
+        RuleId::Admit(_) => named(RuleKind::Admit),
+        RuleId::Filter(_) => named(RuleKind::Filter),
+        RuleId::Score(_) => named(RuleKind::Score),
+        RuleId::CardScore(_) => named(RuleKind::CardScore),
+        RuleId::QueueOrder(k) => policy.queue_order.get(i(k)).map(|o| o.expr.span),
+        RuleId::JobOrder(k) => policy.job_order.get(i(k)).map(|o| o.expr.span),
+        RuleId::Gang(k) => policy.gang.get(i(k)).map(|g| g.span),
+        RuleId::Victim(k) => policy.victims.get(i(k)).map(|v| v.span),
+    }
 }
 
 impl std::str::FromStr for EngineKind {

@@ -3,6 +3,7 @@
 
 use crate::schema::{EnumKind, Record, Root};
 use crate::source::Span;
+use crate::spec::{History, JobSpec, NodeSpec};
 use crate::syntax::{BinaryOp, CompKind, Direction, GangKind, QuotaKind, RuleKind, UnaryOp, VictimKind};
 use crate::types::Ty;
 use std::collections::BTreeMap;
@@ -306,6 +307,12 @@ impl Policy {
     pub fn queue(&self, name: &str) -> Option<QueueId> {
         self.queues.iter().position(|q| q.name == name)
     }
+
+    /// Whether the policy declares no queues: its one queue, `default`, then takes every
+    /// job, whatever queue the job names (so placement policies run on any workload).
+    pub fn has_implicit_queue(&self) -> bool {
+        matches!(self.queues.as_slice(), [q] if q.span == Span::default())
+    }
 }
 
 // ---------------------------------------------------------------- tests
@@ -318,55 +325,11 @@ pub struct Test {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct TestNode {
-    pub name: String,
-    pub model: String,
-    pub cards: u32,
-    pub gpu_mem: f64,
-    pub sharing: u8,
-    pub mig: Vec<u8>,
-    pub max_clients: u32,
-    pub cpu: f64,
-    pub mem: f64,
-    /// (level index, domain name).
-    pub domains: Vec<(u8, String)>,
-    pub labels: Vec<(String, String)>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct TestJob {
-    pub name: String,
-    pub queue: QueueId,
-    pub user: String,
-    pub priority_class: Option<String>,
-    pub priority: f64,
-    pub whole_cards: u32,
-    pub gpu_fraction: f64,
-    pub mig_profile: Option<u8>,
-    pub replicas: u32,
-    pub min_replicas: u32,
-    pub gpu_mem: f64,
-    pub cpu: f64,
-    pub mem: f64,
-    pub allowed_models: Vec<String>,
-    pub bursty: bool,
-    pub latency_critical: bool,
-    pub preemptible: bool,
-    pub duration: Option<f64>,
-    pub utilization: f64,
-    /// For jobs placed by `run`: seconds already run and since the last checkpoint.
-    pub runtime: f64,
-    pub since_checkpoint: f64,
-    /// Evictions the job has already suffered.
-    pub evictions: u32,
-    pub labels: Vec<(String, String)>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    Node(TestNode),
-    Submit(TestJob),
-    Run(TestJob, Vec<String>),
+    Node(NodeSpec),
+    Submit(JobSpec),
+    /// A job already running on these nodes (one per replica), with its history.
+    Run(JobSpec, Vec<String>, History),
     Advance(f64),
     Complete(String),
     Fail(String),

@@ -4,6 +4,7 @@
 
 use crate::hir::Builtin;
 use crate::ir::{AttrValue, Bin, Body, Kind, Node, VTy};
+use crate::never;
 use crate::ops;
 use crate::schema::{
     CardRec, ClusterRec, DomainRec, FieldValue, JobRec, MigCounts, NodeRec, Opt, QueueRec, Record, Resources, Root,
@@ -147,21 +148,36 @@ impl<'a> Interp<'_, 'a> {
             Kind::Bool(b) => Val::B(*b),
             Kind::Str(i) => Val::S(self.ctx.literals.get(*i as usize).copied().unwrap_or(Sym(0))),
             Kind::Enum(e) => Val::U(*e),
-            Kind::Local(l) => self.locals.get(*l as usize).copied().unwrap_or(Val::F(f64::NAN)),
-            Kind::Input(i) => self.inputs.get(usize::from(*i)).copied().unwrap_or(Val::F(f64::NAN)),
+            Kind::Local(l) => self.locals.get(*l as usize).copied().unwrap_or_else(|| {
+                never!("local {l} beyond the body's {} locals", self.locals.len());
+                Val::F(f64::NAN)
+            }),
+            Kind::Input(i) => self.inputs.get(usize::from(*i)).copied().unwrap_or_else(|| {
+                never!("input {i} beyond the {} given", self.inputs.len());
+                Val::F(f64::NAN)
+            }),
             Kind::Root(r) => self.root(*r),
             Kind::Field { base, record, field } => {
                 let base = self.eval(base);
-                self.field(base, *record, *field).unwrap_or(Val::F(f64::NAN))
+                self.field(base, *record, *field).unwrap_or_else(|| {
+                    never!("field {field} of {} read from {base:?}", record.name());
+                    Val::F(f64::NAN)
+                })
             }
             Kind::Domain { node, level } => match self.eval(node) {
                 Val::Node(n) => Val::Domain(n.domains.get(usize::from(*level)).copied().unwrap_or(u32::MAX)),
-                _ => Val::Domain(u32::MAX),
+                other => {
+                    never!("the domain of {other:?}, which is not a node");
+                    Val::Domain(u32::MAX)
+                }
             },
             Kind::Attr { queue, attr } => {
                 let q = match self.eval(queue) {
                     Val::Queue(q) => q as usize,
-                    _ => usize::MAX,
+                    other => {
+                        never!("an attribute of {other:?}, which is not a queue");
+                        usize::MAX
+                    }
                 };
                 let v = self.ctx.attrs.get(q).and_then(|row| row.get(usize::from(*attr))).copied();
                 match (v.unwrap_or(AttrValue::Absent), n.ty) {
@@ -174,14 +190,20 @@ impl<'a> Interp<'_, 'a> {
             }
             Kind::Label { labels, slot } => match self.eval(labels) {
                 Val::Syms(s) => Val::S(s.get(usize::from(*slot)).copied().unwrap_or(Sym(0))),
-                _ => Val::S(Sym(0)),
+                other => {
+                    never!("a label of {other:?}, which is not a label list");
+                    Val::S(Sym(0))
+                }
             },
             Kind::Mig { counts, profile } => {
                 let counts = self.eval(counts);
                 let profile = self.eval(profile);
                 match (counts, profile) {
                     (Val::Mig(m), Val::U(p)) => Val::F(m.get(usize::from(p)).copied().unwrap_or(0.0)),
-                    _ => Val::F(0.0),
+                    (counts, profile) => {
+                        never!("MIG counts {counts:?} indexed by {profile:?}");
+                        Val::F(0.0)
+                    }
                 }
             }
             Kind::Not(x) => Val::B(!self.eval(x).b()),
@@ -225,7 +247,10 @@ impl<'a> Interp<'_, 'a> {
                 Val::Shapes(s) => s.len() as f64,
                 Val::Syms(s) => s.len() as f64,
                 Val::Lit(i) => self.lists.get(i as usize).map_or(0.0, |l| l.len() as f64),
-                _ => 0.0,
+                other => {
+                    never!("the length of {other:?}, which is not a list");
+                    0.0
+                }
             }),
             Kind::ListLit(items) => {
                 let vals = items.iter().map(|i| self.eval(i)).collect();
@@ -239,7 +264,10 @@ impl<'a> Interp<'_, 'a> {
                     Val::Shapes(s) => s.iter().map(Val::Shape).collect(),
                     Val::Syms(s) => s.iter().map(|s| Val::S(*s)).collect(),
                     Val::Lit(i) => self.lists.get(i as usize).cloned().unwrap_or_default(),
-                    _ => Vec::new(),
+                    other => {
+                        never!("a comprehension over {other:?}, which is not a list");
+                        Vec::new()
+                    }
                 };
                 self.comprehension(*kind, *var, &items, body)
             }
@@ -278,7 +306,10 @@ impl<'a> Interp<'_, 'a> {
     }
 
     fn root(&self, r: Root) -> Val<'a> {
-        match_root(self.ctx, self.roots, r).unwrap_or(Val::F(f64::NAN))
+        match_root(self.ctx, self.roots, r).unwrap_or_else(|| {
+            never!("{r:?} read where the rule has no such root");
+            Val::F(f64::NAN)
+        })
     }
 
     fn field(&self, base: Val<'a>, record: Record, field: u16) -> Option<Val<'a>> {

@@ -343,7 +343,59 @@ pub struct Program {
     pub levels: Vec<String>,
 }
 
+/// Which rule of a program: its kind and its index among the program's rules of that
+/// kind. Decisions carry these; names are looked up only when a decision is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RuleId {
+    Admit(u16),
+    Filter(u16),
+    Score(u16),
+    CardScore(u16),
+    QueueOrder(u16),
+    JobOrder(u16),
+    Gang(u16),
+    /// A `preempt` or `reclaim` rule.
+    Victim(u16),
+}
+
 impl Program {
+    /// A rule's name as policies write it (`queue_order key 2`, `gang clause 1` for the
+    /// unnamed ones); empty for an index the program does not have.
+    pub fn rule_name(&self, id: RuleId) -> String {
+        let named = |rules: &[Rule], i: u16| rules.get(usize::from(i)).map(|r| r.name.clone());
+        let numbered = |what: &str, len: usize, i: u16| (usize::from(i) < len).then(|| format!("{what} {}", i + 1));
+        let name = match id {
+            RuleId::Admit(i) => named(&self.admit, i),
+            RuleId::Filter(i) => named(&self.filters, i),
+            RuleId::Score(i) => named(&self.scores, i),
+            RuleId::CardScore(i) => named(&self.card_scores, i),
+            RuleId::QueueOrder(i) => numbered("queue_order key", self.queue_order.len(), i),
+            RuleId::JobOrder(i) => numbered("job_order key", self.job_order.len(), i),
+            RuleId::Gang(i) => numbered("gang clause", self.gang.len(), i),
+            RuleId::Victim(i) => self.victims.get(usize::from(i)).map(|v| v.name.clone()),
+        };
+        name.unwrap_or_else(|| {
+            crate::never!("{id:?} is not a rule of policy `{}`", self.name);
+            String::new()
+        })
+    }
+
+    /// A rule's kind and name, as reports introduce it (`filter no_mig`).
+    pub fn rule_label(&self, id: RuleId) -> String {
+        let kind = match id {
+            RuleId::Admit(_) => "admit ",
+            RuleId::Filter(_) => "filter ",
+            RuleId::Score(_) => "score ",
+            RuleId::CardScore(_) => "card_score ",
+            RuleId::Victim(i) => match self.victims.get(usize::from(i)).map(|v| v.kind) {
+                Some(VictimKind::Reclaim) => "reclaim ",
+                _ => "preempt ",
+            },
+            RuleId::QueueOrder(_) | RuleId::JobOrder(_) | RuleId::Gang(_) => "",
+        };
+        format!("{kind}{}", self.rule_name(id))
+    }
+
     /// Every rule body, with a name for reports.
     pub fn bodies(&self) -> Vec<(String, &Body)> {
         let mut out = Vec::new();

@@ -1,8 +1,11 @@
-//! The gpol compiler: source text in, a checked and typed policy out.
+//! The gpol compiler: source text in, a compiled policy out.
 //!
-//! Stages, each in its own module: [`parse`] (text → [`syntax`]), [`resolve`] (names and
-//! modules), [`check`] (types, units and semantic rules → [`hir`]); [`fmt`] prints a syntax
-//! tree canonically. [`schema`] is the one definition of what rules can see.
+//! [`load`] is the way in for every consumer: it reads, checks and compiles a policy.
+//! Stages, each in its own module: [`parse`] (text → [`syntax`]), [`check`] (names,
+//! modules, types, units and semantic rules → [`hir`]), [`lower`] (→ the typed [`ir`]),
+//! and the two engines behind [`engine`]: [`interp`] (the reference) and [`jit`]
+//! (Cranelift). [`fmt`] prints a syntax tree canonically. [`schema`] is the one definition
+//! of what rules can see; [`spec`] the one description of a job and a node.
 
 pub mod check;
 pub mod diag;
@@ -14,11 +17,14 @@ pub mod hir;
 pub mod interp;
 pub mod ir;
 pub mod jit;
+pub mod load;
 pub mod lower;
+mod never;
 pub mod ops;
 pub mod parse;
 pub mod schema;
 pub mod source;
+pub mod spec;
 pub mod stdlib;
 pub mod syntax;
 pub mod synthetic;

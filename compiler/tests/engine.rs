@@ -177,5 +177,7 @@ fn a_backend_failure_names_the_rule() {
         ..Program::default()
     };
     assert!(gpol_compiler::jit::compile(std::sync::Arc::new(program.clone())).is_err());
-    assert_eq!(gpol_compiler::jit::culprit(&program).as_deref(), Some("filter broken"));
+    let culprit = gpol_compiler::jit::culprit(&program);
+    assert_eq!(culprit, Some(gpol_compiler::ir::RuleId::Filter(1)));
+    assert_eq!(culprit.map(|id| program.rule_label(id)).as_deref(), Some("filter broken"));
 }

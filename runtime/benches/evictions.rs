@@ -6,12 +6,11 @@
 //!   placement and the victim search that finds who to evict.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use gpol_compiler::check::check;
-use gpol_compiler::engine::{EngineKind, compile};
-use gpol_compiler::source::{SourceFile, SourceMap};
-use gpol_runtime::cycle::{JobSpec, Scheduler};
-use gpol_runtime::jobs::Request;
-use gpol_runtime::model::{NodeSpec, Sharing};
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use gpol_compiler::engine::EngineKind;
+use gpol_runtime::{History, JobSpec, NodeSpec, Request, Scheduler};
 
 const GANGS: &str = r#"policy bench_gangs
 use std.pack
@@ -38,19 +37,11 @@ preempt by_priority {
 "#;
 
 fn scheduler(text: &str, nodes: usize, kind: EngineKind) -> Scheduler {
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new("bench.gpol", text));
-    let policy = check(&mut sources, id).policy.unwrap_or_else(|| panic!("policy"));
-    let mut s = Scheduler::new(compile(policy, kind).unwrap_or_else(|d| panic!("{d:?}")));
+    let mut s = Scheduler::new(support::compiled("bench.gpol", text, kind));
     for i in 0..nodes {
         let spec = NodeSpec {
-            name: format!("n{i}"),
             model: "h100".into(),
             cards: 8,
-            card_mem: 80 << 30,
-            sharing: Sharing::Exclusive,
-            mig: Vec::new(),
-            max_clients: 1,
             cpu_milli: 128_000,
             mem: 2 << 40,
             domains: vec![
@@ -59,34 +50,23 @@ fn scheduler(text: &str, nodes: usize, kind: EngineKind) -> Scheduler {
                 (2, format!("block{}", i / 128)),
                 (3, format!("zone{}", i / 512)),
             ],
-            labels: Vec::new(),
+            ..NodeSpec::named(format!("n{i}"))
         };
-        s.add_node(&spec).unwrap_or_else(|e| panic!("{e}"));
+        s.add_node(&spec).expect("a valid node");
     }
     s
 }
 
 fn job(name: String, cards: u32, replicas: u32, priority: f64) -> JobSpec {
     JobSpec {
-        name,
-        queue: 0,
-        user: "u".into(),
-        priority_class: None,
-        priority,
+        priority: Some(priority),
         request: Request::Whole(cards),
         replicas,
-        min_replicas: replicas,
         gpu_mem: 40 << 30,
         cpu_milli: 4000,
         mem: 64 << 30,
-        models: Vec::new(),
-        bursty: false,
-        latency_critical: false,
         preemptible: true,
-        duration_ms: None,
-        checkpoint_every_ms: None,
-        utilization: 1.0,
-        labels: Vec::new(),
+        ..JobSpec::named(name)
     }
 }
 
@@ -94,14 +74,14 @@ fn gang(c: &mut Criterion) {
     let mut s = scheduler(GANGS, 1000, EngineKind::Jit);
     // A fifth of the nodes partly busy, spread over the blocks.
     for i in 0..200 {
-        let j = s.submit(job(format!("warm{i}"), 1 + (i % 7) as u32, 1, 0.0)).unwrap_or_else(|e| panic!("{e}"));
-        s.start_on(j, &[i * 5], 0, 0).unwrap_or_else(|e| panic!("{e}"));
+        let j = s.submit(job(format!("warm{i}"), 1 + (i % 7) as u32, 1, 0.0)).expect("valid");
+        s.start_on(j, &[i * 5], History::default()).expect("valid");
     }
     let mut n = 0u64;
     c.bench_function("gang/64_gpus_on_1000_nodes/jit", |b| {
         b.iter(|| {
             n += 1;
-            let j = s.submit(job(format!("g{n}"), 8, 8, 0.0)).unwrap_or_else(|e| panic!("{e}"));
+            let j = s.submit(job(format!("g{n}"), 8, 8, 0.0)).expect("valid");
             assert_eq!(s.cycle(), 1);
             s.complete(j);
         })
@@ -115,16 +95,17 @@ fn preemption(c: &mut Criterion) {
     s.advance(4 * 3_600_000);
     for i in 0..20_000usize {
         let priority = if (i / 4 + i) % 2 == 0 { 0.0 } else { 200.0 };
-        let j = s.submit(job(format!("r{i}"), 2, 1, priority)).unwrap_or_else(|e| panic!("{e}"));
+        let j = s.submit(job(format!("r{i}"), 2, 1, priority)).expect("valid");
         let since = ((i * 7919) % 3600) as u64 * 1000;
-        s.start_on(j, &[i / 4], 3_600_000, since).unwrap_or_else(|e| panic!("{e}"));
+        s.start_on(j, &[i / 4], History { ran_ms: 3_600_000, since_checkpoint_ms: since, evictions: 0 })
+            .expect("valid");
     }
-    let claimant = s.submit(job("claimant".into(), 4, 1, 100.0)).unwrap_or_else(|e| panic!("{e}"));
+    let claimant = s.submit(job("claimant".into(), 4, 1, 100.0)).expect("valid");
     c.bench_function("preemption/5000_nodes_20000_jobs/jit", |b| {
         b.iter(|| {
             let decision = s.decide(claimant);
             assert!(matches!(decision, gpol_runtime::place::Decision::Wait(_)));
-            let eviction = s.victim_search(claimant, None).unwrap_or_else(|| panic!("no victims"));
+            let eviction = s.victim_search(claimant, None).expect("victims");
             assert_eq!(eviction.victims.len(), 2);
         })
     });

@@ -3,12 +3,12 @@
 //! first filter that rejects each node, every score of the nodes that pass, and the
 //! choice.
 
-use crate::cycle::{Event, Scheduler};
 use crate::fit;
 use crate::jobs::{JobId, Request, State};
 use crate::model::NodeId;
 use crate::place::Decision;
 use crate::quota;
+use crate::scheduler::{Event, Scheduler};
 use gpol_compiler::engine::clamp_score;
 use gpol_compiler::interp::{self, Roots};
 use std::fmt::Write;

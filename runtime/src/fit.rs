@@ -48,6 +48,11 @@ impl Ask {
     pub fn of(job: &Job) -> Ask {
         Ask { request: job.request, gpu_mem: job.gpu_mem, cpu_milli: job.cpu_milli, mem: job.mem }
     }
+
+    /// What one replica of a job as submitted asks for.
+    pub fn of_spec(job: &gpol_compiler::spec::JobSpec) -> Ask {
+        Ask { request: job.request, gpu_mem: job.gpu_mem, cpu_milli: job.cpu_milli, mem: job.mem }
+    }
 }
 
 /// The cards (and MIG instances) one replica could use on this node. For a whole-card

@@ -1,36 +1,12 @@
 //! Jobs: what they request (decision D2), their state, and where they run.
 
-use crate::model::{MILLI, NodeId, mig_milli};
+use crate::model::NodeId;
 use gpol_compiler::schema::Sym;
+pub use gpol_compiler::spec::Request;
 use std::collections::HashMap;
 
 pub type JobId = usize;
 pub type QueueId = usize;
-
-/// What one replica asks for (D2): exactly one of these.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Request {
-    /// `k` wholly free cards on one node.
-    Whole(u32),
-    /// A share of one card, in milli-GPU (1–999).
-    Fraction(u32),
-    /// One free MIG instance of a profile.
-    Mig(u8),
-    /// No GPU (CPU-only work).
-    None,
-}
-
-impl Request {
-    /// What one replica is charged in GPU quota, in milli-GPU.
-    pub fn milli(self) -> u64 {
-        match self {
-            Request::Whole(k) => u64::from(k) * u64::from(MILLI),
-            Request::Fraction(m) => u64::from(m),
-            Request::Mig(p) => u64::from(mig_milli(p)),
-            Request::None => 0,
-        }
-    }
-}
 
 /// Why a job is waiting.
 #[derive(Clone, Debug, PartialEq, Eq)]

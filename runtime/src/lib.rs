@@ -1,10 +1,12 @@
 //! The gpol runtime: the cluster model, quota accounting and the scheduling cycle, driven
-//! by a compiled policy (JIT or interpreter). Consumers — `gpolc test`, the simulator,
-//! the adapters — all go through [`cycle::Scheduler`].
+//! by a compiled policy (JIT or interpreter). Every consumer — `gpolc test`, the
+//! simulator, the adapters — goes through [`Scheduler`]: jobs and nodes come in as
+//! [`JobSpec`]s and [`NodeSpec`]s, decisions come out as [`Event`]s and records that
+//! [`explain`] renders. docs/architecture.md shows how the modules fit together.
 
-pub mod cycle;
 pub mod explain;
 pub mod fit;
+pub mod frag;
 pub mod gang;
 pub mod jobs;
 pub mod model;
@@ -14,7 +16,9 @@ pub mod quota;
 pub mod records;
 pub mod reserve;
 pub mod scenario;
-pub mod sim;
+pub mod scheduler;
 pub mod symbols;
 
 pub use gpol_compiler::schema;
+pub use gpol_compiler::spec::{History, JobSpec, MILLI, NodeSpec, Request, Sharing};
+pub use scheduler::{Event, Resolved, Scheduler, SubmitError};

@@ -3,50 +3,12 @@
 //! every bind and release. Accounting is in exact integers: milli-GPU, bytes, milli-cores.
 
 use crate::symbols::Symbols;
-use gpol_compiler::schema::{EnumKind, MAX_LEVELS, MIG_PROFILES, MIG_SLICES, Sym};
+use gpol_compiler::schema::{MAX_LEVELS, MIG_PROFILES, MIG_SLICES, Sym};
+pub use gpol_compiler::spec::{MILLI, NodeSpec, Sharing, mig_milli};
 use std::collections::HashMap;
-
-/// A GPU is 1000 milli-GPU.
-pub const MILLI: u32 = 1000;
 
 pub type NodeId = usize;
 pub type DomainId = u32;
-
-/// How a node's cards are shared; the values are the `sharing` enum of the schema.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sharing {
-    Exclusive,
-    Mig,
-    Timeslice,
-    Mps,
-}
-
-impl Sharing {
-    pub fn from_enum(v: u8) -> Sharing {
-        match EnumKind::Sharing.variants().get(usize::from(v)).copied() {
-            Some("mig") => Sharing::Mig,
-            Some("timeslice") => Sharing::Timeslice,
-            Some("mps") => Sharing::Mps,
-            _ => Sharing::Exclusive,
-        }
-    }
-
-    pub fn as_enum(self) -> u8 {
-        let name = match self {
-            Sharing::Exclusive => "exclusive",
-            Sharing::Mig => "mig",
-            Sharing::Timeslice => "timeslice",
-            Sharing::Mps => "mps",
-        };
-        EnumKind::Sharing.variant(name).unwrap_or(0)
-    }
-}
-
-/// What a MIG instance is charged in quota: its compute slices of seven (D2).
-pub fn mig_milli(profile: u8) -> u32 {
-    let slices = u32::from(MIG_SLICES.get(usize::from(profile)).copied().unwrap_or(7));
-    (MILLI * slices).div_ceil(7)
-}
 
 /// Memory of a MIG instance in GiB, from its name (`3g.40gb`: 40).
 pub fn mig_memory_gib(profile: u8) -> u64 {
@@ -304,25 +266,6 @@ pub struct Capacity {
     pub mem: u64,
 }
 
-/// How to build a node.
-#[derive(Clone, Debug)]
-pub struct NodeSpec {
-    pub name: String,
-    pub model: String,
-    pub cards: u32,
-    pub card_mem: u64,
-    pub sharing: Sharing,
-    /// MIG instances of each card (the same layout on every card).
-    pub mig: Vec<u8>,
-    pub max_clients: u32,
-    pub cpu_milli: u64,
-    pub mem: u64,
-    /// Domain name per topology level (by level index); unnamed levels make the node its
-    /// own domain there.
-    pub domains: Vec<(u8, String)>,
-    pub labels: Vec<(String, String)>,
-}
-
 /// A node description the model cannot accept.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpecError {
@@ -516,6 +459,7 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpol_compiler::schema::EnumKind;
 
     fn p(name: &str) -> u8 {
         EnumKind::MigProfile.variant(name).unwrap_or(u8::MAX)

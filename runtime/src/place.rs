@@ -2,12 +2,12 @@
 //! and score over the nodes, exact fit, and for a gang the placement of every replica.
 //! Nothing changes here: the cycle binds what is decided.
 
-use crate::cycle::Scheduler;
 use crate::fit;
 use crate::gang::{self, Clause, Host, Shortfall};
 use crate::jobs::{JobId, Reason};
 use crate::model::NodeId;
 use crate::quota::{self, Block};
+use crate::scheduler::Scheduler;
 use gpol_compiler::engine::{MAX_TIERS, NodeResult};
 use gpol_compiler::interp::Ctx;
 use gpol_compiler::schema::{JobRec, Sym};

@@ -14,12 +14,12 @@
 //! one the claimant gets. For a single-node claimant each node is searched on its own,
 //! in order of a lower bound on its cost, stopping once no node can beat the best found.
 
-use crate::cycle::Scheduler;
 use crate::fit;
 use crate::jobs::{JobId, QueueId, Request};
 use crate::model::NodeId;
 use crate::quota::{self, Res};
 use crate::records;
+use crate::scheduler::Scheduler;
 use gpol_compiler::schema::Record;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;

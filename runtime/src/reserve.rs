@@ -3,10 +3,10 @@
 //! of smaller jobs cannot keep taking the capacity it waits for. Other jobs are not
 //! placed on held nodes; the hold ends when the job starts, is rejected or finishes.
 
-use crate::cycle::{Event, Scheduler};
 use crate::fit;
 use crate::jobs::JobId;
 use crate::model::{DomainId, NodeId};
+use crate::scheduler::{Event, Scheduler};
 use std::collections::BTreeMap;
 
 impl Scheduler {

@@ -2,12 +2,11 @@
 //! its steps, and checks its expectations. A scheduling cycle runs before an expectation
 //! is checked whenever anything changed since the last cycle (a node, a job, time).
 
-use crate::cycle::{Event, JobSpec, Scheduler};
 use crate::explain;
 use crate::fit::Ask;
-use crate::jobs::{JobId, Request, State};
-use crate::model::{NodeSpec, Sharing};
-use crate::sim::frag;
+use crate::frag;
+use crate::jobs::{JobId, State};
+use crate::scheduler::{Event, Scheduler};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::hir::{self, Expect, Step, TestName};
 use gpol_compiler::interp::{self, Roots, Val};
@@ -70,39 +69,37 @@ pub fn run_with(
     for step in &test.steps {
         match step {
             Step::Node(n) => {
-                if let Err(e) = s.add_node(&node_spec(n)) {
+                if let Err(e) = s.add_node(n) {
                     outcome.error = Some(e.to_string());
                     break;
                 }
                 dirty = true;
             }
             Step::Submit(j) => {
-                let id = match s.submit(job_spec(j)) {
+                let id = match s.submit(j.clone()) {
                     Ok(id) => id,
                     Err(e) => {
-                        outcome.error = Some(e);
+                        outcome.error = Some(e.to_string());
                         break;
                     }
                 };
                 jobs.insert(j.name.clone(), id);
                 dirty = true;
             }
-            Step::Run(j, nodes) => {
-                let id = match s.submit(job_spec(j)) {
+            Step::Run(j, nodes, history) => {
+                let id = match s.submit(j.clone()) {
                     Ok(id) => id,
                     Err(e) => {
-                        outcome.error = Some(e);
+                        outcome.error = Some(e.to_string());
                         break;
                     }
                 };
                 jobs.insert(j.name.clone(), id);
                 let ids: Vec<usize> = nodes.iter().filter_map(|n| s.cluster.node(n)).collect();
-                if let Err(e) = s.start_on(id, &ids, (j.runtime * 1000.0) as u64, (j.since_checkpoint * 1000.0) as u64)
-                {
+                if let Err(e) = s.start_on(id, &ids, *history) {
                     outcome.error = Some(e);
                     break;
                 }
-                s.jobs[id].evictions = j.evictions;
                 dirty = true;
             }
             Step::Advance(secs) => {
@@ -163,62 +160,10 @@ pub fn engines_agree(policy: &hir::Policy, test: &hir::Test) -> Result<(), Strin
 /// A test's workload is its jobs: their popular shapes are `cluster.task_shapes`.
 fn test_shapes(test: &hir::Test) -> Vec<ShapeRec> {
     let asks = test.steps.iter().filter_map(|step| match step {
-        Step::Submit(j) | Step::Run(j, _) => {
-            let spec = job_spec(j);
-            Some(Ask { request: spec.request, gpu_mem: spec.gpu_mem, cpu_milli: spec.cpu_milli, mem: spec.mem })
-        }
+        Step::Submit(j) | Step::Run(j, _, _) => Some(Ask::of_spec(j)),
         _ => None,
     });
     frag::shape_records(&frag::task_shapes(asks, frag::DEFAULT_SHAPES))
-}
-
-fn node_spec(n: &hir::TestNode) -> NodeSpec {
-    NodeSpec {
-        name: n.name.clone(),
-        model: n.model.clone(),
-        cards: n.cards,
-        card_mem: n.gpu_mem as u64,
-        sharing: Sharing::from_enum(n.sharing),
-        mig: n.mig.clone(),
-        max_clients: n.max_clients.max(1),
-        cpu_milli: (n.cpu * 1000.0) as u64,
-        mem: n.mem as u64,
-        domains: n.domains.clone(),
-        labels: n.labels.clone(),
-    }
-}
-
-fn job_spec(j: &hir::TestJob) -> JobSpec {
-    let request = if j.whole_cards > 0 {
-        Request::Whole(j.whole_cards)
-    } else if j.gpu_fraction > 0.0 {
-        Request::Fraction(((j.gpu_fraction * 1000.0).round() as u32).clamp(1, 999))
-    } else if let Some(p) = j.mig_profile {
-        Request::Mig(p)
-    } else {
-        Request::None
-    };
-    JobSpec {
-        name: j.name.clone(),
-        queue: j.queue,
-        user: j.user.clone(),
-        priority_class: j.priority_class.clone(),
-        priority: j.priority,
-        request,
-        replicas: j.replicas,
-        min_replicas: j.min_replicas,
-        gpu_mem: j.gpu_mem as u64,
-        cpu_milli: (j.cpu * 1000.0) as u64,
-        mem: j.mem as u64,
-        models: j.allowed_models.clone(),
-        bursty: j.bursty,
-        latency_critical: j.latency_critical,
-        preemptible: j.preemptible,
-        duration_ms: j.duration.map(|d| (d * 1000.0) as u64),
-        checkpoint_every_ms: None,
-        utilization: j.utilization,
-        labels: j.labels.clone(),
-    }
 }
 
 fn describe(s: &Scheduler, job: JobId) -> String {

@@ -4,17 +4,17 @@
 //! jobs evict each other back and forth while nothing else changes; the accounting stays
 //! exact; and the JIT and the interpreter produce the same schedule.
 
-use gpol_compiler::check::check;
-use gpol_compiler::engine::{CompiledPolicy, EngineKind, compile};
-use gpol_compiler::source::{SourceFile, SourceMap};
+mod support;
+
+use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::syntax::VictimKind;
-use gpol_runtime::cycle::{Event, JobSpec, Scheduler};
-use gpol_runtime::jobs::{JobId, QueueId, Request, State};
-use gpol_runtime::model::{MILLI, NodeSpec, Sharing};
+use gpol_runtime::jobs::{JobId, QueueId, State};
 use gpol_runtime::quota::Res;
+use gpol_runtime::{Event, JobSpec, MILLI, NodeSpec, Request, Scheduler};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use std::collections::{HashMap, HashSet};
+use support::{compiled, example};
 
 /// Guarantees with borrowing and lending, gangs with topology, priority preemption,
 /// reclaim and reservation all at once.
@@ -47,19 +47,6 @@ queue_order { queue.dominant_share / queue.weight asc }
 job_order { job.priority desc, job.submitted asc }
 "#;
 
-fn compiled(name: &str, text: &str, kind: EngineKind) -> CompiledPolicy {
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new(name, text));
-    let checked = check(&mut sources, id);
-    let policy = checked.policy.unwrap_or_else(|| panic!("{name}: {:?}", checked.diagnostics));
-    compile(policy, kind).unwrap_or_else(|d| panic!("{d:?}"))
-}
-
-fn example(file: &str) -> String {
-    let path = format!("{}/../policies/{file}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
 fn node() -> impl Strategy<Value = NodeSpec> {
     nodes_of(1..9)
 }
@@ -71,17 +58,12 @@ fn big_node() -> impl Strategy<Value = NodeSpec> {
 
 fn nodes_of(cards: std::ops::Range<u32>) -> impl Strategy<Value = NodeSpec> {
     (cards, 0u8..4, any::<bool>()).prop_map(|(cards, nv, h100)| NodeSpec {
-        name: String::new(),
         model: if h100 { "h100".into() } else { "a100".into() },
         cards,
-        card_mem: 80 << 30,
-        sharing: Sharing::Exclusive,
-        mig: Vec::new(),
-        max_clients: 1,
         cpu_milli: 128_000,
         mem: 1 << 40,
         domains: vec![(0, format!("nv{nv}")), (1, format!("rack{}", nv / 2))],
-        labels: Vec::new(),
+        ..NodeSpec::default()
     })
 }
 
@@ -142,22 +124,22 @@ fn step() -> impl Strategy<Value = Step> {
 
 /// How a policy's queues and priorities are filled in from a random job.
 struct Setup {
-    leaves: Vec<QueueId>,
+    leaves: Vec<&'static str>,
     /// Priority classes by the job's priority (clamped to the list), if the policy has them.
-    classes: Vec<(&'static str, f64)>,
+    classes: Vec<&'static str>,
 }
 
 fn spec(setup: &Setup, j: &Job, name: String) -> JobSpec {
+    // With priority classes, the job's priority is its class's.
     let (priority_class, priority) = if setup.classes.is_empty() {
-        (None, f64::from(j.priority))
+        (None, Some(f64::from(j.priority)))
     } else {
-        let (c, p) = setup.classes[(j.priority.max(0) as usize).min(setup.classes.len() - 1)];
-        (Some(c.to_string()), p)
+        let c = setup.classes[(j.priority.max(0) as usize).min(setup.classes.len() - 1)];
+        (Some(c.to_string()), None)
     };
     JobSpec {
-        name,
-        queue: setup.leaves[j.leaf % setup.leaves.len()],
-        user: format!("user{}", j.user),
+        queue: Some(setup.leaves[j.leaf % setup.leaves.len()].to_string()),
+        user: Some(format!("user{}", j.user)),
         priority_class,
         priority,
         request: match j.fraction {
@@ -165,26 +147,19 @@ fn spec(setup: &Setup, j: &Job, name: String) -> JobSpec {
             None => Request::Whole(j.cards),
         },
         replicas: if j.fraction.is_some() { 1 } else { j.replicas },
-        min_replicas: j.min_replicas,
-        gpu_mem: 0,
+        min_replicas: Some(j.min_replicas),
         cpu_milli: 1000,
         mem: 1 << 30,
-        models: Vec::new(),
-        bursty: false,
-        latency_critical: false,
         preemptible: j.preemptible,
-        duration_ms: None,
-        checkpoint_every_ms: None,
-        utilization: 1.0,
-        labels: Vec::new(),
+        ..JobSpec::named(name)
     }
 }
 
 /// Checks the state: cards and quota accounting, whole gangs.
 fn state_invariants(s: &Scheduler) -> Result<(), String> {
     let mut held: HashMap<(usize, usize), u32> = HashMap::new();
-    let mut gpu = vec![0i64; s.quotas.queues.len()];
-    for j in &s.jobs {
+    let mut gpu = vec![0i64; s.quotas().queues.len()];
+    for j in s.jobs() {
         if j.state != State::Running {
             if !j.slots.is_empty() || !j.charged.is_empty() {
                 return Err(format!("job {} is {:?} but holds resources", j.name, j.state));
@@ -200,21 +175,21 @@ fn state_invariants(s: &Scheduler) -> Result<(), String> {
                 *held.entry((slot.node, card)).or_insert(0) += milli;
             }
         }
-        for q in s.quotas.path(j.queue) {
+        for q in s.quotas().path(j.queue) {
             gpu[q] += j.charged.get(&Res::Gpu).copied().unwrap_or(0);
         }
         if j.charged.get(&Res::Gpu).copied().unwrap_or(0) != (j.request.milli() * u64::from(n)) as i64 {
             return Err(format!("job {} is charged {:?} for {n} replicas", j.name, j.charged));
         }
     }
-    for (ni, node) in s.cluster.nodes.iter().enumerate() {
+    for (ni, node) in s.cluster().nodes.iter().enumerate() {
         for (ci, c) in node.cards.iter().enumerate() {
             if c.free_milli + held.get(&(ni, ci)).copied().unwrap_or(0) != MILLI {
                 return Err(format!("node {} card {ci} does not add up", node.name));
             }
         }
     }
-    for (qi, q) in s.quotas.queues.iter().enumerate() {
+    for (qi, q) in s.quotas().queues.iter().enumerate() {
         if q.get(&q.alloc, Res::Gpu) != gpu[qi] {
             return Err(format!(
                 "queue {} accounts {} but its jobs hold {}",
@@ -230,13 +205,13 @@ fn state_invariants(s: &Scheduler) -> Result<(), String> {
 /// Checks the events one cycle added (`log[from..]`) and the evictions since anything
 /// but a cycle last happened (`pairs`, claimant → victim).
 fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobId)>) -> Result<(), String> {
-    let rules: Vec<&str> = s.policy.program.victims.iter().map(|r| r.name.as_str()).collect();
-    let log = &s.log[from..];
+    let rules: Vec<&str> = s.policy().program.victims.iter().map(|r| r.name.as_str()).collect();
+    let log = &s.log()[from..];
     let mut queue_pairs: HashSet<(QueueId, QueueId)> = HashSet::new();
     for (i, ev) in log.iter().enumerate() {
         match ev {
             Event::Placed { job, nodes, .. } => {
-                let j = &s.jobs[*job];
+                let j = &s.job(*job);
                 if (nodes.len() as u32) < j.min_replicas || nodes.len() as u32 > j.replicas {
                     return Err(format!("{} placed with {} replicas", j.name, nodes.len()));
                 }
@@ -245,7 +220,8 @@ fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobI
                 if !rules.contains(&rule.as_str()) || job == by {
                     return Err(format!(
                         "eviction of {} for {} under unknown rule `{rule}`",
-                        s.jobs[*job].name, s.jobs[*by].name
+                        s.job(*job).name,
+                        s.job(*by).name
                     ));
                 }
                 // The run of evictions for one claimant ends with the claimant starting.
@@ -253,23 +229,26 @@ fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobI
                 if !matches!(next, Some(Event::Placed { job: c, .. }) if c == by) {
                     return Err(format!(
                         "{} was evicted for {}, which did not start",
-                        s.jobs[*job].name, s.jobs[*by].name
+                        s.job(*job).name,
+                        s.job(*by).name
                     ));
                 }
                 if pairs.contains(&(*job, *by)) {
-                    return Err(format!("{} and {} evicted each other", s.jobs[*job].name, s.jobs[*by].name));
+                    return Err(format!("{} and {} evicted each other", s.job(*job).name, s.job(*by).name));
                 }
                 pairs.insert((*by, *job));
                 // Queues that take from each other by guarantees: reclaim, or any eviction
                 // across queues when the tree governs GPUs. (Without guarantees, eviction
                 // across queues is by the rules alone, e.g. by priority, in both directions.)
-                let reclaim = s.policy.program.victims.iter().any(|r| r.name == *rule && r.kind == VictimKind::Reclaim);
-                let (cq, vq) = (s.jobs[*by].queue, s.jobs[*job].queue);
-                if cq != vq && (reclaim || s.quotas.is_constrained(Res::Gpu)) {
+                let reclaim =
+                    s.policy().program.victims.iter().any(|r| r.name == *rule && r.kind == VictimKind::Reclaim);
+                let (cq, vq) = (s.job(*by).queue, s.job(*job).queue);
+                if cq != vq && (reclaim || s.quotas().is_constrained(Res::Gpu)) {
                     if queue_pairs.contains(&(vq, cq)) {
                         return Err(format!(
                             "queues {} and {} took from each other in one cycle",
-                            s.quotas.queues[cq].name, s.quotas.queues[vq].name
+                            s.quotas().queues[cq].name,
+                            s.quotas().queues[vq].name
                         ));
                     }
                     queue_pairs.insert((cq, vq));
@@ -293,10 +272,10 @@ fn play(
     }
     let mut pairs = HashSet::new();
     for (k, st) in steps.iter().enumerate() {
-        let from = s.log.len();
+        let from = s.log().len();
         match st {
             Step::Submit(j) => {
-                s.submit(spec(setup, j, format!("j{k}"))).map_err(TestCaseError::fail)?;
+                s.submit(spec(setup, j, format!("j{k}"))).map_err(|e| TestCaseError::fail(e.to_string()))?;
             }
             Step::Complete(i) => {
                 let running: Vec<JobId> = s.running().collect();
@@ -304,7 +283,7 @@ fn play(
                     s.complete(running[i % running.len()]);
                 }
             }
-            Step::Fail(i) => s.fail_node(i % s.cluster.nodes.len()),
+            Step::Fail(i) => s.fail_node(i % s.cluster().nodes.len()),
             Step::Advance(ms) => s.advance(*ms),
             Step::Cycle => {
                 s.cycle();
@@ -327,12 +306,8 @@ fn check_both(
 ) -> Result<usize, TestCaseError> {
     let a = play(&policies.0, setup, nodes, steps)?;
     let b = play(&policies.1, setup, nodes, steps)?;
-    prop_assert_eq!(&a.log, &b.log, "the engines scheduled differently");
-    Ok(a.log.iter().filter(|e| matches!(e, Event::Evicted { .. })).count())
-}
-
-fn leaves(p: &CompiledPolicy, names: &[&str]) -> Vec<QueueId> {
-    names.iter().map(|n| p.policy.queue(n).unwrap_or_else(|| panic!("no queue {n}"))).collect()
+    prop_assert_eq!(a.log(), b.log(), "the engines scheduled differently");
+    Ok(a.log().iter().filter(|e| matches!(e, Event::Evicted { .. })).count())
 }
 
 thread_local! {
@@ -354,7 +329,7 @@ proptest! {
     #[test]
     fn mixed_policy(nodes in prop::collection::vec(node(), 1..9), steps in prop::collection::vec(step(), 1..60)) {
         MIXED_POLICIES.with(|p| -> Result<(), TestCaseError> {
-            let setup = Setup { leaves: leaves(&p.0, &["a", "b", "c"]), classes: Vec::new() };
+            let setup = Setup { leaves: vec!["a", "b", "c"], classes: Vec::new() };
             check_both(p, &setup, &nodes, &steps).map(|_| ())
         })?;
     }
@@ -363,8 +338,8 @@ proptest! {
     fn example_preemption_policy(nodes in prop::collection::vec(node(), 1..6), steps in prop::collection::vec(step(), 1..60)) {
         PREEMPTION.with(|p| -> Result<(), TestCaseError> {
             let setup = Setup {
-                leaves: leaves(&p.0, &["serving", "training", "experiments"]),
-                classes: vec![("scavenger", 0.0), ("standard", 100.0), ("critical", 1000.0)],
+                leaves: vec!["serving", "training", "experiments"],
+                classes: vec!["scavenger", "standard", "critical"],
             };
             check_both(p, &setup, &nodes, &steps).map(|_| ())
         })?;
@@ -373,7 +348,7 @@ proptest! {
     #[test]
     fn example_borrowing_policy(nodes in prop::collection::vec(big_node(), 8..17), steps in prop::collection::vec(step(), 1..60)) {
         BORROWING.with(|p| -> Result<(), TestCaseError> {
-            let setup = Setup { leaves: leaves(&p.0, &["training", "inference", "research"]), classes: Vec::new() };
+            let setup = Setup { leaves: vec!["training", "inference", "research"], classes: Vec::new() };
             check_both(p, &setup, &nodes, &steps).map(|_| ())
         })?;
     }
@@ -383,31 +358,31 @@ proptest! {
 #[test]
 fn random_cases_exercise_evictions() {
     let count = |policies: &'static std::thread::LocalKey<(CompiledPolicy, CompiledPolicy)>,
-                 names: &[&str],
-                 classes: Vec<(&'static str, f64)>,
+                 leaves: Vec<&'static str>,
+                 classes: Vec<&'static str>,
                  nodes: BoxedStrategy<Vec<NodeSpec>>| {
         let mut runner = proptest::test_runner::TestRunner::deterministic();
         let strategy = (nodes, prop::collection::vec(step(), 20..80));
         policies.with(|p| {
-            let setup = Setup { leaves: leaves(&p.0, names), classes: classes.clone() };
+            let setup = Setup { leaves: leaves.clone(), classes: classes.clone() };
             (0..64)
                 .map(|_| {
                     let (nodes, steps) = strategy.new_tree(&mut runner).map(|t| t.current()).unwrap_or_default();
-                    check_both(p, &setup, &nodes, &steps).unwrap_or_else(|e| panic!("{e}"))
+                    check_both(p, &setup, &nodes, &steps).unwrap()
                 })
                 .sum::<usize>()
         })
     };
-    let mixed = count(&MIXED_POLICIES, &["a", "b", "c"], Vec::new(), prop::collection::vec(node(), 2..6).boxed());
+    let mixed = count(&MIXED_POLICIES, vec!["a", "b", "c"], Vec::new(), prop::collection::vec(node(), 2..6).boxed());
     let preemption = count(
         &PREEMPTION,
-        &["serving", "training", "experiments"],
-        vec![("scavenger", 0.0), ("standard", 100.0), ("critical", 1000.0)],
+        vec!["serving", "training", "experiments"],
+        vec!["scavenger", "standard", "critical"],
         prop::collection::vec(node(), 1..6).boxed(),
     );
     let borrowing = count(
         &BORROWING,
-        &["training", "inference", "research"],
+        vec!["training", "inference", "research"],
         Vec::new(),
         prop::collection::vec(big_node(), 8..17).boxed(),
     );

@@ -1,16 +1,15 @@
 //! The fragmentation-aware scores of `std.pack`, written in gpol, agree with the
-//! simulator's own measure of fragmentation (`sim::frag`, the ATC '23 definition): for
+//! simulator's own measure of fragmentation (`gpol_runtime::frag`, the ATC '23 definition): for
 //! random nodes, workloads and jobs, `fgd_growth` is exactly the growth of the node's
 //! expected fragmentation that the placement causes, in both engines.
 
-use gpol_compiler::check::check;
-use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult, compile};
-use gpol_compiler::source::{SourceFile, SourceMap};
-use gpol_runtime::cycle::{JobSpec, Scheduler};
+mod support;
+
+use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult};
 use gpol_runtime::fit::{self, Ask};
-use gpol_runtime::jobs::Request;
-use gpol_runtime::model::{Cluster, NodeSpec, Sharing};
-use gpol_runtime::sim::frag::{self, TaskShape};
+use gpol_runtime::frag::{self, TaskShape};
+use gpol_runtime::model::Cluster;
+use gpol_runtime::{History, JobSpec, NodeSpec, Request, Scheduler, Sharing};
 use proptest::prelude::*;
 
 /// The growth is read back from a score: `0.5 − growth / SCALE`.
@@ -26,11 +25,7 @@ card_score card_growth { clamp(0.5 - std.pack.fgd_card_growth(job, node, card, c
 "#;
 
 fn compiled(kind: EngineKind) -> CompiledPolicy {
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new("growth.gpol", POLICY));
-    let checked = check(&mut sources, id);
-    let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
-    compile(policy, kind).unwrap_or_else(|d| panic!("{d:?}"))
+    support::compiled("growth.gpol", POLICY, kind)
 }
 
 fn request() -> impl Strategy<Value = Request> {
@@ -51,26 +46,20 @@ fn shape() -> impl Strategy<Value = TaskShape> {
 }
 
 fn job(request: Request, cpu: u64) -> JobSpec {
-    JobSpec {
-        name: String::new(),
-        queue: 0,
-        user: "u".into(),
-        priority_class: None,
-        priority: 0.0,
-        request,
-        replicas: 1,
-        min_replicas: 1,
-        gpu_mem: 0,
-        cpu_milli: cpu * 1000,
+    JobSpec { request, cpu_milli: cpu * 1000, ..JobSpec::default() }
+}
+
+/// A time-sliced node of `cards` cards without card memory or host memory.
+fn node(name: String, cards: u32, clients: u32, cores: u64) -> NodeSpec {
+    NodeSpec {
+        model: "g".into(),
+        cards,
+        card_mem: 0,
+        sharing: Sharing::Timeslice,
+        max_clients: clients,
+        cpu_milli: cores * 1000,
         mem: 0,
-        models: Vec::new(),
-        bursty: false,
-        latency_critical: false,
-        preemptible: false,
-        duration_ms: None,
-        checkpoint_every_ms: None,
-        utilization: 1.0,
-        labels: Vec::new(),
+        ..NodeSpec::named(name)
     }
 }
 
@@ -106,53 +95,40 @@ fn agrees(kind: EngineKind, case: &Case) -> Result<(), TestCaseError> {
     let (nodes, running, shapes, (request, cpu)) = case;
     let mut s = Scheduler::new(compiled(kind));
     for (i, &(cards, clients, cores)) in nodes.iter().enumerate() {
-        s.add_node(&NodeSpec {
-            name: format!("n{i}"),
-            model: "g".into(),
-            cards,
-            card_mem: 0,
-            sharing: Sharing::Timeslice,
-            mig: vec![],
-            max_clients: clients,
-            cpu_milli: cores * 1000,
-            mem: 0,
-            domains: vec![],
-            labels: vec![],
-        })
-        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        s.add_node(&node(format!("n{i}"), cards, clients, cores)).map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
     for &(request, cores, node) in running {
-        let id = s.submit(job(request, cores)).map_err(TestCaseError::fail)?;
+        let id = s.submit(job(request, cores)).map_err(|e| TestCaseError::fail(e.to_string()))?;
         // Jobs that do not fit stay pending; they change nothing.
-        let _ = s.start_on(id, &[node % nodes.len()], 0, 0);
+        let _ = s.start_on(id, &[node % nodes.len()], History::default());
     }
     let total: f64 = shapes.iter().map(|t| t.weight).sum();
     let shapes: Vec<TaskShape> = shapes.iter().map(|t| TaskShape { weight: t.weight / total, ..*t }).collect();
     s.set_task_shapes(frag::shape_records(&shapes));
-    let id = s.submit(job(*request, *cpu)).map_err(TestCaseError::fail)?;
+    let id = s.submit(job(*request, *cpu)).map_err(|e| TestCaseError::fail(e.to_string()))?;
 
     let view = s.view(Some(id));
     let ctx = s.ctx(&view);
     let job_rec = s.job_rec(id);
     let records = s.node_records();
     let mut out = vec![NodeResult::default(); records.len()];
-    s.policy.engine().filter_score(&ctx, &job_rec, records, &mut out);
-    let job = &s.jobs[id];
-    for (n, node) in s.cluster.nodes.iter().enumerate() {
+    s.policy().engine().filter_score(&ctx, &job_rec, records, &mut out);
+    let job = &s.job(id);
+    for (n, node) in s.cluster().nodes.iter().enumerate() {
         if !fit::fits(node, job) {
             continue;
         }
         let expected = match job.request {
             Request::Whole(_) => {
                 let chosen = fit::choose(node, job, None).ok_or_else(|| TestCaseError::fail("fits but no cards"))?;
-                oracle(&s.cluster, n, job, &chosen, &shapes)
+                oracle(s.cluster(), n, job, &chosen, &shapes)
             }
             _ => {
                 let mut best = f64::INFINITY;
                 for cand in fit::candidates(node, job) {
-                    let growth = oracle(&s.cluster, n, job, &[cand], &shapes);
+                    let growth = oracle(s.cluster(), n, job, &[cand], &shapes);
                     let card = &records[n].cards_list.as_slice()[cand.0];
-                    let (score, _) = s.policy.engine().card_score(&ctx, &job_rec, &records[n], card);
+                    let (score, _) = s.policy().engine().card_score(&ctx, &job_rec, &records[n], card);
                     let got = (0.5 - score) * SCALE;
                     prop_assert!((got - growth).abs() < 1e-6, "node n{n} card {}: gpol {got}, frag {growth}", cand.0);
                     best = best.min(growth);
@@ -185,27 +161,14 @@ fn a_share_that_strands_a_remainder_grows_fragmentation() {
     let case: Case = (vec![(1, 4, 8)], vec![(Request::Fraction(500), 0, 0)], shapes, (Request::Fraction(200), 0));
     agrees(EngineKind::Jit, &case).expect("agrees");
     let mut s = Scheduler::new(compiled(EngineKind::Jit));
-    s.add_node(&NodeSpec {
-        name: "n".into(),
-        model: "g".into(),
-        cards: 1,
-        card_mem: 0,
-        sharing: Sharing::Timeslice,
-        mig: vec![],
-        max_clients: 4,
-        cpu_milli: 8000,
-        mem: 0,
-        domains: vec![],
-        labels: vec![],
-    })
-    .expect("node");
+    s.add_node(&node("n".into(), 1, 4, 8)).expect("node");
     let warm = s.submit(job(Request::Fraction(500), 0)).expect("submit");
-    s.start_on(warm, &[0], 0, 0).expect("start");
+    s.start_on(warm, &[0], History::default()).expect("start");
     s.set_task_shapes(frag::shape_records(&case.2));
     let id = s.submit(job(Request::Fraction(200), 0)).expect("submit");
     let view = s.view(Some(id));
     let mut out = vec![NodeResult::default(); 1];
-    s.policy.engine().filter_score(&s.ctx(&view), &s.job_rec(id), s.node_records(), &mut out);
+    s.policy().engine().filter_score(&s.ctx(&view), &s.job_rec(id), s.node_records(), &mut out);
     // Before: 0.5 free, all usable: 0. After: 0.3 free, none usable: 0.3.
     assert!(((0.5 - out[0].score) * SCALE - 0.3).abs() < 1e-9, "score {}", out[0].score);
 }

@@ -2,16 +2,17 @@
 //! complete, node failure, time, quota changes), checked after every step, in both
 //! engines, which must also produce the same schedule.
 
-use gpol_compiler::check::check;
-use gpol_compiler::engine::{CompiledPolicy, EngineKind, compile};
+mod support;
+
+use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::schema::EnumKind;
-use gpol_compiler::source::{SourceFile, SourceMap};
 use gpol_compiler::syntax::QuotaKind;
-use gpol_runtime::cycle::{JobSpec, Scheduler};
 use gpol_runtime::fit::{self, Ask};
-use gpol_runtime::jobs::{Request, State};
-use gpol_runtime::model::{Headroom, MILLI, NodeSpec, Sharing, mig_layout_fits, mig_milli};
-use gpol_runtime::quota::{self, Res};
+use gpol_runtime::jobs::State;
+use gpol_runtime::model::{Headroom, mig_layout_fits, mig_milli};
+use gpol_runtime::quota::{self, Quotas, Res};
+use gpol_runtime::symbols::Symbols;
+use gpol_runtime::{JobSpec, MILLI, NodeSpec, Request, Scheduler, Sharing};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -43,11 +44,7 @@ job_order { job.priority desc, job.submitted asc }
 "#;
 
 fn compiled(kind: EngineKind) -> CompiledPolicy {
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new("properties.gpol", POLICY));
-    let checked = check(&mut sources, id);
-    let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
-    compile(policy, kind).unwrap_or_else(|d| panic!("{d:?}"))
+    support::compiled("properties.gpol", POLICY, kind)
 }
 
 fn profile(name: &str) -> u8 {
@@ -66,7 +63,6 @@ fn node() -> impl Strategy<Value = NodeSpec> {
         |(mode, cards, mig, clients, cpu, rack, card_mem)| {
             let sharing = [Sharing::Exclusive, Sharing::Mig, Sharing::Timeslice, Sharing::Mps][mode];
             NodeSpec {
-                name: String::new(),
                 model: if cards % 2 == 0 { "h100".into() } else { "a100".into() },
                 cards,
                 card_mem,
@@ -76,7 +72,7 @@ fn node() -> impl Strategy<Value = NodeSpec> {
                 cpu_milli: cpu * 1000,
                 mem: 1 << 40,
                 domains: vec![(1, format!("rack{rack}"))],
-                labels: Vec::new(),
+                ..NodeSpec::default()
             }
         },
     )
@@ -93,32 +89,23 @@ fn job() -> impl Strategy<Value = JobSpec> {
     let gpu_mem = prop::sample::select(vec![0u64, 8 << 30, 30 << 30, 90 << 30]);
     (request, 0usize..3, 0u8..3, 1u64..33, any::<bool>(), -2i32..3, gpu_mem).prop_map(
         |(request, queue, user, cpu, bursty, priority, gpu_mem)| JobSpec {
-            name: String::new(),
-            queue: [1, 2, 3][queue],
-            user: format!("user{user}"),
-            priority_class: None,
-            priority: f64::from(priority),
+            queue: Some(["train", "serve", "adhoc"][queue].into()),
+            user: Some(format!("user{user}")),
+            priority: Some(f64::from(priority)),
             request,
-            replicas: 1,
-            min_replicas: 1,
             gpu_mem,
             cpu_milli: cpu * 1000,
             mem: 1 << 30,
-            models: Vec::new(),
             bursty,
-            latency_critical: false,
             preemptible: true,
-            duration_ms: None,
-            checkpoint_every_ms: None,
-            utilization: 1.0,
-            labels: Vec::new(),
+            ..JobSpec::default()
         },
     )
 }
 
 #[derive(Clone, Debug)]
 enum Event {
-    Submit(JobSpec),
+    Submit(Box<JobSpec>),
     /// Complete the n-th running job (modulo how many run).
     Complete(usize),
     Fail(usize),
@@ -129,7 +116,7 @@ enum Event {
 
 fn event() -> impl Strategy<Value = Event> {
     prop_oneof![
-        6 => job().prop_map(Event::Submit),
+        6 => job().prop_map(|j| Event::Submit(Box::new(j))),
         3 => any::<usize>().prop_map(Event::Complete),
         1 => any::<usize>().prop_map(Event::Fail),
         2 => (1u64..3_600_000).prop_map(Event::Advance),
@@ -146,7 +133,7 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
     let mut held: HashMap<(usize, usize), (u32, u32)> = HashMap::new();
     let mut instances: HashMap<(usize, usize, usize), usize> = HashMap::new();
     let mut cpu: HashMap<usize, u64> = HashMap::new();
-    for j in &s.jobs {
+    for j in s.jobs() {
         if j.state == State::Running {
             if j.slots.is_empty() {
                 return Err(format!("running job {} holds nothing", j.name));
@@ -178,7 +165,7 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
             }
         }
     }
-    for (ni, n) in s.cluster.nodes.iter().enumerate() {
+    for (ni, n) in s.cluster().nodes.iter().enumerate() {
         if n.free_cpu_milli + cpu.get(&ni).copied().unwrap_or(0) != n.cpu_milli {
             return Err(format!("node {} CPU does not add up", n.name));
         }
@@ -209,15 +196,15 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
     }
     // Each node's summaries match its cards, and the headroom answers "does it fit?"
     // exactly where it claims to, for every job's request.
-    for (i, n) in s.cluster.nodes.iter().enumerate() {
+    for (i, n) in s.cluster().nodes.iter().enumerate() {
         if n.free != n.counted_free() {
             return Err(format!("node {}: summary {:?} but the cards say {:?}", n.name, n.free, n.counted_free()));
         }
-        let room = &s.cluster.headroom[i];
+        let room = &s.cluster().headroom[i];
         if *room != Headroom::of(n) {
             return Err(format!("node {}: headroom {room:?} but the node says {:?}", n.name, Headroom::of(n)));
         }
-        for j in &s.jobs {
+        for j in s.jobs() {
             let (ask, fits) = (Ask::of(j), fit::fits(n, j));
             let quick = fit::may_fit(room, &ask);
             if (fits && !quick) || (fit::headroom_decides(&ask) && fits != quick) {
@@ -226,7 +213,7 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
         }
     }
     // Domains equal the sum of their nodes.
-    for (d, (free, milli, hist)) in s.cluster.domains.iter().zip(s.cluster.recomputed_domains()) {
+    for (d, (free, milli, hist)) in s.cluster().domains.iter().zip(s.cluster().recomputed_domains()) {
         let trimmed: Vec<u32> = d
             .free_histogram
             .iter()
@@ -248,15 +235,15 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
     }
     // Queue accounting equals what running jobs hold; nothing is added to a queue at or
     // above its limit, and no queue borrows past its borrow limit by an admission.
-    let mut gpu = vec![0i64; s.quotas.queues.len()];
-    for j in s.jobs.iter().filter(|j| j.state == State::Running) {
+    let mut gpu = vec![0i64; s.quotas().queues.len()];
+    for j in s.jobs().iter().filter(|j| j.state == State::Running) {
         let mut q = Some(j.queue);
         while let Some(qi) = q {
             gpu[qi] += quota::demand(j, None)[&Res::Gpu];
-            q = s.quotas.queues[qi].parent;
+            q = s.quotas().queues[qi].parent;
         }
     }
-    for (qi, q) in s.quotas.queues.iter().enumerate() {
+    for (qi, q) in s.quotas().queues.iter().enumerate() {
         let alloc = q.get(&q.alloc, Res::Gpu);
         if alloc != gpu[qi] {
             return Err(format!("queue {} accounts {alloc} milli-GPU, jobs hold {}", q.name, gpu[qi]));
@@ -287,20 +274,21 @@ fn play(policy: &CompiledPolicy, nodes: &[NodeSpec], events: &[Event]) -> Result
     }
     let mut submitted = 0;
     for ev in events {
-        let before: Vec<i64> = s.quotas.queues.iter().map(|q| q.get(&q.alloc, Res::Gpu)).collect();
+        let before: Vec<i64> = s.quotas().queues.iter().map(|q| q.get(&q.alloc, Res::Gpu)).collect();
         match ev {
             Event::Submit(j) => {
-                s.submit(JobSpec { name: format!("j{submitted}"), ..j.clone() }).map_err(TestCaseError::fail)?;
+                s.submit(JobSpec { name: format!("j{submitted}"), ..(**j).clone() })
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 submitted += 1;
             }
             Event::Complete(k) => {
-                let running: Vec<usize> = (0..s.jobs.len()).filter(|&j| s.jobs[j].state == State::Running).collect();
+                let running: Vec<usize> = (0..s.jobs().len()).filter(|&j| s.job(j).state == State::Running).collect();
                 if !running.is_empty() {
                     s.complete(running[k % running.len()]);
                 }
             }
             Event::Fail(k) => {
-                let n = k % s.cluster.nodes.len();
+                let n = k % s.cluster().nodes.len();
                 s.fail_node(n);
             }
             Event::Advance(ms) => s.advance(*ms),
@@ -325,7 +313,7 @@ proptest! {
         POLICIES.with(|(jit, interp)| -> Result<(), TestCaseError> {
             let a = play(jit, &nodes, &events)?;
             let b = play(interp, &nodes, &events)?;
-            prop_assert_eq!(&a.log, &b.log, "the engines scheduled differently");
+            prop_assert_eq!(a.log(), b.log(), "the engines scheduled differently");
             Ok(())
         })?;
     }
@@ -345,22 +333,22 @@ proptest! {
         steps in prop::collection::vec((0i64..8000, 1u64..7_200_000, 1usize..5), 1..30),
     ) {
         let policy = compiled(EngineKind::Interp);
-        let mut a = Scheduler::new(policy.clone());
-        let mut b = Scheduler::new(policy);
+        let mut a = Quotas::new(&policy.policy, &mut Symbols::default());
+        let mut b = a.clone();
         let (mut now, user) = (0u64, gpol_compiler::schema::Sym(1));
         for (gpus, dt, splits) in steps {
             let amount = quota::Amounts::from([(Res::Gpu, gpus)]);
-            for s in [&mut a, &mut b] {
-                s.quotas.advance_usage(now);
-                s.quotas.charge(1, user, &amount, 1);
+            for q in [&mut a, &mut b] {
+                q.advance_usage(now);
+                q.charge(1, user, &amount, 1);
             }
             for k in 1..=splits as u64 {
-                b.quotas.advance_usage(now + dt * k / splits as u64);
+                b.advance_usage(now + dt * k / splits as u64);
             }
             now += dt;
-            a.quotas.advance_usage(now);
+            a.advance_usage(now);
         }
-        for (qa, qb) in a.quotas.queues.iter().zip(&b.quotas.queues) {
+        for (qa, qb) in a.queues.iter().zip(&b.queues) {
             let tolerance = 1e-9 * qa.usage.abs().max(1.0);
             prop_assert!((qa.usage - qb.usage).abs() <= tolerance, "{}: {} vs {}", qa.name, qa.usage, qb.usage);
         }

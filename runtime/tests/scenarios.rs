@@ -2,18 +2,18 @@
 //! tests, run by the runtime in both engines: every expectation holds, and the JIT and
 //! the interpreter produce the same schedule, event for event.
 
-use gpol_compiler::check::check;
 use gpol_compiler::engine::{EngineKind, compile};
 use gpol_compiler::hir;
-use gpol_compiler::source::{SourceFile, SourceMap};
-use gpol_runtime::cycle::Event;
+use gpol_compiler::load::Checked;
+use gpol_compiler::source::SourceMap;
+use gpol_runtime::Event;
 use gpol_runtime::scenario;
 use std::path::{Path, PathBuf};
 
 fn files(dir: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .expect("the scenario folder is readable")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "gpol"))
         .collect();
@@ -22,11 +22,7 @@ fn files(dir: &str) -> Vec<PathBuf> {
 }
 
 fn policy(path: &Path) -> (hir::Policy, SourceMap) {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new(path.display().to_string(), text));
-    let checked = check(&mut sources, id);
-    (checked.policy.unwrap_or_else(|| panic!("{}: {:?}", path.display(), checked.diagnostics)), sources)
+    Checked::from_file(path).expect("the policy is readable").into_policy().expect("the policy checks")
 }
 
 fn run_dir(dir: &str) -> usize {
@@ -34,7 +30,7 @@ fn run_dir(dir: &str) -> usize {
     for path in files(dir) {
         let (p, sources) = policy(&path);
         for kind in [EngineKind::Jit, EngineKind::Interp] {
-            let compiled = compile(p.clone(), kind).unwrap_or_else(|d| panic!("{d:?}"));
+            let compiled = compile(p.clone(), kind).expect("the policy compiles");
             for test in &compiled.policy.tests {
                 let outcome = scenario::run(&compiled, test);
                 let failures: Vec<String> = outcome
@@ -80,16 +76,16 @@ fn evictions_record_rule_claimant_and_lost_work() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies/preemption.gpol");
     let (p, _) = policy(&path);
     let test = p.tests.iter().find(|t| t.name.starts_with("a serving job evicts")).cloned();
-    let test = test.unwrap_or_else(|| panic!("the test is gone"));
-    let compiled = compile(p, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}"));
+    let test = test.expect("the test is there");
+    let compiled = compile(p, EngineKind::Jit).expect("the policy compiles");
     let (outcome, s) = scenario::run_with(&compiled, &test, |_, _| {});
     assert!(outcome.passed(), "{outcome:?}");
     let evictions: Vec<(String, String, String, f64)> = s
-        .log
+        .log()
         .iter()
         .filter_map(|e| match e {
             Event::Evicted { job, by, rule, lost_gpu_s, .. } => {
-                Some((s.jobs[*job].name.clone(), s.jobs[*by].name.clone(), rule.clone(), *lost_gpu_s))
+                Some((s.job(*job).name.clone(), s.job(*by).name.clone(), rule.clone(), *lost_gpu_s))
             }
             _ => None,
         })

@@ -36,18 +36,16 @@ pub fn run(args: Args, color: bool) -> u8 {
     let mut seen = 0;
     run_with(&compiled, &test, |moment, s| match moment {
         Moment::BeforeCycle => {
-            out.push_str(&format!("== cycle at {}s\n", s.now_ms as f64 / 1000.0));
-            for j in 0..s.jobs.len() {
-                if s.jobs[j].is_pending() {
-                    out.push_str(&explain(s, j));
-                }
+            out.push_str(&format!("== cycle at {}s\n", s.now_ms() as f64 / 1000.0));
+            for j in (0..s.jobs().len()).filter(|&j| s.job(j).is_pending()) {
+                out.push_str(&explain(s, j));
             }
         }
         Moment::AfterCycle => {
-            for line in s.log[seen..].iter().filter_map(|ev| describe_event(s, ev)) {
+            for line in s.log()[seen..].iter().filter_map(|ev| describe_event(s, ev)) {
                 out.push_str(&format!("-> {line}\n"));
             }
-            seen = s.log.len();
+            seen = s.log().len();
         }
     });
     super::print(&out);

@@ -1,8 +1,8 @@
 //! `gpolc gen-trace`: writes a synthetic workload in gpol's trace format.
 
 use super::{OK, USAGE, write_atomically};
-use gpol_runtime::sim::generate::{GenSpec, Profile, QueueMix, generate};
-use gpol_runtime::sim::trace::to_csv;
+use gpol_sim::generate::{GenSpec, Profile, QueueMix, generate};
+use gpol_sim::trace::to_csv;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]

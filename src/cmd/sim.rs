@@ -5,7 +5,7 @@
 
 use super::{FAILED, OK, USAGE, write_atomically};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
-use gpol_runtime::sim::{self, Config, Control, Mode, SimError, report::Report};
+use gpol_sim::{self as sim, Config, Control, Mode, SimError, report::Report};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use std::io::IsTerminal;

@@ -5,9 +5,10 @@ use super::Checker;
 use super::expr::Scope;
 use crate::diag::{Code, Diagnostic, snippet};
 use crate::fuzzy;
-use crate::hir::{self, Expect, Step, TestJob, TestName, TestNode, Value};
+use crate::hir::{self, Expect, Step, TestName, Value};
 use crate::schema::{Context, EnumKind, Record};
 use crate::source::Span;
+use crate::spec::{History, JobSpec, NodeSpec, Request, Sharing};
 use crate::syntax::{self as ast, Expectation, Item, Prop, RuleKind, TestStmt};
 use crate::types::Ty;
 use crate::units::Dim;
@@ -113,14 +114,14 @@ impl Checker<'_> {
                                 continue;
                             }
                             nodes.insert(name.clone(), n.name.span);
-                            steps.push(Step::Node(TestNode { name, ..template.clone() }));
+                            steps.push(Step::Node(NodeSpec { name, ..template.clone() }));
                         }
                     }
                 }
                 TestStmt::Submit { job, props, .. } | TestStmt::Run { job, props, .. } => {
                     self.declare(&job.name, job.span, "job", &nodes, &jobs, p);
                     jobs.insert(job.name.clone(), job.span);
-                    let j = self.test_job(m, job, props, p);
+                    let (j, history) = self.test_job(m, job, props, p);
                     match s {
                         TestStmt::Run { nodes: on, .. } => {
                             for n in on {
@@ -144,7 +145,7 @@ impl Checker<'_> {
                                     .help("list one node for each replica, or set `replicas`"),
                                 );
                             }
-                            steps.push(Step::Run(j, on.iter().map(|n| n.name.clone()).collect()));
+                            steps.push(Step::Run(j, on.iter().map(|n| n.name.clone()).collect(), history));
                         }
                         _ => steps.push(Step::Submit(j)),
                     }
@@ -452,20 +453,8 @@ impl Checker<'_> {
         );
     }
 
-    fn test_node(&mut self, m: usize, props: &[Prop], at: Span) -> TestNode {
-        let mut n = TestNode {
-            name: String::new(),
-            model: "gpu".into(),
-            cards: 0,
-            gpu_mem: 80.0 * 1024.0 * 1024.0 * 1024.0,
-            sharing: 0,
-            mig: Vec::new(),
-            max_clients: 1,
-            cpu: 64.0,
-            mem: 512.0 * 1024.0 * 1024.0 * 1024.0,
-            domains: Vec::new(),
-            labels: Vec::new(),
-        };
+    fn test_node(&mut self, m: usize, props: &[Prop], at: Span) -> NodeSpec {
+        let mut n = NodeSpec::default();
         let (plain, seen) = self.split_props(m, props, &mut n.labels);
         for (name, value) in plain {
             if let Some(level) = self.levels.iter().position(|l| *l == name.name) {
@@ -488,17 +477,17 @@ impl Checker<'_> {
             match (name.name.as_str(), v) {
                 ("model", Value::Str(s)) => n.model = s,
                 ("cards", Value::Num(x)) => n.cards = self.whole(x, name, value),
-                ("gpu_mem", Value::Num(x)) => n.gpu_mem = self.amount(x, name, value),
-                ("sharing", Value::Enum(_, i)) => n.sharing = i,
+                ("gpu_mem", Value::Num(x)) => n.card_mem = self.amount(x, name, value) as u64,
+                ("sharing", Value::Enum(_, i)) => n.sharing = Sharing::from_enum(i),
                 ("mig", Value::List(items)) => {
                     n.mig = items
                         .into_iter()
                         .filter_map(|i| if let Value::Enum(_, p) = i { Some(p) } else { None })
                         .collect()
                 }
-                ("max_clients", Value::Num(x)) => n.max_clients = self.whole(x, name, value),
-                ("cpu", Value::Num(x)) => n.cpu = self.amount(x, name, value),
-                ("mem", Value::Num(x)) => n.mem = self.amount(x, name, value),
+                ("max_clients", Value::Num(x)) => n.max_clients = self.whole(x, name, value).max(1),
+                ("cpu", Value::Num(x)) => n.cpu_milli = (self.amount(x, name, value) * 1000.0) as u64,
+                ("mem", Value::Num(x)) => n.mem = self.amount(x, name, value) as u64,
                 _ => {}
             }
         }
@@ -507,8 +496,8 @@ impl Checker<'_> {
     }
 
     /// A MIG layout belongs to MIG nodes and fits in a card's seven compute slices.
-    fn check_mig_layout(&mut self, n: &TestNode, at: Span, sharing_given: bool) {
-        let mig = EnumKind::Sharing.variant("mig").unwrap_or(1);
+    fn check_mig_layout(&mut self, n: &NodeSpec, at: Span, sharing_given: bool) {
+        let mig = Sharing::Mig;
         let slices: u32 =
             n.mig.iter().map(|p| u32::from(crate::schema::MIG_SLICES.get(usize::from(*p)).copied().unwrap_or(0))).sum();
         let problem = if n.sharing == mig && n.mig.is_empty() {
@@ -559,32 +548,11 @@ impl Checker<'_> {
         0.0
     }
 
-    fn test_job(&mut self, m: usize, job: &ast::Ident, props: &[Prop], p: &hir::Policy) -> TestJob {
-        let mut j = TestJob {
-            name: job.name.clone(),
-            queue: 0,
-            user: "user".into(),
-            priority_class: None,
-            priority: 0.0,
-            whole_cards: 0,
-            gpu_fraction: 0.0,
-            mig_profile: None,
-            replicas: 1,
-            min_replicas: 0,
-            gpu_mem: 0.0,
-            cpu: 1.0,
-            mem: 0.0,
-            allowed_models: Vec::new(),
-            bursty: false,
-            latency_critical: false,
-            preemptible: true,
-            duration: None,
-            utilization: 1.0,
-            runtime: 0.0,
-            since_checkpoint: 0.0,
-            evictions: 0,
-            labels: Vec::new(),
-        };
+    /// A job of a scenario, and for `run` what it has behind it.
+    fn test_job(&mut self, m: usize, job: &ast::Ident, props: &[Prop], p: &hir::Policy) -> (JobSpec, History) {
+        let mut j = JobSpec::named(&job.name);
+        let (mut ran, mut since_checkpoint, mut evictions) = (0.0, 0.0, 0);
+        let (mut cards, mut fraction, mut mig) = (0, 0.0, None);
         let mut queue_set = false;
         let mut request: Option<Span> = None;
         let (plain, seen) = self.split_props(m, props, &mut j.labels);
@@ -618,7 +586,7 @@ impl Checker<'_> {
                 ("queue", Value::Str(q)) => {
                     queue_set = true;
                     match p.queue(&q) {
-                        Some(qi) if p.queues[qi].children.is_empty() => j.queue = qi,
+                        Some(qi) if p.queues[qi].children.is_empty() => j.queue = Some(q),
                         Some(_) => self.err(
                             Diagnostic::new(
                                 Code::UnknownQueue,
@@ -645,12 +613,9 @@ impl Checker<'_> {
                         }
                     }
                 }
-                ("user", Value::Str(u)) => j.user = u,
+                ("user", Value::Str(u)) => j.user = Some(u),
                 ("priority_class", Value::Str(c)) => match p.priority_classes.iter().find(|(n, _)| *n == c) {
-                    Some((_, v)) => {
-                        j.priority = *v;
-                        j.priority_class = Some(c);
-                    }
+                    Some(_) => j.priority_class = Some(c),
                     None => {
                         let sugg = fuzzy::suggest(&c, p.priority_classes.iter().map(|(n, _)| n.as_str()));
                         self.err(
@@ -667,8 +632,8 @@ impl Checker<'_> {
                         );
                     }
                 },
-                ("priority", Value::Num(x)) => j.priority = x,
-                ("cards", Value::Num(x)) => j.whole_cards = self.whole(x, name, value),
+                ("priority", Value::Num(x)) => j.priority = Some(x),
+                ("cards", Value::Num(x)) => cards = self.whole(x, name, value),
                 ("fraction", Value::Num(x)) => {
                     if x <= 0.0 || x >= 1.0 {
                         self.err(
@@ -681,34 +646,32 @@ impl Checker<'_> {
                             .help("for one card or more use `cards`"),
                         );
                     }
-                    j.gpu_fraction = x;
+                    fraction = x;
                 }
-                ("mig", Value::Enum(_, i)) => j.mig_profile = Some(i),
+                ("mig", Value::Enum(_, i)) => mig = Some(i),
                 ("replicas", Value::Num(x)) => j.replicas = self.whole(x, name, value).max(1),
-                ("min_replicas", Value::Num(x)) => j.min_replicas = self.whole(x, name, value),
-                ("gpu_mem", Value::Num(x)) => j.gpu_mem = self.amount(x, name, value),
-                ("cpu", Value::Num(x)) => j.cpu = self.amount(x, name, value),
-                ("mem", Value::Num(x)) => j.mem = self.amount(x, name, value),
+                ("min_replicas", Value::Num(x)) => j.min_replicas = Some(self.whole(x, name, value)),
+                ("gpu_mem", Value::Num(x)) => j.gpu_mem = self.amount(x, name, value) as u64,
+                ("cpu", Value::Num(x)) => j.cpu_milli = (self.amount(x, name, value) * 1000.0) as u64,
+                ("mem", Value::Num(x)) => j.mem = self.amount(x, name, value) as u64,
                 ("models", Value::List(items)) => {
-                    j.allowed_models =
+                    j.models =
                         items.into_iter().filter_map(|i| if let Value::Str(s) = i { Some(s) } else { None }).collect()
                 }
                 ("bursty", Value::Bool(b)) => j.bursty = b,
                 ("latency_critical", Value::Bool(b)) => j.latency_critical = b,
                 ("preemptible", Value::Bool(b)) => j.preemptible = b,
-                ("duration", Value::Num(x)) => j.duration = Some(self.amount(x, name, value)),
+                ("duration", Value::Num(x)) => j.duration_ms = Some((self.amount(x, name, value) * 1000.0) as u64),
                 ("utilization", Value::Num(x)) => j.utilization = self.amount(x, name, value),
-                ("runtime", Value::Num(x)) => j.runtime = self.amount(x, name, value),
-                ("since_checkpoint", Value::Num(x)) => j.since_checkpoint = self.amount(x, name, value),
-                ("evictions", Value::Num(x)) => j.evictions = self.whole(x, name, value),
+                ("runtime", Value::Num(x)) => ran = self.amount(x, name, value),
+                ("since_checkpoint", Value::Num(x)) => since_checkpoint = self.amount(x, name, value),
+                ("evictions", Value::Num(x)) => evictions = self.whole(x, name, value),
                 _ => {}
             }
         }
         if !queue_set {
             match p.queues.iter().position(|q| q.children.is_empty()) {
-                Some(first_leaf) if p.queues.iter().filter(|q| q.children.is_empty()).count() == 1 => {
-                    j.queue = first_leaf
-                }
+                Some(_) if p.queues.iter().filter(|q| q.children.is_empty()).count() == 1 => {}
                 _ => self.err(
                     Diagnostic::new(Code::TestScenario, job.span, format!("job `{}` names no queue", job.name))
                         .label("which queue?")
@@ -716,10 +679,18 @@ impl Checker<'_> {
                 ),
             }
         }
-        if j.min_replicas == 0 || j.min_replicas > j.replicas {
-            j.min_replicas = j.replicas;
-        }
-        if j.since_checkpoint > j.runtime
+        // Zero, or more than it has, means all of its replicas.
+        j.min_replicas = j.min_replicas.filter(|&m| m > 0 && m <= j.replicas);
+        j.request = if cards > 0 {
+            Request::Whole(cards)
+        } else if fraction > 0.0 {
+            Request::Fraction(((fraction * 1000.0).round() as u32).clamp(1, 999))
+        } else if let Some(p) = mig {
+            Request::Mig(p)
+        } else {
+            Request::None
+        };
+        if since_checkpoint > ran
             && let Some(&at) = seen.get("since_checkpoint")
         {
             self.err(
@@ -728,7 +699,8 @@ impl Checker<'_> {
                     .help("`since_checkpoint` is at most `runtime`"),
             );
         }
-        j
+        let ms = |s: f64| (s * 1000.0) as u64;
+        (j, History { ran_ms: ms(ran), since_checkpoint_ms: ms(since_checkpoint.min(ran)), evictions })
     }
 }
 

@@ -442,21 +442,32 @@ impl<'a, 'b> Gen<'a, 'b> {
                 match vals.as_slice() {
                     [a, b] => CV::Two(*a, *b),
                     [a] => CV::One(*a),
-                    _ => self.zero(n.ty),
+                    _ => {
+                        crate::never!("local {l} read before it is defined");
+                        self.zero(n.ty)
+                    }
                 }
             }
-            // Test expectations only; they are never compiled.
-            Kind::Input(_) => self.zero(n.ty),
+            Kind::Input(i) => {
+                crate::never!("input {i} compiled: only test expectations read inputs, and they are interpreted");
+                self.zero(n.ty)
+            }
             Kind::Root(r) => match self.roots.get(r) {
                 Some(v) => CV::One(*v),
-                None => self.zero(n.ty),
+                None => {
+                    crate::never!("{r:?} read where the rule has no such root");
+                    self.zero(n.ty)
+                }
             },
             Kind::Field { base, record, field } => {
                 let base = self.expr(base).one();
                 let ptr = self.record_ptr(base, *record);
                 match record.fields().get(usize::from(*field)) {
                     Some(f) => self.load(ptr, f.offset as i32, f.repr),
-                    None => self.zero(n.ty),
+                    None => {
+                        crate::never!("field {field} of {} does not exist", record.name());
+                        self.zero(n.ty)
+                    }
                 }
             }
             Kind::Domain { node, level } => {
@@ -521,7 +532,10 @@ impl<'a, 'b> Gen<'a, 'b> {
                 match ps.as_slice() {
                     [a, b] => CV::Two(*a, *b),
                     [a] => CV::One(*a),
-                    _ => self.zero(n.ty),
+                    _ => {
+                        crate::never!("an `if` of type {} has no value", n.ty);
+                        self.zero(n.ty)
+                    }
                 }
             }
             Kind::Let(l, v, body) => {
@@ -649,7 +663,10 @@ impl<'a, 'b> Gen<'a, 'b> {
 
     fn call(&mut self, b: Builtin, args: &[(Value, VTy)]) -> Value {
         let a = |i: usize| args.get(i).map(|x| x.0);
-        let (Some(x), y, z) = (a(0), a(1), a(2)) else { return self.b.ins().f64const(f64::NAN) };
+        let (Some(x), y, z) = (a(0), a(1), a(2)) else {
+            crate::never!("{b:?} called without arguments");
+            return self.b.ins().f64const(f64::NAN);
+        };
         match b {
             Builtin::Min => self.min_max(x, y.unwrap_or(x), false),
             Builtin::Max => self.min_max(x, y.unwrap_or(x), true),
@@ -676,7 +693,10 @@ impl<'a, 'b> Gen<'a, 'b> {
                 };
                 self.hash01(ka, kb)
             }
-            Builtin::Has | Builtin::Len => self.b.ins().f64const(f64::NAN),
+            Builtin::Has | Builtin::Len => {
+                crate::never!("{b:?} reached code generation: lowering turns it into its own node");
+                self.b.ins().f64const(f64::NAN)
+            }
         }
     }
 
@@ -700,7 +720,10 @@ impl<'a, 'b> Gen<'a, 'b> {
                 let len = self.b.ins().load(PTR, flags(), self.ctx, CTX_N_HASHES);
                 self.checked_load(ptr, len, idx, 8, types::I64)
             }
-            _ => self.b.ins().iconst(types::I64, 0),
+            other => {
+                crate::never!("hash01 of a {other} value: the checker allows numbers, flags, enums and strings");
+                self.b.ins().iconst(types::I64, 0)
+            }
         }
     }
 
@@ -889,7 +912,10 @@ impl<'a, 'b> Gen<'a, 'b> {
                 let lit = self.b.ins().select(present, lit, big);
                 self.literal(lit)
             }
-            _ => self.b.ins().iconst(types::I32, 0),
+            other => {
+                crate::never!("an attribute of type {other}: attributes are numbers, flags, strings or enums");
+                self.b.ins().iconst(types::I32, 0)
+            }
         })
     }
 }

@@ -10,7 +10,7 @@ pub mod object;
 
 use crate::engine::{Engine, NodeResult};
 use crate::interp::Ctx;
-use crate::ir::Program;
+use crate::ir::{Program, RuleId};
 use crate::schema::{CardRec, DomainRec, JobRec, NodeRec, QueueRec};
 use abi::CtxRepr;
 use cranelift_codegen::settings::{self, Configurable};
@@ -124,8 +124,8 @@ pub fn compile(program: Arc<Program>) -> Result<JitEngine, String> {
 
 /// When a program fails to compile, the first rule that fails on its own: compiles each
 /// rule body alone, in the slot it came from, so the report can name it.
-pub fn culprit(program: &Program) -> Option<String> {
-    let alone = |f: &dyn Fn(&mut Program)| {
+pub fn culprit(program: &Program) -> Option<RuleId> {
+    let fails_alone = |f: &dyn Fn(&mut Program)| {
         let mut p = Program {
             name: program.name.clone(),
             levels: program.levels.clone(),
@@ -136,50 +136,33 @@ pub fn culprit(program: &Program) -> Option<String> {
         f(&mut p);
         compile(Arc::new(p)).is_err()
     };
-    for r in &program.admit {
-        if alone(&|p| p.admit = vec![r.clone()]) {
-            return Some(format!("admit {}", r.name));
-        }
-    }
-    for r in &program.filters {
-        if alone(&|p| {
-            p.filters = vec![r.clone()];
-            p.filter_order = vec![0];
-        }) {
-            return Some(format!("filter {}", r.name));
-        }
-    }
-    for r in &program.scores {
-        if alone(&|p| p.scores = vec![r.clone()]) {
-            return Some(format!("score {}", r.name));
-        }
-    }
-    for r in &program.card_scores {
-        if alone(&|p| p.card_scores = vec![r.clone()]) {
-            return Some(format!("card_score {}", r.name));
-        }
-    }
-    for (i, k) in program.queue_order.iter().enumerate() {
-        if alone(&|p| p.queue_order = vec![k.clone()]) {
-            return Some(format!("queue_order key {}", i + 1));
-        }
-    }
-    for (i, k) in program.job_order.iter().enumerate() {
-        if alone(&|p| p.job_order = vec![k.clone()]) {
-            return Some(format!("job_order key {}", i + 1));
-        }
-    }
-    for (i, g) in program.gang.iter().enumerate() {
-        if alone(&|p| p.gang = vec![g.clone()]) {
-            return Some(format!("gang clause {}", i + 1));
-        }
-    }
-    for v in &program.victims {
-        if alone(&|p| p.victims = vec![v.clone()]) {
-            return Some(v.name.clone());
-        }
-    }
-    None
+    let index = |i: usize| u16::try_from(i).unwrap_or(u16::MAX);
+    let first = |n: usize, set: &dyn Fn(&mut Program, usize), id: fn(u16) -> RuleId| {
+        (0..n).find(|&i| fails_alone(&|p| set(p, i))).map(|i| id(index(i)))
+    };
+    first(program.admit.len(), &|p, i| p.admit = vec![program.admit[i].clone()], RuleId::Admit)
+        .or_else(|| {
+            let set = |p: &mut Program, i: usize| {
+                p.filters = vec![program.filters[i].clone()];
+                p.filter_order = vec![0];
+            };
+            first(program.filters.len(), &set, RuleId::Filter)
+        })
+        .or_else(|| first(program.scores.len(), &|p, i| p.scores = vec![program.scores[i].clone()], RuleId::Score))
+        .or_else(|| {
+            let set = |p: &mut Program, i: usize| p.card_scores = vec![program.card_scores[i].clone()];
+            first(program.card_scores.len(), &set, RuleId::CardScore)
+        })
+        .or_else(|| {
+            let set = |p: &mut Program, i: usize| p.queue_order = vec![program.queue_order[i].clone()];
+            first(program.queue_order.len(), &set, RuleId::QueueOrder)
+        })
+        .or_else(|| {
+            let set = |p: &mut Program, i: usize| p.job_order = vec![program.job_order[i].clone()];
+            first(program.job_order.len(), &set, RuleId::JobOrder)
+        })
+        .or_else(|| first(program.gang.len(), &|p, i| p.gang = vec![program.gang[i].clone()], RuleId::Gang))
+        .or_else(|| first(program.victims.len(), &|p, i| p.victims = vec![program.victims[i].clone()], RuleId::Victim))
 }
 
 impl JitEngine {

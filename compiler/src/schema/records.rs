@@ -70,25 +70,66 @@ impl<'a, T> List<'a, T> {
 /// Node records that own their card and label lists, for caches that live across many
 /// evaluations (the runtime keeps one and updates a node's record when the node changes).
 ///
-/// Each node's cards and labels live in their own heap allocation, which never moves
-/// while the record exists; records are handed out only through `&self`, and cards are
-/// changed only through `&mut self`, so no record is read while its cards change.
+/// Each record's lists point into heap allocations the table owns through raw pointers
+/// (made by `Box::into_raw`, freed in `Drop`), never through a `Box` or a `Vec`: moving a
+/// `Box` asserts that it is the only pointer to its allocation, which would invalidate
+/// the records' pointers, whereas a raw pointer asserts nothing when it moves. Shared
+/// borrows of the lists are handed out only through `&self` (the records), mutable ones
+/// only through `&mut self`, so the borrow checker keeps the two from overlapping.
 #[derive(Default)]
 pub struct NodeTable {
-    cards: Vec<Box<[CardRec]>>,
-    labels: Vec<Box<[Sym]>>,
+    lists: Vec<OwnedLists>,
     records: Vec<NodeRec<'static>>,
 }
+
+/// One node's card and label lists, owned (see [`NodeTable`]).
+struct OwnedLists {
+    cards: *mut [CardRec],
+    labels: *mut [Sym],
+}
+
+impl OwnedLists {
+    fn new(cards: Vec<CardRec>, labels: Vec<Sym>) -> OwnedLists {
+        OwnedLists { cards: Box::into_raw(cards.into_boxed_slice()), labels: Box::into_raw(labels.into_boxed_slice()) }
+    }
+
+    /// A record's view of the lists.
+    fn lists(&self) -> (List<'static, CardRec>, List<'static, Sym>) {
+        // The pointers come from `Box::into_raw`, so they are non-null and aligned even
+        // for empty slices; the lengths are the slices' own.
+        let cards = List { ptr: self.cards as *const CardRec, len: self.cards.len(), _borrow: PhantomData };
+        let labels = List { ptr: self.labels as *const Sym, len: self.labels.len(), _borrow: PhantomData };
+        (cards, labels)
+    }
+}
+
+impl Drop for OwnedLists {
+    fn drop(&mut self) {
+        // SAFETY: both pointers came from `Box::into_raw` in `new` or `replace_labels` and
+        // are freed only here or there (after being replaced), exactly once. The table
+        // drops a node's lists only together with its record, and records are lent out
+        // only through `&self`, so no borrow of the lists outlives this.
+        unsafe {
+            drop(Box::from_raw(self.cards));
+            drop(Box::from_raw(self.labels));
+        }
+    }
+}
+
+// SAFETY: `OwnedLists` owns its two slices as a `Box<[T]>` would (nothing else frees or
+// writes them), so sending or sharing it is as safe as for `Box<[CardRec]>` and
+// `Box<[Sym]>`, both plain data.
+unsafe impl Send for OwnedLists {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for OwnedLists {}
 
 impl NodeTable {
     /// Appends a node: `record`'s own lists are ignored; `cards` and `labels` are owned.
     pub fn push(&mut self, record: NodeRec<'_>, cards: Vec<CardRec>, labels: Vec<Sym>) {
-        let cards = cards.into_boxed_slice();
-        let labels = labels.into_boxed_slice();
-        let record = NodeRec { cards_list: owned(&cards), labels: owned(&labels), ..strip(record) };
-        self.cards.push(cards);
-        self.labels.push(labels);
-        self.records.push(record);
+        let owned = OwnedLists::new(cards, labels);
+        let (cards_list, labels) = owned.lists();
+        self.records.push(NodeRec { cards_list, labels, ..strip(record) });
+        self.lists.push(owned);
     }
 
     /// Replaces node `i`'s scalar fields (its lists stay as they are).
@@ -100,7 +141,25 @@ impl NodeTable {
 
     /// Node `i`'s cards, to update in place.
     pub fn cards_mut(&mut self, i: usize) -> &mut [CardRec] {
-        self.cards.get_mut(i).map_or(&mut [], |c| &mut c[..])
+        match self.lists.get_mut(i) {
+            // SAFETY: the allocation is live (owned by this table until `Drop`), and
+            // `&mut self` guarantees that no record — and so no shared borrow of these
+            // cards made from one — is alive while the returned borrow is: records are
+            // only lent through `&self`. The records' own raw pointers are not borrows.
+            Some(owned) => unsafe { &mut *owned.cards },
+            None => &mut [],
+        }
+    }
+
+    /// Replaces node `i`'s label values (a node's labels can change while it runs).
+    pub fn replace_labels(&mut self, i: usize, labels: Vec<Sym>) {
+        let (Some(owned), Some(record)) = (self.lists.get_mut(i), self.records.get_mut(i)) else { return };
+        let old = std::mem::replace(&mut owned.labels, Box::into_raw(labels.into_boxed_slice()));
+        record.labels = owned.lists().1;
+        // SAFETY: `old` came from `Box::into_raw` and is no longer reachable: the record
+        // now points at the new labels, and `&mut self` means no borrow of the old ones
+        // is alive.
+        drop(unsafe { Box::from_raw(old) });
     }
 
     pub fn records(&self) -> &[NodeRec<'_>] {
@@ -120,8 +179,8 @@ impl NodeTable {
 impl Clone for NodeTable {
     fn clone(&self) -> Self {
         let mut table = NodeTable::default();
-        for ((r, cards), labels) in self.records.iter().zip(&self.cards).zip(&self.labels) {
-            table.push(*r, cards.to_vec(), labels.to_vec());
+        for r in &self.records {
+            table.push(*r, r.cards_list.as_slice().to_vec(), r.labels.as_slice().to_vec());
         }
         table
     }
@@ -130,15 +189,6 @@ impl Clone for NodeTable {
 /// A record with empty lists: its own lists borrow something else.
 fn strip(r: NodeRec<'_>) -> NodeRec<'static> {
     NodeRec { cards_list: List::default(), labels: List::default(), ..r }
-}
-
-/// A list over a boxed slice that the `NodeTable` keeps alive and unmoved.
-fn owned<T>(items: &[T]) -> List<'static, T> {
-    // SAFETY: only `NodeTable` calls this, with a slice of a boxed slice it stores next to
-    // the record and never drops, replaces or reallocates while the record exists; the
-    // record is only lent out through `&self`, so the `'static` is never observed beyond
-    // the table's own lifetime, and the contents are only mutated through `&mut self`.
-    List { ptr: items.as_ptr(), len: items.len(), _borrow: PhantomData }
 }
 
 /// Where a `List`'s pointer and length are, for code that reads it by offset.
@@ -526,6 +576,43 @@ mod tests {
         assert_eq!(r.cards_list.as_slice()[0].index, 42.0);
         assert_eq!(r.labels.as_slice(), &[Sym(42)]);
         assert_eq!(t.records()[0].cards_list.as_slice()[0].index, 0.0, "early lists survive growth");
+    }
+
+    #[test]
+    fn node_tables_read_back_every_update_through_every_list() {
+        let mut t = NodeTable::default();
+        for i in 0..40 {
+            let cards = vec![CardRec { index: f64::from(i), ..CardRec::default() }; 3];
+            t.push(NodeRec::default(), cards, vec![Sym(i), Sym(i + 100)]);
+        }
+        // Interleave updates of cards, labels and scalars with reads through the records,
+        // growing the table in between so the records themselves move.
+        for round in 0..3u32 {
+            for i in 0..40 {
+                t.cards_mut(i)[2].free = f64::from(round);
+                let n = u32::try_from(i).expect("small");
+                t.replace_labels(i, (0..=round).map(|k| Sym(n * 10 + k)).collect());
+                t.set(i, NodeRec { free_cards: f64::from(round), ..NodeRec::default() });
+            }
+            t.push(NodeRec::default(), Vec::new(), Vec::new());
+            for (i, r) in t.records().iter().enumerate().take(40) {
+                let n = u32::try_from(i).expect("small");
+                assert_eq!(r.free_cards, f64::from(round));
+                assert_eq!(r.cards_list.as_slice()[2].free, f64::from(round));
+                assert_eq!(r.cards_list.as_slice()[0].index, f64::from(n));
+                let want: Vec<Sym> = (0..=round).map(|k| Sym(n * 10 + k)).collect();
+                assert_eq!(r.labels.as_slice(), want.as_slice());
+            }
+        }
+        // A copy owns its own lists: changing one table leaves the other as it was.
+        let copy = t.clone();
+        t.cards_mut(0)[0].free = 7.0;
+        t.replace_labels(0, vec![Sym(9)]);
+        assert_eq!(copy.records()[0].cards_list.as_slice()[0].free, 0.0);
+        assert_eq!(copy.records()[0].labels.as_slice().len(), 3);
+        assert_eq!(t.records()[0].cards_list.as_slice()[0].free, 7.0);
+        assert_eq!(t.records()[0].labels.as_slice(), &[Sym(9)]);
+        assert!(t.records()[40].cards_list.is_empty() && t.records()[40].labels.is_empty());
     }
 
     #[test]

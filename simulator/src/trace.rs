@@ -1,80 +1,36 @@
 //! Workload traces in gpol's native format, CSV or JSON Lines (docs/simulator.md):
 //! one job per row, the same column names in both.
 
-use super::input::{self, InputError};
-use crate::fit::Ask;
-use crate::jobs::Request;
+use crate::input::{self, InputError};
 use gpol_compiler::fuzzy;
 use gpol_compiler::schema::MIG_PROFILES;
+use gpol_compiler::spec::{JobSpec, Request};
+use gpol_runtime::fit::Ask;
 use std::fmt::Write as _;
 
-/// One job of a trace.
+/// One job of a trace: the job, when it arrives, and where it was read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TraceJob {
-    pub name: String,
     /// Where the job was read (1-based line; 0 when it was generated).
     pub line: usize,
     pub arrival_ms: u64,
-    /// Run time when uninterrupted; `None`: runs until the simulation ends.
-    pub duration_ms: Option<u64>,
-    /// Leaf queue name; `None`: the policy's only leaf queue.
-    pub queue: Option<String>,
-    pub user: Option<String>,
-    pub priority_class: Option<String>,
-    pub priority: Option<f64>,
-    pub request: Request,
-    pub replicas: u32,
-    pub min_replicas: u32,
-    pub gpu_mem: u64,
-    pub cpu_milli: u64,
-    pub mem: u64,
-    pub models: Vec<String>,
-    pub preemptible: bool,
-    pub bursty: bool,
-    pub latency_critical: bool,
-    /// Work is saved this often while running; `None`: an eviction loses all of it.
-    pub checkpoint_ms: Option<u64>,
-    /// The share of its allocation the job really uses.
-    pub utilization: f64,
-    pub labels: Vec<(String, String)>,
+    pub job: JobSpec,
 }
 
 impl TraceJob {
-    /// A one-GPU job with defaults elsewhere, arriving at `arrival_ms`.
+    /// A job of this name with the defaults of [`JobSpec`], arriving at `arrival_ms`.
     pub fn new(name: impl Into<String>, arrival_ms: u64) -> TraceJob {
-        TraceJob {
-            name: name.into(),
-            line: 0,
-            arrival_ms,
-            duration_ms: None,
-            queue: None,
-            user: None,
-            priority_class: None,
-            priority: None,
-            request: Request::Whole(1),
-            replicas: 1,
-            min_replicas: 1,
-            gpu_mem: 0,
-            cpu_milli: 0,
-            mem: 0,
-            models: Vec::new(),
-            preemptible: false,
-            bursty: false,
-            latency_critical: false,
-            checkpoint_ms: None,
-            utilization: 1.0,
-            labels: Vec::new(),
-        }
+        TraceJob { line: 0, arrival_ms, job: JobSpec::named(name) }
     }
 
     /// What one replica asks for.
     pub fn ask(&self) -> Ask {
-        Ask { request: self.request, gpu_mem: self.gpu_mem, cpu_milli: self.cpu_milli, mem: self.mem }
+        Ask::of_spec(&self.job)
     }
 
     /// GPUs the whole job asks for, in milli-GPU.
     pub fn milli(&self) -> u64 {
-        self.request.milli() * u64::from(self.replicas)
+        self.job.total_milli()
     }
 }
 
@@ -280,15 +236,15 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
     let arrival_ms = parsed("arrival", &input::millis)?.ok_or_else(|| err("arrival", "missing".into()))?;
     let mut j = TraceJob::new(text("name")?.map_or_else(|| format!("job-{}", index + 1), str::to_string), arrival_ms);
     j.line = line;
-    j.duration_ms = parsed("duration", &input::millis)?;
-    j.queue = text("queue")?.map(str::to_string);
-    j.user = text("user")?.map(str::to_string);
-    j.priority_class = text("priority_class")?.map(str::to_string);
-    j.priority = number("priority")?;
+    j.job.duration_ms = parsed("duration", &input::millis)?;
+    j.job.queue = text("queue")?.map(str::to_string);
+    j.job.user = text("user")?.map(str::to_string);
+    j.job.priority_class = text("priority_class")?.map(str::to_string);
+    j.job.priority = number("priority")?;
     let gpus = count("gpus")?;
     let fraction = number("gpu_fraction")?;
     let mig = text("mig")?;
-    j.request = match (gpus, fraction, mig) {
+    j.job.request = match (gpus, fraction, mig) {
         (Some(k), None, None) if k > 0 => Request::Whole(k),
         (Some(0), None, None) | (None, None, None) => Request::None,
         (None, Some(f), None) => {
@@ -308,26 +264,26 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
         },
         _ => return Err(err("gpus", "give at most one of gpus, gpu_fraction and mig".into())),
     };
-    j.gpu_mem = parsed("gpu_mem", &input::bytes)?.unwrap_or(0);
-    j.replicas = count("replicas")?.unwrap_or(1);
-    if j.replicas == 0 {
+    j.job.gpu_mem = parsed("gpu_mem", &input::bytes)?.unwrap_or(0);
+    j.job.replicas = count("replicas")?.unwrap_or(1);
+    if j.job.replicas == 0 {
         return Err(err("replicas", "a job has at least one replica".into()));
     }
-    j.min_replicas = count("min_replicas")?.unwrap_or(j.replicas);
-    if j.min_replicas == 0 || j.min_replicas > j.replicas {
-        return Err(err("min_replicas", format!("expected 1 to {} (the replicas)", j.replicas)));
+    j.job.min_replicas = count("min_replicas")?;
+    if j.job.min_replicas.is_some_and(|m| m == 0 || m > j.job.replicas) {
+        return Err(err("min_replicas", format!("expected 1 to {} (the replicas)", j.job.replicas)));
     }
-    j.cpu_milli = parsed("cpu", &input::milli_cpu)?.unwrap_or(0);
-    j.mem = parsed("mem", &input::bytes)?.unwrap_or(0);
+    j.job.cpu_milli = parsed("cpu", &input::milli_cpu)?.unwrap_or(0);
+    j.job.mem = parsed("mem", &input::bytes)?.unwrap_or(0);
     if let Some(c) = get("models") {
-        j.models = c.list().map_err(|m| err("models", m))?;
+        j.job.models = c.list().map_err(|m| err("models", m))?;
     }
     if let Some(c) = get("flags") {
         for flag in c.list().map_err(|m| err("flags", m))? {
             match flag.as_str() {
-                "preemptible" => j.preemptible = true,
-                "bursty" => j.bursty = true,
-                "latency_critical" => j.latency_critical = true,
+                "preemptible" => j.job.preemptible = true,
+                "bursty" => j.job.bursty = true,
+                "latency_critical" => j.job.latency_critical = true,
                 other => {
                     return Err(err(
                         "flags",
@@ -337,15 +293,15 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
             }
         }
     }
-    j.checkpoint_ms = parsed("checkpoint", &input::millis)?.filter(|&c| c > 0);
+    j.job.checkpoint_every_ms = parsed("checkpoint", &input::millis)?.filter(|&c| c > 0);
     if let Some(u) = number("utilization")? {
         if !(0.0..=1.0).contains(&u) {
             return Err(err("utilization", format!("expected a share between 0 and 1, found {u}")));
         }
-        j.utilization = u;
+        j.job.utilization = u;
     }
     if let Some(c) = get("labels") {
-        j.labels = c.map().map_err(|m| err("labels", m))?;
+        j.job.labels = c.map().map_err(|m| err("labels", m))?;
     }
     Ok(j)
 }
@@ -360,7 +316,7 @@ pub fn to_csv(jobs: &[TraceJob]) -> String {
         format!("{s}")
     };
     for j in jobs {
-        let (gpus, fraction, mig) = match j.request {
+        let (gpus, fraction, mig) = match j.job.request {
             Request::Whole(k) => (k.to_string(), String::new(), String::new()),
             Request::Fraction(m) => (String::new(), format!("{}", f64::from(m) / 1000.0), String::new()),
             Request::Mig(p) => (String::new(), String::new(), MIG_PROFILES[usize::from(p)].to_string()),
@@ -368,33 +324,36 @@ pub fn to_csv(jobs: &[TraceJob]) -> String {
         };
         let mut flags = Vec::new();
         for (on, name) in
-            [(j.preemptible, "preemptible"), (j.bursty, "bursty"), (j.latency_critical, "latency_critical")]
+            [(j.job.preemptible, "preemptible"), (j.job.bursty, "bursty"), (j.job.latency_critical, "latency_critical")]
         {
             if on {
                 flags.push(name);
             }
         }
-        let labels: Vec<String> = j.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let labels: Vec<String> = j.job.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let cells = [
-            j.name.clone(),
+            j.job.name.clone(),
             secs(j.arrival_ms),
-            j.duration_ms.map(secs).unwrap_or_default(),
-            j.queue.clone().unwrap_or_default(),
-            j.user.clone().unwrap_or_default(),
-            j.priority_class.clone().unwrap_or_default(),
-            j.priority.map(|p| p.to_string()).unwrap_or_default(),
+            j.job.duration_ms.map(secs).unwrap_or_default(),
+            j.job.queue.clone().unwrap_or_default(),
+            j.job.user.clone().unwrap_or_default(),
+            j.job.priority_class.clone().unwrap_or_default(),
+            j.job.priority.map(|p| p.to_string()).unwrap_or_default(),
             gpus,
             fraction,
             mig,
-            if j.gpu_mem > 0 { j.gpu_mem.to_string() } else { String::new() },
-            if j.replicas == 1 { String::new() } else { j.replicas.to_string() },
-            if j.min_replicas == j.replicas { String::new() } else { j.min_replicas.to_string() },
-            if j.cpu_milli > 0 { format!("{}", j.cpu_milli as f64 / 1000.0) } else { String::new() },
-            if j.mem > 0 { j.mem.to_string() } else { String::new() },
-            j.models.join("|"),
+            if j.job.gpu_mem > 0 { j.job.gpu_mem.to_string() } else { String::new() },
+            if j.job.replicas == 1 { String::new() } else { j.job.replicas.to_string() },
+            match j.job.min_replicas {
+                Some(m) if m != j.job.replicas => m.to_string(),
+                _ => String::new(),
+            },
+            if j.job.cpu_milli > 0 { format!("{}", j.job.cpu_milli as f64 / 1000.0) } else { String::new() },
+            if j.job.mem > 0 { j.job.mem.to_string() } else { String::new() },
+            j.job.models.join("|"),
             flags.join("|"),
-            j.checkpoint_ms.map(secs).unwrap_or_default(),
-            if j.utilization == 1.0 { String::new() } else { j.utilization.to_string() },
+            j.job.checkpoint_every_ms.map(secs).unwrap_or_default(),
+            if j.job.utilization == 1.0 { String::new() } else { j.job.utilization.to_string() },
             labels.join(";"),
         ];
         for (i, c) in cells.iter().enumerate() {
@@ -430,26 +389,29 @@ mod tests {
         assert_eq!((a[0].line, b[0].line), (2, 1));
         assert_eq!(a.iter().map(unlined).collect::<Vec<_>>(), b.iter().map(unlined).collect::<Vec<_>>());
         let j = &a[0];
-        assert_eq!((j.arrival_ms, j.duration_ms, j.checkpoint_ms), (3_600_000, Some(7_200_000), Some(1_800_000)));
-        assert_eq!((j.request, j.replicas, j.min_replicas), (Request::Whole(8), 4, 4));
-        assert!(j.preemptible && j.bursty && !j.latency_critical);
-        assert_eq!(j.mem, 256 << 30);
-        assert_eq!(j.labels, vec![("team".into(), "a".into()), ("tier".into(), "gold".into())]);
+        assert_eq!(
+            (j.arrival_ms, j.job.duration_ms, j.job.checkpoint_every_ms),
+            (3_600_000, Some(7_200_000), Some(1_800_000))
+        );
+        assert_eq!((j.job.request, j.job.replicas, j.job.min_replicas()), (Request::Whole(8), 4, 4));
+        assert!(j.job.preemptible && j.job.bursty && !j.job.latency_critical);
+        assert_eq!(j.job.mem, 256 << 30);
+        assert_eq!(j.job.labels, vec![("team".into(), "a".into()), ("tier".into(), "gold".into())]);
     }
 
     #[test]
     fn written_traces_read_back() {
         let mut a = TraceJob::new("a", 1500);
-        a.request = Request::Fraction(250);
-        a.duration_ms = Some(60_000);
-        a.models = vec!["T4".into(), "A10".into()];
-        a.utilization = 0.5;
-        a.labels = vec![("k".into(), "v,w".into())];
+        a.job.request = Request::Fraction(250);
+        a.job.duration_ms = Some(60_000);
+        a.job.models = vec!["T4".into(), "A10".into()];
+        a.job.utilization = 0.5;
+        a.job.labels = vec![("k".into(), "v,w".into())];
         let mut b = TraceJob::new("b", 0);
-        b.request = Request::Mig(2);
-        b.replicas = 3;
-        b.min_replicas = 2;
-        b.checkpoint_ms = Some(600_000);
+        b.job.request = Request::Mig(2);
+        b.job.replicas = 3;
+        b.job.min_replicas = Some(2);
+        b.job.checkpoint_every_ms = Some(600_000);
         let back = parse(&to_csv(&[a.clone(), b.clone()]), "t.csv").expect("round trip");
         assert_eq!(back.iter().map(unlined).collect::<Vec<_>>(), vec![b, a]);
     }

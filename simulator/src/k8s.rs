@@ -6,10 +6,10 @@
 //! `nvidia.com/gpu.replicas`, the zone from `topology.kubernetes.io/zone`. A cordoned
 //! node (`spec.unschedulable`) starts drained.
 
-use super::input::InputError;
-use super::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
-use crate::model::{NodeSpec, Sharing};
+use crate::input::InputError;
+use crate::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
 use gpol_compiler::schema::MIG_PROFILES;
+use gpol_runtime::model::{NodeSpec, Sharing};
 use serde_json::Value;
 
 /// Whether JSON text looks like `kubectl get nodes -o json` output.

@@ -3,8 +3,8 @@
 //! they run — and arrivals follow a daily cycle, with some queues arriving in bursts. The
 //! span of the trace is chosen so that the jobs offer `load` times the cluster's GPUs.
 
-use super::trace::TraceJob;
-use crate::jobs::Request;
+use crate::trace::TraceJob;
+use gpol_runtime::jobs::Request;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Beta, Distribution, LogNormal};
 use rand_pcg::Pcg64Mcg;
@@ -141,38 +141,37 @@ pub fn generate(spec: &GenSpec) -> Vec<TraceJob> {
         let qi = qi.unwrap_or(queues.len() - 1);
         let q = &queues[qi];
         let mut job = TraceJob::new(format!("job-{:0width$}", i + 1, width = digits(spec.jobs)), 0);
-        job.queue = q.name.clone();
+        job.job.queue = q.name.clone();
         // Users of a queue are few and unequal: user k submits in proportion to 1/k.
         let user = choose(&mut rng, &USERS);
-        job.user = Some(format!("{}-user{}", q.name.as_deref().unwrap_or("team"), user as u32));
+        job.job.user = Some(format!("{}-user{}", q.name.as_deref().unwrap_or("team"), user as u32));
         // No job asks for more than half the cluster.
         let gpus = choose(&mut rng, q.profile.sizes()).min((spec.gpus as f64 / 2.0).max(1.0));
-        (job.request, job.replicas) = if gpus < 1.0 {
+        (job.job.request, job.job.replicas) = if gpus < 1.0 {
             (Request::Fraction((gpus * 1000.0).round() as u32), 1)
         } else if gpus <= f64::from(node_gpus) {
             (Request::Whole(gpus as u32), 1)
         } else {
             (Request::Whole(node_gpus), (gpus / f64::from(node_gpus)).ceil() as u32)
         };
-        job.min_replicas = job.replicas;
         let (median, sigma) = q.profile.duration();
         // Bigger jobs run longer: the median grows with the cube root of the size.
         let median = median * gpus.max(1.0).cbrt();
         let d = LogNormal::new(median.ln(), sigma).map_or(median, |l| l.sample(&mut rng));
         let seconds = d.clamp(60.0, 14.0 * DAY).round();
-        job.duration_ms = Some(seconds as u64 * 1000);
-        let cards = job.request.milli() as f64 / 1000.0 * f64::from(job.replicas);
-        job.cpu_milli = (cards.max(0.25) * 8.0 * 1000.0 / f64::from(job.replicas)).round() as u64;
-        job.mem = (cards.max(0.25) * 64.0 / f64::from(job.replicas)).round() as u64 * (1 << 30);
-        job.preemptible = rng.random_bool(q.profile.preemptible());
-        job.latency_critical = q.profile == Profile::Inference;
-        job.bursty = q.profile == Profile::Notebook;
+        job.job.duration_ms = Some(seconds as u64 * 1000);
+        let cards = job.job.request.milli() as f64 / 1000.0 * f64::from(job.job.replicas);
+        job.job.cpu_milli = (cards.max(0.25) * 8.0 * 1000.0 / f64::from(job.job.replicas)).round() as u64;
+        job.job.mem = (cards.max(0.25) * 64.0 / f64::from(job.job.replicas)).round() as u64 * (1 << 30);
+        job.job.preemptible = rng.random_bool(q.profile.preemptible());
+        job.job.latency_critical = q.profile == Profile::Inference;
+        job.job.bursty = q.profile == Profile::Notebook;
         if seconds > HOUR && q.profile != Profile::Inference && rng.random_bool(0.7) {
-            job.checkpoint_ms = Some(30 * 60 * 1000);
+            job.job.checkpoint_every_ms = Some(30 * 60 * 1000);
         }
         let (a, b) = q.profile.utilization();
-        job.utilization = Beta::new(a, b).map_or(0.7, |beta| beta.sample(&mut rng));
-        job.utilization = (job.utilization * 100.0).round() / 100.0;
+        job.job.utilization = Beta::new(a, b).map_or(0.7, |beta| beta.sample(&mut rng));
+        job.job.utilization = (job.job.utilization * 100.0).round() / 100.0;
         work += cards * seconds;
         jobs.push((job, qi, rng.random_range(0.0..1.0)));
     }
@@ -265,17 +264,19 @@ mod tests {
         let jobs = generate(&spec(3));
         assert_eq!(jobs.len(), 2000);
         assert!(jobs.windows(2).all(|w| w[0].arrival_ms <= w[1].arrival_ms));
-        let training = jobs.iter().filter(|j| j.queue.as_deref() == Some("training")).count();
+        let training = jobs.iter().filter(|j| j.job.queue.as_deref() == Some("training")).count();
         // One job in four is training's (2000 draws: well within five standard deviations).
         assert!((400..600).contains(&training), "{training}");
         for j in &jobs {
-            assert!(matches!(j.request, Request::Whole(k) if k <= 8) || matches!(j.request, Request::Fraction(_)));
-            let d = j.duration_ms.expect("every generated job ends");
+            assert!(
+                matches!(j.job.request, Request::Whole(k) if k <= 8) || matches!(j.job.request, Request::Fraction(_))
+            );
+            let d = j.job.duration_ms.expect("every generated job ends");
             assert!((60_000..=14 * 86_400_000).contains(&d));
-            assert!((0.0..=1.0).contains(&j.utilization));
+            assert!((0.0..=1.0).contains(&j.job.utilization));
         }
         // The offered load matches the target: GPU-time over capacity × span.
-        let work: f64 = jobs.iter().map(|j| j.milli() as f64 / 1000.0 * j.duration_ms.unwrap_or(0) as f64).sum();
+        let work: f64 = jobs.iter().map(|j| j.milli() as f64 / 1000.0 * j.job.duration_ms.unwrap_or(0) as f64).sum();
         let span = jobs.last().map_or(0, |j| j.arrival_ms) as f64;
         let load = work / (128.0 * span);
         assert!((0.7..0.95).contains(&load), "offered load {load}");

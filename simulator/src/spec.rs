@@ -1,9 +1,9 @@
 //! Cluster specs: the TOML format users write (node pools and timed node events), and
 //! the node list every importer produces.
 
-use super::input::{self, InputError};
-use crate::model::{NodeSpec, Sharing};
+use crate::input::{self, InputError};
 use gpol_compiler::schema::{EnumKind, MIG_PROFILES};
+use gpol_runtime::model::{NodeSpec, Sharing};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 

@@ -7,7 +7,7 @@
 //! discrete-event replay and fills in a [`report::Report`].
 
 pub mod core;
-pub mod frag;
+
 pub mod generate;
 pub mod html;
 pub mod input;

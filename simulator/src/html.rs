@@ -2,8 +2,8 @@
 //! with plotters (allocation vs utilization, each queue's share vs its guarantee, the
 //! queueing-delay distribution, fragmentation). No scripts, no external files.
 
-use super::report::Report;
-use super::summary;
+use crate::report::Report;
+use crate::summary;
 use plotters::prelude::*;
 use std::fmt::Write as _;
 

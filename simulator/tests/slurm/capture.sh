@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Captures the Slurm fixtures the simulator's importer (runtime/src/sim/slurm.rs) is
+# Captures the Slurm fixtures the simulator's importer (simulator/src/slurm.rs) is
 # tested on, from a real Slurm 22.05 (Debian 12 `slurm-wlm`) started on this host with
-# fake GPUs: runtime/tests/fixtures/slurm/sinfo.json, the output of `sinfo --json`.
+# fake GPUs: simulator/tests/fixtures/slurm/sinfo.json, the output of `sinfo --json`.
 # It also asks slurmrestd for GET /slurm/v0.0.38/nodes and checks the answer is the same
 # document (both come from the openapi/v0.0.38 plugin). Slurm 22.05's scontrol has no
 # --json (`scontrol show nodes --json` arrived in 23.02), so there is no scontrol capture.
 #
-# Run as root: `runtime/tests/slurm/capture.sh` (about 20 s). It is idempotent: every run
+# Run as root: `simulator/tests/slurm/capture.sh` (about 20 s). It is idempotent: every run
 # wipes its work directory ($WORK), starts munged, slurmctld and one slurmd per node
 # inside a fresh network namespace (loopback only), captures the JSON, and on exit kills
 # every process it started. No systemd is needed; nothing outside $WORK and $OUT is

@@ -6,7 +6,7 @@
 use gpol_compiler::check::check;
 use gpol_compiler::engine::{EngineKind, compile};
 use gpol_compiler::source::{SourceFile, SourceMap};
-use gpol_runtime::sim::{self, Config, Control, Mode};
+use gpol_sim::{self as sim, Config, Control, Mode};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 

@@ -2,20 +2,20 @@
 //! scheduler, which runs one cycle per moment something happened (never by polling each
 //! job each tick). Fill mode replays a shuffled trace with no departures instead.
 
-use super::frag::{self, TaskShape};
-use super::input::InputError;
-use super::report::{
+use crate::input::InputError;
+use crate::report::{
     self, Delay, FillCurve, GpuHours, JobCounts, NeverScheduled, Preemption, QueueSummary, Report, Stats,
 };
-use super::series::Series;
-use super::spec::{ClusterSpec, NodeEventKind};
-use super::trace::TraceJob;
-use crate::cycle::{Event, JobSpec, Scheduler};
-use crate::fit::Ask;
-use crate::jobs::{JobId, QueueId, State};
-use crate::model::MILLI;
-use crate::quota::Res;
+use crate::series::Series;
+use crate::spec::{ClusterSpec, NodeEventKind};
+use crate::trace::TraceJob;
 use gpol_compiler::engine::CompiledPolicy;
+use gpol_runtime::fit::Ask;
+use gpol_runtime::frag::{self, TaskShape};
+use gpol_runtime::jobs::{JobId, QueueId, State};
+use gpol_runtime::model::MILLI;
+use gpol_runtime::quota::Res;
+use gpol_runtime::scheduler::{Event, Scheduler};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use std::cmp::Reverse;
@@ -105,12 +105,6 @@ pub fn run(
     Ok(sim.report())
 }
 
-/// A trace job as the policy sees it.
-struct Resolved {
-    queue: QueueId,
-    priority: f64,
-}
-
 /// What the simulator tracks of each submitted job.
 #[derive(Clone, Debug, Default)]
 struct Run {
@@ -128,7 +122,6 @@ struct Sim<'a> {
     workload: &'a Workload,
     cluster: &'a ClusterSpec,
     config: &'a Config,
-    resolved: Vec<Resolved>,
     runs: Vec<Run>,
     leaves: Vec<QueueId>,
     shapes: Vec<TaskShape>,
@@ -171,7 +164,7 @@ impl<'a> Sim<'a> {
     ) -> Result<Sim<'a>, SimError> {
         let mut s = Scheduler::new(policy.clone());
         s.set_seed(config.seed);
-        s.retry_interval_ms = config.retry_ms;
+        s.set_retry_interval(config.retry_ms);
         let mut notes = vec![
             "utilization is each job's allocation times its `utilization` from the trace (1.0 when not given)"
                 .to_string(),
@@ -194,19 +187,18 @@ impl<'a> Sim<'a> {
                 InputError::new(&cluster.name, None, Some(e.field), format!("node `{}`: {}", e.node, e.message))
             })?;
         }
-        let resolved = resolve(&s, policy, workload)?;
+        resolve_all(&s, workload)?;
         let shapes = frag::task_shapes(workload.jobs.iter().map(TraceJob::ask), config.task_shapes);
         s.set_task_shapes(frag::shape_records(&shapes));
-        let leaves: Vec<QueueId> = (0..s.quotas.queues.len()).filter(|&q| s.quotas.queues[q].is_leaf()).collect();
+        let leaves: Vec<QueueId> = (0..s.quotas().queues.len()).filter(|&q| s.quotas().queues[q].is_leaf()).collect();
         let capacity_milli = cluster.total_gpus() * u64::from(MILLI);
-        let nq = s.quotas.queues.len();
+        let nq = s.quotas().queues.len();
         let signals = FIXED + PER_QUEUE * leaves.len();
         let start_ms = workload.jobs.first().map_or(0, |j| j.arrival_ms);
         let mut sim = Sim {
             workload,
             cluster,
             config,
-            resolved,
             runs: Vec::with_capacity(workload.jobs.len()),
             leaves,
             shapes,
@@ -227,7 +219,7 @@ impl<'a> Sim<'a> {
             notes,
             s,
         };
-        sim.fair = sim.s.quotas.fair_shares(sim.capacity_milli as i64);
+        sim.fair = sim.s.quotas().fair_shares(sim.capacity_milli as i64);
         Ok(sim)
     }
 
@@ -276,7 +268,7 @@ impl<'a> Sim<'a> {
                     break;
                 }
                 completions.pop();
-                if self.runs[job].epoch == epoch && self.s.jobs[job].state == State::Running {
+                if self.runs[job].epoch == epoch && self.s.jobs()[job].state == State::Running {
                     self.s.complete(job);
                 }
             }
@@ -300,37 +292,19 @@ impl<'a> Sim<'a> {
     /// the trace again once it has used every job).
     fn submit(&mut self, index: usize, pass: usize) -> JobId {
         let j = &self.workload.jobs[index];
-        let r = &self.resolved[index];
-        let spec = JobSpec {
-            name: if pass == 0 { j.name.clone() } else { format!("{}#{}", j.name, pass + 1) },
-            queue: r.queue,
-            user: j.user.clone().unwrap_or_else(|| self.s.quotas.queues[r.queue].name.clone()),
-            priority_class: j.priority_class.clone(),
-            priority: r.priority,
-            request: j.request,
-            replicas: j.replicas,
-            min_replicas: j.min_replicas,
-            gpu_mem: j.gpu_mem,
-            cpu_milli: j.cpu_milli,
-            mem: j.mem,
-            models: j.models.clone(),
-            bursty: j.bursty,
-            latency_critical: j.latency_critical,
-            preemptible: j.preemptible,
-            duration_ms: j.duration_ms,
-            checkpoint_every_ms: j.checkpoint_ms,
-            utilization: j.utilization,
-            labels: j.labels.clone(),
-        };
-        // Queues were resolved to leaves up front, so the scheduler takes every job.
+        let mut spec = j.job.clone();
+        if pass > 0 {
+            spec.name = format!("{}#{}", spec.name, pass + 1);
+        }
+        // Every trace job was resolved up front, so the scheduler takes it.
         let id = self.s.submit(spec).unwrap_or_else(|e| unreachable!("{e}"));
-        self.runs.push(Run { trace: index, remaining_ms: j.duration_ms, ..Run::default() });
+        self.runs.push(Run { trace: index, remaining_ms: j.job.duration_ms, ..Run::default() });
         id
     }
 
     fn node_event(&mut self, name: &str, kind: NodeEventKind) {
-        let Some(node) = self.s.cluster.node(name) else { return };
-        let cards = self.s.cluster.nodes[node].cards.len() as u64 * u64::from(MILLI);
+        let Some(node) = self.s.cluster().node(name) else { return };
+        let cards = self.s.cluster().nodes[node].cards.len() as u64 * u64::from(MILLI);
         match kind {
             NodeEventKind::Fail => {
                 self.s.fail_node(node);
@@ -346,14 +320,14 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        self.fair = self.s.quotas.fair_shares(self.capacity_milli as i64);
+        self.fair = self.s.quotas().fair_shares(self.capacity_milli as i64);
         self.fragmented_at_ms = None;
     }
 
     /// Reads what the scheduler did since the last call. `completion` is told when each
     /// started job would finish. Returns whether any job started or stopped.
     fn absorb_log(&mut self, completion: &mut dyn FnMut((JobId, u32), u64)) -> bool {
-        let now = self.s.now_ms;
+        let now = self.s.now_ms();
         let mut progress = false;
         for event in self.s.take_log() {
             match event {
@@ -361,7 +335,7 @@ impl<'a> Sim<'a> {
                 Event::Placed { job, nodes, .. } => {
                     progress = true;
                     self.wait(job, -1);
-                    let j = &self.s.jobs[job];
+                    let j = &self.s.jobs()[job];
                     let milli = j.request.milli() * nodes.len() as u64;
                     self.allocated_milli += milli;
                     self.used_milli += milli as f64 * j.utilization;
@@ -401,7 +375,7 @@ impl<'a> Sim<'a> {
 
     /// Counts a job into (`sign` 1) or out of (-1) the waiting totals.
     fn wait(&mut self, job: JobId, sign: i64) {
-        let j = &self.s.jobs[job];
+        let j = &self.s.jobs()[job];
         let milli = j.total_milli();
         let q = &mut self.pending_milli[j.queue];
         *q = (*q as i64 + sign * milli as i64).max(0) as u64;
@@ -417,7 +391,7 @@ impl<'a> Sim<'a> {
     fn stopped(&mut self, job: JobId) {
         let milli = std::mem::take(&mut self.runs[job].placed_milli);
         self.allocated_milli -= milli;
-        self.used_milli = (self.used_milli - milli as f64 * self.s.jobs[job].utilization).max(0.0);
+        self.used_milli = (self.used_milli - milli as f64 * self.s.jobs()[job].utilization).max(0.0);
         self.runs[job].epoch += 1;
     }
 
@@ -431,7 +405,7 @@ impl<'a> Sim<'a> {
 
     /// Integrates the state since the last event up to `t`, then moves the clock.
     fn advance_to(&mut self, t: u64) {
-        let now = self.s.now_ms;
+        let now = self.s.now_ms();
         if t > now {
             let values = self.sample(now);
             self.series.add(now, t, &values);
@@ -444,7 +418,7 @@ impl<'a> Sim<'a> {
         let refresh = self.fragment_every_ms();
         if self.fragmented_at_ms.is_none_or(|at| now >= at + refresh) {
             let asks: Vec<Ask> = self.pending_asks.keys().copied().collect();
-            self.fragmented_milli = frag::unusable(&self.s.cluster.nodes, &asks);
+            self.fragmented_milli = frag::unusable(&self.s.cluster().nodes, &asks);
             self.fragmented_at_ms = Some(now);
         }
         let gpus = |milli: u64| milli as f64 / f64::from(MILLI);
@@ -457,7 +431,7 @@ impl<'a> Sim<'a> {
         let held: Vec<f64> = self
             .leaves
             .iter()
-            .map(|&q| self.s.quotas.queues[q].alloc.get(&Res::Gpu).copied().unwrap_or(0) as f64)
+            .map(|&q| self.s.quotas().queues[q].alloc.get(&Res::Gpu).copied().unwrap_or(0) as f64)
             .collect();
         let demand: Vec<f64> = self.leaves.iter().zip(&held).map(|(&q, h)| h + self.pending_milli[q] as f64).collect();
         let weights: Vec<f64> = self.leaves.iter().map(|&q| self.fair[q]).collect();
@@ -468,7 +442,7 @@ impl<'a> Sim<'a> {
             .leaves
             .iter()
             .map(|&q| {
-                let queue = &self.s.quotas.queues[q];
+                let queue = &self.s.quotas().queues[q];
                 queue.get(&queue.guarantee, Res::Gpu) as f64
             })
             .collect();
@@ -527,7 +501,7 @@ impl<'a> Sim<'a> {
                 if share >= next_point {
                     curve.arrived.push(share);
                     curve.allocated.push(self.allocated_milli as f64 / capacity.max(1.0));
-                    curve.fragmented.push(frag::expected(&self.s.cluster.nodes, &self.shapes) / capacity.max(1.0));
+                    curve.fragmented.push(frag::expected(&self.s.cluster().nodes, &self.shapes) / capacity.max(1.0));
                     next_point = share + 0.01;
                 }
             }
@@ -540,7 +514,7 @@ impl<'a> Sim<'a> {
         if curve.arrived.last() != Some(&share) {
             curve.arrived.push(share);
             curve.allocated.push(self.allocated_milli as f64 / capacity.max(1.0));
-            curve.fragmented.push(frag::expected(&self.s.cluster.nodes, &self.shapes) / capacity.max(1.0));
+            curve.fragmented.push(frag::expected(&self.s.cluster().nodes, &self.shapes) / capacity.max(1.0));
         }
         curve.unallocated = 1.0 - self.allocated_milli as f64 / capacity.max(1.0);
         curve.failed = if arrived > 0 { failed as f64 / arrived as f64 } else { 0.0 };
@@ -554,11 +528,11 @@ impl<'a> Sim<'a> {
         {
             // No departures: completions are never scheduled.
             let id = self.submit(index, pass);
-            *arrived += self.s.jobs[id].total_milli();
+            *arrived += self.s.jobs()[id].total_milli();
             self.s.cycle();
             self.absorb_log(&mut |_, _| {});
-            if self.s.jobs[id].is_pending() {
-                *failed += self.s.jobs[id].total_milli();
+            if self.s.jobs()[id].is_pending() {
+                *failed += self.s.jobs()[id].total_milli();
                 self.s.withdraw(id);
                 self.wait(id, -1);
             }
@@ -568,7 +542,7 @@ impl<'a> Sim<'a> {
     // ------------------------------------------------------------ the report
 
     fn report(mut self) -> Report {
-        let end = self.s.now_ms;
+        let end = self.s.now_ms();
         let points = self.series.points();
         let integral = |i: usize| self.series.integral(i) / 1000.0 / 3600.0;
         let gpu_hours = GpuHours {
@@ -589,7 +563,7 @@ impl<'a> Sim<'a> {
             None => mean(FRAGMENTED) / gpus.max(1.0),
         };
         let mut counts = JobCounts { total: self.runs.len() as u64, ..JobCounts::default() };
-        for j in &self.s.jobs {
+        for j in self.s.jobs() {
             match &j.state {
                 State::Finished => counts.finished += 1,
                 State::Running => counts.running += 1,
@@ -611,13 +585,14 @@ impl<'a> Sim<'a> {
         };
         group("all".into(), &|_, _| true);
         for &q in &self.leaves {
-            group(format!("queue {}", self.s.quotas.queues[q].name), &|_, j| self.s.jobs[j].queue == q);
+            group(format!("queue {}", self.s.quotas().queues[q].name), &|_, j| self.s.jobs()[j].queue == q);
         }
-        let mut classes: Vec<&str> = self.workload.jobs.iter().filter_map(|j| j.priority_class.as_deref()).collect();
+        let mut classes: Vec<&str> =
+            self.workload.jobs.iter().filter_map(|j| j.job.priority_class.as_deref()).collect();
         classes.sort_unstable();
         classes.dedup();
         for c in classes {
-            group(format!("class {c}"), &|r, _| self.workload.jobs[r.trace].priority_class.as_deref() == Some(c));
+            group(format!("class {c}"), &|r, _| self.workload.jobs[r.trace].job.priority_class.as_deref() == Some(c));
         }
         let mut delays: Vec<f64> = self.runs.iter().filter_map(delay).collect();
         let delay_percentiles = report::percentiles(&mut delays);
@@ -629,19 +604,20 @@ impl<'a> Sim<'a> {
             .enumerate()
             .map(|(i, &q)| {
                 let base = FIXED + PER_QUEUE * i;
-                let queue = &self.s.quotas.queues[q];
+                let queue = &self.s.quotas().queues[q];
                 let mut delays: Vec<f64> = self
                     .runs
                     .iter()
                     .enumerate()
-                    .filter(|(j, _)| self.s.jobs[*j].queue == q)
+                    .filter(|(j, _)| self.s.jobs()[*j].queue == q)
                     .filter_map(|(_, r)| delay(r))
                     .collect();
                 let stats = Stats::of(&mut delays);
                 QueueSummary {
                     name: queue.name.clone(),
-                    jobs: self.s.jobs.iter().filter(|j| j.queue == q).count() as u64,
-                    finished: self.s.jobs.iter().filter(|j| j.queue == q && j.state == State::Finished).count() as u64,
+                    jobs: self.s.jobs().iter().filter(|j| j.queue == q).count() as u64,
+                    finished: self.s.jobs().iter().filter(|j| j.queue == q && j.state == State::Finished).count()
+                        as u64,
                     guarantee_gpus: queue.get(&queue.guarantee, Res::Gpu) as f64 / 1000.0,
                     mean_gpus: mean(base),
                     mean_share: mean(base) / gpus.max(1.0),
@@ -664,7 +640,7 @@ impl<'a> Sim<'a> {
             series.fair_share_deviation.push(v[DEVIATION]);
             for (i, &q) in self.leaves.iter().enumerate() {
                 let base = FIXED + PER_QUEUE * i;
-                let qs = series.queues.entry(self.s.quotas.queues[q].name.clone()).or_default();
+                let qs = series.queues.entry(self.s.quotas().queues[q].name.clone()).or_default();
                 qs.allocated.push(v[base]);
                 qs.guarantee.push(v[base + 1]);
                 qs.fair.push(v[base + 2]);
@@ -672,7 +648,7 @@ impl<'a> Sim<'a> {
         }
         Report {
             format: 1,
-            policy: self.s.policy.policy.name.clone(),
+            policy: self.s.policy().policy.name.clone(),
             cluster: self.cluster.name.clone(),
             trace: self.workload.name.clone(),
             mode: match self.config.mode {
@@ -708,12 +684,14 @@ impl<'a> Sim<'a> {
             if run.first_start_ms.is_some() {
                 continue;
             }
-            let j = &self.s.jobs[id];
+            let j = &self.s.jobs()[id];
             let (reason, detail) = match &j.state {
                 State::Pending(None) => ("pending: not tried".to_string(), String::new()),
                 State::Pending(Some(r)) => {
                     let detail = match r {
-                        crate::jobs::Reason::Quota(t) | crate::jobs::Reason::Unschedulable(t) => t.clone(),
+                        gpol_runtime::jobs::Reason::Quota(t) | gpol_runtime::jobs::Reason::Unschedulable(t) => {
+                            t.clone()
+                        }
                         _ => String::new(),
                     };
                     (format!("pending: {}", r.name()), detail)
@@ -764,63 +742,14 @@ pub fn water_fill(capacity: f64, demand: &[f64], weights: &[f64]) -> Vec<f64> {
     out
 }
 
-/// Maps each trace job to a leaf queue and a priority, or says which row is wrong.
-fn resolve(s: &Scheduler, policy: &CompiledPolicy, workload: &Workload) -> Result<Vec<Resolved>, InputError> {
-    let queues = &s.quotas.queues;
-    let leaves: Vec<usize> = (0..queues.len()).filter(|&q| queues[q].is_leaf()).collect();
-    let by_name: HashMap<&str, usize> = queues.iter().enumerate().map(|(i, q)| (q.name.as_str(), i)).collect();
-    let classes = &policy.policy.priority_classes;
-    // A policy without a queue tree has one implicit queue that takes every job, whatever
-    // queue the trace names (so placement policies run on any trace).
-    let implicit = policy.policy.queues.len() == 1 && policy.policy.queues[0].span == Default::default();
-    workload
-        .jobs
-        .iter()
-        .map(|j| {
-            let err = |field: &str, m: String| {
-                InputError::new(
-                    &workload.name,
-                    (j.line > 0).then_some(j.line),
-                    Some(field),
-                    format!("job `{}`: {m}", j.name),
-                )
-            };
-            let queue = match &j.queue {
-                _ if implicit => leaves[0],
-                Some(name) => match by_name.get(name.as_str()) {
-                    Some(&q) if queues[q].is_leaf() => q,
-                    Some(_) => {
-                        return Err(err("queue", format!("`{name}` is not a leaf queue; jobs go to leaf queues")));
-                    }
-                    None => {
-                        let hint = gpol_compiler::fuzzy::suggest(name, leaves.iter().map(|&q| queues[q].name.as_str()))
-                            .map(|s| format!("; did you mean `{s}`?"))
-                            .unwrap_or_default();
-                        return Err(err("queue", format!("the policy has no queue `{name}`{hint}")));
-                    }
-                },
-                None if leaves.len() == 1 => leaves[0],
-                None => return Err(err("queue", "missing: the policy has several leaf queues".into())),
-            };
-            let class = match &j.priority_class {
-                None => None,
-                Some(c) => match classes.iter().find(|(n, _)| n == c) {
-                    Some((_, v)) => Some(*v),
-                    None => {
-                        let known: Vec<&str> = classes.iter().map(|(n, _)| n.as_str()).collect();
-                        return Err(err(
-                            "priority_class",
-                            format!(
-                                "the policy has no priority class `{c}`{}",
-                                if known.is_empty() { String::new() } else { format!("; it has {}", known.join(", ")) }
-                            ),
-                        ));
-                    }
-                },
-            };
-            Ok(Resolved { queue, priority: j.priority.or(class).unwrap_or(0.0) })
-        })
-        .collect()
+/// Checks that the scheduler takes every trace job, or says which row is wrong.
+fn resolve_all(s: &Scheduler, workload: &Workload) -> Result<(), InputError> {
+    for j in &workload.jobs {
+        s.resolve(&j.job).map_err(|e| {
+            InputError::new(&workload.name, (j.line > 0).then_some(j.line), Some(e.field()), e.to_string())
+        })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,11 +6,11 @@
 //! Every GPU node shares its cards by fractions (pods ask for `gpu_milli` of one card),
 //! with no limit on pods per card but the shares; GPU memory is not in the trace.
 
-use super::input::InputError;
-use super::spec::{ClusterSpec, NodeDef};
-use super::trace::TraceJob;
-use crate::jobs::Request;
-use crate::model::{NodeSpec, Sharing};
+use crate::input::InputError;
+use crate::spec::{ClusterSpec, NodeDef};
+use crate::trace::TraceJob;
+use gpol_runtime::jobs::Request;
+use gpol_runtime::model::{NodeSpec, Sharing};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -152,9 +152,9 @@ pub fn parse_pods(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
         let mut j = TraceJob::new(row.text("name"), created.saturating_mul(1000));
         j.line = row.line;
         let ran_from = row.number("scheduled_time")?.unwrap_or(created);
-        j.duration_ms = row.number("deletion_time")?.map(|end| end.saturating_sub(ran_from).saturating_mul(1000));
+        j.job.duration_ms = row.number("deletion_time")?.map(|end| end.saturating_sub(ran_from).saturating_mul(1000));
         let (gpus, milli) = (row.required("num_gpu")?, row.required("gpu_milli")?);
-        j.request = match (gpus, milli) {
+        j.job.request = match (gpus, milli) {
             (0, _) => Request::None,
             (1, m) if m > 0 && m < 1000 => Request::Fraction(m as u32),
             (k, 1000) => Request::Whole(u32::try_from(k).map_err(|_| row.error("num_gpu", "too many GPUs".into()))?),
@@ -165,12 +165,12 @@ pub fn parse_pods(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
                 ));
             }
         };
-        j.cpu_milli = row.required("cpu_milli")?;
-        j.mem = row.required("memory_mib")?.saturating_mul(MIB);
-        j.models = row.text("gpu_spec").split('|').filter(|s| !s.is_empty()).map(str::to_string).collect();
+        j.job.cpu_milli = row.required("cpu_milli")?;
+        j.job.mem = row.required("memory_mib")?.saturating_mul(MIB);
+        j.job.models = row.text("gpu_spec").split('|').filter(|s| !s.is_empty()).map(str::to_string).collect();
         let qos = row.text("qos");
         if !qos.is_empty() {
-            j.labels.push(("qos".into(), qos.to_string()));
+            j.job.labels.push(("qos".into(), qos.to_string()));
         }
         jobs.push(j);
     }
@@ -214,16 +214,16 @@ mod tests {
     fn pod_lists_become_traces() {
         assert!(is_pod_list(PODS));
         let jobs = parse_pods(PODS, "pods.csv").expect("pods");
-        let names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
+        let names: Vec<&str> = jobs.iter().map(|j| j.job.name.as_str()).collect();
         assert_eq!(names, ["p-2", "p-1", "p-0", "p-3"]);
         let p0 = &jobs[2];
-        assert_eq!((p0.arrival_ms, p0.duration_ms, p0.request), (100_000, Some(900_000), Request::Whole(1)));
+        assert_eq!((p0.arrival_ms, p0.job.duration_ms, p0.job.request), (100_000, Some(900_000), Request::Whole(1)));
         let p1 = &jobs[1];
-        assert_eq!((p1.duration_ms, p1.request), (Some(100_000), Request::Fraction(460)));
-        assert_eq!(p1.models, ["G2", "T4"]);
-        assert_eq!(p1.labels, [("qos".to_string(), "BE".to_string())]);
-        assert_eq!(jobs[0].request, Request::None);
-        assert_eq!((jobs[3].request, jobs[3].duration_ms), (Request::Whole(8), None));
+        assert_eq!((p1.job.duration_ms, p1.job.request), (Some(100_000), Request::Fraction(460)));
+        assert_eq!(p1.job.models, ["G2", "T4"]);
+        assert_eq!(p1.job.labels, [("qos".to_string(), "BE".to_string())]);
+        assert_eq!(jobs[0].job.request, Request::None);
+        assert_eq!((jobs[3].job.request, jobs[3].job.duration_ms), (Request::Whole(8), None));
     }
 
     #[test]

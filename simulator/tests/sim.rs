@@ -1,37 +1,31 @@
 //! The simulator: known answers on tiny clusters, conservation over random traces, and
 //! determinism (same inputs, same JSON; both engines, same JSON).
 
-use gpol_compiler::check::check;
-use gpol_compiler::engine::{CompiledPolicy, EngineKind, compile};
-use gpol_compiler::source::{SourceFile, SourceMap};
-use gpol_runtime::jobs::Request;
-use gpol_runtime::sim::report::Report;
-use gpol_runtime::sim::spec::{ClusterSpec, parse_toml};
-use gpol_runtime::sim::trace::{TraceJob, parse};
-use gpol_runtime::sim::{Config, Control, Mode, Workload, run};
+use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_runtime::Request;
+use gpol_sim::report::Report;
+use gpol_sim::spec::{ClusterSpec, parse_toml};
+use gpol_sim::trace::{TraceJob, parse};
+use gpol_sim::{Config, Control, Mode, Workload, run};
 use proptest::prelude::*;
 use std::sync::atomic::AtomicBool;
 
 fn policy(text: &str, engine: EngineKind) -> CompiledPolicy {
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new("sim.gpol", text.to_string()));
-    let checked = check(&mut sources, id);
-    let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
-    compile(policy, engine).unwrap_or_else(|d| panic!("{d:?}"))
+    gpol_compiler::load::compile_text("sim.gpol", text, engine).expect("the test policy compiles")
 }
 
 fn cluster(toml: &str) -> ClusterSpec {
-    parse_toml(toml, "cluster.toml").unwrap_or_else(|e| panic!("{e}"))
+    parse_toml(toml, "cluster.toml").expect("the test cluster is valid")
 }
 
 fn workload(csv: &str) -> Workload {
-    Workload { name: "trace.csv".into(), jobs: parse(csv, "trace.csv").unwrap_or_else(|e| panic!("{e}")) }
+    Workload { name: "trace.csv".into(), jobs: parse(csv, "trace.csv").expect("the test trace is valid") }
 }
 
 fn simulate(p: &CompiledPolicy, c: &ClusterSpec, w: &Workload, config: &Config) -> Report {
     let cancel = AtomicBool::new(false);
     let control = Control { progress: &|_| {}, cancel: &cancel };
-    run(p, c, w, config, &control).unwrap_or_else(|e| panic!("{e}"))
+    run(p, c, w, config, &control).expect("the run completes")
 }
 
 const FIFO: &str = "policy fifo\n\njob_order { job.submitted asc }\n";
@@ -161,7 +155,7 @@ fn a_cancelled_run_reports_nothing() {
     let control = Control { progress: &|_| {}, cancel: &cancel };
     let p = policy(FIFO, EngineKind::Jit);
     let r = run(&p, &cluster(ONE_NODE), &workload(&trace), &Config::default(), &control);
-    assert!(matches!(r, Err(gpol_runtime::sim::SimError::Interrupted)));
+    assert!(matches!(r, Err(gpol_sim::SimError::Interrupted)));
 }
 
 // ---------------------------------------------------------------- properties
@@ -173,8 +167,8 @@ fn arb_job() -> impl Strategy<Value = TraceJob> {
     (0u64..600, 1u64..300, 0usize..6, 1u32..3, any::<bool>(), any::<bool>(), 0u8..3).prop_map(
         |(arrival, duration, size, replicas, preemptible, checkpoint, class)| {
             let mut j = TraceJob::new("j", arrival * 1000);
-            j.duration_ms = Some(duration * 1000);
-            j.request = [
+            j.job.duration_ms = Some(duration * 1000);
+            j.job.request = [
                 Request::Fraction(250),
                 Request::Fraction(500),
                 Request::Whole(1),
@@ -182,11 +176,10 @@ fn arb_job() -> impl Strategy<Value = TraceJob> {
                 Request::Whole(4),
                 Request::Whole(8),
             ][size];
-            j.replicas = replicas;
-            j.min_replicas = replicas;
-            j.preemptible = preemptible;
-            j.checkpoint_ms = checkpoint.then_some(20_000);
-            j.priority_class = Some(["low", "high", "low"][usize::from(class)].to_string());
+            j.job.replicas = replicas;
+            j.job.preemptible = preemptible;
+            j.job.checkpoint_every_ms = checkpoint.then_some(20_000);
+            j.job.priority_class = Some(["low", "high", "low"][usize::from(class)].to_string());
             j
         },
     )
@@ -195,7 +188,7 @@ fn arb_job() -> impl Strategy<Value = TraceJob> {
 fn arb_workload() -> impl Strategy<Value = Workload> {
     prop::collection::vec(arb_job(), 1..40).prop_map(|mut jobs| {
         for (i, j) in jobs.iter_mut().enumerate() {
-            j.name = format!("j{i}");
+            j.job.name = format!("j{i}");
         }
         jobs.sort_by_key(|j| j.arrival_ms);
         Workload { name: "random".into(), jobs }

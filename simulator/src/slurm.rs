@@ -10,11 +10,11 @@
 //! GRES, `features` and `partitions` as labels, and the state: a drained node starts
 //! drained, a down or unresponsive one starts failed. The node JSON carries no topology
 //! (topology/tree switches are not in it) and no GPU memory.
-//! runtime/tests/slurm/capture.sh captures the test fixture from a real Slurm.
+//! simulator/tests/slurm/capture.sh captures the test fixture from a real Slurm.
 
-use super::input::InputError;
-use super::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
-use crate::model::{NodeSpec, Sharing};
+use crate::input::InputError;
+use crate::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
+use gpol_runtime::model::{NodeSpec, Sharing};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn shards_time_slice_and_mps_shares_cards() {
-        // As Slurm 22.05 prints them (runtime/tests/slurm/capture.sh).
+        // As Slurm 22.05 prints them (simulator/tests/slurm/capture.sh).
         let g = gpus("gpu:h100:4,shard:h100:16").expect("shards");
         assert_eq!((g.cards, g.sharing, g.max_clients), (4, Sharing::Timeslice, 4));
         let g = gpus("gpu:2,mps:200").expect("mps");
@@ -405,8 +405,8 @@ mod tests {
 
     #[test]
     fn captured_sinfo_json_becomes_a_cluster() {
-        // Real `sinfo --json` of Slurm 22.05.8 (runtime/tests/slurm/capture.sh).
-        let text = include_str!("../../tests/fixtures/slurm/sinfo.json");
+        // Real `sinfo --json` of Slurm 22.05.8 (simulator/tests/slurm/capture.sh).
+        let text = include_str!("../tests/fixtures/slurm/sinfo.json");
         assert!(is_node_list(text));
         let spec = parse_nodes(text, "sinfo.json").expect("fixture");
         let names: Vec<&str> = spec.nodes.iter().map(|n| n.spec.name.as_str()).collect();

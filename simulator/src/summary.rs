@@ -1,6 +1,6 @@
 //! The terminal summary of a run, and the side-by-side table of several.
 
-use super::report::{Report, Stats};
+use crate::report::{Report, Stats};
 use std::fmt::Write as _;
 
 /// A duration in seconds, the way people read them: `45s`, `12m 5s`, `3h 20m`, `2d 4h`.

@@ -1,0 +1,255 @@
+//! The one description of a job and of a node, as users give them: in a policy's `test`
+//! blocks, in traces, in cluster files and in adapters' requests. Every reader fills
+//! these and nothing else, so a job means the same thing wherever it comes from. The
+//! defaults are the `Default` impls, documented in docs/semantics.md ("Jobs and nodes").
+//!
+//! Amounts are exact integers in base units: milli-GPU, milli-cores, bytes,
+//! milliseconds. Queue, user and priority class are names: the runtime resolves them
+//! against the policy when the job is submitted.
+
+use crate::schema::{EnumKind, MIG_SLICES};
+
+/// A GPU is 1000 milli-GPU.
+pub const MILLI: u32 = 1000;
+
+/// What one replica asks for of GPUs (decision D2): exactly one of these.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Request {
+    /// `k` wholly free cards on one node.
+    Whole(u32),
+    /// A share of one card, in milli-GPU (1–999).
+    Fraction(u32),
+    /// One free MIG instance of a profile (an index into `schema::MIG_PROFILES`).
+    Mig(u8),
+    /// No GPU (CPU-only work).
+    #[default]
+    None,
+}
+
+impl Request {
+    /// What one replica is charged in GPU quota, in milli-GPU.
+    pub fn milli(self) -> u64 {
+        match self {
+            Request::Whole(k) => u64::from(k) * u64::from(MILLI),
+            Request::Fraction(m) => u64::from(m),
+            Request::Mig(p) => u64::from(mig_milli(p)),
+            Request::None => 0,
+        }
+    }
+}
+
+/// What a MIG instance is charged in quota: its compute slices of seven (D2).
+pub fn mig_milli(profile: u8) -> u32 {
+    let slices = u32::from(MIG_SLICES.get(usize::from(profile)).copied().unwrap_or(7));
+    (MILLI * slices).div_ceil(7)
+}
+
+/// A job as it is submitted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    pub name: String,
+    /// Its leaf queue; `None`: the policy's only leaf queue.
+    pub queue: Option<String>,
+    /// Who submitted it; `None`: the user named after its queue.
+    pub user: Option<String>,
+    pub priority_class: Option<String>,
+    /// `None`: the priority class's value, or 0 without a class.
+    pub priority: Option<f64>,
+    /// What each replica asks for of GPUs.
+    pub request: Request,
+    pub replicas: u32,
+    /// The fewest replicas an elastic gang starts with; `None`: all of them.
+    pub min_replicas: Option<u32>,
+    /// GPU memory per replica, bytes.
+    pub gpu_mem: u64,
+    /// Host CPU per replica, milli-cores.
+    pub cpu_milli: u64,
+    /// Host memory per replica, bytes.
+    pub mem: u64,
+    /// GPU models it may run on; empty: any.
+    pub models: Vec<String>,
+    pub bursty: bool,
+    pub latency_critical: bool,
+    pub preemptible: bool,
+    /// Run time when uninterrupted; `None`: it runs until stopped.
+    pub duration_ms: Option<u64>,
+    /// How often it saves its work while running; `None`: an eviction loses all of it.
+    pub checkpoint_every_ms: Option<u64>,
+    /// The share of its allocation it really uses, 0 to 1.
+    pub utilization: f64,
+    pub labels: Vec<(String, String)>,
+}
+
+impl Default for JobSpec {
+    /// A job with no GPU, no CPU and no memory, one replica, not preemptible, fully
+    /// utilised, in the policy's only leaf queue.
+    fn default() -> JobSpec {
+        JobSpec {
+            name: String::new(),
+            queue: None,
+            user: None,
+            priority_class: None,
+            priority: None,
+            request: Request::None,
+            replicas: 1,
+            min_replicas: None,
+            gpu_mem: 0,
+            cpu_milli: 0,
+            mem: 0,
+            models: Vec::new(),
+            bursty: false,
+            latency_critical: false,
+            preemptible: false,
+            duration_ms: None,
+            checkpoint_every_ms: None,
+            utilization: 1.0,
+            labels: Vec::new(),
+        }
+    }
+}
+
+impl JobSpec {
+    /// A job of this name with the defaults elsewhere.
+    pub fn named(name: impl Into<String>) -> JobSpec {
+        JobSpec { name: name.into(), ..JobSpec::default() }
+    }
+
+    /// The fewest replicas it starts with (at least 1, at most `replicas`).
+    pub fn min_replicas(&self) -> u32 {
+        let all = self.replicas.max(1);
+        self.min_replicas.map_or(all, |m| m.clamp(1, all))
+    }
+
+    /// GPUs the whole job asks for, in milli-GPU.
+    pub fn total_milli(&self) -> u64 {
+        self.request.milli() * u64::from(self.replicas)
+    }
+}
+
+/// What a job that is already running has behind it (a test's `run`, or a job an
+/// adapter finds running when it starts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct History {
+    /// How long it has run.
+    pub ran_ms: u64,
+    /// How long since it last saved its work (at most `ran_ms`).
+    pub since_checkpoint_ms: u64,
+    /// Evictions it has already suffered.
+    pub evictions: u32,
+}
+
+/// How a node's cards are shared; the values are the `sharing` enum of the schema.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Sharing {
+    #[default]
+    Exclusive,
+    Mig,
+    Timeslice,
+    Mps,
+}
+
+impl Sharing {
+    pub fn from_enum(v: u8) -> Sharing {
+        match EnumKind::Sharing.variants().get(usize::from(v)).copied() {
+            Some("mig") => Sharing::Mig,
+            Some("timeslice") => Sharing::Timeslice,
+            Some("mps") => Sharing::Mps,
+            _ => Sharing::Exclusive,
+        }
+    }
+
+    pub fn as_enum(self) -> u8 {
+        EnumKind::Sharing.variant(self.name()).unwrap_or(0)
+    }
+
+    /// The name policies and cluster files use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sharing::Exclusive => "exclusive",
+            Sharing::Mig => "mig",
+            Sharing::Timeslice => "timeslice",
+            Sharing::Mps => "mps",
+        }
+    }
+}
+
+/// A node as it joins the cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSpec {
+    pub name: String,
+    /// The GPU model of its cards.
+    pub model: String,
+    pub cards: u32,
+    /// Memory of each card, bytes.
+    pub card_mem: u64,
+    pub sharing: Sharing,
+    /// MIG instances of each card (the same layout on every card).
+    pub mig: Vec<u8>,
+    /// Jobs that may share one card (time-slicing and MPS).
+    pub max_clients: u32,
+    pub cpu_milli: u64,
+    pub mem: u64,
+    /// Domain name per topology level (by level index); unnamed levels make the node its
+    /// own domain there.
+    pub domains: Vec<(u8, String)>,
+    pub labels: Vec<(String, String)>,
+}
+
+impl Default for NodeSpec {
+    /// A node of model `gpu` with no cards yet (80 GiB each when it has them), 64 cores
+    /// and 512 GiB of memory, its cards not shared.
+    fn default() -> NodeSpec {
+        NodeSpec {
+            name: String::new(),
+            model: "gpu".into(),
+            cards: 0,
+            card_mem: 80 << 30,
+            sharing: Sharing::Exclusive,
+            mig: Vec::new(),
+            max_clients: 1,
+            cpu_milli: 64_000,
+            mem: 512 << 30,
+            domains: Vec::new(),
+            labels: Vec::new(),
+        }
+    }
+}
+
+impl NodeSpec {
+    /// A node of this name with the defaults elsewhere.
+    pub fn named(name: impl Into<String>) -> NodeSpec {
+        NodeSpec { name: name.into(), ..NodeSpec::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_charged_in_milli_gpu() {
+        assert_eq!(Request::Whole(2).milli(), 2000);
+        assert_eq!(Request::Fraction(250).milli(), 250);
+        assert_eq!(Request::None.milli(), 0);
+        // 3g.40gb is three slices of seven.
+        let p = EnumKind::MigProfile.variant("3g.40gb").expect("a profile");
+        assert_eq!(Request::Mig(p).milli(), 429);
+    }
+
+    #[test]
+    fn min_replicas_default_to_all_and_stay_in_range() {
+        let mut j = JobSpec { replicas: 4, ..JobSpec::named("j") };
+        assert_eq!(j.min_replicas(), 4);
+        j.min_replicas = Some(0);
+        assert_eq!(j.min_replicas(), 1);
+        j.min_replicas = Some(9);
+        assert_eq!(j.min_replicas(), 4);
+    }
+
+    #[test]
+    fn sharing_round_trips_through_the_schema_enum() {
+        for s in [Sharing::Exclusive, Sharing::Mig, Sharing::Timeslice, Sharing::Mps] {
+            assert_eq!(Sharing::from_enum(s.as_enum()), s);
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! The scheduling cycle: every job that can start now starts, in order; each turn is an
+//! attempt to place the job, then to evict for it, then to reserve for it.
+
+use super::{Backoff, Event, Scheduler};
+use crate::jobs::{JobId, QueueId, Reason, State};
+use crate::model::NodeId;
+use crate::preempt::Eviction;
+use gpol_compiler::hir::Queueing;
+use std::collections::HashSet;
+
+/// How one placement attempt ended.
+enum Attempt {
+    Placed,
+    Waiting(Reason),
+    Rejected(String),
+}
+
+impl Scheduler {
+    /// Runs one scheduling cycle: places every job that can be placed now, in order.
+    /// Returns how many were placed.
+    pub fn cycle(&mut self) -> usize {
+        self.quotas.advance_usage(self.now_ms);
+        self.forget_irrelevant_starts();
+        let mut tried: HashSet<JobId> = HashSet::new();
+        let mut blocked: HashSet<QueueId> = HashSet::new();
+        let mut placed = 0;
+        self.cycle_order = None;
+        while let Some(job) = self.next_job(&tried, &blocked) {
+            tried.insert(job);
+            match self.attempt(job) {
+                Attempt::Placed => placed += 1,
+                Attempt::Rejected(rule) => {
+                    self.quotas.count(self.jobs[job].queue, -1, 0);
+                    self.set_state(job, State::Rejected(rule.clone()));
+                    self.log.push(Event::Rejected { job, rule, at_ms: self.now_ms });
+                }
+                Attempt::Waiting(reason) => {
+                    let leaf = self.jobs[job].queue;
+                    if self.quotas.queues[leaf].queueing == Queueing::Strict {
+                        blocked.insert(leaf);
+                    }
+                    if !matches!(reason, Reason::Rule(_)) || self.is_filter(&reason) {
+                        let quota = self.quota_cap(job, &reason);
+                        self.backoff.insert(job, Backoff { at_ms: self.now_ms, starts: self.starts, quota });
+                    }
+                    if matches!(reason, Reason::Capacity) || self.is_filter(&reason) {
+                        self.note_if_full(job);
+                    }
+                    self.set_state(job, State::Pending(Some(reason)));
+                }
+            }
+        }
+        self.cycle_order = None;
+        // Jobs that did not get a turn: behind a strict queue's waiting head, or of a
+        // shape no node can take.
+        let untried: Vec<(JobId, Reason)> = self
+            .waiting
+            .iter()
+            .enumerate()
+            .flat_map(|(q, waiting)| waiting.iter().filter(|j| !tried.contains(j)).map(move |&j| (q, j)))
+            .filter_map(|(q, j)| {
+                if blocked.contains(&q) {
+                    Some((j, Reason::Order))
+                } else {
+                    self.skipped_as_full(j).then_some((j, Reason::Capacity))
+                }
+            })
+            .collect();
+        for (j, reason) in untried {
+            self.set_state(j, State::Pending(Some(reason)));
+        }
+        placed
+    }
+
+    /// The next job to try: the best queue at each level of the tree, then the best job
+    /// of that leaf (D3). `None` when no queue has a job that can take a turn.
+    pub(super) fn next_job(&mut self, tried: &HashSet<JobId>, blocked: &HashSet<QueueId>) -> Option<JobId> {
+        let nq = self.quotas.queues.len();
+        let candidate = if self.job_keys_stable {
+            self.candidates_in_order(tried, blocked)
+        } else {
+            self.candidates_by_keys(tried, blocked)
+        };
+        let view = self.view(None);
+        let ctx = self.ctx(&view);
+        let engine = self.policy.engine();
+        // A queue is live if some leaf below it has a candidate.
+        let mut live = vec![false; nq];
+        for q in (0..nq).rev() {
+            live[q] = candidate[q].is_some() || self.quotas.queues[q].children.iter().any(|&c| live[c]);
+        }
+        let roots: Vec<QueueId> = (0..nq).filter(|&q| self.quotas.queues[q].parent.is_none() && live[q]).collect();
+        let rank = |qs: &[QueueId]| {
+            self.best_by(
+                qs,
+                &self.policy.program.queue_order,
+                |q, out| engine.queue_keys(&ctx, q as u32, out),
+                |a, b| a.cmp(&b),
+            )
+        };
+        let mut q = rank(&roots)?;
+        loop {
+            let children: Vec<QueueId> = self.quotas.queues[q].children.iter().copied().filter(|&c| live[c]).collect();
+            if children.is_empty() {
+                return candidate[q];
+            }
+            q = rank(&children)?;
+        }
+    }
+
+    /// One job's turn: place it; failing that, evict for it (if the policy allows and it
+    /// would then start), or reserve for it (if it has waited long enough).
+    fn attempt(&mut self, job: JobId) -> Attempt {
+        self.attempts += 1;
+        let reason = match self.decide(job) {
+            crate::place::Decision::Place { replicas } => {
+                self.start(job, &replicas);
+                return Attempt::Placed;
+            }
+            crate::place::Decision::Reject(rule) => return Attempt::Rejected(rule),
+            crate::place::Decision::Wait(reason) => reason,
+        };
+        if self.may_evict_for(&reason)
+            && let Some(eviction) = self.victim_search(job, None)
+        {
+            self.evict(job, &eviction);
+            self.start(job, &eviction.replicas);
+            return Attempt::Placed;
+        }
+        if matches!(reason, Reason::Capacity | Reason::Gang) {
+            self.reserve_if_due(job);
+        }
+        Attempt::Waiting(reason)
+    }
+
+    /// Whether evicting running jobs could help a job that waits for `reason`: capacity,
+    /// quota, topology, or a filter (filters can read free capacity).
+    pub(super) fn may_evict_for(&self, reason: &Reason) -> bool {
+        !self.policy.program.victims.is_empty()
+            && (matches!(reason, Reason::Capacity | Reason::Quota(_) | Reason::Gang) || self.is_filter(reason))
+    }
+
+    /// Starts a job with one replica on each listed node.
+    pub(super) fn start(&mut self, job: JobId, replicas: &[NodeId]) {
+        for &node in replicas {
+            self.bind_replica(job, node, true);
+        }
+        self.charge(job);
+        self.backoff.remove(&job);
+        self.set_state(job, State::Running);
+        let now = self.now();
+        self.starts += 1;
+        self.last_start[self.jobs[job].queue] = self.starts;
+        let j = &mut self.jobs[job];
+        j.started_ms = now;
+        j.checkpoint_ms = now;
+        self.log.push(Event::Placed { job, nodes: replicas.to_vec(), at_ms: self.now_ms });
+    }
+
+    /// Carries out an eviction: the victims stop, lose their work since their last
+    /// checkpoint, and wait again.
+    pub(super) fn evict(&mut self, claimant: JobId, eviction: &Eviction) {
+        self.quotas.advance_usage(self.now_ms);
+        for v in &eviction.victims {
+            let (kept_ms, lost_gpu_s) = self.stop_progress(v.job);
+            self.requeue(v.job);
+            self.log.push(Event::Evicted {
+                job: v.job,
+                by: claimant,
+                rule: v.rule.clone(),
+                kept_ms,
+                lost_gpu_s,
+                at_ms: self.now_ms,
+            });
+        }
+    }
+
+    pub(crate) fn is_filter(&self, reason: &Reason) -> bool {
+        matches!(reason, Reason::Rule(r) if self.policy.program.filters.iter().any(|f| &f.name == r))
+    }
+}

@@ -1,0 +1,53 @@
+//! What the scheduler did, in order: tests, `explain`, the simulator and adapters read it.
+
+use crate::jobs::JobId;
+use crate::model::NodeId;
+
+/// Something that happened, in order: what tests and `explain` read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    Submitted {
+        job: JobId,
+        at_ms: u64,
+    },
+    /// The job started; one node per replica.
+    Placed {
+        job: JobId,
+        nodes: Vec<NodeId>,
+        at_ms: u64,
+    },
+    Rejected {
+        job: JobId,
+        rule: String,
+        at_ms: u64,
+    },
+    Finished {
+        job: JobId,
+        at_ms: u64,
+    },
+    /// A running job lost its node and went back to waiting, keeping `kept_ms` of the
+    /// work it did since it started (up to its last checkpoint) and losing `lost_gpu_s`.
+    Requeued {
+        job: JobId,
+        node: NodeId,
+        kept_ms: u64,
+        lost_gpu_s: f64,
+        at_ms: u64,
+    },
+    /// A running job was evicted for `by` under `rule`, losing `lost_gpu_s` GPU-seconds
+    /// of work (its GPUs times the time since its last checkpoint), and waits again.
+    Evicted {
+        job: JobId,
+        by: JobId,
+        rule: String,
+        kept_ms: u64,
+        lost_gpu_s: f64,
+        at_ms: u64,
+    },
+    /// A job that waited past `reserve_after` holds these nodes until it starts.
+    Reserved {
+        job: JobId,
+        nodes: Vec<NodeId>,
+        at_ms: u64,
+    },
+}

@@ -1,0 +1,192 @@
+//! Jobs coming in: where a submitted job goes (its queue, priority and user, by the rules
+//! every consumer shares), jobs found already running, and jobs taken back.
+
+use super::{Event, Scheduler};
+use crate::jobs::{Job, JobId, QueueId, State};
+use crate::model::NodeId;
+use crate::quota::Amounts;
+use crate::{fit, records};
+use gpol_compiler::schema::Sym;
+use gpol_compiler::spec::{History, JobSpec};
+
+/// Where a submitted job goes: its leaf queue and its priority.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Resolved {
+    pub queue: QueueId,
+    pub priority: f64,
+}
+
+/// A job the scheduler cannot take, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SubmitError {
+    /// It names a queue the policy does not have.
+    UnknownQueue { job: String, queue: String, suggestion: Option<String> },
+    /// It names a queue that has children: jobs go to leaf queues.
+    NotALeaf { job: String, queue: String },
+    /// It names no queue, and the policy has several leaves.
+    NoQueue { job: String },
+    /// It names a priority class the policy does not have.
+    UnknownPriorityClass { job: String, class: String, known: Vec<String> },
+}
+
+impl SubmitError {
+    /// The job field at fault.
+    pub fn field(&self) -> &'static str {
+        match self {
+            SubmitError::UnknownQueue { .. } | SubmitError::NotALeaf { .. } | SubmitError::NoQueue { .. } => "queue",
+            SubmitError::UnknownPriorityClass { .. } => "priority_class",
+        }
+    }
+}
+
+impl std::fmt::Display for SubmitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SubmitError::UnknownQueue { job, queue, suggestion } => {
+                write!(f, "job `{job}`: the policy has no queue `{queue}`")?;
+                match suggestion {
+                    Some(s) => write!(f, "; did you mean `{s}`?"),
+                    None => Ok(()),
+                }
+            }
+            SubmitError::NotALeaf { job, queue } => {
+                write!(f, "job `{job}`: `{queue}` is not a leaf queue; jobs go to leaf queues")
+            }
+            SubmitError::NoQueue { job } => {
+                write!(f, "job `{job}`: no queue given, and the policy has several leaf queues")
+            }
+            SubmitError::UnknownPriorityClass { job, class, known } => {
+                write!(f, "job `{job}`: the policy has no priority class `{class}`")?;
+                if known.is_empty() { Ok(()) } else { write!(f, "; it has {}", known.join(", ")) }
+            }
+        }
+    }
+}
+
+impl std::error::Error for SubmitError {}
+
+impl Scheduler {
+    /// Where a job goes and what it counts as, by the rules every consumer shares: its
+    /// queue by name (a policy without queues takes every job into its one queue; a job
+    /// naming no queue goes to the only leaf), its priority as given or its class's, and
+    /// its user as given or named after its queue.
+    pub fn resolve(&self, spec: &JobSpec) -> Result<Resolved, SubmitError> {
+        let queues = &self.quotas.queues;
+        let leaves = || queues.iter().enumerate().filter(|(_, q)| q.is_leaf());
+        let job = || spec.name.clone();
+        let queue = match &spec.queue {
+            _ if self.policy.policy.has_implicit_queue() => 0,
+            Some(name) => match queues.iter().position(|q| &q.name == name) {
+                Some(q) if queues[q].is_leaf() => q,
+                Some(_) => return Err(SubmitError::NotALeaf { job: job(), queue: name.clone() }),
+                None => {
+                    let suggestion = gpol_compiler::fuzzy::suggest(name, leaves().map(|(_, q)| q.name.as_str()));
+                    return Err(SubmitError::UnknownQueue {
+                        job: job(),
+                        queue: name.clone(),
+                        suggestion: suggestion.map(str::to_string),
+                    });
+                }
+            },
+            None => match leaves().map(|(i, _)| i).collect::<Vec<_>>().as_slice() {
+                [only] => *only,
+                _ => return Err(SubmitError::NoQueue { job: job() }),
+            },
+        };
+        let classes = &self.policy.policy.priority_classes;
+        let class = match &spec.priority_class {
+            None => None,
+            Some(c) => match classes.iter().find(|(n, _)| n == c) {
+                Some((_, v)) => Some(*v),
+                None => {
+                    let known = classes.iter().map(|(n, _)| n.clone()).collect();
+                    return Err(SubmitError::UnknownPriorityClass { job: job(), class: c.clone(), known });
+                }
+            },
+        };
+        Ok(Resolved { queue, priority: spec.priority.or(class).unwrap_or(0.0) })
+    }
+
+    /// Adds a waiting job (see [`Scheduler::resolve`] for where it goes).
+    pub fn submit(&mut self, spec: JobSpec) -> Result<JobId, SubmitError> {
+        let Resolved { queue, priority } = self.resolve(&spec)?;
+        let id = self.jobs.len();
+        let labels = spec.labels.iter().map(|(k, v)| (self.syms.intern(k), self.syms.intern(v))).collect();
+        let user = match &spec.user {
+            Some(u) => self.syms.intern(u),
+            None => self.quotas.queues[queue].name_sym,
+        };
+        let job = Job {
+            id: self.syms.intern(&spec.name),
+            user,
+            queue,
+            priority,
+            priority_class: spec.priority_class.as_deref().map_or(Sym(0), |c| self.syms.intern(c)),
+            request: spec.request,
+            replicas: spec.replicas.max(1),
+            min_replicas: spec.min_replicas(),
+            gpu_mem: spec.gpu_mem,
+            cpu_milli: spec.cpu_milli,
+            mem: spec.mem,
+            models: spec.models.iter().map(|m| self.syms.intern(m)).collect(),
+            bursty: spec.bursty,
+            latency_critical: spec.latency_critical,
+            preemptible: spec.preemptible,
+            submitted_ms: self.now(),
+            waiting_since_ms: self.now(),
+            duration_ms: spec.duration_ms,
+            utilization: spec.utilization,
+            labels,
+            state: State::Pending(None),
+            evictions: 0,
+            started_ms: 0,
+            checkpoint_ms: 0,
+            checkpoint_every_ms: spec.checkpoint_every_ms,
+            slots: Vec::new(),
+            charged: Amounts::new(),
+            name: spec.name,
+        };
+        self.job_labels.push(records::label_slots(&job.labels, &self.job_label_keys));
+        let next = self.shapes.len();
+        self.job_shapes.push(*self.shapes.entry(job.shape()).or_insert(next));
+        self.quotas.count(job.queue, 1, 0);
+        self.waiting[job.queue].insert(id);
+        self.jobs.push(job);
+        self.log.push(Event::Submitted { job: id, at_ms: self.now_ms });
+        Ok(id)
+    }
+
+    /// Places a job directly, as already running (a scenario's `run`): one replica per
+    /// listed node, cards by built-in best fit, quota charged without checks.
+    pub fn start_on(&mut self, job: JobId, nodes: &[NodeId], history: History) -> Result<(), String> {
+        let History { ran_ms, since_checkpoint_ms, evictions } = history;
+        for &n in nodes {
+            let node = &self.cluster.nodes[n];
+            if fit::choose(node, &self.jobs[job], None).is_none() {
+                return Err(format!("job `{}` does not fit on node `{}`", self.jobs[job].name, node.name));
+            }
+            self.bind_replica(job, n, false);
+        }
+        self.charge(job);
+        let start = self.now() - i64::try_from(ran_ms).unwrap_or(i64::MAX);
+        self.set_state(job, State::Running);
+        let now = self.now();
+        let j = &mut self.jobs[job];
+        j.started_ms = start;
+        j.waiting_since_ms = j.waiting_since_ms.min(start);
+        j.submitted_ms = j.submitted_ms.min(start);
+        j.checkpoint_ms = now - i64::try_from(since_checkpoint_ms.min(ran_ms)).unwrap_or(i64::MAX);
+        j.evictions = evictions;
+        self.log.push(Event::Placed { job, nodes: nodes.to_vec(), at_ms: self.now_ms });
+        Ok(())
+    }
+
+    /// Takes back a job that has not started; a running or ended job stays as it is.
+    pub fn withdraw(&mut self, job: JobId) {
+        if self.jobs[job].is_pending() {
+            self.quotas.count(self.jobs[job].queue, -1, 0);
+            self.set_state(job, State::Withdrawn);
+            self.backoff.remove(&job);
+        }
+    }
+}

@@ -1,0 +1,368 @@
+//! The scheduler: a cluster, its quota tree and its jobs, scheduled by a compiled policy
+//! (decisions D3, D9). Its state is private: changes go through methods that keep every
+//! index and cache in step ([`state`], [`intake`]), reads through accessors and
+//! read-only views. Queues are served in `queue_order`, level by level down the tree;
+//! inside a leaf, jobs in `job_order` ([`order`]); each job's turn is an attempt
+//! ([`cycle`]): the placement decision (`place`), then, if it waits, the victim search
+//! (`preempt`) and head-of-line reservation (`reserve`). Failed jobs wait to be retried
+//! until something that could change their fate happens ([`retry`]).
+
+mod cycle;
+mod event;
+mod intake;
+mod order;
+mod retry;
+mod state;
+
+pub use event::Event;
+pub use intake::{Resolved, SubmitError};
+
+use order::CycleOrder;
+use retry::Backoff;
+
+use crate::jobs::{Job, JobId, QueueId, Shape};
+use crate::model::{Cluster, NodeId};
+use crate::quota::{self, Amounts, Quotas, Res};
+use crate::records;
+use crate::symbols::Symbols;
+use gpol_compiler::engine::CompiledPolicy;
+use gpol_compiler::interp::Ctx;
+use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, ShapeRec, Sym};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+/// The runtime: a cluster, its quota tree and its jobs, scheduled by a compiled policy.
+#[derive(Clone)]
+pub struct Scheduler {
+    pub(crate) policy: CompiledPolicy,
+    pub(crate) syms: Symbols,
+    pub(crate) cluster: Cluster,
+    pub(crate) quotas: Quotas,
+    pub(crate) jobs: Vec<Job>,
+    pub(crate) now_ms: u64,
+    pub(crate) log: Vec<Event>,
+    /// Placement attempts so far (each one a filter+score pass over the nodes).
+    attempts: u64,
+    /// The runtime symbol of each of the policy's string literals.
+    literals: Vec<Sym>,
+    job_label_keys: Vec<Sym>,
+    node_label_keys: Vec<Sym>,
+    /// Each job's label values in slot order.
+    job_labels: Vec<Vec<Sym>>,
+    table: NodeTable,
+    domains: Vec<DomainRec>,
+    /// Jobs whose last attempt failed: not retried until capacity frees (or, for a job
+    /// the quota holds back, until the cap that held it back gives) — or, when the policy
+    /// can evict, until another job starts (a new victim), and when its victim rules or
+    /// reservations depend on time, until the retry interval has passed.
+    backoff: HashMap<JobId, Backoff>,
+    /// Jobs started so far.
+    starts: u64,
+    /// Per queue, the value of `starts` after its latest start.
+    last_start: Vec<u64>,
+    /// Whether victim rules read nothing but the two jobs: then only a start in a queue
+    /// whose jobs could be victims can change a failed victim search.
+    victims_read_jobs: bool,
+    /// Whether victim rules read a time-varying field, or the policy reserves.
+    time_matters: bool,
+    /// Each job's shape, as an index into `shapes`.
+    job_shapes: Vec<usize>,
+    shapes: HashMap<Shape, usize>,
+    /// Shapes no node in service can take now: their jobs wait until capacity frees.
+    full: HashSet<usize>,
+    /// The pending jobs of each queue, and the running jobs, so a cycle never scans
+    /// finished ones.
+    waiting: Vec<BTreeSet<JobId>>,
+    pub(crate) running: BTreeSet<JobId>,
+    /// Nodes held for a job that waited past `reserve_after`, by job and by node.
+    pub(crate) reservations: BTreeMap<JobId, Vec<NodeId>>,
+    pub(crate) reserved: HashMap<NodeId, JobId>,
+    /// With victim rules or reservations, a job whose attempt failed is retried once this
+    /// much time has passed (0: whenever the clock moves), or when capacity frees.
+    retry_interval_ms: u64,
+    /// Whether `job_order` keys read only the job (so they hold still within a cycle:
+    /// nothing a job reads of itself changes while it waits), and this cycle's order of
+    /// each leaf's jobs by them, built at the cycle's first turn.
+    job_keys_stable: bool,
+    cycle_order: Option<CycleOrder>,
+    /// The queue records of the last view, and the quota version and capacity they were
+    /// computed for: most views between two changes are of the same state.
+    queue_cache: std::cell::RefCell<Option<(CacheKey, Vec<QueueRec>)>>,
+    /// The workload's popular request shapes (`cluster.task_shapes`), set by whoever
+    /// knows the workload (the simulator, from its trace).
+    task_shapes: Vec<ShapeRec>,
+    /// How many replicas of each shape the nodes in service could hold if they were
+    /// empty: it changes only when a node joins, leaves or returns to service.
+    room_when_empty: std::cell::RefCell<HashMap<usize, u64>>,
+}
+
+/// What cached queue records depend on: the quota tree's version and the capacity.
+type CacheKey = (u64, crate::model::Capacity);
+
+/// The cluster and queue records rules read, as of one moment.
+pub struct View<'a> {
+    pub cluster: ClusterRec<'a>,
+    pub queues: Vec<QueueRec>,
+}
+
+impl Scheduler {
+    pub fn new(policy: CompiledPolicy) -> Scheduler {
+        let mut syms = Symbols::default();
+        let literals = policy.program.literals.iter().map(|l| syms.intern(l)).collect();
+        let job_label_keys = policy.program.job_labels.iter().map(|k| syms.intern(k)).collect();
+        let node_label_keys = policy.program.node_labels.iter().map(|k| syms.intern(k)).collect();
+        let quotas = Quotas::new(&policy.policy, &mut syms);
+        let cluster = Cluster::new(policy.policy.levels.clone());
+        let waiting = vec![BTreeSet::new(); quotas.queues.len()];
+        let time_matters = policy.policy.settings.reserve_after.is_some()
+            || policy
+                .program
+                .victims
+                .iter()
+                .any(|v| std::iter::once(&v.when).chain(v.cost.as_ref()).any(|b| reads_time(&b.node)));
+        let victims_read_jobs = policy
+            .program
+            .victims
+            .iter()
+            .all(|v| std::iter::once(&v.when).chain(v.cost.as_ref()).all(|b| !reads_beyond_job(&b.node)));
+        let job_keys_stable = policy.program.job_order.iter().all(|k| {
+            !k.body.node.any(&|n| {
+                matches!(n.kind, gpol_compiler::ir::Kind::Domain { .. })
+                    || matches!(n.kind, gpol_compiler::ir::Kind::Field { record, .. } if record != gpol_compiler::schema::Record::Job)
+            })
+        });
+        Scheduler {
+            policy,
+            syms,
+            cluster,
+            quotas,
+            jobs: Vec::new(),
+            now_ms: 0,
+            log: Vec::new(),
+            attempts: 0,
+            literals,
+            job_label_keys,
+            node_label_keys,
+            job_labels: Vec::new(),
+            table: NodeTable::default(),
+            domains: Vec::new(),
+            backoff: HashMap::new(),
+            starts: 0,
+            last_start: vec![0; waiting.len()],
+            victims_read_jobs,
+            time_matters,
+            job_shapes: Vec::new(),
+            shapes: HashMap::new(),
+            full: HashSet::new(),
+            waiting,
+            running: BTreeSet::new(),
+            reservations: BTreeMap::new(),
+            reserved: HashMap::new(),
+            task_shapes: Vec::new(),
+            retry_interval_ms: 0,
+            job_keys_stable,
+            cycle_order: None,
+            queue_cache: std::cell::RefCell::new(None),
+            room_when_empty: std::cell::RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The policy it runs.
+    pub fn policy(&self) -> &CompiledPolicy {
+        &self.policy
+    }
+
+    /// The cluster as it stands.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// The quota tree and its accounting.
+    pub fn quotas(&self) -> &Quotas {
+        &self.quotas
+    }
+
+    /// Every job submitted so far, by id.
+    pub fn jobs(&self) -> &[Job] {
+        &self.jobs
+    }
+
+    pub fn job(&self, id: JobId) -> &Job {
+        &self.jobs[id]
+    }
+
+    /// The strings jobs, nodes and queues were interned as.
+    pub fn symbols(&self) -> &Symbols {
+        &self.syms
+    }
+
+    /// The scheduler's clock, ms.
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+
+    /// What happened since the log was last taken.
+    pub fn log(&self) -> &[Event] {
+        &self.log
+    }
+
+    /// Placement attempts so far (each one a filter and score pass over the nodes).
+    pub fn attempts(&self) -> u64 {
+        self.attempts
+    }
+
+    /// The nodes held for each job that waited past `reserve_after`.
+    pub fn reservations(&self) -> &BTreeMap<JobId, Vec<NodeId>> {
+        &self.reservations
+    }
+
+    /// The job node `node` is held for, if any.
+    pub fn reserved_for(&self, node: NodeId) -> Option<JobId> {
+        self.reserved.get(&node).copied()
+    }
+
+    /// With victim rules or reservations, a job whose attempt failed is retried once this
+    /// much time has passed (0, the default: whenever the clock moves), or sooner when
+    /// capacity frees.
+    pub fn set_retry_interval(&mut self, ms: u64) {
+        self.retry_interval_ms = ms;
+    }
+
+    /// The running jobs, in submission order.
+    pub fn running(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.running.iter().copied()
+    }
+
+    /// How many jobs wait.
+    pub fn pending(&self) -> usize {
+        self.waiting.iter().map(BTreeSet::len).sum()
+    }
+
+    /// Whether a waiting job's fate can change with time alone — victim rules, reservations,
+    /// or admit rules that read the cluster or the clock — so that a driver with nothing
+    /// else happening should still run a cycle now and then.
+    pub fn waits_on_time(&self) -> bool {
+        self.time_matters || self.policy.program.admit.iter().any(|r| !r.is_static)
+    }
+
+    /// The clock as a signed time, to compare with jobs' times.
+    pub(super) fn now(&self) -> i64 {
+        i64::try_from(self.now_ms).unwrap_or(i64::MAX)
+    }
+
+    pub fn advance(&mut self, ms: u64) {
+        self.now_ms += ms;
+        self.quotas.advance_usage(self.now_ms);
+    }
+
+    /// Hands over the events logged so far, leaving the log empty (long runs read it as
+    /// they go instead of keeping it all).
+    pub fn take_log(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// Seeds the pseudo-random draws of `hash01` (runs with different seeds draw
+    /// differently; 0 is the default).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.syms.reseed(seed);
+    }
+
+    /// Sets the popular request shapes rules see as `cluster.task_shapes`.
+    pub fn set_task_shapes(&mut self, shapes: Vec<ShapeRec>) {
+        self.task_shapes = shapes;
+    }
+
+    /// Capacity of the nodes in service, per resource.
+    pub fn totals(&self) -> Amounts {
+        let c = self.cluster.capacity;
+        Amounts::from([(Res::Gpu, c.gpu_milli as i64), (Res::Cpu, c.cpu_milli as i64), (Res::Mem, c.mem as i64)])
+    }
+
+    pub fn cluster_rec(&self) -> ClusterRec<'_> {
+        let res = |c: crate::model::Capacity| gpol_compiler::schema::Resources {
+            gpu: records::gpus(c.gpu_milli),
+            cpu: c.cpu_milli as f64 / 1000.0,
+            mem: c.mem as f64,
+        };
+        ClusterRec {
+            time: records::seconds(self.now_ms),
+            nodes: self.cluster.capacity.nodes as f64,
+            total: res(self.cluster.capacity),
+            free: res(self.cluster.free),
+            task_shapes: List::new(&self.task_shapes),
+        }
+    }
+
+    /// What rules see of the cluster and the queues now. `changes` are jobs to count as
+    /// admitted (+1) or evicted (-1) in the queues' `share_after`.
+    pub fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View<'_> {
+        let totals = self.totals();
+        let key = (self.quotas.version(), self.cluster.capacity);
+        let mut cache = self.queue_cache.borrow_mut();
+        let mut queues = match cache.as_ref() {
+            Some((k, recs)) if *k == key => recs.clone(),
+            _ => {
+                let fair = self.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
+                let recs = records::queue_recs(&self.quotas, &totals, &fair, &[]);
+                *cache = Some((key, recs.clone()));
+                recs
+            }
+        };
+        // Only the queues above a changed leaf see a different `share_after`.
+        for (leaf, _, _) in changes {
+            for q in self.quotas.path(*leaf) {
+                queues[q].share_after = records::share_after(&self.quotas, &totals, q, changes);
+            }
+        }
+        View { cluster: self.cluster_rec(), queues }
+    }
+
+    /// What rules see now; `job` is the job in scope, for its queues' `share_after`.
+    pub fn view(&self, job: Option<JobId>) -> View<'_> {
+        match job {
+            Some(j) => {
+                let demand = quota::demand(&self.jobs[j], None);
+                self.view_with(&[(self.jobs[j].queue, &demand, 1)])
+            }
+            None => self.view_with(&[]),
+        }
+    }
+
+    /// The evaluation context for rules, over a `view`.
+    pub fn ctx<'a>(&'a self, view: &'a View<'a>) -> Ctx<'a> {
+        Ctx {
+            cluster: &view.cluster,
+            queues: &view.queues,
+            domains: &self.domains,
+            literals: &self.literals,
+            sym_hashes: self.syms.hashes(),
+            attrs: &self.policy.program.attrs,
+        }
+    }
+
+    pub fn node_records(&self) -> &[gpol_compiler::schema::NodeRec<'_>] {
+        self.table.records()
+    }
+
+    pub fn job_rec(&self, job: JobId) -> JobRec<'_> {
+        records::job_rec(&self.jobs[job], &self.job_labels[job], self.now_ms)
+    }
+}
+
+/// Whether a rule body reads anything but job fields (queues, the cluster, domains).
+fn reads_beyond_job(node: &gpol_compiler::ir::Node) -> bool {
+    use gpol_compiler::ir::Kind;
+    node.any(&|n| {
+        matches!(n.kind, Kind::Domain { .. })
+            || matches!(n.kind, Kind::Field { record, .. } if record != gpol_compiler::schema::Record::Job)
+    })
+}
+
+/// Whether an expression reads something that changes with time alone: how long a job
+/// has waited or run, its unsaved work, the clock, or decayed usage.
+fn reads_time(node: &gpol_compiler::ir::Node) -> bool {
+    use gpol_compiler::schema::Record;
+    [(Record::Job, "waiting"), (Record::Job, "runtime"), (Record::Job, "since_checkpoint")]
+        .into_iter()
+        .chain([(Record::Cluster, "time"), (Record::Queue, "usage")])
+        .any(|(record, field)| node.reads(record, field))
+}

@@ -1,0 +1,245 @@
+//! Changes to the cluster and the jobs' state, each keeping the indexes of waiting and
+//! running jobs, the node and domain records, the quota accounting and the retry caches
+//! in step.
+
+use super::{Event, Scheduler};
+use crate::fit;
+use crate::jobs::{JobId, QueueId, State};
+use crate::model::{NodeId, NodeSpec, SpecError};
+use crate::quota::{self, Res};
+use crate::records;
+use gpol_compiler::schema::{DomainRec, Sym};
+
+impl Scheduler {
+    /// Capacity freed up: every waiting job may fit now, except those the quota holds
+    /// back (`eligible` asks whether their cap gave).
+    pub(super) fn capacity_changed(&mut self) {
+        self.backoff.retain(|_, b| b.quota.is_some());
+        self.full.clear();
+        self.cycle_order = None;
+    }
+
+    /// A node joined, left or returned to service: capacity changed, and so did what the
+    /// cluster could ever hold.
+    pub(super) fn service_changed(&mut self) {
+        self.room_when_empty.get_mut().clear();
+        self.capacity_changed();
+    }
+
+    /// How many replicas of the job the nodes in service (of its models) could hold if
+    /// they were empty; 0 when none could hold even one.
+    pub(crate) fn room_when_empty(&self, job: JobId) -> u64 {
+        let shape = self.job_shapes[job];
+        if let Some(&room) = self.room_when_empty.borrow().get(&shape) {
+            return room;
+        }
+        let j = &self.jobs[job];
+        let room = self
+            .cluster
+            .nodes
+            .iter()
+            .filter(|n| n.up && (j.models.is_empty() || j.models.contains(&n.model)))
+            .fold(0u64, |sum, n| sum.saturating_add(u64::from(fit::capacity_when_empty(n, j))));
+        self.room_when_empty.borrow_mut().insert(shape, room);
+        room
+    }
+
+    /// Changes a job's state, keeping the indexes of waiting and running jobs.
+    pub(crate) fn set_state(&mut self, job: JobId, state: State) {
+        let j = &mut self.jobs[job];
+        let (was_pending, was_running) = (j.is_pending(), j.state == State::Running);
+        let (now_pending, now_running) = (matches!(state, State::Pending(_)), state == State::Running);
+        if was_pending != now_pending
+            && let Some(set) = self.waiting.get_mut(j.queue)
+        {
+            if now_pending {
+                set.insert(job);
+            } else {
+                set.remove(&job);
+            }
+        }
+        if was_running != now_running {
+            if now_running {
+                self.running.insert(job);
+            } else {
+                self.running.remove(&job);
+            }
+        }
+        j.state = state;
+        if !now_pending {
+            self.unreserve(job);
+        }
+    }
+
+    pub fn add_node(&mut self, spec: &NodeSpec) -> Result<NodeId, SpecError> {
+        let id = self.cluster.add_node(spec, &mut self.syms)?;
+        let node = &self.cluster.nodes[id];
+        let labels = records::label_slots(&node.labels, &self.node_label_keys);
+        self.table.push(records::node_rec(node), records::node_cards(node), labels);
+        // New domains get their records from the refresh, like the node's other domains.
+        self.domains.resize(self.cluster.domains.len(), DomainRec::default());
+        self.refresh_node(id);
+        self.service_changed();
+        Ok(id)
+    }
+
+    /// Brings node `id`'s record and its domains' records up to date.
+    pub(crate) fn refresh_node(&mut self, id: NodeId) {
+        let node = &self.cluster.nodes[id];
+        self.table.set(id, records::node_rec(node));
+        for (slot, c) in self.table.cards_mut(id).iter_mut().zip(records::node_cards(node)) {
+            *slot = c;
+        }
+        for d in node.domains.iter().filter(|d| **d != u32::MAX) {
+            if let Some(rec) = self.domains.get_mut(*d as usize) {
+                *rec = records::domain_rec(&self.cluster.domains[*d as usize]);
+            }
+        }
+    }
+
+    /// Binds one replica on `node`, its cards chosen by the policy's `card_score` rules
+    /// (if `scored` and it has any) or by built-in best fit.
+    pub(super) fn bind_replica(&mut self, job: JobId, node: NodeId, scored: bool) {
+        let cards = if scored {
+            self.choose_cards(job, node)
+        } else {
+            fit::choose(&self.cluster.nodes[node], &self.jobs[job], None)
+        };
+        let Some(cards) = cards else { return };
+        let slot = fit::bind(&mut self.cluster, node, &self.jobs[job], &cards);
+        self.jobs[job].slots.push(slot);
+        self.refresh_node(node);
+    }
+
+    /// Charges a job that just started with what its replicas hold.
+    pub(super) fn charge(&mut self, job: JobId) {
+        let models: Vec<Sym> = self.jobs[job].slots.iter().map(|s| self.cluster.nodes[s.node].model).collect();
+        let j = &self.jobs[job];
+        let charged = quota::placement_demand(j, &models);
+        self.quotas.charge(j.queue, j.user, &charged, 1);
+        self.quotas.count(j.queue, -1, 1);
+        self.jobs[job].charged = charged;
+    }
+
+    /// Frees what a running job holds and refunds its quota; its state is the caller's.
+    pub(super) fn release(&mut self, job: JobId) {
+        self.lift(job);
+        self.jobs[job].slots.clear();
+        self.jobs[job].charged.clear();
+        self.capacity_changed();
+    }
+
+    /// Gives back what a running job holds, keeping its slots so `restore` can take
+    /// them again exactly (the victim search tries evictions this way).
+    pub(crate) fn lift(&mut self, job: JobId) {
+        let slots = std::mem::take(&mut self.jobs[job].slots);
+        for s in &slots {
+            fit::apply(&mut self.cluster, &self.jobs[job], s, false);
+            self.refresh_node(s.node);
+        }
+        self.jobs[job].slots = slots;
+        let j = &self.jobs[job];
+        self.quotas.charge(j.queue, j.user, &j.charged, -1);
+    }
+
+    /// Undoes `lift`.
+    pub(crate) fn restore(&mut self, job: JobId) {
+        let slots = std::mem::take(&mut self.jobs[job].slots);
+        for s in &slots {
+            fit::apply(&mut self.cluster, &self.jobs[job], s, true);
+            self.refresh_node(s.node);
+        }
+        self.jobs[job].slots = slots;
+        let j = &self.jobs[job];
+        self.quotas.charge(j.queue, j.user, &j.charged, 1);
+    }
+
+    /// A running job finishes and frees what it held.
+    pub fn complete(&mut self, job: JobId) {
+        if self.jobs[job].state != State::Running {
+            return;
+        }
+        self.quotas.advance_usage(self.now_ms);
+        self.release(job);
+        self.quotas.count(self.jobs[job].queue, 0, -1);
+        self.set_state(job, State::Finished);
+        self.log.push(Event::Finished { job, at_ms: self.now_ms });
+    }
+
+    /// Stops a running job and puts it back in its queue.
+    pub(super) fn requeue(&mut self, job: JobId) {
+        self.release(job);
+        self.quotas.count(self.jobs[job].queue, 1, -1);
+        self.set_state(job, State::Pending(None));
+        let now = self.now();
+        let j = &mut self.jobs[job];
+        j.evictions += 1;
+        j.waiting_since_ms = now;
+    }
+
+    /// A node fails: its jobs lose their work since the last checkpoint and wait again.
+    pub fn fail_node(&mut self, node: NodeId) {
+        self.quotas.advance_usage(self.now_ms);
+        let victims: Vec<JobId> =
+            self.running().filter(|&j| self.jobs[j].slots.iter().any(|s| s.node == node)).collect();
+        for j in victims {
+            let (kept_ms, lost_gpu_s) = self.stop_progress(j);
+            self.requeue(j);
+            self.log.push(Event::Requeued { job: j, node, kept_ms, lost_gpu_s, at_ms: self.now_ms });
+        }
+        self.cluster.set_up(node, false);
+        self.refresh_node(node);
+        self.service_changed();
+        // A reservation that lost a node is given up; its job reserves afresh.
+        if let Some(&owner) = self.reserved.get(&node) {
+            self.unreserve(owner);
+        }
+    }
+
+    /// Takes a node out of service without stopping its jobs: they run to the end, and
+    /// nothing new lands there.
+    pub fn drain_node(&mut self, node: NodeId) {
+        self.cluster.set_up(node, false);
+        self.refresh_node(node);
+        self.service_changed();
+        if let Some(&owner) = self.reserved.get(&node) {
+            self.unreserve(owner);
+        }
+    }
+
+    /// Puts a failed or drained node back in service.
+    pub fn restore_node(&mut self, node: NodeId) {
+        self.cluster.set_up(node, true);
+        self.refresh_node(node);
+        self.service_changed();
+    }
+
+    /// Changes a queue's quota; waiting jobs are tried again.
+    pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::syntax::QuotaKind, r: Res, value: Option<i64>) {
+        self.quotas.set(q, kind, r, value);
+        self.backoff.clear();
+        self.capacity_changed();
+    }
+
+    /// What stopping a running job now keeps of its work (ms since it started) and loses
+    /// (GPU-seconds: its GPUs times the time since its last checkpoint).
+    pub(super) fn stop_progress(&self, job: JobId) -> (u64, f64) {
+        let j = &self.jobs[job];
+        let (kept, lost) = j.progress_ms(self.now_ms);
+        (kept, records::gpus(j.request.milli() * j.slots.len() as u64) * records::seconds(lost))
+    }
+
+    /// Releases the nodes a job holds in reserve.
+    pub(super) fn unreserve(&mut self, job: JobId) {
+        if let Some(nodes) = self.reservations.remove(&job) {
+            for n in nodes {
+                self.reserved.remove(&n);
+            }
+        }
+    }
+
+    /// Whether `node` is held for a job other than `job`.
+    pub(crate) fn reserved_for_other(&self, node: NodeId, job: JobId) -> bool {
+        self.reserved.get(&node).is_some_and(|&owner| owner != job)
+    }
+}
