@@ -105,7 +105,7 @@ fn preemption(c: &mut Criterion) {
         b.iter(|| {
             let decision = s.decide(claimant);
             assert!(matches!(decision, gpol_runtime::place::Decision::Wait(_)));
-            let eviction = s.victim_search(claimant, None).expect("victims");
+            let eviction = s.victim_search(claimant).expect("victims");
             assert_eq!(eviction.victims.len(), 2);
         })
     });

@@ -1,13 +1,15 @@
 //! `explain` (decision D10): why a job goes where it goes, or waits. Re-runs the rules
 //! with the interpreter in declaration order: each admit rule, the quota arithmetic, the
 //! first filter that rejects each node, every score of the nodes that pass, and the
-//! choice.
+//! choice. This is where decisions — reasons, quota blocks, victim verdicts, events,
+//! which carry rule identities and numbers — become words.
 
 use crate::fit;
-use crate::jobs::{JobId, Request, State};
+use crate::jobs::{JobId, Reason, Request, State, Unschedulable};
 use crate::model::NodeId;
 use crate::place::Decision;
-use crate::quota;
+use crate::preempt::Verdict;
+use crate::quota::{self, Block};
 use crate::scheduler::{Event, Scheduler};
 use gpol_compiler::engine::clamp_score;
 use gpol_compiler::interp::{self, Roots};
@@ -28,17 +30,89 @@ pub fn request_text(s: &Scheduler, job: JobId) -> String {
     format!("{r}{replicas}, {} cpu, {} GiB", j.cpu_milli as f64 / 1000.0, j.mem / (1 << 30))
 }
 
+/// A quota block in words, with its numbers.
+pub fn block_text(s: &Scheduler, block: Block) -> String {
+    let queue = |q: usize| &s.quotas.queues[q].name;
+    match block {
+        Block::Limit { queue: q, res, limit, allocated, needs } => format!(
+            "queue `{}` would exceed its {} limit (holds {}, needs {}, limit {})",
+            queue(q),
+            res.name(&s.syms),
+            res.show(allocated),
+            res.show(needs),
+            res.show(limit)
+        ),
+        Block::UserLimit { queue: q, res, limit, used, needs } => format!(
+            "the user would exceed queue `{}`'s {} user limit (holds {}, needs {}, limit {})",
+            queue(q),
+            res.name(&s.syms),
+            res.show(used),
+            res.show(needs),
+            res.show(limit)
+        ),
+        Block::Cohort { queue: q, res, available, needs } => format!(
+            "queue `{}` has {} {} available in its cohort, needs {}",
+            queue(q),
+            res.show(available.max(0)),
+            res.name(&s.syms),
+            res.show(needs)
+        ),
+    }
+}
+
+/// Why a job can never run, in words.
+pub fn unschedulable_text(s: &Scheduler, job: JobId, why: Unschedulable) -> String {
+    match why {
+        Unschedulable::NoNode => {
+            format!("no node could hold one replica ({}) even if it were empty", request_text(s, job))
+        }
+        Unschedulable::TooFewNodes { room } => {
+            format!("the nodes could hold {room} of its replicas ({}) even if they were empty", request_text(s, job))
+        }
+        Unschedulable::OverLimit { queue, .. } => {
+            format!("it needs more than queue `{}`'s limit", s.quotas.queues[queue].name)
+        }
+    }
+}
+
+/// What a waiting reason says beyond its name (the quota cap, why it can never run).
+pub fn reason_detail(s: &Scheduler, job: JobId, reason: &Reason) -> Option<String> {
+    match *reason {
+        Reason::Quota(block) => Some(block_text(s, block)),
+        Reason::Unschedulable(why) => Some(unschedulable_text(s, job, why)),
+        _ => None,
+    }
+}
+
+/// A job's state in a few words (`pending because quota`, `running on n1, n2`).
+pub fn state_text(s: &Scheduler, job: JobId) -> String {
+    let j = &s.jobs[job];
+    let program = &s.policy.program;
+    match &j.state {
+        State::Running => {
+            let nodes: Vec<&str> = j.slots.iter().map(|sl| s.cluster.nodes[sl.node].name.as_str()).collect();
+            format!("running on {}", nodes.join(", "))
+        }
+        State::Pending(Some(r)) => format!("pending because {}", r.name(program)),
+        State::Pending(None) => "pending".into(),
+        State::Finished => "finished".into(),
+        State::Rejected(r) => format!("rejected because {}", program.rule_name(*r)),
+        State::Withdrawn => "withdrawn".to_string(),
+    }
+}
+
 /// A readable account of the next decision about `job`.
 pub fn explain(s: &Scheduler, job: JobId) -> String {
     let mut out = String::new();
     let j = &s.jobs[job];
     let q = &s.quotas.queues[j.queue];
+    let program = &s.policy.program;
     let state = match &j.state {
-        State::Pending(Some(r)) => format!("pending ({})", r.name()),
+        State::Pending(Some(r)) => format!("pending ({})", r.name(program)),
         State::Pending(None) => "pending".into(),
         State::Running => "running".into(),
         State::Finished => "finished".into(),
-        State::Rejected(r) => format!("rejected by {r}"),
+        State::Rejected(r) => format!("rejected by {}", program.rule_name(*r)),
         State::Withdrawn => "withdrawn".to_string(),
     };
     let _ = writeln!(out, "job {} in queue {} ({state}): {}", j.name, q.name, request_text(s, job));
@@ -46,7 +120,6 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
     let view = s.view(Some(job));
     let ctx = s.ctx(&view);
     let rec = s.job_rec(job);
-    let program = &s.policy.program;
     let roots = Roots { job: Some(&rec), ..Roots::default() };
     for r in &program.admit {
         if !interp::eval(&r.body, &ctx, &roots).b() {
@@ -94,8 +167,8 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
             p = node.parent;
         }
     }
-    if let Err(why) = s.quotas.admissible(j.queue, j.user, &demand).map_err(|b| s.quotas.describe(b, &s.syms)) {
-        let _ = writeln!(out, "  quota blocks it: {why}");
+    if let Err(block) = s.quotas.admissible(j.queue, j.user, &demand) {
+        let _ = writeln!(out, "  quota blocks it: {}", block_text(s, block));
     }
     let nodes = s.node_records();
     for (i, n) in nodes.iter().enumerate() {
@@ -146,20 +219,19 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
             let _ = writeln!(out, "  → would go to {}", nodes.join(", "));
         }
         Decision::Wait(r) => {
-            let why = match &r {
-                crate::jobs::Reason::Quota(why) => format!("quota ({why})"),
-                crate::jobs::Reason::Unschedulable(why) => format!("unschedulable ({why})"),
-                other => other.name().to_string(),
+            let why = match reason_detail(s, job, &r) {
+                Some(detail) => format!("{} ({detail})", r.name(program)),
+                None => r.name(program),
             };
             let _ = writeln!(out, "  → waits: {why}");
             if !s.policy.program.victims.is_empty() && j.is_pending() {
                 // The search tries evictions on the model and undoes them: run it on a copy.
-                let mut trial = s.clone();
-                trial.victim_search(job, Some(&mut out));
+                let search = s.clone().victim_search_explained(job);
+                victim_search_text(s, &search, &mut out);
             }
         }
         Decision::Reject(r) => {
-            let _ = writeln!(out, "  → rejected by {r}");
+            let _ = writeln!(out, "  → rejected by {}", program.rule_name(r));
         }
     }
     if let Some(nodes) = s.reservations.get(&job) {
@@ -171,19 +243,76 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
 
 /// One line for an event of the log (`None` for submissions, which say nothing new).
 pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
+    let program = &s.policy.program;
     let name = |j: &JobId| s.jobs[*j].name.as_str();
     let nodes = |ns: &[NodeId]| ns.iter().map(|n| s.cluster.nodes[*n].name.as_str()).collect::<Vec<_>>().join(", ");
     Some(match event {
         Event::Submitted { .. } => return None,
         Event::Placed { job, nodes: ns, .. } => format!("placed {} on {}", name(job), nodes(ns)),
-        Event::Rejected { job, rule, .. } => format!("rejected {} by {rule}", name(job)),
+        Event::Rejected { job, rule, .. } => format!("rejected {} by {}", name(job), program.rule_name(*rule)),
         Event::Finished { job, .. } => format!("finished {}", name(job)),
         Event::Requeued { job, node, .. } => {
             format!("requeued {} (lost node {})", name(job), s.cluster.nodes[*node].name)
         }
-        Event::Evicted { job, by, rule, lost_gpu_s, .. } => {
-            format!("evicted {} for {} under {rule}, losing {lost_gpu_s} GPU-seconds", name(job), name(by))
-        }
+        Event::Evicted { job, by, rule, lost_gpu_s, .. } => format!(
+            "evicted {} for {} under {}, losing {lost_gpu_s} GPU-seconds",
+            name(job),
+            name(by),
+            program.rule_name(*rule)
+        ),
         Event::Reserved { job, nodes: ns, .. } => format!("reserved {} for {}", nodes(ns), name(job)),
     })
+}
+
+/// The account of a victim search: the verdict on every running job, and the outcome.
+fn victim_search_text(s: &Scheduler, search: &crate::preempt::VictimSearch, out: &mut String) {
+    let program = &s.policy.program;
+    let queue = |q: usize| &s.quotas.queues[q].name;
+    let _ = writeln!(out, "  victim search:");
+    for (job, verdict) in &search.considered {
+        let why = match verdict {
+            Verdict::WithinGuarantee { queue: q } => {
+                format!("not a candidate: queue `{}` is within its guarantee", queue(*q))
+            }
+            Verdict::ClaimantOver { queue: q } => {
+                format!("not a candidate: queue `{}` would exceed its guarantee with the claimant admitted", queue(*q))
+            }
+            Verdict::BelowGuarantee { queue: q, res } => {
+                format!(
+                    "not a candidate: it would take queue `{}` below its {} guarantee",
+                    queue(*q),
+                    res.name(&s.syms)
+                )
+            }
+            Verdict::NoRule { reclaim } => {
+                format!("no {} rule allows evicting it", if *reclaim { "preempt or reclaim" } else { "preempt" })
+            }
+            Verdict::Candidate { rule, reclaim, cost } => format!(
+                "{} candidate, allowed by `{}`, cost {cost}",
+                if *reclaim { "reclaim" } else { "preempt" },
+                program.rule_name(*rule)
+            ),
+        };
+        let _ = writeln!(out, "    {}: {why}", s.jobs[*job].name);
+    }
+    let candidates = search.considered.iter().filter(|(_, v)| matches!(v, Verdict::Candidate { .. })).count();
+    match &search.eviction {
+        Some(e) => {
+            let names: Vec<&str> = e.victims.iter().map(|v| s.jobs[v.job].name.as_str()).collect();
+            let nodes: Vec<&str> = e.replicas.iter().map(|&n| s.cluster.nodes[n].name.as_str()).collect();
+            let _ = writeln!(
+                out,
+                "    chosen: evict {} (total cost {}), then start on {}",
+                names.join(", "),
+                e.cost,
+                nodes.join(", ")
+            );
+        }
+        None if candidates == 0 => {
+            let _ = writeln!(out, "    no job may be evicted for it");
+        }
+        None => {
+            let _ = writeln!(out, "    no set of these victims lets it start: nothing is evicted");
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! Jobs: what they request (decision D2), their state, and where they run.
 
 use crate::model::NodeId;
+use crate::quota::{Block, Res};
+use gpol_compiler::ir::{Program, RuleId};
 use gpol_compiler::schema::Sym;
 pub use gpol_compiler::spec::Request;
 use std::collections::HashMap;
@@ -8,35 +10,52 @@ use std::collections::HashMap;
 pub type JobId = usize;
 pub type QueueId = usize;
 
-/// Why a job is waiting.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a job is waiting: data, rendered to words by [`crate::explain`].
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Reason {
-    /// An admit rule that depends on the cluster, or the filter that turned away the
-    /// most nodes.
-    Rule(String),
-    /// The job's queue (or an ancestor) has no quota left; the text says which and why.
-    Quota(String),
+    /// An admit rule that depends on the cluster holds it back, or this filter turned
+    /// away the most nodes.
+    Rule(RuleId),
+    /// The job's queue (or an ancestor) has no quota left: this cap, with its numbers.
+    Quota(Block),
     /// Nodes passed the filters but none has room.
     Capacity,
     /// The nodes could hold the gang, but not within one domain of a `require`d level.
     Gang,
     /// A strict queue's head job is waiting, and this job is behind it.
     Order,
-    /// The job can never run as things are: it is larger than any node, or than its
-    /// queue's limit. The text says which.
-    Unschedulable(String),
+    /// The job can never run as things are.
+    Unschedulable(Unschedulable),
+}
+
+/// Why a job can never run as the cluster and its queue are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unschedulable {
+    /// No node in service could hold one replica, even empty.
+    NoNode,
+    /// The nodes in service could hold only `room` replicas even if they were empty,
+    /// fewer than the job's minimum.
+    TooFewNodes { room: u64 },
+    /// It needs more of `res` than `queue`'s limit.
+    OverLimit { queue: QueueId, res: Res },
 }
 
 impl Reason {
+    /// Whether a filter turned the job away (filters can read free capacity, so freeing
+    /// capacity or evicting can change the answer).
+    pub fn is_filter(&self) -> bool {
+        matches!(self, Reason::Rule(RuleId::Filter(_)))
+    }
+
     /// The name tests use after `because`.
-    pub fn name(&self) -> &str {
+    pub fn name(&self, program: &Program) -> String {
         match self {
-            Reason::Rule(r) => r,
-            Reason::Quota(_) => "quota",
-            Reason::Capacity => "capacity",
-            Reason::Gang => "gang",
-            Reason::Order => "order",
-            Reason::Unschedulable(_) => "unschedulable",
+            Reason::Rule(id) => program.rule_name(*id),
+            Reason::Quota(_) => "quota".into(),
+            Reason::Capacity => "capacity".into(),
+            Reason::Gang => "gang".into(),
+            Reason::Order => "order".into(),
+            Reason::Unschedulable(_) => "unschedulable".into(),
         }
     }
 }
@@ -47,7 +66,7 @@ pub enum State {
     Running,
     Finished,
     /// Rejected for good by an admit rule that reads only static fields (D9).
-    Rejected(String),
+    Rejected(RuleId),
     /// Taken back by whoever submitted it before it ran (the simulator's fill mode
     /// withdraws a job that did not place on its one attempt).
     Withdrawn,

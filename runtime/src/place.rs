@@ -4,12 +4,13 @@
 
 use crate::fit;
 use crate::gang::{self, Clause, Host, Shortfall};
-use crate::jobs::{JobId, Reason};
+use crate::jobs::{JobId, Reason, Unschedulable};
 use crate::model::NodeId;
 use crate::quota::{self, Block};
 use crate::scheduler::Scheduler;
 use gpol_compiler::engine::{MAX_TIERS, NodeResult};
 use gpol_compiler::interp::Ctx;
+use gpol_compiler::ir::RuleId;
 use gpol_compiler::schema::{JobRec, Sym};
 use gpol_compiler::syntax::GangKind;
 use std::cmp::Ordering;
@@ -25,7 +26,8 @@ pub enum Decision {
         replicas: Vec<NodeId>,
     },
     Wait(Reason),
-    Reject(String),
+    /// Turned away for good by this admit rule (it reads only what the job asks for).
+    Reject(RuleId),
 }
 
 impl Scheduler {
@@ -33,11 +35,11 @@ impl Scheduler {
     pub fn decide(&self, job: JobId) -> Decision {
         let program = &self.policy.program;
         if let Some(i) = self.first_refusing_admit(job) {
-            let rule = &program.admit[i];
-            return if rule.is_static {
-                Decision::Reject(rule.name.clone())
+            let rule = RuleId::Admit(u16::try_from(i).unwrap_or(u16::MAX));
+            return if program.admit[i].is_static {
+                Decision::Reject(rule)
             } else {
-                Decision::Wait(Reason::Rule(rule.name.clone()))
+                Decision::Wait(Reason::Rule(rule))
             };
         }
         match self.place(job, None) {
@@ -89,7 +91,7 @@ impl Scheduler {
                 }
             });
             if !passed_filters {
-                return Err(Reason::Rule(self.most_rejecting(&rejections)));
+                return Err(most_rejecting(&rejections));
             }
             let clauses = self.gang_clauses(&ctx, &rec);
             return match gang::place(&self.cluster, &hosts, count, j.min_replicas, &clauses, tiers) {
@@ -134,10 +136,8 @@ impl Scheduler {
         self.scan(&ctx, &rec, among, |i, r| choice.consider(i, r));
         match choice.best {
             Some((node, _)) => Ok(vec![node]),
-            None if !choice.passed_filters => Err(Reason::Rule(self.most_rejecting(&choice.rejections))),
-            None => {
-                Err(choice.quota_block.map_or(Reason::Capacity, |b| Reason::Quota(self.quotas.describe(b, &self.syms))))
-            }
+            None if !choice.passed_filters => Err(most_rejecting(&choice.rejections)),
+            None => Err(choice.quota_block.map_or(Reason::Capacity, Reason::Quota)),
         }
     }
 
@@ -185,10 +185,10 @@ impl Scheduler {
     /// How many replicas the quota admits now: all of them, or for an elastic gang as
     /// many as it can, down to `min_replicas`.
     pub(crate) fn quota_count(&self, job: JobId) -> Result<u32, Reason> {
-        self.quota_replicas(job).map_err(|why| Reason::Quota(self.quotas.describe(why, &self.syms)))
+        self.quota_replicas(job).map_err(Reason::Quota)
     }
 
-    /// `quota_count` without the words, for the victim search's many trials.
+    /// `quota_count` with the cap that blocks it, for the victim search's many trials.
     pub(crate) fn quota_replicas(&self, job: JobId) -> Result<u32, Block> {
         let j = &self.jobs[job];
         let admits = |n: u32| self.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, n, None));
@@ -232,7 +232,7 @@ impl Scheduler {
                 }
             }
         }
-        Err(first_block.map_or(Reason::Capacity, |b| Reason::Quota(self.quotas.describe(b, &self.syms))))
+        Err(first_block.map_or(Reason::Capacity, Reason::Quota))
     }
 
     /// The cards one replica takes on `node`: by the policy's `card_score` rules if it
@@ -254,41 +254,33 @@ impl Scheduler {
     }
 
     /// Why a job can never run as the cluster and its queue are, if it cannot.
-    pub(crate) fn never_fits(&self, job: JobId) -> Option<String> {
+    pub(crate) fn never_fits(&self, job: JobId) -> Option<Unschedulable> {
         let j = &self.jobs[job];
         let room = self.room_when_empty(job);
         if room == 0 {
-            return Some(format!(
-                "no node could hold one replica ({}) even if it were empty",
-                crate::explain::request_text(self, job)
-            ));
+            return Some(Unschedulable::NoNode);
         }
         if room < u64::from(j.min_replicas) {
-            return Some(format!(
-                "the nodes could hold {room} of its replicas ({}) even if they were empty",
-                crate::explain::request_text(self, job)
-            ));
+            return Some(Unschedulable::TooFewNodes { room });
         }
         let demand = quota::replicas_demand(j, j.min_replicas, None);
-        for qi in self.quotas.path(j.queue) {
-            let node = &self.quotas.queues[qi];
-            for (r, limit) in &node.limit {
-                if demand.get(r).copied().unwrap_or(0) > *limit {
-                    return Some(format!("it needs more than queue `{}`'s limit", node.name));
-                }
-            }
-        }
-        None
+        self.quotas.path(j.queue).find_map(|queue| {
+            let node = &self.quotas.queues[queue];
+            node.limit
+                .iter()
+                .find(|(r, limit)| demand.get(r).copied().unwrap_or(0) > **limit)
+                .map(|(&res, _)| Unschedulable::OverLimit { queue, res })
+        })
     }
+}
 
-    /// The filter that turned away the most nodes (ties: the one declared first), given
-    /// how many each turned away.
-    fn most_rejecting(&self, rejections: &[usize]) -> String {
-        let best = (0..rejections.len()).max_by(|&a, &b| rejections[a].cmp(&rejections[b]).then(b.cmp(&a)));
-        match best {
-            Some(i) if rejections[i] > 0 => self.policy.program.filters[i].name.clone(),
-            _ => "capacity".into(),
-        }
+/// The filter that turned away the most nodes (ties: the one declared first), given how
+/// many each turned away; capacity when none turned any away (no node is in service).
+fn most_rejecting(rejections: &[usize]) -> Reason {
+    let best = (0..rejections.len()).max_by(|&a, &b| rejections[a].cmp(&rejections[b]).then(b.cmp(&a)));
+    match best {
+        Some(i) if rejections[i] > 0 => Reason::Rule(RuleId::Filter(u16::try_from(i).unwrap_or(u16::MAX))),
+        _ => Reason::Capacity,
     }
 }
 

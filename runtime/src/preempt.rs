@@ -20,18 +20,42 @@ use crate::model::NodeId;
 use crate::quota::{self, Res};
 use crate::records;
 use crate::scheduler::Scheduler;
+use gpol_compiler::ir::RuleId;
 use gpol_compiler::schema::Record;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
-use std::fmt::Write;
 use std::rc::Rc;
 
 /// A job to evict, the rule that allows it and what it costs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Victim {
     pub job: JobId,
-    pub rule: String,
+    pub rule: RuleId,
     pub cost: f64,
+}
+
+/// What a victim search decided about one running job.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// Its side of the tree (this queue) holds no more than its guarantee of what the
+    /// claimant needs.
+    WithinGuarantee { queue: QueueId },
+    /// The claimant's side (this queue) would exceed its guarantee with the claimant.
+    ClaimantOver { queue: QueueId },
+    /// Evicting it would take `queue` below its guarantee of `res`.
+    BelowGuarantee { queue: QueueId, res: Res },
+    /// No rule of a kind that applies allows it (`reclaim`: reclaim rules applied too).
+    NoRule { reclaim: bool },
+    /// A candidate allowed by `rule` at `cost`; `reclaim`: it runs in a queue that
+    /// borrows what the claimant needs.
+    Candidate { rule: RuleId, reclaim: bool, cost: f64 },
+}
+
+/// An account of one victim search: every running job considered, and the outcome.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VictimSearch {
+    pub considered: Vec<(JobId, Verdict)>,
+    pub eviction: Option<Eviction>,
 }
 
 /// The outcome of a victim search: who goes, and where the claimant then starts.
@@ -120,13 +144,24 @@ struct Found {
 }
 
 impl Scheduler {
-    /// Searches for victims whose eviction lets `claimant` start now. Changes nothing in
-    /// the end. `trace`, if given, receives an account of the search.
-    pub fn victim_search(&mut self, claimant: JobId, mut trace: Option<&mut String>) -> Option<Eviction> {
+    /// Searches for victims whose eviction lets `claimant` start now. Evictions are tried
+    /// on the model and undone: nothing changes in the end.
+    pub fn victim_search(&mut self, claimant: JobId) -> Option<Eviction> {
+        self.search(claimant, None)
+    }
+
+    /// [`Scheduler::victim_search`], with what it decided about every running job.
+    pub fn victim_search_explained(&mut self, claimant: JobId) -> VictimSearch {
+        let mut considered = Vec::new();
+        let eviction = self.search(claimant, Some(&mut considered));
+        VictimSearch { considered, eviction }
+    }
+
+    fn search(&mut self, claimant: JobId, record: Option<&mut Vec<(JobId, Verdict)>>) -> Option<Eviction> {
         if self.policy.program.victims.is_empty() {
             return None;
         }
-        let Candidates { list: candidates, frees } = self.candidates(claimant, trace.as_deref_mut());
+        let Candidates { list: candidates, frees } = self.candidates(claimant, record);
         let found = if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
             None
         } else if self.jobs[claimant].replicas == 1 {
@@ -134,44 +169,23 @@ impl Scheduler {
         } else {
             self.search_all(claimant, &candidates)
         };
-        let eviction = found.map(|f| Eviction {
+        found.map(|f| Eviction {
             victims: f
                 .victims
                 .iter()
                 .map(|&i| {
                     let c = &candidates[i];
-                    Victim { job: c.job, rule: self.policy.program.victims[c.rule].name.clone(), cost: c.cost }
+                    Victim { job: c.job, rule: RuleId::Victim(u16::try_from(c.rule).unwrap_or(u16::MAX)), cost: c.cost }
                 })
                 .collect(),
             replicas: f.replicas,
             cost: f.cost,
-        });
-        if let Some(t) = trace {
-            match &eviction {
-                Some(e) => {
-                    let names: Vec<&str> = e.victims.iter().map(|v| self.jobs[v.job].name.as_str()).collect();
-                    let nodes: Vec<&str> = e.replicas.iter().map(|&n| self.cluster.nodes[n].name.as_str()).collect();
-                    let _ = writeln!(
-                        t,
-                        "    chosen: evict {} (total cost {}), then start on {}",
-                        names.join(", "),
-                        e.cost,
-                        nodes.join(", ")
-                    );
-                }
-                None if candidates.is_empty() => {
-                    let _ = writeln!(t, "    no job may be evicted for it");
-                }
-                None => {
-                    let _ = writeln!(t, "    no set of these victims lets it start: nothing is evicted");
-                }
-            }
-        }
-        eviction
+        })
     }
 
-    /// The running jobs that may be evicted for `claimant`, cheapest first.
-    fn candidates(&self, claimant: JobId, mut trace: Option<&mut String>) -> Candidates {
+    /// The running jobs that may be evicted for `claimant`, cheapest first; `record`, if
+    /// given, receives the verdict on every running job.
+    fn candidates(&self, claimant: JobId, mut record: Option<&mut Vec<(JobId, Verdict)>>) -> Candidates {
         let c = &self.jobs[claimant];
         let program = &self.policy.program;
         let engine = self.policy.engine();
@@ -180,19 +194,16 @@ impl Scheduler {
         // What the claimant needs that the quota tree governs.
         let needed: Vec<Res> =
             demand.iter().filter(|&(r, a)| *a > 0 && quotas.is_constrained(*r)).map(|(r, _)| *r).collect();
-        if let Some(t) = trace.as_deref_mut() {
-            let _ = writeln!(t, "  victim search:");
-        }
         let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
         let (has_preempt, has_reclaim) = (has_kind(VictimKind::Preempt), has_kind(VictimKind::Reclaim));
         // Where each leaf's jobs stand (jobs run only in leaves). When no leaf's jobs
         // could be victims at all, nothing more is needed — unless the search is being
-        // explained job by job.
+        // recorded job by job.
         let standings: Vec<Option<Standing>> = (0..quotas.queues.len())
             .map(|q| quotas.queues[q].children.is_empty().then(|| self.standing(claimant, q, &needed, &demand)))
             .collect();
         let evictable = |s: &Standing| matches!(s, Standing::Open { preempt, reclaim, .. } if *preempt && has_preempt || *reclaim && has_reclaim);
-        if trace.is_none() && !standings.iter().flatten().any(evictable) {
+        if record.is_none() && !standings.iter().flatten().any(evictable) {
             return Candidates::default();
         }
         let full_demand = quota::demand(c, None);
@@ -210,10 +221,9 @@ impl Scheduler {
         let mut view = self.view(Some(claimant));
         for v in self.running() {
             let vj = &self.jobs[v];
-            // Explains why, when tracing (the text is only built then).
-            let note = |t: &mut Option<&mut String>, why: &dyn Fn() -> String| {
-                if let Some(t) = t.as_deref_mut() {
-                    let _ = writeln!(t, "    {}: {}", self.jobs[v].name, why());
+            let mut note = |verdict: Verdict| {
+                if let Some(r) = record.as_deref_mut() {
+                    r.push((v, verdict));
                 }
             };
             let standing = match &standings[vj.queue] {
@@ -222,32 +232,21 @@ impl Scheduler {
             };
             let (preempt, reclaim, guard) = match standing {
                 Standing::Open { preempt, reclaim, guard } => (preempt, reclaim, guard),
-                Standing::WithinGuarantee(q) => {
-                    let name = &quotas.queues[q].name;
-                    note(&mut trace, &|| format!("not a candidate: queue `{name}` is within its guarantee"));
+                Standing::WithinGuarantee(queue) => {
+                    note(Verdict::WithinGuarantee { queue });
                     continue;
                 }
-                Standing::ClaimantOver(p) => {
-                    let name = &quotas.queues[p].name;
-                    note(&mut trace, &|| {
-                        format!("not a candidate: queue `{name}` would exceed its guarantee with the claimant admitted")
-                    });
+                Standing::ClaimantOver(queue) => {
+                    note(Verdict::ClaimantOver { queue });
                     continue;
                 }
             };
-            if let Some(&(p, r, _)) = guard.iter().find(|g| !self.guard_holds(v, std::slice::from_ref(g))) {
-                note(&mut trace, &|| {
-                    format!(
-                        "not a candidate: it would take queue `{}` below its {} guarantee",
-                        quotas.queues[p].name,
-                        r.name(&self.syms)
-                    )
-                });
+            if let Some(&(queue, res, _)) = guard.iter().find(|g| !self.guard_holds(v, std::slice::from_ref(g))) {
+                note(Verdict::BelowGuarantee { queue, res });
                 continue;
             }
             if !(preempt && has_preempt || reclaim && has_reclaim) {
-                let kind = if reclaim { "preempt or reclaim" } else { "preempt" };
-                note(&mut trace, &|| format!("no {kind} rule allows evicting it"));
+                note(Verdict::NoRule { reclaim });
                 continue;
             }
             // `share_after` of the victim's queues counts it evicted.
@@ -294,9 +293,8 @@ impl Scheduler {
             }
             match allowed {
                 Some((rule, cost)) => {
-                    let tag = if reclaim { "reclaim" } else { "preempt" };
-                    let name = &program.victims[rule].name;
-                    note(&mut trace, &|| format!("{tag} candidate, allowed by `{name}`, cost {cost}"));
+                    let id = RuleId::Victim(u16::try_from(rule).unwrap_or(u16::MAX));
+                    note(Verdict::Candidate { rule: id, reclaim, cost });
                     let vj = &self.jobs[v];
                     // Share of cards a replica frees (a MIG instance counts as none: the
                     // bound does not count MIG capacity).
@@ -317,10 +315,7 @@ impl Scheduler {
                     }
                     out.push(Candidate { job: v, rule, cost, priority: vj.priority, started_ms: vj.started_ms, guard });
                 }
-                None => {
-                    let kind = if reclaim { "preempt or reclaim" } else { "preempt" };
-                    note(&mut trace, &|| format!("no {kind} rule allows evicting it"));
-                }
+                None => note(Verdict::NoRule { reclaim }),
             }
         }
         Candidates { list: out, frees }

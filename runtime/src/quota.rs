@@ -52,14 +52,15 @@ impl Res {
 
 pub type Amounts = BTreeMap<Res, i64>;
 
-/// Why the quota tree turns a job away (words from `Quotas::describe`: blocks are
-/// common, the text is built only when it is kept).
+/// Why the quota tree turns a job away: the cap, and the numbers that cross it (in the
+/// resource's exact units: milli-GPU, milli-cores, bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Block {
-    /// A queue on the path would exceed its limit of `res`.
-    Limit { queue: QueueId, res: Res },
-    /// The user would exceed a queue's per-user limit.
-    UserLimit { queue: QueueId, res: Res },
+    /// Queue `queue` on the path holds `allocated` of `res` and would exceed its `limit`
+    /// with the `needs` more the job asks for.
+    Limit { queue: QueueId, res: Res, limit: i64, allocated: i64, needs: i64 },
+    /// The user holds `used` of `res` in `queue` and would exceed its per-user `limit`.
+    UserLimit { queue: QueueId, res: Res, limit: i64, used: i64, needs: i64 },
     /// The leaf's cohort has only `available` of `res` for it.
     Cohort { queue: QueueId, res: Res, available: i64, needs: i64 },
 }
@@ -335,15 +336,16 @@ impl Quotas {
         for (&r, &amount) in demand.iter().filter(|(_, a)| **a > 0) {
             for p in self.path(q) {
                 let node = &self.queues[p];
+                let allocated = node.get(&node.alloc, r);
                 if let Some(&limit) = node.limit.get(&r)
-                    && node.get(&node.alloc, r) + amount > limit
+                    && allocated + amount > limit
                 {
-                    return Err(Block::Limit { queue: p, res: r });
+                    return Err(Block::Limit { queue: p, res: r, limit, allocated, needs: amount });
                 }
                 if let Some(&limit) = node.user_limit.get(&r) {
                     let used = node.users.get(&user).map_or(0, |u| u.get(&r).copied().unwrap_or(0));
                     if used + amount > limit {
-                        return Err(Block::UserLimit { queue: p, res: r });
+                        return Err(Block::UserLimit { queue: p, res: r, limit, used, needs: amount });
                     }
                 }
             }
@@ -359,35 +361,16 @@ impl Quotas {
     /// can only pass once this grows.
     pub fn room(&self, block: Block, user: Sym) -> i64 {
         match block {
-            Block::Limit { queue, res } => {
+            Block::Limit { queue, res, .. } => {
                 let node = &self.queues[queue];
                 node.limit.get(&res).map_or(i64::MAX, |limit| limit - node.get(&node.alloc, res))
             }
-            Block::UserLimit { queue, res } => {
+            Block::UserLimit { queue, res, .. } => {
                 let node = &self.queues[queue];
                 let used = node.users.get(&user).map_or(0, |u| u.get(&res).copied().unwrap_or(0));
                 node.user_limit.get(&res).map_or(i64::MAX, |limit| limit - used)
             }
             Block::Cohort { queue, res, .. } => self.available(queue, res),
-        }
-    }
-
-    /// What a block says, in words.
-    pub fn describe(&self, block: Block, syms: &Symbols) -> String {
-        match block {
-            Block::Limit { queue, res } => {
-                format!("queue `{}` would exceed its {} limit", self.queues[queue].name, res.name(syms))
-            }
-            Block::UserLimit { queue, res } => {
-                format!("the user would exceed queue `{}`'s {} user limit", self.queues[queue].name, res.name(syms))
-            }
-            Block::Cohort { queue, res, available, needs } => format!(
-                "queue `{}` has {} {} available in its cohort, needs {}",
-                self.queues[queue].name,
-                res.show(available.max(0)),
-                res.name(syms),
-                res.show(needs)
-            ),
         }
     }
 
@@ -489,14 +472,11 @@ impl Quotas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpol_compiler::source::{SourceFile, SourceMap};
+    use gpol_compiler::load::Checked;
 
     fn tree(queues: &str) -> (Quotas, Symbols) {
         let text = format!("policy q\n{queues}\n");
-        let mut sources = SourceMap::new();
-        let id = sources.add(SourceFile::new("q.gpol", text));
-        let checked = gpol_compiler::check::check(&mut sources, id);
-        let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
+        let (policy, _) = Checked::from_text("q.gpol", &text).into_policy().expect("the tree checks");
         let mut syms = Symbols::default();
         (Quotas::new(&policy, &mut syms), syms)
     }
@@ -540,17 +520,21 @@ mod tests {
     }
 
     #[test]
-    fn limits_and_user_limits_block_with_a_reason() {
-        let (mut t, syms) = tree(
+    fn limits_and_user_limits_block_with_their_numbers() {
+        let (mut t, _) = tree(
             "queue cohort {\n queue a { guarantee 8 cpu; limit 10 cpu; user_limit 6 cpu }\n queue b { guarantee 8 cpu }\n}",
         );
         assert!(t.admissible(A, Sym(1), &cpu(6)).is_ok());
         t.charge(A, Sym(1), &cpu(6), 1);
-        let err = t.admissible(A, Sym(1), &cpu(1)).err().map(|b| t.describe(b, &syms)).unwrap_or_default();
-        assert!(err.contains("user limit"), "{err}");
+        assert_eq!(
+            t.admissible(A, Sym(1), &cpu(1)),
+            Err(Block::UserLimit { queue: A, res: Res::Cpu, limit: 6000, used: 6000, needs: 1000 })
+        );
         assert!(t.admissible(A, Sym(2), &cpu(4)).is_ok());
-        let err = t.admissible(A, Sym(2), &cpu(5)).err().map(|b| t.describe(b, &syms)).unwrap_or_default();
-        assert!(err.contains("`a` would exceed its cpu limit"), "{err}");
+        assert_eq!(
+            t.admissible(A, Sym(2), &cpu(5)),
+            Err(Block::Limit { queue: A, res: Res::Cpu, limit: 10_000, allocated: 6000, needs: 5000 })
+        );
     }
 
     #[test]

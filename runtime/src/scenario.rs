@@ -166,25 +166,10 @@ fn test_shapes(test: &hir::Test) -> Vec<ShapeRec> {
     frag::shape_records(&frag::task_shapes(asks, frag::DEFAULT_SHAPES))
 }
 
-fn describe(s: &Scheduler, job: JobId) -> String {
-    let j = &s.jobs[job];
-    match &j.state {
-        State::Running => {
-            let nodes: Vec<&str> = j.slots.iter().map(|sl| s.cluster.nodes[sl.node].name.as_str()).collect();
-            format!("running on {}", nodes.join(", "))
-        }
-        State::Pending(Some(r)) => format!("pending because {}", r.name()),
-        State::Pending(None) => "pending".into(),
-        State::Finished => "finished".into(),
-        State::Rejected(r) => format!("rejected because {r}"),
-        State::Withdrawn => "withdrawn".to_string(),
-    }
-}
-
 fn check(s: &Scheduler, jobs: &HashMap<String, JobId>, e: &Expect, span: Span) -> Option<Failure> {
     let job = |name: &str| jobs.get(name).copied();
     let fail = |expected: String, job: Option<JobId>| {
-        let actual = job.map_or("no such job".to_string(), |j| describe(s, j));
+        let actual = job.map_or("no such job".to_string(), |j| explain::state_text(s, j));
         let explain = job.map(|j| explain::explain(s, j)).unwrap_or_default();
         Some(Failure { span, expected, actual, explain })
     };
@@ -205,8 +190,8 @@ fn check(s: &Scheduler, jobs: &HashMap<String, JobId>, e: &Expect, span: Span) -
             let j = job(name)?;
             let pending = matches!(e, Expect::Pending(..));
             let (state_ok, reason) = match &s.jobs[j].state {
-                State::Pending(r) if pending => (true, r.as_ref().map(|r| r.name().to_string())),
-                State::Rejected(r) if !pending => (true, Some(r.clone())),
+                State::Pending(r) if pending => (true, r.as_ref().map(|r| r.name(&s.policy.program))),
+                State::Rejected(r) if !pending => (true, Some(s.policy.program.rule_name(*r))),
                 _ => (false, None),
             };
             let reason_ok = because.as_ref().is_none_or(|b| reason.as_deref() == Some(b.as_str()));

@@ -7,6 +7,7 @@
 mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_compiler::ir::RuleId;
 use gpol_compiler::syntax::VictimKind;
 use gpol_runtime::jobs::{JobId, QueueId, State};
 use gpol_runtime::quota::Res;
@@ -205,7 +206,7 @@ fn state_invariants(s: &Scheduler) -> Result<(), String> {
 /// Checks the events one cycle added (`log[from..]`) and the evictions since anything
 /// but a cycle last happened (`pairs`, claimant → victim).
 fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobId)>) -> Result<(), String> {
-    let rules: Vec<&str> = s.policy().program.victims.iter().map(|r| r.name.as_str()).collect();
+    let victims = &s.policy().program.victims;
     let log = &s.log()[from..];
     let mut queue_pairs: HashSet<(QueueId, QueueId)> = HashSet::new();
     for (i, ev) in log.iter().enumerate() {
@@ -217,13 +218,17 @@ fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobI
                 }
             }
             Event::Evicted { job, by, rule, .. } => {
-                if !rules.contains(&rule.as_str()) || job == by {
+                let victim_rule = match rule {
+                    RuleId::Victim(i) => victims.get(usize::from(*i)),
+                    _ => None,
+                };
+                let Some(victim_rule) = victim_rule.filter(|_| job != by) else {
                     return Err(format!(
-                        "eviction of {} for {} under unknown rule `{rule}`",
+                        "eviction of {} for {} under {rule:?}, not a victim rule",
                         s.job(*job).name,
                         s.job(*by).name
                     ));
-                }
+                };
                 // The run of evictions for one claimant ends with the claimant starting.
                 let next = log[i + 1..].iter().find(|e| !matches!(e, Event::Evicted { by: b, .. } if b == by));
                 if !matches!(next, Some(Event::Placed { job: c, .. }) if c == by) {
@@ -240,8 +245,7 @@ fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobI
                 // Queues that take from each other by guarantees: reclaim, or any eviction
                 // across queues when the tree governs GPUs. (Without guarantees, eviction
                 // across queues is by the rules alone, e.g. by priority, in both directions.)
-                let reclaim =
-                    s.policy().program.victims.iter().any(|r| r.name == *rule && r.kind == VictimKind::Reclaim);
+                let reclaim = victim_rule.kind == VictimKind::Reclaim;
                 let (cq, vq) = (s.job(*by).queue, s.job(*job).queue);
                 if cq != vq && (reclaim || s.quotas().is_constrained(Res::Gpu)) {
                     if queue_pairs.contains(&(vq, cq)) {

@@ -85,7 +85,8 @@ fn evictions_record_rule_claimant_and_lost_work() {
         .iter()
         .filter_map(|e| match e {
             Event::Evicted { job, by, rule, lost_gpu_s, .. } => {
-                Some((s.job(*job).name.clone(), s.job(*by).name.clone(), rule.clone(), *lost_gpu_s))
+                let rule = s.policy().program.rule_name(*rule);
+                Some((s.job(*job).name.clone(), s.job(*by).name.clone(), rule, *lost_gpu_s))
             }
             _ => None,
         })

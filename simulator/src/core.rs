@@ -10,6 +10,7 @@ use crate::series::Series;
 use crate::spec::{ClusterSpec, NodeEventKind};
 use crate::trace::TraceJob;
 use gpol_compiler::engine::CompiledPolicy;
+use gpol_runtime::explain;
 use gpol_runtime::fit::Ask;
 use gpol_runtime::frag::{self, TaskShape};
 use gpol_runtime::jobs::{JobId, QueueId, State};
@@ -361,7 +362,7 @@ impl<'a> Sim<'a> {
                     self.stopped(job);
                     self.requeued(job, kept_ms, lost_gpu_s);
                     self.preemption.evictions += 1;
-                    *self.preemption.by_rule.entry(rule).or_default() += 1;
+                    *self.preemption.by_rule.entry(self.s.policy().program.rule_name(rule)).or_default() += 1;
                 }
                 Event::Rejected { job, .. } => self.wait(job, -1),
                 Event::Reserved { .. } => self.preemption.reservations += 1,
@@ -684,19 +685,15 @@ impl<'a> Sim<'a> {
             if run.first_start_ms.is_some() {
                 continue;
             }
-            let j = &self.s.jobs()[id];
+            let j = self.s.job(id);
+            let program = &self.s.policy().program;
             let (reason, detail) = match &j.state {
                 State::Pending(None) => ("pending: not tried".to_string(), String::new()),
                 State::Pending(Some(r)) => {
-                    let detail = match r {
-                        gpol_runtime::jobs::Reason::Quota(t) | gpol_runtime::jobs::Reason::Unschedulable(t) => {
-                            t.clone()
-                        }
-                        _ => String::new(),
-                    };
-                    (format!("pending: {}", r.name()), detail)
+                    let detail = explain::reason_detail(&self.s, id, r).unwrap_or_default();
+                    (format!("pending: {}", r.name(program)), detail)
                 }
-                State::Rejected(rule) => (format!("rejected: {rule}"), String::new()),
+                State::Rejected(rule) => (format!("rejected: {}", program.rule_name(*rule)), String::new()),
                 State::Withdrawn => ("withdrawn: did not fit on arrival".to_string(), String::new()),
                 State::Running | State::Finished => continue,
             };

@@ -6,13 +6,14 @@ use crate::jobs::{JobId, QueueId, Reason, State};
 use crate::model::NodeId;
 use crate::preempt::Eviction;
 use gpol_compiler::hir::Queueing;
+use gpol_compiler::ir::RuleId;
 use std::collections::HashSet;
 
 /// How one placement attempt ended.
 enum Attempt {
     Placed,
     Waiting(Reason),
-    Rejected(String),
+    Rejected(RuleId),
 }
 
 impl Scheduler {
@@ -31,7 +32,7 @@ impl Scheduler {
                 Attempt::Placed => placed += 1,
                 Attempt::Rejected(rule) => {
                     self.quotas.count(self.jobs[job].queue, -1, 0);
-                    self.set_state(job, State::Rejected(rule.clone()));
+                    self.set_state(job, State::Rejected(rule));
                     self.log.push(Event::Rejected { job, rule, at_ms: self.now_ms });
                 }
                 Attempt::Waiting(reason) => {
@@ -39,11 +40,11 @@ impl Scheduler {
                     if self.quotas.queues[leaf].queueing == Queueing::Strict {
                         blocked.insert(leaf);
                     }
-                    if !matches!(reason, Reason::Rule(_)) || self.is_filter(&reason) {
+                    if !matches!(reason, Reason::Rule(_)) || reason.is_filter() {
                         let quota = self.quota_cap(job, &reason);
                         self.backoff.insert(job, Backoff { at_ms: self.now_ms, starts: self.starts, quota });
                     }
-                    if matches!(reason, Reason::Capacity) || self.is_filter(&reason) {
+                    if matches!(reason, Reason::Capacity) || reason.is_filter() {
                         self.note_if_full(job);
                     }
                     self.set_state(job, State::Pending(Some(reason)));
@@ -121,7 +122,7 @@ impl Scheduler {
             crate::place::Decision::Wait(reason) => reason,
         };
         if self.may_evict_for(&reason)
-            && let Some(eviction) = self.victim_search(job, None)
+            && let Some(eviction) = self.victim_search(job)
         {
             self.evict(job, &eviction);
             self.start(job, &eviction.replicas);
@@ -137,7 +138,7 @@ impl Scheduler {
     /// quota, topology, or a filter (filters can read free capacity).
     pub(super) fn may_evict_for(&self, reason: &Reason) -> bool {
         !self.policy.program.victims.is_empty()
-            && (matches!(reason, Reason::Capacity | Reason::Quota(_) | Reason::Gang) || self.is_filter(reason))
+            && (matches!(reason, Reason::Capacity | Reason::Quota(_) | Reason::Gang) || reason.is_filter())
     }
 
     /// Starts a job with one replica on each listed node.
@@ -167,15 +168,11 @@ impl Scheduler {
             self.log.push(Event::Evicted {
                 job: v.job,
                 by: claimant,
-                rule: v.rule.clone(),
+                rule: v.rule,
                 kept_ms,
                 lost_gpu_s,
                 at_ms: self.now_ms,
             });
         }
-    }
-
-    pub(crate) fn is_filter(&self, reason: &Reason) -> bool {
-        matches!(reason, Reason::Rule(r) if self.policy.program.filters.iter().any(|f| &f.name == r))
     }
 }

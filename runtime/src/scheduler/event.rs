@@ -2,8 +2,9 @@
 
 use crate::jobs::JobId;
 use crate::model::NodeId;
+use gpol_compiler::ir::RuleId;
 
-/// Something that happened, in order: what tests and `explain` read.
+/// Something that happened. Rules are named by identity; `explain` renders names.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     Submitted {
@@ -16,9 +17,10 @@ pub enum Event {
         nodes: Vec<NodeId>,
         at_ms: u64,
     },
+    /// The job was turned away for good by this admit rule.
     Rejected {
         job: JobId,
-        rule: String,
+        rule: RuleId,
         at_ms: u64,
     },
     Finished {
@@ -39,7 +41,7 @@ pub enum Event {
     Evicted {
         job: JobId,
         by: JobId,
-        rule: String,
+        rule: RuleId,
         kept_ms: u64,
         lost_gpu_s: f64,
         at_ms: u64,
