@@ -4,14 +4,14 @@ use assert_cmd::Command;
 use std::path::Path;
 
 fn gpolc() -> Command {
-    let mut c = Command::cargo_bin("gpolc").unwrap_or_else(|e| panic!("{e}"));
+    let mut c = Command::cargo_bin("gpolc").expect("gpolc is built");
     c.current_dir(env!("CARGO_MANIFEST_DIR"));
     c
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
-    std::fs::write(&p, text).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&p, text).expect("the file is writable");
     p.display().to_string()
 }
 
@@ -28,7 +28,7 @@ fn clean_policies_exit_zero() {
 
 #[test]
 fn errors_exit_one_and_every_file_is_reported() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.gpol", ERROR);
     let b = write(dir.path(), "b.gpol", "policy q\nfilter g { nodes.cards > 0 gpu }\n");
     let out = gpolc().args(["check", &a, &b, "--color", "never"]).assert().code(1);
@@ -40,14 +40,14 @@ fn errors_exit_one_and_every_file_is_reported() {
 
 #[test]
 fn a_clean_file_exits_zero() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let c = write(dir.path(), "c.gpol", CLEAN);
     gpolc().args(["check", &c, "--deny-warnings"]).assert().success();
 }
 
 #[test]
 fn warnings_fail_only_when_denied() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let w = write(dir.path(), "w.gpol", WARNING);
     gpolc().args(["check", &w]).assert().success();
     gpolc().args(["check", &w, "--deny-warnings"]).assert().code(1);
@@ -62,10 +62,10 @@ fn usage_and_io_errors_exit_two() {
 
 #[test]
 fn json_format_is_stable() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.gpol", ERROR);
     let out = gpolc().args(["check", &a, "--format", "json"]).assert().code(1);
-    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap_or_else(|e| panic!("{e}"));
+    let v: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(v["version"], 1);
     assert_eq!(v["errors"], 1);
     let d = &v["diagnostics"][0];
@@ -81,7 +81,7 @@ fn json_format_is_stable() {
 
 #[test]
 fn github_format_annotates() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.gpol", ERROR);
     let out = gpolc().args(["check", &a, "--format", "github"]).assert().code(1);
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
@@ -101,7 +101,7 @@ fn explain_prints_the_long_text() {
 
 #[test]
 fn colour_on_request() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.gpol", ERROR);
     let out = gpolc().args(["check", &a, "--color", "always"]).assert().code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains('\u{1b}'));
@@ -109,7 +109,7 @@ fn colour_on_request() {
 
 #[test]
 fn fmt_rewrites_in_place_and_check_reports() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.gpol", "policy p\nfilter   f {job.whole_cards>0 gpu}   // why\n");
     let out = gpolc().args(["fmt", "--check", &a]).assert().code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("a.gpol"));
@@ -122,7 +122,7 @@ fn fmt_rewrites_in_place_and_check_reports() {
 
 #[test]
 fn fmt_leaves_a_broken_file_alone() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let text = "policy p\nfilter f { job.whole_cards > and }\n";
     let a = write(dir.path(), "a.gpol", text);
     gpolc().args(["fmt", &a]).assert().code(1);
@@ -133,9 +133,9 @@ fn fmt_leaves_a_broken_file_alone() {
 
 #[test]
 fn invalid_utf8_is_a_diagnostic_not_a_crash() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.gpol");
-    std::fs::write(&p, b"policy p\n\xff\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&p, b"policy p\n\xff\n").unwrap();
     let out = gpolc().args(["check", &p.display().to_string(), "--color", "never"]).assert().code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("E0031"));
 }
@@ -146,7 +146,7 @@ fn ir_build_and_bench() {
     let ir = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(ir.contains("score pack:") && ir.contains("node.free_gpu"), "{ir}");
 
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let obj = dir.path().join("p.o").display().to_string();
     gpolc().args(["build", "policies/gangs.gpol", "-o", &obj]).assert().success();
     let bytes = std::fs::read(&obj).unwrap_or_default();
@@ -173,7 +173,7 @@ fn test_command_runs_scenarios() {
     let xml = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(xml.contains("<testsuites") && xml.contains("A alone can use 21"), "{xml}");
 
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let wrong = write(
         dir.path(),
         "wrong.gpol",
@@ -221,9 +221,9 @@ fn sim_runs_the_bundled_default() {
 fn sim_json_is_the_same_for_both_engines() {
     let run = |engine: &str| {
         let trace = "name,arrival,duration,gpus,queue\na,0,100,8,training\nb,10,50,4,research\n";
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.csv");
-        std::fs::write(&path, trace).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, trace).unwrap();
         let out = gpolc().args(["sim", "--json", "--engine", engine, "--trace"]).arg(&path).assert().success();
         String::from_utf8_lossy(&out.get_output().stdout).replace(&path.display().to_string(), "t.csv")
     };
@@ -262,14 +262,14 @@ fn sim_compares_policies_over_seeds_side_by_side() {
 
 #[test]
 fn sim_names_the_file_line_and_field_of_bad_input() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("bad.csv");
-    std::fs::write(&trace, "arrival,gpus,queue\n0,1,training\n5,two,training\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&trace, "arrival,gpus,queue\n0,1,training\n5,two,training\n").unwrap();
     let out = gpolc().args(["sim", "--trace"]).arg(&trace).assert().code(1);
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(err.contains("bad.csv:3: field `gpus`: expected a whole number, found `two`"), "{err}");
     let cluster = dir.path().join("c.toml");
-    std::fs::write(&cluster, "[[pool]]\nname = \"a\"\ngpus = 8\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&cluster, "[[pool]]\nname = \"a\"\ngpus = 8\n").unwrap();
     let out = gpolc().args(["sim", "--cluster"]).arg(&cluster).assert().code(1);
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(err.contains("c.toml:1: field `gpu_model`"), "{err}");
@@ -277,13 +277,12 @@ fn sim_names_the_file_line_and_field_of_bad_input() {
 
 #[test]
 fn sim_writes_a_self_contained_report_with_charts() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("out.html");
     let trace = dir.path().join("t.csv");
-    std::fs::write(&trace, "name,arrival,duration,gpus,queue\na,0,3600,8,training\nb,60,7200,4,research\n")
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&trace, "name,arrival,duration,gpus,queue\na,0,3600,8,training\nb,60,7200,4,research\n").unwrap();
     gpolc().args(["sim", "--trace"]).arg(&trace).arg("--report").arg(&report).assert().success();
-    let html = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("{e}"));
+    let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
     for title in
         ["Allocation vs utilization", "Queue shares vs guarantees", "Queueing delay", "Fragmentation over time"]
@@ -295,7 +294,7 @@ fn sim_writes_a_self_contained_report_with_charts() {
     assert!(!html.contains("<script") && !html.contains("href=") && !html.contains("src="));
     // A failed run writes no report.
     let bad = dir.path().join("bad.csv");
-    std::fs::write(&bad, "arrival,gpus\nsoon,1\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&bad, "arrival,gpus\nsoon,1\n").unwrap();
     let missing = dir.path().join("never.html");
     gpolc().args(["sim", "--trace"]).arg(&bad).arg("--report").arg(&missing).assert().code(1);
     assert!(!missing.exists());
@@ -306,7 +305,7 @@ fn sim_reads_a_slurm_node_list() {
     // Real `sinfo --json` of Slurm 22.05 (simulator/tests/slurm/capture.sh): 6 nodes, 22 GPUs.
     // a100-1 takes `a`; `b` takes 2 of h100-1's 4 cards; a100-2 is drained and gpu-1 is
     // draining, so `c` (4 GPUs) waits for `b` to finish: 540 s.
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let trace = write(
         dir.path(),
         "t.csv",
@@ -316,7 +315,7 @@ fn sim_reads_a_slurm_node_list() {
         .args(["sim", "--json", "--cluster", "simulator/tests/fixtures/slurm/sinfo.json", "--trace", &trace])
         .assert()
         .success();
-    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap_or_else(|e| panic!("{e}"));
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!((report["nodes"].as_u64(), report["gpus"].as_f64()), (Some(6), Some(22.0)), "{report}");
     assert_eq!(report["jobs"]["finished"].as_u64(), Some(3), "{report}");
     assert_eq!(report["queueing_delay"][0]["max"].as_f64(), Some(540.0), "{report}");

@@ -2,21 +2,29 @@
 //! invalid policy; its snapshot records the source and what `gpolc check` reports
 //! (colour off). Together the files exercise every diagnostic code.
 
-use gpol_compiler::check::check;
-use gpol_compiler::diag::{Code, render};
+use gpol_compiler::diag::{Code, Diagnostic, render};
+use gpol_compiler::load::Checked;
 use gpol_compiler::source::SourceMap;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-fn report(path: &Path) -> (String, Vec<Code>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let name = format!("tests/diagnostics/{}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+/// What checking a file's bytes reports, as `gpolc check` does (invalid UTF-8 included).
+fn checked(name: String, bytes: Vec<u8>) -> (SourceMap, Vec<Diagnostic>) {
     let mut sources = SourceMap::new();
     let (id, bad) = sources.add_bytes(name, bytes);
-    let diagnostics = match bad {
-        Some(d) => vec![d],
-        None => check(&mut sources, id).diagnostics,
-    };
+    match bad {
+        Some(d) => (sources, vec![d]),
+        None => {
+            let checked = Checked::from_sources(sources, id);
+            (checked.sources, checked.diagnostics)
+        }
+    }
+}
+
+fn report(path: &Path) -> (String, Vec<Code>) {
+    let bytes = std::fs::read(path).expect("the corpus file is readable");
+    let name = format!("tests/diagnostics/{}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    let (sources, diagnostics) = checked(name, bytes);
     let text: String = diagnostics.iter().map(|d| render::human(&sources, d, false)).collect();
     (text, diagnostics.iter().map(|d| d.code).collect())
 }
@@ -37,7 +45,7 @@ fn rendered_diagnostics() {
 fn every_code_is_exercised() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/diagnostics");
     let mut seen = BTreeSet::new();
-    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+    for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.map(|e| e.path()).unwrap_or_default();
         if path.extension().is_some_and(|x| x == "gpol") {
             seen.extend(report(&path).1);
@@ -62,18 +70,12 @@ fn every_code_is_documented() {
 #[test]
 fn every_diagnostic_has_a_help_line() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/diagnostics");
-    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+    for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.map(|e| e.path()).unwrap_or_default();
         if path.extension().is_none_or(|x| x != "gpol") {
             continue;
         }
-        let bytes = std::fs::read(&path).unwrap_or_default();
-        let mut sources = SourceMap::new();
-        let (id, bad) = sources.add_bytes("f.gpol", bytes);
-        let diagnostics = match bad {
-            Some(d) => vec![d],
-            None => check(&mut sources, id).diagnostics,
-        };
+        let (_, diagnostics) = checked("f.gpol".into(), std::fs::read(&path).unwrap_or_default());
         for d in diagnostics {
             assert!(d.help.is_some(), "{}: {} `{}` has no help", path.display(), d.code, d.message);
             assert!(!d.primary.message.is_empty(), "{}: {} has no primary label text", path.display(), d.code);

@@ -66,7 +66,7 @@ fn bench(c: &mut Criterion) {
     });
     for name in ["gpu_sharing", "preemption", "gangs"] {
         let path = format!("{}/../policies/{name}.gpol", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let text = std::fs::read_to_string(&path).expect("the file is readable");
         g.bench_function(BenchmarkId::new("policy", name), |b| b.iter(|| run(black_box(&text))));
     }
     let huge = generated(20_000);

@@ -1,6 +1,6 @@
-//! How fast policies run: the JIT's fused filter+score pass against the interpreter,
-//! hand-written Rust of the same rules, and the `cel` and `regorus` evaluators on the
-//! equivalent expression; and how fast a policy compiles. Results, and the command to
+//! How fast policies run: the JIT's fused filter+score pass against the interpreter and
+//! hand-written Rust of the same rules; and how fast a policy compiles. (The comparison
+//! with `cel` and `regorus` is the `gpol-comparison` crate's.) Results, and the command to
 //! reproduce them, are in docs/performance.md.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -15,18 +15,18 @@ const NODES: usize = 5000;
 
 fn source(name: &str) -> String {
     let path = format!("{}/benches/policies/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    std::fs::read_to_string(&path).expect("the file is readable")
 }
 
 fn policy_text(text: &str) -> gpol_compiler::hir::Policy {
     let mut sources = SourceMap::new();
     let id = sources.add(SourceFile::new("bench.gpol", text));
     let checked = check(&mut sources, id);
-    checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics))
+    checked.policy.expect("the policy checks")
 }
 
 fn compiled(text: &str, kind: EngineKind) -> CompiledPolicy {
-    compile(policy_text(text), kind).unwrap_or_else(|d| panic!("{d:?}"))
+    compile(policy_text(text), kind).expect("the policy checks")
 }
 
 fn reject(index: u16) -> NodeResult {
@@ -124,98 +124,9 @@ fn pass(
     g.finish();
 }
 
-/// `cel` and `regorus` on the pack policy's logic, one node at a time.
-fn baselines(c: &mut Criterion) {
-    let text = source("pack.gpol");
-    let jit = compiled(&text, EngineKind::Jit);
-    let cluster = Cluster::generate(100, &jit.program, 7);
-    let nodes = cluster.nodes();
-    let job = Cluster::job();
-    let mut g = c.benchmark_group("pack/one_node");
-    g.throughput(Throughput::Elements(1));
-
-    let ctx = cluster.ctx(&jit.program);
-    let mut out = [NodeResult::default()];
-    let mut i = 0;
-    g.bench_function("jit", |b| {
-        b.iter(|| {
-            i = (i + 1) % nodes.len();
-            jit.engine().filter_score(&ctx, black_box(&job), &nodes[i..=i], &mut out);
-        })
-    });
-
-    let program = cel::Program::compile(
-        "job.whole_cards <= node.free_cards && node.gpu_mem >= job.gpu_mem \
-         ? (node.cards > 0.0 ? 1.0 - node.free_gpu / node.cards : 0.0) : -1.0",
-    )
-    .unwrap_or_else(|e| panic!("{e:?}"));
-    let mut root = cel::Context::default();
-    let job_value = std::collections::HashMap::from([("whole_cards", job.whole_cards), ("gpu_mem", job.gpu_mem)]);
-    root.add_variable("job", job_value).unwrap_or_else(|e| panic!("{e:?}"));
-    let cel_nodes: Vec<cel::Value> = nodes
-        .iter()
-        .map(|n| {
-            let m = std::collections::HashMap::from([
-                ("free_cards", n.free_cards),
-                ("gpu_mem", n.gpu_mem),
-                ("cards", n.cards),
-                ("free_gpu", n.free_gpu),
-            ]);
-            cel::to_value(m).unwrap_or_else(|e| panic!("{e:?}"))
-        })
-        .collect();
-    let mut i = 0;
-    g.bench_function("cel", |b| {
-        b.iter(|| {
-            i = (i + 1) % cel_nodes.len();
-            let mut scope = root.new_inner_scope();
-            scope.add_variable_from_value("node", cel_nodes[i].clone());
-            black_box(program.execute(&scope).ok())
-        })
-    });
-
-    let mut engine = regorus::Engine::new();
-    engine
-        .add_policy(
-            "bench.rego".into(),
-            "package bench
-default score := -1
-score := s if {
-  input.job.whole_cards <= input.node.free_cards
-  input.node.gpu_mem >= input.job.gpu_mem
-  s := pack
-}
-pack := 1 - (input.node.free_gpu / input.node.cards) if input.node.cards > 0
-pack := 0 if input.node.cards <= 0
-"
-            .into(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-    let rule: std::sync::Arc<str> = "data.bench.score".into();
-    let compiled_rego = engine.compile_with_entrypoint(&rule).unwrap_or_else(|e| panic!("{e}"));
-    let inputs: Vec<regorus::Value> = nodes
-        .iter()
-        .map(|n| {
-            let json = format!(
-                r#"{{"job": {{"whole_cards": {}, "gpu_mem": {}}}, "node": {{"free_cards": {}, "gpu_mem": {}, "cards": {}, "free_gpu": {}}}}}"#,
-                job.whole_cards, job.gpu_mem, n.free_cards, n.gpu_mem, n.cards, n.free_gpu
-            );
-            regorus::Value::from_json_str(&json).unwrap_or_else(|e| panic!("{e}"))
-        })
-        .collect();
-    let mut i = 0;
-    g.bench_function("regorus", |b| {
-        b.iter(|| {
-            i = (i + 1) % inputs.len();
-            black_box(compiled_rego.eval_with_input(inputs[i].clone()).ok())
-        })
-    });
-    g.finish();
-}
-
 fn compile_time(c: &mut Criterion) {
     let path = format!("{}/../policies/gpu_sharing.gpol", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&path).expect("it compiles");
     let mut g = c.benchmark_group("compile");
     g.bench_function(BenchmarkId::new("check+lower+jit", "gpu_sharing"), |b| {
         b.iter(|| compiled(black_box(&text), EngineKind::Jit))
@@ -229,7 +140,6 @@ fn compile_time(c: &mut Criterion) {
 fn engines(c: &mut Criterion) {
     pass(c, "pack", "pack.gpol", |_, job, nodes, out| rust_pack(job, nodes, out));
     pass(c, "ten_rules", "ten_rules.gpol", rust_ten);
-    baselines(c);
     compile_time(c);
 }
 

@@ -18,6 +18,13 @@ pub struct Checked {
     pub policy: Option<hir::Policy>,
 }
 
+/// A policy that checked, with the sources its spans point into.
+pub struct CheckedPolicy {
+    pub sources: SourceMap,
+    pub file: FileId,
+    pub policy: hir::Policy,
+}
+
 /// A policy that did not check or compile: its errors, with the sources they point into.
 /// `Display` renders them as `gpolc check` does, without colour.
 pub struct Failed {
@@ -65,22 +72,27 @@ impl Checked {
     }
 
     /// The checked policy, or the errors that stop it.
-    pub fn into_policy(self) -> Result<(hir::Policy, SourceMap), Failed> {
+    pub fn into_policy(self) -> Result<CheckedPolicy, Failed> {
         match self.policy {
-            Some(policy) => Ok((policy, self.sources)),
-            None => Err(self.failed()),
+            Some(policy) => Ok(CheckedPolicy { sources: self.sources, file: self.file, policy }),
+            None => {
+                let errors = self.diagnostics.into_iter().filter(Diagnostic::is_error).collect();
+                Err(Failed { sources: self.sources, diagnostics: errors })
+            }
         }
     }
 
     /// Compiles the checked policy for `engine`.
     pub fn compile(self, engine: EngineKind) -> Result<CompiledPolicy, Failed> {
-        let (policy, sources) = self.into_policy()?;
-        engine::compile(policy, engine).map_err(|d| Failed { sources, diagnostics: vec![d] })
+        self.into_policy()?.compile(engine)
     }
+}
 
-    fn failed(self) -> Failed {
-        let errors = self.diagnostics.into_iter().filter(Diagnostic::is_error).collect();
-        Failed { sources: self.sources, diagnostics: errors }
+impl CheckedPolicy {
+    /// Compiles the policy for `engine`.
+    pub fn compile(self, engine: EngineKind) -> Result<CompiledPolicy, Failed> {
+        let CheckedPolicy { sources, policy, .. } = self;
+        engine::compile(policy, engine).map_err(|d| Failed { sources, diagnostics: vec![d] })
     }
 }
 

@@ -1,13 +1,12 @@
 //! Known answers for each construct of the language, in both engines. Each case is an
 //! expression used as a `job_order` key (booleans read as 0 or 1) over fixed records.
 
-use gpol_compiler::check::check;
 use gpol_compiler::engine::{EngineKind, compile};
 use gpol_compiler::interp::Ctx;
+use gpol_compiler::load::Checked;
 use gpol_compiler::schema::{
     CardRec, ClusterRec, DomainRec, EnumKind, JobRec, List, NodeRec, Opt, QueueRec, Resources, ShapeRec, Sym,
 };
-use gpol_compiler::source::{SourceFile, SourceMap};
 
 const NAN: f64 = f64::NAN;
 const INF: f64 = f64::INFINITY;
@@ -100,12 +99,9 @@ job_order { EXPR }
 
 fn records_and_check(expr: &str, expected: f64) {
     let text = POLICY.replace("EXPR", expr);
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new("constructs.gpol", text));
-    let checked = check(&mut sources, id);
-    let policy = checked.policy.unwrap_or_else(|| panic!("`{expr}` does not check: {:?}", checked.diagnostics));
+    let policy = Checked::from_text("constructs.gpol", &text).into_policy().expect("the policy checks").policy;
     for kind in [EngineKind::Interp, EngineKind::Jit] {
-        let p = compile(policy.clone(), kind).unwrap_or_else(|d| panic!("`{expr}`: {d:?}"));
+        let p = compile(policy.clone(), kind).expect("the policy checks");
         let lit = |s: &str| Sym(p.program.literals.iter().position(|l| l == s).map_or(0, |i| i as u32 + 1));
         let literals: Vec<Sym> = (1..=p.program.literals.len() as u32).map(Sym).collect();
         let hashes: Vec<u64> = (0..=p.program.literals.len() as u64).map(|i| i * 7919).collect();
@@ -166,13 +162,10 @@ score cards weight 1 { count(c in node.cards_list: c.free >= 0.5 gpu) / len(node
 
 card_score emptiest { card.free / 1 gpu }
 ";
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new("nodes.gpol", policy));
-    let checked = check(&mut sources, id);
-    let policy = checked.policy.unwrap_or_else(|| panic!("{:?}", checked.diagnostics));
+    let policy = Checked::from_text("nodes.gpol", policy).into_policy().unwrap().policy;
     let profile = usize::from(EnumKind::MigProfile.variant("1g.10gb").unwrap_or(0));
     for kind in [EngineKind::Interp, EngineKind::Jit] {
-        let p = compile(policy.clone(), kind).unwrap_or_else(|d| panic!("{d:?}"));
+        let p = compile(policy.clone(), kind).unwrap();
         let cards = [CardRec { free: 1.0, ..CardRec::default() }, CardRec { free: 0.25, ..CardRec::default() }];
         let mut free_mig = [0.0; 6];
         free_mig[profile] = 2.0;

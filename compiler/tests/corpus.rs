@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 fn gpol_files(dir: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .expect("the folder is readable")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "gpol"))
         .collect();
@@ -17,14 +17,14 @@ fn gpol_files(dir: &str) -> Vec<PathBuf> {
 }
 
 fn assert_clean(path: &Path) {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).expect("the file is readable");
     let mut sources = SourceMap::new();
     let id = sources.add(SourceFile::new(path.display().to_string(), text.clone()));
     let checked = check(&mut sources, id);
     let rendered: String =
         checked.diagnostics.iter().map(|d| gpol_compiler::diag::render::human(&sources, d, false)).collect();
     assert!(checked.diagnostics.is_empty(), "{} has diagnostics:\n{rendered}", path.display());
-    let formatted = gpol_compiler::fmt::format_source(id, &text).unwrap_or_else(|d| panic!("{d:?}"));
+    let formatted = gpol_compiler::fmt::format_source(id, &text).expect("it compiles");
     assert_eq!(formatted, text, "{} is not formatted canonically (run `gpolc fmt`)", path.display());
 }
 
@@ -51,7 +51,7 @@ fn schema_doc() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schema.md");
     let generated = gpol_compiler::schema::markdown();
     if std::env::var_os("GPOL_BLESS").is_some() {
-        std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        std::fs::write(&path, &generated).unwrap();
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert_eq!(on_disk, generated, "docs/schema.md is stale: run GPOL_BLESS=1 cargo test -p gpol-compiler schema_doc");
@@ -62,7 +62,7 @@ fn diagnostics_doc() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/diagnostics.md");
     let generated = gpol_compiler::diag::markdown();
     if std::env::var_os("GPOL_BLESS").is_some() {
-        std::fs::write(&path, &generated).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        std::fs::write(&path, &generated).unwrap();
     }
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert_eq!(
@@ -77,7 +77,7 @@ fn diagnostics_doc() {
 #[test]
 fn language_reference_examples_check_clean() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/language.md");
-    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc = std::fs::read_to_string(&path).unwrap();
     let mut examples = 0;
     for (i, block) in doc.split("```gpol\n").skip(1).enumerate() {
         let code = block.split("```").next().unwrap_or_default();
@@ -86,7 +86,7 @@ fn language_reference_examples_check_clean() {
         }
         examples += 1;
         let dir = std::env::temp_dir().join(format!("gpol-doc-{}-{i}.gpol", std::process::id()));
-        std::fs::write(&dir, code).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&dir, code).unwrap();
         assert_clean(&dir);
         let _ = std::fs::remove_file(&dir);
     }

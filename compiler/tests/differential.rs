@@ -101,7 +101,7 @@ impl Gen<'_> {
     }
 
     fn field(&mut self, base: Node, record: Record, name: &str) -> Node {
-        let (idx, f) = record.field(name).unwrap_or_else(|| panic!("{}.{name}", record.name()));
+        let (idx, f) = record.field(name).expect(".");
         let ty = field_ty(f);
         n(Kind::Field { base: b(base), record, field: idx }, ty)
     }
@@ -510,19 +510,16 @@ proptest! {
 fn example_engines() -> Vec<(String, Arc<Program>, InterpEngine, gpol_compiler::jit::JitEngine)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
     let mut paths: Vec<_> =
-        std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")).filter_map(|e| e.ok().map(|e| e.path())).collect();
+        std::fs::read_dir(&dir).expect("it compiles").filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     paths
         .into_iter()
         .map(|path| {
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let mut sources = gpol_compiler::source::SourceMap::new();
-            let id = sources.add(gpol_compiler::source::SourceFile::new(path.display().to_string(), text));
-            let policy =
-                gpol_compiler::check::check(&mut sources, id).policy.unwrap_or_else(|| panic!("{}", path.display()));
+            let checked = gpol_compiler::load::Checked::from_file(&path).expect("the policy is readable");
+            let policy = checked.into_policy().expect("the policy checks").policy;
             let program = Arc::new(gpol_compiler::lower::lower(&policy));
             let interp = InterpEngine { program: Arc::clone(&program) };
-            let jit = gpol_compiler::jit::compile(Arc::clone(&program)).unwrap_or_else(|e| panic!("{e}"));
+            let jit = gpol_compiler::jit::compile(Arc::clone(&program)).expect("the policy checks");
             (path.display().to_string(), program, interp, jit)
         })
         .collect()

@@ -1,19 +1,12 @@
 //! Known answers from the reference engine on the example policies.
 
-use gpol_compiler::check::check;
-use gpol_compiler::engine::{CompiledPolicy, EngineKind, NONE, NodeResult, compile};
+use gpol_compiler::engine::{CompiledPolicy, EngineKind, NONE, NodeResult};
 use gpol_compiler::interp::Ctx;
 use gpol_compiler::schema::{ClusterRec, EnumKind, JobRec, NodeRec, Opt, QueueRec, Sym};
-use gpol_compiler::source::{SourceFile, SourceMap};
 
 fn compiled(path: &str, kind: EngineKind) -> CompiledPolicy {
     let full = format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"));
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new(path, text));
-    let checked = check(&mut sources, id);
-    let policy = checked.policy.unwrap_or_else(|| panic!("{path}: {:?}", checked.diagnostics));
-    compile(policy, kind).unwrap_or_else(|d| panic!("{d:?}"))
+    gpol_compiler::load::compile_file(full.as_ref(), kind).expect("the example policy compiles")
 }
 
 fn sharing(name: &str) -> u8 {

@@ -21,7 +21,7 @@ fn score_type(expr: &str) -> Ty {
     let id = sources.add(SourceFile::new("t.gpol", text));
     let checked = check(&mut sources, id);
     assert!(checked.diagnostics.is_empty(), "{expr}: {:?}", checked.diagnostics);
-    let policy = checked.policy.unwrap_or_else(|| panic!("no policy"));
+    let policy = checked.policy.expect("the policy checks");
     match &policy.rules[0].body.kind {
         gpol_compiler::hir::ExprKind::Binary(_, lhs, _) => lhs.ty.clone(),
         other => panic!("{other:?}"),

@@ -476,7 +476,7 @@ mod tests {
 
     fn tree(queues: &str) -> (Quotas, Symbols) {
         let text = format!("policy q\n{queues}\n");
-        let (policy, _) = Checked::from_text("q.gpol", &text).into_policy().expect("the tree checks");
+        let policy = Checked::from_text("q.gpol", &text).into_policy().expect("the tree checks").policy;
         let mut syms = Symbols::default();
         (Quotas::new(&policy, &mut syms), syms)
     }

@@ -22,7 +22,8 @@ fn files(dir: &str) -> Vec<PathBuf> {
 }
 
 fn policy(path: &Path) -> (hir::Policy, SourceMap) {
-    Checked::from_file(path).expect("the policy is readable").into_policy().expect("the policy checks")
+    let checked = Checked::from_file(path).expect("the policy is readable").into_policy().expect("the policy checks");
+    (checked.policy, checked.sources)
 }
 
 fn run_dir(dir: &str) -> usize {
@@ -53,7 +54,7 @@ fn run_dir(dir: &str) -> usize {
             }
         }
         for test in &p.tests {
-            scenario::engines_agree(&p, test).unwrap_or_else(|e| panic!("{} :: {}: {e}", path.display(), test.name));
+            scenario::engines_agree(&p, test).expect("the engines agree");
         }
     }
     ran

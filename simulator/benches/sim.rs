@@ -7,9 +7,7 @@
 //! Results are in docs/performance.md.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use gpol_compiler::check::check;
-use gpol_compiler::engine::{CompiledPolicy, EngineKind, compile};
-use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_sim::generate::{self, GenSpec, Profile, QueueMix};
 use gpol_sim::{self as sim, Config, Control, Mode, Workload, spec};
 use std::path::PathBuf;
@@ -21,11 +19,7 @@ const PLACEMENT: &[&str] = &["best_fit", "fgd", "dot_product", "gpu_packing", "g
 /// A policy of the repository, by its path from the root (`policies/best_fit.gpol`).
 fn policy(file: &str) -> CompiledPolicy {
     let path = format!("{}/../{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new(path, text));
-    let policy = check(&mut sources, id).policy.unwrap_or_else(|| panic!("{file} does not check"));
-    compile(policy, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}"))
+    gpol_compiler::load::compile_file(path.as_ref(), EngineKind::Jit).expect("the policy compiles")
 }
 
 fn openb_dir() -> Option<PathBuf> {
@@ -36,14 +30,14 @@ fn openb_dir() -> Option<PathBuf> {
 }
 
 fn read(path: PathBuf) -> (String, String) {
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).expect("the file is readable");
     (path.display().to_string(), text)
 }
 
 fn run(policy: &CompiledPolicy, cluster: &spec::ClusterSpec, workload: &Workload, config: &Config) -> f64 {
     let cancel = AtomicBool::new(false);
     let control = Control { progress: &|_| {}, cancel: &cancel };
-    let report = sim::run(policy, cluster, workload, config, &control).unwrap_or_else(|e| panic!("{e}"));
+    let report = sim::run(policy, cluster, workload, config, &control).expect("the policy checks");
     report.fragmentation
 }
 
@@ -54,8 +48,8 @@ fn openb_fill(c: &mut Criterion) {
     };
     let (cname, ctext) = read(dir.join("openb_node_list_gpu_node.csv"));
     let (tname, ttext) = read(dir.join("openb_pod_list_default.csv"));
-    let cluster = sim::read_cluster(&ctext, &cname).unwrap_or_else(|e| panic!("{e}"));
-    let workload = sim::read_trace(&ttext, &tname).unwrap_or_else(|e| panic!("{e}"));
+    let cluster = sim::read_cluster(&ctext, &cname).expect("the cluster imports");
+    let workload = sim::read_trace(&ttext, &tname).expect("the trace imports");
     let config = Config { mode: Mode::Fill { target: 1.3 }, ..Config::default() };
     let mut group = c.benchmark_group("openb_fill_130");
     group.sample_size(10).measurement_time(Duration::from_secs(20));
@@ -69,7 +63,7 @@ fn openb_fill(c: &mut Criterion) {
 fn timed_scale(c: &mut Criterion) {
     let jobs: usize = std::env::var("GPOL_SCALE_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let (cname, ctext) = read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sim/scale-10k.toml"));
-    let cluster = spec::parse_toml(&ctext, &cname).unwrap_or_else(|e| panic!("{e}"));
+    let cluster = spec::parse_toml(&ctext, &cname).expect("the cluster spec is valid");
     let trace = generate::generate(&GenSpec {
         jobs,
         seed: 1,

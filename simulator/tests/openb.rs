@@ -3,9 +3,7 @@
 //! never copied into the repository. Without it these tests have nothing to read and say
 //! so on standard error.
 
-use gpol_compiler::check::check;
-use gpol_compiler::engine::{EngineKind, compile};
-use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_compiler::engine::EngineKind;
 use gpol_sim::{self as sim, Config, Control, Mode};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -24,14 +22,14 @@ fn data_dir() -> Option<PathBuf> {
 
 fn read(dir: &std::path::Path, file: &str) -> (String, String) {
     let path = dir.join(file);
-    (path.display().to_string(), std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+    (path.display().to_string(), std::fs::read_to_string(&path).expect("the file is readable"))
 }
 
 #[test]
 fn every_openb_file_imports() {
     let Some(dir) = data_dir() else { return };
     let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.ends_with(".csv"))
         .collect();
@@ -40,12 +38,12 @@ fn every_openb_file_imports() {
     for f in files {
         let (name, text) = read(&dir, &f);
         if f.starts_with("openb_node_list") {
-            let spec = sim::read_cluster(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+            let spec = sim::read_cluster(&text, &name).unwrap();
             if f == "openb_node_list_gpu_node.csv" {
                 assert_eq!((spec.nodes.len(), spec.total_gpus()), (1213, 6212));
             }
         } else {
-            let w = sim::read_trace(&text, &name).unwrap_or_else(|e| panic!("{e}"));
+            let w = sim::read_trace(&text, &name).unwrap();
             assert!(w.jobs.len() > 7000, "{f}: {} jobs", w.jobs.len());
             if f == "openb_pod_list_default.csv" {
                 assert_eq!(w.jobs.len(), 8152);
@@ -62,18 +60,15 @@ fn best_fit_fills_the_openb_cluster_to_130_percent() {
     let Some(dir) = data_dir() else { return };
     let (cname, ctext) = read(&dir, "openb_node_list_gpu_node.csv");
     let (tname, ttext) = read(&dir, "openb_pod_list_default.csv");
-    let cluster = sim::read_cluster(&ctext, &cname).unwrap_or_else(|e| panic!("{e}"));
-    let workload = sim::read_trace(&ttext, &tname).unwrap_or_else(|e| panic!("{e}"));
+    let cluster = sim::read_cluster(&ctext, &cname).unwrap();
+    let workload = sim::read_trace(&ttext, &tname).unwrap();
     let text = include_str!("../../policies/best_fit.gpol");
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new("best_fit.gpol", text.to_string()));
-    let policy = check(&mut sources, id).policy.unwrap_or_else(|| panic!("best_fit does not check"));
-    let compiled = compile(policy, EngineKind::Jit).unwrap_or_else(|d| panic!("{d:?}"));
+    let compiled = gpol_compiler::load::compile_text("best_fit.gpol", text, EngineKind::Jit).unwrap();
     let cancel = AtomicBool::new(false);
     let control = Control { progress: &|_| {}, cancel: &cancel };
     let config = Config { mode: Mode::Fill { target: 1.3 }, ..Config::default() };
-    let r = sim::run(&compiled, &cluster, &workload, &config, &control).unwrap_or_else(|e| panic!("{e}"));
-    let fill = r.fill.as_ref().unwrap_or_else(|| panic!("no fill curve"));
+    let r = sim::run(&compiled, &cluster, &workload, &config, &control).unwrap();
+    let fill = r.fill.as_ref().expect("a fill curve");
     assert!((1.3..1.32).contains(fill.arrived.last().unwrap_or(&0.0)), "{:?}", fill.arrived.last());
     // Packing leaves a few percent unallocated once arrivals pass capacity, all of it
     // fragments (the paper's best-fit baseline sits in this range).

@@ -18,16 +18,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    let super::Checked { sources, file, policy } = match super::check_policy(&args.policy, true, color) {
+    let checked = match super::check_policy(&args.policy, true, color) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let text = sources.get(file).text.clone();
+    let text = checked.sources.get(checked.file).text.clone();
+    let (policy, sources) = (checked.policy, checked.sources);
     let compile_time = median(15, || {
-        let mut s = gpol_compiler::source::SourceMap::new();
-        let i = s.add(gpol_compiler::source::SourceFile::new("bench.gpol", text.clone()));
-        let p = gpol_compiler::check::check(&mut s, i).policy;
-        let _ = p.map(|p| compile(p, EngineKind::Jit));
+        let _ = gpol_compiler::load::compile_text("bench.gpol", &text, EngineKind::Jit);
     });
     let engines = [EngineKind::Jit, EngineKind::Interp].map(|k| compile(policy.clone(), k));
     let mut report = format!(

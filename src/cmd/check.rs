@@ -1,8 +1,8 @@
 //! `gpolc check`: report errors and warnings in policies.
 
-use super::{FAILED, OK, USAGE, collect_files, load};
-use gpol_compiler::check;
+use super::{FAILED, OK, USAGE, collect_files};
 use gpol_compiler::diag::{Code, Diagnostic, render};
+use gpol_compiler::load;
 use gpol_compiler::source::SourceMap;
 use std::path::PathBuf;
 
@@ -55,18 +55,13 @@ pub fn run(args: Args, color: bool) -> u8 {
     };
     let mut all: Vec<(SourceMap, Vec<Diagnostic>)> = Vec::new();
     for path in &files {
-        let (mut sources, id, bad) = match load(path) {
-            Ok(x) => x,
+        match load::Checked::from_file(path) {
+            Ok(checked) => all.push((checked.sources, checked.diagnostics)),
             Err(e) => {
                 eprintln!("error: {e}");
                 return USAGE;
             }
-        };
-        let diagnostics = match bad {
-            Some(d) => vec![d],
-            None => check_on_big_stack(&mut sources, id),
-        };
-        all.push((sources, diagnostics));
+        }
     }
     let (mut n_err, mut n_warn) = (0, 0);
     let mut json = Vec::new();
@@ -106,25 +101,6 @@ pub fn run(args: Args, color: bool) -> u8 {
         Format::Github => {}
     }
     if n_err > 0 || (args.deny_warnings && n_warn > 0) { FAILED } else { OK }
-}
-
-/// Checks on a thread with a generous stack: nesting is bounded by the parser, but the
-/// margin keeps even pathological input far from the limit.
-fn check_on_big_stack(sources: &mut SourceMap, id: gpol_compiler::source::FileId) -> Vec<Diagnostic> {
-    std::thread::scope(|s| {
-        let handle = std::thread::Builder::new().stack_size(64 << 20).spawn_scoped(s, || check::check(sources, id));
-        match handle.map(|h| h.join()) {
-            Ok(Ok(checked)) => checked.diagnostics,
-            _ => vec![
-                Diagnostic::new(
-                    Code::Syntax,
-                    gpol_compiler::source::Span::new(id, 0, 0),
-                    "internal error while checking",
-                )
-                .help("this is a bug in gpolc; please report it with the file"),
-            ],
-        }
-    })
 }
 
 fn errors() -> usize {

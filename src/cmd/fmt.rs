@@ -1,6 +1,6 @@
 //! `gpolc fmt`: rewrite policies in the canonical layout.
 
-use super::{FAILED, OK, USAGE, collect_files, load};
+use super::{FAILED, OK, USAGE, collect_files, read_source};
 use gpol_compiler::diag::render;
 use gpol_compiler::fmt::format_source;
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ pub fn run(args: Args, color: bool) -> u8 {
     };
     let mut status = OK;
     for path in &files {
-        let (sources, id, bad) = match load(path) {
+        let (sources, id, bad) = match read_source(path) {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("error: {e}");

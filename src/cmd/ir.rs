@@ -1,7 +1,6 @@
 //! `gpolc ir`: print the IR a policy lowers to.
 
-use super::{FAILED, OK, USAGE, load};
-use gpol_compiler::diag::render;
+use super::OK;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -11,26 +10,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    let (mut sources, id, bad) = match load(&args.policy) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
+    match super::check_policy(&args.policy, true, color) {
+        Ok(checked) => {
+            super::print(&gpol_compiler::lower::lower(&checked.policy).to_string());
+            OK
         }
-    };
-    let checked = match bad {
-        Some(d) => {
-            eprint!("{}", render::human(&sources, &d, color));
-            return FAILED;
-        }
-        None => gpol_compiler::check::check(&mut sources, id),
-    };
-    for d in &checked.diagnostics {
-        eprint!("{}", render::human(&sources, d, color));
+        Err(code) => code,
     }
-    let Some(policy) = checked.policy else {
-        return FAILED;
-    };
-    super::print(&gpol_compiler::lower::lower(&policy).to_string());
-    OK
 }

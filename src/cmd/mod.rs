@@ -8,7 +8,9 @@ pub mod ir;
 pub mod sim;
 pub mod test;
 
-use gpol_compiler::diag::Diagnostic;
+use gpol_compiler::diag::{Diagnostic, render};
+use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_compiler::load::{self, CheckedPolicy};
 use gpol_compiler::source::SourceMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -70,8 +72,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Reads a source file into a new source map. Invalid UTF-8 becomes a diagnostic.
-pub fn load(path: &Path) -> Result<(SourceMap, gpol_compiler::source::FileId, Option<Diagnostic>), String> {
+/// Reads a source file into a new source map, for commands that do not check it (`fmt`).
+/// Invalid UTF-8 becomes a diagnostic.
+pub fn read_source(path: &Path) -> Result<(SourceMap, gpol_compiler::source::FileId, Option<Diagnostic>), String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut sources = SourceMap::new();
     let (id, bad) = sources.add_bytes(path.display().to_string(), bytes);
@@ -100,73 +103,42 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A policy that checked, with the sources its diagnostics point into.
-pub struct Checked {
-    pub sources: SourceMap,
-    pub file: gpol_compiler::source::FileId,
-    pub policy: gpol_compiler::hir::Policy,
+/// Prints a checked policy's errors (and, with `warnings`, its warnings).
+fn report(checked: &load::Checked, warnings: bool, color: bool) {
+    for d in checked.diagnostics.iter().filter(|d| warnings || d.is_error()) {
+        eprint!("{}", render::human(&checked.sources, d, color));
+    }
 }
 
-/// Loads and checks a policy, printing its errors (and, with `warnings`, its warnings).
+/// Reads and checks a policy, printing its errors (and, with `warnings`, its warnings).
 /// `Err` holds the exit code to return.
-pub fn check_policy(path: &Path, warnings: bool, color: bool) -> Result<Checked, u8> {
-    let (sources, id, bad) = load(path).map_err(|e| {
+pub fn check_policy(path: &Path, warnings: bool, color: bool) -> Result<CheckedPolicy, u8> {
+    let checked = load::Checked::from_file(path).map_err(|e| {
         eprintln!("error: {e}");
         USAGE
     })?;
-    check_loaded(sources, id, bad, warnings, color)
-}
-
-fn check_loaded(
-    mut sources: SourceMap,
-    id: gpol_compiler::source::FileId,
-    bad: Option<Diagnostic>,
-    warnings: bool,
-    color: bool,
-) -> Result<Checked, u8> {
-    use gpol_compiler::diag::render;
-    if let Some(d) = bad {
-        eprint!("{}", render::human(&sources, &d, color));
-        return Err(FAILED);
-    }
-    let checked = gpol_compiler::check::check(&mut sources, id);
-    for d in checked.diagnostics.iter().filter(|d| warnings || d.is_error()) {
-        eprint!("{}", render::human(&sources, d, color));
-    }
-    let policy = checked.policy.ok_or(FAILED)?;
-    Ok(Checked { sources, file: id, policy })
+    report(&checked, warnings, color);
+    checked.into_policy().map_err(|_| FAILED)
 }
 
 /// Compiles a checked policy with `engine`, printing a backend failure.
-pub fn compile_checked(
-    checked: Checked,
-    engine: gpol_compiler::engine::EngineKind,
-    color: bool,
-) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
-    let Checked { sources, policy, .. } = checked;
-    gpol_compiler::engine::compile(policy, engine).map_err(|d| {
-        eprint!("{}", gpol_compiler::diag::render::human(&sources, &d, color));
+pub fn compile_checked(checked: CheckedPolicy, engine: EngineKind, color: bool) -> Result<CompiledPolicy, u8> {
+    checked.compile(engine).map_err(|failed| {
+        for d in &failed.diagnostics {
+            eprint!("{}", render::human(&failed.sources, d, color));
+        }
         FAILED
     })
 }
 
-/// Loads, checks and compiles a policy, printing its errors.
-pub fn compile_policy(
-    path: &Path,
-    engine: gpol_compiler::engine::EngineKind,
-    color: bool,
-) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
+/// Reads, checks and compiles a policy, printing its errors.
+pub fn compile_policy(path: &Path, engine: EngineKind, color: bool) -> Result<CompiledPolicy, u8> {
     compile_checked(check_policy(path, false, color)?, engine, color)
 }
 
 /// [`compile_policy`] for a policy given as text (the bundled defaults).
-pub fn compile_policy_text(
-    name: &str,
-    text: &str,
-    engine: gpol_compiler::engine::EngineKind,
-    color: bool,
-) -> Result<gpol_compiler::engine::CompiledPolicy, u8> {
-    let mut sources = SourceMap::new();
-    let id = sources.add(gpol_compiler::source::SourceFile::new(name, text.to_string()));
-    compile_checked(check_loaded(sources, id, None, false, color)?, engine, color)
+pub fn compile_policy_text(name: &str, text: &str, engine: EngineKind, color: bool) -> Result<CompiledPolicy, u8> {
+    let checked = load::Checked::from_text(name, text);
+    report(&checked, false, color);
+    compile_checked(checked.into_policy().map_err(|_| FAILED)?, engine, color)
 }

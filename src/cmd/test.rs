@@ -1,8 +1,9 @@
 //! `gpolc test`: run the `test` blocks of policies against the runtime.
 
-use super::{FAILED, OK, USAGE, collect_files, load};
+use super::{FAILED, OK, USAGE, collect_files};
 use gpol_compiler::diag::render;
-use gpol_compiler::engine::{EngineKind, compile};
+use gpol_compiler::engine::EngineKind;
+use gpol_compiler::load;
 use gpol_compiler::source::SourceMap;
 use gpol_runtime::scenario::{self, Outcome};
 use std::path::PathBuf;
@@ -38,45 +39,35 @@ pub fn run(args: Args, color: bool) -> u8 {
     let (mut passed, mut failed) = (0, 0);
     let mut human = String::new();
     for path in &files {
-        let (mut sources, id, bad) = match load(path) {
-            Ok(x) => x,
+        let checked = match load::Checked::from_file(path) {
+            Ok(c) => c,
             Err(e) => {
                 eprintln!("error: {e}");
                 return USAGE;
             }
         };
         let mut suite = quick_junit::TestSuite::new(path.display().to_string());
-        let diagnostics = match bad {
-            Some(d) => vec![d],
-            None => Vec::new(),
-        };
-        let checked = if diagnostics.is_empty() { Some(gpol_compiler::check::check(&mut sources, id)) } else { None };
-        let errors: Vec<_> = diagnostics
-            .iter()
-            .chain(checked.iter().flat_map(|c| c.diagnostics.iter()))
-            .filter(|d| d.is_error())
-            .cloned()
-            .collect();
-        let policy = checked.and_then(|c| c.policy);
-        let (Some(policy), true) = (policy, errors.is_empty()) else {
-            failed += 1;
-            for d in &errors {
-                eprint!("{}", render::human(&sources, d, color));
+        let (compiled, sources) = match checked.into_policy() {
+            Ok(policy) => {
+                let sources = policy.sources.clone();
+                (policy.compile(args.engine), sources)
             }
-            human.push_str(&format!("{}: does not check\n", path.display()));
-            let mut case = quick_junit::TestCase::new(
-                "check",
-                quick_junit::TestCaseStatus::non_success(quick_junit::NonSuccessKind::Error),
-            );
-            case.status.set_message("the policy does not check");
-            suite.add_test_case(case);
-            report.add_test_suite(suite);
-            continue;
+            Err(errors) => (Err(errors), SourceMap::new()),
         };
-        let compiled = match compile(policy, args.engine) {
+        let compiled = match compiled {
             Ok(c) => c,
-            Err(d) => {
-                eprint!("{}", render::human(&sources, &d, color));
+            Err(errors) => {
+                for d in &errors.diagnostics {
+                    eprint!("{}", render::human(&errors.sources, d, color));
+                }
+                human.push_str(&format!("{}: does not check\n", path.display()));
+                let mut case = quick_junit::TestCase::new(
+                    "check",
+                    quick_junit::TestCaseStatus::non_success(quick_junit::NonSuccessKind::Error),
+                );
+                case.status.set_message("the policy does not check");
+                suite.add_test_case(case);
+                report.add_test_suite(suite);
                 failed += 1;
                 continue;
             }
