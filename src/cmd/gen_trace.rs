@@ -19,10 +19,12 @@ pub struct Args {
     /// Cards per node: larger jobs become replicas of this many cards.
     #[arg(long, default_value_t = 8)]
     node_gpus: u32,
-    /// A queue of the workload, as NAME[:PROFILE][=SHARE] (repeatable). Profiles:
-    /// training, inference, research, notebook, batch (the default). Without any, jobs
-    /// name no queue and follow the batch profile.
-    #[arg(long = "queue", value_name = "NAME[:PROFILE][=SHARE]")]
+    #[arg(
+        long = "queue",
+        value_name = "NAME[:PROFILE][=SHARE]",
+        help = "A queue of the workload, as NAME[:PROFILE][=SHARE] (repeatable). Profiles: training, inference, \
+                research, notebook, batch (the default). Without any, jobs name no queue and follow the batch profile."
+    )]
     queues: Vec<String>,
     #[arg(long, default_value_t = 1)]
     seed: u64,

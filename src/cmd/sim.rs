@@ -1,7 +1,7 @@
 //! `gpolc sim`: replays a workload trace on a cluster under one or more policies and
 //! prints what happened; several policies or seeds run in parallel and print side by
-//! side. Without arguments it runs the bundled default (a 128-GPU cluster, a week of
-//! synthetic jobs, policies/borrowing.gpol).
+//! side. Without arguments it runs the bundled default (a 128-GPU cluster, 3,000
+//! synthetic jobs over about two weeks, policies/borrowing.gpol).
 
 use super::{FAILED, OK, USAGE, write_atomically};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
@@ -29,7 +29,9 @@ pub struct Args {
     /// POLICY, the baseline, when one is given).
     #[arg(long, num_args = 1.., value_name = "POLICY")]
     compare: Vec<PathBuf>,
-    /// The cluster: a TOML spec or an openb node list (default: the bundled sim/cluster.toml).
+    /// The cluster: a TOML spec, `kubectl get nodes -o json` output, a Slurm node list
+    /// (`sinfo --json`, slurmrestd's `/nodes`) or an openb node list (default: the
+    /// bundled sim/cluster.toml).
     #[arg(long)]
     cluster: Option<PathBuf>,
     /// The workload: gpol's CSV or JSON Lines trace, or an openb pod list (default: the

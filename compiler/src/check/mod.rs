@@ -1,11 +1,11 @@
 //! Name resolution, type checking with units, and the semantic checks of a policy.
 //! Input: parsed files. Output: a [`hir::Policy`] (when there are no errors) and
-//! diagnostics. Sub-modules: `expr` (expressions), `queues` (the quota tree), `tests`
-//! (test scenarios), `lints` (warnings that need the whole policy).
+//! diagnostics. Sub-modules: `expr` (expressions), `queues` (the quota tree),
+//! `scenarios` (the scenarios of `test` blocks).
 
 mod expr;
 mod queues;
-mod tests;
+mod scenarios;
 
 use crate::diag::{Code, Diagnostic, snippet};
 use crate::fold::Folder;

@@ -1,11 +1,11 @@
 //! The scheduler: a cluster, its quota tree and its jobs, scheduled by a compiled policy
 //! (decisions D3, D9). Its state is private: changes go through methods that keep every
-//! index and cache in step ([`state`], [`intake`]), reads through accessors and
-//! read-only views. Queues are served in `queue_order`, level by level down the tree;
-//! inside a leaf, jobs in `job_order` ([`order`]); each job's turn is an attempt
-//! ([`cycle`]): the placement decision (`place`), then, if it waits, the victim search
-//! (`preempt`) and head-of-line reservation (`reserve`). Failed jobs wait to be retried
-//! until something that could change their fate happens ([`retry`]).
+//! index and cache in step (`state`, `intake`), reads through accessors and read-only
+//! views. Queues are served in `queue_order`, level by level down the tree; inside a
+//! leaf, jobs in `job_order` (`order`); each job's turn is an attempt (`cycle`): the
+//! placement decision ([`crate::place`]), then, if it waits, the victim search
+//! ([`crate::preempt`]) and head-of-line reservation ([`crate::reserve`]). Failed jobs
+//! wait to be retried until something that could change their fate happens (`retry`).
 
 mod cycle;
 mod event;
