@@ -222,6 +222,127 @@ impl NodeSpec {
     }
 }
 
+// ---------------------------------------------------------------- as test-block text
+
+/// A string as gpol writes it: quoted, with `\`, `"`, newlines and tabs escaped.
+pub fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Bytes exactly, in GiB when whole.
+fn bytes_text(b: u64) -> String {
+    if b > 0 && b % (1 << 30) == 0 { format!("{}GiB", b >> 30) } else { format!("{b}B") }
+}
+
+/// Milli-units (of CPU or GPU) as a plain number.
+fn milli_text(m: u64) -> String {
+    format!("{}", m as f64 / 1000.0)
+}
+
+impl JobSpec {
+    /// The job's properties as a `test` block writes them (`queue a; cards 2; …`), so
+    /// that checking them gives this job back: what a generated scenario or a
+    /// counterexample is written as.
+    pub fn test_props(&self) -> String {
+        let mut p: Vec<String> = Vec::new();
+        if let Some(q) = &self.queue {
+            p.push(format!("queue {}", quoted(q)));
+        }
+        if let Some(u) = &self.user {
+            p.push(format!("user {}", quoted(u)));
+        }
+        if let Some(c) = &self.priority_class {
+            p.push(format!("priority_class {}", quoted(c)));
+        }
+        if let Some(x) = self.priority {
+            p.push(format!("priority {x}"));
+        }
+        match self.request {
+            Request::Whole(k) => p.push(format!("cards {k}")),
+            Request::Fraction(m) => p.push(format!("fraction {}", milli_text(u64::from(m)))),
+            Request::Mig(i) => p.push(format!("mig {}", crate::schema::MIG_PROFILES.get(usize::from(i)).unwrap_or(&"?"))),
+            Request::None => {}
+        }
+        if self.replicas != 1 {
+            p.push(format!("replicas {}", self.replicas));
+        }
+        if let Some(m) = self.min_replicas {
+            p.push(format!("min_replicas {m}"));
+        }
+        for (key, value) in [("gpu_mem", self.gpu_mem), ("mem", self.mem)] {
+            if value > 0 {
+                p.push(format!("{key} {}", bytes_text(value)));
+            }
+        }
+        if self.cpu_milli > 0 {
+            p.push(format!("cpu {}", milli_text(self.cpu_milli)));
+        }
+        if !self.models.is_empty() {
+            let models: Vec<String> = self.models.iter().map(|m| quoted(m)).collect();
+            p.push(format!("models [{}]", models.join(", ")));
+        }
+        for (on, flag) in
+            [(self.bursty, "bursty"), (self.latency_critical, "latency_critical"), (self.preemptible, "preemptible")]
+        {
+            if on {
+                p.push(flag.to_string());
+            }
+        }
+        if let Some(d) = self.duration_ms {
+            p.push(format!("duration {d}ms"));
+        }
+        if let Some(c) = self.checkpoint_every_ms {
+            p.push(format!("checkpoint {c}ms"));
+        }
+        if self.utilization != 1.0 {
+            p.push(format!("utilization {}", self.utilization));
+        }
+        for (k, v) in &self.labels {
+            p.push(format!("label {} = {}", quoted(k), quoted(v)));
+        }
+        p.join("; ")
+    }
+}
+
+impl NodeSpec {
+    /// The node's properties as a `test` block writes them; `levels` are the policy's
+    /// topology levels, which name the node's domains.
+    pub fn test_props(&self, levels: &[String]) -> String {
+        let mut p = vec![format!("model {}", quoted(&self.model)), format!("cards {}", self.cards)];
+        p.push(format!("gpu_mem {}", bytes_text(self.card_mem)));
+        p.push(format!("sharing {}", self.sharing.name()));
+        if !self.mig.is_empty() {
+            let names: Vec<&str> =
+                self.mig.iter().map(|&i| *crate::schema::MIG_PROFILES.get(usize::from(i)).unwrap_or(&"?")).collect();
+            p.push(format!("mig [{}]", names.join(", ")));
+        }
+        p.push(format!("max_clients {}", self.max_clients));
+        p.push(format!("cpu {}", milli_text(self.cpu_milli)));
+        p.push(format!("mem {}", bytes_text(self.mem)));
+        for (level, domain) in &self.domains {
+            if let Some(name) = levels.get(usize::from(*level)) {
+                p.push(format!("{name} {}", quoted(domain)));
+            }
+        }
+        for (k, v) in &self.labels {
+            p.push(format!("label {} = {}", quoted(k), quoted(v)));
+        }
+        p.join("; ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,7 @@ const JOB_PROPS: &[(&str, Kind)] = &[
     ("latency_critical", Kind::Flag),
     ("preemptible", Kind::Flag),
     ("duration", Kind::Num(Dim::TIME, false)),
+    ("checkpoint", Kind::Num(Dim::TIME, false)),
     ("utilization", Kind::Num(Dim::NONE, true)),
     ("runtime", Kind::Num(Dim::TIME, false)),
     ("since_checkpoint", Kind::Num(Dim::TIME, false)),
@@ -486,7 +487,7 @@ impl Checker<'_> {
                         .collect()
                 }
                 ("max_clients", Value::Num(x)) => n.max_clients = self.whole(x, name, value).max(1),
-                ("cpu", Value::Num(x)) => n.cpu_milli = (self.amount(x, name, value) * 1000.0) as u64,
+                ("cpu", Value::Num(x)) => n.cpu_milli = milli(self.amount(x, name, value)),
                 ("mem", Value::Num(x)) => n.mem = self.amount(x, name, value) as u64,
                 _ => {}
             }
@@ -652,7 +653,7 @@ impl Checker<'_> {
                 ("replicas", Value::Num(x)) => j.replicas = self.whole(x, name, value).max(1),
                 ("min_replicas", Value::Num(x)) => j.min_replicas = Some(self.whole(x, name, value)),
                 ("gpu_mem", Value::Num(x)) => j.gpu_mem = self.amount(x, name, value) as u64,
-                ("cpu", Value::Num(x)) => j.cpu_milli = (self.amount(x, name, value) * 1000.0) as u64,
+                ("cpu", Value::Num(x)) => j.cpu_milli = milli(self.amount(x, name, value)),
                 ("mem", Value::Num(x)) => j.mem = self.amount(x, name, value) as u64,
                 ("models", Value::List(items)) => {
                     j.models =
@@ -661,7 +662,8 @@ impl Checker<'_> {
                 ("bursty", Value::Bool(b)) => j.bursty = b,
                 ("latency_critical", Value::Bool(b)) => j.latency_critical = b,
                 ("preemptible", Value::Bool(b)) => j.preemptible = b,
-                ("duration", Value::Num(x)) => j.duration_ms = Some((self.amount(x, name, value) * 1000.0) as u64),
+                ("duration", Value::Num(x)) => j.duration_ms = Some(milli(self.amount(x, name, value))),
+                ("checkpoint", Value::Num(x)) => j.checkpoint_every_ms = Some(milli(self.amount(x, name, value))),
                 ("utilization", Value::Num(x)) => j.utilization = self.amount(x, name, value),
                 ("runtime", Value::Num(x)) => ran = self.amount(x, name, value),
                 ("since_checkpoint", Value::Num(x)) => since_checkpoint = self.amount(x, name, value),
@@ -699,9 +701,13 @@ impl Checker<'_> {
                     .help("`since_checkpoint` is at most `runtime`"),
             );
         }
-        let ms = |s: f64| (s * 1000.0) as u64;
-        (j, History { ran_ms: ms(ran), since_checkpoint_ms: ms(since_checkpoint.min(ran)), evictions })
+        (j, History { ran_ms: milli(ran), since_checkpoint_ms: milli(since_checkpoint.min(ran)), evictions })
     }
+}
+
+/// Thousandths of a base unit (milli-cores from cores, ms from seconds), to the nearest.
+fn milli(x: f64) -> u64 {
+    (x * 1000.0).round() as u64
 }
 
 /// A property other than a label: its name and its value, if written.
