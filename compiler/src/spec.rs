@@ -243,7 +243,7 @@ pub fn quoted(s: &str) -> String {
 
 /// Bytes exactly, in GiB when whole.
 fn bytes_text(b: u64) -> String {
-    if b > 0 && b % (1 << 30) == 0 { format!("{}GiB", b >> 30) } else { format!("{b}B") }
+    if b > 0 && b.is_multiple_of(1 << 30) { format!("{}GiB", b >> 30) } else { format!("{b}B") }
 }
 
 /// Milli-units (of CPU or GPU) as a plain number.
@@ -272,7 +272,9 @@ impl JobSpec {
         match self.request {
             Request::Whole(k) => p.push(format!("cards {k}")),
             Request::Fraction(m) => p.push(format!("fraction {}", milli_text(u64::from(m)))),
-            Request::Mig(i) => p.push(format!("mig {}", crate::schema::MIG_PROFILES.get(usize::from(i)).unwrap_or(&"?"))),
+            Request::Mig(i) => {
+                p.push(format!("mig {}", crate::schema::MIG_PROFILES.get(usize::from(i)).unwrap_or(&"?")))
+            }
             Request::None => {}
         }
         if self.replicas != 1 {

@@ -68,35 +68,46 @@ fn job() -> impl Strategy<Value = JobSpec> {
     let flags = (any::<bool>(), any::<bool>(), any::<bool>());
     let times = (prop::option::of(1u64..10_000_000_000), prop::option::of(1u64..100_000_000));
     (
-        (prop::sample::select(vec!["a", "b"]), prop::option::of(text()), prop::option::of(prop::sample::select(vec!["low", "high"]))),
+        (
+            prop::sample::select(vec!["a", "b"]),
+            prop::option::of(text()),
+            prop::option::of(prop::sample::select(vec!["low", "high"])),
+        ),
         (prop::option::of(-1e6f64..1e6), request, 1u32..9, any::<prop::sample::Index>()),
         (bytes.clone(), 0u64..500_000, bytes, prop::collection::vec(text(), 0..3)),
         (flags, times, 0.0f64..=1.0, prop::collection::vec((text(), text()), 0..3)),
     )
-        .prop_map(|((queue, user, class), (priority, request, replicas, min), (gpu_mem, cpu_milli, mem, models), (flags, times, utilization, labels))| {
-            let min_replicas = (replicas > 1).then(|| 1 + min.index(replicas as usize) as u32);
-            JobSpec {
-                name: String::new(),
-                queue: Some(queue.into()),
-                user,
-                priority_class: class.map(str::to_string),
-                priority,
-                request,
-                replicas,
-                min_replicas,
-                gpu_mem,
-                cpu_milli,
-                mem,
-                models,
-                bursty: flags.0,
-                latency_critical: flags.1,
-                preemptible: flags.2,
-                duration_ms: times.0,
-                checkpoint_every_ms: times.1,
-                utilization,
-                labels,
-            }
-        })
+        .prop_map(
+            |(
+                (queue, user, class),
+                (priority, request, replicas, min),
+                (gpu_mem, cpu_milli, mem, models),
+                (flags, times, utilization, labels),
+            )| {
+                let min_replicas = (replicas > 1).then(|| 1 + min.index(replicas as usize) as u32);
+                JobSpec {
+                    name: String::new(),
+                    queue: Some(queue.into()),
+                    user,
+                    priority_class: class.map(str::to_string),
+                    priority,
+                    request,
+                    replicas,
+                    min_replicas,
+                    gpu_mem,
+                    cpu_milli,
+                    mem,
+                    models,
+                    bursty: flags.0,
+                    latency_critical: flags.1,
+                    preemptible: flags.2,
+                    duration_ms: times.0,
+                    checkpoint_every_ms: times.1,
+                    utilization,
+                    labels,
+                }
+            },
+        )
 }
 
 proptest! {

@@ -36,7 +36,7 @@ fn read(path: PathBuf) -> (String, String) {
 
 fn run(policy: &CompiledPolicy, cluster: &spec::ClusterSpec, workload: &Workload, config: &Config) -> f64 {
     let cancel = AtomicBool::new(false);
-    let control = Control { progress: &|_| {}, cancel: &cancel };
+    let control = Control::new(&|_| {}, &cancel);
     let report = sim::run(policy, cluster, workload, config, &control).expect("the policy checks");
     report.fragmentation
 }

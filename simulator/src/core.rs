@@ -65,6 +65,19 @@ pub struct Control<'a> {
     pub progress: &'a (dyn Fn(f64) + Sync),
     /// Set to stop the run early; it then returns [`SimError::Interrupted`].
     pub cancel: &'a AtomicBool,
+    /// Shown every event the scheduler logs, with the scheduler as it stands then (to
+    /// read job and node names from); `None` when only the report is wanted.
+    pub on_event: Option<&'a EventHook<'a>>,
+}
+
+/// What [`Control::on_event`] calls.
+pub type EventHook<'a> = dyn Fn(&Scheduler, &Event) + Sync + 'a;
+
+impl<'a> Control<'a> {
+    /// Progress reports and cancellation, no event hook.
+    pub fn new(progress: &'a (dyn Fn(f64) + Sync), cancel: &'a AtomicBool) -> Control<'a> {
+        Control { progress, cancel, on_event: None }
+    }
 }
 
 #[derive(Debug)]
@@ -278,7 +291,7 @@ impl<'a> Sim<'a> {
                 next_node_event += 1;
             }
             self.s.cycle();
-            let progress = self.absorb_log(&mut |job, at| completions.push(Reverse((at, job.0, job.1))));
+            let progress = self.absorb_log(control, &mut |job, at| completions.push(Reverse((at, job.0, job.1))));
             let quiet = next_job == jobs.len() && next_node_event == node_events.len() && completions.is_empty();
             if retry_at.is_none() && self.s.pending() > 0 && self.s.waits_on_time() && !(quiet && retrying && !progress)
             {
@@ -327,10 +340,13 @@ impl<'a> Sim<'a> {
 
     /// Reads what the scheduler did since the last call. `completion` is told when each
     /// started job would finish. Returns whether any job started or stopped.
-    fn absorb_log(&mut self, completion: &mut dyn FnMut((JobId, u32), u64)) -> bool {
+    fn absorb_log(&mut self, control: &Control, completion: &mut dyn FnMut((JobId, u32), u64)) -> bool {
         let now = self.s.now_ms();
         let mut progress = false;
         for event in self.s.take_log() {
+            if let Some(observe) = control.on_event {
+                observe(&self.s, &event);
+            }
             match event {
                 Event::Submitted { job, .. } => self.wait(job, 1),
                 Event::Placed { job, nodes, .. } => {
@@ -497,7 +513,7 @@ impl<'a> Sim<'a> {
                     }
                     (control.progress)(arrived as f64 / goal.max(1.0));
                 }
-                self.fill_one(index, pass, &mut arrived, &mut failed);
+                self.fill_one(index, pass, &mut arrived, &mut failed, control);
                 let share = arrived as f64 / capacity.max(1.0);
                 if share >= next_point {
                     curve.arrived.push(share);
@@ -525,13 +541,13 @@ impl<'a> Sim<'a> {
     }
 
     /// One fill-mode arrival: the job gets one attempt, and is withdrawn if it fails.
-    fn fill_one(&mut self, index: usize, pass: usize, arrived: &mut u64, failed: &mut u64) {
+    fn fill_one(&mut self, index: usize, pass: usize, arrived: &mut u64, failed: &mut u64, control: &Control) {
         {
             // No departures: completions are never scheduled.
             let id = self.submit(index, pass);
             *arrived += self.s.jobs()[id].total_milli();
             self.s.cycle();
-            self.absorb_log(&mut |_, _| {});
+            self.absorb_log(control, &mut |_, _| {});
             if self.s.jobs()[id].is_pending() {
                 *failed += self.s.jobs()[id].total_milli();
                 self.s.withdraw(id);

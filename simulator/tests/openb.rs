@@ -65,7 +65,7 @@ fn best_fit_fills_the_openb_cluster_to_130_percent() {
     let text = include_str!("../../policies/best_fit.gpol");
     let compiled = gpol_compiler::load::compile_text("best_fit.gpol", text, EngineKind::Jit).unwrap();
     let cancel = AtomicBool::new(false);
-    let control = Control { progress: &|_| {}, cancel: &cancel };
+    let control = Control::new(&|_| {}, &cancel);
     let config = Config { mode: Mode::Fill { target: 1.3 }, ..Config::default() };
     let r = sim::run(&compiled, &cluster, &workload, &config, &control).unwrap();
     let fill = r.fill.as_ref().expect("a fill curve");

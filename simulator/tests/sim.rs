@@ -24,7 +24,7 @@ fn workload(csv: &str) -> Workload {
 
 fn simulate(p: &CompiledPolicy, c: &ClusterSpec, w: &Workload, config: &Config) -> Report {
     let cancel = AtomicBool::new(false);
-    let control = Control { progress: &|_| {}, cancel: &cancel };
+    let control = Control::new(&|_| {}, &cancel);
     run(p, c, w, config, &control).expect("the run completes")
 }
 
@@ -138,7 +138,7 @@ fn bad_trace_rows_name_the_job() {
     let p = policy("policy q\n\nqueue a {}\nqueue b {}\n", EngineKind::Jit);
     let w = workload("name,arrival,gpus,queue\nx,0,1,a\ny,0,1,gamma\n");
     let cancel = AtomicBool::new(false);
-    let control = Control { progress: &|_| {}, cancel: &cancel };
+    let control = Control::new(&|_| {}, &cancel);
     let e = run(&p, &cluster(ONE_NODE), &w, &Config::default(), &control).expect_err("unknown queue");
     assert_eq!(e.to_string(), "trace.csv:3: field `queue`: job `y`: the policy has no queue `gamma`");
     let w = workload("name,arrival,gpus\nx,0,1\n");
@@ -152,7 +152,7 @@ fn a_cancelled_run_reports_nothing() {
         .chain((0..2000).map(|i| format!("{i},10,1\n")))
         .collect();
     let cancel = AtomicBool::new(true);
-    let control = Control { progress: &|_| {}, cancel: &cancel };
+    let control = Control::new(&|_| {}, &cancel);
     let p = policy(FIFO, EngineKind::Jit);
     let r = run(&p, &cluster(ONE_NODE), &workload(&trace), &Config::default(), &control);
     assert!(matches!(r, Err(gpol_sim::SimError::Interrupted)));

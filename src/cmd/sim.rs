@@ -121,7 +121,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
                 let before = seen.swap(now, Ordering::Relaxed);
                 bar.inc(now.saturating_sub(before));
             };
-            let control = Control { progress: &progress, cancel: &cancel };
+            let control = Control::new(&progress, &cancel);
             sim::run(&policies[p].1, &cluster, &workload, &config, &control)
         })
         .collect();
