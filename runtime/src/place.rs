@@ -249,7 +249,13 @@ impl Scheduler {
         let node_rec = self.node_records().get(node)?;
         let cards = node_rec.cards_list.as_slice();
         let engine = self.policy.engine();
-        let score = |card: usize| cards.get(card).map_or(0.0, |c| engine.card_score(&ctx, &rec, node_rec, c).0);
+        let score = |card: usize| match cards.get(card) {
+            Some(c) => engine.card_score(&ctx, &rec, node_rec, c).0,
+            None => {
+                gpol_compiler::never!("card {card} of node {node} has no record");
+                0.0
+            }
+        };
         fit::choose(n, j, Some(&score))
     }
 

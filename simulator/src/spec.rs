@@ -213,12 +213,14 @@ fn pool_nodes(p: &RawPool) -> Result<Vec<NodeDef>, (&'static str, String)> {
     if p.gpus > 0 && p.gpu_model.is_empty() {
         return Err(("gpu_model", "a pool with GPUs needs a gpu_model".into()));
     }
-    let quantity = |q: &Option<Quantity>, field: &'static str, f: fn(&str) -> Result<u64, String>| {
-        q.as_ref().map_or(Ok(0), |q| f(&q.text())).map_err(|m| (field, m))
+    // What a pool does not say is the one node model's default.
+    let defaults = NodeSpec::default();
+    let quantity = |q: &Option<Quantity>, field: &'static str, default: u64, f: fn(&str) -> Result<u64, String>| {
+        q.as_ref().map_or(Ok(default), |q| f(&q.text())).map_err(|m| (field, m))
     };
-    let card_mem = quantity(&p.gpu_mem, "gpu_mem", input::bytes)?;
-    let cpu_milli = quantity(&p.cpu, "cpu", input::milli_cpu)?;
-    let mem = quantity(&p.mem, "mem", input::bytes)?;
+    let card_mem = quantity(&p.gpu_mem, "gpu_mem", defaults.card_mem, input::bytes)?;
+    let cpu_milli = quantity(&p.cpu, "cpu", defaults.cpu_milli, input::milli_cpu)?;
+    let mem = quantity(&p.mem, "mem", defaults.mem, input::bytes)?;
     for (level, g) in &p.topology {
         if matches!(g, Grouping::Size(0)) {
             return Err(("topology", format!("level `{level}`: a domain holds at least one node")));
@@ -246,7 +248,7 @@ fn pool_nodes(p: &RawPool) -> Result<Vec<NodeDef>, (&'static str, String)> {
                     card_mem,
                     sharing,
                     mig: mig.clone(),
-                    max_clients: p.max_clients.unwrap_or(1).max(1),
+                    max_clients: p.max_clients.unwrap_or(defaults.max_clients).max(1),
                     cpu_milli,
                     mem,
                     domains: Vec::new(),
@@ -304,6 +306,15 @@ kind = "drain"
             spec.events,
             vec![NodeEvent { at_ms: 7_200_000, node: "a100-3".into(), kind: NodeEventKind::Drain }]
         );
+    }
+
+    #[test]
+    fn what_a_pool_leaves_out_is_the_node_models_default() {
+        let spec = parse_toml("[[pool]]\nname = \"p\"\ngpu_model = \"t4\"\ngpus = 2\n", "c.toml").expect("valid spec");
+        let n = &spec.nodes[0].spec;
+        let d = NodeSpec::default();
+        assert_eq!((n.card_mem, n.cpu_milli, n.mem, n.max_clients), (d.card_mem, d.cpu_milli, d.mem, d.max_clients));
+        assert_eq!((n.model.as_str(), n.cards, n.sharing), ("t4", 2, Sharing::Exclusive));
     }
 
     #[test]

@@ -105,7 +105,11 @@ impl Scheduler {
         } else {
             fit::choose(&self.cluster.nodes[node], &self.jobs[job], None)
         };
-        let Some(cards) = cards else { return };
+        let Some(cards) = cards else {
+            // Placement and `start_on` only bind where the replica fits.
+            gpol_compiler::never!("job {job} bound to node {node}, where it does not fit");
+            return;
+        };
         let slot = fit::bind(&mut self.cluster, node, &self.jobs[job], &cards);
         self.jobs[job].slots.push(slot);
         self.refresh_node(node);
