@@ -1,0 +1,52 @@
+//! `explain` renders the decision records: a quota block with its numbers, a victim
+//! search's verdicts, and a rejection by rule name.
+
+mod support;
+
+use gpol_runtime::explain::{explain, state_text};
+use gpol_runtime::jobs::{Reason, State};
+use gpol_runtime::quota::{Block, Res};
+use support::{cards, h100, queued};
+
+#[test]
+fn a_quota_block_is_shown_with_its_numbers() {
+    let text = "policy capped\n\nqueue org {\n  queue a { limit 2 gpu }\n  queue b {}\n}\n";
+    let mut s = support::scheduler(text, &[h100("n1")]);
+    s.submit(queued("a", cards("first", 2))).unwrap();
+    let held = s.submit(queued("a", cards("held", 1))).unwrap();
+    s.cycle();
+    let block = Block::Limit { queue: 1, res: Res::Gpu, limit: 2000, allocated: 2000, needs: 1000 };
+    assert_eq!(s.job(held).state, State::Pending(Some(Reason::Quota(block))));
+    assert_eq!(state_text(&s, held), "pending because quota");
+    let why = explain(&s, held);
+    assert!(why.contains("→ waits: quota (queue `a` would exceed its gpu limit (holds 2, needs 1, limit 2))"), "{why}");
+}
+
+#[test]
+fn a_victim_search_shows_every_verdict_and_the_choice() {
+    let text = "policy p\n\nqueue team {}\n\npriority_class low = 0\npriority_class high = 10\n\n\
+                preempt by_priority { when claimant.priority > victim.priority and victim.preemptible }\n";
+    let mut s = support::scheduler(text, &[h100("n1")]);
+    let low = |name: &str| gpol_runtime::JobSpec { priority_class: Some("low".into()), ..cards(name, 4) };
+    s.submit(gpol_runtime::JobSpec { preemptible: true, ..low("a") }).unwrap();
+    s.submit(low("b")).unwrap();
+    s.cycle();
+    let claimant = s.submit(gpol_runtime::JobSpec { priority_class: Some("high".into()), ..cards("c", 4) }).unwrap();
+    // Ask before the cycle: the search is shown, nothing changes.
+    let why = explain(&s, claimant);
+    assert!(why.contains("    a: preempt candidate, allowed by `by_priority`, cost 0"), "{why}");
+    assert!(why.contains("    b: no preempt rule allows evicting it"), "{why}");
+    assert!(why.contains("    chosen: evict a (total cost 0), then start on n1"), "{why}");
+    s.cycle();
+    assert_eq!(state_text(&s, claimant), "running on n1");
+}
+
+#[test]
+fn a_rejection_names_its_rule() {
+    let text = "policy p\n\nqueue team {}\n\nadmit small \"at most 4 cards\" { job.whole_cards <= 4 gpu }\n";
+    let mut s = support::scheduler(text, &[h100("n1")]);
+    let big = s.submit(cards("big", 8)).unwrap();
+    s.cycle();
+    assert_eq!(state_text(&s, big), "rejected because small");
+    assert!(explain(&s, big).contains("admit small: fails and rejects it for good"), "{}", explain(&s, big));
+}
