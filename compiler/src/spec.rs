@@ -122,7 +122,7 @@ impl JobSpec {
 
     /// GPUs the whole job asks for, in milli-GPU.
     pub fn total_milli(&self) -> u64 {
-        self.request.milli() * u64::from(self.replicas)
+        self.request.milli() * u64::from(self.replicas.max(1))
     }
 }
 

@@ -11,7 +11,7 @@ pub type JobId = usize;
 pub type QueueId = usize;
 
 /// Why a job is waiting: data, rendered to words by [`crate::explain`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
     /// An admit rule that depends on the cluster holds it back, or this filter turned
     /// away the most nodes.

@@ -65,8 +65,9 @@ pub struct Control<'a> {
     pub progress: &'a (dyn Fn(f64) + Sync),
     /// Set to stop the run early; it then returns [`SimError::Interrupted`].
     pub cancel: &'a AtomicBool,
-    /// Shown every event the scheduler logs, with the scheduler as it stands then (to
-    /// read job and node names from); `None` when only the report is wanted.
+    /// Shown every event the scheduler logs, after the cycle that logged it, with the
+    /// scheduler as of then (to read job and node names from); `None` when only the
+    /// report is wanted.
     pub on_event: Option<&'a EventHook<'a>>,
 }
 

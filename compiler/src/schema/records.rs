@@ -128,8 +128,9 @@ impl NodeTable {
     pub fn push(&mut self, record: NodeRec<'_>, cards: Vec<CardRec>, labels: Vec<Sym>) {
         let owned = OwnedLists::new(cards, labels);
         let (cards_list, labels) = owned.lists();
-        self.records.push(NodeRec { cards_list, labels, ..strip(record) });
+        // The owner first: no record ever points at lists the table does not own.
         self.lists.push(owned);
+        self.records.push(NodeRec { cards_list, labels, ..strip(record) });
     }
 
     /// Replaces node `i`'s scalar fields (its lists stay as they are).
