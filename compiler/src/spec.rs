@@ -7,6 +7,7 @@
 //! milliseconds. Queue, user and priority class are names: the runtime resolves them
 //! against the policy when the job is submitted.
 
+use crate::fmt::string_literal as quoted;
 use crate::schema::{EnumKind, MIG_SLICES};
 
 /// A GPU is 1000 milli-GPU.
@@ -223,23 +224,6 @@ impl NodeSpec {
 }
 
 // ---------------------------------------------------------------- as test-block text
-
-/// A string as gpol writes it: quoted, with `\`, `"`, newlines and tabs escaped.
-pub fn quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 /// Bytes exactly, in GiB when whole.
 fn bytes_text(b: u64) -> String {
