@@ -21,8 +21,7 @@ use std::sync::LazyLock;
 #[grammar = "../../grammar/gpol.pest"]
 struct GpolParser;
 
-/// One expression may be at most this many levels deep once built.
-pub const MAX_EXPR_DEPTH: u32 = 256;
+pub use crate::limits::MAX_EXPR_DEPTH;
 
 type R<T> = Result<T, Diagnostic>;
 
@@ -462,7 +461,7 @@ impl Builder {
                 let mut ri = r.into_inner();
                 let mut bound = || -> R<u32> {
                     let p = next(self.file, &mut ri)?;
-                    p.as_str().parse::<u32>().ok().filter(|n| *n <= 100_000).ok_or_else(|| {
+                    p.as_str().parse::<u32>().ok().filter(|n| *n <= crate::limits::MAX_RANGE_NODES).ok_or_else(|| {
                         Diagnostic::new(Code::BadLiteral, self.span(&p), "node range bound too large")
                             .label("at most 100000")
                             .help("a test declares at most 100000 nodes in a range")

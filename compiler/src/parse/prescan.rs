@@ -5,8 +5,7 @@
 use crate::diag::{Code, Diagnostic};
 use crate::source::{FileId, Span};
 
-/// Brackets, braces and `if`s may nest at most this deep.
-pub const MAX_NESTING: usize = 64;
+pub use crate::limits::MAX_NESTING;
 
 const ITEM_KEYWORDS: &[&str] = &["const", "fn", "priority_class", "settings", "test", "queue"];
 

@@ -222,8 +222,7 @@ unsafe impl<T: Sync> Send for List<'_, T> {}
 // SAFETY: as above.
 unsafe impl<T: Sync> Sync for List<'_, T> {}
 
-/// Topology levels a node can belong to (`node.rack`, …).
-pub const MAX_LEVELS: usize = 8;
+pub use crate::limits::MAX_LEVELS;
 
 /// Free MIG instances per profile, indexed by the `mig_profile` enum value.
 pub type MigCounts = [f64; 6];

@@ -1,0 +1,32 @@
+//! Every count gpol accepts has a documented limit, checked where the input is read and
+//! refused with "too large, at most N" — never clamped. The limits are defined here, once,
+//! and listed in docs/limits.md; each section belongs to one stage.
+
+// ---- Policy text: parsing --------------------------------------------------------------
+
+/// Brackets, braces and `if`s nest at most this deep (E0002).
+pub const MAX_NESTING: usize = 64;
+
+/// One expression has at most this many operators and operands, and this many levels (E0002).
+pub const MAX_EXPR_DEPTH: u32 = 256;
+
+// ---- Policy checking and lowering ------------------------------------------------------
+
+/// Topology levels a cluster may declare.
+pub const MAX_LEVELS: usize = 8;
+
+// ---- Test scenarios, clusters and traces -----------------------------------------------
+
+/// GPUs (cards) one node may have: the length of `node.cards_list`.
+pub const MAX_CARDS_PER_NODE: u32 = 64;
+
+/// GPU models one job may list as allowed: the length of `job.allowed_models`.
+pub const MAX_ALLOWED_MODELS: u32 = 64;
+
+/// Request shapes in `cluster.task_shapes`.
+pub const MAX_TASK_SHAPES: u32 = 64;
+
+/// Nodes one `node n[A..B]` range of a test may declare.
+pub const MAX_RANGE_NODES: u32 = 100_000;
+
+// ---- Files read and written ------------------------------------------------------------
