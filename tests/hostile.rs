@@ -49,6 +49,14 @@ fn generate(kind: &str, dir: &Path) -> PathBuf {
             t += "score s { f40(job.priority) }\n";
             ("inline_40_levels.gpol", t)
         }
+        "const_40_levels" => {
+            let mut t = String::from("policy p\n\nfn f0(x: number) -> number { x + 1 }\n");
+            for i in 1..=40 {
+                t += &format!("fn f{i}(x: number) -> number {{ f{}(x) + f{}(x) }}\n", i - 1, i - 1);
+            }
+            t += "const c = f40(1)\nscore s { c }\n";
+            ("const_40_levels.gpol", t)
+        }
         "sibling_queues" => {
             let mut t = String::from("policy p\n\nqueue root {\n");
             for i in 0..100_000 {

@@ -99,7 +99,7 @@ impl std::fmt::Debug for CompiledPolicy {
 
 /// Compiles a checked policy for the chosen engine.
 pub fn compile(policy: hir::Policy, kind: EngineKind) -> Result<CompiledPolicy, crate::diag::Diagnostic> {
-    let program = Arc::new(lower::lower(&policy));
+    let program = Arc::new(lower::lower(&policy).map_err(|e| e.diagnostic(&policy))?);
     let engine: Arc<dyn Engine> = match kind {
         EngineKind::Interp => Arc::new(InterpEngine { program: Arc::clone(&program) }),
         EngineKind::Jit => match crate::jit::compile(Arc::clone(&program)) {

@@ -1,8 +1,11 @@
 //! Constant folding over checked expressions: evaluates what can be known at compile
 //! time (literals, constants, arithmetic, calls with constant arguments) and gives up,
-//! returning `None`, at the first read of a record.
+//! returning `None`, at the first read of a record. Work is bounded by
+//! [`MAX_CONST_EVAL_STEPS`]: calls are evaluated, not inlined, but a function that calls
+//! another twice still doubles the work at each level.
 
 use crate::hir::{Builtin, Expr, ExprKind, FnId, Function, LocalId, Value};
+use crate::limits::MAX_CONST_EVAL_STEPS;
 use crate::ops;
 use crate::syntax::{BinaryOp, CompKind, UnaryOp};
 use std::collections::HashMap;
@@ -24,25 +27,75 @@ impl FnLookup for HashMap<FnId, Function> {
     }
 }
 
-pub struct Folder<'a> {
-    functions: &'a dyn FnLookup,
-    locals: HashMap<LocalId, Value>,
+/// What folding an expression found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Folded {
+    Constant(Value),
+    /// It reads a record (or is erroneous): only known while scheduling.
+    NotConstant,
+    /// Evaluating it takes more than [`MAX_CONST_EVAL_STEPS`]; the calls being evaluated
+    /// when the budget ran out, outermost first.
+    OverBudget(Vec<FnId>),
 }
 
-impl<'a> Folder<'a> {
-    pub fn new(functions: &'a dyn FnLookup) -> Folder<'a> {
-        Folder { functions, locals: HashMap::new() }
+impl Folded {
+    pub fn value(self) -> Option<Value> {
+        match self {
+            Folded::Constant(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Folds `e`, calling the functions `functions` holds.
+pub fn fold(functions: &dyn FnLookup, e: &Expr) -> Folded {
+    let mut f = Folder { functions, locals: HashMap::new(), steps: 0, calls: Vec::new(), exhausted: None };
+    match (f.eval(e), f.exhausted) {
+        (_, Some(chain)) => Folded::OverBudget(chain),
+        (Some(v), None) => Folded::Constant(v),
+        (None, None) => Folded::NotConstant,
+    }
+}
+
+struct Folder<'a> {
+    functions: &'a dyn FnLookup,
+    locals: HashMap<LocalId, Value>,
+    steps: u64,
+    /// Functions being evaluated, outermost first.
+    calls: Vec<FnId>,
+    exhausted: Option<Vec<FnId>>,
+}
+
+impl Folder<'_> {
+    /// Counts `n` steps of work; false (and evaluation stops) once over the budget.
+    fn spend(&mut self, n: u64) -> bool {
+        self.steps = self.steps.saturating_add(n);
+        if self.steps > MAX_CONST_EVAL_STEPS && self.exhausted.is_none() {
+            self.exhausted = Some(self.calls.clone());
+        }
+        self.exhausted.is_none()
     }
 
-    pub fn eval(&mut self, e: &Expr) -> Option<Value> {
+    fn eval(&mut self, e: &Expr) -> Option<Value> {
         use ExprKind as K;
+        if !self.spend(1) {
+            return None;
+        }
         Some(match &e.kind {
             K::Num(n) => Value::Num(*n),
             K::Bool(b) => Value::Bool(*b),
             K::Str(s) => Value::Str(s.clone()),
             K::Enum(k, v) => Value::Enum(*k, *v),
             K::List(items) => Value::List(items.iter().map(|i| self.eval(i)).collect::<Option<_>>()?),
-            K::Local(id) => self.locals.get(id)?.clone(),
+            K::Local(id) => {
+                let v = self.locals.get(id)?.clone();
+                if let Value::List(items) = &v
+                    && !self.spend(items.len() as u64)
+                {
+                    return None;
+                }
+                v
+            }
             K::Root(_) | K::Field(..) | K::Level(..) | K::Attr(..) | K::Index(..) | K::Error => {
                 return None;
             }
@@ -50,11 +103,13 @@ impl<'a> Folder<'a> {
             K::Call(f, args) => {
                 let func = self.functions.function(*f)?;
                 let vals = args.iter().map(|a| self.eval(a)).collect::<Option<Vec<_>>>()?;
-                let mut inner = Folder::new(self.functions);
-                for ((id, _), v) in func.params.iter().zip(vals) {
-                    inner.locals.insert(*id, v);
-                }
-                inner.eval(&func.body)?
+                let params = func.params.iter().map(|(id, _)| *id).zip(vals).collect();
+                let outer = std::mem::replace(&mut self.locals, params);
+                self.calls.push(*f);
+                let v = self.eval(&func.body);
+                self.calls.pop();
+                self.locals = outer;
+                v?
             }
             K::Unary(UnaryOp::Not, x) => Value::Bool(!self.bool(x)?),
             K::Unary(UnaryOp::Neg, x) => Value::Num(-self.num(x)?),

@@ -396,27 +396,36 @@ impl Program {
         format!("{kind}{}", self.rule_name(id))
     }
 
-    /// Every rule body, with a name for reports.
-    pub fn bodies(&self) -> Vec<(String, &Body)> {
+    /// Every rule body, with the rule it belongs to and a name for reports.
+    pub fn bodies(&self) -> Vec<(RuleId, String, &Body)> {
         let mut out = Vec::new();
-        for r in self.admit.iter().chain(&self.filters).chain(&self.scores).chain(&self.card_scores) {
-            out.push((format!("{} {}", r.kind.keyword(), r.name), &r.body));
+        let index = |i: usize| u16::try_from(i).unwrap_or(u16::MAX);
+        let rules = [
+            (&self.admit, RuleId::Admit as fn(u16) -> RuleId),
+            (&self.filters, RuleId::Filter),
+            (&self.scores, RuleId::Score),
+            (&self.card_scores, RuleId::CardScore),
+        ];
+        for (list, id) in rules {
+            for (i, r) in list.iter().enumerate() {
+                out.push((id(index(i)), format!("{} {}", r.kind.keyword(), r.name), &r.body));
+            }
         }
         for (i, k) in self.queue_order.iter().enumerate() {
-            out.push((format!("queue_order key {}", i + 1), &k.body));
+            out.push((RuleId::QueueOrder(index(i)), format!("queue_order key {}", i + 1), &k.body));
         }
         for (i, k) in self.job_order.iter().enumerate() {
-            out.push((format!("job_order key {}", i + 1), &k.body));
+            out.push((RuleId::JobOrder(index(i)), format!("job_order key {}", i + 1), &k.body));
         }
         for (i, g) in self.gang.iter().enumerate() {
             if let Some(w) = &g.when {
-                out.push((format!("gang clause {} when", i + 1), w));
+                out.push((RuleId::Gang(index(i)), format!("gang clause {} when", i + 1), w));
             }
         }
-        for v in &self.victims {
-            out.push((format!("{} when", v.name), &v.when));
+        for (i, v) in self.victims.iter().enumerate() {
+            out.push((RuleId::Victim(index(i)), format!("{} when", v.name), &v.when));
             if let Some(c) = &v.cost {
-                out.push((format!("{} cost", v.name), c));
+                out.push((RuleId::Victim(index(i)), format!("{} cost", v.name), c));
             }
         }
         out
@@ -538,7 +547,7 @@ impl fmt::Display for Program {
         if !self.job_labels.is_empty() || !self.node_labels.is_empty() {
             writeln!(f, "label slots: job {:?}, node {:?}", self.job_labels, self.node_labels)?;
         }
-        for (name, body) in self.bodies() {
+        for (_, name, body) in self.bodies() {
             let mut s = String::new();
             dump(self, &body.node, 1, &mut s);
             writeln!(f, "\n{name}:\n{s}",)?;

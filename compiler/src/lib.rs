@@ -8,6 +8,7 @@
 //! of what rules can see; [`spec`] the one description of a job and a node.
 
 pub mod check;
+pub mod cost;
 pub mod diag;
 pub mod engine;
 pub mod fmt;

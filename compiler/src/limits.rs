@@ -15,6 +15,19 @@ pub const MAX_EXPR_DEPTH: u32 = 256;
 /// Topology levels a cluster may declare.
 pub const MAX_LEVELS: usize = 8;
 
+/// Steps of constant evaluation (expressions evaluated, across every call) one constant
+/// expression may take (E0041).
+pub const MAX_CONST_EVAL_STEPS: u64 = 1_000_000;
+
+/// Expressions lowered to IR for a whole policy, counting each inlined copy of a function
+/// body and each unrolled item of a literal list (E0041). It bounds the size of the IR
+/// and the native code, whatever the source's size.
+pub const MAX_LOWERING_STEPS: u64 = 1_000_000;
+
+/// Worst-case operations one evaluation of one rule may take, counting every loop at its
+/// list's limit (E0042). `gpolc check --costs` prints each rule's bound.
+pub const MAX_RULE_COST: u64 = 100_000_000;
+
 // ---- Test scenarios, clusters and traces -----------------------------------------------
 
 /// GPUs (cards) one node may have: the length of `node.cards_list`.

@@ -3,23 +3,38 @@
 //! a comprehension over a literal list is unrolled), optionals and label lookups become
 //! explicit, and constant subtrees are folded with the interpreter's own operations.
 
-use crate::hir::{self, Builtin, ExprKind as H, Value};
+use crate::hir::{self, Builtin, ExprKind as H, FnId, Value};
 use crate::interp;
 use crate::ir::*;
+use crate::limits::MAX_LOWERING_STEPS;
 use crate::schema::{EnumKind, FieldTy, Record};
+use crate::source::Span;
 use crate::syntax::{BinaryOp, CompKind, RuleKind, UnaryOp};
 use crate::types::Ty;
 use std::collections::HashMap;
 
-/// Lowers a checked policy.
-pub fn lower(p: &hir::Policy) -> Program {
-    let mut l = Lowerer {
-        policy: p,
-        literals: Vec::new(),
-        literal_ids: HashMap::new(),
-        job_labels: Vec::new(),
-        node_labels: Vec::new(),
-    };
+/// A body that grew past the lowering budget ([`MAX_LOWERING_STEPS`]) as its function
+/// calls were inlined and its literal lists unrolled: where it is, and the calls being
+/// inlined when the budget ran out, outermost first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TooLarge {
+    pub span: Span,
+    pub chain: Vec<FnId>,
+}
+
+impl TooLarge {
+    /// E0041, naming the functions being inlined.
+    pub fn diagnostic(&self, policy: &hir::Policy) -> crate::diag::Diagnostic {
+        let names: Vec<&str> =
+            self.chain.iter().filter_map(|f| policy.functions.get(*f)).map(|f| f.name.as_str()).collect();
+        crate::check::over_budget(self.span, "inlining the function calls of this rule", &names, MAX_LOWERING_STEPS)
+    }
+}
+
+/// Lowers a checked policy. Work is bounded: a policy whose inlined bodies would grow
+/// past [`MAX_LOWERING_STEPS`] is refused with the rule and the call chain responsible.
+pub fn lower(p: &hir::Policy) -> Result<Program, TooLarge> {
+    let mut l = Lowerer::new(p);
     let mut prog = Program { name: p.name.clone(), levels: p.levels.clone(), ..Program::default() };
     for r in &p.rules {
         let rule = Rule {
@@ -29,7 +44,7 @@ pub fn lower(p: &hir::Policy) -> Program {
             tier: r.tier,
             weight: r.weight,
             is_static: r.is_static,
-            body: l.body(&r.body),
+            body: l.body(&r.body, r.span)?,
         };
         match r.kind {
             RuleKind::Admit => prog.admit.push(rule),
@@ -41,28 +56,29 @@ pub fn lower(p: &hir::Policy) -> Program {
     let mut order: Vec<usize> = (0..prog.filters.len()).collect();
     order.sort_by_key(|&i| prog.filters[i].body.node.cost());
     prog.filter_order = order;
-    prog.queue_order = p.queue_order.iter().map(|k| OrderKey { body: l.body(&k.expr), dir: k.dir }).collect();
-    prog.job_order = p.job_order.iter().map(|k| OrderKey { body: l.body(&k.expr), dir: k.dir }).collect();
+    let mut key = |k: &hir::OrderKey| Ok(OrderKey { body: l.body(&k.expr, k.expr.span)?, dir: k.dir });
+    prog.queue_order = p.queue_order.iter().map(&mut key).collect::<Result<_, _>>()?;
+    prog.job_order = p.job_order.iter().map(&mut key).collect::<Result<_, _>>()?;
     prog.gang = p
         .gang
         .iter()
-        .map(|g| GangClause {
-            kind: g.kind,
-            level: g.level,
-            weight: g.weight,
-            when: g.when.as_ref().map(|w| l.body(w)),
+        .map(|g| {
+            let when = g.when.as_ref().map(|w| l.body(w, g.span)).transpose()?;
+            Ok(GangClause { kind: g.kind, level: g.level, weight: g.weight, when })
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     prog.victims = p
         .victims
         .iter()
-        .map(|v| VictimRule {
-            kind: v.kind,
-            name: v.name.clone(),
-            when: l.body(&v.when),
-            cost: v.cost.as_ref().map(|c| l.body(c)),
+        .map(|v| {
+            Ok(VictimRule {
+                kind: v.kind,
+                name: v.name.clone(),
+                when: l.body(&v.when, v.span)?,
+                cost: v.cost.as_ref().map(|c| l.body(c, v.span)).transpose()?,
+            })
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     prog.attrs = p
         .attr_values
         .iter()
@@ -82,26 +98,21 @@ pub fn lower(p: &hir::Policy) -> Program {
     prog.literals = l.literals;
     prog.job_labels = l.job_labels;
     prog.node_labels = l.node_labels;
-    prog
+    Ok(prog)
 }
 
 /// Lowers a test expectation: `names[i]` (the checked local of a queue, job or node the
 /// expectation names) becomes `Kind::Input(i)`, supplied when it is evaluated.
-pub fn lower_expectation(p: &hir::Policy, e: &hir::Expr, names: &[(hir::LocalId, VTy)]) -> Body {
-    let mut l = Lowerer {
-        policy: p,
-        literals: Vec::new(),
-        literal_ids: HashMap::new(),
-        job_labels: Vec::new(),
-        node_labels: Vec::new(),
-    };
+pub fn lower_expectation(p: &hir::Policy, e: &hir::Expr, names: &[(hir::LocalId, VTy)]) -> Result<Body, TooLarge> {
+    let mut l = Lowerer::new(p);
     let mut env = Env { bindings: HashMap::new() };
     for (i, (local, ty)) in names.iter().enumerate() {
         env.bindings.insert(*local, Binding::Value(Node::new(Kind::Input(i as u16), *ty)));
     }
     let mut counter = Counter(0);
     let node = l.expr(e, &mut env, &mut counter);
-    Body { node, locals: counter.0 }
+    l.finish(e.span)?;
+    Ok(Body { node, locals: counter.0 })
 }
 
 struct Lowerer<'p> {
@@ -110,6 +121,12 @@ struct Lowerer<'p> {
     literal_ids: HashMap<String, u32>,
     job_labels: Vec<String>,
     node_labels: Vec<String>,
+    /// Expressions lowered so far, across every body: the work done.
+    steps: u64,
+    /// Functions being inlined, outermost first.
+    calls: Vec<FnId>,
+    /// The calls being inlined when the budget ran out; lowering then stops at once.
+    exhausted: Option<Vec<FnId>>,
 }
 
 /// What a checked local stands for in the body being lowered.
@@ -187,7 +204,20 @@ fn boxed(n: Node) -> Box<Node> {
     Box::new(n)
 }
 
-impl Lowerer<'_> {
+impl<'p> Lowerer<'p> {
+    fn new(policy: &'p hir::Policy) -> Lowerer<'p> {
+        Lowerer {
+            policy,
+            literals: Vec::new(),
+            literal_ids: HashMap::new(),
+            job_labels: Vec::new(),
+            node_labels: Vec::new(),
+            steps: 0,
+            calls: Vec::new(),
+            exhausted: None,
+        }
+    }
+
     fn literal(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.literal_ids.get(s) {
             return i;
@@ -207,14 +237,32 @@ impl Lowerer<'_> {
         u16::try_from(i).unwrap_or(u16::MAX)
     }
 
-    fn body(&mut self, e: &hir::Expr) -> Body {
+    fn body(&mut self, e: &hir::Expr, span: Span) -> Result<Body, TooLarge> {
         let mut counter = Counter(0);
         let mut env = Env { bindings: HashMap::new() };
         let node = self.expr(e, &mut env, &mut counter);
-        Body { node, locals: counter.0 }
+        self.finish(span)?;
+        Ok(Body { node, locals: counter.0 })
+    }
+
+    /// The error for the body at `span` if the budget ran out while lowering it.
+    fn finish(&mut self, span: Span) -> Result<(), TooLarge> {
+        match self.exhausted.take() {
+            Some(chain) => Err(TooLarge { span, chain }),
+            None => Ok(()),
+        }
     }
 
     fn expr(&mut self, e: &hir::Expr, env: &mut Env, c: &mut Counter) -> Node {
+        // Inlining copies a function's body at every call, so calls that call twice
+        // grow exponentially with depth: count the work and stop at the budget.
+        self.steps += 1;
+        if self.exhausted.is_some() || self.steps > MAX_LOWERING_STEPS {
+            if self.exhausted.is_none() {
+                self.exhausted = Some(self.calls.clone());
+            }
+            return Node::num(f64::NAN);
+        }
         let ty = vty(&e.ty);
         let n = match &e.kind {
             H::Num(x) => Node::num(*x),
@@ -343,7 +391,9 @@ impl Lowerer<'_> {
             inner.bindings.insert(*param, Binding::Local(l));
             lets.push((l, value));
         }
+        self.calls.push(f);
         let mut body = self.expr(&func.body, &mut inner, c);
+        self.calls.pop();
         for (l, value) in lets.into_iter().rev() {
             let ty = body.ty;
             body = Node::new(Kind::Let(l, boxed(value), boxed(body)), ty);

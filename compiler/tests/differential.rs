@@ -517,7 +517,7 @@ fn example_engines() -> Vec<(String, Arc<Program>, InterpEngine, gpol_compiler::
         .map(|path| {
             let checked = gpol_compiler::load::Checked::from_file(&path).expect("the policy is readable");
             let policy = checked.into_policy().expect("the policy checks").policy;
-            let program = Arc::new(gpol_compiler::lower::lower(&policy));
+            let program = Arc::new(gpol_compiler::lower::lower(&policy).expect("lowers"));
             let interp = InterpEngine { program: Arc::clone(&program) };
             let jit = gpol_compiler::jit::compile(Arc::clone(&program)).expect("the policy checks");
             (path.display().to_string(), program, interp, jit)

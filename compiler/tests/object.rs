@@ -7,7 +7,7 @@ use object::{Object, ObjectSection, ObjectSymbol};
 fn object_exports_entry_points_and_layout_hash() {
     let path = format!("{}/../policies/gpu_sharing.gpol", env!("CARGO_MANIFEST_DIR"));
     let policy = Checked::from_file(path.as_ref()).unwrap().into_policy().unwrap().policy;
-    let program = gpol_compiler::lower::lower(&policy);
+    let program = gpol_compiler::lower::lower(&policy).expect("lowers");
     let bytes = gpol_compiler::jit::object::object(&program).unwrap();
     let file = object::File::parse(&*bytes).unwrap();
     let symbols: Vec<String> = file.symbols().filter_map(|s| s.name().ok().map(str::to_string)).collect();

@@ -231,7 +231,17 @@ fn check(s: &Scheduler, jobs: &HashMap<String, JobId>, e: &Expect, span: Span) -
                     TestName::Node(l, _) => (*l, VTy::Ref(Record::Node)),
                 })
                 .collect();
-            let body = gpol_compiler::lower::lower_expectation(&s.policy.policy, expr, &inputs);
+            let body = match gpol_compiler::lower::lower_expectation(&s.policy.policy, expr, &inputs) {
+                Ok(body) => body,
+                Err(too_large) => {
+                    return Some(Failure {
+                        span,
+                        expected: "the condition to hold".into(),
+                        actual: too_large.diagnostic(&s.policy.policy).message,
+                        explain: String::new(),
+                    });
+                }
+            };
             let view = s.view(None);
             let ctx = s.ctx(&view);
             let job_recs: HashMap<&str, gpol_compiler::schema::JobRec<'_>> =

@@ -191,7 +191,7 @@ impl<'a> Sim<'a> {
             || program
                 .bodies()
                 .iter()
-                .any(|(_, b)| b.node.any(&|n| matches!(n.kind, gpol_compiler::ir::Kind::Domain { .. })));
+                .any(|(_, _, b)| b.node.any(&|n| matches!(n.kind, gpol_compiler::ir::Kind::Domain { .. })));
         for level in levels.iter().filter(|l| reads_topology && !known.contains(l)) {
             notes.push(format!(
                 "the cluster spec gives no `{level}` topology: each node is a `{level}` domain of its own"

@@ -13,11 +13,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    let policy = match super::check_policy(&args.policy, true, color) {
-        Ok(c) => c.policy,
+    let program = match super::check_policy(&args.policy, true, color).and_then(|c| super::lower(&c, color)) {
+        Ok(program) => program,
         Err(code) => return code,
     };
-    let program = gpol_compiler::lower::lower(&policy);
     let bytes = match gpol_compiler::jit::object::object(&program) {
         Ok(b) => b,
         Err(e) => {

@@ -1,6 +1,7 @@
 //! `gpolc check`: report errors and warnings in policies.
 
 use super::{FAILED, OK, USAGE, collect_files};
+use gpol_compiler::cost::{self, RuleCost};
 use gpol_compiler::diag::{Code, Diagnostic, render};
 use gpol_compiler::load;
 use gpol_compiler::source::SourceMap;
@@ -17,6 +18,10 @@ pub struct Args {
     /// Fail (exit 1) on warnings too.
     #[arg(long)]
     deny_warnings: bool,
+    /// Also print each rule's worst-case cost per evaluation (operations, loops counted at
+    /// their lists' limits), on standard output.
+    #[arg(long)]
+    costs: bool,
     /// Print the long explanation of a diagnostic code, e.g. E0007.
     #[arg(long, value_name = "CODE")]
     explain: Option<String>,
@@ -54,9 +59,17 @@ pub fn run(args: Args, color: bool) -> u8 {
         }
     };
     let mut all: Vec<(SourceMap, Vec<Diagnostic>)> = Vec::new();
+    let mut costs: Vec<(&PathBuf, Vec<RuleCost>)> = Vec::new();
     for path in &files {
         match load::Checked::from_file(path) {
-            Ok(checked) => all.push((checked.sources, checked.diagnostics)),
+            Ok(checked) => {
+                if args.costs
+                    && let Some(program) = checked.policy.as_ref().and_then(|p| gpol_compiler::lower::lower(p).ok())
+                {
+                    costs.push((path, cost::rule_costs(&program)));
+                }
+                all.push((checked.sources, checked.diagnostics));
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 return USAGE;
@@ -81,15 +94,22 @@ pub fn run(args: Args, color: bool) -> u8 {
     }
     match args.format {
         Format::Json => {
-            let out = serde_json::json!({
+            let mut out = serde_json::json!({
                 "version": 1,
                 "files": files.len(),
                 "errors": n_err,
                 "warnings": n_warn,
                 "diagnostics": json,
             });
+            if args.costs {
+                out["costs"] = costs_json(&costs);
+            }
             super::print(&format!("{}\n", serde_json::to_string_pretty(&out).unwrap_or_default()));
         }
+        Format::Human | Format::Github if args.costs => super::print(&costs_table(&costs)),
+        _ => {}
+    }
+    match args.format {
         Format::Human => {
             let files_word = if files.len() == 1 { "file" } else { "files" };
             if n_err + n_warn == 0 {
@@ -98,7 +118,7 @@ pub fn run(args: Args, color: bool) -> u8 {
                 eprintln!("checked {} {files_word}: {n_err} error(s), {n_warn} warning(s)", files.len());
             }
         }
-        Format::Github => {}
+        Format::Github | Format::Json => {}
     }
     if n_err > 0 || (args.deny_warnings && n_warn > 0) { FAILED } else { OK }
 }
@@ -109,4 +129,42 @@ fn errors() -> usize {
 
 fn warnings() -> usize {
     Code::ALL.iter().filter(|c| c.is_warning()).count()
+}
+
+/// Each file's rules and their worst-case costs, aligned, the dearest loops named.
+fn costs_table(costs: &[(&PathBuf, Vec<RuleCost>)]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for (path, rules) in costs {
+        let _ = writeln!(out, "{}", path.display());
+        let width = rules.iter().map(|r| r.name.chars().count()).max().unwrap_or(0);
+        for r in rules {
+            let name = gpol_compiler::terminal::escape(&r.name);
+            let _ = write!(out, "  {name:<width$}  {:>9} ops", cost::display(r.ops));
+            if !r.loops.is_empty() {
+                let loops: Vec<String> = r.loops.iter().map(|l| format!("{} ({})", l.over, l.max_len)).collect();
+                let _ = write!(out, "  loops: {}", loops.join(" × "));
+            }
+            if r.over_budget() {
+                out.push_str("  over budget");
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn costs_json(costs: &[(&PathBuf, Vec<RuleCost>)]) -> serde_json::Value {
+    let files = costs.iter().map(|(path, rules)| {
+        let rules: Vec<_> = rules
+            .iter()
+            .map(|r| {
+                let loops: Vec<_> =
+                    r.loops.iter().map(|l| serde_json::json!({"over": l.over, "max_len": l.max_len})).collect();
+                serde_json::json!({"rule": r.name, "ops": r.ops, "over_budget": r.over_budget(), "loops": loops})
+            })
+            .collect();
+        serde_json::json!({"file": path.display().to_string(), "rules": rules})
+    });
+    serde_json::Value::Array(files.collect())
 }

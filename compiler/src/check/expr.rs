@@ -506,12 +506,11 @@ impl Checker<'_> {
                 // Label keys become fixed slots in the records (decision D8), so each must
                 // be known when the policy is compiled; MIG profiles may be computed.
                 if k == Ty::Str {
-                    match crate::fold::Folder::new(&self.finished).eval(&i) {
+                    match self.fold_const(&i, "a label key") {
                         Some(Value::Str(key)) => {
                             return expr(H::Index(Box::new(b), Box::new(expr(H::Str(key), Ty::Str, i.span))), v, span);
                         }
                         _ => {
-                            self.fold_const(&i, "a label key");
                             return error(span);
                         }
                     }

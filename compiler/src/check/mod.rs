@@ -8,9 +8,10 @@ mod queues;
 mod scenarios;
 
 use crate::diag::{Code, Diagnostic, snippet};
-use crate::fold::Folder;
+use crate::fold::{self, Folded};
 use crate::fuzzy;
 use crate::hir::{self, Value};
+use crate::limits::{MAX_CONST_EVAL_STEPS, MAX_RULE_COST};
 use crate::parse;
 use crate::schema::{Context, DEFAULT_LEVELS};
 use crate::source::{FileId, SourceFile, SourceMap, Span};
@@ -58,6 +59,11 @@ pub fn check(sources: &mut SourceMap, file: FileId) -> Checked {
         attr_values_declared: Vec::new(),
     };
     let policy = c.check_root(file, &parsed);
+    if let Some(p) = &policy
+        && c.errors == 0
+    {
+        c.diags.extend(bounds(p));
+    }
     c.diags.sort_by_key(|d| (d.primary.span.file, d.primary.span.start, d.code));
     let has_errors = c.diags.iter().any(Diagnostic::is_error);
     Checked { policy: if has_errors { None } else { policy }, diagnostics: c.diags }
@@ -521,15 +527,34 @@ impl Checker<'_> {
 
     /// Folds an expression that must be constant, reporting E0025 when it is not.
     fn fold_const(&mut self, e: &hir::Expr, what: &str) -> Option<Value> {
-        let v = Folder::new(&self.finished).eval(e);
-        if v.is_none() && !e.ty.is_error() && !e.has_error() {
-            self.err(
+        match self.fold(e) {
+            Some(Folded::Constant(v)) => return Some(v),
+            Some(_) => {}
+            None if e.ty.is_error() || e.has_error() => {}
+            None => self.err(
                 Diagnostic::new(Code::NotConstant, e.span, format!("{what} must be known when the policy is compiled"))
                     .label("this is only known while scheduling")
                     .help("use literals, constants and arithmetic here"),
-            );
+            ),
         }
-        v
+        None
+    }
+
+    /// Folds `e` with the functions checked so far. Running out of the evaluation budget
+    /// is reported here (E0041) and returned as `Some(OverBudget)`; an expression that is
+    /// not constant is `None`.
+    fn fold(&mut self, e: &hir::Expr) -> Option<Folded> {
+        match fold::fold(&self.finished, e) {
+            Folded::NotConstant => None,
+            Folded::OverBudget(chain) => {
+                let names: Vec<&str> =
+                    chain.iter().filter_map(|f| self.finished.get(f)).map(|f| f.name.as_str()).collect();
+                let d = over_budget(e.span, "evaluating this at compile time", &names, MAX_CONST_EVAL_STEPS);
+                self.err(d);
+                Some(Folded::OverBudget(chain))
+            }
+            folded => Some(folded),
+        }
     }
 
     /// Checks a constant-valued expression of a given dimension (quota amounts, weights…).
@@ -678,7 +703,7 @@ impl Checker<'_> {
                         )),
                     );
                 } else if !body.ty.is_error()
-                    && let Some(Value::Bool(b)) = Folder::new(&self.finished).eval(&body)
+                    && let Some(Folded::Constant(Value::Bool(b))) = self.fold(&body)
                 {
                     let what = if b { "never rejects anything" } else { "rejects every job" };
                     self.err(
@@ -1055,4 +1080,58 @@ fn calls_in<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Path>) {
             calls_in(body, out);
         }
     }
+}
+
+/// E0041: compile-time work over its budget at `span`, through the calls `chain`
+/// (outermost first; long chains keep their ends).
+pub(crate) fn over_budget(span: Span, doing: &str, chain: &[&str], limit: u64) -> Diagnostic {
+    let label = match chain.len() {
+        0 => "too much work when the policy is compiled".to_string(),
+        n => {
+            let names: Vec<String> = chain.iter().map(|c| snippet(c)).collect();
+            let shown = if n <= 8 {
+                names.join(" → ")
+            } else {
+                format!("{} → … → {}", names[..3].join(" → "), names[n - 3..].join(" → "))
+            };
+            format!("in the calls {shown} ({n} deep)")
+        }
+    };
+    Diagnostic::new(Code::OverBudget, span, format!("{doing} takes more than {limit} steps")).label(label).help(
+        "each call is evaluated, or inlined, where it is made, so a function that calls another twice doubles the work at every \
+         level: bind a repeated call to a `let` and use the name twice",
+    )
+}
+
+/// Lowers a policy that checked clean, to bound the size of its inlined code (E0041) and
+/// each rule's worst-case cost (E0042).
+fn bounds(policy: &hir::Policy) -> Vec<Diagnostic> {
+    let program = match crate::lower::lower(policy) {
+        Ok(program) => program,
+        Err(too_large) => return vec![too_large.diagnostic(policy)],
+    };
+    let mut out = Vec::new();
+    for cost in crate::cost::rule_costs(&program).iter().filter(|c| c.over_budget()) {
+        let span = crate::engine::rule_span(policy, &program, cost.rule).unwrap_or_default();
+        let loops: Vec<String> = cost.loops.iter().map(|l| format!("{} ({})", l.over, l.max_len)).collect();
+        let label = match loops.len() {
+            0 => "this expression is too large".to_string(),
+            1 => format!("a loop over {}", loops[0]),
+            n => format!("{n} nested loops: over {}", loops.join(" × ")),
+        };
+        out.push(
+            Diagnostic::new(
+                Code::CostBudget,
+                span,
+                format!(
+                    "`{}` may take {} operations per evaluation, more than the budget of {MAX_RULE_COST}",
+                    cost.name,
+                    crate::cost::display(cost.ops)
+                ),
+            )
+            .label(label)
+            .help("rules run for every job and node in every cycle: nest fewer loops, or loop over a shorter list"),
+        );
+    }
+    out
 }

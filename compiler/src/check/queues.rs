@@ -3,7 +3,6 @@
 use super::Checker;
 use super::expr::Scope;
 use crate::diag::{Code, Diagnostic, snippet};
-use crate::fold::Folder;
 use crate::hir::{self, Quota, QuotaKindKey, Resource, Value};
 use crate::schema::Context;
 use crate::source::Span;
@@ -336,8 +335,7 @@ impl Checker<'_> {
                             continue;
                         }
                     };
-                    let Some(n) = Folder::new(&self.finished).eval(&e).and_then(|x| x.as_num()) else {
-                        self.fold_const(&e, "a quota amount");
+                    let Some(n) = self.fold_const(&e, "a quota amount").and_then(|x| x.as_num()) else {
                         continue;
                     };
                     (resource, n)

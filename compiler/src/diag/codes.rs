@@ -280,6 +280,28 @@ rules, settings and tests into a `policy` file that `use`s the module.";
 gpolc, not in the policy: please report it with the policy. The interpreter
 (`--engine interp`) runs the same policy without native code.";
 
+        OverBudget = "E0041", "compile-time work over budget",
+"Constants are evaluated, and function calls inlined, when the policy is compiled. A
+function is copied at every call, so one that calls another twice doubles the work at
+each level: twenty levels make a million copies. gpolc stops after 1,000,000 steps of
+constant evaluation, or 1,000,000 expressions of inlined code for the whole policy, and
+names the chain of calls it was in.
+
+    fn f1(x: number) -> number { f0(x) + f0(x) }   # twice: doubles
+    fn f1(x: number) -> number { let y = f0(x); y + y }   # once
+
+Bind a repeated call to a `let` and use the name twice, or restructure the helpers.";
+
+        CostBudget = "E0042", "rule too costly",
+"Every rule runs for each job, node or pair of them in every scheduling cycle, so its cost
+is bounded when the policy is compiled: loops count at the most elements their lists can
+hold (64 cards per node, 64 allowed models, 64 task shapes: docs/limits.md), and a rule
+that may take more than 100,000,000 operations per evaluation is refused. Six loops over
+`node.cards_list` nested in one another could take 64^6 steps.
+
+`gpolc check --costs` prints every rule's bound. Nest fewer loops, or loop over a
+shorter list.";
+
     UnusedLet = "W0001", "unused let binding",
 "A `let` binding is never read. Remove it, or prefix its name with `_` to keep it.";
 

@@ -156,6 +156,19 @@ pub enum FieldTy {
     MigCounts,
 }
 
+impl FieldTy {
+    /// The most elements a list field holds: its documented input limit.
+    pub fn max_len(self) -> Option<u32> {
+        use crate::limits::{MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE, MAX_TASK_SHAPES};
+        match self {
+            FieldTy::List(Record::Shape) => Some(MAX_TASK_SHAPES),
+            FieldTy::List(_) => Some(MAX_CARDS_PER_NODE),
+            FieldTy::StrList => Some(MAX_ALLOWED_MODELS),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Field {
     pub name: &'static str,

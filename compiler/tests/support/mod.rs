@@ -221,8 +221,8 @@ fn same_result(a: &NodeResult, b: &NodeResult) -> bool {
 pub fn compare(program: Program, inputs: &Inputs) -> Result<(), TestCaseError> {
     let program = Arc::new(program);
     if std::env::var_os("GPOL_DIFF_SIZES").is_some() {
-        let total: u32 = program.bodies().iter().map(|(_, b)| b.node.cost()).sum();
-        let max = program.bodies().iter().map(|(_, b)| b.node.cost()).max().unwrap_or(0);
+        let total: u32 = program.bodies().iter().map(|(_, _, b)| b.node.cost()).sum();
+        let max = program.bodies().iter().map(|(_, _, b)| b.node.cost()).max().unwrap_or(0);
         eprintln!("program cost: total {total}, largest body {max}");
     }
     let interp = InterpEngine { program: Arc::clone(&program) };
