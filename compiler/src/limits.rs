@@ -30,6 +30,22 @@ pub const MAX_RULE_COST: u64 = 100_000_000;
 
 // ---- Test scenarios, clusters and traces -----------------------------------------------
 
+/// Nodes in one cluster: a test's, a cluster file's, an import's, `gpolc bench --nodes`.
+pub const MAX_NODES: u32 = 100_000;
+
+/// Replicas of one job (a gang).
+pub const MAX_REPLICAS: u32 = 100_000;
+
+/// CPU cores of one node, or asked for by one replica.
+pub const MAX_CPU_CORES: u64 = 100_000;
+
+/// Bytes of memory of one node or card, or asked for by one replica: 64 TiB. With at most
+/// [`MAX_NODES`] nodes, every sum over a cluster fits in 64 bits.
+pub const MAX_MEMORY_BYTES: u64 = 64 << 40;
+
+/// Jobs sharing one card by time-slicing or MPS (`max_clients`).
+pub const MAX_CLIENTS_PER_CARD: u32 = 1024;
+
 /// GPUs (cards) one node may have: the length of `node.cards_list`.
 pub const MAX_CARDS_PER_NODE: u32 = 64;
 
@@ -38,6 +54,11 @@ pub const MAX_ALLOWED_MODELS: u32 = 64;
 
 /// Request shapes in `cluster.task_shapes`.
 pub const MAX_TASK_SHAPES: u32 = 64;
+
+/// How far the scheduler's clock may run from its start, in milliseconds: 100 years.
+/// Every time in a trace, every duration and the sum of a test's `advance`s is checked
+/// against it, so the clock never wraps around.
+pub const MAX_CLOCK_MS: u64 = 36_525 * 24 * 3600 * 1000;
 
 /// Nodes one `node n[A..B]` range of a test may declare.
 pub const MAX_RANGE_NODES: u32 = 100_000;

@@ -8,6 +8,10 @@
 //! against the policy when the job is submitted.
 
 use crate::fmt::string_literal as quoted;
+use crate::limits::{
+    MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_CLOCK_MS, MAX_CPU_CORES, MAX_MEMORY_BYTES,
+    MAX_REPLICAS,
+};
 use crate::schema::{EnumKind, MIG_SLICES};
 
 /// A GPU is 1000 milli-GPU.
@@ -220,6 +224,70 @@ impl NodeSpec {
     /// A node of this name with the defaults elsewhere.
     pub fn named(name: impl Into<String>) -> NodeSpec {
         NodeSpec { name: name.into(), ..NodeSpec::default() }
+    }
+}
+
+// ---------------------------------------------------------------- limits
+
+/// A field of a job or node over its documented limit (docs/limits.md), named as a
+/// `test` block spells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverLimit {
+    pub field: &'static str,
+    /// The limit, in the field's unit as a `test` block writes it (`64`, `64TiB`).
+    pub max: String,
+}
+
+impl std::fmt::Display for OverLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` is too large, at most {}", self.field, self.max)
+    }
+}
+
+fn over(field: &'static str, value: u64, max: u64, show: fn(u64) -> String) -> Option<OverLimit> {
+    (value > max).then(|| OverLimit { field, max: show(max) })
+}
+
+fn plain(n: u64) -> String {
+    n.to_string()
+}
+
+fn cores(milli: u64) -> String {
+    format!("{} cpu", milli / 1000)
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{}s", ms / 1000)
+}
+
+impl JobSpec {
+    /// The first field over its limit: every reader checks a job with this before the
+    /// runtime sees it, and the runtime refuses such a job too.
+    pub fn over_limit(&self) -> Option<OverLimit> {
+        let cards = match self.request {
+            Request::Whole(k) => u64::from(k),
+            _ => 0,
+        };
+        over("cards", cards, u64::from(MAX_CARDS_PER_NODE), plain)
+            .or_else(|| over("replicas", u64::from(self.replicas), u64::from(MAX_REPLICAS), plain))
+            .or_else(|| over("min_replicas", u64::from(self.min_replicas.unwrap_or(0)), u64::from(MAX_REPLICAS), plain))
+            .or_else(|| over("gpu_mem", self.gpu_mem, MAX_MEMORY_BYTES, bytes_text))
+            .or_else(|| over("cpu", self.cpu_milli, MAX_CPU_CORES * 1000, cores))
+            .or_else(|| over("mem", self.mem, MAX_MEMORY_BYTES, bytes_text))
+            .or_else(|| over("models", self.models.len() as u64, u64::from(MAX_ALLOWED_MODELS), plain))
+            .or_else(|| over("duration", self.duration_ms.unwrap_or(0), MAX_CLOCK_MS, seconds))
+            .or_else(|| over("checkpoint", self.checkpoint_every_ms.unwrap_or(0), MAX_CLOCK_MS, seconds))
+    }
+}
+
+impl NodeSpec {
+    /// The first field over its limit (see [`JobSpec::over_limit`]).
+    pub fn over_limit(&self) -> Option<OverLimit> {
+        over("cards", u64::from(self.cards), u64::from(MAX_CARDS_PER_NODE), plain)
+            .or_else(|| over("gpu_mem", self.card_mem, MAX_MEMORY_BYTES, bytes_text))
+            .or_else(|| over("max_clients", u64::from(self.max_clients), u64::from(MAX_CLIENTS_PER_CARD), plain))
+            .or_else(|| over("cpu", self.cpu_milli, MAX_CPU_CORES * 1000, cores))
+            .or_else(|| over("mem", self.mem, MAX_MEMORY_BYTES, bytes_text))
     }
 }
 

@@ -92,7 +92,7 @@ fn preemption(c: &mut Criterion) {
     let mut s = scheduler(PREEMPT, 5000, EngineKind::Jit);
     // 20,000 running 2-card jobs fill every node; half may be evicted (priority 0), half
     // not (priority 200); work since the last checkpoint varies.
-    s.advance(4 * 3_600_000);
+    s.advance(4 * 3_600_000).expect("four hours is within the clock limit");
     for i in 0..20_000usize {
         let priority = if (i / 4 + i) % 2 == 0 { 0.0 } else { 200.0 };
         let j = s.submit(job(format!("r{i}"), 2, 1, priority)).expect("valid");

@@ -21,4 +21,4 @@ pub mod symbols;
 
 pub use gpol_compiler::schema;
 pub use gpol_compiler::spec::{History, JobSpec, MILLI, NodeSpec, Request, Sharing};
-pub use scheduler::{Event, Resolved, Scheduler, SubmitError};
+pub use scheduler::{ClockLimit, Event, Resolved, Scheduler, SubmitError};

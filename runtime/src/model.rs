@@ -3,6 +3,7 @@
 //! every bind and release. Accounting is in exact integers: milli-GPU, bytes, milli-cores.
 
 use crate::symbols::Symbols;
+use gpol_compiler::limits::MAX_NODES;
 use gpol_compiler::schema::{MAX_LEVELS, MIG_PROFILES, MIG_SLICES, Sym};
 pub use gpol_compiler::spec::{MILLI, NodeSpec, Sharing, mig_milli};
 use std::collections::HashMap;
@@ -294,6 +295,12 @@ impl Cluster {
         let err = |field, message: String| SpecError { node: spec.name.clone(), field, message };
         if self.node(&spec.name).is_some() {
             return Err(err("name", "a node with this name already exists".into()));
+        }
+        if self.nodes.len() >= MAX_NODES as usize {
+            return Err(err("name", format!("too many nodes, at most {MAX_NODES}")));
+        }
+        if let Some(over) = spec.over_limit() {
+            return Err(err(over.field, format!("too large, at most {}", over.max)));
         }
         match (spec.sharing, spec.mig.is_empty()) {
             (Sharing::Mig, true) => return Err(err("mig", "a MIG node needs a layout of instances".into())),

@@ -194,7 +194,19 @@ impl Scheduler {
         let admits = |n: u32| self.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, n, None));
         match admits(j.replicas) {
             Ok(()) => Ok(j.replicas),
-            Err(why) => (j.min_replicas..j.replicas).rev().find(|&n| admits(n).is_ok()).ok_or(why),
+            Err(why) => {
+                // Demand grows with the count, so the counts the quota admits are a prefix:
+                // search for its end in O(log n) trials.
+                if admits(j.min_replicas).is_err() {
+                    return Err(why);
+                }
+                let (mut ok, mut too_many) = (j.min_replicas, j.replicas);
+                while too_many - ok > 1 {
+                    let mid = ok + (too_many - ok) / 2;
+                    if admits(mid).is_ok() { ok = mid } else { too_many = mid }
+                }
+                Ok(ok)
+            }
         }
     }
 

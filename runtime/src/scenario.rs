@@ -109,7 +109,10 @@ pub fn run_with(
                     s.cycle();
                     observe(Moment::AfterCycle, &s);
                 }
-                s.advance((secs * 1000.0).round() as u64);
+                if let Err(e) = s.advance((secs * 1000.0).round() as u64) {
+                    outcome.error = Some(e.to_string());
+                    break;
+                }
                 dirty = true;
             }
             Step::Complete(name) => {

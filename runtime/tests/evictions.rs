@@ -288,7 +288,7 @@ fn play(
                 }
             }
             Step::Fail(i) => s.fail_node(i % s.cluster().nodes.len()),
-            Step::Advance(ms) => s.advance(*ms),
+            Step::Advance(ms) => s.advance(*ms).expect("the scenario stays within the clock limit"),
             Step::Cycle => {
                 s.cycle();
             }

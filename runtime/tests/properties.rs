@@ -291,7 +291,7 @@ fn play(policy: &CompiledPolicy, nodes: &[NodeSpec], events: &[Event]) -> Result
                 let n = k % s.cluster().nodes.len();
                 s.fail_node(n);
             }
-            Event::Advance(ms) => s.advance(*ms),
+            Event::Advance(ms) => s.advance(*ms).expect("generated steps stay within the clock limit"),
             Event::Quota(q, kind, v) => s.set_quota(*q, *kind, Res::Gpu, *v),
             Event::Cycle => {
                 s.cycle();

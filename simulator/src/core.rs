@@ -84,6 +84,8 @@ impl<'a> Control<'a> {
 #[derive(Debug)]
 pub enum SimError {
     Input(InputError),
+    /// The trace runs the clock past its limit.
+    Clock(gpol_runtime::ClockLimit),
     Interrupted,
 }
 
@@ -91,6 +93,7 @@ impl std::fmt::Display for SimError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SimError::Input(e) => e.fmt(f),
+            SimError::Clock(e) => e.fmt(f),
             SimError::Interrupted => f.write_str("the run was interrupted; no results were written"),
         }
     }
@@ -249,7 +252,7 @@ impl<'a> Sim<'a> {
         let (mut next_job, mut next_node_event) = (0, 0);
         let mut completions: BinaryHeap<Reverse<(u64, JobId, u32)>> = BinaryHeap::new();
         let mut retry_at: Option<u64> = None;
-        self.s.advance(self.start_ms);
+        self.s.advance(self.start_ms).map_err(SimError::Clock)?;
         let mut steps = 0u64;
         loop {
             let t = [
@@ -269,7 +272,7 @@ impl<'a> Sim<'a> {
                 }
                 (control.progress)(next_job as f64 / total.max(1) as f64);
             }
-            self.advance_to(t);
+            self.advance_to(t)?;
             let retrying = retry_at == Some(t);
             if retrying {
                 retry_at = None;
@@ -296,7 +299,7 @@ impl<'a> Sim<'a> {
             let quiet = next_job == jobs.len() && next_node_event == node_events.len() && completions.is_empty();
             if retry_at.is_none() && self.s.pending() > 0 && self.s.waits_on_time() && !(quiet && retrying && !progress)
             {
-                retry_at = Some(t + self.config.retry_ms.max(1));
+                retry_at = Some(t.saturating_add(self.config.retry_ms.max(1)));
             }
         }
         (control.progress)(1.0);
@@ -422,13 +425,14 @@ impl<'a> Sim<'a> {
     }
 
     /// Integrates the state since the last event up to `t`, then moves the clock.
-    fn advance_to(&mut self, t: u64) {
+    fn advance_to(&mut self, t: u64) -> Result<(), SimError> {
         let now = self.s.now_ms();
         if t > now {
             let values = self.sample(now);
             self.series.add(now, t, &values);
-            self.s.advance(t - now);
+            self.s.advance(t - now).map_err(SimError::Clock)?;
         }
+        Ok(())
     }
 
     /// The series' signals now.

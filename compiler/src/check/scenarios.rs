@@ -6,6 +6,10 @@ use super::expr::Scope;
 use crate::diag::{Code, Diagnostic, snippet};
 use crate::fuzzy;
 use crate::hir::{self, Expect, Step, TestName, Value};
+use crate::limits::{
+    MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_CLOCK_MS, MAX_CPU_CORES, MAX_MEMORY_BYTES,
+    MAX_NODES, MAX_REPLICAS,
+};
 use crate::schema::{Context, EnumKind, Record};
 use crate::source::Span;
 use crate::spec::{History, JobSpec, NodeSpec, Request, Sharing};
@@ -101,11 +105,26 @@ impl Checker<'_> {
         let mut nodes: HashMap<String, Span> = HashMap::new();
         let mut jobs: HashMap<String, Span> = HashMap::new();
         let mut steps = Vec::new();
+        // The test's clock, in seconds: the sum of its `advance`s.
+        let mut clock = 0.0;
         for s in &t.stmts {
             match s {
                 TestStmt::Node { names, props, span } => {
                     let template = self.test_node(m, props, *span);
                     for n in names {
+                        let count = n.range.map_or(1, |(a, b)| u64::from(b.saturating_sub(a)) + 1);
+                        if nodes.len() as u64 + count > u64::from(MAX_NODES) {
+                            self.err(
+                                Diagnostic::new(
+                                    Code::TestScenario,
+                                    n.name.span,
+                                    format!("too many nodes in one test: at most {MAX_NODES}"),
+                                )
+                                .label(format!("these would make {}", nodes.len() as u64 + count))
+                                .help("docs/limits.md lists the limits of clusters"),
+                            );
+                            break;
+                        }
                         let expanded: Vec<String> = match n.range {
                             Some((a, b)) => (a..=b).map(|i| format!("{}{i}", n.name.name)).collect(),
                             None => vec![n.name.name.clone()],
@@ -159,7 +178,19 @@ impl Checker<'_> {
                                     .label("negative duration")
                                     .help("advance by a positive duration"),
                             );
+                        } else if clock + d > (MAX_CLOCK_MS / 1000) as f64 {
+                            let max = MAX_CLOCK_MS / 1000;
+                            self.err(
+                                Diagnostic::new(
+                                    Code::TestScenario,
+                                    e.span,
+                                    format!("time too large: the test's clock would pass {max}s (100 years)"),
+                                )
+                                .label(format!("advancing {}s from {}s", shown(d), shown(clock)))
+                                .help("docs/limits.md lists the limits of time"),
+                            );
                         } else {
+                            clock += d;
                             steps.push(Step::Advance(d));
                         }
                     }
@@ -477,8 +508,8 @@ impl Checker<'_> {
             };
             match (name.name.as_str(), v) {
                 ("model", Value::Str(s)) => n.model = s,
-                ("cards", Value::Num(x)) => n.cards = self.whole(x, name, value),
-                ("gpu_mem", Value::Num(x)) => n.card_mem = self.amount(x, name, value) as u64,
+                ("cards", Value::Num(x)) => n.cards = self.whole(x, name, value, MAX_CARDS_PER_NODE),
+                ("gpu_mem", Value::Num(x)) => n.card_mem = self.bytes(x, name, value),
                 ("sharing", Value::Enum(_, i)) => n.sharing = Sharing::from_enum(i),
                 ("mig", Value::List(items)) => {
                     n.mig = items
@@ -486,9 +517,11 @@ impl Checker<'_> {
                         .filter_map(|i| if let Value::Enum(_, p) = i { Some(p) } else { None })
                         .collect()
                 }
-                ("max_clients", Value::Num(x)) => n.max_clients = self.whole(x, name, value).max(1),
-                ("cpu", Value::Num(x)) => n.cpu_milli = milli(self.amount(x, name, value)),
-                ("mem", Value::Num(x)) => n.mem = self.amount(x, name, value) as u64,
+                ("max_clients", Value::Num(x)) => {
+                    n.max_clients = self.whole(x, name, value, MAX_CLIENTS_PER_CARD).max(1)
+                }
+                ("cpu", Value::Num(x)) => n.cpu_milli = self.cores(x, name, value),
+                ("mem", Value::Num(x)) => n.mem = self.bytes(x, name, value),
                 _ => {}
             }
         }
@@ -522,17 +555,52 @@ impl Checker<'_> {
         }
     }
 
-    fn whole(&mut self, x: f64, name: &ast::Ident, value: Option<&ast::Expr>) -> u32 {
-        if x >= 0.0 && x.fract() == 0.0 && x <= f64::from(u32::MAX) {
+    /// A count of a scenario: a whole number from 0 to `max`.
+    fn whole(&mut self, x: f64, name: &ast::Ident, value: Option<&ast::Expr>, max: u32) -> u32 {
+        if x >= 0.0 && x.fract() == 0.0 && x <= f64::from(max) {
             return x as u32;
         }
         let span = value.map_or(name.span, |v| v.span);
-        self.err(
+        let d = if x > f64::from(max) {
+            Diagnostic::new(Code::TestScenario, span, format!("`{}` is too large, at most {max}", name.name))
+                .label(format!("this is {}", shown(x)))
+                .help("docs/limits.md lists the limits of jobs and nodes")
+        } else {
             Diagnostic::new(Code::TestScenario, span, format!("`{}` must be a whole number", name.name))
-                .label(format!("this is {x}"))
-                .help("use a non-negative whole number"),
-        );
+                .label(format!("this is {}", shown(x)))
+                .help("use a non-negative whole number")
+        };
+        self.err(d);
         0
+    }
+
+    /// An amount of a scenario in base units, from 0 to `max` (shown as `max_text`).
+    fn bounded(&mut self, x: f64, name: &ast::Ident, value: Option<&ast::Expr>, max: f64, max_text: &str) -> f64 {
+        let x = self.amount(x, name, value);
+        if x <= max {
+            return x;
+        }
+        let span = value.map_or(name.span, |v| v.span);
+        self.err(
+            Diagnostic::new(Code::TestScenario, span, format!("`{}` is too large, at most {max_text}", name.name))
+                .label(format!("this is {}", shown(x)))
+                .help("docs/limits.md lists the limits of jobs and nodes"),
+        );
+        0.0
+    }
+
+    fn bytes(&mut self, x: f64, name: &ast::Ident, value: Option<&ast::Expr>) -> u64 {
+        self.bounded(x, name, value, MAX_MEMORY_BYTES as f64, "64TiB") as u64
+    }
+
+    fn cores(&mut self, x: f64, name: &ast::Ident, value: Option<&ast::Expr>) -> u64 {
+        milli(self.bounded(x, name, value, MAX_CPU_CORES as f64, &format!("{MAX_CPU_CORES} cpu")))
+    }
+
+    /// A duration in seconds, at most the clock's limit.
+    fn seconds(&mut self, x: f64, name: &ast::Ident, value: Option<&ast::Expr>) -> f64 {
+        let max = (MAX_CLOCK_MS / 1000) as f64;
+        self.bounded(x, name, value, max, &format!("{max}s (100 years)"))
     }
 
     /// A quantity of a scenario: finite and not negative.
@@ -634,7 +702,7 @@ impl Checker<'_> {
                     }
                 },
                 ("priority", Value::Num(x)) => j.priority = Some(x),
-                ("cards", Value::Num(x)) => cards = self.whole(x, name, value),
+                ("cards", Value::Num(x)) => cards = self.whole(x, name, value, MAX_CARDS_PER_NODE),
                 ("fraction", Value::Num(x)) => {
                     if x <= 0.0 || x >= 1.0 {
                         self.err(
@@ -650,24 +718,35 @@ impl Checker<'_> {
                     fraction = x;
                 }
                 ("mig", Value::Enum(_, i)) => mig = Some(i),
-                ("replicas", Value::Num(x)) => j.replicas = self.whole(x, name, value).max(1),
-                ("min_replicas", Value::Num(x)) => j.min_replicas = Some(self.whole(x, name, value)),
-                ("gpu_mem", Value::Num(x)) => j.gpu_mem = self.amount(x, name, value) as u64,
-                ("cpu", Value::Num(x)) => j.cpu_milli = milli(self.amount(x, name, value)),
-                ("mem", Value::Num(x)) => j.mem = self.amount(x, name, value) as u64,
+                ("replicas", Value::Num(x)) => j.replicas = self.whole(x, name, value, MAX_REPLICAS).max(1),
+                ("min_replicas", Value::Num(x)) => j.min_replicas = Some(self.whole(x, name, value, MAX_REPLICAS)),
+                ("gpu_mem", Value::Num(x)) => j.gpu_mem = self.bytes(x, name, value),
+                ("cpu", Value::Num(x)) => j.cpu_milli = self.cores(x, name, value),
+                ("mem", Value::Num(x)) => j.mem = self.bytes(x, name, value),
                 ("models", Value::List(items)) => {
+                    if items.len() > MAX_ALLOWED_MODELS as usize {
+                        self.err(
+                            Diagnostic::new(
+                                Code::TestScenario,
+                                value.map_or(name.span, |v| v.span),
+                                format!("`models` is too long, at most {MAX_ALLOWED_MODELS}"),
+                            )
+                            .label(format!("{} models", items.len()))
+                            .help("docs/limits.md lists the limits of jobs and nodes"),
+                        );
+                    }
                     j.models =
                         items.into_iter().filter_map(|i| if let Value::Str(s) = i { Some(s) } else { None }).collect()
                 }
                 ("bursty", Value::Bool(b)) => j.bursty = b,
                 ("latency_critical", Value::Bool(b)) => j.latency_critical = b,
                 ("preemptible", Value::Bool(b)) => j.preemptible = b,
-                ("duration", Value::Num(x)) => j.duration_ms = Some(milli(self.amount(x, name, value))),
-                ("checkpoint", Value::Num(x)) => j.checkpoint_every_ms = Some(milli(self.amount(x, name, value))),
+                ("duration", Value::Num(x)) => j.duration_ms = Some(milli(self.seconds(x, name, value))),
+                ("checkpoint", Value::Num(x)) => j.checkpoint_every_ms = Some(milli(self.seconds(x, name, value))),
                 ("utilization", Value::Num(x)) => j.utilization = self.amount(x, name, value),
-                ("runtime", Value::Num(x)) => ran = self.amount(x, name, value),
-                ("since_checkpoint", Value::Num(x)) => since_checkpoint = self.amount(x, name, value),
-                ("evictions", Value::Num(x)) => evictions = self.whole(x, name, value),
+                ("runtime", Value::Num(x)) => ran = self.seconds(x, name, value),
+                ("since_checkpoint", Value::Num(x)) => since_checkpoint = self.seconds(x, name, value),
+                ("evictions", Value::Num(x)) => evictions = self.whole(x, name, value, u32::MAX),
                 _ => {}
             }
         }
@@ -703,6 +782,11 @@ impl Checker<'_> {
         }
         (j, History { ran_ms: milli(ran), since_checkpoint_ms: milli(since_checkpoint.min(ran)), evictions })
     }
+}
+
+/// A number for a message: exact when short, in scientific notation when huge.
+fn shown(x: f64) -> String {
+    if x.abs() < 1e15 { x.to_string() } else { format!("{x:e}") }
 }
 
 /// Thousandths of a base unit (milli-cores from cores, ms from seconds), to the nearest.

@@ -7,7 +7,7 @@ use crate::model::NodeId;
 use crate::quota::Amounts;
 use crate::{fit, records};
 use gpol_compiler::schema::Sym;
-use gpol_compiler::spec::{History, JobSpec};
+use gpol_compiler::spec::{History, JobSpec, OverLimit};
 
 /// Where a submitted job goes: its leaf queue and its priority.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,6 +27,8 @@ pub enum SubmitError {
     NoQueue { job: String },
     /// It names a priority class the policy does not have.
     UnknownPriorityClass { job: String, class: String, known: Vec<String> },
+    /// A field is over its documented limit.
+    TooLarge { job: String, over: OverLimit },
 }
 
 impl SubmitError {
@@ -35,6 +37,7 @@ impl SubmitError {
         match self {
             SubmitError::UnknownQueue { .. } | SubmitError::NotALeaf { .. } | SubmitError::NoQueue { .. } => "queue",
             SubmitError::UnknownPriorityClass { .. } => "priority_class",
+            SubmitError::TooLarge { over, .. } => over.field,
         }
     }
 }
@@ -55,6 +58,7 @@ impl std::fmt::Display for SubmitError {
             SubmitError::NoQueue { job } => {
                 write!(f, "job `{job}`: no queue given, and the policy has several leaf queues")
             }
+            SubmitError::TooLarge { job, over } => write!(f, "job `{job}`: {over}"),
             SubmitError::UnknownPriorityClass { job, class, known } => {
                 write!(f, "job `{job}`: the policy has no priority class `{class}`")?;
                 if known.is_empty() { Ok(()) } else { write!(f, "; it has {}", known.join(", ")) }
@@ -109,6 +113,9 @@ impl Scheduler {
 
     /// Adds a waiting job (see [`Scheduler::resolve`] for where it goes).
     pub fn submit(&mut self, spec: JobSpec) -> Result<JobId, SubmitError> {
+        if let Some(over) = spec.over_limit() {
+            return Err(SubmitError::TooLarge { job: spec.name.clone(), over });
+        }
         let Resolved { queue, priority } = self.resolve(&spec)?;
         let id = self.jobs.len();
         let labels = spec.labels.iter().map(|(k, v)| (self.syms.intern(k), self.syms.intern(v))).collect();

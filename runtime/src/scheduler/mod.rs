@@ -27,6 +27,7 @@ use crate::records;
 use crate::symbols::Symbols;
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::interp::Ctx;
+use gpol_compiler::limits::MAX_CLOCK_MS;
 use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, ShapeRec, Sym};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -249,9 +250,13 @@ impl Scheduler {
         i64::try_from(self.now_ms).unwrap_or(i64::MAX)
     }
 
-    pub fn advance(&mut self, ms: u64) {
-        self.now_ms += ms;
+    /// Moves the clock `ms` forward. It never passes [`MAX_CLOCK_MS`]: inputs are checked
+    /// against it when they are read, and a step past it is refused, the clock unmoved.
+    pub fn advance(&mut self, ms: u64) -> Result<(), ClockLimit> {
+        let to = self.now_ms.checked_add(ms).filter(|&t| t <= MAX_CLOCK_MS);
+        self.now_ms = to.ok_or(ClockLimit { now_ms: self.now_ms, by_ms: ms })?;
         self.quotas.advance_usage(self.now_ms);
+        Ok(())
     }
 
     /// Hands over the events logged so far, leaving the log empty (long runs read it as
@@ -366,3 +371,24 @@ fn reads_time(node: &gpol_compiler::ir::Node) -> bool {
         .chain([(Record::Cluster, "time"), (Record::Queue, "usage")])
         .any(|(record, field)| node.reads(record, field))
 }
+
+/// A step of the clock that would take it past [`MAX_CLOCK_MS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockLimit {
+    pub now_ms: u64,
+    pub by_ms: u64,
+}
+
+impl std::fmt::Display for ClockLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "time too large: advancing the clock from {} s by {} s passes its limit of {} s (100 years)",
+            self.now_ms / 1000,
+            self.by_ms / 1000,
+            MAX_CLOCK_MS / 1000
+        )
+    }
+}
+
+impl std::error::Error for ClockLimit {}
