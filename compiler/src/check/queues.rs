@@ -9,7 +9,6 @@ use crate::source::Span;
 use crate::syntax::{self as ast, Item, QueueStmt, QuotaKind};
 use crate::types::Ty;
 use crate::units::Dim;
-use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::{BTreeMap, HashMap};
 
 /// Every queue declaration in the file, depth first, with its parent's index.
@@ -77,8 +76,9 @@ impl Checker<'_> {
 
     pub(super) fn check_queues(&mut self, m: usize, parsed: &ast::File, p: &mut hir::Policy) {
         let decls = walk(parsed);
-        let mut graph: DiGraph<usize, ()> = DiGraph::new();
-        let nodes: Vec<NodeIndex> = (0..decls.len()).map(|i| graph.add_node(i)).collect();
+        // Each queue's children in declaration order, built once: counting siblings
+        // per queue would be quadratic in a wide tree.
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); decls.len()];
         let mut seen: HashMap<&str, Span> = HashMap::new();
         for (i, (q, parent)) in decls.iter().enumerate() {
             if let Some(first) = seen.get(q.name.name.as_str()) {
@@ -89,15 +89,15 @@ impl Checker<'_> {
             }
             seen.insert(&q.name.name, q.name.span);
             if let Some(parent) = parent {
-                graph.add_edge(nodes[*parent], nodes[i], ());
+                children[*parent].push(i);
             }
         }
+        let roots = decls.iter().filter(|(_, p)| p.is_none()).count();
         for (i, (q, parent)) in decls.iter().enumerate() {
-            let children: Vec<usize> = graph.neighbors(nodes[i]).map(|n| graph[n]).collect();
             let mut queue = hir::Queue {
                 name: q.name.name.clone(),
                 parent: *parent,
-                children: children.into_iter().rev().collect(),
+                children: children[i].clone(),
                 quotas: BTreeMap::new(),
                 weight: 1.0,
                 usage_half_life: None,
@@ -106,8 +106,8 @@ impl Checker<'_> {
                 span: q.span,
             };
             let siblings = match parent {
-                Some(pi) => graph.neighbors(nodes[*pi]).count() - 1,
-                None => decls.iter().filter(|(_, p)| p.is_none()).count() - 1,
+                Some(pi) => children[*pi].len() - 1,
+                None => roots - 1,
             };
             for s in &q.stmts {
                 match s {
