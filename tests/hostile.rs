@@ -36,6 +36,9 @@ struct Case {
     /// Text that must appear in stdout or stderr (the input's name is always required).
     #[serde(default)]
     expect: Vec<String>,
+    /// Text that must not appear (raw control characters, say).
+    #[serde(default)]
+    absent: Vec<String>,
 }
 
 /// Inputs too large to commit, made from a few lines of text.
@@ -106,6 +109,11 @@ fn run(case: &Case, root: &Path, tmp: &Path) -> Result<(), String> {
     for want in std::iter::once(&shown).chain(&case.expect) {
         if !text.contains(want.as_str()) {
             return Err(format!("output lacks {want:?}:\n{short}"));
+        }
+    }
+    for unwanted in &case.absent {
+        if text.contains(unwanted.as_str()) {
+            return Err(format!("output holds {unwanted:?}:\n{short}"));
         }
     }
     Ok(())

@@ -28,6 +28,12 @@ pub const MAX_LOWERING_STEPS: u64 = 1_000_000;
 /// list's limit (E0042). `gpolc check --costs` prints each rule's bound.
 pub const MAX_RULE_COST: u64 = 100_000_000;
 
+// ---- Diagnostics -----------------------------------------------------------------------
+
+/// Diagnostics of one code printed for people before the rest are summarised in a line
+/// (`gpolc check --max-diagnostics` changes it; JSON output always has them all).
+pub const MAX_DIAGNOSTICS_PER_CODE: usize = 100;
+
 // ---- Test scenarios, clusters and traces -----------------------------------------------
 
 /// Nodes in one cluster: a test's, a cluster file's, an import's, `gpolc bench --nodes`.

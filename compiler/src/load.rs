@@ -126,8 +126,9 @@ fn on_big_stack(sources: &mut SourceMap, file: FileId) -> check::Checked {
 
 impl std::fmt::Display for Failed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut human = render::Human::new(&self.sources, false);
         for d in &self.diagnostics {
-            f.write_str(&render::human(&self.sources, d, false))?;
+            f.write_str(&human.render(d))?;
         }
         Ok(())
     }

@@ -79,6 +79,11 @@ impl SourceFile {
         (line + 1, col + 1)
     }
 
+    /// The byte offset where 0-based `line` starts (the end of the text past the last).
+    pub fn line_start(&self, line: usize) -> usize {
+        self.line_starts.get(line).copied().unwrap_or(self.text.len())
+    }
+
     /// The largest char boundary at or before `offset`.
     pub fn floor_char(&self, offset: usize) -> usize {
         let mut o = offset.min(self.text.len());

@@ -21,7 +21,19 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn needs_escape(c: char) -> bool {
+/// One visible character standing for a character that [`needs_escape`], for source
+/// lines shown under a diagnostic, where one character must stay one column: the
+/// Unicode control pictures (`␛` for ESC), `�` for the rest.
+pub fn picture(c: char) -> char {
+    match u32::from(c) {
+        n @ 0..=0x1f => char::from_u32(0x2400 + n).unwrap_or('\u{fffd}'),
+        0x7f => '\u{2421}',
+        _ => '\u{fffd}',
+    }
+}
+
+/// Whether `c` is shown escaped on terminals.
+pub fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
 }
 
@@ -41,5 +53,13 @@ mod tests {
         assert_eq!(escape("a\u{1b}]0;pwned\u{7}b"), "a\\u{1b}]0;pwned\\u{7}b");
         assert_eq!(escape("x\u{202e}y\r"), "x\\u{202e}y\\u{d}");
         assert_eq!(escape("line\n\tnext"), "line\n\tnext");
+    }
+
+    #[test]
+    fn pictures_keep_one_column() {
+        assert_eq!(picture('\u{1b}'), '␛');
+        assert_eq!(picture('\u{7}'), '␇');
+        assert_eq!(picture('\u{7f}'), '␡');
+        assert_eq!(picture('\u{202e}'), '\u{fffd}');
     }
 }

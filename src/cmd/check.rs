@@ -22,6 +22,10 @@ pub struct Args {
     /// their lists' limits), on standard output.
     #[arg(long)]
     costs: bool,
+    /// Show at most this many diagnostics of each code, then one line for the rest
+    /// (0: all). JSON output always has them all.
+    #[arg(long, value_name = "N", default_value_t = gpol_compiler::limits::MAX_DIAGNOSTICS_PER_CODE)]
+    max_diagnostics: usize,
     /// Print the long explanation of a diagnostic code, e.g. E0007.
     #[arg(long, value_name = "CODE")]
     explain: Option<String>,
@@ -78,7 +82,9 @@ pub fn run(args: Args, color: bool) -> u8 {
     }
     let (mut n_err, mut n_warn) = (0, 0);
     let mut json = Vec::new();
+    let mut shown = render::PerCode::new(args.max_diagnostics);
     for (sources, diags) in &all {
+        let mut human = render::Human::new(sources, color);
         for d in diags {
             if d.is_error() {
                 n_err += 1;
@@ -86,11 +92,15 @@ pub fn run(args: Args, color: bool) -> u8 {
                 n_warn += 1;
             }
             match args.format {
-                Format::Human => eprint!("{}", render::human(sources, d, color)),
-                Format::Github => super::print(&format!("{}\n", render::github(sources, d))),
                 Format::Json => json.push(render::json(sources, d)),
+                _ if !shown.admit(d.code) => {}
+                Format::Human => eprint!("{}", human.render(d)),
+                Format::Github => super::print(&format!("{}\n", render::github(sources, d))),
             }
         }
+    }
+    if args.format == Format::Human {
+        eprint!("{}", shown.summary());
     }
     match args.format {
         Format::Json => {

@@ -105,9 +105,19 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Prints a checked policy's errors (and, with `warnings`, its warnings).
 fn report(checked: &load::Checked, warnings: bool, color: bool) {
-    for d in checked.diagnostics.iter().filter(|d| warnings || d.is_error()) {
-        eprint!("{}", render::human(&checked.sources, d, color));
+    print_diagnostics(&checked.sources, checked.diagnostics.iter().filter(|d| warnings || d.is_error()), color);
+}
+
+/// Prints diagnostics for people, at most the default number of each code.
+pub fn print_diagnostics<'d>(sources: &SourceMap, diagnostics: impl IntoIterator<Item = &'d Diagnostic>, color: bool) {
+    let mut human = render::Human::new(sources, color);
+    let mut shown = render::PerCode::new(gpol_compiler::limits::MAX_DIAGNOSTICS_PER_CODE);
+    for d in diagnostics {
+        if shown.admit(d.code) {
+            eprint!("{}", human.render(d));
+        }
     }
+    eprint!("{}", shown.summary());
 }
 
 /// Reads and checks a policy, printing its errors (and, with `warnings`, its warnings).
@@ -132,9 +142,7 @@ pub fn lower(checked: &CheckedPolicy, color: bool) -> Result<gpol_compiler::ir::
 /// Compiles a checked policy with `engine`, printing a backend failure.
 pub fn compile_checked(checked: CheckedPolicy, engine: EngineKind, color: bool) -> Result<CompiledPolicy, u8> {
     checked.compile(engine).map_err(|failed| {
-        for d in &failed.diagnostics {
-            eprint!("{}", render::human(&failed.sources, d, color));
-        }
+        print_diagnostics(&failed.sources, &failed.diagnostics, color);
         FAILED
     })
 }

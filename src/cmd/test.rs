@@ -1,7 +1,6 @@
 //! `gpolc test`: run the `test` blocks of policies against the runtime.
 
 use super::{FAILED, OK, USAGE, collect_files};
-use gpol_compiler::diag::render;
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::load;
 use gpol_compiler::source::SourceMap;
@@ -57,9 +56,7 @@ pub fn run(args: Args, color: bool) -> u8 {
         let compiled = match compiled {
             Ok(c) => c,
             Err(errors) => {
-                for d in &errors.diagnostics {
-                    eprint!("{}", render::human(&errors.sources, d, color));
-                }
+                super::print_diagnostics(&errors.sources, &errors.diagnostics, color);
                 human.push_str(&format!("{}: does not check\n", path.display()));
                 let mut case = quick_junit::TestCase::new(
                     "check",

@@ -39,16 +39,14 @@ impl Checked {
 /// Checks the file `file` of `sources`; library modules it imports are added to `sources`.
 pub fn check(sources: &mut SourceMap, file: FileId) -> Checked {
     let text = sources.get(file).text.clone();
-    let parsed = match parse::parse(file, &text) {
-        Ok(f) => f,
-        Err(d) => {
-            return Checked { policy: None, diagnostics: vec![d] };
-        }
-    };
+    let (parsed, syntax_errors) = parse::parse_recovering(file, &text);
+    let has_syntax_errors = !syntax_errors.is_empty();
+    let bidi = bidi_controls(file, &text);
+    // Counted now, so that nothing downstream of a syntax error is lowered or costed.
     let mut c = Checker {
         sources,
+        errors: syntax_errors.len(),
         diags: Vec::new(),
-        errors: 0,
         modules: Vec::new(),
         functions: Vec::new(),
         finished: HashMap::new(),
@@ -64,6 +62,11 @@ pub fn check(sources: &mut SourceMap, file: FileId) -> Checked {
     {
         c.diags.extend(bounds(p));
     }
+    if has_syntax_errors {
+        c.diags.retain(|d| !depends_on_other_declarations(d.code));
+        c.diags.extend(syntax_errors);
+    }
+    c.diags.extend(bidi);
     c.diags.sort_by_key(|d| (d.primary.span.file, d.primary.span.start, d.code));
     let has_errors = c.diags.iter().any(Diagnostic::is_error);
     Checked { policy: if has_errors { None } else { policy }, diagnostics: c.diags }
@@ -1134,4 +1137,42 @@ fn bounds(policy: &hir::Policy) -> Vec<Diagnostic> {
         );
     }
     out
+}
+
+/// Diagnostics that a declaration broken by a syntax error may cause in the ones that
+/// parsed (a name it defined is unknown, a function it called is unused): held back
+/// while there are syntax errors.
+fn depends_on_other_declarations(code: Code) -> bool {
+    use Code as C;
+    matches!(
+        code,
+        C::UnknownName
+            | C::UnknownFunction
+            | C::UnknownModule
+            | C::NoCohort
+            | C::UnknownQueue
+            | C::UnknownLevel
+            | C::UnknownRule
+            | C::MissingHeader
+            | C::UnknownPriorityClass
+            | C::UnusedConst
+            | C::UnusedFn
+            | C::UnusedUse
+    )
+}
+
+/// W0008 for each bidirectional formatting character in the text ("Trojan Source").
+fn bidi_controls(file: FileId, text: &str) -> Vec<Diagnostic> {
+    text.char_indices()
+        .filter(|(_, c)| crate::terminal::is_bidi_control(*c))
+        .map(|(at, c)| {
+            Diagnostic::new(
+                Code::BidiControl,
+                Span::new(file, at, at + c.len_utf8()),
+                format!("bidirectional control character U+{:04X} in the source", u32::from(c)),
+            )
+            .label("can make the text read differently than it runs")
+            .help("remove it: reviewers may see this line in a different order than gpolc reads it")
+        })
+        .collect()
 }

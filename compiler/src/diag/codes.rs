@@ -326,4 +326,11 @@ for the other; pick a different name.";
 
     UnusedUse = "W0007", "unused import",
 "A `use` imports a module whose functions are never called. Remove it.";
+
+    BidiControl = "W0008", "bidirectional control character",
+"The file holds a Unicode bidirectional formatting character (U+202A–U+202E,
+U+2066–U+2069, U+200E, U+200F or U+061C), in a comment or a string. Such characters
+can make a reviewer see text in a different order than the compiler reads it (\"Trojan
+Source\", CVE-2021-42574): a comment can appear to close early, hiding code. gpolc
+shows them as `�`. Remove them, or write the text without them.";
 }

@@ -1,6 +1,7 @@
 //! Diagnostics are plain data until they are rendered at the edge (see [`render`]).
 
 mod codes;
+pub mod excerpt;
 pub mod render;
 
 pub use codes::Code;

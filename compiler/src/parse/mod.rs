@@ -4,6 +4,7 @@
 mod comments;
 mod errors;
 mod prescan;
+mod recover;
 
 pub use comments::{Comment, comments};
 pub use prescan::MAX_NESTING;
@@ -41,9 +42,61 @@ pub fn parse(file: FileId, text: &str) -> R<File> {
             return Err(errors::humanize(file, text, err));
         }
     };
-    let b = Builder { file };
+    let b = Builder { file, offset: 0 };
     let file_pair = pairs.into_iter().next().ok_or_else(|| errors::internal(file))?;
     b.file(file_pair)
+}
+
+/// Parses a file, and after a syntax error recovers at each top-level declaration: the
+/// declarations that parse, and an error for each that does not.
+pub fn parse_recovering(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
+    let first = match parse(file, text) {
+        Ok(f) => return (f, Vec::new()),
+        Err(d) => d,
+    };
+    let mut whole = File { header: None, items: Vec::new() };
+    let mut errors = Vec::new();
+    for range in recover::declarations(text) {
+        match parse_piece(file, text, range) {
+            Ok(piece) => {
+                whole.header = whole.header.or(piece.header);
+                whole.items.extend(piece.items);
+            }
+            Err(d) => errors.push(d),
+        }
+    }
+    if errors.is_empty() {
+        // Every piece parses but the whole does not (say, a header in the wrong place).
+        errors.push(first);
+    }
+    (whole, errors)
+}
+
+/// Parses `text[range]` as a file of its own, with spans in the whole file.
+fn parse_piece(file: FileId, text: &str, range: std::ops::Range<usize>) -> R<File> {
+    let piece = &text[range.clone()];
+    let shift = |mut d: Diagnostic| {
+        let at = |s: &mut Span| {
+            s.start += range.start as u32;
+            s.end += range.start as u32;
+        };
+        at(&mut d.primary.span);
+        d.secondary.iter_mut().for_each(|l| at(&mut l.span));
+        d
+    };
+    prescan::prescan(file, piece).map_err(shift)?;
+    let pairs = match GpolParser::parse(Rule::file, piece) {
+        Ok(p) => p,
+        Err(_) => {
+            pest::set_error_detail(true);
+            return Err(shift(match GpolParser::parse(Rule::file, piece) {
+                Err(e) => errors::humanize(file, piece, e),
+                Ok(_) => errors::internal(file),
+            }));
+        }
+    };
+    let b = Builder { file, offset: range.start };
+    b.file(pairs.into_iter().next().ok_or_else(|| errors::internal(file))?)
 }
 
 /// Parses a standalone expression (used by tests and tools).
@@ -90,6 +143,8 @@ static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
 
 struct Builder {
     file: FileId,
+    /// Where the text parsed starts in the file (a declaration parsed on its own).
+    offset: usize,
 }
 
 /// Takes the next child pair; the grammar guarantees it exists, so a missing one is an
@@ -104,7 +159,7 @@ impl Builder {
     fn span(&self, p: &Pair<'_, Rule>) -> Span {
         let s = p.as_span();
         let trimmed = s.as_str().trim_end_matches([' ', '\t', '\r', '\n']).len();
-        Span::new(self.file, s.start(), s.start() + trimmed)
+        Span::new(self.file, self.offset + s.start(), self.offset + s.start() + trimmed)
     }
 
     fn ident(&self, p: Pair<'_, Rule>) -> Ident {
