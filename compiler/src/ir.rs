@@ -396,6 +396,20 @@ impl Program {
         format!("{kind}{}", self.rule_name(id))
     }
 
+    /// For each filter, the filters declared before it that the compiled pass evaluates
+    /// after it (it runs filters cheapest first), in declaration order: a node it rejects
+    /// counts against the first of those that rejects it too, so that a reason names the
+    /// filter declared first whatever the evaluation order.
+    pub fn filters_declared_before_but_run_after(&self) -> Vec<Vec<usize>> {
+        let mut position = vec![0; self.filters.len()];
+        for (at, &f) in self.filter_order.iter().enumerate() {
+            if let Some(p) = position.get_mut(f) {
+                *p = at;
+            }
+        }
+        (0..self.filters.len()).map(|f| (0..f).filter(|&g| position[g] > position[f]).collect()).collect()
+    }
+
     /// Every rule body, with the rule it belongs to and a name for reports.
     pub fn bodies(&self) -> Vec<(RuleId, String, &Body)> {
         let mut out = Vec::new();

@@ -9,7 +9,7 @@ use crate::model::NodeId;
 use crate::quota::{self, Block};
 use crate::scheduler::Scheduler;
 use gpol_compiler::engine::{MAX_TIERS, NodeResult};
-use gpol_compiler::interp::Ctx;
+use gpol_compiler::interp::{self, Ctx, Roots};
 use gpol_compiler::ir::RuleId;
 use gpol_compiler::schema::{JobRec, Sym};
 use gpol_compiler::syntax::GangKind;
@@ -81,7 +81,7 @@ impl Scheduler {
             let mut hosts: Vec<Host> = Vec::new();
             self.scan(&ctx, &rec, among, |i, r| {
                 if !r.feasible {
-                    count_rejection(&mut rejections, r);
+                    count_rejection(&mut rejections, self.rejecting_filter(&ctx, &rec, i, r));
                 } else if self.cluster.nodes[i].up {
                     passed_filters = true;
                     let capacity = if usable(i) { fit::capacity(&self.cluster.nodes[i], j) } else { 0 };
@@ -102,6 +102,8 @@ impl Scheduler {
         }
         let new_choice = |rejections| Choice {
             s: self,
+            ctx: &ctx,
+            rec: &rec,
             job,
             tiers,
             best: None,
@@ -302,15 +304,32 @@ fn most_rejecting(rejections: &[usize]) -> Reason {
     }
 }
 
-fn count_rejection(rejections: &mut [usize], r: &NodeResult) {
-    if let Some(n) = rejections.get_mut(usize::from(r.rejected_by)) {
+fn count_rejection(rejections: &mut [usize], filter: usize) {
+    if let Some(n) = rejections.get_mut(filter) {
         *n += 1;
+    }
+}
+
+impl Scheduler {
+    /// The filter a node the compiled pass rejected counts against: the first declared
+    /// that rejects it (the pass stops at the cheapest), as `explain` reports it.
+    fn rejecting_filter(&self, ctx: &Ctx<'_>, rec: &JobRec<'_>, node: NodeId, r: &NodeResult) -> usize {
+        let first = usize::from(r.rejected_by);
+        let earlier = match self.recheck_filters.get(first) {
+            Some(e) if !e.is_empty() => e,
+            _ => return first,
+        };
+        let filters = &self.policy.program.filters;
+        let roots = Roots { job: Some(rec), node: self.node_records().get(node), ..Roots::default() };
+        earlier.iter().copied().find(|&g| !interp::eval(&filters[g].body, ctx, &roots).b()).unwrap_or(first)
     }
 }
 
 /// The single-node choice as the scan goes: the best node so far, and why others failed.
 struct Choice<'s> {
     s: &'s Scheduler,
+    ctx: &'s Ctx<'s>,
+    rec: &'s JobRec<'s>,
     job: JobId,
     tiers: usize,
     best: Option<(NodeId, NodeResult)>,
@@ -328,7 +347,8 @@ impl Choice<'_> {
     #[inline(always)]
     fn consider(&mut self, i: NodeId, r: &NodeResult) {
         if !r.feasible {
-            count_rejection(&mut self.rejections, r);
+            let filter = self.s.rejecting_filter(self.ctx, self.rec, i, r);
+            count_rejection(&mut self.rejections, filter);
             return;
         }
         // A node that would not win need not be looked at (and once there is a best

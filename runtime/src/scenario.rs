@@ -66,6 +66,7 @@ pub fn run_with(
     let mut outcome =
         Outcome { name: test.name.clone(), span: test.span, expectations: 0, failures: Vec::new(), error: None };
     let mut dirty = true;
+    let mut decisions = Decisions::default();
     for step in &test.steps {
         match step {
             Step::Node(n) => {
@@ -106,7 +107,7 @@ pub fn run_with(
                 if dirty {
                     // Whatever was waiting gets its chance before time moves on.
                     observe(Moment::BeforeCycle, &s);
-                    s.cycle();
+                    decisions.cycle(&mut s);
                     observe(Moment::AfterCycle, &s);
                 }
                 if let Err(e) = s.advance((secs * 1000.0).round() as u64) {
@@ -130,12 +131,12 @@ pub fn run_with(
             Step::Expect(e, span) => {
                 if dirty {
                     observe(Moment::BeforeCycle, &s);
-                    s.cycle();
+                    decisions.cycle(&mut s);
                     observe(Moment::AfterCycle, &s);
                     dirty = false;
                 }
                 outcome.expectations += 1;
-                if let Some(f) = check(&s, &jobs, e, *span) {
+                if let Some(f) = check(&s, &jobs, &decisions, e, *span) {
                     outcome.failures.push(f);
                 }
             }
@@ -169,11 +170,55 @@ fn test_shapes(test: &hir::Test) -> Vec<ShapeRec> {
     frag::shape_records(&frag::task_shapes(asks, frag::DEFAULT_SHAPES))
 }
 
-fn check(s: &Scheduler, jobs: &HashMap<String, JobId>, e: &Expect, span: Span) -> Option<Failure> {
+/// The explain trace of each job the last cycles started, as it was when they were
+/// decided: a failure shows why the job went where it went, not where it would go now.
+#[derive(Default)]
+struct Decisions {
+    traces: HashMap<JobId, String>,
+}
+
+/// Decision-time traces are kept while a test's pending jobs times its nodes stay under
+/// this; beyond it a failure shows the trace as of the failed expectation.
+const TRACED_WORK: usize = 100_000;
+
+impl Decisions {
+    /// Runs a cycle, keeping the trace of every job it starts.
+    fn cycle(&mut self, s: &mut Scheduler) {
+        let pending: Vec<JobId> = (0..s.jobs.len()).filter(|&j| matches!(s.jobs[j].state, State::Pending(_))).collect();
+        let before: Vec<(JobId, String)> = if pending.len().saturating_mul(s.cluster.nodes.len()) <= TRACED_WORK {
+            pending.iter().map(|&j| (j, explain::explain(s, j))).collect()
+        } else {
+            Vec::new()
+        };
+        s.cycle();
+        for (j, trace) in before {
+            if s.jobs[j].state == State::Running {
+                self.traces.insert(j, trace);
+            }
+        }
+    }
+
+    /// The trace to show for `job`: how it was decided if a cycle started it and it still
+    /// runs there, else its next decision.
+    fn trace(&self, s: &Scheduler, job: JobId) -> String {
+        match self.traces.get(&job) {
+            Some(t) if s.jobs[job].state == State::Running => format!("decided as follows when it started:\n{t}"),
+            _ => explain::explain(s, job),
+        }
+    }
+}
+
+fn check(
+    s: &Scheduler,
+    jobs: &HashMap<String, JobId>,
+    decisions: &Decisions,
+    e: &Expect,
+    span: Span,
+) -> Option<Failure> {
     let job = |name: &str| jobs.get(name).copied();
     let fail = |expected: String, job: Option<JobId>| {
         let actual = job.map_or("no such job".to_string(), |j| explain::state_text(s, j));
-        let explain = job.map(|j| explain::explain(s, j)).unwrap_or_default();
+        let explain = job.map(|j| decisions.trace(s, j)).unwrap_or_default();
         Some(Failure { span, expected, actual, explain })
     };
     match e {

@@ -94,3 +94,19 @@ fn evictions_record_rule_claimant_and_lost_work() {
         .collect();
     assert_eq!(evictions, vec![("s1".into(), "web".into(), "by_priority".into(), 8.0 * 600.0)]);
 }
+
+/// A failed `expect J on N` shows the trace of the decision that placed the job, not the
+/// decision it would take now that it holds cards: "running on a" with "→ would go to a".
+#[test]
+fn a_failure_shows_the_trace_of_the_decision_that_placed_the_job() {
+    let text = "policy trace\n\nqueue team {}\n\nscore emptiest { node.free_gpu / 1 gpu }\n\n\
+                test \"goes to the emptiest\" {\n  node a { cards 4 }\n  node b { cards 3 }\n  \
+                submit j { queue team; cards 2 }\n  expect j on b\n}\n";
+    let compiled = gpol_compiler::load::compile_text("trace.gpol", text, EngineKind::Jit).expect("compiles");
+    let outcome = scenario::run(&compiled, &compiled.policy.tests[0]);
+    let failure = outcome.failures.first().expect("the expectation fails: j goes to a");
+    assert_eq!(failure.actual, "running on a");
+    assert!(failure.explain.starts_with("decided as follows when it started:"), "{}", failure.explain);
+    assert!(failure.explain.contains("→ would go to a"), "{}", failure.explain);
+    assert!(!failure.explain.contains("→ would go to b"), "{}", failure.explain);
+}

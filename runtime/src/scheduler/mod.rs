@@ -34,6 +34,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 /// The runtime: a cluster, its quota tree and its jobs, scheduled by a compiled policy.
 #[derive(Clone)]
 pub struct Scheduler {
+    /// `Program::filters_declared_before_but_run_after`, worked out once.
+    pub(crate) recheck_filters: Vec<Vec<usize>>,
     pub(crate) policy: CompiledPolicy,
     pub(crate) syms: Symbols,
     pub(crate) cluster: Cluster,
@@ -131,7 +133,9 @@ impl Scheduler {
                     || matches!(n.kind, gpol_compiler::ir::Kind::Field { record, .. } if record != gpol_compiler::schema::Record::Job)
             })
         });
+        let recheck_filters = policy.program.filters_declared_before_but_run_after();
         Scheduler {
+            recheck_filters,
             policy,
             syms,
             cluster,
