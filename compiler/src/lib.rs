@@ -11,6 +11,7 @@ pub mod check;
 pub mod cost;
 pub mod diag;
 pub mod engine;
+pub mod files;
 pub mod fmt;
 pub mod fold;
 pub mod fuzzy;

@@ -70,3 +70,9 @@ pub const MAX_CLOCK_MS: u64 = 36_525 * 24 * 3600 * 1000;
 pub const MAX_RANGE_NODES: u32 = 100_000;
 
 // ---- Files read and written ------------------------------------------------------------
+
+/// Bytes of one policy or library file.
+pub const MAX_POLICY_BYTES: u64 = 16 << 20;
+
+/// Bytes of one trace or cluster file (a five-million-row trace is about 400 MB).
+pub const MAX_INPUT_BYTES: u64 = 2 << 30;

@@ -36,7 +36,7 @@ pub struct Failed {
 #[derive(Debug)]
 pub enum LoadError {
     /// The file could not be read.
-    Io { path: String, error: std::io::Error },
+    File(crate::files::FileError),
     /// It was read, but does not check or compile.
     Failed(Failed),
 }
@@ -45,7 +45,7 @@ impl Checked {
     /// Reads and checks a policy file. A file that is not UTF-8 is checked no further:
     /// its one diagnostic says where the bad byte is.
     pub fn from_file(path: &Path) -> Result<Checked, LoadError> {
-        let bytes = std::fs::read(path).map_err(|error| LoadError::Io { path: path.display().to_string(), error })?;
+        let bytes = crate::files::read(path, crate::limits::MAX_POLICY_BYTES).map_err(LoadError::File)?;
         let mut sources = SourceMap::new();
         let (file, bad) = sources.add_bytes(path.display().to_string(), bytes);
         Ok(match bad {
@@ -145,7 +145,7 @@ impl std::error::Error for Failed {}
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LoadError::Io { path, error } => write!(f, "{path}: {error}"),
+            LoadError::File(e) => e.fmt(f),
             LoadError::Failed(failed) => failed.fmt(f),
         }
     }
@@ -177,7 +177,7 @@ mod tests {
     #[test]
     fn missing_and_non_utf8_files_are_errors() {
         let missing = compile_file(Path::new("/nonexistent/p.gpol"), EngineKind::Interp).expect_err("missing");
-        assert!(matches!(missing, LoadError::Io { .. }), "{missing}");
+        assert!(matches!(missing, LoadError::File(_)), "{missing}");
         let dir = std::env::temp_dir().join(format!("gpol-load-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join("latin1.gpol");

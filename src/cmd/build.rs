@@ -1,6 +1,6 @@
 //! `gpolc build`: compile a policy to a relocatable object file with C symbols.
 
-use super::{FAILED, OK, USAGE};
+use super::{FAILED, OK};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -10,9 +10,17 @@ pub struct Args {
     /// Where to write the object file (default: the policy's name with `.o`).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Replace a read-only output file.
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
+    let path = args.output.clone().unwrap_or_else(|| args.policy.with_extension("o"));
+    let out = match super::output(&path, &[&args.policy], args.force) {
+        Ok(out) => out,
+        Err(code) => return code,
+    };
     let program = match super::check_policy(&args.policy, true, color).and_then(|c| super::lower(&c, color)) {
         Ok(program) => program,
         Err(code) => return code,
@@ -24,11 +32,9 @@ pub fn run(args: Args, color: bool) -> u8 {
             return FAILED;
         }
     };
-    let out = args.output.unwrap_or_else(|| args.policy.with_extension("o"));
-    if let Err(e) = super::write_atomically(&out, &bytes) {
-        eprintln!("error: {}: {e}", out.display());
-        return USAGE;
+    if let Err(code) = super::write_output(&out, &bytes, None) {
+        return code;
     }
-    eprintln!("wrote {} ({} bytes)", out.display(), bytes.len());
+    eprintln!("wrote {} ({} bytes)", out.path().display(), bytes.len());
     OK
 }

@@ -13,6 +13,9 @@ pub struct Args {
     /// Do not write; list files that are not formatted and exit 1 if there are any.
     #[arg(long)]
     check: bool,
+    /// Rewrite read-only files too.
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
@@ -25,7 +28,7 @@ pub fn run(args: Args, color: bool) -> u8 {
     };
     let mut status = OK;
     for path in &files {
-        let (sources, id, bad) = match read_source(path) {
+        let (sources, id, bad, snapshot) = match read_source(path) {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -47,16 +50,18 @@ pub fn run(args: Args, color: bool) -> u8 {
             }
         };
         // Compare with the file as read (a byte-order mark was blanked by the loader).
-        let original = std::fs::read_to_string(path).unwrap_or_default();
-        if formatted == original {
+        if formatted.as_bytes() == snapshot.bytes.as_slice() {
             continue;
         }
         if args.check {
             super::print(&format!("{}\n", path.display()));
             status = FAILED;
-        } else if let Err(e) = super::write_atomically(path, formatted.as_bytes()) {
-            eprintln!("error: {}: {e}", path.display());
-            return USAGE;
+            continue;
+        }
+        let written = super::output(path, &[], args.force)
+            .and_then(|out| super::write_output(&out, formatted.as_bytes(), Some(&snapshot)));
+        if let Err(code) = written {
+            return code;
         }
     }
     status

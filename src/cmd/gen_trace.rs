@@ -1,6 +1,6 @@
 //! `gpolc gen-trace`: writes a synthetic workload in gpol's trace format.
 
-use super::{OK, USAGE, write_atomically};
+use super::{OK, USAGE};
 use gpol_sim::generate::{GenSpec, Profile, QueueMix, generate};
 use gpol_sim::trace::to_csv;
 use std::path::PathBuf;
@@ -31,6 +31,9 @@ pub struct Args {
     /// Where to write the trace (CSV); standard output if not given.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Replace a read-only output file.
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(args: Args) -> u8 {
@@ -53,17 +56,21 @@ pub fn run(args: Args) -> u8 {
         node_gpus: args.node_gpus,
         queues,
     };
+    let out = match args.output.as_deref().map(|p| super::output(p, &[], args.force)).transpose() {
+        Ok(out) => out,
+        Err(code) => return code,
+    };
     let csv = to_csv(&generate(&spec));
-    match &args.output {
-        Some(path) => {
-            if let Err(e) = write_atomically(path, csv.as_bytes()) {
-                eprintln!("error: {}: {e}", path.display());
-                return USAGE;
-            }
+    match &out {
+        Some(out) => match super::write_output(out, csv.as_bytes(), None) {
+            Ok(()) => OK,
+            Err(code) => code,
+        },
+        None => {
+            super::print(&csv);
+            OK
         }
-        None => super::print(&csv),
     }
-    OK
 }
 
 /// `NAME[:PROFILE][=SHARE]`.

@@ -10,6 +10,8 @@ pub mod test;
 
 use gpol_compiler::diag::{Diagnostic, render};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_compiler::files::{self, Output, Snapshot};
+use gpol_compiler::limits::MAX_POLICY_BYTES;
 use gpol_compiler::load::{self, CheckedPolicy};
 use gpol_compiler::source::SourceMap;
 use std::io::IsTerminal;
@@ -44,63 +46,37 @@ pub fn print(text: &str) {
 }
 
 /// The `.gpol` files named by the arguments: files as given, directories searched
-/// recursively, in sorted order.
+/// recursively, in sorted order, each file once.
 pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_dir() {
-            walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
-        } else if p.exists() {
-            out.push(p.clone());
-        } else {
-            return Err(format!("{}: no such file or directory", p.display()));
-        }
-    }
-    Ok(out)
+    files::gpol_files(paths).map_err(|e| e.to_string())
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
-    entries.sort();
-    for e in entries {
-        if e.is_dir() {
-            walk(&e, out)?;
-        } else if e.extension().is_some_and(|x| x == "gpol") {
-            out.push(e);
-        }
-    }
-    Ok(())
-}
-
-/// Reads a source file into a new source map, for commands that do not check it (`fmt`).
-/// Invalid UTF-8 becomes a diagnostic.
-pub fn read_source(path: &Path) -> Result<(SourceMap, gpol_compiler::source::FileId, Option<Diagnostic>), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Reads a source file into a new source map, for commands that do not check it (`fmt`),
+/// with what was read, to rewrite it only if it is unchanged. Invalid UTF-8 becomes a
+/// diagnostic.
+pub fn read_source(
+    path: &Path,
+) -> Result<(SourceMap, gpol_compiler::source::FileId, Option<Diagnostic>, Snapshot), String> {
+    let snapshot = files::read_for_rewrite(path, MAX_POLICY_BYTES).map_err(|e| e.to_string())?;
     let mut sources = SourceMap::new();
-    let (id, bad) = sources.add_bytes(path.display().to_string(), bytes);
-    Ok((sources, id, bad))
+    let (id, bad) = sources.add_bytes(path.display().to_string(), snapshot.bytes.clone());
+    Ok((sources, id, bad, snapshot))
 }
 
-/// Writes through a temporary file in the same directory and renames it into place, so
-/// an interrupted run never leaves a half-written file. A file that already exists keeps
-/// its permissions.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        tmp.as_file().set_permissions(meta.permissions())?;
-    } else {
-        // A temporary file is private; the new file gets the usual permissions.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        }
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+/// Checks an output path before the work that fills it, printing why it cannot be used.
+pub fn output(path: &Path, inputs: &[&Path], force: bool) -> Result<Output, u8> {
+    Output::new(path, inputs, force).map_err(|e| {
+        eprintln!("error: {e}");
+        USAGE
+    })
+}
+
+/// Writes an output checked with [`output`], printing why it failed.
+pub fn write_output(out: &Output, bytes: &[u8], unchanged: Option<&Snapshot>) -> Result<(), u8> {
+    out.write(bytes, unchanged).map_err(|e| {
+        eprintln!("error: {e}");
+        USAGE
+    })
 }
 
 /// Prints a checked policy's errors (and, with `warnings`, its warnings).

@@ -3,7 +3,7 @@
 //! side. Without arguments it runs the bundled default (a 128-GPU cluster, 3,000
 //! synthetic jobs over about two weeks, policies/borrowing.gpol).
 
-use super::{FAILED, OK, USAGE, write_atomically};
+use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_sim::{self as sim, Config, Control, Mode, SimError, report::Report};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -62,6 +62,9 @@ pub struct Args {
     /// every run is complete).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Replace a read-only report file.
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
@@ -86,7 +89,14 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         Some(pct) => return Err(usage(format!("--fill takes a positive percentage, not {pct}"))),
         None => Mode::Timed,
     };
-    // Inputs first, so a bad file is reported before any work.
+    // The report's path and the inputs first, so a bad one is reported before any work.
+    let inputs: Vec<&std::path::Path> = [&args.policy, &args.cluster, &args.trace]
+        .into_iter()
+        .flatten()
+        .chain(&args.compare)
+        .map(PathBuf::as_path)
+        .collect();
+    let report = args.report.as_deref().map(|p| super::output(p, &inputs, args.force)).transpose()?;
     let cluster = read(&args.cluster, DEFAULT_CLUSTER, sim::read_cluster)?;
     let workload = read(&args.trace, DEFAULT_TRACE, sim::read_trace)?;
     let paths: Vec<Option<&PathBuf>> = match (&args.policy, args.compare.is_empty()) {
@@ -163,17 +173,15 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     } else {
         sim::summary::compare(&grouped)
     };
-    if let Some(path) = &args.report {
+    // The summary first: a report that cannot be written loses nothing else.
+    super::print(&text);
+    if let Some(out) = &report {
         let html = sim::html::render(&grouped).map_err(|e| {
             eprintln!("error: {e}");
             FAILED
         })?;
-        write_atomically(path, html.as_bytes()).map_err(|e| {
-            eprintln!("error: {}: {e}", path.display());
-            USAGE
-        })?;
+        super::write_output(out, html.as_bytes(), None)?;
     }
-    super::print(&text);
     Ok(())
 }
 
@@ -184,7 +192,7 @@ fn read<T>(
     parse: fn(&str, &str) -> Result<T, sim::input::InputError>,
 ) -> Result<T, u8> {
     let (name, text) = match path {
-        Some(p) => match std::fs::read(p) {
+        Some(p) => match gpol_compiler::files::read(p, gpol_compiler::limits::MAX_INPUT_BYTES) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => (p.display().to_string(), text),
                 Err(e) => {
@@ -193,7 +201,7 @@ fn read<T>(
                 }
             },
             Err(e) => {
-                eprintln!("error: {}: {e}", p.display());
+                eprintln!("error: {e}");
                 return Err(USAGE);
             }
         },
