@@ -320,3 +320,15 @@ fn sim_reads_a_slurm_node_list() {
     assert_eq!(report["jobs"]["finished"].as_u64(), Some(3), "{report}");
     assert_eq!(report["queueing_delay"][0]["max"].as_f64(), Some(540.0), "{report}");
 }
+
+/// `bench --nodes` takes 1 to the cluster limit: more is "too large", none measures
+/// nothing; neither is clamped.
+#[test]
+fn bench_node_counts_are_within_the_cluster_limit() {
+    let out = gpolc().args(["bench", "policies/fgd.gpol", "--nodes", "100000000"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("100000000 is too large, at most 100000"), "{stderr}");
+    let out = gpolc().args(["bench", "policies/fgd.gpol", "--nodes", "0"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("at least one node"), "{stderr}");
+}

@@ -5,7 +5,34 @@
 use crate::interp::Ctx;
 use crate::ir::Program;
 use crate::ops::hash01;
-use crate::schema::{CardRec, ClusterRec, DomainRec, EnumKind, JobRec, List, NodeRec, QueueRec, Resources, Sym};
+use crate::schema::{
+    CardRec, ClusterRec, DomainRec, EnumKind, JobRec, List, NodeRec, QueueRec, Resources, ShapeRec, Sym,
+};
+use std::sync::LazyLock;
+
+/// The workload's popular shapes (`cluster.task_shapes`), in the proportions GPU traces
+/// show: mostly single cards and shares of one, some multi-card jobs. Policies that
+/// weigh fragmentation (FGD) loop over these.
+static TASK_SHAPES: LazyLock<Vec<ShapeRec>> = LazyLock::new(|| {
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    let shape = |whole_cards: f64, gpu_fraction: f64, cpu: f64, weight: f64| ShapeRec {
+        whole_cards,
+        gpu_fraction,
+        cpu,
+        mem: cpu * 8.0 * gib,
+        weight,
+        ..ShapeRec::default()
+    };
+    vec![
+        shape(1.0, 0.0, 8.0, 0.40),
+        shape(0.0, 0.5, 4.0, 0.20),
+        shape(0.0, 0.25, 2.0, 0.10),
+        shape(2.0, 0.0, 16.0, 0.12),
+        shape(4.0, 0.0, 32.0, 0.08),
+        shape(8.0, 0.0, 64.0, 0.06),
+        shape(0.0, 0.0, 4.0, 0.04),
+    ]
+});
 
 /// Cards per synthetic node.
 pub const CARDS: usize = 8;
@@ -98,7 +125,13 @@ impl Cluster {
             domains,
             literals: (1..=program.literals.len() as u32).map(Sym).collect(),
             hashes: (0..=program.literals.len() as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect(),
-            record: ClusterRec { time: 3600.0, nodes: n as f64, total, free: total, task_shapes: List::default() },
+            record: ClusterRec {
+                time: 3600.0,
+                nodes: n as f64,
+                total,
+                free: total,
+                task_shapes: List::new(TASK_SHAPES.as_slice()),
+            },
         }
     }
 
@@ -138,5 +171,20 @@ impl Cluster {
             utilization: 1.0,
             ..JobRec::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `gpolc bench` measures what FGD-style policies do: loop over the workload's shapes.
+    #[test]
+    fn the_cluster_has_task_shapes_whose_weights_sum_to_one() {
+        let cluster = Cluster::generate(4, &Program::default(), 7);
+        let shapes = cluster.record.task_shapes.as_slice();
+        assert!(shapes.len() >= 5);
+        let total: f64 = shapes.iter().map(|s| s.weight).sum();
+        assert!((total - 1.0).abs() < 1e-9, "{total}");
     }
 }

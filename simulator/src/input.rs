@@ -1,6 +1,8 @@
 //! What the simulator's readers share: errors that name the file, line and field, and
 //! quantities written with the language's units (`80GiB`, `90m`).
 
+use gpol_compiler::limits::{MAX_CLOCK_MS, MAX_CPU_CORES, MAX_MEMORY_BYTES};
+use gpol_compiler::terminal::escape;
 use gpol_compiler::units::{Dim, Unit};
 use std::fmt;
 
@@ -20,16 +22,18 @@ impl InputError {
     }
 }
 
+/// For people: text from the input (a job's name, a field) is escaped, so that a trace
+/// cannot drive the terminal it is reported on.
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
+        write!(f, "{}", escape(&self.file))?;
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
         if let Some(field) = &self.field {
-            write!(f, ": field `{field}`")?;
+            write!(f, ": field `{}`", escape(field))?;
         }
-        write!(f, ": {}", self.message)
+        write!(f, ": {}", escape(&self.message))
     }
 }
 
@@ -72,32 +76,91 @@ fn units_of(dim: Dim) -> String {
     Unit::ALL.iter().filter(|u| u.dim() == dim).map(|u| u.symbol()).collect::<Vec<_>>().join(", ")
 }
 
-/// Seconds (or a time with a unit) as whole milliseconds.
+/// Seconds (or a time with a unit) as whole milliseconds, at most the clock's limit.
 pub fn millis(text: &str) -> Result<u64, String> {
-    let s = quantity(text, Dim::TIME)?;
-    let ms = (s * 1000.0).round();
-    if ms > 2f64.powi(53) {
-        return Err(format!("`{text}` is too long a time"));
+    let ms = (quantity(text, Dim::TIME)? * 1000.0).round();
+    if ms > MAX_CLOCK_MS as f64 {
+        return Err(format!("`{text}` is too large, at most {}s (100 years)", MAX_CLOCK_MS / 1000));
     }
     Ok(ms as u64)
 }
 
-/// Bytes (or a size with a unit) as a whole number of bytes.
+/// Bytes (or a size with a unit) as a whole number of bytes, at most the memory limit.
 pub fn bytes(text: &str) -> Result<u64, String> {
     let b = quantity(text, Dim::BYTES)?.round();
-    if b > 2f64.powi(62) {
-        return Err(format!("`{text}` is too large"));
+    within_bytes(b, text)
+}
+
+/// A number of bytes read some other way, checked against the memory limit.
+pub fn within_bytes(b: f64, text: &str) -> Result<u64, String> {
+    if b > MAX_MEMORY_BYTES as f64 {
+        return Err(format!("`{text}` is too large, at most {}TiB", MAX_MEMORY_BYTES >> 40));
     }
     Ok(b as u64)
 }
 
-/// CPU cores (fractions allowed) as milli-cores.
+/// CPU cores (fractions allowed) as milli-cores, at most the CPU limit.
 pub fn milli_cpu(text: &str) -> Result<u64, String> {
-    let c = quantity(text, Dim::CPU)?;
-    if c > 1e12 {
-        return Err(format!("`{text}` is too many cores"));
+    within_cores(quantity(text, Dim::CPU)?, text)
+}
+
+/// A number of cores read some other way, as milli-cores, checked against the limit.
+pub fn within_cores(cores: f64, text: &str) -> Result<u64, String> {
+    if cores > MAX_CPU_CORES as f64 {
+        return Err(format!("`{text}` is too large, at most {MAX_CPU_CORES} cores"));
     }
-    Ok((c * 1000.0).round() as u64)
+    Ok((cores * 1000.0).round() as u64)
+}
+
+/// A whole number from 0 to `max`: a fraction is an error, never rounded, and so is a
+/// value over the limit, never clamped.
+pub fn whole(value: f64, text: &str, max: u64) -> Result<u64, String> {
+    if !(value.is_finite() && value >= 0.0 && value.fract() == 0.0) {
+        return Err(format!("expected a whole number, found `{text}`"));
+    }
+    if value > max as f64 {
+        return Err(format!("`{text}` is too large, at most {max}"));
+    }
+    Ok(value as u64)
+}
+
+/// A count written as text (`8`, `1e3`), from 0 to `max`.
+pub fn count(text: &str, max: u64) -> Result<u64, String> {
+    let value: f64 = text.trim().parse().map_err(|_| format!("expected a whole number, found `{text}`"))?;
+    whole(value, text, max)
+}
+
+/// Where each line of a text starts, counting `\n`, `\r\n` and a lone `\r` as line
+/// breaks, to name the line of a byte offset whatever the file's line endings.
+pub struct Lines {
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    pub fn new(text: &str) -> Lines {
+        let bytes = text.as_bytes();
+        let mut starts = vec![0];
+        for (i, &b) in bytes.iter().enumerate() {
+            if b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n')) {
+                starts.push(i + 1);
+            }
+        }
+        Lines { starts }
+    }
+
+    /// The 1-based line holding byte `offset`.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset).max(1)
+    }
+
+    /// Each line's text, without its line break, with its 1-based number.
+    pub fn iter<'t>(&'t self, text: &'t str) -> impl Iterator<Item = (usize, &'t str)> + 't {
+        self.starts.iter().enumerate().map(move |(i, &start)| {
+            let end = self.starts.get(i + 1).copied().unwrap_or(text.len());
+            let line = &text[start..end];
+            (i + 1, line.strip_suffix('\n').unwrap_or(line).trim_end_matches('\r'))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -116,5 +179,26 @@ mod tests {
         assert!(bytes("-1").is_err());
         assert!(millis("soon").expect_err("bad input").contains("expected a number"));
         assert!(millis("NaN").is_err());
+    }
+
+    #[test]
+    fn limits_are_errors_never_clamps() {
+        assert_eq!(millis("1e300w").expect_err("too long"), "`1e300w` is too large, at most 3155760000s (100 years)");
+        assert_eq!(milli_cpu("1e300").expect_err("too many"), "`1e300` is too large, at most 100000 cores");
+        assert_eq!(bytes("65TiB").expect_err("too much"), "`65TiB` is too large, at most 64TiB");
+        assert_eq!(count("2.7", 64).expect_err("fraction"), "expected a whole number, found `2.7`");
+        assert_eq!(count("1e12", 64).expect_err("too many"), "`1e12` is too large, at most 64");
+        assert_eq!(count("64", 64), Ok(64));
+    }
+
+    #[test]
+    fn lines_count_every_kind_of_line_break() {
+        for (text, third) in [("a\nb\nc", 4), ("a\r\nb\r\nc", 6), ("a\rb\rc", 4)] {
+            let lines = Lines::new(text);
+            assert_eq!(lines.line_of(0), 1);
+            assert_eq!(lines.line_of(third), 3, "{text:?}");
+            let all: Vec<(usize, &str)> = lines.iter(text).collect();
+            assert_eq!(all, vec![(1, "a"), (2, "b"), (3, "c")], "{text:?}");
+        }
     }
 }

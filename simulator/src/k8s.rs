@@ -6,8 +6,9 @@
 //! `nvidia.com/gpu.replicas`, the zone from `topology.kubernetes.io/zone`. A cordoned
 //! node (`spec.unschedulable`) starts drained.
 
-use crate::input::InputError;
+use crate::input::{self, InputError};
 use crate::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
+use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_MEMORY_BYTES};
 use gpol_compiler::schema::MIG_PROFILES;
 use gpol_runtime::model::{NodeSpec, Sharing};
 use serde_json::Value;
@@ -79,35 +80,58 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
             .unwrap_or_default();
         let label = |k: &str| labels.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
         let resources = item.pointer("/status/allocatable").or_else(|| item.pointer("/status/capacity"));
+        // A resource as written, for messages.
+        let raw = |key: &str| {
+            resources.and_then(|r| r.get(key)).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+        };
         let amount = |key: &str| -> Result<Option<f64>, InputError> {
-            match resources.and_then(|r| r.get(key)) {
+            match raw(key) {
                 None => Ok(None),
-                Some(v) => {
-                    let text = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
-                    quantity(&text)
-                        .map(Some)
-                        .ok_or_else(|| err(&format!("status.allocatable.{key}"), format!("`{text}` is not a quantity")))
-                }
+                Some(text) => quantity(&text)
+                    .map(Some)
+                    .ok_or_else(|| err(&format!("status.allocatable.{key}"), format!("`{text}` is not a quantity"))),
             }
         };
+        // Counts are whole and within their limits: never rounded, never clamped.
+        let counted = |key: &str, max: u64| -> Result<Option<u32>, InputError> {
+            let field = format!("status.allocatable.{key}");
+            match amount(key)? {
+                None => Ok(None),
+                Some(v) => input::whole(v, &raw(key).unwrap_or_default(), max)
+                    .map(|n| Some(n as u32))
+                    .map_err(|m| err(&field, m)),
+            }
+        };
+        let labelled = |key: &str, max: u64| -> Result<Option<u32>, InputError> {
+            let field = format!("metadata.labels.{key}");
+            label(key).map(|t| input::count(t, max).map(|n| n as u32).map_err(|m| err(&field, m))).transpose()
+        };
         let cpu = amount("cpu")?.unwrap_or(0.0);
-        let mem = amount("memory")?.unwrap_or(0.0);
-        let whole = amount("nvidia.com/gpu")?.unwrap_or(0.0) as u32;
-        // MIG (mixed strategy): each card's instances, from the per-profile totals.
+        let cpu_milli =
+            input::within_cores(cpu, &raw("cpu").unwrap_or_default()).map_err(|m| err("status.allocatable.cpu", m))?;
+        let mem = amount("memory")?.unwrap_or(0.0).round();
+        let mem = input::within_bytes(mem, &raw("memory").unwrap_or_default())
+            .map_err(|m| err("status.allocatable.memory", m))?;
+        // Under time-slicing the plugin advertises each card once per replica.
+        let shares = u64::from(MAX_CARDS_PER_NODE) * u64::from(MAX_CLIENTS_PER_CARD);
+        let whole = counted("nvidia.com/gpu", shares)?.unwrap_or(0);
+        // MIG (mixed strategy): each card's instances, from the per-profile totals (at
+        // most seven per card).
         let mut instances: Vec<(u8, u32)> = Vec::new();
         for (p, profile) in MIG_PROFILES.iter().enumerate() {
-            if let Some(n) = amount(&format!("nvidia.com/mig-{profile}"))?.filter(|&n| n >= 1.0) {
-                instances.push((p as u8, n as u32));
+            let key = format!("nvidia.com/mig-{profile}");
+            if let Some(n) = counted(&key, 7 * u64::from(MAX_CARDS_PER_NODE))?.filter(|&n| n >= 1) {
+                instances.push((p as u8, n));
             }
         }
-        let count = label("nvidia.com/gpu.count").and_then(|c| c.parse::<u32>().ok());
+        let count = labelled("nvidia.com/gpu.count", u64::from(MAX_CARDS_PER_NODE))?;
         let (cards, sharing, mig, max_clients) = if !instances.is_empty() {
             let cards = count.unwrap_or(1).max(1);
             let layout: Vec<u8> =
                 instances.iter().flat_map(|&(p, n)| std::iter::repeat_n(p, (n / cards) as usize)).collect();
             (cards, Sharing::Mig, layout, 1)
         } else {
-            let replicas = label("nvidia.com/gpu.replicas").and_then(|r| r.parse::<u32>().ok()).unwrap_or(1).max(1);
+            let replicas = labelled("nvidia.com/gpu.replicas", u64::from(MAX_CLIENTS_PER_CARD))?.unwrap_or(1).max(1);
             let strategy = label("nvidia.com/gpu.sharing-strategy").unwrap_or("none");
             // Under sharing the plugin advertises `replicas` per card.
             let shared = replicas > 1 && matches!(strategy, "time-slicing" | "mps");
@@ -119,8 +143,13 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
             };
             (cards, sharing, Vec::new(), if shared { replicas } else { 1 })
         };
+        if cards > MAX_CARDS_PER_NODE {
+            let m = format!("{cards} cards: too large, at most {MAX_CARDS_PER_NODE}");
+            return Err(err("status.allocatable.nvidia.com/gpu", m));
+        }
         let model = label("nvidia.com/gpu.product").unwrap_or(if cards > 0 { "gpu" } else { "" }).to_string();
-        let card_mem = label("nvidia.com/gpu.memory").and_then(|m| m.parse::<u64>().ok()).map_or(0, |mib| mib << 20);
+        let card_mib = labelled("nvidia.com/gpu.memory", MAX_MEMORY_BYTES >> 20)?;
+        let card_mem = card_mib.map_or(0, |mib| u64::from(mib) << 20);
         let topology =
             label("topology.kubernetes.io/zone").map(|z| vec![("zone".to_string(), z.to_string())]).unwrap_or_default();
         if item.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
@@ -135,8 +164,8 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
                 sharing,
                 mig,
                 max_clients,
-                cpu_milli: (cpu * 1000.0).round() as u64,
-                mem: mem.round() as u64,
+                cpu_milli,
+                mem,
                 domains: Vec::new(),
                 labels,
             },
@@ -219,5 +248,33 @@ mod tests {
         assert_eq!(e.to_string(), "n.json: field `status.allocatable.cpu`: node `x`: `many` is not a quantity");
         let e = parse_nodes("{\"kind\": ", "n.json").expect_err("not json");
         assert_eq!(e.line, Some(1));
+    }
+
+    /// One node whose allocatable resources are `resources` (JSON members).
+    fn one(resources: &str) -> String {
+        format!(
+            r#"{{"kind": "List", "items": [{{"kind": "Node", "metadata": {{"name": "n"}},
+            "status": {{"allocatable": {{{resources}}}}}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn oversized_and_fractional_counts_are_refused_not_clamped() {
+        let cases = [
+            (r#""nvidia.com/gpu": "1e12""#, "status.allocatable.nvidia.com/gpu", "is too large, at most 65536"),
+            (r#""nvidia.com/gpu": "2.7""#, "status.allocatable.nvidia.com/gpu", "expected a whole number"),
+            (r#""nvidia.com/gpu": "100""#, "status.allocatable.nvidia.com/gpu", "too large, at most 64"),
+            (r#""cpu": "1e300""#, "status.allocatable.cpu", "is too large, at most 100000 cores"),
+            (r#""memory": "1e30""#, "status.allocatable.memory", "is too large, at most 64TiB"),
+            (r#""nvidia.com/mig-1g.10gb": "1e18""#, "status.allocatable.nvidia.com/mig-1g.10gb", "is too large"),
+        ];
+        for (resources, field, message) in cases {
+            let e = parse_nodes(&one(resources), "nodes.json").expect_err(resources);
+            assert_eq!(e.field.as_deref(), Some(field), "{e}");
+            assert!(e.message.contains(message), "{resources}: {e}");
+            assert!(e.message.starts_with("node `n`: "), "{e}");
+        }
+        let ok = parse_nodes(&one(r#""nvidia.com/gpu": "8", "cpu": "64""#), "nodes.json").expect("a valid node");
+        assert_eq!((ok.nodes[0].spec.cards, ok.nodes[0].spec.cpu_milli), (8, 64_000));
     }
 }

@@ -28,6 +28,28 @@ use input::InputError;
 /// node list (CSV), `kubectl get nodes -o json` output, or a Slurm node list
 /// (`sinfo --json`).
 pub fn read_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputError> {
+    let spec = read_any_cluster(text, file)?;
+    within_limits(&spec, file)?;
+    Ok(spec)
+}
+
+/// Whatever a reader let through, the one node model's limits hold (docs/limits.md).
+fn within_limits(spec: &spec::ClusterSpec, file: &str) -> Result<(), InputError> {
+    use gpol_compiler::limits::MAX_NODES;
+    if spec.nodes.len() > MAX_NODES as usize {
+        let m = format!("{} nodes: too large, at most {MAX_NODES}", spec.nodes.len());
+        return Err(InputError::new(file, None, None, m));
+    }
+    for n in &spec.nodes {
+        if let Some(over) = n.spec.over_limit() {
+            let m = format!("node `{}`: too large, at most {}", n.spec.name, over.max);
+            return Err(InputError::new(file, None, Some(over.field), m));
+        }
+    }
+    Ok(())
+}
+
+fn read_any_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputError> {
     if file.ends_with(".toml") {
         spec::parse_toml(text, file)
     } else if openb::is_node_list(text) {

@@ -14,6 +14,7 @@
 
 use crate::input::InputError;
 use crate::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
+use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_CPU_CORES, MAX_MEMORY_BYTES};
 use gpol_runtime::model::{NodeSpec, Sharing};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -82,8 +83,13 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
 /// One node, and how it starts if not in service.
 fn read_node(item: &Value, name: &str) -> Result<(NodeDef, Option<NodeEventKind>), Bad> {
     let cpus = required_count(item, "cpus")?;
+    if cpus > MAX_CPU_CORES {
+        return Err(bad("cpus", format!("{cpus} is too large, at most {MAX_CPU_CORES}")));
+    }
     let mem_mib = required_count(item, "real_memory")?;
-    let mem = mem_mib.checked_mul(1 << 20).ok_or_else(|| bad("real_memory", format!("{mem_mib} MiB is too large")))?;
+    let mem = mem_mib.checked_mul(1 << 20).filter(|&b| b <= MAX_MEMORY_BYTES).ok_or_else(|| {
+        bad("real_memory", format!("{mem_mib} MiB is too large, at most {} MiB", MAX_MEMORY_BYTES >> 20))
+    })?;
     let gres_text = match item.get("gres") {
         None | Some(Value::Null) => "",
         Some(v) => v.as_str().ok_or_else(|| bad("gres", format!("expected a string, found {v}")))?,
@@ -195,10 +201,12 @@ fn parse_gres(text: &str) -> Result<Gres, String> {
         let parts: Vec<&str> = entry.split(':').collect();
         let (kind, kind_type, n) = match parts.as_slice() {
             [kind] => (*kind, "", 1),
-            [kind, last] => match gres_count(last) {
-                Some(n) => (*kind, "", n),
-                None => (*kind, *last, 1),
-            },
+            // `gpu:8` counts, `gpu:a100` names a type; a count too large for 64 bits is
+            // still a count (`gpu:99999P`), never a type.
+            [kind, last] if looks_like_count(last) => {
+                (*kind, "", gres_count(last).ok_or_else(|| format!("`{entry}`: `{last}` is too large a count"))?)
+            }
+            [kind, last] => (*kind, *last, 1),
             [kind, kind_type, last] => {
                 (*kind, *kind_type, gres_count(last).ok_or_else(|| format!("`{entry}`: `{last}` is not a count"))?)
             }
@@ -233,6 +241,12 @@ fn split_outside_parens(text: &str) -> Vec<&str> {
     }
     parts.push(&text[start..]);
     parts
+}
+
+/// Whether a GRES field is written as a count: digits and at most one suffix letter.
+fn looks_like_count(text: &str) -> bool {
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && text.len() - digits.len() <= 1
 }
 
 /// A GRES count: digits with an optional binary K/M/G/T/P suffix, as slurm.conf takes.
@@ -272,12 +286,21 @@ impl Gres {
                 ));
             }
         };
-        let cards = u32::try_from(cards).map_err(|_| format!("{cards} GPUs is too many"))?;
-        let per_card = |shares: u64| u32::try_from(shares / u64::from(cards)).unwrap_or(u32::MAX).max(1);
+        if cards > u64::from(MAX_CARDS_PER_NODE) {
+            return Err(format!("{cards} GPUs: too large, at most {MAX_CARDS_PER_NODE}"));
+        }
+        let cards = cards as u32;
+        let per_card = |what: &str, shares: u64| {
+            let n = (shares / u64::from(cards)).max(1);
+            u32::try_from(n)
+                .ok()
+                .filter(|&n| n <= MAX_CLIENTS_PER_CARD)
+                .ok_or_else(|| format!("{shares} {what}s: {n} per GPU is too large, at most {MAX_CLIENTS_PER_CARD}"))
+        };
         let (sharing, max_clients) = match (self.shards, self.mps) {
             (0, 0) => (Sharing::Exclusive, 1),
-            (shards, 0) => (Sharing::Timeslice, per_card(shards)),
-            (0, mps) => (Sharing::Mps, per_card(mps)),
+            (shards, 0) => (Sharing::Timeslice, per_card("shard", shards)?),
+            (0, mps) => (Sharing::Mps, per_card("mps share", mps)?),
             _ => return Err("both shard and mps GRES: gpol models one way of sharing a node's GPUs".into()),
         };
         Ok(Gpus { model, cards, sharing, max_clients })
@@ -306,10 +329,25 @@ mod tests {
         // The same type bound to two sockets, and commas inside the socket list.
         assert_eq!(gpus("gpu:a100:4(S:0),gpu:a100:4(S:1)").expect("split").cards, 8);
         assert_eq!(gpus("gpu:4(S:0,2),nic:2").expect("parens").cards, 4);
-        assert_eq!(gpus("gpu:1K").expect("suffix").cards, 1024);
+        assert_eq!(gpus("gpu:8,shard:1K").expect("suffix").max_clients, 128);
+        assert_eq!(gpus("gpu:1g.5gb").expect("a type that starts with a digit").model, "1g.5gb");
         for none in ["", "(null)", "nic:2", "gpu:0"] {
             assert_eq!(gpus(none).expect("no gpus").cards, 0, "{none}");
         }
+    }
+
+    #[test]
+    fn counts_over_their_limits_are_refused_never_read_as_types() {
+        assert_eq!(gpus("gpu:1G").expect_err("too many"), "1073741824 GPUs: too large, at most 64");
+        assert_eq!(gpus("gpu:99999P").expect_err("overflows"), "`gpu:99999P`: `99999P` is too large a count");
+        assert_eq!(gpus("gpu:65").expect_err("too many"), "65 GPUs: too large, at most 64");
+        assert!(gpus("gpu:1,shard:1G").expect_err("shares").contains("per GPU is too large, at most 1024"));
+        let e = parse_nodes(&node(r#", "gres": "gpu:1G""#), "n.json").expect_err("gres");
+        assert_eq!(e.field.as_deref(), Some("gres"));
+        let e = parse_nodes(r#"{"nodes": [{"name": "n1", "cpus": 100000000, "real_memory": 1}]}"#, "n.json")
+            .expect_err("cpus");
+        assert_eq!(e.field.as_deref(), Some("cpus"));
+        assert!(e.message.contains("too large, at most 100000"), "{e}");
     }
 
     #[test]
@@ -329,7 +367,7 @@ mod tests {
         assert!(e.contains("more than one type (2 a100, 2 h100)"), "{e}");
         assert!(gpus("gpu:a100:eight").expect_err("count").contains("`eight` is not a count"));
         assert!(gpus("gpu:a:b:1").is_err());
-        assert!(gpus("gpu:99999999999").expect_err("u32").contains("too many"));
+        assert!(gpus("gpu:99999999999").expect_err("too many").contains("too large, at most 64"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! the node list every importer produces.
 
 use crate::input::{self, InputError};
+use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_NODES};
 use gpol_compiler::schema::{EnumKind, MIG_PROFILES};
 use gpol_runtime::model::{NodeSpec, Sharing};
 use serde::Deserialize;
@@ -149,15 +150,20 @@ struct RawEvent {
 /// Reads a TOML cluster spec; `file` names it in errors.
 pub fn parse_toml(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
     let raw: RawSpec = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| line_of(text, s.start));
+        let line = e.span().map(|s| input::Lines::new(text).line_of(s.start));
         InputError::new(file, line, None, e.message().to_string())
     })?;
     let mut spec = ClusterSpec { name: raw.name.unwrap_or_else(|| file.to_string()), ..ClusterSpec::default() };
     let mut names = HashSet::new();
+    let lines = input::Lines::new(text);
     for pool in &raw.pools {
-        let line = Some(line_of(text, pool.span().start));
+        let line = Some(lines.line_of(pool.span().start));
         let err = |field: &str, msg: String| InputError::new(file, line, Some(field), msg);
         let p = pool.get_ref();
+        let total = spec.nodes.len() as u64 + u64::from(p.count);
+        if total > u64::from(MAX_NODES) {
+            return Err(err("count", format!("{total} nodes in the cluster: too large, at most {MAX_NODES}")));
+        }
         for node in pool_nodes(p).map_err(|(f, m)| err(f, m))? {
             if !names.insert(node.spec.name.clone()) {
                 return Err(err("name", format!("node `{}` is defined twice", node.spec.name)));
@@ -166,7 +172,7 @@ pub fn parse_toml(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
         }
     }
     for event in &raw.events {
-        let line = Some(line_of(text, event.span().start));
+        let line = Some(lines.line_of(event.span().start));
         let err = |field: &str, msg: String| InputError::new(file, line, Some(field), msg);
         let e = event.get_ref();
         let at_ms = input::millis(&e.at.text()).map_err(|m| err("at", m))?;
@@ -210,6 +216,15 @@ fn pool_nodes(p: &RawPool) -> Result<Vec<NodeDef>, (&'static str, String)> {
             })
         })
         .collect::<Result<Vec<u8>, _>>()?;
+    if p.gpus > MAX_CARDS_PER_NODE {
+        return Err(("gpus", format!("{} is too large, at most {MAX_CARDS_PER_NODE}", p.gpus)));
+    }
+    if let Some(m) = p.max_clients.filter(|&m| m > MAX_CLIENTS_PER_CARD) {
+        return Err(("max_clients", format!("{m} is too large, at most {MAX_CLIENTS_PER_CARD}")));
+    }
+    if p.mig.len() > 7 {
+        return Err(("mig", format!("{} instances: a card has at most 7", p.mig.len())));
+    }
     if p.gpus > 0 && p.gpu_model.is_empty() {
         return Err(("gpu_model", "a pool with GPUs needs a gpu_model".into()));
     }
@@ -259,11 +274,6 @@ fn pool_nodes(p: &RawPool) -> Result<Vec<NodeDef>, (&'static str, String)> {
         })
         .collect();
     Ok(nodes)
-}
-
-/// The 1-based line of byte `offset`.
-pub fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
 }
 
 #[cfg(test)]
@@ -333,5 +343,24 @@ kind = "drain"
             .expect_err("bad input");
         assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("node")));
         assert!(parse_toml("", "c.toml").expect_err("bad input").message.contains("no nodes"));
+    }
+
+    #[test]
+    fn counts_over_their_limits_are_refused() {
+        let pool = |fields: &str| format!("[[pool]]\nname = \"p\"\ngpu_model = \"a100\"\n{fields}\n");
+        let cases = [
+            ("count = 4294967295", "count", "4294967295 nodes in the cluster: too large, at most 100000"),
+            ("gpus = 4294967295", "gpus", "4294967295 is too large, at most 64"),
+            ("gpus = 1\nmax_clients = 100000", "max_clients", "100000 is too large, at most 1024"),
+            ("cpu = \"1e300\"", "cpu", "is too large, at most 100000 cores"),
+        ];
+        for (fields, field, message) in cases {
+            let e = parse_toml(&pool(fields), "c.toml").expect_err(fields);
+            assert_eq!((e.line, e.field.as_deref()), (Some(1), Some(field)), "{e}");
+            assert!(e.message.contains(message), "{fields}: {e}");
+        }
+        let two = format!("{}{}", pool("count = 60000"), pool("count = 60000").replace("\"p\"", "\"q\""));
+        let e = parse_toml(&two, "c.toml").expect_err("too many in all");
+        assert_eq!(e.line, Some(5), "{e}");
     }
 }

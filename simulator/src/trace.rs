@@ -3,6 +3,7 @@
 
 use crate::input::{self, InputError};
 use gpol_compiler::fuzzy;
+use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLOCK_MS, MAX_REPLICAS};
 use gpol_compiler::schema::MIG_PROFILES;
 use gpol_compiler::spec::{JobSpec, Request};
 use gpol_runtime::fit::Ask;
@@ -103,38 +104,57 @@ impl Cell {
 /// Reads a native trace, CSV or JSON Lines by the file's extension (`.jsonl`/`.ndjson`
 /// are JSON Lines; anything else is CSV). Jobs come back ordered by arrival, ties by row.
 pub fn parse(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
+    if text.trim().is_empty() {
+        return Err(InputError::new(file, None, None, "the file is empty: a trace has a header and a row per job"));
+    }
     let jsonl = file.ends_with(".jsonl") || file.ends_with(".ndjson");
-    let mut jobs = if jsonl { parse_jsonl(text, file)? } else { parse_csv(text, file)? };
-    jobs.sort_by_key(|j| j.arrival_ms);
+    let lines = input::Lines::new(text);
+    let mut jobs = if jsonl { parse_jsonl(text, &lines, file)? } else { parse_csv(text, &lines, file)? };
     if jobs.is_empty() {
         return Err(InputError::new(file, None, None, "the trace has no jobs"));
     }
+    unique_names(&jobs, file)?;
+    jobs.sort_by_key(|j| j.arrival_ms);
     Ok(jobs)
 }
 
-fn parse_csv(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
+/// Two rows naming the same job would be two jobs that reports could not tell apart.
+fn unique_names(jobs: &[TraceJob], file: &str) -> Result<(), InputError> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(jobs.len());
+    for j in jobs {
+        if let Some(first) = seen.insert(j.job.name.as_str(), j.line) {
+            return Err(InputError::new(
+                file,
+                Some(j.line),
+                Some("name"),
+                format!("job `{}` is named twice (first on line {first})", j.job.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn parse_csv(text: &str, lines: &input::Lines, file: &str) -> Result<Vec<TraceJob>, InputError> {
     let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).comment(Some(b'#')).from_reader(text.as_bytes());
-    let header_line = |r: &csv::Reader<&[u8]>| r.position().line() as usize;
-    let headers: Vec<String> = reader
-        .headers()
-        .map_err(|e| InputError::new(file, Some(1), None, format!("unreadable header: {e}")))?
-        .iter()
-        .map(str::to_string)
-        .collect();
-    let hline = header_line(&reader).max(1);
-    for h in &headers {
+    let line_of = |p: Option<&csv::Position>| p.map(|p| lines.line_of(record_start(text, p.byte() as usize)));
+    let header = reader.headers().map_err(|e| {
+        InputError::new(file, line_of(e.position()).or(Some(1)), None, format!("unreadable header: {e}"))
+    })?;
+    let hline = line_of(header.position()).unwrap_or(1);
+    let headers: Vec<String> = header.iter().map(str::to_string).collect();
+    for (i, h) in headers.iter().enumerate() {
         check_column(h).map_err(|m| InputError::new(file, Some(hline), Some(h), m))?;
+        if headers[..i].contains(h) {
+            return Err(InputError::new(file, Some(hline), Some(h), format!("the column `{h}` appears twice")));
+        }
     }
     if !headers.iter().any(|h| h == "arrival") {
         return Err(InputError::new(file, Some(hline), Some("arrival"), "the header has no `arrival` column"));
     }
     let mut jobs = Vec::new();
     for (i, record) in reader.records().enumerate() {
-        let record = record.map_err(|e| {
-            let line = e.position().map(|p| p.line() as usize);
-            InputError::new(file, line, None, csv_message(&e))
-        })?;
-        let line = record.position().map_or(i + 2, |p| p.line() as usize);
+        let record = record.map_err(|e| InputError::new(file, line_of(e.position()), None, csv_message(&e)))?;
+        let line = line_of(record.position()).unwrap_or(i + 2);
         let cells: Vec<(&str, Cell)> = headers
             .iter()
             .zip(record.iter())
@@ -144,6 +164,21 @@ fn parse_csv(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
         jobs.push(job(&cells, jobs.len(), file, line)?);
     }
     Ok(jobs)
+}
+
+/// Where a CSV record really starts: the reader's position can be a line break before it
+/// (the `\n` of a `\r\n`) or a comment line it skipped.
+fn record_start(text: &str, mut at: usize) -> usize {
+    let bytes = text.as_bytes();
+    loop {
+        while matches!(bytes.get(at), Some(b'\r' | b'\n')) {
+            at += 1;
+        }
+        if bytes.get(at) != Some(&b'#') {
+            return at.min(text.len());
+        }
+        at += bytes[at..].iter().position(|&b| b == b'\n' || b == b'\r').unwrap_or(bytes.len() - at);
+    }
 }
 
 fn csv_message(e: &csv::Error) -> String {
@@ -156,19 +191,24 @@ fn csv_message(e: &csv::Error) -> String {
     }
 }
 
-fn parse_jsonl(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
+fn parse_jsonl(text: &str, lines: &input::Lines, file: &str) -> Result<Vec<TraceJob>, InputError> {
     let mut jobs = Vec::new();
-    for (i, row) in text.lines().enumerate() {
-        let line = i + 1;
+    for (line, row) in lines.iter(text) {
         let row = row.trim();
         if row.is_empty() || row.starts_with('#') {
             continue;
         }
         let err = |field: Option<&str>, m: String| InputError::new(file, Some(line), field, m);
-        let value: serde_json::Value = serde_json::from_str(row).map_err(|e| err(None, format!("not JSON: {e}")))?;
-        let serde_json::Value::Object(fields) = value else {
-            return Err(err(None, "expected one JSON object per line".into()));
+        let fields = match serde_json::from_str::<Row>(row) {
+            Ok(Row::Object(fields)) => fields,
+            Ok(Row::Other) => return Err(err(None, "expected one JSON object per line".into())),
+            Err(e) => return Err(err(None, format!("not JSON: {e}"))),
         };
+        for (i, (k, _)) in fields.iter().enumerate() {
+            if fields[..i].iter().any(|(seen, _)| seen == k) {
+                return Err(err(Some(k), format!("the key `{k}` appears twice in the object")));
+            }
+        }
         let mut cells = Vec::new();
         for (k, v) in &fields {
             check_column(k).map_err(|m| err(Some(k), m))?;
@@ -201,6 +241,55 @@ fn parse_jsonl(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
     Ok(jobs)
 }
 
+/// One line of JSON Lines: an object's entries in order, duplicates kept (a JSON map
+/// would keep only the last), or anything else.
+enum Row {
+    Object(Vec<(String, serde_json::Value)>),
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Row {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Row, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Row;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Row, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, serde_json::Value>()? {
+                    entries.push(entry);
+                }
+                Ok(Row::Object(entries))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Row, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Row::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Row, E> {
+                Ok(Row::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Row, E> {
+                Ok(Row::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Row, E> {
+                Ok(Row::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Row, E> {
+                Ok(Row::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Row, E> {
+                Ok(Row::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Row, E> {
+                Ok(Row::Other)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
 fn check_column(name: &str) -> Result<(), String> {
     if COLUMNS.contains(&name) {
         return Ok(());
@@ -228,20 +317,24 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
             })
             .transpose()
     };
-    let count = |name: &str| -> Result<Option<u32>, InputError> {
-        text(name)?
-            .map(|t| t.parse::<u32>().map_err(|_| err(name, format!("expected a whole number, found `{t}`"))))
-            .transpose()
+    let count = |name: &str, max: u32| -> Result<Option<u32>, InputError> {
+        text(name)?.map(|t| input::count(t, u64::from(max)).map(|n| n as u32).map_err(|m| err(name, m))).transpose()
     };
     let arrival_ms = parsed("arrival", &input::millis)?.ok_or_else(|| err("arrival", "missing".into()))?;
     let mut j = TraceJob::new(text("name")?.map_or_else(|| format!("job-{}", index + 1), str::to_string), arrival_ms);
     j.line = line;
     j.job.duration_ms = parsed("duration", &input::millis)?;
+    if j.job.duration_ms.is_some_and(|d| arrival_ms.saturating_add(d) > MAX_CLOCK_MS) {
+        return Err(err(
+            "duration",
+            format!("too large: the job would end after the clock's limit, {}s", MAX_CLOCK_MS / 1000),
+        ));
+    }
     j.job.queue = text("queue")?.map(str::to_string);
     j.job.user = text("user")?.map(str::to_string);
     j.job.priority_class = text("priority_class")?.map(str::to_string);
     j.job.priority = number("priority")?;
-    let gpus = count("gpus")?;
+    let gpus = count("gpus", MAX_CARDS_PER_NODE)?;
     let fraction = number("gpu_fraction")?;
     let mig = text("mig")?;
     j.job.request = match (gpus, fraction, mig) {
@@ -265,11 +358,11 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
         _ => return Err(err("gpus", "give at most one of gpus, gpu_fraction and mig".into())),
     };
     j.job.gpu_mem = parsed("gpu_mem", &input::bytes)?.unwrap_or(0);
-    j.job.replicas = count("replicas")?.unwrap_or(1);
+    j.job.replicas = count("replicas", MAX_REPLICAS)?.unwrap_or(1);
     if j.job.replicas == 0 {
         return Err(err("replicas", "a job has at least one replica".into()));
     }
-    j.job.min_replicas = count("min_replicas")?;
+    j.job.min_replicas = count("min_replicas", MAX_REPLICAS)?;
     if j.job.min_replicas.is_some_and(|m| m == 0 || m > j.job.replicas) {
         return Err(err("min_replicas", format!("expected 1 to {} (the replicas)", j.job.replicas)));
     }
@@ -302,6 +395,9 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
     }
     if let Some(c) = get("labels") {
         j.job.labels = c.map().map_err(|m| err("labels", m))?;
+    }
+    if let Some(over) = j.job.over_limit() {
+        return Err(err(over.field, format!("too large, at most {}", over.max)));
     }
     Ok(j)
 }
@@ -435,5 +531,57 @@ mod tests {
         assert!(parse("arrival\n", "t.csv").expect_err("bad input").message.contains("no jobs"));
         let e = parse("arrival,flags\n0,fast\n", "t.csv").expect_err("bad input");
         assert!(e.message.contains("unknown flag `fast`"), "{e}");
+    }
+
+    #[test]
+    fn line_numbers_hold_for_every_line_ending() {
+        for (text, name) in [
+            ("arrival,gpus\r\n0,1\r\n5,lots\r\n", "crlf"),
+            ("arrival,gpus\r0,1\r5,lots\r", "cr"),
+            ("arrival,gpus\n0,1\n5,lots\n", "lf"),
+        ] {
+            let e = parse(text, "t.csv").expect_err("bad input");
+            assert_eq!((e.line, e.field.as_deref()), (Some(3), Some("gpus")), "{name}: {e}");
+        }
+        let e = parse("{\"arrival\": 1}\r{\"arrival\": \"x\"}\r", "t.jsonl").expect_err("bad input");
+        assert_eq!(e.line, Some(2), "{e}");
+    }
+
+    #[test]
+    fn header_and_empty_file_errors_point_where_they_are() {
+        let e = parse("arrival,bogus\n0,1\n", "t.csv").expect_err("bad header");
+        assert_eq!(e.line, Some(1), "{e}");
+        let e = parse("# a comment\narrival,bogus\n0,1\n", "t.csv").expect_err("bad header");
+        assert_eq!(e.line, Some(2), "{e}");
+        let e = parse("", "t.csv").expect_err("empty");
+        assert_eq!((e.line, e.to_string().contains("empty")), (None, true), "{e}");
+        let e = parse("gpus\n1\n", "t.csv").expect_err("no arrival");
+        assert_eq!(e.line, Some(1), "{e}");
+    }
+
+    #[test]
+    fn duplicates_are_errors_naming_line_and_field() {
+        let e = parse("name,arrival\na,0\nb,1\na,2\n", "t.csv").expect_err("name twice");
+        assert_eq!(e.to_string(), "t.csv:4: field `name`: job `a` is named twice (first on line 2)");
+        let e = parse("arrival,gpus,gpus\n0,1,2\n", "t.csv").expect_err("column twice");
+        assert_eq!(e.to_string(), "t.csv:1: field `gpus`: the column `gpus` appears twice");
+        let e = parse("{\"arrival\": 0, \"gpus\": 1, \"gpus\": 8}\n", "t.jsonl").expect_err("key twice");
+        assert_eq!(e.to_string(), "t.jsonl:1: field `gpus`: the key `gpus` appears twice in the object");
+    }
+
+    #[test]
+    fn counts_and_times_over_their_limits_are_refused() {
+        let e = parse("arrival,gpus\n0,4294967295\n", "t.csv").expect_err("too many cards");
+        assert_eq!(e.to_string(), "t.csv:2: field `gpus`: `4294967295` is too large, at most 64");
+        let e = parse("arrival,gpus\n0,2.7\n", "t.csv").expect_err("a fraction of a card");
+        assert_eq!(e.to_string(), "t.csv:2: field `gpus`: expected a whole number, found `2.7`");
+        let e = parse("arrival,replicas,min_replicas\n0,4000000000,1\n", "t.csv").expect_err("replicas");
+        assert!(e.to_string().contains("field `replicas`: `4000000000` is too large, at most 100000"), "{e}");
+        let e = parse("arrival,cpu\n0,1e300\n", "t.csv").expect_err("cores");
+        assert!(e.to_string().contains("field `cpu`: `1e300` is too large"), "{e}");
+        let e = parse("arrival\n1e300w\n", "t.csv").expect_err("time");
+        assert!(e.to_string().contains("field `arrival`: `1e300w` is too large"), "{e}");
+        let e = parse("arrival,duration\n3000000000,3000000000\n", "t.csv").expect_err("ends too late");
+        assert!(e.to_string().contains("field `duration`: too large"), "{e}");
     }
 }

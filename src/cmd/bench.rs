@@ -4,6 +4,7 @@
 use super::{FAILED, OK};
 use gpol_compiler::diag::render;
 use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult, compile};
+use gpol_compiler::limits::MAX_NODES;
 use gpol_compiler::synthetic::Cluster;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -12,9 +13,19 @@ use std::time::{Duration, Instant};
 pub struct Args {
     /// The policy file.
     policy: PathBuf,
-    /// Nodes in the generated cluster.
-    #[arg(long, default_value_t = 5000)]
+    /// Nodes in the generated cluster (1 to 100000).
+    #[arg(long, default_value_t = 5000, value_parser = node_count)]
     nodes: usize,
+}
+
+/// A node count within the cluster limit: "too large, at most N", never clamped.
+fn node_count(text: &str) -> Result<usize, String> {
+    let n: u64 = text.parse().map_err(|_| format!("expected a whole number of nodes, found `{text}`"))?;
+    match n {
+        0 => Err("at least one node is needed to measure a pass".into()),
+        n if n > u64::from(MAX_NODES) => Err(format!("{n} is too large, at most {MAX_NODES}")),
+        n => Ok(n as usize),
+    }
 }
 
 pub fn run(args: Args, color: bool) -> u8 {

@@ -169,9 +169,10 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         s.push('\n');
         s
     } else if single {
-        sim::summary::render(&grouped[0].1[0])
+        // Names from the inputs reach the terminal: escape what could drive it.
+        gpol_compiler::terminal::escape(&sim::summary::render(&grouped[0].1[0])).into_owned()
     } else {
-        sim::summary::compare(&grouped)
+        gpol_compiler::terminal::escape(&sim::summary::compare(&grouped)).into_owned()
     };
     // The summary first: a report that cannot be written loses nothing else.
     super::print(&text);
