@@ -74,5 +74,12 @@ fn read_any_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputEr
 /// CSV or JSON Lines.
 pub fn read_trace(text: &str, file: &str) -> Result<Workload, InputError> {
     let jobs = if openb::is_pod_list(text) { openb::parse_pods(text, file)? } else { trace::parse(text, file)? };
+    // Whatever the format, the one job model's limits hold (docs/limits.md).
+    for j in &jobs {
+        if let Some(over) = j.job.over_limit() {
+            let m = format!("job `{}`: too large, at most {}", j.job.name, over.max);
+            return Err(InputError::new(file, Some(j.line).filter(|&l| l > 0), Some(over.field), m));
+        }
+    }
     Ok(Workload { name: file.to_string(), jobs })
 }
