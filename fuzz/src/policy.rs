@@ -86,8 +86,7 @@ pub fn policy(u: &mut Unstructured<'_>) -> Result<String> {
         out += &format!("\ncard_score c {{ {} }}\n", number(u, &mut scope, &fns, 3)?);
     }
     if u.ratio(1, 2)? {
-        let mut scope = Scope { numbers: Vec::new(), card: None, records: true, fresh: 0 };
-        let key = job_number(u, &mut scope, &fns, 2)?;
+        let key = job_number(u, 2)?;
         let dir = if u.arbitrary()? { "asc" } else { "desc" };
         out += &format!("\njob_order {{ {key} {dir} }}\n");
     }
@@ -103,7 +102,7 @@ enum Roots {
 
 fn boolean(u: &mut Unstructured<'_>, s: &mut Scope, roots: Roots, fns: &[String], depth: u32) -> Result<String> {
     let num = |u: &mut Unstructured<'_>, s: &mut Scope| match roots {
-        Roots::Job => job_number(u, s, fns, depth.saturating_sub(1)),
+        Roots::Job => job_number(u, depth.saturating_sub(1)),
         Roots::JobNode => number(u, s, fns, depth.saturating_sub(1)),
     };
     let choices = if depth == 0 { 2 } else { 7 };
@@ -182,19 +181,14 @@ fn number(u: &mut Unstructured<'_>, s: &mut Scope, fns: &[String], depth: u32) -
 }
 
 /// A plain number over the job alone (admit rules, order keys).
-fn job_number(u: &mut Unstructured<'_>, s: &mut Scope, fns: &[String], depth: u32) -> Result<String> {
+fn job_number(u: &mut Unstructured<'_>, depth: u32) -> Result<String> {
     if depth == 0 || u.ratio(1, 2)? {
         return if u.arbitrary()? { Ok(field("job", u.choose(JOB_NUMBERS)?)) } else { literal(u) };
     }
     Ok(match u.choose_index(3)? {
-        0 => format!(
-            "({} {} {})",
-            job_number(u, s, fns, depth - 1)?,
-            u.choose(ARITHMETIC)?,
-            job_number(u, s, fns, depth - 1)?
-        ),
-        1 => format!("{}({})", u.choose(BUILTINS_1)?, job_number(u, s, fns, depth - 1)?),
-        _ => format!("max({}, {})", job_number(u, s, fns, depth - 1)?, job_number(u, s, fns, depth - 1)?),
+        0 => format!("({} {} {})", job_number(u, depth - 1)?, u.choose(ARITHMETIC)?, job_number(u, depth - 1)?),
+        1 => format!("{}({})", u.choose(BUILTINS_1)?, job_number(u, depth - 1)?),
+        _ => format!("max({}, {})", job_number(u, depth - 1)?, job_number(u, depth - 1)?),
     })
 }
 
