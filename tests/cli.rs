@@ -332,3 +332,12 @@ fn bench_node_counts_are_within_the_cluster_limit() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("at least one node"), "{stderr}");
 }
+
+/// When standard error is not a terminal (CI logs), a long simulation prints a progress
+/// line every few seconds (here every 0 s, so every report of progress shows).
+#[test]
+fn sim_prints_progress_lines_when_stderr_is_not_a_terminal() {
+    let out = gpolc().env("GPOLC_PROGRESS_EVERY", "0").args(["sim"]).assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.lines().any(|l| l.starts_with("simulating: ") && l.contains("% after ")), "{stderr}");
+}

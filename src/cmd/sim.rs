@@ -120,7 +120,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     }
     let runs: Vec<(usize, u64)> = (0..policies.len()).flat_map(|p| seeds.iter().map(move |&s| (p, s))).collect();
     // Each run counts for a thousand steps of the bar.
-    let bar = progress_bar(runs.len() as u64 * 1000);
+    let bar = Progress::new(runs.len() as u64 * 1000);
     let results: Vec<Result<Report, SimError>> = runs
         .par_iter()
         .map(|&(p, seed)| {
@@ -135,7 +135,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
             sim::run(&policies[p].1, &cluster, &workload, &config, &control)
         })
         .collect();
-    bar.finish_and_clear();
+    bar.finish();
     let mut reports = Vec::with_capacity(results.len());
     for r in results {
         match r {
@@ -230,14 +230,55 @@ fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
     Ok((a..=b).collect())
 }
 
-/// A progress bar on standard error, drawn only when it is a terminal.
-fn progress_bar(total: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
+/// Progress on standard error: a bar on a terminal; elsewhere (a CI log, a pipe) one
+/// line every few seconds, so that a long run shows it is alive.
+struct Progress {
+    bar: ProgressBar,
+    total: u64,
+    done: AtomicU64,
+    start: std::time::Instant,
+    /// When the last line was printed (`None` on a terminal, where the bar shows).
+    last_line: Option<std::sync::Mutex<std::time::Instant>>,
+    every: std::time::Duration,
+}
+
+/// How often a progress line is printed when standard error is not a terminal: every
+/// `GPOLC_PROGRESS_EVERY` seconds, 5 by default.
+fn progress_every() -> std::time::Duration {
+    let seconds = std::env::var("GPOLC_PROGRESS_EVERY").ok().and_then(|s| s.parse::<f64>().ok());
+    std::time::Duration::from_secs_f64(seconds.filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(5.0))
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        let start = std::time::Instant::now();
+        let terminal = std::io::stderr().is_terminal();
+        let bar = if terminal {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template("{spinner} simulating {bar:40} {percent}% · {eta} left") {
+                bar.set_style(style);
+            }
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        let last_line = (!terminal).then(|| std::sync::Mutex::new(start));
+        Progress { bar, total, done: AtomicU64::new(0), start, last_line, every: progress_every() }
     }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template("{spinner} simulating {bar:40} {percent}% · {eta} left") {
-        bar.set_style(style);
+
+    fn inc(&self, n: u64) {
+        self.bar.inc(n);
+        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
+        let Some(last) = &self.last_line else { return };
+        let Ok(mut last) = last.try_lock() else { return };
+        if last.elapsed() >= self.every {
+            *last = std::time::Instant::now();
+            let pct = 100.0 * done as f64 / self.total.max(1) as f64;
+            eprintln!("simulating: {pct:.0}% after {:.0} s", self.start.elapsed().as_secs_f64());
+        }
     }
-    bar
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }
