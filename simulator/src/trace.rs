@@ -395,6 +395,11 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
     }
     if let Some(c) = get("labels") {
         j.job.labels = c.map().map_err(|m| err("labels", m))?;
+        for (i, (k, _)) in j.job.labels.iter().enumerate() {
+            if j.job.labels[..i].iter().any(|(seen, _)| seen == k) {
+                return Err(err("labels", format!("the label `{k}` is set twice")));
+            }
+        }
     }
     if let Some(over) = j.job.over_limit() {
         return Err(err(over.field, format!("too large, at most {}", over.max)));
@@ -565,6 +570,8 @@ mod tests {
         assert_eq!(e.to_string(), "t.csv:4: field `name`: job `a` is named twice (first on line 2)");
         let e = parse("arrival,gpus,gpus\n0,1,2\n", "t.csv").expect_err("column twice");
         assert_eq!(e.to_string(), "t.csv:1: field `gpus`: the column `gpus` appears twice");
+        let e = parse("arrival,labels\n0,zone=a;zone=b\n", "t.csv").expect_err("label twice");
+        assert_eq!(e.to_string(), "t.csv:2: field `labels`: the label `zone` is set twice");
         let e = parse("{\"arrival\": 0, \"gpus\": 1, \"gpus\": 8}\n", "t.jsonl").expect_err("key twice");
         assert_eq!(e.to_string(), "t.jsonl:1: field `gpus`: the key `gpus` appears twice in the object");
     }

@@ -447,9 +447,23 @@ impl Checker<'_> {
     ) -> (Vec<PlainProp<'p>>, HashMap<String, Span>) {
         let mut plain = Vec::new();
         let mut seen: HashMap<String, Span> = HashMap::new();
+        let mut keys: HashMap<&str, Span> = HashMap::new();
         for prop in props {
             match prop {
                 Prop::Label { key, value, .. } => {
+                    if let Some(first) = keys.insert(&key.value, key.span) {
+                        self.err(
+                            Diagnostic::new(
+                                Code::TestScenario,
+                                key.span,
+                                format!("label \"{}\" is set twice", snippet(&key.value)),
+                            )
+                            .label("second value")
+                            .with_secondary(first, "first value")
+                            .help("give each label once"),
+                        );
+                        continue;
+                    }
                     let label = ast::Ident { name: "label".into(), span: key.span };
                     if let Some(Value::Str(v)) = self.prop(m, &label, Some(value), Kind::Symbol) {
                         labels.push((key.value.clone(), v));
