@@ -108,3 +108,49 @@ fn a_folder_with_symlink_loops_is_checked_once_per_file() {
     let out = gpolc().args(["check", &d.path().display().to_string()]).assert().success();
     assert!(stderr(&out).contains("checked 1 file: no problems"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_fifo_nobody_reads_is_refused_before_any_work() {
+    let d = tempfile::tempdir().expect("temp");
+    let p = write(d.path(), "p.gpol", FORMATTED);
+    let fifo = d.path().join("out.o");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    let f = fifo.display().to_string();
+    let out = gpolc().timeout(std::time::Duration::from_secs(30)).args(["build", &p, "-o", &f]).assert().code(2);
+    assert!(stderr(&out).contains(&format!("{f}: a FIFO that nothing reads")), "{}", stderr(&out));
+}
+
+#[test]
+fn a_folder_that_takes_no_files_fails_before_the_run_naming_the_users_path() {
+    let out = gpolc().args(["sim", "--report", "/proc/gpol-report.html"]).assert().code(2);
+    let err = stderr(&out);
+    assert!(err.contains("/proc/gpol-report.html: "), "{err}");
+    assert!(!err.contains(".gpolc-") && !err.contains(".tmp"), "{err}");
+    assert!(out.get_output().stdout.is_empty(), "nothing was simulated");
+}
+
+#[test]
+fn a_dangling_policy_link_in_a_folder_is_an_error() {
+    let d = tempfile::tempdir().expect("temp");
+    write(d.path(), "a.gpol", FORMATTED);
+    symlink(d.path().join("missing.gpol"), d.path().join("b.gpol")).expect("symlink");
+    let out = gpolc().args(["check", &d.path().display().to_string()]).assert().code(2);
+    assert!(stderr(&out).contains("b.gpol: "), "{}", stderr(&out));
+}
+
+/// Rewriting a file owned by someone else keeps its owner (run as root, as CI is; a
+/// user who cannot give files away cannot set this case up, and the test says so).
+#[test]
+fn fmt_keeps_the_owner_of_a_file() {
+    use std::os::unix::fs::MetadataExt;
+    let d = tempfile::tempdir().expect("temp");
+    let p = write(d.path(), "u.gpol", UNFORMATTED);
+    if std::os::unix::fs::chown(&p, Some(65534), Some(65534)).is_err() {
+        eprintln!("not root: cannot give the file away, so ownership is not tested here");
+        return;
+    }
+    gpolc().args(["fmt", &p]).assert().success();
+    let meta = std::fs::metadata(&p).expect("meta");
+    assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+    assert_eq!(std::fs::read_to_string(&p).expect("read"), FORMATTED);
+}

@@ -7,7 +7,7 @@
 //! user gave.
 
 use std::collections::HashSet;
-use std::fs::{Metadata, OpenOptions};
+use std::fs::{File, Metadata, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -71,7 +71,23 @@ impl std::fmt::Display for FileError {
 impl std::error::Error for FileError {}
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> FileError + '_ {
-    move |error| FileError::Io { path: path.to_path_buf(), error }
+    move |error| FileError::Io { path: path.to_path_buf(), error: plain(error) }
+}
+
+/// An I/O error without the temporary file's path that `tempfile` appends to its
+/// messages (" at path …"): messages name the user's path only.
+fn plain(error: std::io::Error) -> std::io::Error {
+    let Some(inner) = error.get_ref() else { return error };
+    let text = inner.to_string();
+    match text.rfind(" at path ") {
+        Some(at) => std::io::Error::new(error.kind(), text[..at].to_string()),
+        None => error,
+    }
+}
+
+/// `O_NONBLOCK`, for opening without waiting on a FIFO.
+fn nonblocking() -> i32 {
+    rustix::fs::OFlags::NONBLOCK.bits() as i32
 }
 
 /// What a file system object is, for messages.
@@ -105,7 +121,13 @@ pub fn read(path: &Path, max: u64) -> Result<Vec<u8>, FileError> {
 }
 
 fn read_with_identity(path: &Path, max: u64) -> Result<(Vec<u8>, (u64, u64)), FileError> {
-    let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(io(path))?;
+    // Look before opening (opening some devices does something), and again after (the
+    // path may have changed in between).
+    let before = std::fs::metadata(path).map_err(io(path))?;
+    if !before.is_file() {
+        return Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind(&before) });
+    }
+    let file = OpenOptions::new().read(true).custom_flags(nonblocking()).open(path).map_err(io(path))?;
     let meta = file.metadata().map_err(io(path))?;
     if !meta.is_file() {
         return Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind(&meta) });
@@ -169,8 +191,15 @@ fn walk(
         .map_err(io(dir))?;
     entries.sort();
     for e in entries {
-        // A dangling link or an unreadable entry is not a policy: skip it.
-        let Ok(m) = std::fs::metadata(&e) else { continue };
+        let m = match std::fs::metadata(&e) {
+            Ok(m) => m,
+            // A policy that cannot be read (a dangling link, say) is an error, as it
+            // would be if named directly; other entries are not ours to judge.
+            Err(error) if e.extension().is_some_and(|x| x == "gpol") => {
+                return Err(FileError::Io { path: e, error });
+            }
+            Err(_) => continue,
+        };
         if m.is_dir() {
             walk(&e, &m, seen_dirs, seen_files, out)?;
         } else if e.extension().is_some_and(|x| x == "gpol") && seen_files.insert(identity(&m)) {
@@ -192,8 +221,8 @@ pub struct Output {
 enum Target {
     /// A regular file, existing or not, at this path (symbolic links resolved).
     File { real: PathBuf, existing: Option<Metadata> },
-    /// A FIFO or character device (`/dev/stdout`): written to directly.
-    Stream,
+    /// A FIFO or character device (`/dev/stdout`), opened already: written to directly.
+    Stream(File),
 }
 
 impl Output {
@@ -205,7 +234,9 @@ impl Output {
         let target = match std::fs::metadata(path) {
             Ok(meta) if meta.is_file() => {
                 let real = std::fs::canonicalize(path).map_err(io(path))?;
-                if meta.permissions().mode() & 0o222 == 0 && !force {
+                // Read-only by its mode, or not writable by whoever runs gpolc.
+                let writable = OpenOptions::new().write(true).custom_flags(nonblocking()).open(&real).is_ok();
+                if (meta.permissions().mode() & 0o222 == 0 || !writable) && !force {
                     return Err(FileError::ReadOnly { path: given });
                 }
                 for input in inputs {
@@ -215,7 +246,23 @@ impl Output {
                 }
                 Target::File { real, existing: Some(meta) }
             }
-            Ok(meta) if meta.file_type().is_fifo() || meta.file_type().is_char_device() => Target::Stream,
+            Ok(meta) if meta.file_type().is_fifo() || meta.file_type().is_char_device() => {
+                // Opened now, without waiting: a FIFO nobody reads is an error before
+                // any work, not a hang after it. Writes then block as usual.
+                let file = OpenOptions::new().write(true).custom_flags(nonblocking()).open(path).map_err(|e| {
+                    let e = if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) {
+                        std::io::Error::other("a FIFO that nothing reads")
+                    } else {
+                        e
+                    };
+                    FileError::Io { path: given.clone(), error: e }
+                })?;
+                let flags = rustix::fs::fcntl_getfl(&file)
+                    .map_err(|e| FileError::Io { path: given.clone(), error: e.into() })?;
+                rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)
+                    .map_err(|e| FileError::Io { path: given.clone(), error: e.into() })?;
+                Target::Stream(file)
+            }
             Ok(meta) => return Err(FileError::NotRegular { path: given, kind: kind(&meta) }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if std::fs::symlink_metadata(path).is_ok() {
@@ -236,6 +283,10 @@ impl Output {
             }
             Err(e) => return Err(FileError::Io { path: given, error: e }),
         };
+        if let Target::File { real, .. } = &target {
+            // The folder must take a new file (the temporary one the write renames).
+            tempfile::Builder::new().prefix(".gpolc-").tempfile_in(parent(real)).map_err(io(&given))?;
+        }
         Ok(Output { path: given, target })
     }
 
@@ -252,8 +303,8 @@ impl Output {
     pub fn write(&self, bytes: &[u8], unchanged: Option<&Snapshot>) -> Result<(), FileError> {
         let given = &self.path;
         let (real, existing) = match &self.target {
-            Target::Stream => {
-                let mut f = OpenOptions::new().write(true).open(given).map_err(io(given))?;
+            Target::Stream(file) => {
+                let mut f = file;
                 return f.write_all(bytes).and_then(|()| f.flush()).map_err(io(given));
             }
             Target::File { real, existing } => (real, existing),
@@ -265,10 +316,9 @@ impl Output {
             }
         }
         if let Some(meta) = existing
-            && meta.nlink() > 1
+            && (meta.nlink() > 1 || !owned_by_us(meta))
         {
-            let mut f = OpenOptions::new().write(true).truncate(true).open(real).map_err(io(given))?;
-            return f.write_all(bytes).and_then(|()| f.sync_all()).map_err(io(given));
+            return rewrite_in_place(real, bytes).map_err(io(given));
         }
         let mode = existing.as_ref().map_or(0o666, |m| m.permissions().mode() & 0o7777);
         let mut tmp = tempfile::Builder::new()
@@ -284,6 +334,30 @@ impl Output {
         tmp.persist(real).map_err(|e| FileError::Io { path: given.clone(), error: e.error })?;
         Ok(())
     }
+}
+
+/// Whether a new file made by this process would have the existing file's owner, so
+/// that replacing it by a rename keeps who owns it.
+fn owned_by_us(meta: &Metadata) -> bool {
+    let probe = tempfile::tempfile().and_then(|f| f.metadata());
+    probe.is_ok_and(|p| p.uid() == meta.uid() && p.gid() == meta.gid())
+}
+
+/// Rewrites a file in place, keeping its inode (its other hard links, its owner): the
+/// space is reserved first, so that a full disk fails before the old text is touched;
+/// the file is cut to its new length only once the new text is written.
+fn rewrite_in_place(real: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = OpenOptions::new().write(true).open(real)?;
+    let len = bytes.len() as u64;
+    match rustix::fs::fallocate(&f, rustix::fs::FallocateFlags::empty(), 0, len.max(1)) {
+        // A file system that cannot reserve space: write anyway.
+        Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => {}
+        Err(e) => return Err(e.into()),
+        Ok(()) => {}
+    }
+    f.write_all(bytes)?;
+    f.set_len(len)?;
+    f.sync_all()
 }
 
 /// The folder a path is in (`.` for a bare name).

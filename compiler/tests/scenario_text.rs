@@ -37,7 +37,7 @@ fn node() -> impl Strategy<Value = NodeSpec> {
         0u64..2_000_000,
         bytes,
         prop::option::of(text()),
-        prop::collection::vec((text(), text()), 0..3),
+        prop::collection::btree_map(text(), text(), 0..3).prop_map(|m| m.into_iter().collect::<Vec<_>>()),
     )
         .prop_map(|(model, cards, card_mem, mode, layout, max_clients, cpu_milli, mem, rack, labels)| {
             let sharing = [Sharing::Exclusive, Sharing::Mig, Sharing::Timeslice, Sharing::Mps][mode];
@@ -75,7 +75,12 @@ fn job() -> impl Strategy<Value = JobSpec> {
         ),
         (prop::option::of(-1e6f64..1e6), request, 1u32..9, any::<prop::sample::Index>()),
         (bytes.clone(), 0u64..500_000, bytes, prop::collection::vec(text(), 0..3)),
-        (flags, times, 0.0f64..=1.0, prop::collection::vec((text(), text()), 0..3)),
+        (
+            flags,
+            times,
+            0.0f64..=1.0,
+            prop::collection::btree_map(text(), text(), 0..3).prop_map(|m| m.into_iter().collect::<Vec<_>>()),
+        ),
     )
         .prop_map(
             |(

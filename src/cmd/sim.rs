@@ -5,6 +5,7 @@
 
 use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_compiler::limits::{MAX_CLUSTER_BYTES, MAX_INPUT_BYTES};
 use gpol_sim::{self as sim, Config, Control, Mode, SimError, report::Report};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -97,8 +98,8 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         .map(PathBuf::as_path)
         .collect();
     let report = args.report.as_deref().map(|p| super::output(p, &inputs, args.force)).transpose()?;
-    let cluster = read(&args.cluster, DEFAULT_CLUSTER, sim::read_cluster)?;
-    let workload = read(&args.trace, DEFAULT_TRACE, sim::read_trace)?;
+    let cluster = read(&args.cluster, DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, sim::read_cluster)?;
+    let workload = read(&args.trace, DEFAULT_TRACE, MAX_INPUT_BYTES, sim::read_trace)?;
     let paths: Vec<Option<&PathBuf>> = match (&args.policy, args.compare.is_empty()) {
         (None, false) => args.compare.iter().map(Some).collect(),
         (policy, _) => std::iter::once(policy.as_ref()).chain(args.compare.iter().map(Some)).collect(),
@@ -190,10 +191,11 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
 fn read<T>(
     path: &Option<PathBuf>,
     default: (&str, &str),
+    max_bytes: u64,
     parse: fn(&str, &str) -> Result<T, sim::input::InputError>,
 ) -> Result<T, u8> {
     let (name, text) = match path {
-        Some(p) => match gpol_compiler::files::read(p, gpol_compiler::limits::MAX_INPUT_BYTES) {
+        Some(p) => match gpol_compiler::files::read(p, max_bytes) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => (p.display().to_string(), text),
                 Err(e) => {
