@@ -6,7 +6,8 @@ use crate::fuzzy;
 use crate::source::{FileId, Span};
 use pest::error::{Error, ErrorVariant, InputLocation};
 
-const ITEM_KEYWORDS: &[&str] = &[
+/// Words that begin a top-level declaration.
+pub(super) const ITEM_KEYWORDS: &[&str] = &[
     "use",
     "const",
     "fn",

@@ -2,28 +2,8 @@
 //! syntax error: each declaration is then parsed on its own, so one run reports every
 //! broken declaration instead of the first.
 
+use super::errors::ITEM_KEYWORDS as DECLARATION_KEYWORDS;
 use std::ops::Range;
-
-/// Words that begin a top-level declaration.
-const DECLARATION_KEYWORDS: &[&str] = &[
-    "use",
-    "const",
-    "fn",
-    "queue",
-    "priority_class",
-    "topology",
-    "settings",
-    "admit",
-    "filter",
-    "score",
-    "card_score",
-    "queue_order",
-    "job_order",
-    "gang",
-    "preempt",
-    "reclaim",
-    "test",
-];
 
 /// The file cut into pieces, each a top-level declaration with the comments after it; the
 /// first holds the header. A declaration starts on a line whose first word is a
