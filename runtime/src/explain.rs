@@ -88,7 +88,7 @@ pub fn reason_detail(s: &Scheduler, job: JobId, reason: &Reason) -> Option<Strin
 pub fn state_text(s: &Scheduler, job: JobId) -> String {
     let j = &s.jobs[job];
     let program = &s.policy.program;
-    match &j.state {
+    match &s.state(job) {
         State::Running => {
             let nodes: Vec<&str> = j.slots.iter().map(|sl| s.cluster.nodes[sl.node].name.as_str()).collect();
             format!("running on {}", nodes.join(", "))
@@ -107,7 +107,7 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
     let j = &s.jobs[job];
     let q = &s.quotas.queues[j.queue];
     let program = &s.policy.program;
-    let state = match &j.state {
+    let state = match &s.state(job) {
         State::Pending(Some(r)) => format!("pending ({})", r.name(program)),
         State::Pending(None) => "pending".into(),
         State::Running => "running".into(),

@@ -108,6 +108,8 @@ pub struct Job {
     pub duration_ms: Option<u64>,
     pub utilization: f64,
     pub labels: HashMap<Sym, Sym>,
+    /// Where it stands. A waiting job's reason is its class's, given by
+    /// `Scheduler::state`; the stored one is always `Pending(None)`.
     pub state: State,
     pub evictions: u32,
     pub started_ms: i64,

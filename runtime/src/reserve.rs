@@ -22,6 +22,7 @@ impl Scheduler {
             self.reserved.insert(n, job);
         }
         self.reservations.insert(job, nodes.clone());
+        self.touch();
         self.log.push(Event::Reserved { job, nodes, at_ms: self.now_ms });
     }
 

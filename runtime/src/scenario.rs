@@ -237,7 +237,7 @@ fn check(
         Expect::Pending(name, because) | Expect::Rejected(name, because) => {
             let j = job(name)?;
             let pending = matches!(e, Expect::Pending(..));
-            let (state_ok, reason) = match &s.jobs[j].state {
+            let (state_ok, reason) = match &s.state(j) {
                 State::Pending(r) if pending => (true, r.as_ref().map(|r| r.name(&s.policy.program))),
                 State::Rejected(r) if !pending => (true, Some(s.policy.program.rule_name(*r))),
                 _ => (false, None),

@@ -16,7 +16,7 @@ fn a_quota_block_is_shown_with_its_numbers() {
     let held = s.submit(queued("a", cards("held", 1))).unwrap();
     s.cycle();
     let block = Block::Limit { queue: 1, res: Res::Gpu, limit: 2000, allocated: 2000, needs: 1000 };
-    assert_eq!(s.job(held).state, State::Pending(Some(Reason::Quota(block))));
+    assert_eq!(s.state(held), State::Pending(Some(Reason::Quota(block))));
     assert_eq!(state_text(&s, held), "pending because quota");
     let why = explain(&s, held);
     assert!(why.contains("→ waits: quota (queue `a` would exceed its gpu limit (holds 2, needs 1, limit 2))"), "{why}");

@@ -1,5 +1,6 @@
-//! A job that did not fit is not tried again until capacity frees, and once no node can
-//! take a job's shape, its other waiting jobs of that shape are not tried either.
+//! A job that did not fit is not tried again until capacity frees; jobs the policy cannot
+//! tell apart are tried once for all of them; and once no node can take a job's shape,
+//! its other waiting jobs of that shape are not tried either.
 
 mod support;
 
@@ -17,7 +18,7 @@ fn scheduler() -> Scheduler {
 }
 
 #[test]
-fn a_full_shape_is_tried_once_per_capacity_change() {
+fn jobs_the_policy_cannot_tell_apart_are_tried_once_per_change() {
     let mut s = scheduler();
     let big = s.submit(job("big", 5)).unwrap();
     let y = s.submit(job("y", 1)).unwrap();
@@ -25,26 +26,51 @@ fn a_full_shape_is_tried_once_per_capacity_change() {
     for j in [big, y, z] {
         s.start_on(j, &[0], History::default()).unwrap();
     }
-    // One card free; fifty jobs of two cards each.
+    // One card free; fifty jobs of two cards each, alike but for their names.
     let waiting: Vec<usize> = (0..50).map(|i| s.submit(job(&format!("w{i}"), 2)).unwrap()).collect();
     s.cycle();
-    assert_eq!(s.attempts(), 50, "each new job is tried once");
-    assert!(waiting.iter().all(|&j| s.job(j).state == State::Pending(Some(Reason::Capacity))));
+    assert_eq!(s.attempts(), 1, "one attempt answers for all fifty");
+    assert!(waiting.iter().all(|&j| s.state(j) == State::Pending(Some(Reason::Capacity))));
     s.cycle();
-    assert_eq!(s.attempts(), 50, "nothing freed, nothing retried");
+    assert_eq!(s.attempts(), 1, "nothing freed, nothing retried");
+    // A newcomer like them learns their reason without an attempt.
+    let late = s.submit(job("late", 2)).unwrap();
+    s.cycle();
+    assert_eq!(s.attempts(), 1);
+    assert_eq!(s.state(late), State::Pending(Some(Reason::Capacity)));
 
     // Two cards free: the first waiting job starts, the next finds the node full again,
-    // and the other 48 of the same shape are not tried.
+    // and the other 48 are not tried.
     s.complete(y);
     assert_eq!(s.cycle(), 1);
-    assert_eq!(s.attempts(), 52);
-    assert_eq!(s.job(waiting[0]).state, State::Running);
-    assert!(waiting[1..].iter().all(|&j| s.job(j).state == State::Pending(Some(Reason::Capacity))));
+    assert_eq!(s.attempts(), 3);
+    assert_eq!(s.state(waiting[0]), State::Running);
+    assert!(waiting[1..].iter().all(|&j| s.state(j) == State::Pending(Some(Reason::Capacity))));
 
-    // One card frees: not enough for the shape, found out with one attempt.
+    // One card frees: not enough for them, found out with one attempt.
     s.complete(z);
     assert_eq!(s.cycle(), 0);
-    assert_eq!(s.attempts(), 53);
+    assert_eq!(s.attempts(), 4);
+}
+
+#[test]
+fn jobs_that_differ_in_what_rules_read_are_tried_apart() {
+    // The filter reads `job.bursty`: bursty and steady jobs are told apart.
+    let text = "policy apart\n\nqueue team {}\n\nfilter steady_only { not job.bursty or node.free_cards >= 4 gpu }\n";
+    let mut s = support::scheduler(text, &[node("a")]);
+    let big = s.submit(job("big", 6)).unwrap();
+    s.start_on(big, &[0], History::default()).unwrap();
+    // Two cards free: the bursty ones are turned away by the filter, the steady ones fit.
+    let bursty: Vec<usize> =
+        (0..5).map(|i| s.submit(JobSpec { bursty: true, ..job(&format!("b{i}"), 1) }).unwrap()).collect();
+    let steady: Vec<usize> = (0..5).map(|i| s.submit(job(&format!("s{i}"), 1)).unwrap()).collect();
+    assert_eq!(s.cycle(), 2);
+    assert!(bursty.iter().all(|&j| matches!(s.state(j), State::Pending(Some(Reason::Rule(_))))));
+    assert_eq!(s.state(steady[0]), State::Running);
+    assert_eq!(s.state(steady[1]), State::Running);
+    assert!(steady[2..].iter().all(|&j| s.state(j) == State::Pending(Some(Reason::Capacity))));
+    // One attempt for the bursty class, three for the steady one (two starts, one miss).
+    assert_eq!(s.attempts(), 4);
 }
 
 #[test]
@@ -55,8 +81,8 @@ fn a_different_shape_is_still_tried() {
     let two = s.submit(job("two", 2)).unwrap();
     let one = s.submit(job("one", 1)).unwrap();
     assert_eq!(s.cycle(), 1);
-    assert_eq!(s.job(two).state, State::Pending(Some(Reason::Capacity)));
-    assert_eq!(s.job(one).state, State::Running);
+    assert_eq!(s.state(two), State::Pending(Some(Reason::Capacity)));
+    assert_eq!(s.state(one), State::Running);
 }
 
 /// Two nodes of eight cards; queue `a` guarantees 8, `b` and `c` 4 each; reclaim reads
@@ -79,7 +105,7 @@ fn a_claimant_is_retried_only_after_starts_that_could_give_it_victims() {
     let claimant = s.submit(queued("a", job("claimant", 8))).unwrap();
     s.cycle();
     let before = s.attempts();
-    assert!(s.job(claimant).is_pending(), "{:?}", s.job(claimant).state);
+    assert!(s.job(claimant).is_pending(), "{:?}", s.state(claimant));
     // A start in `c`, within its guarantee: no new victim, no retry.
     s.submit(queued("c", job("small", 3))).unwrap();
     s.cycle();
@@ -105,8 +131,8 @@ fn a_job_the_quota_holds_back_waits_for_its_cap_not_for_capacity() {
     let other = s.submit(queued("b", job("other", 2))).unwrap();
     let held = s.submit(queued("a", job("held", 1))).unwrap();
     s.cycle();
-    assert_eq!(s.job(first).state, State::Running);
-    assert!(matches!(&s.job(held).state, State::Pending(Some(Reason::Quota(_)))), "{:?}", s.job(held).state);
+    assert_eq!(s.state(first), State::Running);
+    assert!(matches!(&s.state(held), State::Pending(Some(Reason::Quota(_)))), "{:?}", s.state(held));
     let before = s.attempts();
     // Capacity frees in `b`: `a`'s cap is as full as before, so `held` is not tried.
     s.complete(other);
@@ -116,5 +142,5 @@ fn a_job_the_quota_holds_back_waits_for_its_cap_not_for_capacity() {
     s.complete(first);
     s.cycle();
     assert_eq!(s.attempts(), before + 1);
-    assert_eq!(s.job(held).state, State::Running);
+    assert_eq!(s.state(held), State::Running);
 }

@@ -708,7 +708,7 @@ impl<'a> Sim<'a> {
             }
             let j = self.s.job(id);
             let program = &self.s.policy().program;
-            let (reason, detail) = match &j.state {
+            let (reason, detail) = match &self.s.state(id) {
                 State::Pending(None) => ("pending: not tried".to_string(), String::new()),
                 State::Pending(Some(r)) => {
                     let detail = explain::reason_detail(&self.s, id, r).unwrap_or_default();

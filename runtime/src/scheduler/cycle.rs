@@ -1,6 +1,7 @@
 //! The scheduling cycle: every job that can start now starts, in order; each turn is an
 //! attempt to place the job, then to evict for it, then to reserve for it.
 
+use super::waiting::ClassId;
 use super::{Backoff, Event, Scheduler};
 use crate::jobs::{JobId, QueueId, Reason, State};
 use crate::model::NodeId;
@@ -16,72 +17,108 @@ enum Attempt {
     Rejected(RuleId),
 }
 
+/// What a cycle has done so far: the classes that had a turn, the strict leaves stopped
+/// behind a waiting head, and each leaf's candidate while nothing changes.
+#[derive(Default)]
+struct Turns {
+    classes: HashSet<ClassId>,
+    blocked: HashSet<QueueId>,
+    /// Per leaf, its classes that may take a turn, worked out once per change of state
+    /// (a failed class drops out), and its candidate among them.
+    classes_by_leaf: Vec<Option<Vec<ClassId>>>,
+    candidates: Vec<Option<Option<JobId>>>,
+    /// The state version and count of full shapes those were found at.
+    found_at: (u64, usize),
+}
+
 impl Scheduler {
     /// Runs one scheduling cycle: places every job that can be placed now, in order.
     /// Returns how many were placed.
     pub fn cycle(&mut self) -> usize {
         self.quotas.advance_usage(self.now_ms);
         self.forget_irrelevant_starts();
-        let mut tried: HashSet<JobId> = HashSet::new();
-        let mut blocked: HashSet<QueueId> = HashSet::new();
+        let mut turns = Turns::default();
         let mut placed = 0;
-        self.cycle_order = None;
-        while let Some(job) = self.next_job(&tried, &blocked) {
-            tried.insert(job);
+        while let Some(job) = self.next_job(&mut turns) {
+            let (leaf, class) = (self.jobs[job].queue, self.waiting.class_of(job));
+            turns.classes.extend(class);
+            if let Some(c) = turns.candidates.get_mut(leaf) {
+                *c = None;
+            }
+            if let (Some(Some(list)), Some(c)) = (turns.classes_by_leaf.get_mut(leaf), class) {
+                list.retain(|&x| x != c);
+            }
             match self.attempt(job) {
                 Attempt::Placed => placed += 1,
                 Attempt::Rejected(rule) => {
-                    self.quotas.count(self.jobs[job].queue, -1, 0);
+                    self.quotas.count(leaf, -1, 0);
                     self.set_state(job, State::Rejected(rule));
                     self.log.push(Event::Rejected { job, rule, at_ms: self.now_ms });
                 }
                 Attempt::Waiting(reason) => {
-                    let leaf = self.jobs[job].queue;
                     if self.quotas.queues[leaf].queueing == Queueing::Strict {
-                        blocked.insert(leaf);
+                        turns.blocked.insert(leaf);
+                        self.blocked_by[leaf] = Some(job);
                     }
-                    if !matches!(reason, Reason::Rule(_)) || reason.is_filter() {
-                        let quota = self.quota_cap(job, &reason);
-                        self.backoff.insert(job, Backoff { at_ms: self.now_ms, starts: self.starts, quota });
-                    }
+                    let backoff = (!matches!(reason, Reason::Rule(_)) || reason.is_filter()).then(|| Backoff {
+                        at_ms: self.now_ms,
+                        starts: self.starts,
+                        quota: self.quota_cap(job, &reason),
+                    });
                     if matches!(reason, Reason::Capacity) || reason.is_filter() {
                         self.note_if_full(job);
                     }
-                    self.set_state(job, State::Pending(Some(reason)));
+                    let version = self.version;
+                    self.waiting.park(job);
+                    if let Some(c) = class {
+                        let class = self.waiting.class_mut(c);
+                        class.reason = Some(reason);
+                        class.failed_at = Some(version);
+                        class.backoff = backoff;
+                    }
                 }
             }
         }
-        self.cycle_order = None;
-        // Jobs that did not get a turn: behind a strict queue's waiting head, or of a
-        // shape no node can take.
-        let untried: Vec<(JobId, Reason)> = self
-            .waiting
-            .iter()
-            .enumerate()
-            .flat_map(|(q, waiting)| waiting.iter().filter(|j| !tried.contains(j)).map(move |&j| (q, j)))
-            .filter_map(|(q, j)| {
-                if blocked.contains(&q) {
-                    Some((j, Reason::Order))
-                } else {
-                    self.skipped_as_full(j).then_some((j, Reason::Capacity))
-                }
-            })
-            .collect();
-        for (j, reason) in untried {
-            self.set_state(j, State::Pending(Some(reason)));
+        self.waiting.unpark();
+        // Classes that had no turn because no node can take their shape wait for capacity.
+        let full: Vec<ClassId> =
+            self.waiting.all().filter(|c| !turns.classes.contains(c) && self.skipped_as_full(*c)).collect();
+        for c in full {
+            self.waiting.class_mut(c).reason = Some(Reason::Capacity);
         }
         placed
     }
 
     /// The next job to try: the best queue at each level of the tree, then the best job
     /// of that leaf (D3). `None` when no queue has a job that can take a turn.
-    pub(super) fn next_job(&mut self, tried: &HashSet<JobId>, blocked: &HashSet<QueueId>) -> Option<JobId> {
+    fn next_job(&mut self, turns: &mut Turns) -> Option<JobId> {
         let nq = self.quotas.queues.len();
-        let candidate = if self.job_keys_stable {
-            self.candidates_in_order(tried, blocked)
-        } else {
-            self.candidates_by_keys(tried, blocked)
-        };
+        // Candidates stand until a turn in their leaf, or until anything changes.
+        let at = (self.version, self.full.len());
+        if turns.found_at != at || turns.candidates.len() != nq {
+            turns.candidates = vec![None; nq];
+            turns.classes_by_leaf = vec![None; nq];
+            turns.found_at = at;
+        }
+        let mut candidate: Vec<Option<JobId>> = vec![None; nq];
+        for (q, slot) in candidate.iter_mut().enumerate() {
+            if turns.blocked.contains(&q) || self.waiting.in_leaf(q).next().is_none() {
+                continue;
+            }
+            *slot = match turns.candidates[q] {
+                Some(c) => c,
+                None => {
+                    let classes = match turns.classes_by_leaf[q].take() {
+                        Some(list) => list,
+                        None => self.leaf_classes(q),
+                    };
+                    let c = self.leaf_candidate(q, &classes);
+                    turns.classes_by_leaf[q] = Some(classes);
+                    turns.candidates[q] = Some(c);
+                    c
+                }
+            };
+        }
         let view = self.view(None);
         let ctx = self.ctx(&view);
         let engine = self.policy.engine();
@@ -147,7 +184,6 @@ impl Scheduler {
             self.bind_replica(job, node, true);
         }
         self.charge(job);
-        self.backoff.remove(&job);
         self.set_state(job, State::Running);
         let now = self.now();
         self.starts += 1;

@@ -157,8 +157,9 @@ impl Scheduler {
         let next = self.shapes.len();
         self.job_shapes.push(*self.shapes.entry(job.shape()).or_insert(next));
         self.quotas.count(job.queue, 1, 0);
-        self.waiting[job.queue].insert(id);
         self.jobs.push(job);
+        self.touch();
+        self.enqueue(id);
         self.log.push(Event::Submitted { job: id, at_ms: self.now_ms });
         Ok(id)
     }
@@ -193,7 +194,6 @@ impl Scheduler {
         if self.jobs[job].is_pending() {
             self.quotas.count(self.jobs[job].queue, -1, 0);
             self.set_state(job, State::Withdrawn);
-            self.backoff.remove(&job);
         }
     }
 }

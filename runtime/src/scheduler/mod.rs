@@ -13,14 +13,15 @@ mod intake;
 mod order;
 mod retry;
 mod state;
+mod waiting;
 
 pub use event::Event;
 pub use intake::{Resolved, SubmitError};
 
-use order::CycleOrder;
 use retry::Backoff;
+use waiting::{Ranking, Waiting};
 
-use crate::jobs::{Job, JobId, QueueId, Shape};
+use crate::jobs::{Job, JobId, QueueId, Reason, Shape, State};
 use crate::model::{Cluster, NodeId};
 use crate::quota::{self, Amounts, Quotas, Res};
 use crate::records;
@@ -53,11 +54,23 @@ pub struct Scheduler {
     job_labels: Vec<Vec<Sym>>,
     table: NodeTable,
     domains: Vec<DomainRec>,
-    /// Jobs whose last attempt failed: not retried until capacity frees (or, for a job
-    /// the quota holds back, until the cap that held it back gives) — or, when the policy
-    /// can evict, until another job starts (a new victim), and when its victim rules or
-    /// reservations depend on time, until the retry interval has passed.
-    backoff: HashMap<JobId, Backoff>,
+    /// The waiting jobs, in classes the policy cannot tell apart. A class whose latest
+    /// attempt failed is not tried again while nothing has changed, and then not until
+    /// capacity frees (or, for jobs the quota holds back, until the cap that held them
+    /// back gives) — or, when the policy can evict, until another job starts (a new
+    /// victim), and when its victim rules or reservations depend on time, until the retry
+    /// interval has passed.
+    waiting: Waiting,
+    /// Counts every change to what rules or the runtime read (the cluster, the quotas,
+    /// the jobs, the clock): a class that failed at this version would fail again.
+    version: u64,
+    /// The job fields rules other than `job_order` read, which tell waiting jobs apart.
+    distinguishing: Vec<u16>,
+    /// How often waiting jobs must be ranked again.
+    ranking: Ranking,
+    /// Per strict leaf, the head job that stopped it at its latest failed turn: the jobs
+    /// behind it wait with reason `order`.
+    blocked_by: Vec<Option<JobId>>,
     /// Jobs started so far.
     starts: u64,
     /// Per queue, the value of `starts` after its latest start.
@@ -72,9 +85,7 @@ pub struct Scheduler {
     shapes: HashMap<Shape, usize>,
     /// Shapes no node in service can take now: their jobs wait until capacity frees.
     full: HashSet<usize>,
-    /// The pending jobs of each queue, and the running jobs, so a cycle never scans
-    /// finished ones.
-    waiting: Vec<BTreeSet<JobId>>,
+    /// The running jobs, so nothing scans finished ones.
     pub(crate) running: BTreeSet<JobId>,
     /// Nodes held for a job that waited past `reserve_after`, by job and by node.
     pub(crate) reservations: BTreeMap<JobId, Vec<NodeId>>,
@@ -82,11 +93,6 @@ pub struct Scheduler {
     /// With victim rules or reservations, a job whose attempt failed is retried once this
     /// much time has passed (0: whenever the clock moves), or when capacity frees.
     retry_interval_ms: u64,
-    /// Whether `job_order` keys read only the job (so they hold still within a cycle:
-    /// nothing a job reads of itself changes while it waits), and this cycle's order of
-    /// each leaf's jobs by them, built at the cycle's first turn.
-    job_keys_stable: bool,
-    cycle_order: Option<CycleOrder>,
     /// The queue records of the last view, and the quota version and capacity they were
     /// computed for: most views between two changes are of the same state.
     queue_cache: std::cell::RefCell<Option<(CacheKey, Vec<QueueRec>)>>,
@@ -115,7 +121,7 @@ impl Scheduler {
         let node_label_keys = policy.program.node_labels.iter().map(|k| syms.intern(k)).collect();
         let quotas = Quotas::new(&policy.policy, &mut syms);
         let cluster = Cluster::new(policy.policy.levels.clone());
-        let waiting = vec![BTreeSet::new(); quotas.queues.len()];
+        let nq = quotas.queues.len();
         let time_matters = policy.policy.settings.reserve_after.is_some()
             || policy
                 .program
@@ -127,12 +133,8 @@ impl Scheduler {
             .victims
             .iter()
             .all(|v| std::iter::once(&v.when).chain(v.cost.as_ref()).all(|b| !reads_beyond_job(&b.node)));
-        let job_keys_stable = policy.program.job_order.iter().all(|k| {
-            !k.body.node.any(&|n| {
-                matches!(n.kind, gpol_compiler::ir::Kind::Domain { .. })
-                    || matches!(n.kind, gpol_compiler::ir::Kind::Field { record, .. } if record != gpol_compiler::schema::Record::Job)
-            })
-        });
+        let ranking = Ranking::of(&policy.program);
+        let distinguishing = waiting::distinguishing_fields(&policy.program);
         let recheck_filters = policy.program.filters_declared_before_but_run_after();
         Scheduler {
             recheck_filters,
@@ -150,22 +152,23 @@ impl Scheduler {
             job_labels: Vec::new(),
             table: NodeTable::default(),
             domains: Vec::new(),
-            backoff: HashMap::new(),
+            waiting: Waiting::new(nq),
+            version: 0,
+            distinguishing,
+            ranking,
+            blocked_by: vec![None; nq],
             starts: 0,
-            last_start: vec![0; waiting.len()],
+            last_start: vec![0; nq],
             victims_read_jobs,
             time_matters,
             job_shapes: Vec::new(),
             shapes: HashMap::new(),
             full: HashSet::new(),
-            waiting,
             running: BTreeSet::new(),
             reservations: BTreeMap::new(),
             reserved: HashMap::new(),
             task_shapes: Vec::new(),
             retry_interval_ms: 0,
-            job_keys_stable,
-            cycle_order: None,
             queue_cache: std::cell::RefCell::new(None),
             room_when_empty: std::cell::RefCell::new(HashMap::new()),
         }
@@ -239,7 +242,32 @@ impl Scheduler {
 
     /// How many jobs wait.
     pub fn pending(&self) -> usize {
-        self.waiting.iter().map(BTreeSet::len).sum()
+        self.waiting.len()
+    }
+
+    /// A job's state; a waiting job's with the reason it waits (its class's latest failed
+    /// attempt, or `order` behind a strict queue's waiting head).
+    pub fn state(&self, job: JobId) -> State {
+        match &self.jobs[job].state {
+            State::Pending(_) => State::Pending(self.reason(job)),
+            other => other.clone(),
+        }
+    }
+
+    /// Why a waiting job waits; `None` before any job of its class was tried.
+    fn reason(&self, job: JobId) -> Option<Reason> {
+        let leaf = self.jobs[job].queue;
+        let behind = self.blocked_by.get(leaf).copied().flatten().filter(|&h| h != job && self.jobs[h].is_pending());
+        if behind.is_some() && self.quotas.queues[leaf].queueing == gpol_compiler::hir::Queueing::Strict {
+            return Some(Reason::Order);
+        }
+        self.waiting.class_of(job).and_then(|c| self.waiting.class(c).reason)
+    }
+
+    /// Notes a change to what rules or the runtime read: every failed class may be asked
+    /// again (`retry` says when it is worth it).
+    pub(crate) fn touch(&mut self) {
+        self.version += 1;
     }
 
     /// Whether a waiting job's fate can change with time alone — victim rules, reservations,
@@ -260,6 +288,9 @@ impl Scheduler {
         let to = self.now_ms.checked_add(ms).filter(|&t| t <= MAX_CLOCK_MS);
         self.now_ms = to.ok_or(ClockLimit { now_ms: self.now_ms, by_ms: ms })?;
         self.quotas.advance_usage(self.now_ms);
+        if ms > 0 {
+            self.touch();
+        }
         Ok(())
     }
 
@@ -273,11 +304,13 @@ impl Scheduler {
     /// differently; 0 is the default).
     pub fn set_seed(&mut self, seed: u64) {
         self.syms.reseed(seed);
+        self.touch();
     }
 
     /// Sets the popular request shapes rules see as `cluster.task_shapes`.
     pub fn set_task_shapes(&mut self, shapes: Vec<ShapeRec>) {
         self.task_shapes = shapes;
+        self.touch();
     }
 
     /// Capacity of the nodes in service, per resource.

@@ -1,117 +1,35 @@
 //! The order of turns (D3): `queue_order` picks a queue at each level of the tree,
-//! `job_order` a job in the leaf. When the job keys read only the job, each leaf's jobs
-//! are sorted once per cycle and a cursor moves past those passed over.
+//! `job_order` a job in the leaf. A leaf's candidate is the best-ranked untried job of
+//! its classes that may take a turn (`waiting`, `retry`); a strict leaf offers only its
+//! best-ranked job, and nothing while that one cannot go.
 
 use super::Scheduler;
+use super::waiting::{ClassId, job_of};
 use crate::jobs::{JobId, QueueId};
 use gpol_compiler::hir::Queueing;
 use gpol_compiler::ir::OrderKey;
 use gpol_compiler::syntax::Direction;
 use std::cmp::Ordering;
-use std::collections::HashSet;
-
-/// Each leaf's waiting jobs in `job_order`, sorted once per cycle, with a cursor past the
-/// jobs already passed over: a job passed over (tried, or not eligible) stays so until
-/// capacity frees, and freeing capacity drops the order so it is built afresh.
-#[derive(Clone)]
-pub(super) struct CycleOrder {
-    lists: Vec<Vec<JobId>>,
-    cursor: Vec<usize>,
-}
 
 impl Scheduler {
-    /// Each leaf's candidate: its best eligible job (a strict leaf offers only its head,
-    /// and nothing while the head cannot go), by keys evaluated now.
-    pub(super) fn candidates_by_keys(&self, tried: &HashSet<JobId>, blocked: &HashSet<QueueId>) -> Vec<Option<JobId>> {
-        let view = self.view(None);
-        let ctx = self.ctx(&view);
-        let engine = self.policy.engine();
-        let mut candidate: Vec<Option<JobId>> = vec![None; self.quotas.queues.len()];
-        for (q, jobs) in self.waiting.iter().enumerate() {
-            if jobs.is_empty() || blocked.contains(&q) {
-                continue;
-            }
-            let strict = self.quotas.queues[q].queueing == Queueing::Strict;
-            let pool: Vec<JobId> = jobs.iter().copied().filter(|&j| strict || self.eligible(j, tried)).collect();
-            let best = self.best_by(
-                &pool,
-                &self.policy.program.job_order,
-                |j, out| {
-                    let rec = self.job_rec(j);
-                    engine.job_keys(&ctx, &rec, out);
-                },
-                |a, b| (self.jobs[a].submitted_ms, a).cmp(&(self.jobs[b].submitted_ms, b)),
-            );
-            candidate[q] = best.filter(|&j| self.eligible(j, tried));
-        }
-        candidate
+    /// A leaf's classes that may take a turn now (a strict leaf's: all of them, for its
+    /// head), ranked.
+    pub(super) fn leaf_classes(&mut self, leaf: QueueId) -> Vec<ClassId> {
+        let strict = self.quotas.queues[leaf].queueing == Queueing::Strict;
+        let classes: Vec<ClassId> = self.waiting.in_leaf(leaf).filter(|&c| strict || self.eligible(c)).collect();
+        self.rerank_stale(&classes);
+        classes
     }
 
-    /// [`Self::candidates_by_keys`] when the keys hold still within a cycle: each leaf's
-    /// jobs are sorted once, and each turn moves a cursor past the jobs passed over.
-    pub(super) fn candidates_in_order(
-        &mut self,
-        tried: &HashSet<JobId>,
-        blocked: &HashSet<QueueId>,
-    ) -> Vec<Option<JobId>> {
-        let mut order = match self.cycle_order.take() {
-            Some(o) => o,
-            None => self.build_order(tried),
-        };
-        let mut candidate: Vec<Option<JobId>> = vec![None; self.quotas.queues.len()];
-        for (q, list) in order.lists.iter().enumerate() {
-            if list.is_empty() || blocked.contains(&q) {
-                continue;
-            }
-            let strict = self.quotas.queues[q].queueing == Queueing::Strict;
-            let cursor = &mut order.cursor[q];
-            if strict {
-                while list.get(*cursor).is_some_and(|&j| !self.jobs[j].is_pending()) {
-                    *cursor += 1;
-                }
-                candidate[q] = list.get(*cursor).copied().filter(|&j| self.eligible(j, tried));
-            } else {
-                while list.get(*cursor).is_some_and(|&j| !self.eligible(j, tried)) {
-                    *cursor += 1;
-                }
-                candidate[q] = list.get(*cursor).copied();
-            }
+    /// A leaf's candidate for the next turn among `classes` (from `leaf_classes`): their
+    /// best first member (members that failed this cycle are parked). A strict leaf
+    /// offers its best job, and nothing while that one cannot go.
+    pub(super) fn leaf_candidate(&self, leaf: QueueId, classes: &[ClassId]) -> Option<JobId> {
+        let best = classes.iter().filter_map(|c| self.waiting.class(*c).members.first()).min().map(job_of)?;
+        match self.waiting.class_of(best) {
+            Some(c) if self.quotas.queues[leaf].queueing == Queueing::Strict && !self.eligible(c) => None,
+            _ => Some(best),
         }
-        self.cycle_order = Some(order);
-        candidate
-    }
-
-    /// Sorts each leaf's waiting jobs by `job_order` (strict leaves: all of them; the
-    /// others: those eligible now).
-    pub(super) fn build_order(&self, tried: &HashSet<JobId>) -> CycleOrder {
-        let view = self.view(None);
-        let ctx = self.ctx(&view);
-        let engine = self.policy.engine();
-        let nkeys = self.policy.program.job_order.len();
-        let lists = self
-            .waiting
-            .iter()
-            .enumerate()
-            .map(|(q, jobs)| {
-                let strict = self.quotas.queues[q].queueing == Queueing::Strict;
-                let mut keyed: Vec<(JobId, Vec<f64>)> = jobs
-                    .iter()
-                    .copied()
-                    .filter(|&j| strict || self.eligible(j, tried))
-                    .map(|j| {
-                        let mut k = vec![0.0; nkeys];
-                        engine.job_keys(&ctx, &self.job_rec(j), &mut k);
-                        (j, k)
-                    })
-                    .collect();
-                keyed.sort_by(|(a, ka), (b, kb)| {
-                    compare_keys(&self.policy.program.job_order, ka, kb)
-                        .then_with(|| (self.jobs[*a].submitted_ms, a).cmp(&(self.jobs[*b].submitted_ms, b)))
-                });
-                keyed.into_iter().map(|(j, _)| j).collect()
-            })
-            .collect();
-        CycleOrder { lists, cursor: vec![0; self.waiting.len()] }
     }
 
     /// The best of `items` by order keys (lexicographic, each ascending or descending;

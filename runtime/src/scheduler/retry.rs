@@ -1,14 +1,15 @@
-//! When a job that failed is tried again: not until something that could change its fate
-//! happens — capacity frees, the quota cap that held it back gives, a job starts that
-//! could be its victim, or (when time matters) the retry interval passes.
+//! When a class of waiting jobs that failed is tried again: not while nothing has changed,
+//! and then not until something that could change its answer happens — capacity frees,
+//! the quota cap that held it back gives, a job starts that could be its victim, or (when
+//! time matters) the retry interval passes.
 
 use super::Scheduler;
+use super::waiting::ClassId;
 use crate::fit;
-use crate::jobs::{JobId, QueueId, Reason, State};
-use crate::quota::{self, Block};
-use std::collections::HashSet;
+use crate::jobs::{JobId, QueueId, Reason};
+use crate::quota::Block;
 
-/// A failed job's wait: when it failed, how many jobs had started by then, and if the
+/// A failed class's wait: when it failed, how many jobs had started by then, and if the
 /// quota held it back, the cap that did and the room that cap had left.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Backoff {
@@ -18,7 +19,7 @@ pub(super) struct Backoff {
 }
 
 impl Scheduler {
-    /// A job that failed while the policy can evict is retried once another job starts —
+    /// A class that failed while the policy can evict is retried once another job starts —
     /// but only a start in a queue whose jobs could be its victims can change the answer
     /// when victim rules read nothing but the jobs (`eligible` asks); here the others are
     /// forgotten, so they are not looked at again. (Conservative: a queue counts when its
@@ -29,13 +30,17 @@ impl Scheduler {
             return;
         }
         let now = self.starts;
-        let mut backoff = std::mem::take(&mut self.backoff);
-        for (&job, b) in backoff.iter_mut().filter(|(_, b)| b.starts < now) {
-            if !self.new_victims_since(job, b.starts) {
+        let waiting: Vec<(ClassId, u64)> = self
+            .waiting
+            .all()
+            .filter_map(|c| self.waiting.class(c).backoff.map(|b| (c, b.starts)))
+            .filter(|&(c, starts)| starts < now && !self.new_victims_since(c, starts))
+            .collect();
+        for (c, _) in waiting {
+            if let Some(b) = &mut self.waiting.class_mut(c).backoff {
                 b.starts = now;
             }
         }
-        self.backoff = backoff;
     }
 
     /// For a job the quota holds back whatever the nodes, the cap that does and the room
@@ -55,18 +60,16 @@ impl Scheduler {
     }
 
     /// Whether a job started, after the `starts`-th start, in a queue whose jobs could be
-    /// victims for `job`.
-    pub(super) fn new_victims_since(&self, job: JobId, starts: u64) -> bool {
+    /// victims for class `c`.
+    pub(super) fn new_victims_since(&self, c: ClassId, starts: u64) -> bool {
         if !self.victims_read_jobs {
             return true;
         }
-        let cq = self.jobs[job].queue;
+        let class = self.waiting.class(c);
         // A claimant that needs nothing the tree governs may preempt in any queue.
-        let governed =
-            quota::demand(&self.jobs[job], None).iter().any(|(&r, &a)| a > 0 && self.quotas.is_constrained(r));
         (0..self.last_start.len())
             .filter(|&q| self.last_start[q] > starts)
-            .any(|q| !governed || self.may_hold_victims(cq, q))
+            .any(|q| !class.governed || self.may_hold_victims(class.queue, q))
     }
 
     /// Whether jobs of queue `vq` could ever be victims for a claimant of `cq` as the
@@ -83,14 +86,15 @@ impl Scheduler {
         })
     }
 
-    /// Whether a job is not tried because no node can take its shape. A job is always
+    /// Whether a class is not tried because no node can take its shape. A class is always
     /// tried once, so it learns its own reason; one found unschedulable keeps that reason.
-    pub(super) fn skipped_as_full(&self, j: JobId) -> bool {
+    pub(super) fn skipped_as_full(&self, c: ClassId) -> bool {
+        let class = self.waiting.class(c);
         // Evictions could make room for a shape no node can take as things are.
         !self.time_matters
             && self.policy.program.victims.is_empty()
-            && self.full.contains(&self.job_shapes[j])
-            && matches!(&self.jobs[j].state, State::Pending(Some(r)) if !matches!(r, Reason::Unschedulable(_)))
+            && self.full.contains(&class.shape)
+            && matches!(class.reason, Some(r) if !matches!(r, Reason::Unschedulable(_)))
     }
 
     /// Marks the job's shape full if no node in service could take one replica now.
@@ -102,16 +106,21 @@ impl Scheduler {
         }
     }
 
-    /// Whether a job can take a turn this cycle.
-    pub(super) fn eligible(&self, j: JobId, tried: &HashSet<JobId>) -> bool {
+    /// Whether a class's jobs can take a turn: not while the state its latest attempt
+    /// failed in stands, nor while its backoff holds, nor while its shape is full.
+    pub(super) fn eligible(&self, c: ClassId) -> bool {
+        let class = self.waiting.class(c);
+        if class.failed_at == Some(self.version) {
+            return false;
+        }
         let retry = |at: u64| self.now_ms > at && self.now_ms >= at.saturating_add(self.retry_interval_ms);
         let evicts = !self.policy.program.victims.is_empty();
-        let backed_off = self.backoff.get(&j).is_some_and(|b| {
-            let cap_gave = b.quota.is_some_and(|(block, room)| self.quotas.room(block, self.jobs[j].user) > room);
+        let backed_off = class.backoff.is_some_and(|b| {
+            let cap_gave = b.quota.is_some_and(|(block, room)| self.quotas.room(block, class.user) > room);
             !(cap_gave
                 || (self.time_matters && retry(b.at_ms))
-                || (evicts && self.starts > b.starts && self.new_victims_since(j, b.starts)))
+                || (evicts && self.starts > b.starts && self.new_victims_since(c, b.starts)))
         });
-        self.jobs[j].is_pending() && !tried.contains(&j) && !backed_off && !self.skipped_as_full(j)
+        !backed_off && !self.skipped_as_full(c)
     }
 }

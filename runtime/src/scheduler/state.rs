@@ -14,9 +14,15 @@ impl Scheduler {
     /// Capacity freed up: every waiting job may fit now, except those the quota holds
     /// back (`eligible` asks whether their cap gave).
     pub(super) fn capacity_changed(&mut self) {
-        self.backoff.retain(|_, b| b.quota.is_some());
+        let held: Vec<_> = self.waiting.all().filter(|&c| self.waiting.class(c).backoff.is_some()).collect();
+        for c in held {
+            let backoff = &mut self.waiting.class_mut(c).backoff;
+            if backoff.is_some_and(|b| b.quota.is_none()) {
+                *backoff = None;
+            }
+        }
         self.full.clear();
-        self.cycle_order = None;
+        self.touch();
     }
 
     /// A node joined, left or returned to service: capacity changed, and so did what the
@@ -44,20 +50,12 @@ impl Scheduler {
         room
     }
 
-    /// Changes a job's state, keeping the indexes of waiting and running jobs.
+    /// Changes a job's state, keeping the indexes of waiting and running jobs. A waiting
+    /// job's reason is its class's (`Scheduler::state`), so it is not stored here.
     pub(crate) fn set_state(&mut self, job: JobId, state: State) {
         let j = &mut self.jobs[job];
         let (was_pending, was_running) = (j.is_pending(), j.state == State::Running);
         let (now_pending, now_running) = (matches!(state, State::Pending(_)), state == State::Running);
-        if was_pending != now_pending
-            && let Some(set) = self.waiting.get_mut(j.queue)
-        {
-            if now_pending {
-                set.insert(job);
-            } else {
-                set.remove(&job);
-            }
-        }
         if was_running != now_running {
             if now_running {
                 self.running.insert(job);
@@ -65,7 +63,14 @@ impl Scheduler {
                 self.running.remove(&job);
             }
         }
-        j.state = state;
+        j.state = if now_pending { State::Pending(None) } else { state };
+        if was_pending && !now_pending {
+            self.waiting.leave(job);
+        }
+        self.touch();
+        if now_pending && !was_pending {
+            self.enqueue(job);
+        }
         if !now_pending {
             self.unreserve(job);
         }
@@ -174,11 +179,12 @@ impl Scheduler {
     pub(super) fn requeue(&mut self, job: JobId) {
         self.release(job);
         self.quotas.count(self.jobs[job].queue, 1, -1);
-        self.set_state(job, State::Pending(None));
+        // Before it joins a class: what it counts as while it waits.
         let now = self.now();
         let j = &mut self.jobs[job];
         j.evictions += 1;
         j.waiting_since_ms = now;
+        self.set_state(job, State::Pending(None));
     }
 
     /// A node fails: its jobs lose their work since the last checkpoint and wait again.
@@ -221,7 +227,10 @@ impl Scheduler {
     /// Changes a queue's quota; waiting jobs are tried again.
     pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::syntax::QuotaKind, r: Res, value: Option<i64>) {
         self.quotas.set(q, kind, r, value);
-        self.backoff.clear();
+        let classes: Vec<_> = self.waiting.all().collect();
+        for c in classes {
+            self.waiting.class_mut(c).backoff = None;
+        }
         self.capacity_changed();
     }
 
@@ -239,6 +248,7 @@ impl Scheduler {
             for n in nodes {
                 self.reserved.remove(&n);
             }
+            self.touch();
         }
     }
 
