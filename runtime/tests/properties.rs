@@ -1,6 +1,7 @@
 //! Invariants of the scheduler over random clusters and random event sequences (submit,
 //! complete, node failure, time, quota changes), checked after every step, in both
-//! engines, which must also produce the same schedule.
+//! engines, which must also produce the same schedule; after every cycle, no waiting job
+//! could have started.
 
 mod support;
 
@@ -10,6 +11,7 @@ use gpol_compiler::syntax::QuotaKind;
 use gpol_runtime::fit::{self, Ask};
 use gpol_runtime::jobs::State;
 use gpol_runtime::model::{Headroom, mig_layout_fits, mig_milli};
+use gpol_runtime::place::Decision;
 use gpol_runtime::quota::{self, Quotas, Res};
 use gpol_runtime::symbols::Symbols;
 use gpol_runtime::{JobSpec, MILLI, NodeSpec, Request, Scheduler, Sharing};
@@ -103,6 +105,24 @@ fn job() -> impl Strategy<Value = JobSpec> {
     )
 }
 
+/// Jobs from a small space, so many are alike but for what one rule reads (`bursty`).
+fn alike_job() -> impl Strategy<Value = JobSpec> {
+    let request = prop_oneof![
+        (1u32..3).prop_map(Request::Whole),
+        Just(Request::Mig(profile("1g.10gb"))),
+        Just(Request::Fraction(500))
+    ];
+    (request, 0usize..2, any::<bool>()).prop_map(|(request, queue, bursty)| JobSpec {
+        queue: Some(["train", "adhoc"][queue].into()),
+        user: Some("user".into()),
+        request,
+        cpu_milli: 1000,
+        mem: 1 << 30,
+        bursty,
+        ..JobSpec::default()
+    })
+}
+
 #[derive(Clone, Debug)]
 enum Event {
     Submit(Box<JobSpec>),
@@ -115,8 +135,12 @@ enum Event {
 }
 
 fn event() -> impl Strategy<Value = Event> {
+    events(job().boxed())
+}
+
+fn events(job: BoxedStrategy<JobSpec>) -> impl Strategy<Value = Event> {
     prop_oneof![
-        6 => job().prop_map(|j| Event::Submit(Box::new(j))),
+        6 => job.prop_map(|j| Event::Submit(Box::new(j))),
         3 => any::<usize>().prop_map(Event::Complete),
         1 => any::<usize>().prop_map(Event::Fail),
         2 => (1u64..3_600_000).prop_map(Event::Advance),
@@ -265,6 +289,18 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
     Ok(())
 }
 
+/// After a cycle, no waiting job could start now: the jobs a cycle skips (classes that
+/// failed, shapes found full, jobs the quota holds back) could not have been placed. (The
+/// policy has no victim rules and its filters read nothing that a start changes.)
+fn no_waiting_job_could_start(s: &Scheduler) -> Result<(), String> {
+    for j in (0..s.jobs().len()).filter(|&j| s.job(j).is_pending()) {
+        if let Decision::Place { replicas } = s.decide(j) {
+            return Err(format!("job {} waits ({:?}) but could start on {replicas:?}", s.job(j).name, s.state(j)));
+        }
+    }
+    Ok(())
+}
+
 fn play(policy: &CompiledPolicy, nodes: &[NodeSpec], events: &[Event]) -> Result<Scheduler, TestCaseError> {
     let mut s = Scheduler::new(policy.clone());
     for (i, n) in nodes.iter().enumerate() {
@@ -295,6 +331,7 @@ fn play(policy: &CompiledPolicy, nodes: &[NodeSpec], events: &[Event]) -> Result
             Event::Quota(q, kind, v) => s.set_quota(*q, *kind, Res::Gpu, *v),
             Event::Cycle => {
                 s.cycle();
+                no_waiting_job_could_start(&s).map_err(|e| TestCaseError::fail(format!("after a cycle: {e}")))?;
             }
         }
         invariants(&s, &before).map_err(|e| TestCaseError::fail(format!("after {ev:?}: {e}")))?;
@@ -316,6 +353,22 @@ proptest! {
             prop_assert_eq!(a.log(), b.log(), "the engines scheduled differently");
             Ok(())
         })?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Many jobs alike: the classes of waiting jobs skip only jobs that could not start.
+    #[test]
+    fn alike_jobs_wait_only_when_they_must(
+        nodes in prop::collection::vec(node(), 1..5),
+        events in prop::collection::vec(events(alike_job().boxed()), 1..80),
+    ) {
+        thread_local! {
+            static JIT: CompiledPolicy = compiled(EngineKind::Jit);
+        }
+        JIT.with(|jit| play(jit, &nodes, &events).map(drop))?;
     }
 }
 
