@@ -241,7 +241,9 @@ pub(super) fn distinguishing_fields(program: &Program) -> Vec<u16> {
     (0..Record::Job.fields().len())
         .filter_map(|i| u16::try_from(i).ok())
         .filter(|&f| {
-            bodies.iter().any(|b| b.any(&|n| matches!(n.kind, Kind::Field { record: Record::Job, field, .. } if field == f)))
+            bodies
+                .iter()
+                .any(|b| b.any(&|n| matches!(n.kind, Kind::Field { record: Record::Job, field, .. } if field == f)))
         })
         .collect()
 }
@@ -261,7 +263,8 @@ impl Scheduler {
     fn class_for(&self, job: JobId) -> NewClass {
         let j = &self.jobs[job];
         let shape = self.job_shapes[job];
-        let mut key = vec![j.queue as u64, u64::from(j.user.0), shape as u64, u64::from(j.replicas), u64::from(j.min_replicas)];
+        let mut key =
+            vec![j.queue as u64, u64::from(j.user.0), shape as u64, u64::from(j.replicas), u64::from(j.min_replicas)];
         // Held nodes differ from job to job: with reservations, each job is its own class.
         if self.policy.policy.settings.reserve_after.is_some() {
             key.push(job as u64);
