@@ -40,7 +40,9 @@ impl Scheduler {
         let mut turns = Turns::default();
         let mut placed = 0;
         while let Some(job) = self.next_job(&mut turns) {
-            let (leaf, class) = (self.jobs[job].queue, self.waiting.class_of(job));
+            // The state the answer is computed in (a failed turn may still change it: a
+            // reservation).
+            let (leaf, class, version) = (self.jobs[job].queue, self.waiting.class_of(job), self.version);
             turns.classes.extend(class);
             if let Some(c) = turns.candidates.get_mut(leaf) {
                 *c = None;
@@ -68,14 +70,13 @@ impl Scheduler {
                     if matches!(reason, Reason::Capacity) || reason.is_filter() {
                         self.note_if_full(job);
                     }
-                    let version = self.version;
-                    self.waiting.park(job);
                     if let Some(c) = class {
                         let class = self.waiting.class_mut(c);
                         class.reason = Some(reason);
                         class.failed_at = Some(version);
                         class.backoff = backoff;
                     }
+                    self.waiting.park(job);
                 }
             }
         }

@@ -153,8 +153,8 @@ impl Waiting {
         let Some((c, rank)) = self.class_of.remove(&job) else { return };
         let class = &mut self.classes[c];
         if !class.members.remove(&rank) {
-            // It was parked: `unpark` will find it gone.
             class.parked -= 1;
+            self.parked.retain(|&j| j != job);
         }
         if class.members.is_empty() && class.parked == 0 {
             let class = std::mem::take(class);
@@ -265,7 +265,8 @@ impl Scheduler {
         let shape = self.job_shapes[job];
         let mut key =
             vec![j.queue as u64, u64::from(j.user.0), shape as u64, u64::from(j.replicas), u64::from(j.min_replicas)];
-        // Held nodes differ from job to job: with reservations, each job is its own class.
+        // Whether a job reserves when its turn fails depends on how long it has waited,
+        // and the nodes it holds are its alone: with reservations, each job is its own class.
         if self.policy.policy.settings.reserve_after.is_some() {
             key.push(job as u64);
         }
