@@ -127,16 +127,18 @@ impl Printer {
     }
 
     fn file(&mut self, f: &File) {
+        // A comment on the header's line stays there, however far from the name it starts.
+        let first = f.items.first().map_or(u32::MAX, |i| i.span().start);
         match &f.header {
             Some(Header::Policy(n)) => {
                 self.leading(n.span.start, false);
                 self.line(&format!("policy {}", n.name));
-                self.trailing(n.span.end + 1);
+                self.trailing(first);
             }
             Some(Header::Module(p)) => {
                 self.leading(p.span.start, false);
                 self.line(&format!("module {}", p.dotted()));
-                self.trailing(p.span.end + 1);
+                self.trailing(first);
             }
             None => {}
         }
@@ -634,4 +636,21 @@ fn bracketed(
         .append(RcDoc::line_())
         .append(RcDoc::text(close))
         .group()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_source;
+    use crate::source::FileId;
+
+    /// Found by the `check` fuzz target: a comment on the header's line moved below it on
+    /// the second run when the first had put two spaces before it.
+    #[test]
+    fn a_comment_on_the_header_line_stays_there() {
+        for text in ["policy p// note\n\nconst c = 1\n", "policy p    // note\nconst c = 1\n"] {
+            let once = format_source(FileId(0), text).expect("parses");
+            assert_eq!(once, "policy p  // note\n\nconst c = 1\n");
+            assert_eq!(format_source(FileId(0), &once).expect("parses"), once);
+        }
+    }
 }
