@@ -391,7 +391,7 @@ impl Scheduler {
 }
 
 /// Whether a rule body reads anything but job fields (queues, the cluster, domains).
-fn reads_beyond_job(node: &gpol_compiler::ir::Node) -> bool {
+pub(super) fn reads_beyond_job(node: &gpol_compiler::ir::Node) -> bool {
     use gpol_compiler::ir::Kind;
     node.any(&|n| {
         matches!(n.kind, Kind::Domain { .. })

@@ -216,11 +216,7 @@ pub(super) enum Ranking {
 impl Ranking {
     pub(super) fn of(program: &Program) -> Ranking {
         let keys = || program.job_order.iter().map(|k| &k.body.node);
-        let beyond_job = |n: &Node| {
-            matches!(n.kind, Kind::Domain { .. })
-                || matches!(n.kind, Kind::Field { record, .. } if record != Record::Job)
-        };
-        if keys().any(|n| n.any(&beyond_job)) {
+        if keys().any(super::reads_beyond_job) {
             Ranking::State
         } else if keys().any(|n| n.reads(Record::Job, "waiting")) {
             Ranking::Clock
