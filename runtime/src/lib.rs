@@ -8,6 +8,7 @@ pub mod explain;
 pub mod fit;
 pub mod frag;
 pub mod gang;
+pub mod job_store;
 pub mod jobs;
 pub mod model;
 pub mod place;

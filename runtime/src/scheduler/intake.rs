@@ -118,13 +118,15 @@ impl Scheduler {
         }
         let Resolved { queue, priority } = self.resolve(&spec)?;
         let id = self.jobs.len();
-        let labels = spec.labels.iter().map(|(k, v)| (self.syms.intern(k), self.syms.intern(v))).collect();
+        // Names, users and label values can be new with every job: they are forgotten with
+        // the job. Label keys, models and classes come from small sets, kept for good.
+        let labels = spec.labels.iter().map(|(k, v)| (self.syms.intern(k), self.syms.intern_counted(v))).collect();
         let user = match &spec.user {
-            Some(u) => self.syms.intern(u),
+            Some(u) => self.syms.intern_counted(u),
             None => self.quotas.queues[queue].name_sym,
         };
         let job = Job {
-            id: self.syms.intern(&spec.name),
+            id: self.syms.intern_counted(&spec.name),
             user,
             queue,
             priority,
@@ -153,11 +155,11 @@ impl Scheduler {
             charged: Amounts::new(),
             name: spec.name,
         };
-        self.job_labels.push(records::label_slots(&job.labels, &self.job_label_keys));
+        let labels = records::label_slots(&job.labels, &self.job_label_keys);
         let next = self.shapes.len();
-        self.job_shapes.push(*self.shapes.entry(job.shape()).or_insert(next));
+        let shape = *self.shapes.entry(job.shape()).or_insert(next);
         self.quotas.count(job.queue, 1, 0);
-        self.jobs.push(job);
+        self.jobs.push(job, labels, shape);
         self.touch();
         self.enqueue(id);
         self.log.push(Event::Submitted { job: id, at_ms: self.now_ms });
@@ -187,6 +189,21 @@ impl Scheduler {
         j.evictions = evictions;
         self.log.push(Event::Placed { job, nodes: nodes.to_vec(), at_ms: self.now_ms });
         Ok(())
+    }
+
+    /// Drops the record of a job that has ended (finished, rejected or withdrawn) and
+    /// returns it; its id then names nothing. A driver that has read what it needs of an
+    /// ended job calls this, so that a long run holds only the jobs in flight. A waiting or
+    /// running job is kept, and `None` returned.
+    pub fn forget(&mut self, job: JobId) -> Option<Job> {
+        let ended = self.jobs.get(job).is_some_and(|j| !matches!(j.state, State::Pending(_) | State::Running));
+        let j = if ended { self.jobs.remove(job)? } else { return None };
+        self.syms.release(j.id);
+        self.syms.release(j.user);
+        for &v in j.labels.values() {
+            self.syms.release(v);
+        }
+        Some(j)
     }
 
     /// Takes back a job that has not started; a running or ended job stays as it is.

@@ -21,6 +21,7 @@ pub use intake::{Resolved, SubmitError};
 use retry::Backoff;
 use waiting::{Ranking, Waiting};
 
+use crate::job_store::JobStore;
 use crate::jobs::{Job, JobId, QueueId, Reason, Shape, State};
 use crate::model::{Cluster, NodeId};
 use crate::quota::{self, Amounts, Quotas, Res};
@@ -41,7 +42,7 @@ pub struct Scheduler {
     pub(crate) syms: Symbols,
     pub(crate) cluster: Cluster,
     pub(crate) quotas: Quotas,
-    pub(crate) jobs: Vec<Job>,
+    pub(crate) jobs: JobStore,
     pub(crate) now_ms: u64,
     pub(crate) log: Vec<Event>,
     /// Placement attempts so far (each one a filter+score pass over the nodes).
@@ -50,8 +51,6 @@ pub struct Scheduler {
     literals: Vec<Sym>,
     job_label_keys: Vec<Sym>,
     node_label_keys: Vec<Sym>,
-    /// Each job's label values in slot order.
-    job_labels: Vec<Vec<Sym>>,
     table: NodeTable,
     domains: Vec<DomainRec>,
     /// The waiting jobs, in classes the policy cannot tell apart. A class whose latest
@@ -80,8 +79,6 @@ pub struct Scheduler {
     victims_read_jobs: bool,
     /// Whether victim rules read a time-varying field, or the policy reserves.
     time_matters: bool,
-    /// Each job's shape, as an index into `shapes`.
-    job_shapes: Vec<usize>,
     shapes: HashMap<Shape, usize>,
     /// Shapes no node in service can take now: their jobs wait until capacity frees.
     full: HashSet<usize>,
@@ -142,14 +139,13 @@ impl Scheduler {
             syms,
             cluster,
             quotas,
-            jobs: Vec::new(),
+            jobs: JobStore::default(),
             now_ms: 0,
             log: Vec::new(),
             attempts: 0,
             literals,
             job_label_keys,
             node_label_keys,
-            job_labels: Vec::new(),
             table: NodeTable::default(),
             domains: Vec::new(),
             waiting: Waiting::new(nq),
@@ -161,7 +157,6 @@ impl Scheduler {
             last_start: vec![0; nq],
             victims_read_jobs,
             time_matters,
-            job_shapes: Vec::new(),
             shapes: HashMap::new(),
             full: HashSet::new(),
             running: BTreeSet::new(),
@@ -189,8 +184,8 @@ impl Scheduler {
         &self.quotas
     }
 
-    /// Every job submitted so far, by id.
-    pub fn jobs(&self) -> &[Job] {
+    /// The jobs submitted so far and not forgotten, by id.
+    pub fn jobs(&self) -> &JobStore {
         &self.jobs
     }
 
@@ -257,7 +252,12 @@ impl Scheduler {
     /// Why a waiting job waits; `None` before any job of its class was tried.
     fn reason(&self, job: JobId) -> Option<Reason> {
         let leaf = self.jobs[job].queue;
-        let behind = self.blocked_by.get(leaf).copied().flatten().filter(|&h| h != job && self.jobs[h].is_pending());
+        let behind = self
+            .blocked_by
+            .get(leaf)
+            .copied()
+            .flatten()
+            .filter(|&h| h != job && self.jobs.get(h).is_some_and(Job::is_pending));
         if behind.is_some() && self.quotas.queues[leaf].queueing == gpol_compiler::hir::Queueing::Strict {
             return Some(Reason::Order);
         }
@@ -386,7 +386,7 @@ impl Scheduler {
     }
 
     pub fn job_rec(&self, job: JobId) -> JobRec<'_> {
-        records::job_rec(&self.jobs[job], &self.job_labels[job], self.now_ms)
+        records::job_rec(&self.jobs[job], self.jobs.labels(job), self.now_ms)
     }
 }
 

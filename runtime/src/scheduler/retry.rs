@@ -102,7 +102,7 @@ impl Scheduler {
         let j = &self.jobs[job];
         let takes = |n: &crate::model::Node| (j.models.is_empty() || j.models.contains(&n.model)) && fit::fits(n, j);
         if !self.cluster.nodes.iter().any(takes) {
-            self.full.insert(self.job_shapes[job]);
+            self.full.insert(self.jobs.shape(job));
         }
     }
 

@@ -35,7 +35,7 @@ impl Scheduler {
     /// How many replicas of the job the nodes in service (of its models) could hold if
     /// they were empty; 0 when none could hold even one.
     pub(crate) fn room_when_empty(&self, job: JobId) -> u64 {
-        let shape = self.job_shapes[job];
+        let shape = self.jobs.shape(job);
         if let Some(&room) = self.room_when_empty.borrow().get(&shape) {
             return room;
         }

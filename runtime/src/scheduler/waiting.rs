@@ -258,7 +258,7 @@ impl Scheduler {
     /// The class a waiting job belongs to: what rules and the runtime read of it.
     fn class_for(&self, job: JobId) -> NewClass {
         let j = &self.jobs[job];
-        let shape = self.job_shapes[job];
+        let shape = self.jobs.shape(job);
         let mut key =
             vec![j.queue as u64, u64::from(j.user.0), shape as u64, u64::from(j.replicas), u64::from(j.min_replicas)];
         // Whether a job reserves when its turn fails depends on how long it has waited,
