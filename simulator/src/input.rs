@@ -163,6 +163,75 @@ impl Lines {
     }
 }
 
+/// The longest line a streamed input may have: a trace row is a few hundred bytes, so
+/// anything near this is not a trace (docs/limits.md).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Lines read one at a time from a stream, counting `\n`, `\r\n` and a lone `\r` as line
+/// breaks (as [`Lines`] does for a text in memory), each at most [`MAX_LINE_BYTES`].
+pub struct LineReader<R> {
+    inner: R,
+    /// The number of the line read last.
+    line: usize,
+}
+
+/// Why a line could not be read.
+#[derive(Debug)]
+pub enum LineError {
+    Io(std::io::Error),
+    /// The line is longer than [`MAX_LINE_BYTES`].
+    TooLong,
+}
+
+impl<R: std::io::BufRead> LineReader<R> {
+    pub fn new(inner: R) -> LineReader<R> {
+        LineReader { inner, line: 0 }
+    }
+
+    /// Reads the next line into `buf` (cleared first, without its line break) and returns
+    /// its 1-based number, or `None` at the end of the input.
+    pub fn next_line(&mut self, buf: &mut Vec<u8>) -> Result<Option<usize>, LineError> {
+        buf.clear();
+        let mut any = false;
+        loop {
+            let chunk = self.inner.fill_buf().map_err(LineError::Io)?;
+            if chunk.is_empty() {
+                return Ok(any.then(|| self.bump()));
+            }
+            any = true;
+            match chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(i) => {
+                    let cr = chunk[i] == b'\r';
+                    buf.extend_from_slice(&chunk[..i]);
+                    self.inner.consume(i + 1);
+                    if cr && self.inner.fill_buf().map_err(LineError::Io)?.first() == Some(&b'\n') {
+                        self.inner.consume(1);
+                    }
+                    return if buf.len() > MAX_LINE_BYTES { Err(LineError::TooLong) } else { Ok(Some(self.bump())) };
+                }
+                None => {
+                    let n = chunk.len();
+                    buf.extend_from_slice(chunk);
+                    self.inner.consume(n);
+                    if buf.len() > MAX_LINE_BYTES {
+                        return Err(LineError::TooLong);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The number of the line read last (0 before the first).
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    fn bump(&mut self) -> usize {
+        self.line += 1;
+        self.line
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +258,23 @@ mod tests {
         assert_eq!(count("2.7", 64).expect_err("fraction"), "expected a whole number, found `2.7`");
         assert_eq!(count("1e12", 64).expect_err("too many"), "`1e12` is too large, at most 64");
         assert_eq!(count("64", 64), Ok(64));
+    }
+
+    #[test]
+    fn streamed_lines_count_every_kind_of_line_break() {
+        let text = "a\nb\r\nc\rd\r\r\ne";
+        // A small buffer, so that a `\r\n` is split between two reads.
+        let mut reader = LineReader::new(std::io::BufReader::with_capacity(3, text.as_bytes()));
+        let mut buf = Vec::new();
+        let mut lines = Vec::new();
+        while let Some(n) = reader.next_line(&mut buf).expect("reads") {
+            lines.push((n, String::from_utf8(buf.clone()).expect("utf-8")));
+        }
+        let expected: Vec<(usize, String)> = Lines::new(text).iter(text).map(|(n, l)| (n, l.to_string())).collect();
+        assert_eq!(lines, expected);
+        let long = "x".repeat(MAX_LINE_BYTES + 1);
+        let mut reader = LineReader::new(std::io::BufReader::new(long.as_bytes()));
+        assert!(matches!(reader.next_line(&mut buf), Err(LineError::TooLong)));
     }
 
     #[test]

@@ -101,15 +101,11 @@ impl Cell {
     }
 }
 
-/// Reads a native trace, CSV or JSON Lines by the file's extension (`.jsonl`/`.ndjson`
-/// are JSON Lines; anything else is CSV). Jobs come back ordered by arrival, ties by row.
+/// Reads a native trace held in memory, CSV or JSON Lines by the file's extension
+/// (`.jsonl`/`.ndjson` are JSON Lines; anything else is CSV). Jobs come back ordered by
+/// arrival, ties by row.
 pub fn parse(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
-    if text.trim().is_empty() {
-        return Err(InputError::new(file, None, None, "the file is empty: a trace has a header and a row per job"));
-    }
-    let jsonl = file.ends_with(".jsonl") || file.ends_with(".ndjson");
-    let lines = input::Lines::new(text);
-    let mut jobs = if jsonl { parse_jsonl(text, &lines, file)? } else { parse_csv(text, &lines, file)? };
+    let mut jobs = Rows::new(text.as_bytes(), file)?.collect::<Result<Vec<_>, _>>()?;
     if jobs.is_empty() {
         return Err(InputError::new(file, None, None, "the trace has no jobs"));
     }
@@ -123,122 +119,258 @@ fn unique_names(jobs: &[TraceJob], file: &str) -> Result<(), InputError> {
     let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(jobs.len());
     for j in jobs {
         if let Some(first) = seen.insert(j.job.name.as_str(), j.line) {
-            return Err(InputError::new(
-                file,
-                Some(j.line),
-                Some("name"),
-                format!("job `{}` is named twice (first on line {first})", j.job.name),
-            ));
+            return Err(named_twice(file, &j.job.name, j.line, first));
         }
     }
     Ok(())
 }
 
-fn parse_csv(text: &str, lines: &input::Lines, file: &str) -> Result<Vec<TraceJob>, InputError> {
-    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).comment(Some(b'#')).from_reader(text.as_bytes());
-    let line_of = |p: Option<&csv::Position>| p.map(|p| lines.line_of(record_start(text, p.byte() as usize)));
-    let header = reader.headers().map_err(|e| {
-        InputError::new(file, line_of(e.position()).or(Some(1)), None, format!("unreadable header: {e}"))
-    })?;
-    let hline = line_of(header.position()).unwrap_or(1);
-    let headers: Vec<String> = header.iter().map(str::to_string).collect();
-    for (i, h) in headers.iter().enumerate() {
-        check_column(h).map_err(|m| InputError::new(file, Some(hline), Some(h), m))?;
-        if headers[..i].contains(h) {
-            return Err(InputError::new(file, Some(hline), Some(h), format!("the column `{h}` appears twice")));
-        }
-    }
-    if !headers.iter().any(|h| h == "arrival") {
-        return Err(InputError::new(file, Some(hline), Some("arrival"), "the header has no `arrival` column"));
-    }
-    let mut jobs = Vec::new();
-    for (i, record) in reader.records().enumerate() {
-        let record = record.map_err(|e| InputError::new(file, line_of(e.position()), None, csv_message(&e)))?;
-        let line = line_of(record.position()).unwrap_or(i + 2);
-        let cells: Vec<(&str, Cell)> = headers
-            .iter()
-            .zip(record.iter())
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(h, v)| (h.as_str(), Cell::Text(v.to_string())))
-            .collect();
-        jobs.push(job(&cells, jobs.len(), file, line)?);
-    }
-    Ok(jobs)
+/// The error for a job name on `line` first used on line `first`.
+pub fn named_twice(file: &str, name: &str, line: usize, first: usize) -> InputError {
+    InputError::new(file, Some(line), Some("name"), format!("job `{name}` is named twice (first on line {first})"))
 }
 
-/// Where a CSV record really starts: the reader's position can be a line break before it
-/// (the `\n` of a `\r\n`) or a comment line it skipped.
-fn record_start(text: &str, mut at: usize) -> usize {
-    let bytes = text.as_bytes();
-    loop {
-        while matches!(bytes.get(at), Some(b'\r' | b'\n')) {
-            at += 1;
-        }
-        if bytes.get(at) != Some(&b'#') {
-            return at.min(text.len());
-        }
-        at += bytes[at..].iter().position(|&b| b == b'\n' || b == b'\r').unwrap_or(bytes.len() - at);
-    }
+/// The jobs of a native trace, one row at a time in the file's order, so a trace of any
+/// length is read in the memory of one row. An error ends the rows.
+pub struct Rows<R> {
+    lines: input::LineReader<R>,
+    file: String,
+    format: Format,
+    line: Vec<u8>,
+    /// Whether `line` holds a line not yet taken (the first, after a JSON Lines start).
+    held: bool,
+    /// Rows read so far (unnamed jobs are named after their row).
+    read: usize,
+    done: bool,
 }
 
-fn csv_message(e: &csv::Error) -> String {
-    match e.kind() {
-        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
-            format!("expected {expected_len} fields like the header, found {len}")
-        }
-        csv::ErrorKind::Utf8 { .. } => "the row is not valid UTF-8".into(),
-        _ => e.to_string(),
-    }
+enum Format {
+    Jsonl,
+    Csv { headers: Vec<String>, record: Box<Record> },
 }
 
-fn parse_jsonl(text: &str, lines: &input::Lines, file: &str) -> Result<Vec<TraceJob>, InputError> {
-    let mut jobs = Vec::new();
-    for (line, row) in lines.iter(text) {
-        let row = row.trim();
-        if row.is_empty() || row.starts_with('#') {
-            continue;
-        }
-        let err = |field: Option<&str>, m: String| InputError::new(file, Some(line), field, m);
-        let fields = match serde_json::from_str::<Row>(row) {
-            Ok(Row::Object(fields)) => fields,
-            Ok(Row::Other) => return Err(err(None, "expected one JSON object per line".into())),
-            Err(e) => return Err(err(None, format!("not JSON: {e}"))),
+impl<R: std::io::BufRead> Rows<R> {
+    /// Starts reading `reader`, named `file` in errors; a CSV header is read and checked.
+    pub fn new(reader: R, file: &str) -> Result<Rows<R>, InputError> {
+        let jsonl = file.ends_with(".jsonl") || file.ends_with(".ndjson");
+        let mut rows = Rows {
+            lines: input::LineReader::new(reader),
+            file: file.to_string(),
+            format: Format::Jsonl,
+            line: Vec::new(),
+            held: true,
+            read: 0,
+            done: false,
         };
-        for (i, (k, _)) in fields.iter().enumerate() {
-            if fields[..i].iter().any(|(seen, _)| seen == k) {
-                return Err(err(Some(k), format!("the key `{k}` appears twice in the object")));
+        if !rows.skip_blank()? {
+            return Err(InputError::new(file, None, None, "the file is empty: a trace has a header and a row per job"));
+        }
+        if !jsonl {
+            let mut record = Box::<Record>::default();
+            let hline = rows.lines.line();
+            let headers = record.read(&mut rows.lines, &mut rows.line, file)?;
+            for (i, h) in headers.iter().enumerate() {
+                check_column(h).map_err(|m| InputError::new(file, Some(hline), Some(h), m))?;
+                if headers[..i].contains(h) {
+                    let m = format!("the column `{h}` appears twice");
+                    return Err(InputError::new(file, Some(hline), Some(h), m));
+                }
+            }
+            if !headers.iter().any(|h| h == "arrival") {
+                return Err(InputError::new(file, Some(hline), Some("arrival"), "the header has no `arrival` column"));
+            }
+            rows.format = Format::Csv { headers, record };
+            rows.held = false;
+        }
+        Ok(rows)
+    }
+
+    /// Reads lines up to the next that is neither blank nor a `#` comment, which is left
+    /// in `self.line`; false at the end of the input.
+    fn skip_blank(&mut self) -> Result<bool, InputError> {
+        loop {
+            match self.lines.next_line(&mut self.line) {
+                Ok(None) => return Ok(false),
+                Ok(Some(_)) => {
+                    let t = self.line.trim_ascii();
+                    if !t.is_empty() && t.first() != Some(&b'#') {
+                        return Ok(true);
+                    }
+                }
+                Err(e) => return Err(line_error(&self.file, self.lines.line() + 1, e)),
             }
         }
-        let mut cells = Vec::new();
-        for (k, v) in &fields {
-            check_column(k).map_err(|m| err(Some(k), m))?;
-            let cell = match v {
-                serde_json::Value::Null => continue,
-                serde_json::Value::String(s) => Cell::Text(s.clone()),
-                serde_json::Value::Number(n) => Cell::Text(n.to_string()),
-                serde_json::Value::Bool(b) => Cell::Text(b.to_string()),
-                serde_json::Value::Array(items) => Cell::List(
-                    items
-                        .iter()
-                        .map(|x| x.as_str().map(str::to_string).ok_or("expected a list of strings".to_string()))
-                        .collect::<Result<_, _>>()
-                        .map_err(|m| err(Some(k), m))?,
-                ),
-                serde_json::Value::Object(m) => Cell::Map(
-                    m.iter()
-                        .map(|(k2, v2)| match v2 {
-                            serde_json::Value::String(s) => Ok((k2.clone(), s.clone())),
-                            other => Ok((k2.clone(), other.to_string())),
-                        })
-                        .collect::<Result<_, String>>()
-                        .map_err(|m| err(Some(k), m))?,
-                ),
-            };
-            cells.push((k.as_str(), cell));
-        }
-        jobs.push(job(&cells, jobs.len(), file, line)?);
     }
-    Ok(jobs)
+
+    fn next_row(&mut self) -> Result<Option<TraceJob>, InputError> {
+        if !std::mem::take(&mut self.held) && !self.skip_blank()? {
+            return Ok(None);
+        }
+        let (file, line) = (self.file.as_str(), self.lines.line());
+        let index = self.read;
+        self.read += 1;
+        match &mut self.format {
+            Format::Jsonl => {
+                let row = std::str::from_utf8(&self.line)
+                    .map_err(|_| InputError::new(file, Some(line), None, "the row is not valid UTF-8"))?;
+                json_row(row.trim(), index, file, line).map(Some)
+            }
+            Format::Csv { headers, record } => {
+                let fields = record.read(&mut self.lines, &mut self.line, file)?;
+                if fields.len() != headers.len() {
+                    let m = format!("expected {} fields like the header, found {}", headers.len(), fields.len());
+                    return Err(InputError::new(file, Some(line), None, m));
+                }
+                let cells: Vec<(&str, Cell)> = headers
+                    .iter()
+                    .zip(fields)
+                    .filter(|(_, v)| !v.is_empty())
+                    .map(|(h, v)| (h.as_str(), Cell::Text(v)))
+                    .collect();
+                job(&cells, index, file, line).map(Some)
+            }
+        }
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for Rows<R> {
+    type Item = Result<TraceJob, InputError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let row = self.next_row().transpose();
+        self.done = !matches!(row, Some(Ok(_)));
+        row
+    }
+}
+
+fn line_error(file: &str, line: usize, e: input::LineError) -> InputError {
+    match e {
+        input::LineError::Io(e) => InputError::new(file, None, None, format!("cannot read: {e}")),
+        input::LineError::TooLong => InputError::new(
+            file,
+            Some(line),
+            None,
+            format!("the line is longer than {} bytes: not a trace", input::MAX_LINE_BYTES),
+        ),
+    }
+}
+
+/// CSV records, split by `csv_core` (quotes, doubled quotes, line breaks inside quotes)
+/// from the lines the reader hands it, so that line numbers stay the reader's.
+struct Record {
+    core: csv_core::Reader,
+    out: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Default for Record {
+    fn default() -> Record {
+        // `csv_core::Reader::default()` is not a comma-separated reader: `new()` is.
+        Record { core: csv_core::Reader::new(), out: vec![0; 1024], ends: vec![0; 64] }
+    }
+}
+
+impl Record {
+    /// Splits the record that starts with the line in `line` (reading more lines while a
+    /// quoted field is open) into its fields, trimmed.
+    fn read<R: std::io::BufRead>(
+        &mut self,
+        lines: &mut input::LineReader<R>,
+        line: &mut Vec<u8>,
+        file: &str,
+    ) -> Result<Vec<String>, InputError> {
+        let start = lines.line();
+        let err = |m: String| InputError::new(file, Some(start), None, m);
+        let (mut nout, mut nends) = (0, 0);
+        line.push(b'\n');
+        let mut input: &[u8] = line;
+        let mut at_end = false;
+        loop {
+            let (result, nin, o, e) = self.core.read_record(input, &mut self.out[nout..], &mut self.ends[nends..]);
+            input = &input[nin..];
+            (nout, nends) = (nout + o, nends + e);
+            match result {
+                csv_core::ReadRecordResult::InputEmpty if at_end => {}
+                csv_core::ReadRecordResult::InputEmpty => {
+                    let mut more = Vec::new();
+                    match lines.next_line(&mut more) {
+                        Ok(Some(_)) => {
+                            more.push(b'\n');
+                            *line = more;
+                            input = line;
+                        }
+                        Ok(None) => at_end = true,
+                        Err(e) => return Err(line_error(file, lines.line() + 1, e)),
+                    }
+                    if nout > input::MAX_LINE_BYTES {
+                        return Err(err(format!("the row is longer than {} bytes", input::MAX_LINE_BYTES)));
+                    }
+                }
+                csv_core::ReadRecordResult::OutputFull => self.out.resize(self.out.len() * 2, 0),
+                csv_core::ReadRecordResult::OutputEndsFull => self.ends.resize(self.ends.len() * 2, 0),
+                // Every line ends in a line break, so only an open quote reads to the end.
+                csv_core::ReadRecordResult::Record | csv_core::ReadRecordResult::End if at_end => {
+                    return Err(err("a quoted field is not closed".into()));
+                }
+                csv_core::ReadRecordResult::Record | csv_core::ReadRecordResult::End => break,
+            }
+        }
+        let mut fields = Vec::with_capacity(nends);
+        let mut from = 0;
+        for &to in &self.ends[..nends] {
+            let text =
+                std::str::from_utf8(&self.out[from..to]).map_err(|_| err("the row is not valid UTF-8".into()))?;
+            fields.push(text.trim().to_string());
+            from = to;
+        }
+        Ok(fields)
+    }
+}
+
+/// One row of JSON Lines.
+fn json_row(row: &str, index: usize, file: &str, line: usize) -> Result<TraceJob, InputError> {
+    let err = |field: Option<&str>, m: String| InputError::new(file, Some(line), field, m);
+    let fields = match serde_json::from_str::<Row>(row) {
+        Ok(Row::Object(fields)) => fields,
+        Ok(Row::Other) => return Err(err(None, "expected one JSON object per line".into())),
+        Err(e) => return Err(err(None, format!("not JSON: {e}"))),
+    };
+    for (i, (k, _)) in fields.iter().enumerate() {
+        if fields[..i].iter().any(|(seen, _)| seen == k) {
+            return Err(err(Some(k), format!("the key `{k}` appears twice in the object")));
+        }
+    }
+    let mut cells = Vec::new();
+    for (k, v) in &fields {
+        check_column(k).map_err(|m| err(Some(k), m))?;
+        let cell = match v {
+            serde_json::Value::Null => continue,
+            serde_json::Value::String(s) => Cell::Text(s.clone()),
+            serde_json::Value::Number(n) => Cell::Text(n.to_string()),
+            serde_json::Value::Bool(b) => Cell::Text(b.to_string()),
+            serde_json::Value::Array(items) => Cell::List(
+                items
+                    .iter()
+                    .map(|x| x.as_str().map(str::to_string).ok_or("expected a list of strings".to_string()))
+                    .collect::<Result<_, _>>()
+                    .map_err(|m| err(Some(k), m))?,
+            ),
+            serde_json::Value::Object(m) => Cell::Map(
+                m.iter()
+                    .map(|(k2, v2)| match v2 {
+                        serde_json::Value::String(s) => Ok((k2.clone(), s.clone())),
+                        other => Ok((k2.clone(), other.to_string())),
+                    })
+                    .collect::<Result<_, String>>()
+                    .map_err(|m| err(Some(k), m))?,
+            ),
+        };
+        cells.push((k.as_str(), cell));
+    }
+    job(&cells, index, file, line)
 }
 
 /// One line of JSON Lines: an object's entries in order, duplicates kept (a JSON map
@@ -550,6 +682,18 @@ mod tests {
         }
         let e = parse("{\"arrival\": 1}\r{\"arrival\": \"x\"}\r", "t.jsonl").expect_err("bad input");
         assert_eq!(e.line, Some(2), "{e}");
+    }
+
+    #[test]
+    fn quoted_line_breaks_stay_in_their_field_and_lines_still_count() {
+        let jobs = parse("name,arrival\n\"a\r\nb\",0\n# note\n\nc,1\n", "t.csv").expect("valid");
+        let read: Vec<(&str, usize)> = jobs.iter().map(|j| (j.job.name.as_str(), j.line)).collect();
+        assert_eq!(read, [("a\nb", 2), ("c", 6)]);
+        let e = parse("name,arrival\nb,0\n\"a,1\n", "t.csv").expect_err("open quote");
+        assert_eq!(e.to_string(), "t.csv:3: a quoted field is not closed");
+        let rows = Rows::new(std::io::BufReader::with_capacity(4, "arrival\n1\n2\n".as_bytes()), "t.csv");
+        let arrivals: Vec<u64> = rows.expect("header").map(|r| r.expect("row").arrival_ms).collect();
+        assert_eq!(arrivals, [1000, 2000], "rows stream in file order");
     }
 
     #[test]
