@@ -120,7 +120,21 @@ pub fn read(path: &Path, max: u64) -> Result<Vec<u8>, FileError> {
     read_with_identity(path, max).map(|(bytes, _)| bytes)
 }
 
-fn read_with_identity(path: &Path, max: u64) -> Result<(Vec<u8>, (u64, u64)), FileError> {
+/// What tells one version of a file from another: device, inode, size and modification
+/// time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp(u64, u64, u64, i64, i64);
+
+/// Opens a regular file of at most `max` bytes to read as a stream (a trace longer than
+/// memory), checked as [`read`] checks; its stamp lets a reader that opens it again tell
+/// whether it changed in between.
+pub fn open(path: &Path, max: u64) -> Result<(File, Stamp), FileError> {
+    let (file, meta) = open_regular(path, max)?;
+    let stamp = Stamp(meta.dev(), meta.ino(), meta.len(), meta.mtime(), meta.mtime_nsec());
+    Ok((file, stamp))
+}
+
+fn open_regular(path: &Path, max: u64) -> Result<(File, Metadata), FileError> {
     // Look before opening (opening some devices does something), and again after (the
     // path may have changed in between).
     let before = std::fs::metadata(path).map_err(io(path))?;
@@ -135,6 +149,11 @@ fn read_with_identity(path: &Path, max: u64) -> Result<(Vec<u8>, (u64, u64)), Fi
     if meta.len() > max {
         return Err(FileError::TooLarge { path: path.to_path_buf(), max });
     }
+    Ok((file, meta))
+}
+
+fn read_with_identity(path: &Path, max: u64) -> Result<(Vec<u8>, (u64, u64)), FileError> {
+    let (file, meta) = open_regular(path, max)?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(io(path))?;
     if bytes.len() as u64 > max {

@@ -27,17 +27,22 @@ pub struct TaskShape {
 /// The `max` most common per-replica shapes of the jobs' requests, weights renormalised
 /// to sum to 1; ties go to the smaller shape, so the result does not depend on job order.
 pub fn task_shapes(asks: impl IntoIterator<Item = Ask>, max: usize) -> Vec<TaskShape> {
+    task_shapes_counted(asks.into_iter().map(|a| (a, 1)), max)
+}
+
+/// [`task_shapes`] of asks already counted: each ask with how many jobs make it.
+pub fn task_shapes_counted(asks: impl IntoIterator<Item = (Ask, u64)>, max: usize) -> Vec<TaskShape> {
     // Keyed so that iteration runs from the smallest shape up.
     type Key = (u64, u8, u32, u64, u64, u64);
     let mut counts: BTreeMap<Key, (Ask, u64)> = BTreeMap::new();
-    for ask in asks {
+    for (ask, n) in asks {
         let (kind, arg) = match ask.request {
             Request::None => (0, 0),
             Request::Fraction(m) => (1, m),
             Request::Mig(p) => (2, u32::from(p)),
             Request::Whole(k) => (3, k),
         };
-        counts.entry((ask.request.milli(), kind, arg, ask.gpu_mem, ask.cpu_milli, ask.mem)).or_insert((ask, 0)).1 += 1;
+        counts.entry((ask.request.milli(), kind, arg, ask.gpu_mem, ask.cpu_milli, ask.mem)).or_insert((ask, 0)).1 += n;
     }
     let mut shapes: Vec<(Ask, u64)> = counts.into_values().collect();
     // Stable: equal counts keep the key order (smaller shapes first).

@@ -76,7 +76,7 @@ fn timed_scale(c: &mut Criterion) {
             QueueMix { name: None, profile: Profile::Research, share: 69.0 },
         ],
     });
-    let workload = Workload { name: "scale".into(), jobs: trace };
+    let workload = Workload::from_jobs("scale", trace);
     let mut group = c.benchmark_group("timed_10k_gpus");
     group.sample_size(10).measurement_time(Duration::from_secs(60));
     for file in ["policies/best_fit.gpol", "sim/fleet-10k.gpol"] {

@@ -9,6 +9,7 @@ use crate::report::{
 use crate::series::Series;
 use crate::spec::{ClusterSpec, NodeEventKind};
 use crate::trace::TraceJob;
+use crate::workload::Workload;
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_runtime::explain;
 use gpol_runtime::fit::Ask;
@@ -22,13 +23,6 @@ use rand::seq::SliceRandom;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// A trace to replay: its jobs ordered by arrival, and a name for reports and errors.
-#[derive(Clone, Debug)]
-pub struct Workload {
-    pub name: String,
-    pub jobs: Vec<TraceJob>,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Mode {
@@ -123,16 +117,56 @@ pub fn run(
     Ok(sim.report())
 }
 
-/// What the simulator tracks of each submitted job.
+/// What the simulator tracks of each job in flight.
 #[derive(Clone, Debug, Default)]
 struct Run {
-    trace: usize,
+    arrival_ms: u64,
+    /// An index into the workload's priority classes.
+    class: Option<u32>,
     remaining_ms: Option<u64>,
     placed_milli: u64,
     /// Bumped at every stop, so a completion scheduled before it is recognised as stale.
     epoch: u32,
     first_start_ms: Option<u64>,
-    finish_ms: Option<u64>,
+}
+
+/// What the report keeps of every job, in a few bytes each: the scheduler and the
+/// simulator forget a job once it has ended.
+#[derive(Debug, Default)]
+struct Outcomes {
+    /// One per job that started.
+    starts: Vec<Start>,
+    /// Per finished job, arrival to finish, ms.
+    completions: Vec<u64>,
+    /// Jobs that ended, by how.
+    finished: u64,
+    rejected: u64,
+    withdrawn: u64,
+    /// Per queue, jobs submitted and jobs finished.
+    submitted_in: Vec<u64>,
+    finished_in: Vec<u64>,
+    /// Jobs that ended without starting, by reason.
+    never: BTreeMap<String, NeverScheduled>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Start {
+    delay_ms: u64,
+    queue: u32,
+    class: Option<u32>,
+}
+
+impl Outcomes {
+    fn never_started(&mut self, reason: String, example: impl FnOnce() -> String, milli: u64) {
+        let g = self.never.entry(reason.clone()).or_insert_with(|| NeverScheduled {
+            reason,
+            jobs: 0,
+            gpus: 0.0,
+            example: example(),
+        });
+        g.jobs += 1;
+        g.gpus += milli as f64 / 1000.0;
+    }
 }
 
 struct Sim<'a> {
@@ -140,7 +174,8 @@ struct Sim<'a> {
     workload: &'a Workload,
     cluster: &'a ClusterSpec,
     config: &'a Config,
-    runs: Vec<Run>,
+    runs: HashMap<JobId, Run>,
+    outcomes: Outcomes,
     leaves: Vec<QueueId>,
     shapes: Vec<TaskShape>,
     failed: Vec<bool>,
@@ -206,18 +241,20 @@ impl<'a> Sim<'a> {
             })?;
         }
         resolve_all(&s, workload)?;
-        let shapes = frag::task_shapes(workload.jobs.iter().map(TraceJob::ask), config.task_shapes);
+        let summary = workload.summary();
+        let shapes = frag::task_shapes_counted(summary.asks.iter().map(|(a, n)| (*a, *n)), config.task_shapes);
         s.set_task_shapes(frag::shape_records(&shapes));
         let leaves: Vec<QueueId> = (0..s.quotas().queues.len()).filter(|&q| s.quotas().queues[q].is_leaf()).collect();
         let capacity_milli = cluster.total_gpus() * u64::from(MILLI);
         let nq = s.quotas().queues.len();
         let signals = FIXED + PER_QUEUE * leaves.len();
-        let start_ms = workload.jobs.first().map_or(0, |j| j.arrival_ms);
+        let start_ms = summary.first_arrival_ms;
         let mut sim = Sim {
             workload,
             cluster,
             config,
-            runs: Vec::with_capacity(workload.jobs.len()),
+            runs: HashMap::new(),
+            outcomes: Outcomes { submitted_in: vec![0; nq], finished_in: vec![0; nq], ..Outcomes::default() },
             leaves,
             shapes,
             failed: vec![false; cluster.nodes.len()],
@@ -245,18 +282,20 @@ impl<'a> Sim<'a> {
 
     fn timed(&mut self, control: &Control) -> Result<(), SimError> {
         let (workload, cluster) = (self.workload, self.cluster);
-        let jobs = &workload.jobs;
-        let total = jobs.len() as u64;
+        let total = workload.len();
+        let mut rows = workload.jobs()?;
+        let mut next = rows.next().transpose()?;
+        let mut read = 0u64;
         let mut node_events: Vec<_> = cluster.events.iter().collect();
         node_events.sort_by_key(|e| e.at_ms);
-        let (mut next_job, mut next_node_event) = (0, 0);
+        let mut next_node_event = 0;
         let mut completions: BinaryHeap<Reverse<(u64, JobId, u32)>> = BinaryHeap::new();
         let mut retry_at: Option<u64> = None;
         self.s.advance(self.start_ms).map_err(SimError::Clock)?;
         let mut steps = 0u64;
         loop {
             let t = [
-                jobs.get(next_job).map(|j| j.arrival_ms),
+                next.as_ref().map(|j| j.arrival_ms),
                 node_events.get(next_node_event).map(|e| e.at_ms),
                 completions.peek().map(|Reverse((t, _, _))| *t),
                 retry_at,
@@ -270,23 +309,28 @@ impl<'a> Sim<'a> {
                 if control.cancel.load(Ordering::Relaxed) {
                     return Err(SimError::Interrupted);
                 }
-                (control.progress)(next_job as f64 / total.max(1) as f64);
+                (control.progress)(read as f64 / total.max(1) as f64);
             }
             self.advance_to(t)?;
             let retrying = retry_at == Some(t);
             if retrying {
                 retry_at = None;
             }
-            while next_job < jobs.len() && jobs[next_job].arrival_ms == t {
-                self.submit(next_job, 0);
-                next_job += 1;
+            while let Some(j) = next.take_if(|j| j.arrival_ms == t) {
+                self.submit(&j, 0)?;
+                read += 1;
+                next = rows.next().transpose()?;
+                if next.as_ref().is_some_and(|n| n.arrival_ms < t) {
+                    let m = "the trace changed while it was being read: its rows are no longer in arrival order";
+                    return Err(InputError::new(&workload.name, None, None, m).into());
+                }
             }
             while let Some(&Reverse((at, job, epoch))) = completions.peek() {
                 if at != t {
                     break;
                 }
                 completions.pop();
-                if self.runs[job].epoch == epoch && self.s.jobs()[job].state == State::Running {
+                if self.runs.get(&job).is_some_and(|r| r.epoch == epoch) && self.s.job(job).state == State::Running {
                     self.s.complete(job);
                 }
             }
@@ -296,28 +340,40 @@ impl<'a> Sim<'a> {
             }
             self.s.cycle();
             let progress = self.absorb_log(control, &mut |job, at| completions.push(Reverse((at, job.0, job.1))));
-            let quiet = next_job == jobs.len() && next_node_event == node_events.len() && completions.is_empty();
+            let quiet = next.is_none() && next_node_event == node_events.len() && completions.is_empty();
             if retry_at.is_none() && self.s.pending() > 0 && self.s.waits_on_time() && !(quiet && retrying && !progress)
             {
                 retry_at = Some(t.saturating_add(self.config.retry_ms.max(1)));
             }
         }
+        if read != total {
+            let m = "the trace changed while it was being read: it has a different number of rows";
+            return Err(InputError::new(&workload.name, None, None, m).into());
+        }
         (control.progress)(1.0);
         Ok(())
     }
 
-    /// Submits trace job `index`; `pass` > 0 marks a repeat of it (fill mode samples
-    /// the trace again once it has used every job).
-    fn submit(&mut self, index: usize, pass: usize) -> JobId {
-        let j = &self.workload.jobs[index];
+    /// Submits a trace job; `pass` > 0 marks a repeat of it (fill mode samples the trace
+    /// again once it has used every job).
+    fn submit(&mut self, j: &TraceJob, pass: usize) -> Result<JobId, SimError> {
         let mut spec = j.job.clone();
         if pass > 0 {
             spec.name = format!("{}#{}", spec.name, pass + 1);
         }
-        // Every trace job was resolved up front, so the scheduler takes it.
-        let id = self.s.submit(spec).unwrap_or_else(|e| unreachable!("{e}"));
-        self.runs.push(Run { trace: index, remaining_ms: j.job.duration_ms, ..Run::default() });
-        id
+        // Where a job goes was checked for every queue and class up front; a job refused
+        // here comes from a trace that changed since.
+        let id = self.s.submit(spec).map_err(|e| {
+            InputError::new(&self.workload.name, (j.line > 0).then_some(j.line), Some(e.field()), e.to_string())
+        })?;
+        let class =
+            j.job.priority_class.as_ref().and_then(|c| {
+                self.workload.summary().classes.binary_search(c).ok().and_then(|i| u32::try_from(i).ok())
+            });
+        self.runs
+            .insert(id, Run { arrival_ms: j.arrival_ms, class, remaining_ms: j.job.duration_ms, ..Run::default() });
+        self.outcomes.submitted_in[self.s.job(id).queue] += 1;
+        Ok(id)
     }
 
     fn node_event(&mut self, name: &str, kind: NodeEventKind) {
@@ -347,6 +403,7 @@ impl<'a> Sim<'a> {
     fn absorb_log(&mut self, control: &Control, completion: &mut dyn FnMut((JobId, u32), u64)) -> bool {
         let now = self.s.now_ms();
         let mut progress = false;
+        let mut ended = Vec::new();
         for event in self.s.take_log() {
             if let Some(observe) = control.on_event {
                 observe(&self.s, &event);
@@ -360,16 +417,21 @@ impl<'a> Sim<'a> {
                     let milli = j.request.milli() * nodes.len() as u64;
                     self.allocated_milli += milli;
                     self.used_milli += milli as f64 * j.utilization;
-                    let run = &mut self.runs[job];
+                    let queue = u32::try_from(j.queue).unwrap_or(u32::MAX);
+                    let Some(run) = self.runs.get_mut(&job) else { continue };
                     run.placed_milli = milli;
-                    run.first_start_ms.get_or_insert(now);
+                    if run.first_start_ms.is_none() {
+                        run.first_start_ms = Some(now);
+                        let delay_ms = now.saturating_sub(run.arrival_ms);
+                        self.outcomes.starts.push(Start { delay_ms, queue, class: run.class });
+                    }
                     if let Some(rest) = run.remaining_ms {
                         completion((job, run.epoch), now + rest);
                     }
                 }
                 Event::Finished { job, .. } => {
                     self.stopped(job);
-                    self.runs[job].finish_ms = Some(now);
+                    ended.push(job);
                 }
                 Event::Requeued { job, kept_ms, lost_gpu_s, .. } => {
                     progress = true;
@@ -384,14 +446,44 @@ impl<'a> Sim<'a> {
                     self.preemption.evictions += 1;
                     *self.preemption.by_rule.entry(self.s.policy().program.rule_name(rule)).or_default() += 1;
                 }
-                Event::Rejected { job, .. } => self.wait(job, -1),
+                Event::Rejected { job, .. } => {
+                    self.wait(job, -1);
+                    ended.push(job);
+                }
                 Event::Reserved { .. } => self.preemption.reservations += 1,
             }
+        }
+        for job in ended {
+            self.retire(job);
         }
         if progress {
             self.fragmented_at_ms = None;
         }
         progress
+    }
+
+    /// Keeps what the report needs of a job that has ended, and forgets the rest.
+    fn retire(&mut self, job: JobId) {
+        let Some(run) = self.runs.remove(&job) else { return };
+        let Some(j) = self.s.forget(job) else { return };
+        let o = &mut self.outcomes;
+        match &j.state {
+            State::Finished => {
+                o.finished += 1;
+                o.finished_in[j.queue] += 1;
+                o.completions.push(self.s.now_ms().saturating_sub(run.arrival_ms));
+            }
+            State::Rejected(rule) => {
+                o.rejected += 1;
+                let program = &self.s.policy().program;
+                o.never_started(format!("rejected: {}", program.rule_name(*rule)), || j.name.clone(), j.total_milli());
+            }
+            State::Withdrawn => {
+                o.withdrawn += 1;
+                o.never_started("withdrawn: did not fit on arrival".into(), || j.name.clone(), j.total_milli());
+            }
+            State::Pending(_) | State::Running => {}
+        }
     }
 
     /// Counts a job into (`sign` 1) or out of (-1) the waiting totals.
@@ -410,16 +502,18 @@ impl<'a> Sim<'a> {
 
     /// A running job stopped: it no longer holds its GPUs.
     fn stopped(&mut self, job: JobId) {
-        let milli = std::mem::take(&mut self.runs[job].placed_milli);
+        let Some(run) = self.runs.get_mut(&job) else { return };
+        let milli = std::mem::take(&mut run.placed_milli);
+        run.epoch += 1;
         self.allocated_milli -= milli;
-        self.used_milli = (self.used_milli - milli as f64 * self.s.jobs()[job].utilization).max(0.0);
-        self.runs[job].epoch += 1;
+        self.used_milli = (self.used_milli - milli as f64 * self.s.job(job).utilization).max(0.0);
     }
 
     /// A stopped job waits again with the work it kept.
     fn requeued(&mut self, job: JobId, kept_ms: u64, lost_gpu_s: f64) {
-        let run = &mut self.runs[job];
-        run.remaining_ms = run.remaining_ms.map(|r| r.saturating_sub(kept_ms));
+        if let Some(run) = self.runs.get_mut(&job) {
+            run.remaining_ms = run.remaining_ms.map(|r| r.saturating_sub(kept_ms));
+        }
         self.lost_gpu_s += lost_gpu_s;
         self.wait(job, 1);
     }
@@ -486,14 +580,16 @@ impl<'a> Sim<'a> {
     /// How long a fragmentation measurement stands: it costs a pass over every node,
     /// so it is taken about a thousand times over the trace's span, not at every event.
     fn fragment_every_ms(&self) -> u64 {
-        let span = self.workload.jobs.last().map_or(0, |j| j.arrival_ms).saturating_sub(self.start_ms);
+        let span = self.workload.summary().last_arrival_ms.saturating_sub(self.start_ms);
         (span / 1000).max(1000)
     }
 
     // ------------------------------------------------------------ fill mode
 
     fn fill(&mut self, target: f64, control: &Control) -> Result<(), SimError> {
-        let mut order: Vec<usize> = (0..self.workload.jobs.len()).collect();
+        let workload = self.workload;
+        let jobs = workload.held()?;
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(self.config.seed);
         let capacity = self.capacity_milli as f64;
         let goal = target * capacity;
@@ -518,7 +614,7 @@ impl<'a> Sim<'a> {
                     }
                     (control.progress)(arrived as f64 / goal.max(1.0));
                 }
-                self.fill_one(index, pass, &mut arrived, &mut failed, control);
+                self.fill_one(&jobs[index], pass, &mut arrived, &mut failed, control)?;
                 let share = arrived as f64 / capacity.max(1.0);
                 if share >= next_point {
                     curve.arrived.push(share);
@@ -546,19 +642,27 @@ impl<'a> Sim<'a> {
     }
 
     /// One fill-mode arrival: the job gets one attempt, and is withdrawn if it fails.
-    fn fill_one(&mut self, index: usize, pass: usize, arrived: &mut u64, failed: &mut u64, control: &Control) {
-        {
-            // No departures: completions are never scheduled.
-            let id = self.submit(index, pass);
-            *arrived += self.s.jobs()[id].total_milli();
-            self.s.cycle();
-            self.absorb_log(control, &mut |_, _| {});
-            if self.s.jobs()[id].is_pending() {
-                *failed += self.s.jobs()[id].total_milli();
-                self.s.withdraw(id);
-                self.wait(id, -1);
-            }
+    fn fill_one(
+        &mut self,
+        job: &TraceJob,
+        pass: usize,
+        arrived: &mut u64,
+        failed: &mut u64,
+        control: &Control,
+    ) -> Result<(), SimError> {
+        // No departures: completions are never scheduled.
+        let id = self.submit(job, pass)?;
+        let milli = self.s.job(id).total_milli();
+        *arrived += milli;
+        self.s.cycle();
+        self.absorb_log(control, &mut |_, _| {});
+        if self.s.jobs().get(id).is_some_and(|j| j.is_pending()) {
+            *failed += milli;
+            self.s.withdraw(id);
+            self.wait(id, -1);
+            self.retire(id);
         }
+        Ok(())
     }
 
     // ------------------------------------------------------------ the report
@@ -584,7 +688,14 @@ impl<'a> Sim<'a> {
             Some(f) => f.fragmented.last().copied().unwrap_or(0.0),
             None => mean(FRAGMENTED) / gpus.max(1.0),
         };
-        let mut counts = JobCounts { total: self.runs.len() as u64, ..JobCounts::default() };
+        let o = &self.outcomes;
+        let mut counts = JobCounts {
+            total: self.s.jobs().len() as u64,
+            finished: o.finished,
+            rejected: o.rejected,
+            withdrawn: o.withdrawn,
+            ..JobCounts::default()
+        };
         for j in self.s.jobs() {
             match &j.state {
                 State::Finished => counts.finished += 1,
@@ -595,31 +706,24 @@ impl<'a> Sim<'a> {
             }
         }
         let seconds = |ms: u64| ms as f64 / 1000.0;
-        let arrival = |run: &Run| self.workload.jobs[run.trace].arrival_ms;
-        let delay = |run: &Run| run.first_start_ms.map(|s| seconds(s.saturating_sub(arrival(run))));
+        let delays_where = |keep: &dyn Fn(&Start) -> bool| -> Vec<f64> {
+            o.starts.iter().filter(|s| keep(s)).map(|s| seconds(s.delay_ms)).collect()
+        };
         let mut queueing_delay = Vec::new();
-        let mut group = |name: String, filter: &dyn Fn(&Run, JobId) -> bool| {
-            let mut v: Vec<f64> =
-                self.runs.iter().enumerate().filter(|(i, r)| filter(r, *i)).filter_map(|(_, r)| delay(r)).collect();
-            if let Some(stats) = Stats::of(&mut v) {
+        let mut group = |name: String, keep: &dyn Fn(&Start) -> bool| {
+            if let Some(stats) = Stats::of(&mut delays_where(keep)) {
                 queueing_delay.push(Delay { group: name, stats });
             }
         };
-        group("all".into(), &|_, _| true);
+        group("all".into(), &|_| true);
         for &q in &self.leaves {
-            group(format!("queue {}", self.s.quotas().queues[q].name), &|_, j| self.s.jobs()[j].queue == q);
+            group(format!("queue {}", self.s.quotas().queues[q].name), &|s| s.queue as usize == q);
         }
-        let mut classes: Vec<&str> =
-            self.workload.jobs.iter().filter_map(|j| j.job.priority_class.as_deref()).collect();
-        classes.sort_unstable();
-        classes.dedup();
-        for c in classes {
-            group(format!("class {c}"), &|r, _| self.workload.jobs[r.trace].job.priority_class.as_deref() == Some(c));
+        for (c, name) in self.workload.summary().classes.iter().enumerate() {
+            group(format!("class {name}"), &|s| s.class.is_some_and(|k| k as usize == c));
         }
-        let mut delays: Vec<f64> = self.runs.iter().filter_map(delay).collect();
-        let delay_percentiles = report::percentiles(&mut delays);
-        let mut jct: Vec<f64> =
-            self.runs.iter().filter_map(|r| r.finish_ms.map(|f| seconds(f.saturating_sub(arrival(r))))).collect();
+        let delay_percentiles = report::percentiles(&mut delays_where(&|_| true));
+        let mut jct: Vec<f64> = o.completions.iter().map(|&ms| seconds(ms)).collect();
         let queues = self
             .leaves
             .iter()
@@ -627,19 +731,12 @@ impl<'a> Sim<'a> {
             .map(|(i, &q)| {
                 let base = FIXED + PER_QUEUE * i;
                 let queue = &self.s.quotas().queues[q];
-                let mut delays: Vec<f64> = self
-                    .runs
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| self.s.jobs()[*j].queue == q)
-                    .filter_map(|(_, r)| delay(r))
-                    .collect();
-                let stats = Stats::of(&mut delays);
+                let stats = Stats::of(&mut delays_where(&|s| s.queue as usize == q));
+                let held = self.s.jobs().iter().filter(|j| j.queue == q);
                 QueueSummary {
                     name: queue.name.clone(),
-                    jobs: self.s.jobs().iter().filter(|j| j.queue == q).count() as u64,
-                    finished: self.s.jobs().iter().filter(|j| j.queue == q && j.state == State::Finished).count()
-                        as u64,
+                    jobs: o.submitted_in[q],
+                    finished: o.finished_in[q] + held.filter(|j| j.state == State::Finished).count() as u64,
                     guarantee_gpus: queue.get(&queue.guarantee, Res::Gpu) as f64 / 1000.0,
                     mean_gpus: mean(base),
                     mean_share: mean(base) / gpus.max(1.0),
@@ -699,15 +796,15 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Jobs that never started, grouped by their state and reason.
+    /// Jobs that never started, grouped by their state and reason: those that ended
+    /// (rejected, withdrawn) as they were retired, and those still waiting.
     fn never_scheduled(&self) -> Vec<NeverScheduled> {
-        let mut groups: BTreeMap<String, NeverScheduled> = BTreeMap::new();
-        for (id, run) in self.runs.iter().enumerate() {
-            if run.first_start_ms.is_some() {
+        let mut outcomes = Outcomes { never: self.outcomes.never.clone(), ..Outcomes::default() };
+        let program = &self.s.policy().program;
+        for (id, j) in self.s.jobs().with_ids() {
+            if self.runs.get(&id).is_none_or(|r| r.first_start_ms.is_some()) {
                 continue;
             }
-            let j = self.s.job(id);
-            let program = &self.s.policy().program;
             let (reason, detail) = match &self.s.state(id) {
                 State::Pending(None) => ("pending: not tried".to_string(), String::new()),
                 State::Pending(Some(r)) => {
@@ -718,16 +815,10 @@ impl<'a> Sim<'a> {
                 State::Withdrawn => ("withdrawn: did not fit on arrival".to_string(), String::new()),
                 State::Running | State::Finished => continue,
             };
-            let g = groups.entry(reason.clone()).or_insert_with(|| NeverScheduled {
-                reason,
-                jobs: 0,
-                gpus: 0.0,
-                example: if detail.is_empty() { j.name.clone() } else { format!("{}: {detail}", j.name) },
-            });
-            g.jobs += 1;
-            g.gpus += j.total_milli() as f64 / 1000.0;
+            let example = || if detail.is_empty() { j.name.clone() } else { format!("{}: {detail}", j.name) };
+            outcomes.never_started(reason, example, j.total_milli());
         }
-        let mut out: Vec<NeverScheduled> = groups.into_values().collect();
+        let mut out: Vec<NeverScheduled> = outcomes.never.into_values().collect();
         out.sort_by(|a, b| b.jobs.cmp(&a.jobs).then_with(|| a.reason.cmp(&b.reason)));
         out
     }
@@ -760,9 +851,11 @@ pub fn water_fill(capacity: f64, demand: &[f64], weights: &[f64]) -> Vec<f64> {
     out
 }
 
-/// Checks that the scheduler takes every trace job, or says which row is wrong.
+/// Checks that the scheduler takes every trace job, or says which row is wrong: where a
+/// job goes depends only on its queue and priority class, so the first job of each pair
+/// answers for all.
 fn resolve_all(s: &Scheduler, workload: &Workload) -> Result<(), InputError> {
-    for j in &workload.jobs {
+    for j in &workload.summary().routes {
         s.resolve(&j.job).map_err(|e| {
             InputError::new(&workload.name, (j.line > 0).then_some(j.line), Some(e.field()), e.to_string())
         })?;

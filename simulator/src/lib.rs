@@ -19,8 +19,10 @@ pub mod slurm;
 pub mod spec;
 pub mod summary;
 pub mod trace;
+pub mod workload;
 
-pub use core::{Config, Control, Mode, SimError, Workload, run};
+pub use core::{Config, Control, Mode, SimError, run};
+pub use workload::Workload;
 
 use input::InputError;
 
@@ -70,16 +72,29 @@ fn read_any_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputEr
     }
 }
 
-/// Reads a trace in whichever format it is: an openb pod list (CSV), or gpol's native
-/// CSV or JSON Lines.
+/// Reads a trace held in memory, in whichever format it is: an openb pod list (CSV), or
+/// gpol's native CSV or JSON Lines.
 pub fn read_trace(text: &str, file: &str) -> Result<Workload, InputError> {
     let jobs = if openb::is_pod_list(text) { openb::parse_pods(text, file)? } else { trace::parse(text, file)? };
     // Whatever the format, the one job model's limits hold (docs/limits.md).
-    for j in &jobs {
-        if let Some(over) = j.job.over_limit() {
-            let m = format!("job `{}`: too large, at most {}", j.job.name, over.max);
-            return Err(InputError::new(file, Some(j.line).filter(|&l| l > 0), Some(over.field), m));
-        }
+    let jobs = jobs.into_iter().map(|j| workload::checked(j, file)).collect::<Result<Vec<_>, _>>()?;
+    Ok(Workload::from_jobs(file, jobs))
+}
+
+/// Reads the trace at `path` (at most `max_bytes`), named `file` in errors: a native
+/// trace in arrival order is checked in one pass and streamed from then on; an openb pod
+/// list, or a native trace out of order, is held in memory.
+pub fn open_trace(path: &std::path::Path, file: &str, max_bytes: u64) -> Result<Workload, InputError> {
+    let io = |e: gpol_compiler::files::FileError| InputError::new(file, None, None, e.to_string());
+    let (opened, _) = gpol_compiler::files::open(path, max_bytes).map_err(io)?;
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(opened, 4096), &mut head)
+        .map_err(|e| InputError::new(file, None, None, format!("cannot read: {e}")))?;
+    if openb::is_pod_list(&String::from_utf8_lossy(&head)) {
+        let bytes = gpol_compiler::files::read(path, max_bytes).map_err(io)?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| InputError::new(file, None, None, "the file is not valid UTF-8"))?;
+        return read_trace(&text, file);
     }
-    Ok(Workload { name: file.to_string(), jobs })
+    Workload::open(path, file, max_bytes)
 }

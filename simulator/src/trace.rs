@@ -115,7 +115,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<TraceJob>, InputError> {
 }
 
 /// Two rows naming the same job would be two jobs that reports could not tell apart.
-fn unique_names(jobs: &[TraceJob], file: &str) -> Result<(), InputError> {
+pub(crate) fn unique_names(jobs: &[TraceJob], file: &str) -> Result<(), InputError> {
     let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::with_capacity(jobs.len());
     for j in jobs {
         if let Some(first) = seen.insert(j.job.name.as_str(), j.line) {
@@ -191,7 +191,10 @@ impl<R: std::io::BufRead> Rows<R> {
         loop {
             match self.lines.next_line(&mut self.line) {
                 Ok(None) => return Ok(false),
-                Ok(Some(_)) => {
+                Ok(Some(n)) => {
+                    if n == 1 && self.line.starts_with("\u{feff}".as_bytes()) {
+                        self.line.drain(..3);
+                    }
                     let t = self.line.trim_ascii();
                     if !t.is_empty() && t.first() != Some(&b'#') {
                         return Ok(true);

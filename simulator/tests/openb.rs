@@ -44,10 +44,10 @@ fn every_openb_file_imports() {
             }
         } else {
             let w = sim::read_trace(&text, &name).unwrap();
-            assert!(w.jobs.len() > 7000, "{f}: {} jobs", w.jobs.len());
+            assert!(w.len() > 7000, "{f}: {} jobs", w.len());
             if f == "openb_pod_list_default.csv" {
-                assert_eq!(w.jobs.len(), 8152);
-                let gpus: u64 = w.jobs.iter().map(|j| j.milli()).sum();
+                assert_eq!(w.len(), 8152);
+                let gpus: u64 = w.held().expect("held").iter().map(|j| j.milli()).sum();
                 // The README: 6086.8 GPUs requested in all.
                 assert_eq!(gpus, 6_086_800);
             }

@@ -169,7 +169,7 @@ fn as_trace(policy: &CompiledPolicy, nodes: &[NodeSpec], jobs: &[TraceJob]) -> R
         events: Vec::new(),
     };
     let read = trace::parse(&trace::to_csv(jobs), "generated.csv").map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let workload = Workload { name: "generated.csv".into(), jobs: read };
+    let workload = Workload::from_jobs("generated.csv", read);
     let events = Mutex::new(Vec::new());
     let record = |_: &gpol_runtime::Scheduler, e: &Event| events.lock().expect("not poisoned").push(e.clone());
     let cancel = AtomicBool::new(false);

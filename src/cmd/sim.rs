@@ -99,7 +99,10 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         .collect();
     let report = args.report.as_deref().map(|p| super::output(p, &inputs, args.force)).transpose()?;
     let cluster = read(&args.cluster, DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, sim::read_cluster)?;
-    let workload = read(&args.trace, DEFAULT_TRACE, MAX_INPUT_BYTES, sim::read_trace)?;
+    let workload = match &args.trace {
+        Some(path) => open_trace(path)?,
+        None => read(&None, DEFAULT_TRACE, MAX_INPUT_BYTES, sim::read_trace)?,
+    };
     let paths: Vec<Option<&PathBuf>> = match (&args.policy, args.compare.is_empty()) {
         (None, false) => args.compare.iter().map(Some).collect(),
         (policy, _) => std::iter::once(policy.as_ref()).chain(args.compare.iter().map(Some)).collect(),
@@ -211,6 +214,19 @@ fn read<T>(
         None => (default.0.to_string(), default.1.to_string()),
     };
     parse(&text, &name).map_err(|e| {
+        eprintln!("error: {e}");
+        FAILED
+    })
+}
+
+/// Opens a trace file: checked in one pass, then streamed by each run when its rows are
+/// in arrival order (docs/simulator.md).
+fn open_trace(path: &std::path::Path) -> Result<sim::Workload, u8> {
+    if let Err(e) = gpol_compiler::files::open(path, MAX_INPUT_BYTES) {
+        eprintln!("error: {e}");
+        return Err(USAGE);
+    }
+    sim::open_trace(path, &path.display().to_string(), MAX_INPUT_BYTES).map_err(|e| {
         eprintln!("error: {e}");
         FAILED
     })
