@@ -74,7 +74,8 @@ pub const MAX_RANGE_NODES: u32 = 100_000;
 /// Bytes of one policy or library file.
 pub const MAX_POLICY_BYTES: u64 = 16 << 20;
 
-/// Bytes of one trace file (a five-million-row trace is about 400 MB).
+/// Bytes of one trace file (a five-million-row trace is about 500 MB). A native trace in
+/// arrival order is streamed, so this bounds the work of a run, not its memory.
 pub const MAX_INPUT_BYTES: u64 = 2 << 30;
 
 /// Bytes of one cluster file. JSON node lists are parsed whole, at about twenty times

@@ -372,6 +372,36 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// With a filter that time alone can satisfy and head-of-line reservations, a job
+    /// that could start after the clock moved is tried again, and engines agree.
+    #[test]
+    fn jobs_that_time_could_start_are_tried_again(
+        nodes in prop::collection::vec(node(), 1..5),
+        events in prop::collection::vec(event(), 1..60),
+    ) {
+        thread_local! {
+            static POLICIES: (CompiledPolicy, CompiledPolicy) = {
+                let text = POLICY.replace(
+                    "card_score emptiest",
+                    "filter big_jobs_wait { job.whole_cards <= 2 gpu or job.waiting >= 20m }\n\n\
+                     settings { reserve_after 30m }\n\ncard_score emptiest",
+                );
+                let compile = |kind| support::compiled("properties.gpol", &text, kind);
+                (compile(EngineKind::Jit), compile(EngineKind::Interp))
+            };
+        }
+        POLICIES.with(|(jit, interp)| -> Result<(), TestCaseError> {
+            let a = play(jit, &nodes, &events)?;
+            let b = play(interp, &nodes, &events)?;
+            prop_assert_eq!(a.log(), b.log(), "the engines scheduled differently");
+            Ok(())
+        })?;
+    }
+}
+
 #[test]
 fn mig_charge_is_by_compute_slices() {
     assert_eq!(mig_milli(profile("2g.20gb")), 286);

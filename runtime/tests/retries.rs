@@ -144,3 +144,49 @@ fn a_job_the_quota_holds_back_waits_for_its_cap_not_for_capacity() {
     assert_eq!(s.attempts(), before + 1);
     assert_eq!(s.state(held), State::Running);
 }
+
+#[test]
+fn a_filter_that_time_can_satisfy_is_asked_again_as_time_passes() {
+    let text =
+        "policy patient\n\nqueue team {}\n\nfilter big_jobs_wait { job.whole_cards <= 2 gpu or job.waiting >= 20m }\n";
+    let mut s = support::scheduler(text, &[node("a")]);
+    let big = s.submit(job("big", 4)).unwrap();
+    s.cycle();
+    assert!(matches!(s.state(big), State::Pending(Some(Reason::Rule(_)))), "{:?}", s.state(big));
+    // Nothing frees; only the clock moves.
+    s.advance(10 * 60_000).unwrap();
+    s.cycle();
+    assert!(s.job(big).is_pending());
+    s.advance(10 * 60_000).unwrap();
+    assert_eq!(s.cycle(), 1, "twenty minutes on, the filter lets it through");
+}
+
+#[test]
+fn a_job_that_may_reserve_is_asked_again_when_it_comes_due_not_at_every_tick() {
+    let text = "policy hold\n\nqueue team {}\n\nsettings { reserve_after 30m }\n";
+    let mut s = support::scheduler(text, &[node("a"), node("b")]);
+    let filler = s.submit(job("filler", 5)).unwrap();
+    s.start_on(filler, &[0], History::default()).unwrap();
+    let other = s.submit(job("other", 5)).unwrap();
+    s.start_on(other, &[1], History::default()).unwrap();
+    let wide = s.submit(job("wide", 8)).unwrap();
+    s.cycle();
+    let tried = s.attempts();
+    // Every minute for 29 minutes, nothing frees: no attempt.
+    for _ in 0..29 {
+        s.advance(60_000).unwrap();
+        s.cycle();
+    }
+    assert_eq!(s.attempts(), tried, "a job not yet due is not asked as the clock moves");
+    assert!(s.reservations().is_empty());
+    s.advance(60_000).unwrap();
+    s.cycle();
+    assert_eq!(s.attempts(), tried + 1, "due: asked once, and it reserves");
+    assert_eq!(s.reservations().get(&wide).map(Vec::len), Some(1));
+    s.advance(60_000).unwrap();
+    s.cycle();
+    assert_eq!(s.attempts(), tried + 1, "holding its reservation, it waits for capacity");
+    s.complete(other);
+    assert_eq!(s.cycle(), 1);
+    assert_eq!(s.state(wide), State::Running);
+}

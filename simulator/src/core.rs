@@ -254,7 +254,15 @@ impl<'a> Sim<'a> {
             cluster,
             config,
             runs: HashMap::new(),
-            outcomes: Outcomes { submitted_in: vec![0; nq], finished_in: vec![0; nq], ..Outcomes::default() },
+            outcomes: Outcomes {
+                // Sized once: the trace's length is known, and doubling would leave a
+                // third of the largest allocation unused on average.
+                starts: Vec::with_capacity(usize::try_from(workload.len()).unwrap_or(0)),
+                completions: Vec::with_capacity(usize::try_from(workload.len()).unwrap_or(0)),
+                submitted_in: vec![0; nq],
+                finished_in: vec![0; nq],
+                ..Outcomes::default()
+            },
             leaves,
             shapes,
             failed: vec![false; cluster.nodes.len()],

@@ -29,6 +29,7 @@ use crate::records;
 use crate::symbols::Symbols;
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::interp::Ctx;
+use gpol_compiler::ir::RuleId;
 use gpol_compiler::limits::MAX_CLOCK_MS;
 use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, ShapeRec, Sym};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -77,7 +78,12 @@ pub struct Scheduler {
     /// Whether victim rules read nothing but the two jobs: then only a start in a queue
     /// whose jobs could be victims can change a failed victim search.
     victims_read_jobs: bool,
-    /// Whether victim rules read a time-varying field, or the policy reserves.
+    /// Whether a failed attempt's answer can change with time alone because filters, gang
+    /// clauses or victim rules read a time-varying field: then a failed class is retried
+    /// once the retry interval has passed.
+    retry_on_time: bool,
+    /// Whether time alone can change a waiting job's fate: `retry_on_time`, or the policy
+    /// reserves (a job reserves at its first attempt after it has waited `reserve_after`).
     time_matters: bool,
     shapes: HashMap<Shape, usize>,
     /// Shapes no node in service can take now: their jobs wait until capacity frees.
@@ -119,12 +125,10 @@ impl Scheduler {
         let quotas = Quotas::new(&policy.policy, &mut syms);
         let cluster = Cluster::new(policy.policy.levels.clone());
         let nq = quotas.queues.len();
-        let time_matters = policy.policy.settings.reserve_after.is_some()
-            || policy
-                .program
-                .victims
-                .iter()
-                .any(|v| std::iter::once(&v.when).chain(v.cost.as_ref()).any(|b| reads_time(&b.node)));
+        let retry_on_time = policy.program.bodies().iter().any(|(id, _, body)| {
+            matches!(id, RuleId::Filter(_) | RuleId::Gang(_) | RuleId::Victim(_)) && reads_time(&body.node)
+        });
+        let time_matters = retry_on_time || policy.policy.settings.reserve_after.is_some();
         let victims_read_jobs = policy
             .program
             .victims
@@ -156,6 +160,7 @@ impl Scheduler {
             starts: 0,
             last_start: vec![0; nq],
             victims_read_jobs,
+            retry_on_time,
             time_matters,
             shapes: HashMap::new(),
             full: HashSet::new(),

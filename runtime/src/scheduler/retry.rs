@@ -106,6 +106,18 @@ impl Scheduler {
         }
     }
 
+    /// Whether a class's job, holding no reservation, has waited `reserve_after` since
+    /// `failed_ms` (its failed attempt came before it could reserve; the next one may).
+    /// With `reserve_after` each job is a class of its own.
+    fn came_due_since(&self, c: ClassId, failed_ms: u64) -> bool {
+        let Some(after_s) = self.policy.policy.settings.reserve_after else { return false };
+        let Some(job) = self.waiting.class(c).members.first().map(super::waiting::job_of) else { return false };
+        // The first whole ms at which `reserve_if_due` reserves.
+        let due = self.jobs[job].waiting_since_ms.saturating_add((after_s * 1000.0).ceil() as i64);
+        let failed = i64::try_from(failed_ms).unwrap_or(i64::MAX);
+        !self.reservations.contains_key(&job) && failed < due && self.now() >= due
+    }
+
     /// Whether a class's jobs can take a turn: not while the state its latest attempt
     /// failed in stands, nor while its backoff holds, nor while its shape is full.
     pub(super) fn eligible(&self, c: ClassId) -> bool {
@@ -118,7 +130,8 @@ impl Scheduler {
         let backed_off = class.backoff.is_some_and(|b| {
             let cap_gave = b.quota.is_some_and(|(block, room)| self.quotas.room(block, class.user) > room);
             !(cap_gave
-                || (self.time_matters && retry(b.at_ms))
+                || (self.retry_on_time && retry(b.at_ms))
+                || self.came_due_since(c, b.at_ms)
                 || (evicts && self.starts > b.starts && self.new_victims_since(c, b.starts)))
         });
         !backed_off && !self.skipped_as_full(c)

@@ -248,7 +248,10 @@ impl Scheduler {
             for n in nodes {
                 self.reserved.remove(&n);
             }
-            self.touch();
+            // Nodes held for one job are free for the others again, even for jobs that
+            // already failed their turn in this cycle.
+            self.capacity_changed();
+            self.waiting.unpark();
         }
     }
 
