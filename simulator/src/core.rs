@@ -714,12 +714,16 @@ impl<'a> Sim<'a> {
             }
         }
         let seconds = |ms: u64| ms as f64 / 1000.0;
-        let delays_where = |keep: &dyn Fn(&Start) -> bool| -> Vec<f64> {
-            o.starts.iter().filter(|s| keep(s)).map(|s| seconds(s.delay_ms)).collect()
-        };
+        // Sorted once, so every group's delays are read in order, never copied.
+        self.outcomes.starts.sort_unstable_by_key(|s| s.delay_ms);
+        self.outcomes.completions.sort_unstable();
+        let o = &self.outcomes;
+        fn delays<'s>(starts: &'s [Start], keep: &'s dyn Fn(&Start) -> bool) -> impl Iterator<Item = f64> + Clone + 's {
+            starts.iter().filter(move |s| keep(s)).map(|s| s.delay_ms as f64 / 1000.0)
+        }
         let mut queueing_delay = Vec::new();
         let mut group = |name: String, keep: &dyn Fn(&Start) -> bool| {
-            if let Some(stats) = Stats::of(&mut delays_where(keep)) {
+            if let Some(stats) = Stats::of_sorted(delays(&o.starts, keep)) {
                 queueing_delay.push(Delay { group: name, stats });
             }
         };
@@ -730,8 +734,8 @@ impl<'a> Sim<'a> {
         for (c, name) in self.workload.summary().classes.iter().enumerate() {
             group(format!("class {name}"), &|s| s.class.is_some_and(|k| k as usize == c));
         }
-        let delay_percentiles = report::percentiles(&mut delays_where(&|_| true));
-        let mut jct: Vec<f64> = o.completions.iter().map(|&ms| seconds(ms)).collect();
+        let delay_percentiles = report::percentiles_sorted(delays(&o.starts, &|_| true));
+        let completion_time = Stats::of_sorted(o.completions.iter().map(|&ms| seconds(ms)));
         let queues = self
             .leaves
             .iter()
@@ -739,7 +743,7 @@ impl<'a> Sim<'a> {
             .map(|(i, &q)| {
                 let base = FIXED + PER_QUEUE * i;
                 let queue = &self.s.quotas().queues[q];
-                let stats = Stats::of(&mut delays_where(&|s| s.queue as usize == q));
+                let stats = Stats::of_sorted(delays(&o.starts, &|s| s.queue as usize == q));
                 let held = self.s.jobs().iter().filter(|j| j.queue == q);
                 QueueSummary {
                     name: queue.name.clone(),
@@ -794,7 +798,7 @@ impl<'a> Sim<'a> {
             fair_share_deviation: mean(DEVIATION),
             queueing_delay,
             delay_percentiles,
-            completion_time: Stats::of(&mut jct),
+            completion_time,
             preemption: self.preemption.clone(),
             queues,
             never_scheduled: self.never_scheduled(),

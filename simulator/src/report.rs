@@ -80,30 +80,53 @@ pub struct Stats {
 
 /// Percentiles 0, 1, …, 100 of `values` (nearest rank; sorts them).
 pub fn percentiles(values: &mut [f64]) -> Vec<f64> {
-    if values.is_empty() {
-        return Vec::new();
-    }
     values.sort_by(f64::total_cmp);
-    let n = values.len();
-    (0..=100).map(|p| values[((f64::from(p) / 100.0 * n as f64).ceil() as usize).clamp(1, n) - 1]).collect()
+    percentiles_sorted(values.iter().copied())
+}
+
+/// [`percentiles`] of values already in ascending order, read twice and never copied.
+pub fn percentiles_sorted(values: impl Iterator<Item = f64> + Clone) -> Vec<f64> {
+    let n = values.clone().count();
+    let ranks: Vec<usize> = (0..=100).map(|p| nearest_rank(f64::from(p) / 100.0, n)).collect();
+    if n == 0 { Vec::new() } else { at_ranks(values, &ranks) }
+}
+
+/// The 0-based index of the nearest-rank `p` percentile of `n` values.
+fn nearest_rank(p: f64, n: usize) -> usize {
+    ((p * n as f64).ceil() as usize).clamp(1, n.max(1)) - 1
+}
+
+/// The values at ascending 0-based `ranks`, in one pass.
+fn at_ranks(values: impl Iterator<Item = f64>, ranks: &[usize]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(ranks.len());
+    let mut next = ranks.iter().peekable();
+    for (i, v) in values.enumerate() {
+        while next.next_if(|&&r| r == i).is_some() {
+            out.push(v);
+        }
+        if next.peek().is_none() {
+            break;
+        }
+    }
+    out
 }
 
 impl Stats {
     pub fn of(values: &mut [f64]) -> Option<Stats> {
-        if values.is_empty() {
+        values.sort_by(f64::total_cmp);
+        Stats::of_sorted(values.iter().copied())
+    }
+
+    /// The stats of values already in ascending order, read in two passes and never
+    /// copied (a report over millions of jobs keeps one list of them).
+    pub fn of_sorted(values: impl Iterator<Item = f64> + Clone) -> Option<Stats> {
+        let (n, sum) = (values.clone().count(), values.clone().sum::<f64>());
+        if n == 0 {
             return None;
         }
-        values.sort_by(f64::total_cmp);
-        let n = values.len();
-        let rank = |p: f64| values[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-        Some(Stats {
-            count: n as u64,
-            mean: values.iter().sum::<f64>() / n as f64,
-            p50: rank(0.50),
-            p95: rank(0.95),
-            p99: rank(0.99),
-            max: values[n - 1],
-        })
+        let picked = at_ranks(values, &[nearest_rank(0.50, n), nearest_rank(0.95, n), nearest_rank(0.99, n), n - 1]);
+        let &[p50, p95, p99, max] = picked.as_slice() else { return None };
+        Some(Stats { count: n as u64, mean: sum / n as f64, p50, p95, p99, max })
     }
 }
 
@@ -206,5 +229,9 @@ mod tests {
         assert_eq!((s.p50, s.p95, s.p99, s.max, s.mean), (50.0, 95.0, 99.0, 100.0, 50.5));
         assert_eq!(Stats::of(&mut [3.0]).map(|s| s.p99), Some(3.0));
         assert_eq!(Stats::of(&mut []), None);
+        let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(Stats::of_sorted(sorted.iter().copied()), Some(s));
+        assert_eq!(percentiles_sorted(sorted.iter().copied()), percentiles(&mut v));
+        assert_eq!(percentiles(&mut [7.0])[100], 7.0);
     }
 }
