@@ -340,4 +340,10 @@ fn sim_prints_progress_lines_when_stderr_is_not_a_terminal() {
     let out = gpolc().env("GPOLC_PROGRESS_EVERY", "0").args(["sim"]).assert().success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.lines().any(|l| l.starts_with("simulating: ") && l.contains("% after ")), "{stderr}");
+    // A trace file is checked in a pass of its own before the run, with its own lines.
+    let out = gpolc().env("GPOLC_PROGRESS_EVERY", "0").args(["sim", "--trace", "sim/trace.csv"]).assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let checking = stderr.lines().position(|l| l.starts_with("checking the trace: "));
+    let simulating = stderr.lines().position(|l| l.starts_with("simulating: "));
+    assert!(checking.is_some() && checking < simulating, "{stderr}");
 }

@@ -83,8 +83,14 @@ pub fn read_trace(text: &str, file: &str) -> Result<Workload, InputError> {
 
 /// Reads the trace at `path` (at most `max_bytes`), named `file` in errors: a native
 /// trace in arrival order is checked in one pass and streamed from then on; an openb pod
-/// list, or a native trace out of order, is held in memory.
-pub fn open_trace(path: &std::path::Path, file: &str, max_bytes: u64) -> Result<Workload, InputError> {
+/// list, or a native trace out of order, is held in memory. `progress` is told the share
+/// of the file checked.
+pub fn open_trace(
+    path: &std::path::Path,
+    file: &str,
+    max_bytes: u64,
+    progress: &dyn Fn(f64),
+) -> Result<Workload, InputError> {
     let io = |e: gpol_compiler::files::FileError| InputError::new(file, None, None, e.to_string());
     let (opened, _) = gpol_compiler::files::open(path, max_bytes).map_err(io)?;
     let mut head = Vec::new();
@@ -96,5 +102,5 @@ pub fn open_trace(path: &std::path::Path, file: &str, max_bytes: u64) -> Result<
             String::from_utf8(bytes).map_err(|_| InputError::new(file, None, None, "the file is not valid UTF-8"))?;
         return read_trace(&text, file);
     }
-    Workload::open(path, file, max_bytes)
+    Workload::open(path, file, max_bytes, progress)
 }

@@ -79,8 +79,13 @@ impl Workload {
 
     /// Reads the native trace at `path` (at most `max_bytes`) once, checking every row;
     /// if its rows are in arrival order it is streamed from then on, otherwise held.
-    pub fn open(path: &Path, name: &str, max_bytes: u64) -> Result<Workload, InputError> {
-        let (rows, stamp) = open_rows(path, name, max_bytes, None)?;
+    /// `progress` is told now and then the share of the file read.
+    pub fn open(path: &Path, name: &str, max_bytes: u64, progress: &dyn Fn(f64)) -> Result<Workload, InputError> {
+        let (file, stamp) =
+            files::open(path, max_bytes).map_err(|e| InputError::new(name, None, None, e.to_string()))?;
+        let total = file.metadata().map_or(0, |m| m.len());
+        let reporting = Reporting { inner: file, read: 0, total, next: 0, progress };
+        let rows = Rows::new(BufReader::with_capacity(1 << 16, reporting), name)?;
         let mut summary = Summary::default();
         let mut routes = HashSet::new();
         let mut classes = BTreeSet::new();
@@ -146,6 +151,27 @@ impl Workload {
 }
 
 type FileRows = Rows<BufReader<std::fs::File>>;
+
+/// A reader that tells `progress` the share of the file read, every mebibyte.
+struct Reporting<'p, R> {
+    inner: R,
+    read: u64,
+    total: u64,
+    next: u64,
+    progress: &'p dyn Fn(f64),
+}
+
+impl<R: std::io::Read> std::io::Read for Reporting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read >= self.next {
+            (self.progress)(self.read as f64 / self.total.max(1) as f64);
+            self.next = self.read + (1 << 20);
+        }
+        Ok(n)
+    }
+}
 
 /// Opens the rows of `path`; with `expect`, only if the file is as it was then.
 fn open_rows(path: &Path, name: &str, max: u64, expect: Option<Stamp>) -> Result<(FileRows, Stamp), InputError> {

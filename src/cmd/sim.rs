@@ -124,7 +124,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     }
     let runs: Vec<(usize, u64)> = (0..policies.len()).flat_map(|p| seeds.iter().map(move |&s| (p, s))).collect();
     // Each run counts for a thousand steps of the bar.
-    let bar = Progress::new(runs.len() as u64 * 1000);
+    let bar = Progress::new(runs.len() as u64 * 1000, "simulating");
     let results: Vec<Result<Report, SimError>> = runs
         .par_iter()
         .map(|&(p, seed)| {
@@ -226,7 +226,15 @@ fn open_trace(path: &std::path::Path) -> Result<sim::Workload, u8> {
         eprintln!("error: {e}");
         return Err(USAGE);
     }
-    sim::open_trace(path, &path.display().to_string(), MAX_INPUT_BYTES).map_err(|e| {
+    let bar = Progress::new(1000, "checking the trace");
+    let seen = AtomicU64::new(0);
+    let progress = |done: f64| {
+        let now = (done.clamp(0.0, 1.0) * 1000.0) as u64;
+        bar.inc(now.saturating_sub(seen.swap(now, Ordering::Relaxed)));
+    };
+    let workload = sim::open_trace(path, &path.display().to_string(), MAX_INPUT_BYTES, &progress);
+    bar.finish();
+    workload.map_err(|e| {
         eprintln!("error: {e}");
         FAILED
     })
@@ -252,6 +260,8 @@ fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
 /// line every few seconds, so that a long run shows it is alive.
 struct Progress {
     bar: ProgressBar,
+    /// What is in progress: `simulating`.
+    label: &'static str,
     total: u64,
     done: AtomicU64,
     start: std::time::Instant,
@@ -268,12 +278,13 @@ fn progress_every() -> std::time::Duration {
 }
 
 impl Progress {
-    fn new(total: u64) -> Progress {
+    fn new(total: u64, label: &'static str) -> Progress {
         let start = std::time::Instant::now();
         let terminal = std::io::stderr().is_terminal();
         let bar = if terminal {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-            if let Ok(style) = ProgressStyle::with_template("{spinner} simulating {bar:40} {percent}% · {eta} left") {
+            let template = format!("{{spinner}} {label} {{bar:40}} {{percent}}% · {{eta}} left");
+            if let Ok(style) = ProgressStyle::with_template(&template) {
                 bar.set_style(style);
             }
             bar
@@ -281,7 +292,7 @@ impl Progress {
             ProgressBar::hidden()
         };
         let last_line = (!terminal).then(|| std::sync::Mutex::new(start));
-        Progress { bar, total, done: AtomicU64::new(0), start, last_line, every: progress_every() }
+        Progress { bar, label, total, done: AtomicU64::new(0), start, last_line, every: progress_every() }
     }
 
     fn inc(&self, n: u64) {
@@ -292,7 +303,7 @@ impl Progress {
         if last.elapsed() >= self.every {
             *last = std::time::Instant::now();
             let pct = 100.0 * done as f64 / self.total.max(1) as f64;
-            eprintln!("simulating: {pct:.0}% after {:.0} s", self.start.elapsed().as_secs_f64());
+            eprintln!("{}: {pct:.0}% after {:.0} s", self.label, self.start.elapsed().as_secs_f64());
         }
     }
 
