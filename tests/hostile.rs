@@ -72,6 +72,11 @@ fn generate(kind: &str, dir: &Path) -> PathBuf {
             let rules: String = (0..1_000).map(|i| format!("filter f{i} {{ node.gpu_mem > 40 }} ")).collect();
             ("long_error_line.gpol", format!("policy p\n{rules}\n"))
         }
+        "endless_line" => {
+            // One 8 MiB line: a streamed trace reads lines of at most 1 MiB.
+            let row = format!("name,arrival\n{},0\n", "x".repeat(8 << 20));
+            ("endless_line.csv", row)
+        }
         other => panic!("no generator named {other}"),
     };
     let path = dir.join(name);

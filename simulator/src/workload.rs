@@ -136,7 +136,8 @@ impl Workload {
             Source::Held(jobs) => Ok(Box::new(jobs.iter().cloned().map(Ok))),
             Source::File { path, max_bytes, stamp } => {
                 let (rows, _) = open_rows(path, &self.name, *max_bytes, Some(*stamp))?;
-                Ok(Box::new(rows))
+                let name = self.name.as_str();
+                Ok(Box::new(rows.map(move |row| row.and_then(|j| checked(j, name)))))
             }
         }
     }
