@@ -339,6 +339,19 @@ fn play(policy: &CompiledPolicy, nodes: &[NodeSpec], events: &[Event]) -> Result
     Ok(s)
 }
 
+/// Plays the events under both engines, which must schedule alike.
+fn engines_agree(
+    jit: &CompiledPolicy,
+    interp: &CompiledPolicy,
+    nodes: &[NodeSpec],
+    events: &[Event],
+) -> Result<(), TestCaseError> {
+    let a = play(jit, nodes, events)?;
+    let b = play(interp, nodes, events)?;
+    prop_assert_eq!(a.log(), b.log(), "the engines scheduled differently");
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -347,12 +360,7 @@ proptest! {
         thread_local! {
             static POLICIES: (CompiledPolicy, CompiledPolicy) = (compiled(EngineKind::Jit), compiled(EngineKind::Interp));
         }
-        POLICIES.with(|(jit, interp)| -> Result<(), TestCaseError> {
-            let a = play(jit, &nodes, &events)?;
-            let b = play(interp, &nodes, &events)?;
-            prop_assert_eq!(a.log(), b.log(), "the engines scheduled differently");
-            Ok(())
-        })?;
+        POLICIES.with(|(jit, interp)| engines_agree(jit, interp, &nodes, &events))?;
     }
 }
 
@@ -393,12 +401,7 @@ proptest! {
                 (compile(EngineKind::Jit), compile(EngineKind::Interp))
             };
         }
-        POLICIES.with(|(jit, interp)| -> Result<(), TestCaseError> {
-            let a = play(jit, &nodes, &events)?;
-            let b = play(interp, &nodes, &events)?;
-            prop_assert_eq!(a.log(), b.log(), "the engines scheduled differently");
-            Ok(())
-        })?;
+        POLICIES.with(|(jit, interp)| engines_agree(jit, interp, &nodes, &events))?;
     }
 }
 
