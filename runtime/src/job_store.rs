@@ -122,39 +122,15 @@ impl<'a> IntoIterator for &'a JobStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jobs::State;
 
+    /// A job as the scheduler makes it from the one job model's defaults.
     fn job(name: &str) -> Job {
-        Job {
-            name: name.into(),
-            id: Sym(0),
-            user: Sym(0),
-            queue: 0,
-            priority: 0.0,
-            priority_class: Sym(0),
-            request: Default::default(),
-            replicas: 1,
-            min_replicas: 1,
-            gpu_mem: 0,
-            cpu_milli: 0,
-            mem: 0,
-            models: Vec::new(),
-            bursty: false,
-            latency_critical: false,
-            preemptible: false,
-            submitted_ms: 0,
-            waiting_since_ms: 0,
-            duration_ms: None,
-            utilization: 1.0,
-            labels: Default::default(),
-            state: State::Pending(None),
-            evictions: 0,
-            started_ms: 0,
-            checkpoint_ms: 0,
-            checkpoint_every_ms: None,
-            slots: Vec::new(),
-            charged: Default::default(),
-        }
+        let policy =
+            gpol_compiler::load::compile_text("p.gpol", "policy p\n", gpol_compiler::engine::EngineKind::Interp)
+                .expect("the empty policy compiles");
+        let mut s = crate::Scheduler::new(policy);
+        let id = s.submit(crate::JobSpec::named(name)).expect("a default job is valid");
+        s.job(id).clone()
     }
 
     #[test]
