@@ -27,6 +27,18 @@ pub fn clamp(x: f64, lo: f64, hi: f64) -> f64 {
     min(max(x, lo), hi)
 }
 
+/// Rounds to the nearest integer, halves away from zero (`round(2.5)` is 3, `round(-2.5)`
+/// is −3), as C's `round`.
+pub fn round(x: f64) -> f64 {
+    x.round()
+}
+
+/// Floored modulo, `x − y·floor(x / y)`: the sign of `y` (`mod(-1h, 1d)` is 23h). Written
+/// as these three IEEE operations so the JIT, which emits the same ones, gives the same bits.
+pub fn modulo(x: f64, y: f64) -> f64 {
+    x - y * (x / y).floor()
+}
+
 pub fn exp2(x: f64) -> f64 {
     libm::exp2(x)
 }

@@ -257,14 +257,19 @@ impl Gen<'_> {
                     Builtin::Max,
                     Builtin::Abs,
                     Builtin::Clamp,
+                    Builtin::Floor,
+                    Builtin::Ceil,
+                    Builtin::Round,
+                    Builtin::Trunc,
+                    Builtin::Mod,
                     Builtin::Sqrt,
                     Builtin::Exp2,
                     Builtin::Log,
                     Builtin::Pow,
                     Builtin::Hash01,
-                ][self.pick(9)];
+                ][self.pick(14)];
                 let arity = match f {
-                    Builtin::Min | Builtin::Max | Builtin::Pow => 2,
+                    Builtin::Min | Builtin::Max | Builtin::Pow | Builtin::Mod => 2,
                     Builtin::Clamp => 3,
                     Builtin::Hash01 => 2,
                     _ => 1,

@@ -39,6 +39,9 @@ fn unit_algebra() {
     assert_eq!(score_type("min(job.waiting / 1h, 10)"), Ty::NUMBER);
     assert_eq!(score_type("sum(c in node.cards_list: c.free)"), Ty::Num(Dim::GPU));
     assert_eq!(score_type("job.expected_duration ?? 1h"), Ty::Num(Dim::TIME));
+    assert_eq!(score_type("floor(job.waiting)"), Ty::Num(Dim::TIME), "rounding keeps the unit");
+    assert_eq!(score_type("round(node.free_gpu)"), Ty::Num(Dim::GPU));
+    assert_eq!(score_type("mod(cluster.time, 1d)"), Ty::Num(Dim::TIME));
 }
 
 #[test]
@@ -49,6 +52,8 @@ fn unit_mismatches_are_errors() {
     assert_eq!(codes("filter f { job.waiting > 1 gpu }"), vec![Code::UnitMismatch]);
     assert_eq!(codes("score s { node.free_cards }"), vec![Code::NotNumeric], "a score has no unit");
     assert_eq!(codes("filter f { sqrt(node.gpu_mem) > 1 }"), vec![Code::UnitMismatch]);
+    assert_eq!(codes("filter f { mod(cluster.time, 1 gpu) > 0s }"), vec![Code::UnitMismatch]);
+    assert_eq!(codes("filter f { ceil(job.waiting) > 1 }"), vec![Code::UnitMismatch]);
 }
 
 #[test]

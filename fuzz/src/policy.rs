@@ -36,8 +36,8 @@ const NODE_NUMBERS: &[(&str, &str)] = &[
 const CARD_NUMBERS: &[(&str, &str)] =
     &[("index", ""), ("clients", ""), ("max_clients", ""), ("free", "1 gpu"), ("free_mem", "1GiB")];
 const JOB_FLAGS: &[&str] = &["bursty", "latency_critical", "preemptible"];
-const BUILTINS_1: &[&str] = &["abs", "sqrt", "log", "exp2"];
-const BUILTINS_2: &[&str] = &["min", "max", "pow"];
+const BUILTINS_1: &[&str] = &["abs", "sqrt", "log", "exp2", "floor", "ceil", "round", "trunc"];
+const BUILTINS_2: &[&str] = &["min", "max", "pow", "mod"];
 const COMPARISONS: &[&str] = &["<", "<=", ">", ">=", "==", "!="];
 const ARITHMETIC: &[&str] = &["+", "-", "*", "/"];
 

@@ -621,7 +621,10 @@ impl Checker<'_> {
                 .label("not defined")
                 .help(match sugg {
                     Some(s) => format!("did you mean `{s}`?"),
-                    None => "built-ins are min, max, abs, clamp, sqrt, exp2, log, pow, hash01, has, len".to_string(),
+                    None => format!(
+                        "built-ins are {}",
+                        Builtin::ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
+                    ),
                 }),
         );
         error(span)
@@ -684,7 +687,7 @@ impl Checker<'_> {
 
     fn builtin(&mut self, b: Builtin, args: Vec<hir::Expr>, callee_span: Span, span: Span) -> hir::Expr {
         let arity = match b {
-            Builtin::Min | Builtin::Max | Builtin::Pow | Builtin::Hash01 => 2,
+            Builtin::Min | Builtin::Max | Builtin::Pow | Builtin::Hash01 | Builtin::Mod => 2,
             Builtin::Clamp => 3,
             _ => 1,
         };
@@ -710,7 +713,15 @@ impl Checker<'_> {
             return error(span);
         }
         let ty = match b {
-            Builtin::Min | Builtin::Max | Builtin::Abs | Builtin::Clamp => {
+            Builtin::Min
+            | Builtin::Max
+            | Builtin::Abs
+            | Builtin::Clamp
+            | Builtin::Floor
+            | Builtin::Ceil
+            | Builtin::Round
+            | Builtin::Trunc
+            | Builtin::Mod => {
                 let first = args[0].ty.clone();
                 if first.dim().is_none() {
                     self.err(not_a_number(&args[0], b));

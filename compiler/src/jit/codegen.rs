@@ -661,6 +661,23 @@ impl<'a, 'b> Gen<'a, 'b> {
         self.b.ins().select(uno, nan, r)
     }
 
+    /// Round half away from zero, as `f64::round`: the integer part, moved one away from
+    /// zero when the exact fractional part (`x − trunc(x)` is exact) is at least a half.
+    /// NaN stays NaN; ±inf give NaN fractions, so no comparison holds and they stay.
+    fn round(&mut self, x: Value) -> Value {
+        let t = self.b.ins().trunc(x);
+        let frac = self.b.ins().fsub(x, t);
+        let half = self.b.ins().f64const(0.5);
+        let minus_half = self.b.ins().f64const(-0.5);
+        let one = self.b.ins().f64const(1.0);
+        let up = self.b.ins().fadd(t, one);
+        let down = self.b.ins().fsub(t, one);
+        let ge = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, frac, half);
+        let le = self.b.ins().fcmp(FloatCC::LessThanOrEqual, frac, minus_half);
+        let r = self.b.ins().select(le, down, t);
+        self.b.ins().select(ge, up, r)
+    }
+
     fn call(&mut self, b: Builtin, args: &[(Value, VTy)]) -> Value {
         let a = |i: usize| args.get(i).map(|x| x.0);
         let (Some(x), y, z) = (a(0), a(1), a(2)) else {
@@ -674,6 +691,18 @@ impl<'a, 'b> Gen<'a, 'b> {
             Builtin::Clamp => {
                 let lo = self.min_max(x, y.unwrap_or(x), true);
                 self.min_max(lo, z.unwrap_or(x), false)
+            }
+            Builtin::Floor => self.b.ins().floor(x),
+            Builtin::Ceil => self.b.ins().ceil(x),
+            Builtin::Trunc => self.b.ins().trunc(x),
+            Builtin::Round => self.round(x),
+            Builtin::Mod => {
+                // `ops::modulo`'s three operations, in its order.
+                let y = y.unwrap_or(x);
+                let q = self.b.ins().fdiv(x, y);
+                let q = self.b.ins().floor(q);
+                let p = self.b.ins().fmul(y, q);
+                self.b.ins().fsub(x, p)
             }
             Builtin::Sqrt => self.b.ins().sqrt(x),
             Builtin::Exp2 | Builtin::Log | Builtin::Pow => {
