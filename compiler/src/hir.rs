@@ -6,7 +6,7 @@ use crate::source::Span;
 use crate::spec::{History, JobSpec, NodeSpec};
 use crate::syntax::{BinaryOp, CompKind, Direction, GangKind, QuotaKind, RuleKind, UnaryOp, VictimKind};
 use crate::types::Ty;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub type LocalId = u32;
 pub type FnId = usize;
@@ -211,8 +211,12 @@ pub struct Queue {
     pub name: String,
     pub parent: Option<QueueId>,
     pub children: Vec<QueueId>,
-    /// Guarantee, limit, borrow_limit, lend_limit and user_limit as written.
+    /// Guarantee, limit, borrow_limit, lend_limit and user_limit as written; a parent's
+    /// unset guarantee of a resource its children are guaranteed is their sum.
     pub quotas: BTreeMap<QuotaKindKey, Quota>,
+    /// The resources whose guarantee was not written (a parent's is its children's sum).
+    /// At a root, the runtime lets the tree hold up to the cluster's capacity of them.
+    pub unset_guarantee: BTreeSet<Resource>,
     pub weight: f64,
     /// Seconds; `None` keeps usage undecayed.
     pub usage_half_life: Option<f64>,

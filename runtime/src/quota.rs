@@ -11,7 +11,10 @@
 //! - `available(q)`: at the root `subtree - usage`; below it, what is left of the
 //!   reserved part plus what the parent can give, capped by the borrow limit.
 //!
-//! A resource no queue guarantees is not limited by the tree (only by `limit`s).
+//! A resource no queue guarantees is not limited by the tree (only by `limit`s). A root
+//! that does not set its guarantee of a resource the tree governs holds the cluster's
+//! capacity of it (the nodes in service), so what no queue is promised is a pool every
+//! queue may borrow from rather than a cap at the sum of the promises.
 
 use crate::jobs::{Job, QueueId};
 use crate::symbols::Symbols;
@@ -80,6 +83,8 @@ pub struct Queue {
     pub borrow_limit: Amounts,
     pub lend_limit: Amounts,
     pub user_limit: Amounts,
+    /// The resources whose guarantee was not written (a parent's is its children's sum).
+    unset_guarantee: BTreeSet<Res>,
     subtree: Amounts,
     reserved: Amounts,
     /// What the queue's subtree holds now.
@@ -112,6 +117,8 @@ pub struct Quotas {
     /// Whether some queue limits a GPU model (else a job's quota check does not depend
     /// on the node's model).
     by_model: bool,
+    /// Capacity of the nodes in service per governed resource: an unset root guarantee.
+    capacity: Amounts,
     /// Bumped by every change, so views of the queues can be cached until the next.
     version: u64,
 }
@@ -174,6 +181,14 @@ impl Quotas {
                     p = policy.queues[pp].parent;
                 }
                 let name_sym = syms.intern(&q.name);
+                let unset_guarantee = q
+                    .unset_guarantee
+                    .iter()
+                    .filter_map(|r| {
+                        let one = hir::Quota::from([(r.clone(), 0.0)]);
+                        convert(&one, syms).into_keys().next()
+                    })
+                    .collect();
                 Queue {
                     name: q.name.clone(),
                     name_sym,
@@ -188,6 +203,7 @@ impl Quotas {
                     borrow_limit: take(2),
                     lend_limit: take(3),
                     user_limit: take(4),
+                    unset_guarantee,
                     subtree: Amounts::new(),
                     reserved: Amounts::new(),
                     alloc: Amounts::new(),
@@ -212,7 +228,8 @@ impl Quotas {
                 }
             }
         }
-        let mut t = Quotas { queues, constrained: BTreeSet::new(), by_model: false, version: 0 };
+        let mut t =
+            Quotas { queues, constrained: BTreeSet::new(), by_model: false, capacity: Amounts::new(), version: 0 };
         t.derive();
         t
     }
@@ -230,7 +247,15 @@ impl Quotas {
                 let q = &self.queues[i];
                 let children_guarantee: i64 =
                     q.children.iter().map(|&c| self.queues[c].get(&self.queues[c].guarantee, r)).sum();
-                let own = (q.get(&q.guarantee, r) - children_guarantee).max(0);
+                // A root's unset guarantee is the cluster's capacity (or its children's
+                // promises, if they are more: capacity may be down).
+                let written = q.guarantee.contains_key(&r) && !q.unset_guarantee.contains(&r);
+                let guarantee = if q.parent.is_none() && !written {
+                    q.get(&q.guarantee, r).max(self.capacity.get(&r).copied().unwrap_or(0))
+                } else {
+                    q.get(&q.guarantee, r)
+                };
+                let own = (guarantee - children_guarantee).max(0);
                 let pooled: i64 = q
                     .children
                     .iter()
@@ -238,7 +263,7 @@ impl Quotas {
                         self.queues[c].get(&self.queues[c].subtree, r) - self.queues[c].get(&self.queues[c].reserved, r)
                     })
                     .sum();
-                let subtree = if q.is_leaf() { q.get(&q.guarantee, r) } else { own + pooled };
+                let subtree = if q.is_leaf() { guarantee } else { own + pooled };
                 let reserved = match q.lend_limit.get(&r) {
                     Some(l) => (subtree - l).max(0),
                     None => 0,
@@ -267,6 +292,21 @@ impl Quotas {
             None => amounts.remove(&r),
         };
         self.derive();
+    }
+
+    /// Sets the cluster's capacity (of the nodes in service), which a root's unset
+    /// guarantee stands for.
+    pub fn set_capacity(&mut self, capacity: Amounts) {
+        if capacity != self.capacity {
+            self.capacity = capacity;
+            self.version += 1;
+            self.derive();
+        }
+    }
+
+    /// The resources the tree governs (some queue guarantees them).
+    pub fn governed(&self) -> impl Iterator<Item = Res> + '_ {
+        self.constrained.iter().copied()
     }
 
     /// Whether the GPU model a job lands on can change its quota check.

@@ -9,7 +9,7 @@ use crate::source::Span;
 use crate::syntax::{self as ast, Item, QueueStmt, QuotaKind};
 use crate::types::Ty;
 use crate::units::Dim;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Every queue declaration in the file, depth first, with its parent's index.
 fn walk(parsed: &ast::File) -> Vec<(&ast::QueueDecl, Option<usize>)> {
@@ -99,6 +99,7 @@ impl Checker<'_> {
                 parent: *parent,
                 children: children[i].clone(),
                 quotas: BTreeMap::new(),
+                unset_guarantee: BTreeSet::new(),
                 weight: 1.0,
                 usage_half_life: None,
                 queueing: None,
@@ -181,6 +182,7 @@ impl Checker<'_> {
                 parent: None,
                 children: Vec::new(),
                 quotas: BTreeMap::new(),
+                unset_guarantee: BTreeSet::new(),
                 weight: 1.0,
                 usage_half_life: None,
                 queueing: None,
@@ -206,7 +208,8 @@ impl Checker<'_> {
                     }
                 }
             }
-            let own = p.queues[i].quotas.entry(QuotaKindKey(QuotaKind::Guarantee)).or_default();
+            let queue = &mut p.queues[i];
+            let own = queue.quotas.entry(QuotaKindKey(QuotaKind::Guarantee)).or_default();
             let mut over = Vec::new();
             for (r, sum) in &sums {
                 match own.get(r) {
@@ -214,6 +217,7 @@ impl Checker<'_> {
                     Some(_) => {}
                     None => {
                         own.insert(r.clone(), *sum);
+                        queue.unset_guarantee.insert(r.clone());
                     }
                 }
             }

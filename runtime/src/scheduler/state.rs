@@ -6,7 +6,7 @@ use super::{Event, Scheduler};
 use crate::fit;
 use crate::jobs::{JobId, QueueId, State};
 use crate::model::{NodeId, NodeSpec, SpecError};
-use crate::quota::{self, Res};
+use crate::quota::{self, Amounts, Res};
 use crate::records;
 use gpol_compiler::schema::{DomainRec, Sym};
 
@@ -29,7 +29,30 @@ impl Scheduler {
     /// cluster could ever hold.
     pub(super) fn service_changed(&mut self) {
         self.room_when_empty.get_mut().clear();
+        let capacity = self.governed_capacity();
+        self.quotas.set_capacity(capacity);
         self.capacity_changed();
+    }
+
+    /// The capacity of the nodes in service of each resource the quota tree governs
+    /// (per GPU model too): what a root's unset guarantee stands for.
+    fn governed_capacity(&self) -> Amounts {
+        let totals = self.totals();
+        let mut capacity = Amounts::new();
+        for r in self.quotas.governed() {
+            let amount = match r {
+                Res::Model(m) => self
+                    .cluster
+                    .nodes
+                    .iter()
+                    .filter(|n| n.up && n.model == m)
+                    .map(|n| n.cards.len() as i64 * i64::from(crate::model::MILLI))
+                    .sum(),
+                r => totals.get(&r).copied().unwrap_or(0),
+            };
+            capacity.insert(r, amount);
+        }
+        capacity
     }
 
     /// How many replicas of the job the nodes in service (of its models) could hold if
@@ -227,6 +250,8 @@ impl Scheduler {
     /// Changes a queue's quota; waiting jobs are tried again.
     pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::syntax::QuotaKind, r: Res, value: Option<i64>) {
         self.quotas.set(q, kind, r, value);
+        let capacity = self.governed_capacity();
+        self.quotas.set_capacity(capacity);
         let classes: Vec<_> = self.waiting.all().collect();
         for c in classes {
             self.waiting.class_mut(c).backoff = None;
