@@ -68,6 +68,9 @@ pub trait Engine: Send + Sync {
     /// Whether victim rule `rule` allows evicting `victim` for `claimant`, and at what
     /// cost (0 when the rule has no cost).
     fn victim(&self, ctx: &Ctx<'_>, rule: usize, claimant: &JobRec<'_>, victim: &JobRec<'_>) -> (bool, f64);
+
+    /// The `victim_order` keys of `victim` for `claimant` (booleans as 0 or 1).
+    fn victim_keys(&self, ctx: &Ctx<'_>, claimant: &JobRec<'_>, victim: &JobRec<'_>, out: &mut [f64]);
 }
 
 /// A policy ready to evaluate: the checked form (for explain and tests), the IR, and an
@@ -138,6 +141,7 @@ pub fn rule_span(policy: &hir::Policy, program: &Program, id: RuleId) -> Option<
         RuleId::CardScore(_) => named(RuleKind::CardScore),
         RuleId::QueueOrder(k) => policy.queue_order.get(i(k)).map(|o| o.expr.span),
         RuleId::JobOrder(k) => policy.job_order.get(i(k)).map(|o| o.expr.span),
+        RuleId::VictimOrder(k) => policy.victim_order.get(i(k)).map(|o| o.expr.span),
         RuleId::Gang(k) => policy.gang.get(i(k)).map(|g| g.span),
         RuleId::Victim(k) => policy.victims.get(i(k)).map(|v| v.span),
     }
@@ -270,5 +274,12 @@ impl Engine for InterpEngine {
         let ok = interp::eval(&r.when, ctx, &roots).b();
         let cost = r.cost.as_ref().map_or(0.0, |c| canonical(interp::eval(c, ctx, &roots).f()));
         (ok, cost)
+    }
+
+    fn victim_keys(&self, ctx: &Ctx<'_>, claimant: &JobRec<'_>, victim: &JobRec<'_>, out: &mut [f64]) {
+        let roots = Roots { claimant: Some(claimant), victim: Some(victim), ..Roots::default() };
+        for (k, slot) in self.program.victim_order.iter().zip(out.iter_mut()) {
+            *slot = canonical(Self::num(interp::eval(&k.body, ctx, &roots)));
+        }
     }
 }

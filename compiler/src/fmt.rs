@@ -209,10 +209,7 @@ impl Printer {
                 self.body(&header, &r.body, r.span.end, false);
             }
             Item::Order(o) => {
-                let kw = match o.target {
-                    OrderTarget::Queue => "queue_order",
-                    OrderTarget::Job => "job_order",
-                };
+                let kw = o.target.keyword();
                 let keys: Vec<String> = o
                     .keys
                     .iter()
@@ -272,12 +269,10 @@ impl Printer {
                 self.line("}");
             }
             Item::Victim(v) => {
-                let kw = match v.kind {
-                    VictimKind::Preempt => "preempt",
-                    VictimKind::Reclaim => "reclaim",
-                };
+                let kw = v.kind.keyword();
                 let name = v.name.as_ref().map(|n| format!(" {}", n.name)).unwrap_or_default();
-                self.line(&format!("{kw}{name} {{"));
+                let reason = v.reason.as_ref().map(|r| format!(" {}", string_literal(&r.value))).unwrap_or_default();
+                self.line(&format!("{kw}{name}{reason} {{"));
                 self.indent += INDENT;
                 self.leading(v.when.span.start, true);
                 self.doc(hanging("when ".to_string(), &v.when).group());

@@ -288,6 +288,8 @@ pub struct GangClause {
 pub struct VictimRule {
     pub kind: VictimKind,
     pub name: String,
+    /// A `protect` rule's reason.
+    pub reason: Option<String>,
     pub when: Expr,
     pub cost: Option<Expr>,
     pub span: Span,
@@ -322,6 +324,9 @@ pub struct Policy {
     pub rules: Vec<Rule>,
     pub queue_order: Vec<OrderKey>,
     pub job_order: Vec<OrderKey>,
+    /// The order victims are taken in (`claimant`, `victim` in scope); empty: cheapest
+    /// cost first, then lowest priority, then the most recently started.
+    pub victim_order: Vec<OrderKey>,
     pub gang: Vec<GangClause>,
     pub victims: Vec<VictimRule>,
     pub tests: Vec<Test>,

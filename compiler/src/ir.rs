@@ -304,6 +304,8 @@ pub struct GangClause {
 pub struct VictimRule {
     pub kind: VictimKind,
     pub name: String,
+    /// A `protect` rule's reason.
+    pub reason: Option<String>,
     pub when: Body,
     pub cost: Option<Body>,
 }
@@ -331,6 +333,7 @@ pub struct Program {
     pub card_scores: Vec<Rule>,
     pub queue_order: Vec<OrderKey>,
     pub job_order: Vec<OrderKey>,
+    pub victim_order: Vec<OrderKey>,
     pub gang: Vec<GangClause>,
     pub victims: Vec<VictimRule>,
     /// String literals; `Kind::Str(i)` is `literals[i]`.
@@ -354,8 +357,9 @@ pub enum RuleId {
     QueueOrder(u16),
     JobOrder(u16),
     Gang(u16),
-    /// A `preempt` or `reclaim` rule.
+    /// A `preempt`, `reclaim`, `borrow` or `protect` rule.
     Victim(u16),
+    VictimOrder(u16),
 }
 
 impl Program {
@@ -371,6 +375,7 @@ impl Program {
             RuleId::CardScore(i) => named(&self.card_scores, i),
             RuleId::QueueOrder(i) => numbered("queue_order key", self.queue_order.len(), i),
             RuleId::JobOrder(i) => numbered("job_order key", self.job_order.len(), i),
+            RuleId::VictimOrder(i) => numbered("victim_order key", self.victim_order.len(), i),
             RuleId::Gang(i) => numbered("gang clause", self.gang.len(), i),
             RuleId::Victim(i) => self.victims.get(usize::from(i)).map(|v| v.name.clone()),
         };
@@ -389,9 +394,11 @@ impl Program {
             RuleId::CardScore(_) => "card_score ",
             RuleId::Victim(i) => match self.victims.get(usize::from(i)).map(|v| v.kind) {
                 Some(VictimKind::Reclaim) => "reclaim ",
+                Some(VictimKind::Borrow) => "borrow ",
+                Some(VictimKind::Protect) => "protect ",
                 _ => "preempt ",
             },
-            RuleId::QueueOrder(_) | RuleId::JobOrder(_) | RuleId::Gang(_) => "",
+            RuleId::QueueOrder(_) | RuleId::JobOrder(_) | RuleId::VictimOrder(_) | RuleId::Gang(_) => "",
         };
         format!("{kind}{}", self.rule_name(id))
     }
@@ -430,6 +437,9 @@ impl Program {
         }
         for (i, k) in self.job_order.iter().enumerate() {
             out.push((RuleId::JobOrder(index(i)), format!("job_order key {}", i + 1), &k.body));
+        }
+        for (i, k) in self.victim_order.iter().enumerate() {
+            out.push((RuleId::VictimOrder(index(i)), format!("victim_order key {}", i + 1), &k.body));
         }
         for (i, g) in self.gang.iter().enumerate() {
             if let Some(w) = &g.when {

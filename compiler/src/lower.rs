@@ -59,6 +59,7 @@ pub fn lower(p: &hir::Policy) -> Result<Program, TooLarge> {
     let mut key = |k: &hir::OrderKey| Ok(OrderKey { body: l.body(&k.expr, k.expr.span)?, dir: k.dir });
     prog.queue_order = p.queue_order.iter().map(&mut key).collect::<Result<_, _>>()?;
     prog.job_order = p.job_order.iter().map(&mut key).collect::<Result<_, _>>()?;
+    prog.victim_order = p.victim_order.iter().map(&mut key).collect::<Result<_, _>>()?;
     prog.gang = p
         .gang
         .iter()
@@ -74,6 +75,7 @@ pub fn lower(p: &hir::Policy) -> Result<Program, TooLarge> {
             Ok(VictimRule {
                 kind: v.kind,
                 name: v.name.clone(),
+                reason: v.reason.clone(),
                 when: l.body(&v.when, v.span)?,
                 cost: v.cost.as_ref().map(|c| l.body(c, v.span)).transpose()?,
             })

@@ -241,6 +241,17 @@ pub struct Rule {
 pub enum OrderTarget {
     Queue,
     Job,
+    Victim,
+}
+
+impl OrderTarget {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            OrderTarget::Queue => "queue_order",
+            OrderTarget::Job => "job_order",
+            OrderTarget::Victim => "victim_order",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -287,15 +298,36 @@ pub struct GangClause {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VictimKind {
+    /// May evict a job of the claimant's own queue (or any job, where the quota tree
+    /// governs nothing the claimant needs).
     Preempt,
+    /// May evict a job of a queue that borrows, when the claimant's side ends within
+    /// its guarantee.
     Reclaim,
+    /// May evict a job of a queue that borrows, when the claimant's side ends borrowing.
+    Borrow,
+    /// Forbids evicting a job, whatever the other rules allow.
+    Protect,
 }
 
-/// `preempt` and `reclaim` rules.
+impl VictimKind {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            VictimKind::Preempt => "preempt",
+            VictimKind::Reclaim => "reclaim",
+            VictimKind::Borrow => "borrow",
+            VictimKind::Protect => "protect",
+        }
+    }
+}
+
+/// `preempt`, `reclaim`, `borrow` and `protect` rules.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VictimRule {
     pub kind: VictimKind,
     pub name: Option<Ident>,
+    /// Why a `protect` rule keeps a job (explain shows it).
+    pub reason: Option<StrLit>,
     pub when: Expr,
     pub cost: Option<Expr>,
     pub span: Span,

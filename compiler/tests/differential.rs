@@ -427,7 +427,7 @@ fn field_ty(f: &gpol_compiler::schema::Field) -> VTy {
     })
 }
 
-/// Bodies per program: `BODIES` of each of the eight kinds (victim rules have two).
+/// Bodies per program: `BODIES` of each of the nine kinds (victim rules have two).
 const BODY_SLOTS: usize = BODIES * 9;
 
 /// A program with `BODIES` bodies of every kind; body `i` is decoded from `choices[i]`.
@@ -465,12 +465,14 @@ fn program(choices: &[Vec<u32>], depth: u32) -> Program {
         let key_ty = if i % 4 == 3 { VTy::Bool } else { VTy::F64 };
         p.queue_order.push(OrderKey { body: body(&mut g, QUEUE, key_ty), dir: Direction::Asc });
         p.job_order.push(OrderKey { body: body(&mut g, JOB, key_ty), dir: Direction::Desc });
+        p.victim_order.push(OrderKey { body: body(&mut g, VICTIM, key_ty), dir: Direction::Asc });
         let when = if i % 5 == 4 { None } else { Some(body(&mut g, JOB, VTy::Bool)) };
         p.gang.push(GangClause { kind: GangKind::Prefer, level: 0, weight: 1.0, when });
         let cost = if i % 3 == 2 { None } else { Some(body(&mut g, VICTIM, VTy::F64)) };
         p.victims.push(VictimRule {
             kind: VictimKind::Preempt,
             name: format!("v{i}"),
+            reason: None,
             when: body(&mut g, VICTIM, VTy::Bool),
             cost,
         });

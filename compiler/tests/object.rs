@@ -12,7 +12,7 @@ fn object_exports_entry_points_and_layout_hash() {
     let file = object::File::parse(&*bytes).unwrap();
     let symbols: Vec<String> = file.symbols().filter_map(|s| s.name().ok().map(str::to_string)).collect();
     use gpol_compiler::jit::codegen::*;
-    for name in [ADMIT, FILTER_SCORE, CARD_SCORE, QUEUE_KEYS, JOB_KEYS, GANG, VICTIM, "gpol_layout_hash"] {
+    for name in [ADMIT, FILTER_SCORE, CARD_SCORE, QUEUE_KEYS, JOB_KEYS, GANG, VICTIM, VICTIM_KEYS, "gpol_layout_hash"] {
         assert!(symbols.iter().any(|s| s == name), "{name} missing from {symbols:?}");
         let sym = file.symbol_by_name(name).expect("the entry point is exported");
         assert!(sym.is_global() && sym.is_definition(), "{name} is exported");

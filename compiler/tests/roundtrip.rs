@@ -293,10 +293,21 @@ fn item() -> impl Strategy<Value = Item> {
                 .collect(),
             span: sp()
         })),
-        (any::<bool>(), prop::option::of(ident()), expr(), prop::option::of(expr())).prop_map(
-            |(p, name, when, cost)| {
-                let kind = if p { VictimKind::Preempt } else { VictimKind::Reclaim };
-                Item::Victim(VictimRule { kind, name, when, cost: if p { cost } else { None }, span: sp() })
+        (0..4u8, prop::option::of(ident()), prop::option::of(strlit()), expr(), prop::option::of(expr())).prop_map(
+            |(k, name, reason, when, cost)| {
+                let kind =
+                    [VictimKind::Preempt, VictimKind::Reclaim, VictimKind::Borrow, VictimKind::Protect][usize::from(k)];
+                let preempt = kind == VictimKind::Preempt;
+                // Only a preempt rule has a cost, only a protect rule a reason.
+                let reason = if kind == VictimKind::Protect { reason } else { None };
+                Item::Victim(VictimRule {
+                    kind,
+                    name,
+                    reason,
+                    when,
+                    cost: if preempt { cost } else { None },
+                    span: sp(),
+                })
             }
         ),
         (strlit(), prop::collection::vec(test_stmt(), 0..5)).prop_map(|(name, stmts)| Item::Test(TestBlock {

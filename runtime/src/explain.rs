@@ -8,11 +8,12 @@ use crate::fit;
 use crate::jobs::{JobId, Reason, Request, State, Unschedulable};
 use crate::model::NodeId;
 use crate::place::Decision;
-use crate::preempt::Verdict;
+use crate::preempt::{Place, Verdict};
 use crate::quota::{self, Block};
 use crate::scheduler::{Event, Scheduler};
 use gpol_compiler::engine::clamp_score;
 use gpol_compiler::interp::{self, Roots};
+use gpol_compiler::ir::RuleId;
 use std::fmt::Write;
 
 pub fn request_text(s: &Scheduler, job: JobId) -> String {
@@ -272,26 +273,29 @@ fn victim_search_text(s: &Scheduler, search: &crate::preempt::VictimSearch, out:
     for (job, verdict) in &search.considered {
         let why = match verdict {
             Verdict::WithinGuarantee { queue: q } => {
-                format!("not a candidate: queue `{}` is within its guarantee", queue(*q))
+                format!("not a candidate: queue `{}` borrows none of what it needs and this job holds", queue(*q))
             }
-            Verdict::ClaimantOver { queue: q } => {
-                format!("not a candidate: queue `{}` would exceed its guarantee with the claimant admitted", queue(*q))
+            Verdict::Protected { rule } => {
+                let reason = match rule {
+                    RuleId::Victim(i) => program.victims.get(usize::from(*i)).and_then(|r| r.reason.as_deref()),
+                    _ => None,
+                };
+                match reason {
+                    Some(r) => format!("protected by `{}`: {r}", program.rule_name(*rule)),
+                    None => format!("protected by `{}`", program.rule_name(*rule)),
+                }
             }
-            Verdict::BelowGuarantee { queue: q, res } => {
-                format!(
-                    "not a candidate: it would take queue `{}` below its {} guarantee",
-                    queue(*q),
-                    res.name(&s.syms)
-                )
+            Verdict::NoRule { place: Place::Own | Place::Anywhere } => "no preempt rule allows evicting it".to_string(),
+            Verdict::NoRule { place: Place::Other } => "no reclaim or borrow rule allows evicting it".to_string(),
+            Verdict::Candidate { place, rules, cost } => {
+                let names: Vec<String> = rules.iter().map(|r| format!("`{}`", program.rule_label(*r))).collect();
+                let place = match place {
+                    Place::Own => "in its own queue",
+                    Place::Anywhere => "anywhere (the tree governs nothing it needs)",
+                    Place::Other => "in a queue that borrows",
+                };
+                format!("candidate {place}, allowed by {}, cost {cost}", names.join(" and "))
             }
-            Verdict::NoRule { reclaim } => {
-                format!("no {} rule allows evicting it", if *reclaim { "preempt or reclaim" } else { "preempt" })
-            }
-            Verdict::Candidate { rule, reclaim, cost } => format!(
-                "{} candidate, allowed by `{}`, cost {cost}",
-                if *reclaim { "reclaim" } else { "preempt" },
-                program.rule_name(*rule)
-            ),
         };
         let _ = writeln!(out, "    {}: {why}", s.jobs[*job].name);
     }

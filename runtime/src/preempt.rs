@@ -1,18 +1,21 @@
-//! Preemption and reclaim (decision D6): one victim search for a job (the claimant) that
-//! cannot start as things are.
+//! Preemption, reclaim and borrowing (decision D6): one victim search for a job (the
+//! claimant) that cannot start as things are.
 //!
-//! Candidates are running jobs tagged by where they run: in the claimant's own leaf queue
-//! (*preempt*), or in a queue that is borrowing what the claimant needs (*reclaim*, and
-//! *preempt*). A candidate must pass the `when` of a rule of its kind. Whatever the rules
-//! say, taking from another queue requires that the claimant's side stays within its
-//! guarantee once the claimant is admitted, and never takes a queue below its guarantee
-//! in what it borrows; so two queues can never take from each other back and forth.
+//! Running jobs are candidates by where they run: in the claimant's own leaf queue, or
+//! anywhere when the quota tree governs nothing the claimant needs (`preempt` rules); in
+//! another queue whose side of the tree borrows what the claimant needs (`reclaim` rules
+//! when the claimant's side ends within its guarantee, `borrow` rules when it ends
+//! borrowing). `protect` rules veto, whatever allows. A job of another queue is taken
+//! only while every queue of its side still borrows something the claimant needs (checked
+//! at each pick, as victims leave), and only if it holds some of it.
 //!
-//! Victims are whole jobs, taken cheapest first until the claimant would start, then a
-//! reverse pass gives back those not needed. Evictions are tried for real on the model
-//! (`lift` and `restore` are exact inverses), so the placement that justifies them is the
-//! one the claimant gets. For a single-node claimant each node is searched on its own,
-//! in order of a lower bound on its cost, stopping once no node can beat the best found.
+//! Victims are whole jobs, taken in order (cheapest first) until the claimant would start,
+//! then a reverse pass gives back those not needed. Evictions are tried for real on the
+//! model (`lift` and `restore` are exact inverses), so the placement that justifies them
+//! is the one the claimant gets. A search first looks for a set after which the claimant's
+//! side is within its guarantee (reclaim); failing that, if the policy has `borrow` rules,
+//! for one after which it borrows. For a single-node claimant each node is searched on its
+//! own, in order of a lower bound on its cost, stopping once no node can beat the best.
 
 use crate::fit;
 use crate::jobs::{JobId, QueueId, Request};
@@ -34,21 +37,30 @@ pub struct Victim {
     pub cost: f64,
 }
 
+/// Where a running job stands relative to a claimant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// In the claimant's own leaf queue.
+    Own,
+    /// Anywhere: the quota tree governs nothing the claimant needs.
+    Anywhere,
+    /// In another queue whose side borrows what the claimant needs.
+    Other,
+}
+
 /// What a victim search decided about one running job.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
-    /// Its side of the tree (this queue) holds no more than its guarantee of what the
-    /// claimant needs.
+    /// Its side of the tree (this queue) borrows nothing the claimant needs, or it holds
+    /// none of what its side borrows.
     WithinGuarantee { queue: QueueId },
-    /// The claimant's side (this queue) would exceed its guarantee with the claimant.
-    ClaimantOver { queue: QueueId },
-    /// Evicting it would take `queue` below its guarantee of `res`.
-    BelowGuarantee { queue: QueueId, res: Res },
-    /// No rule of a kind that applies allows it (`reclaim`: reclaim rules applied too).
-    NoRule { reclaim: bool },
-    /// A candidate allowed by `rule` at `cost`; `reclaim`: it runs in a queue that
-    /// borrows what the claimant needs.
-    Candidate { rule: RuleId, reclaim: bool, cost: f64 },
+    /// A `protect` rule keeps it.
+    Protected { rule: RuleId },
+    /// No rule of a kind that applies where it runs allows it.
+    NoRule { place: Place },
+    /// A candidate: the rules that allow it (the preempt rule, or the reclaim and borrow
+    /// rules) and its cost.
+    Candidate { place: Place, rules: Vec<RuleId>, cost: f64 },
 }
 
 /// An account of one victim search: every running job considered, and the outcome.
@@ -67,31 +79,38 @@ pub struct Eviction {
     pub cost: f64,
 }
 
-/// An eligible victim and the guarantees its eviction must respect: for each queue on
-/// its side that borrows a resource, that queue's guarantee of it.
+/// For a job of another queue: its side below the common ancestor with the claimant
+/// (each must still borrow something needed when it is picked) and the claimant's side
+/// (within its guarantee at the end, for a reclaim).
+struct Sides {
+    victim: Vec<QueueId>,
+    claimant: Vec<QueueId>,
+}
+
+/// An eligible victim and the rules that allow it.
+#[derive(Clone)]
 struct Candidate {
     job: JobId,
-    /// The allowing rule's index in the program's victim rules.
-    rule: usize,
     cost: f64,
     priority: f64,
     started_ms: i64,
-    guard: Guard,
+    /// The preempt rule that allows it (own queue, or anywhere).
+    preempt: Option<usize>,
+    /// The reclaim and borrow rules that allow it (another queue).
+    reclaim: Option<usize>,
+    borrow: Option<usize>,
+    sides: Option<Rc<Sides>>,
 }
-
-/// For each queue on a victim's side that borrows a resource, that queue's guarantee of it.
-type Guard = Rc<[(QueueId, Res, i64)]>;
 
 /// Where the jobs of one queue stand in a victim search: the same for all of them, so it
 /// is worked out once per queue rather than once per running job.
 #[derive(Clone)]
 enum Standing {
-    /// Evictable by rules of these kinds, keeping each queue of `guard` at its guarantee.
-    Open { preempt: bool, reclaim: bool, guard: Guard },
-    /// The victim's side (this queue) holds no more than its guarantee of what is needed.
+    Own,
+    Anywhere,
+    Other(Rc<Sides>),
+    /// The victim's side (this queue) borrows nothing the claimant needs.
     WithinGuarantee(QueueId),
-    /// The claimant's side (this queue) would exceed its guarantee with the claimant.
-    ClaimantOver(QueueId),
 }
 
 /// The eligible victims, and what each frees on each of its nodes.
@@ -101,14 +120,34 @@ struct Candidates {
     frees: Vec<Frees>,
 }
 
+/// Which sets a search looks for: ones after which the claimant's side is within its
+/// guarantee (victims of other queues by `reclaim` rules), or ones after which it
+/// borrows (by `borrow` rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Attempt {
+    Reclaim,
+    Borrow,
+}
+
+impl Candidate {
+    /// The rule that lets this attempt take it, if any.
+    fn rule(&self, attempt: Attempt) -> Option<usize> {
+        self.preempt.or(match attempt {
+            Attempt::Reclaim => self.reclaim,
+            Attempt::Borrow => self.borrow,
+        })
+    }
+}
+
 /// The order victims are taken in: cheapest first, then lowest priority, then the most
-/// recently started, then the first submitted.
+/// recently started, then the most recently submitted (as Kueue takes the most recently
+/// admitted first).
 fn greedy(a: &Candidate, b: &Candidate) -> Ordering {
     a.cost
         .total_cmp(&b.cost)
         .then(a.priority.total_cmp(&b.priority))
         .then(b.started_ms.cmp(&a.started_ms))
-        .then(a.job.cmp(&b.job))
+        .then(b.job.cmp(&a.job))
 }
 
 /// Every candidate's index, in greedy order.
@@ -119,6 +158,7 @@ fn greedy_order(candidates: &[Candidate]) -> Vec<usize> {
 }
 
 /// What evicting one candidate frees on one node.
+#[derive(Clone)]
 struct Frees {
     node: NodeId,
     candidate: usize,
@@ -141,6 +181,18 @@ struct Found {
     cost: f64,
     victims: Vec<usize>,
     replicas: Vec<NodeId>,
+    /// Whether the claimant's side ends within its guarantee for every victim of
+    /// another queue (then reclaim rules allowed them).
+    claimant_within: bool,
+}
+
+/// One attempt of a search: the claimant, the candidates this attempt may take, and
+/// what the resources the tree governs that the claimant needs are.
+struct Search<'a> {
+    claimant: JobId,
+    attempt: Attempt,
+    candidates: &'a [Candidate],
+    needed: &'a [Res],
 }
 
 impl Scheduler {
@@ -158,51 +210,84 @@ impl Scheduler {
     }
 
     fn search(&mut self, claimant: JobId, record: Option<&mut Vec<(JobId, Verdict)>>) -> Option<Eviction> {
-        if self.policy.program.victims.is_empty() {
+        let program = &self.policy.program;
+        if !program.victims.iter().any(|r| r.kind != VictimKind::Protect) {
             return None;
         }
-        let Candidates { list: candidates, frees } = self.candidates(claimant, record);
-        let found = if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
-            None
-        } else if self.jobs[claimant].replicas == 1 {
-            self.search_nodes(claimant, &candidates, frees)
-        } else {
-            self.search_all(claimant, &candidates)
-        };
-        found.map(|f| Eviction {
-            victims: f
-                .victims
-                .iter()
-                .map(|&i| {
-                    let c = &candidates[i];
-                    Victim { job: c.job, rule: RuleId::Victim(u16::try_from(c.rule).unwrap_or(u16::MAX)), cost: c.cost }
-                })
-                .collect(),
-            replicas: f.replicas,
-            cost: f.cost,
-        })
+        let has_borrow = program.victims.iter().any(|r| r.kind == VictimKind::Borrow);
+        let needed = self.needed(claimant);
+        let all = self.candidates(claimant, &needed, record);
+        for attempt in [Attempt::Reclaim, Attempt::Borrow] {
+            if attempt == Attempt::Borrow && !has_borrow {
+                break;
+            }
+            let (candidates, frees) = all.for_attempt(attempt);
+            if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
+                continue;
+            }
+            let search = Search { claimant, attempt, candidates: &candidates, needed: &needed };
+            let found = if self.jobs[claimant].replicas == 1 {
+                self.search_nodes(&search, frees)
+            } else {
+                self.search_all(&search)
+            };
+            if let Some(f) = found {
+                let victims = f
+                    .victims
+                    .iter()
+                    .map(|&i| {
+                        let c = &candidates[i];
+                        let by_reclaim = attempt == Attempt::Reclaim || f.claimant_within;
+                        let rule = c.preempt.or(if by_reclaim { c.reclaim } else { c.borrow }).unwrap_or(usize::MAX);
+                        Victim {
+                            job: c.job,
+                            rule: RuleId::Victim(u16::try_from(rule).unwrap_or(u16::MAX)),
+                            cost: c.cost,
+                        }
+                    })
+                    .collect();
+                return Some(Eviction { victims, replicas: f.replicas, cost: f.cost });
+            }
+        }
+        None
     }
 
-    /// The running jobs that may be evicted for `claimant`, cheapest first; `record`, if
-    /// given, receives the verdict on every running job.
-    fn candidates(&self, claimant: JobId, mut record: Option<&mut Vec<(JobId, Verdict)>>) -> Candidates {
+    /// What the claimant needs (at its minimum count) that the quota tree governs.
+    fn needed(&self, claimant: JobId) -> Vec<Res> {
+        let c = &self.jobs[claimant];
+        quota::replicas_demand(c, c.min_replicas, None)
+            .iter()
+            .filter(|&(r, a)| *a > 0 && self.quotas.is_constrained(*r))
+            .map(|(r, _)| *r)
+            .collect()
+    }
+
+    /// The running jobs some rule allows evicting for `claimant`; `record`, if given,
+    /// receives the verdict on every running job.
+    fn candidates(
+        &self,
+        claimant: JobId,
+        needed: &[Res],
+        mut record: Option<&mut Vec<(JobId, Verdict)>>,
+    ) -> Candidates {
         let c = &self.jobs[claimant];
         let program = &self.policy.program;
         let engine = self.policy.engine();
         let quotas = &self.quotas;
-        let demand = quota::replicas_demand(c, c.min_replicas, None);
-        // What the claimant needs that the quota tree governs.
-        let needed: Vec<Res> =
-            demand.iter().filter(|&(r, a)| *a > 0 && quotas.is_constrained(*r)).map(|(r, _)| *r).collect();
         let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
-        let (has_preempt, has_reclaim) = (has_kind(VictimKind::Preempt), has_kind(VictimKind::Reclaim));
+        let has_preempt = has_kind(VictimKind::Preempt);
+        let has_cross = has_kind(VictimKind::Reclaim) || has_kind(VictimKind::Borrow);
         // Where each leaf's jobs stand (jobs run only in leaves). When no leaf's jobs
         // could be victims at all, nothing more is needed — unless the search is being
         // recorded job by job.
         let standings: Vec<Option<Standing>> = (0..quotas.queues.len())
-            .map(|q| quotas.queues[q].children.is_empty().then(|| self.standing(claimant, q, &needed, &demand)))
+            .map(|q| quotas.queues[q].children.is_empty().then(|| self.standing(claimant, q, needed)))
             .collect();
-        let evictable = |s: &Standing| matches!(s, Standing::Open { preempt, reclaim, .. } if *preempt && has_preempt || *reclaim && has_reclaim);
+        let evictable = |s: &Standing| match s {
+            Standing::Own | Standing::Anywhere => has_preempt,
+            Standing::Other(_) => has_cross,
+            Standing::WithinGuarantee(_) => false,
+        };
         if record.is_none() && !standings.iter().flatten().any(evictable) {
             return Candidates::default();
         }
@@ -211,7 +296,8 @@ impl Scheduler {
             r.when.node.reads(Record::Queue, "share_after")
                 || r.cost.as_ref().is_some_and(|b| b.node.reads(Record::Queue, "share_after"))
         });
-        // A reclaim rule has no cost of its own: it takes the first preempt rule's.
+        // Reclaim and borrow rules have no cost of their own: they take the first preempt
+        // rule's.
         let cost_rule = program.victims.iter().position(|r| r.kind == VictimKind::Preempt && r.cost.is_some());
         let claimant_rec = self.job_rec(claimant);
         // Sized for every running job up front: growing them would copy and fault pages.
@@ -228,25 +314,20 @@ impl Scheduler {
             };
             let standing = match &standings[vj.queue] {
                 Some(s) => s.clone(),
-                None => self.standing(claimant, vj.queue, &needed, &demand),
+                None => self.standing(claimant, vj.queue, needed),
             };
-            let (preempt, reclaim, guard) = match standing {
-                Standing::Open { preempt, reclaim, guard } => (preempt, reclaim, guard),
+            let (place, sides) = match standing {
+                Standing::Own => (Place::Own, None),
+                Standing::Anywhere => (Place::Anywhere, None),
+                Standing::Other(sides) => (Place::Other, Some(sides)),
                 Standing::WithinGuarantee(queue) => {
                     note(Verdict::WithinGuarantee { queue });
                     continue;
                 }
-                Standing::ClaimantOver(queue) => {
-                    note(Verdict::ClaimantOver { queue });
-                    continue;
-                }
             };
-            if let Some(&(queue, res, _)) = guard.iter().find(|g| !self.guard_holds(v, std::slice::from_ref(g))) {
-                note(Verdict::BelowGuarantee { queue, res });
-                continue;
-            }
-            if !(preempt && has_preempt || reclaim && has_reclaim) {
-                note(Verdict::NoRule { reclaim });
+            // A job of another queue frees something needed only if it holds some.
+            if sides.is_some() && !needed.iter().any(|r| vj.charged.get(r).is_some_and(|&a| a > 0)) {
+                note(Verdict::WithinGuarantee { queue: vj.queue });
                 continue;
             }
             // `share_after` of the victim's queues counts it evicted.
@@ -265,102 +346,140 @@ impl Scheduler {
             };
             let ctx = self.ctx(&view);
             let vrec = self.job_rec(v);
-            let mut allowed: Option<(usize, f64)> = None;
-            for (i, rule) in program.victims.iter().enumerate() {
-                let applies = match rule.kind {
-                    VictimKind::Preempt => preempt,
-                    VictimKind::Reclaim => reclaim,
-                };
-                if !applies {
-                    continue;
-                }
-                let (ok, own_cost) = engine.victim(&ctx, i, &claimant_rec, &vrec);
-                if ok {
-                    let cost = match rule.kind {
-                        VictimKind::Preempt => own_cost,
-                        VictimKind::Reclaim => {
-                            cost_rule.map_or(0.0, |k| engine.victim(&ctx, k, &claimant_rec, &vrec).1)
-                        }
-                    };
-                    // A NaN cost is the highest.
-                    let cost = if cost.is_nan() { f64::INFINITY } else { cost };
-                    allowed = Some((i, cost));
-                    break;
-                }
-            }
+            let holds = |i: usize| engine.victim(&ctx, i, &claimant_rec, &vrec);
+            let first = |kind: VictimKind| {
+                program
+                    .victims
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.kind == kind)
+                    .find(|&(i, _)| holds(i).0)
+                    .map(|(i, _)| i)
+            };
+            let protect = first(VictimKind::Protect);
+            let (preempt, reclaim, borrow) = match (protect, place) {
+                (Some(_), _) => (None, None, None),
+                (None, Place::Own | Place::Anywhere) => (first(VictimKind::Preempt), None, None),
+                (None, Place::Other) => (None, first(VictimKind::Reclaim), first(VictimKind::Borrow)),
+            };
+            let cost = match preempt {
+                Some(i) => holds(i).1,
+                None if reclaim.is_some() || borrow.is_some() => cost_rule.map_or(0.0, |k| holds(k).1),
+                None => 0.0,
+            };
             for (q, old) in saved {
                 view.queues[q].share_after = old;
             }
-            match allowed {
-                Some((rule, cost)) => {
-                    let id = RuleId::Victim(u16::try_from(rule).unwrap_or(u16::MAX));
-                    note(Verdict::Candidate { rule: id, reclaim, cost });
-                    let vj = &self.jobs[v];
-                    // Share of cards a replica frees (a MIG instance counts as none: the
-                    // bound does not count MIG capacity).
-                    let gpu = match vj.request {
-                        Request::Whole(_) | Request::Fraction(_) => vj.request.milli(),
-                        Request::Mig(_) | Request::None => 0,
-                    };
-                    for s in &vj.slots {
-                        let f = Frees { node: s.node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu };
-                        match frees.last_mut() {
-                            Some(last) if last.node == f.node && last.candidate == f.candidate => {
-                                last.cpu += f.cpu;
-                                last.mem += f.mem;
-                                last.gpu += f.gpu;
-                            }
-                            _ => frees.push(f),
-                        }
-                    }
-                    out.push(Candidate { job: v, rule, cost, priority: vj.priority, started_ms: vj.started_ms, guard });
-                }
-                None => note(Verdict::NoRule { reclaim }),
+            let id = |i: usize| RuleId::Victim(u16::try_from(i).unwrap_or(u16::MAX));
+            if let Some(rule) = protect {
+                note(Verdict::Protected { rule: id(rule) });
+                continue;
             }
+            let rules: Vec<RuleId> = [preempt, reclaim, borrow].into_iter().flatten().map(id).collect();
+            if rules.is_empty() {
+                note(Verdict::NoRule { place });
+                continue;
+            }
+            // A NaN cost is the highest.
+            let cost = if cost.is_nan() { f64::INFINITY } else { cost };
+            note(Verdict::Candidate { place, rules, cost });
+            // Share of cards a replica frees (a MIG instance counts as none: the bound does
+            // not count MIG capacity).
+            let gpu = match vj.request {
+                Request::Whole(_) | Request::Fraction(_) => vj.request.milli(),
+                Request::Mig(_) | Request::None => 0,
+            };
+            for s in &vj.slots {
+                let f = Frees { node: s.node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu };
+                match frees.last_mut() {
+                    Some(last) if last.node == f.node && last.candidate == f.candidate => {
+                        last.cpu += f.cpu;
+                        last.mem += f.mem;
+                        last.gpu += f.gpu;
+                    }
+                    _ => frees.push(f),
+                }
+            }
+            out.push(Candidate {
+                job: v,
+                cost,
+                priority: vj.priority,
+                started_ms: vj.started_ms,
+                preempt,
+                reclaim,
+                borrow,
+                sides,
+            });
         }
         Candidates { list: out, frees }
     }
 
     /// Where the jobs of queue `vq` stand as victims for `claimant`, which needs `needed`
-    /// (the resources the tree governs) of `demand`.
-    fn standing(&self, claimant: JobId, vq: QueueId, needed: &[Res], demand: &quota::Amounts) -> Standing {
+    /// (the resources the tree governs).
+    fn standing(&self, claimant: JobId, vq: QueueId, needed: &[Res]) -> Standing {
         let quotas = &self.quotas;
         let cq = self.jobs[claimant].queue;
-        if vq == cq || needed.is_empty() {
-            return Standing::Open { preempt: true, reclaim: false, guard: Rc::from([]) };
+        if vq == cq {
+            return Standing::Own;
+        }
+        if needed.is_empty() {
+            return Standing::Anywhere;
         }
         let top = quotas.common_ancestor(cq, vq);
-        let victim_side = quotas.path_below(vq, top);
-        let Some(&side) = victim_side.last() else {
+        let victim = quotas.path_below(vq, top);
+        if let Some(&q) = victim.iter().find(|&&q| !self.borrows(q, needed)) {
+            return Standing::WithinGuarantee(q);
+        }
+        if victim.is_empty() {
             return Standing::WithinGuarantee(vq);
-        };
-        let q = &quotas.queues[side];
-        if !needed.iter().any(|&r| q.get(&q.alloc, r) > q.get(&q.guarantee, r)) {
-            return Standing::WithinGuarantee(side);
         }
-        let over = quotas.path_below(cq, top).into_iter().find(|&p| {
-            let q = &quotas.queues[p];
-            needed.iter().any(|&r| q.get(&q.alloc, r) + demand.get(&r).copied().unwrap_or(0) > q.get(&q.guarantee, r))
-        });
-        if let Some(p) = over {
-            return Standing::ClaimantOver(p);
-        }
-        let guard: Vec<(QueueId, Res, i64)> = victim_side
-            .iter()
-            .flat_map(|&p| {
-                let q = &quotas.queues[p];
-                q.alloc
-                    .iter()
-                    .filter(|&(r, a)| quotas.is_constrained(*r) && *a > q.get(&q.guarantee, *r))
-                    .map(move |(r, _)| (p, *r, q.get(&q.guarantee, *r)))
-            })
-            .collect();
-        Standing::Open { preempt: true, reclaim: true, guard: guard.into() }
+        Standing::Other(Rc::new(Sides { victim, claimant: quotas.path_below(cq, top) }))
     }
 
-    /// Whether the quota would admit the claimant were every candidate gone (guards
-    /// aside): if not, no set of them lets it start anywhere, and nothing need be tried.
-    /// Quota only ever admits more as usage falls, so this is a necessary condition.
+    /// Whether queue `q` holds more than its guarantee of one of `needed`.
+    fn borrows(&self, q: QueueId, needed: &[Res]) -> bool {
+        let queue = &self.quotas.queues[q];
+        needed.iter().any(|&r| queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r))
+    }
+
+    /// Whether the claimant's side of `sides`, with `replicas` of the claimant admitted,
+    /// holds no more than its guarantee of anything needed.
+    fn claimant_within(&self, search: &Search, sides: &Sides, replicas: usize) -> bool {
+        let demand = quota::replicas_demand(&self.jobs[search.claimant], replicas as u32, None);
+        sides.claimant.iter().all(|&q| {
+            let queue = &self.quotas.queues[q];
+            search.needed.iter().all(|&r| {
+                queue.get(&queue.alloc, r) + demand.get(&r).copied().unwrap_or(0) <= queue.get(&queue.guarantee, r)
+            })
+        })
+    }
+
+    /// Whether the claimant may start with `lifted` gone, as far as where it ends in the
+    /// tree goes: a reclaim leaves its side within its guarantee of what it needs; a
+    /// victim of another queue taken while it borrows needs a `borrow` rule, one taken
+    /// while it does not a `reclaim` rule.
+    fn ends_well(&self, search: &Search, lifted: &[usize], replicas: usize) -> bool {
+        lifted.iter().all(|&i| {
+            let c = &search.candidates[i];
+            let Some(sides) = &c.sides else { return true };
+            match search.attempt {
+                Attempt::Reclaim => self.claimant_within(search, sides, replicas),
+                Attempt::Borrow => c.reclaim.is_some() || !self.claimant_within(search, sides, replicas),
+            }
+        })
+    }
+
+    /// Where the claimant starts with `lifted` gone (on one of `among`, if given), if the
+    /// quota admits it, it fits, and it ends where the attempt allows.
+    fn starts(&self, search: &Search, lifted: &[usize], among: Option<&[NodeId]>) -> Option<Vec<NodeId>> {
+        self.quota_replicas(search.claimant).ok()?;
+        let replicas = self.place(search.claimant, among).ok()?;
+        self.ends_well(search, lifted, replicas.len()).then_some(replicas)
+    }
+
+    /// Whether the quota would admit the claimant were every candidate gone: if not, no
+    /// set of them lets it start anywhere, and nothing need be tried. Quota only ever
+    /// admits more as usage falls, so this is a necessary condition.
     fn quota_could_admit(&mut self, claimant: JobId, candidates: &[Candidate]) -> bool {
         if self.quota_replicas(claimant).is_ok() {
             return true;
@@ -379,19 +498,17 @@ impl Scheduler {
         admits
     }
 
-    /// Whether evicting `v` now keeps every queue in `guard` at or above its guarantee.
-    fn guard_holds(&self, v: JobId, guard: &[(QueueId, Res, i64)]) -> bool {
-        let charged = &self.jobs[v].charged;
-        guard.iter().all(|&(q, r, g)| {
-            let queue = &self.quotas.queues[q];
-            queue.get(&queue.alloc, r) - charged.get(&r).copied().unwrap_or(0) >= g
-        })
-    }
-
-    /// Evicts candidate `i` on trial if its guard allows; records it in `lifted`.
-    fn try_lift(&mut self, candidates: &[Candidate], i: usize, lifted: &mut Vec<usize>) -> bool {
-        let c = &candidates[i];
-        if lifted.contains(&i) || !self.guard_holds(c.job, &c.guard) {
+    /// Evicts candidate `i` on trial if it may still be taken: a job of another queue
+    /// only while every queue of its side borrows something needed. Records it in
+    /// `lifted`.
+    fn try_lift(&mut self, search: &Search, i: usize, lifted: &mut Vec<usize>) -> bool {
+        let c = &search.candidates[i];
+        if lifted.contains(&i) {
+            return false;
+        }
+        if let Some(sides) = &c.sides
+            && !sides.victim.iter().all(|&q| self.borrows(q, search.needed))
+        {
             return false;
         }
         self.lift(c.job);
@@ -399,19 +516,21 @@ impl Scheduler {
         true
     }
 
-    /// The reverse pass: gives back, most expensive first, every victim the claimant can
+    /// The reverse pass: gives back, last taken first, every victim the claimant can
     /// start without; then undoes the trial. Returns the set that is needed.
     fn reverse_pass(
         &mut self,
-        candidates: &[Candidate],
+        search: &Search,
         mut lifted: Vec<usize>,
         mut replicas: Vec<NodeId>,
-        place: &dyn Fn(&Scheduler) -> Option<Vec<NodeId>>,
+        among: Option<&[NodeId]>,
     ) -> Found {
-        let mut needed = Vec::new();
+        let candidates = search.candidates;
+        let mut needed: Vec<usize> = Vec::new();
         while let Some(i) = lifted.pop() {
             self.restore(candidates[i].job);
-            match place(self) {
+            let still: Vec<usize> = lifted.iter().chain(&needed).copied().collect();
+            match self.starts(search, &still, among) {
                 Some(r) => replicas = r,
                 None => {
                     self.lift(candidates[i].job);
@@ -419,12 +538,16 @@ impl Scheduler {
                 }
             }
         }
+        let claimant_within = needed
+            .iter()
+            .filter_map(|&i| candidates[i].sides.as_deref())
+            .all(|sides| self.claimant_within(search, sides, replicas.len()));
         for &i in &needed {
             self.restore(candidates[i].job);
         }
         needed.reverse();
         let cost = needed.iter().map(|&i| candidates[i].cost).sum();
-        Found { cost, victims: needed, replicas }
+        Found { cost, victims: needed, replicas, claimant_within }
     }
 
     fn undo(&mut self, candidates: &[Candidate], lifted: &[usize]) {
@@ -434,7 +557,8 @@ impl Scheduler {
     }
 
     /// A single-node claimant: each node searched on its own, cheapest lower bound first.
-    fn search_nodes(&mut self, claimant: JobId, candidates: &[Candidate], mut frees: Vec<Frees>) -> Option<Found> {
+    fn search_nodes(&mut self, search: &Search, mut frees: Vec<Frees>) -> Option<Found> {
+        let (claimant, candidates) = (search.claimant, search.candidates);
         // Each node's candidates in greedy order.
         frees.sort_unstable_by_key(|f| f.node);
         for run in frees.chunk_by_mut(|a, b| a.node == b.node) {
@@ -458,7 +582,7 @@ impl Scheduler {
         // victims of their own are worth a look.
         let fits_untouched_works = self.quota_replicas(claimant).is_ok() || {
             let mut lifted = Vec::new();
-            let works = self.lift_for_quota(claimant, candidates, &mut global, &mut lifted);
+            let works = self.lift_for_quota(search, &mut global, &mut lifted);
             self.undo(candidates, &lifted);
             global.quota_fails_untouched = !works;
             works
@@ -488,7 +612,7 @@ impl Scheduler {
             let local: Vec<usize> = by_node
                 .binary_search_by_key(&n, |(node, _)| *node)
                 .map_or_else(|_| Vec::new(), |k| by_node[k].1.iter().map(|f| f.candidate).collect());
-            if let Some(found) = self.search_node(claimant, n, &local, candidates, &mut global) {
+            if let Some(found) = self.search_node(search, n, &local, &mut global) {
                 let better = best.as_ref().is_none_or(|(b, bn)| {
                     found.cost.total_cmp(&b.cost).then(found.victims.len().cmp(&b.victims.len())).then(n.cmp(bn))
                         == Ordering::Less
@@ -532,16 +656,9 @@ impl Scheduler {
 
     /// Victims that let the claimant start on node `n`: the node's own victims until it
     /// fits there, then victims anywhere until the quota admits it, then more of the
-    /// node's own until the filters pass; then the reverse pass.
-    fn search_node(
-        &mut self,
-        claimant: JobId,
-        n: NodeId,
-        local: &[usize],
-        candidates: &[Candidate],
-        global: &mut Global,
-    ) -> Option<Found> {
-        let place = |s: &Scheduler| s.place(claimant, Some(&[n])).ok();
+    /// node's own until it starts; then the reverse pass.
+    fn search_node(&mut self, search: &Search, n: NodeId, local: &[usize], global: &mut Global) -> Option<Found> {
+        let (claimant, candidates) = (search.claimant, search.candidates);
         let mut lifted: Vec<usize> = Vec::new();
         let mut next_local = local.iter().copied();
         let fits_here = |s: &Scheduler| fit::fits(&s.cluster.nodes[n], &s.jobs[claimant]);
@@ -550,7 +667,7 @@ impl Scheduler {
                 self.undo(candidates, &lifted);
                 return None;
             };
-            self.try_lift(candidates, i, &mut lifted);
+            self.try_lift(search, i, &mut lifted);
         }
         if self.quota_replicas(claimant).is_err() {
             // From the untouched state, this pass is the same on every node; once it has
@@ -559,17 +676,15 @@ impl Scheduler {
             if lifted.is_empty() && global.quota_fails_untouched {
                 return None;
             }
-            self.lift_for_quota(claimant, candidates, global, &mut lifted);
+            self.lift_for_quota(search, global, &mut lifted);
         }
         let replicas = loop {
-            if self.quota_replicas(claimant).is_ok()
-                && let Some(r) = place(self)
-            {
+            if let Some(r) = self.starts(search, &lifted, Some(&[n])) {
                 break r;
             }
             match next_local.next() {
                 Some(i) => {
-                    self.try_lift(candidates, i, &mut lifted);
+                    self.try_lift(search, i, &mut lifted);
                 }
                 None => {
                     self.undo(candidates, &lifted);
@@ -577,42 +692,36 @@ impl Scheduler {
                 }
             }
         };
-        Some(self.reverse_pass(candidates, lifted, replicas, &place))
+        Some(self.reverse_pass(search, lifted, replicas, Some(&[n])))
     }
 
-    /// Lifts candidates in greedy order (as their guards allow) until the quota admits
-    /// the claimant; whether it does.
-    fn lift_for_quota(
-        &mut self,
-        claimant: JobId,
-        candidates: &[Candidate],
-        global: &mut Global,
-        lifted: &mut Vec<usize>,
-    ) -> bool {
-        for &i in global.order.get_or_insert_with(|| greedy_order(candidates)).iter() {
-            if self.try_lift(candidates, i, lifted) && self.quota_replicas(claimant).is_ok() {
+    /// Lifts candidates in greedy order (as they may still be taken) until the quota
+    /// admits the claimant; whether it does.
+    fn lift_for_quota(&mut self, search: &Search, global: &mut Global, lifted: &mut Vec<usize>) -> bool {
+        for &i in global.order.get_or_insert_with(|| greedy_order(search.candidates)).iter() {
+            if self.try_lift(search, i, lifted) && self.quota_replicas(search.claimant).is_ok() {
                 return true;
             }
         }
-        self.quota_replicas(claimant).is_ok()
+        self.quota_replicas(search.claimant).is_ok()
     }
 
-    /// A gang claimant: victims anywhere, cheapest first, until the gang can be placed.
-    fn search_all(&mut self, claimant: JobId, candidates: &[Candidate]) -> Option<Found> {
-        let place = |s: &Scheduler| s.place(claimant, None).ok();
+    /// A gang claimant: victims anywhere, cheapest first, until the gang can start.
+    fn search_all(&mut self, search: &Search) -> Option<Found> {
+        let claimant = search.claimant;
         let mut lifted: Vec<usize> = Vec::new();
-        for i in greedy_order(candidates) {
-            if !self.try_lift(candidates, i, &mut lifted)
+        for i in greedy_order(search.candidates) {
+            if !self.try_lift(search, i, &mut lifted)
                 || self.quota_replicas(claimant).is_err()
                 || !self.room_for(claimant)
             {
                 continue;
             }
-            if let Some(replicas) = place(self) {
-                return Some(self.reverse_pass(candidates, lifted, replicas, &place));
+            if let Some(replicas) = self.starts(search, &lifted, None) {
+                return Some(self.reverse_pass(search, lifted, replicas, None));
             }
         }
-        self.undo(candidates, &lifted);
+        self.undo(search.candidates, &lifted);
         None
     }
 
@@ -628,5 +737,26 @@ impl Scheduler {
             .map(|n| u64::from(fit::capacity(n, j)))
             .sum();
         room >= u64::from(j.min_replicas)
+    }
+}
+
+impl Candidates {
+    /// The candidates an attempt may take, and what each frees, re-indexed.
+    fn for_attempt(&self, attempt: Attempt) -> (Vec<Candidate>, Vec<Frees>) {
+        let mut index = vec![usize::MAX; self.list.len()];
+        let mut list = Vec::with_capacity(self.list.len());
+        for (i, c) in self.list.iter().enumerate() {
+            if c.rule(attempt).is_some() {
+                index[i] = list.len();
+                list.push(c.clone());
+            }
+        }
+        let frees = self
+            .frees
+            .iter()
+            .filter(|f| index[f.candidate] != usize::MAX)
+            .map(|f| Frees { candidate: index[f.candidate], ..f.clone() })
+            .collect();
+        (list, frees)
     }
 }

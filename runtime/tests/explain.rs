@@ -34,7 +34,7 @@ fn a_victim_search_shows_every_verdict_and_the_choice() {
     let claimant = s.submit(gpol_runtime::JobSpec { priority_class: Some("high".into()), ..cards("c", 4) }).unwrap();
     // Ask before the cycle: the search is shown, nothing changes.
     let why = explain(&s, claimant);
-    assert!(why.contains("    a: preempt candidate, allowed by `by_priority`, cost 0"), "{why}");
+    assert!(why.contains("    a: candidate in its own queue, allowed by `preempt by_priority`, cost 0"), "{why}");
     assert!(why.contains("    b: no preempt rule allows evicting it"), "{why}");
     assert!(why.contains("    chosen: evict a (total cost 0), then start on n1"), "{why}");
     s.cycle();

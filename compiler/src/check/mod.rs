@@ -183,6 +183,7 @@ impl Checker<'_> {
             rules: Vec::new(),
             queue_order: Vec::new(),
             job_order: Vec::new(),
+            victim_order: Vec::new(),
             gang: Vec::new(),
             victims: Vec::new(),
             tests: Vec::new(),
@@ -599,17 +600,18 @@ impl Checker<'_> {
                 }
                 Item::Victim(v) => {
                     let name = v.name.clone().unwrap_or_else(|| ast::Ident {
-                        name: match v.kind {
-                            ast::VictimKind::Preempt => "preempt".into(),
-                            ast::VictimKind::Reclaim => "reclaim".into(),
-                        },
-                        span: Span { end: v.span.start + 7, ..v.span },
+                        name: v.kind.keyword().into(),
+                        span: Span { end: v.span.start + v.kind.keyword().len() as u32, ..v.span },
                     });
                     if !claim(self, &name)
                         && v.name.is_none()
                         && let Some(d) = self.diags.last_mut()
                     {
-                        d.help = Some("give each preempt or reclaim rule a name: `preempt NAME { … }`".into());
+                        d.help = Some(format!(
+                            "give each {} rule a name: `{} NAME {{ … }}`",
+                            v.kind.keyword(),
+                            v.kind.keyword()
+                        ));
                     }
                     p.victims.push(self.check_victim(m, v, name.name));
                 }
@@ -627,8 +629,9 @@ impl Checker<'_> {
                     let slot = match o.target {
                         ast::OrderTarget::Queue => 0,
                         ast::OrderTarget::Job => 1,
+                        ast::OrderTarget::Victim => 2,
                     };
-                    let kw = if slot == 0 { "queue_order" } else { "job_order" };
+                    let kw = o.target.keyword();
                     if let Some(first) = orders[slot] {
                         self.err(
                             Diagnostic::new(Code::Duplicate, o.span, format!("`{kw}` declared twice"))
@@ -640,10 +643,10 @@ impl Checker<'_> {
                     }
                     orders[slot] = Some(o.span);
                     let keys = self.check_order(m, o);
-                    if slot == 0 {
-                        p.queue_order = keys;
-                    } else {
-                        p.job_order = keys;
+                    match o.target {
+                        ast::OrderTarget::Queue => p.queue_order = keys,
+                        ast::OrderTarget::Job => p.job_order = keys,
+                        ast::OrderTarget::Victim => p.victim_order = keys,
                     }
                 }
                 Item::Gang(g) => {
@@ -798,6 +801,7 @@ impl Checker<'_> {
         let context = match o.target {
             ast::OrderTarget::Queue => Context::QueueOrder,
             ast::OrderTarget::Job => Context::JobOrder,
+            ast::OrderTarget::Victim => Context::Victim,
         };
         let mut keys = Vec::new();
         for k in &o.keys {
@@ -898,14 +902,18 @@ impl Checker<'_> {
             }
             e
         });
-        if let (ast::VictimKind::Reclaim, Some(c)) = (v.kind, &v.cost) {
+        if let (ast::VictimKind::Reclaim | ast::VictimKind::Borrow | ast::VictimKind::Protect, Some(c)) =
+            (v.kind, &v.cost)
+        {
+            let kw = v.kind.keyword();
             self.err(
-                Diagnostic::new(Code::BadSetting, c.span, "`reclaim` takes no cost")
-                    .label("reclaim victims are ranked by the preempt rules' cost")
+                Diagnostic::new(Code::BadSetting, c.span, format!("`{kw}` takes no cost"))
+                    .label(format!("{kw} victims are ranked by the preempt rules' cost"))
                     .help("move the cost to a `preempt` rule"),
             );
         }
-        hir::VictimRule { kind: v.kind, name, when, cost, span: v.span }
+        let reason = v.reason.as_ref().map(|r| r.value.clone());
+        hir::VictimRule { kind: v.kind, name, reason, when, cost, span: v.span }
     }
 
     fn check_settings(&mut self, m: usize, s: &ast::Settings) -> hir::Settings {

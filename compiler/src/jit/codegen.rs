@@ -28,6 +28,7 @@ pub const QUEUE_KEYS: &str = "gpol_queue_keys";
 pub const JOB_KEYS: &str = "gpol_job_keys";
 pub const GANG: &str = "gpol_gang_applies";
 pub const VICTIM: &str = "gpol_victim";
+pub const VICTIM_KEYS: &str = "gpol_victim_keys";
 
 /// The helpers generated code imports.
 pub const HELPERS: [&str; 3] = ["gpol_exp2", "gpol_log", "gpol_pow"];
@@ -41,6 +42,7 @@ pub struct Entries {
     pub job_keys: FuncId,
     pub gang: FuncId,
     pub victim: FuncId,
+    pub victim_keys: FuncId,
 }
 
 const PTR: Type = types::I64;
@@ -76,7 +78,7 @@ fn define<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Res
         s
     };
     let i32t = types::I32;
-    let specs: [(&str, Signature); 7] = [
+    let specs: [(&str, Signature); 8] = [
         (ADMIT, sig(module, &[PTR, PTR], Some(i32t))),
         (FILTER_SCORE, sig(module, &[PTR, PTR, PTR, PTR, PTR], None)),
         (CARD_SCORE, sig(module, &[PTR, PTR, PTR, PTR, PTR], Some(types::F64))),
@@ -84,6 +86,7 @@ fn define<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Res
         (JOB_KEYS, sig(module, &[PTR, PTR, PTR], None)),
         (GANG, sig(module, &[PTR, PTR, i32t], Some(types::I8))),
         (VICTIM, sig(module, &[PTR, i32t, PTR, PTR, PTR], Some(types::I8))),
+        (VICTIM_KEYS, sig(module, &[PTR, PTR, PTR, PTR], None)),
     ];
     let mut ids = Vec::new();
     for (name, s) in specs {
@@ -104,7 +107,8 @@ fn define<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Res
                 QUEUE_KEYS => g.queue_keys(&params),
                 JOB_KEYS => g.job_keys(&params),
                 GANG => g.gang(&params),
-                _ => g.victim(&params),
+                VICTIM => g.victim(&params),
+                _ => g.victim_keys(&params),
             }
             b.seal_all_blocks();
             b.finalize(module.isa().frontend_config());
@@ -121,6 +125,7 @@ fn define<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Res
         job_keys: ids[4],
         gang: ids[5],
         victim: ids[6],
+        victim_keys: ids[7],
     })
 }
 
@@ -369,6 +374,13 @@ impl<'a, 'b> Gen<'a, 'b> {
         self.roots.insert(Root::Job, params[1]);
         let keys = self.p.job_order.clone();
         self.keys(&keys, params[2]);
+    }
+
+    fn victim_keys(&mut self, params: &[Value]) {
+        self.roots.insert(Root::Claimant, params[1]);
+        self.roots.insert(Root::Victim, params[2]);
+        let keys = self.p.victim_order.clone();
+        self.keys(&keys, params[3]);
     }
 
     fn gang(&mut self, params: &[Value]) {

@@ -27,6 +27,7 @@ type QueueKeysFn = unsafe extern "C" fn(*const CtxRepr, u32, *mut f64);
 type JobKeysFn = unsafe extern "C" fn(*const CtxRepr, *const JobRec<'_>, *mut f64);
 type GangFn = unsafe extern "C" fn(*const CtxRepr, *const JobRec<'_>, u32) -> u8;
 type VictimFn = unsafe extern "C" fn(*const CtxRepr, u32, *const JobRec<'_>, *const JobRec<'_>, *mut f64) -> u8;
+type VictimKeysFn = unsafe extern "C" fn(*const CtxRepr, *const JobRec<'_>, *const JobRec<'_>, *mut f64);
 
 /// The JIT module of one compiled policy, freed when the engine is dropped.
 struct Code(Option<JITModule>);
@@ -63,6 +64,7 @@ pub struct JitEngine {
     job_keys: JobKeysFn,
     gang: GangFn,
     victim: VictimFn,
+    victim_keys: VictimKeysFn,
     _code: Code,
 }
 
@@ -92,7 +94,7 @@ pub fn compile(program: Arc<Program>) -> Result<JitEngine, String> {
     // SAFETY: each pointer is the finalized code of the function `define_all` declared
     // with exactly the matching signature (see the signatures in `codegen::define_all`);
     // the code stays valid while `_code` holds the module.
-    let (admit, filter_score, card_score, queue_keys, job_keys, gang, victim) = unsafe {
+    let (admit, filter_score, card_score, queue_keys, job_keys, gang, victim, victim_keys) = unsafe {
         (
             std::mem::transmute::<*const u8, AdmitFn>(ptr(entries.admit)),
             std::mem::transmute::<*const u8, FilterScoreFn>(ptr(entries.filter_score)),
@@ -101,6 +103,7 @@ pub fn compile(program: Arc<Program>) -> Result<JitEngine, String> {
             std::mem::transmute::<*const u8, JobKeysFn>(ptr(entries.job_keys)),
             std::mem::transmute::<*const u8, GangFn>(ptr(entries.gang)),
             std::mem::transmute::<*const u8, VictimFn>(ptr(entries.victim)),
+            std::mem::transmute::<*const u8, VictimKeysFn>(ptr(entries.victim_keys)),
         )
     };
     let n_attrs = program.attrs.first().map_or(0, Vec::len);
@@ -118,6 +121,7 @@ pub fn compile(program: Arc<Program>) -> Result<JitEngine, String> {
         job_keys,
         gang,
         victim,
+        victim_keys,
         _code: Code(Some(module)),
     })
 }
@@ -163,6 +167,10 @@ pub fn culprit(program: &Program) -> Option<RuleId> {
         })
         .or_else(|| first(program.gang.len(), &|p, i| p.gang = vec![program.gang[i].clone()], RuleId::Gang))
         .or_else(|| first(program.victims.len(), &|p, i| p.victims = vec![program.victims[i].clone()], RuleId::Victim))
+        .or_else(|| {
+            let set = |p: &mut Program, i: usize| p.victim_order = vec![program.victim_order[i].clone()];
+            first(program.victim_order.len(), &set, RuleId::VictimOrder)
+        })
 }
 
 impl JitEngine {
@@ -232,5 +240,15 @@ impl Engine for JitEngine {
         // SAFETY: see the comment on this impl; `cost` is one f64.
         let ok = unsafe { (self.victim)(&c, rule, claimant, victim, &mut cost) };
         (ok != 0, cost)
+    }
+
+    fn victim_keys(&self, ctx: &Ctx<'_>, claimant: &JobRec<'_>, victim: &JobRec<'_>, out: &mut [f64]) {
+        let c = self.repr(ctx);
+        let mut keys = vec![0.0; self.program.victim_order.len()];
+        // SAFETY: see the comment on this impl; `keys` has one slot per key.
+        unsafe { (self.victim_keys)(&c, claimant, victim, keys.as_mut_ptr()) };
+        for (o, k) in out.iter_mut().zip(keys) {
+            *o = k;
+        }
     }
 }

@@ -312,8 +312,12 @@ impl Builder {
                 let body = body.ok_or_else(|| errors::internal(self.file))?;
                 Item::Rule(Rule_ { kind, name, reason, tier, weight, body, span })
             }
-            Rule::queue_order | Rule::job_order => {
-                let target = if rule == Rule::queue_order { OrderTarget::Queue } else { OrderTarget::Job };
+            Rule::queue_order | Rule::job_order | Rule::victim_order => {
+                let target = match rule {
+                    Rule::queue_order => OrderTarget::Queue,
+                    Rule::job_order => OrderTarget::Job,
+                    _ => OrderTarget::Victim,
+                };
                 let keys = it
                     .map(|k| {
                         let span = self.span(&k);
@@ -349,18 +353,25 @@ impl Builder {
                     .collect::<R<Vec<_>>>()?;
                 Item::Gang(Gang { clauses, span })
             }
-            Rule::preempt_rule | Rule::reclaim_rule => {
-                let kind = if rule == Rule::preempt_rule { VictimKind::Preempt } else { VictimKind::Reclaim };
-                let (mut name, mut when, mut cost) = (None, None, None);
+            Rule::preempt_rule | Rule::reclaim_rule | Rule::borrow_rule | Rule::protect_rule => {
+                let kind = match rule {
+                    Rule::preempt_rule => VictimKind::Preempt,
+                    Rule::reclaim_rule => VictimKind::Reclaim,
+                    Rule::borrow_rule => VictimKind::Borrow,
+                    _ => VictimKind::Protect,
+                };
+                let (mut name, mut reason, mut when, mut cost) = (None, None, None, None);
                 for p in it {
                     match p.as_rule() {
+                        Rule::kw_borrow | Rule::kw_protect => {}
                         Rule::ident => name = Some(self.ident(p)),
+                        Rule::reason => reason = Some(self.string(next(self.file, &mut p.into_inner())?)?),
                         Rule::when_clause => when = Some(self.expr(next(self.file, &mut p.into_inner())?)?),
                         _ => cost = Some(self.expr(next(self.file, &mut p.into_inner())?)?),
                     }
                 }
                 let when = when.ok_or_else(|| errors::internal(self.file))?;
-                Item::Victim(VictimRule { kind, name, when, cost, span })
+                Item::Victim(VictimRule { kind, name, reason, when, cost, span })
             }
             Rule::test_block => {
                 let name = self.string(next(self.file, &mut it)?)?;

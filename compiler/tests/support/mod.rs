@@ -284,6 +284,13 @@ pub fn check_engines(p: &Program, interp: &dyn Engine, jit: &dyn Engine, inputs:
                 let (ob, cb) = jit.victim(&ctx, r, job, victim);
                 prop_assert!(oa == ob && same(ca, cb), "victim rule {r}: interp {oa} {ca} jit {ob} {cb}");
             }
+            let mut ka = vec![0.0; p.victim_order.len()];
+            let mut kb = vec![0.0; p.victim_order.len()];
+            interp.victim_keys(&ctx, job, victim, &mut ka);
+            jit.victim_keys(&ctx, job, victim, &mut kb);
+            for (i, (x, y)) in ka.iter().zip(&kb).enumerate() {
+                prop_assert!(same(*x, *y), "victim key {i}: interp {x} jit {y}");
+            }
         }
     }
     for q in 0..=inputs.queues.len() as u32 {
