@@ -266,7 +266,7 @@ fn item() -> impl Strategy<Value = Item> {
                 Item::Rule(Rule { kind, name, reason, tier, weight, body, span: sp() })
             }),
         (
-            prop::sample::select(vec![OrderTarget::Queue, OrderTarget::Job]),
+            prop::sample::select(vec![OrderTarget::Queue, OrderTarget::Job, OrderTarget::Victim]),
             prop::collection::vec(
                 (expr(), prop::option::of(prop::sample::select(vec![Direction::Asc, Direction::Desc]))),
                 1..3

@@ -63,7 +63,15 @@ fn agree(jit: &CompiledPolicy, interp: &CompiledPolicy, seed: u64, text: &str) {
             .iter()
             .map(|r| (r.feasible, r.rejected_by, r.tiers.map(f64::to_bits), r.score.to_bits(), r.faults))
             .collect();
-        (admit, results, keys.iter().map(|k| k.to_bits()).collect::<Vec<_>>(), cards)
+        // The job as both claimant and victim: every victim rule and victim_order key.
+        let victims: Vec<(bool, u64)> = (0..p.program.victims.len())
+            .map(|r| p.engine().victim(&ctx, r, &job, &job))
+            .map(|(ok, cost)| (ok, cost.to_bits()))
+            .collect();
+        let mut victim_keys = vec![0.0; p.program.victim_order.len()];
+        p.engine().victim_keys(&ctx, &job, &job, &mut victim_keys);
+        let victim_keys: Vec<u64> = victim_keys.iter().map(|k| k.to_bits()).collect();
+        (admit, results, keys.iter().map(|k| k.to_bits()).collect::<Vec<_>>(), cards, victims, victim_keys)
     };
     assert_eq!(run(jit), run(interp), "the JIT and the interpreter disagree on:\n{text}");
 }

@@ -90,6 +90,17 @@ pub fn policy(u: &mut Unstructured<'_>) -> Result<String> {
         let dir = if u.arbitrary()? { "asc" } else { "desc" };
         out += &format!("\njob_order {{ {key} {dir} }}\n");
     }
+    if u.ratio(1, 3)? {
+        // Victim rules read two jobs: the generator's job expressions, renamed.
+        let mut scope = Scope { numbers: Vec::new(), card: None, records: true, fresh: 0 };
+        let when = boolean(u, &mut scope, Roots::Job, &fns, 3)?.replace("job.", "victim.");
+        let cost = job_number(u, 2)?.replace("job.", "claimant.");
+        out += &format!("\npreempt p {{ when {when} cost {cost} }}\n");
+        let key = job_number(u, 2)?.replace("job.", "victim.");
+        out += &format!("\nvictim_order {{ {key} desc }}\n");
+        let protect = boolean(u, &mut scope, Roots::Job, &fns, 2)?.replace("job.", "victim.");
+        out += &format!("\nprotect kept \"kept\" {{ when {protect} }}\n");
+    }
     Ok(out)
 }
 

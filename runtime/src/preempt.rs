@@ -23,7 +23,8 @@ use crate::model::NodeId;
 use crate::quota::{self, Res};
 use crate::records;
 use crate::scheduler::Scheduler;
-use gpol_compiler::ir::RuleId;
+use crate::scheduler::order::compare_keys;
+use gpol_compiler::ir::{Kind, OrderKey, RuleId};
 use gpol_compiler::schema::Record;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
@@ -100,6 +101,8 @@ struct Candidate {
     reclaim: Option<usize>,
     borrow: Option<usize>,
     sides: Option<Rc<Sides>>,
+    /// Its `victim_order` keys when the search began.
+    keys: Rc<[f64]>,
 }
 
 /// Where the jobs of one queue stand in a victim search: the same for all of them, so it
@@ -139,22 +142,36 @@ impl Candidate {
     }
 }
 
-/// The order victims are taken in: cheapest first, then lowest priority, then the most
-/// recently started, then the most recently submitted (as Kueue takes the most recently
-/// admitted first).
-fn greedy(a: &Candidate, b: &Candidate) -> Ordering {
-    a.cost
-        .total_cmp(&b.cost)
+/// The order victims are taken in: by the policy's `victim_order` keys, then cheapest
+/// first, then lowest priority, then the most recently started, then the most recently
+/// submitted (as Kueue takes the most recently admitted first).
+fn greedy(order: &[OrderKey], a: &Candidate, b: &Candidate) -> Ordering {
+    compare_keys(order, &a.keys, &b.keys)
+        .then(a.cost.total_cmp(&b.cost))
         .then(a.priority.total_cmp(&b.priority))
         .then(b.started_ms.cmp(&a.started_ms))
         .then(b.job.cmp(&a.job))
 }
 
 /// Every candidate's index, in greedy order.
-fn greedy_order(candidates: &[Candidate]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..candidates.len()).collect();
-    order.sort_unstable_by(|&a, &b| greedy(&candidates[a], &candidates[b]));
-    order
+fn greedy_order(order: &[OrderKey], candidates: &[Candidate]) -> Vec<usize> {
+    let mut list: Vec<usize> = (0..candidates.len()).collect();
+    list.sort_unstable_by(|&a, &b| greedy(order, &candidates[a], &candidates[b]));
+    list
+}
+
+/// Hands out a pool of candidates in victim order: the order it was sorted in, or, for
+/// a `victim_order` that reads what evictions change, the best of the rest on the model
+/// as it stands at each call (so shares are re-computed after every pick).
+struct Picker {
+    pool: Vec<usize>,
+    next: usize,
+}
+
+impl Picker {
+    fn new(pool: Vec<usize>) -> Picker {
+        Picker { pool, next: 0 }
+    }
 }
 
 /// What evicting one candidate frees on one node.
@@ -193,6 +210,10 @@ struct Search<'a> {
     attempt: Attempt,
     candidates: &'a [Candidate],
     needed: &'a [Res],
+    /// The policy's `victim_order`, and whether its keys read queue or cluster state
+    /// that evictions change (then they are re-evaluated at every pick).
+    order: &'a [OrderKey],
+    dynamic: bool,
 }
 
 impl Scheduler {
@@ -215,6 +236,10 @@ impl Scheduler {
             return None;
         }
         let has_borrow = program.victims.iter().any(|r| r.kind == VictimKind::Borrow);
+        let order = program.victim_order.clone();
+        let dynamic = order.iter().any(|k| {
+            k.body.node.any(&|n| matches!(n.kind, Kind::Field { record: Record::Queue | Record::Cluster, .. }))
+        });
         let needed = self.needed(claimant);
         let all = self.candidates(claimant, &needed, record);
         for attempt in [Attempt::Reclaim, Attempt::Borrow] {
@@ -225,7 +250,7 @@ impl Scheduler {
             if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
                 continue;
             }
-            let search = Search { claimant, attempt, candidates: &candidates, needed: &needed };
+            let search = Search { claimant, attempt, candidates: &candidates, needed: &needed, order: &order, dynamic };
             let found = if self.jobs[claimant].replicas == 1 {
                 self.search_nodes(&search, frees)
             } else {
@@ -347,6 +372,10 @@ impl Scheduler {
             let ctx = self.ctx(&view);
             let vrec = self.job_rec(v);
             let holds = |i: usize| engine.victim(&ctx, i, &claimant_rec, &vrec);
+            let mut keys = vec![0.0; program.victim_order.len()];
+            if !keys.is_empty() {
+                engine.victim_keys(&ctx, &claimant_rec, &vrec, &mut keys);
+            }
             let first = |kind: VictimKind| {
                 program
                     .victims
@@ -409,6 +438,7 @@ impl Scheduler {
                 reclaim,
                 borrow,
                 sides,
+                keys: keys.into(),
             });
         }
         Candidates { list: out, frees }
@@ -562,7 +592,7 @@ impl Scheduler {
         // Each node's candidates in greedy order.
         frees.sort_unstable_by_key(|f| f.node);
         for run in frees.chunk_by_mut(|a, b| a.node == b.node) {
-            run.sort_unstable_by(|a, b| greedy(&candidates[a.candidate], &candidates[b.candidate]));
+            run.sort_unstable_by(|a, b| greedy(search.order, &candidates[a.candidate], &candidates[b.candidate]));
         }
         let mut by_node: Vec<(NodeId, &[Frees])> = Vec::new();
         for run in frees.chunk_by(|a, b| a.node == b.node) {
@@ -660,10 +690,10 @@ impl Scheduler {
     fn search_node(&mut self, search: &Search, n: NodeId, local: &[usize], global: &mut Global) -> Option<Found> {
         let (claimant, candidates) = (search.claimant, search.candidates);
         let mut lifted: Vec<usize> = Vec::new();
-        let mut next_local = local.iter().copied();
+        let mut next_local = Picker::new(local.to_vec());
         let fits_here = |s: &Scheduler| fit::fits(&s.cluster.nodes[n], &s.jobs[claimant]);
         while !fits_here(self) {
-            let Some(i) = next_local.next() else {
+            let Some(i) = self.pick(search, &mut next_local) else {
                 self.undo(candidates, &lifted);
                 return None;
             };
@@ -682,7 +712,7 @@ impl Scheduler {
             if let Some(r) = self.starts(search, &lifted, Some(&[n])) {
                 break r;
             }
-            match next_local.next() {
+            match self.pick(search, &mut next_local) {
                 Some(i) => {
                     self.try_lift(search, i, &mut lifted);
                 }
@@ -698,19 +728,57 @@ impl Scheduler {
     /// Lifts candidates in greedy order (as they may still be taken) until the quota
     /// admits the claimant; whether it does.
     fn lift_for_quota(&mut self, search: &Search, global: &mut Global, lifted: &mut Vec<usize>) -> bool {
-        for &i in global.order.get_or_insert_with(|| greedy_order(search.candidates)).iter() {
-            if self.try_lift(search, i, lifted) && self.quota_replicas(search.claimant).is_ok() {
-                return true;
+        let order = global.order.get_or_insert_with(|| greedy_order(search.order, search.candidates));
+        if search.dynamic {
+            let mut picker = Picker::new(order.clone());
+            while let Some(i) = self.pick(search, &mut picker) {
+                if self.try_lift(search, i, lifted) && self.quota_replicas(search.claimant).is_ok() {
+                    return true;
+                }
+            }
+        } else {
+            for &i in order.iter() {
+                if self.try_lift(search, i, lifted) && self.quota_replicas(search.claimant).is_ok() {
+                    return true;
+                }
             }
         }
         self.quota_replicas(search.claimant).is_ok()
+    }
+
+    /// The next candidate of `picker`'s pool in victim order (see [`Picker`]).
+    fn pick(&self, search: &Search, picker: &mut Picker) -> Option<usize> {
+        let rest = picker.pool.get(picker.next..)?;
+        if search.dynamic && rest.len() > 1 {
+            let claimant_rec = self.job_rec(search.claimant);
+            let view = self.view(Some(search.claimant));
+            let ctx = self.ctx(&view);
+            let engine = self.policy.engine();
+            let keyed: Vec<(usize, Candidate)> = rest
+                .iter()
+                .enumerate()
+                .map(|(at, &i)| {
+                    let c = &search.candidates[i];
+                    let mut keys = vec![0.0; search.order.len()];
+                    engine.victim_keys(&ctx, &claimant_rec, &self.job_rec(c.job), &mut keys);
+                    (at, Candidate { keys: keys.into(), ..c.clone() })
+                })
+                .collect();
+            if let Some((at, _)) = keyed.iter().min_by(|(_, a), (_, b)| greedy(search.order, a, b)) {
+                picker.pool.swap(picker.next, picker.next + at);
+            }
+        }
+        let i = picker.pool.get(picker.next).copied();
+        picker.next += 1;
+        i
     }
 
     /// A gang claimant: victims anywhere, cheapest first, until the gang can start.
     fn search_all(&mut self, search: &Search) -> Option<Found> {
         let claimant = search.claimant;
         let mut lifted: Vec<usize> = Vec::new();
-        for i in greedy_order(search.candidates) {
+        let mut picker = Picker::new(greedy_order(search.order, search.candidates));
+        while let Some(i) = self.pick(search, &mut picker) {
             if !self.try_lift(search, i, &mut lifted)
                 || self.quota_replicas(claimant).is_err()
                 || !self.room_for(claimant)

@@ -587,7 +587,7 @@ impl Checker<'_> {
             }
         };
         let mut pc_names: HashMap<String, Span> = HashMap::new();
-        let mut orders: [Option<Span>; 2] = [None, None];
+        let mut orders: [Option<Span>; 3] = [None, None, None];
         let mut gang_span: Option<Span> = None;
         let mut settings_span: Option<Span> = None;
         for item in Self::items(parsed) {
@@ -676,6 +676,31 @@ impl Checker<'_> {
                     p.settings = self.check_settings(m, s);
                 }
                 _ => {}
+            }
+        }
+        self.check_cost_units(&p.victims);
+    }
+
+    /// Victims are ranked and sets compared by their summed costs, so every cost is one
+    /// unit: gpu·s in one rule and seconds in another would be compared raw (E0009).
+    fn check_cost_units(&mut self, victims: &[hir::VictimRule]) {
+        let mut costs = victims.iter().filter_map(|v| v.cost.as_ref().map(|c| (v, c)));
+        let Some((first, first_cost)) = costs.find(|(_, c)| matches!(c.ty, Ty::Num(_))) else { return };
+        for (v, c) in costs {
+            if matches!(c.ty, Ty::Num(_)) && c.ty != first_cost.ty {
+                self.err(
+                    Diagnostic::new(
+                        Code::UnitMismatch,
+                        c.span,
+                        format!(
+                            "the cost of `{}` is {}, the cost of `{}` is {}",
+                            v.name, c.ty, first.name, first_cost.ty
+                        ),
+                    )
+                    .label(format!("this is {}", c.ty))
+                    .with_secondary(first_cost.span, format!("this is {}", first_cost.ty))
+                    .help("victims are ranked by their costs added up, so every preempt rule's cost needs one unit"),
+                );
             }
         }
     }

@@ -109,7 +109,8 @@ types.";
 "Numbers in gpol carry units: gpu, cpu, bytes, duration, or none (counts and
 fractions). Adding, subtracting and comparing need the same unit; multiplying and
 dividing combine units (`bytes / bytes` is a plain fraction, `gpu * duration` is
-GPU-time).
+GPU-time). The costs of all `preempt` rules are added up and compared, so they need one
+unit too.
 
     filter f { node.gpu_mem > 40 }      // error: bytes compared with a plain number
     filter f { node.gpu_mem > 40GiB }   // fine

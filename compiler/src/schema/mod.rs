@@ -264,7 +264,7 @@ impl Context {
             Context::QueueOrder => "queue_order",
             Context::JobOrder => "job_order",
             Context::Gang => "a gang clause",
-            Context::Victim => "a preempt or reclaim rule",
+            Context::Victim => "a preempt, reclaim, borrow or protect rule, or victim_order",
             Context::Test => "a test expectation",
         }
     }

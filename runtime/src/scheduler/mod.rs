@@ -10,7 +10,7 @@
 mod cycle;
 mod event;
 mod intake;
-mod order;
+pub(crate) mod order;
 mod retry;
 mod state;
 mod waiting;
