@@ -113,6 +113,9 @@ static EMPTY_QUEUE: QueueRec = QueueRec {
     dominant_share: 0.0,
     fair_share: 0.0,
     share_after: 0.0,
+    allocated_after: Resources { gpu: 0.0, cpu: 0.0, mem: 0.0 },
+    borrowed_after: Resources { gpu: 0.0, cpu: 0.0, mem: 0.0 },
+    lendable: Resources { gpu: 0.0, cpu: 0.0, mem: 0.0 },
     pending: 0.0,
     running: 0.0,
 };

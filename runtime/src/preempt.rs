@@ -23,8 +23,10 @@ use crate::model::NodeId;
 use crate::quota::{self, Res};
 use crate::records;
 use crate::scheduler::Scheduler;
+use crate::scheduler::View;
 use crate::scheduler::order::compare_keys;
-use gpol_compiler::ir::{Kind, OrderKey, RuleId};
+use gpol_compiler::ir::{Body, Kind, OrderKey, Program, RuleId};
+use gpol_compiler::schema::QueueRec;
 use gpol_compiler::schema::Record;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
@@ -97,9 +99,9 @@ struct Candidate {
     started_ms: i64,
     /// The preempt rule that allows it (own queue, or anywhere).
     preempt: Option<usize>,
-    /// The reclaim and borrow rules that allow it (another queue).
+    /// The reclaim rule and every borrow rule that allow it (another queue).
     reclaim: Option<usize>,
-    borrow: Option<usize>,
+    borrow: Rc<[usize]>,
     sides: Option<Rc<Sides>>,
     /// Its `victim_order` keys when the search began.
     keys: Rc<[f64]>,
@@ -125,11 +127,12 @@ struct Candidates {
 
 /// Which sets a search looks for: ones after which the claimant's side is within its
 /// guarantee (victims of other queues by `reclaim` rules), or ones after which it
-/// borrows (by `borrow` rules).
+/// borrows (by this `borrow` rule: each is an attempt of its own, in declaration order,
+/// as Kueue tries its fair-sharing strategies in order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Attempt {
     Reclaim,
-    Borrow,
+    Borrow(usize),
 }
 
 impl Candidate {
@@ -137,7 +140,7 @@ impl Candidate {
     fn rule(&self, attempt: Attempt) -> Option<usize> {
         self.preempt.or(match attempt {
             Attempt::Reclaim => self.reclaim,
-            Attempt::Borrow => self.borrow,
+            Attempt::Borrow(k) => self.borrow.contains(&k).then_some(k),
         })
     }
 }
@@ -214,6 +217,9 @@ struct Search<'a> {
     /// that evictions change (then they are re-evaluated at every pick).
     order: &'a [OrderKey],
     dynamic: bool,
+    /// Per victim rule, whether it reads queue or cluster state (then it is asked again
+    /// at every pick).
+    dynamic_rules: &'a [bool],
 }
 
 impl Scheduler {
@@ -235,22 +241,36 @@ impl Scheduler {
         if !program.victims.iter().any(|r| r.kind != VictimKind::Protect) {
             return None;
         }
-        let has_borrow = program.victims.iter().any(|r| r.kind == VictimKind::Borrow);
+        let attempts: Vec<Attempt> = std::iter::once(Attempt::Reclaim)
+            .chain(
+                program
+                    .victims
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.kind == VictimKind::Borrow)
+                    .map(|(k, _)| Attempt::Borrow(k)),
+            )
+            .collect();
         let order = program.victim_order.clone();
-        let dynamic = order.iter().any(|k| {
-            k.body.node.any(&|n| matches!(n.kind, Kind::Field { record: Record::Queue | Record::Cluster, .. }))
-        });
+        let dynamic = order.iter().any(|k| reads_state(&k.body));
+        let dynamic_rules: Vec<bool> =
+            program.victims.iter().map(|r| reads_state(&r.when) || r.cost.as_ref().is_some_and(reads_state)).collect();
         let needed = self.needed(claimant);
         let all = self.candidates(claimant, &needed, record);
-        for attempt in [Attempt::Reclaim, Attempt::Borrow] {
-            if attempt == Attempt::Borrow && !has_borrow {
-                break;
-            }
+        for attempt in attempts {
             let (candidates, frees) = all.for_attempt(attempt);
             if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
                 continue;
             }
-            let search = Search { claimant, attempt, candidates: &candidates, needed: &needed, order: &order, dynamic };
+            let search = Search {
+                claimant,
+                attempt,
+                candidates: &candidates,
+                needed: &needed,
+                order: &order,
+                dynamic,
+                dynamic_rules: &dynamic_rules,
+            };
             let found = if self.jobs[claimant].replicas == 1 {
                 self.search_nodes(&search, frees)
             } else {
@@ -262,8 +282,12 @@ impl Scheduler {
                     .iter()
                     .map(|&i| {
                         let c = &candidates[i];
-                        let by_reclaim = attempt == Attempt::Reclaim || f.claimant_within;
-                        let rule = c.preempt.or(if by_reclaim { c.reclaim } else { c.borrow }).unwrap_or(usize::MAX);
+                        let rule = match attempt {
+                            Attempt::Borrow(k) if !f.claimant_within && c.preempt.is_none() => Some(k),
+                            Attempt::Borrow(_) if c.preempt.is_none() => c.reclaim,
+                            _ => c.rule(attempt),
+                        }
+                        .unwrap_or(usize::MAX);
                         Victim {
                             job: c.job,
                             rule: RuleId::Victim(u16::try_from(rule).unwrap_or(u16::MAX)),
@@ -295,7 +319,6 @@ impl Scheduler {
         needed: &[Res],
         mut record: Option<&mut Vec<(JobId, Verdict)>>,
     ) -> Candidates {
-        let c = &self.jobs[claimant];
         let program = &self.policy.program;
         let engine = self.policy.engine();
         let quotas = &self.quotas;
@@ -316,11 +339,7 @@ impl Scheduler {
         if record.is_none() && !standings.iter().flatten().any(evictable) {
             return Candidates::default();
         }
-        let full_demand = quota::demand(c, None);
-        let reads_share_after = program.victims.iter().any(|r| {
-            r.when.node.reads(Record::Queue, "share_after")
-                || r.cost.as_ref().is_some_and(|b| b.node.reads(Record::Queue, "share_after"))
-        });
+        let reads_after = reads_after(program);
         // Reclaim and borrow rules have no cost of their own: they take the first preempt
         // rule's.
         let cost_rule = program.victims.iter().position(|r| r.kind == VictimKind::Preempt && r.cost.is_some());
@@ -328,7 +347,6 @@ impl Scheduler {
         // Sized for every running job up front: growing them would copy and fault pages.
         let mut out: Vec<Candidate> = Vec::with_capacity(self.running.len());
         let mut frees: Vec<Frees> = Vec::with_capacity(self.running.len());
-        let totals = self.totals();
         let mut view = self.view(Some(claimant));
         for v in self.running() {
             let vj = &self.jobs[v];
@@ -355,20 +373,8 @@ impl Scheduler {
                 note(Verdict::WithinGuarantee { queue: vj.queue });
                 continue;
             }
-            // `share_after` of the victim's queues counts it evicted.
-            let saved: Vec<(QueueId, f64)> = if reads_share_after {
-                let changes = [(c.queue, &full_demand, 1), (vj.queue, &vj.charged, -1)];
-                quotas
-                    .path(vj.queue)
-                    .map(|q| {
-                        let old = view.queues[q].share_after;
-                        view.queues[q].share_after = records::share_after(quotas, &totals, q, &changes);
-                        (q, old)
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            // The `_after` fields of the victim's queues count it evicted.
+            let saved = if reads_after { self.count_evicted(&mut view, claimant, v) } else { Vec::new() };
             let ctx = self.ctx(&view);
             let vrec = self.job_rec(v);
             let holds = |i: usize| engine.victim(&ctx, i, &claimant_rec, &vrec);
@@ -386,25 +392,34 @@ impl Scheduler {
                     .map(|(i, _)| i)
             };
             let protect = first(VictimKind::Protect);
+            let every = |kind: VictimKind| -> Vec<usize> {
+                program
+                    .victims
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, r)| r.kind == kind && holds(*i).0)
+                    .map(|(i, _)| i)
+                    .collect()
+            };
             let (preempt, reclaim, borrow) = match (protect, place) {
-                (Some(_), _) => (None, None, None),
-                (None, Place::Own | Place::Anywhere) => (first(VictimKind::Preempt), None, None),
-                (None, Place::Other) => (None, first(VictimKind::Reclaim), first(VictimKind::Borrow)),
+                (Some(_), _) => (None, None, Vec::new()),
+                (None, Place::Own | Place::Anywhere) => (first(VictimKind::Preempt), None, Vec::new()),
+                (None, Place::Other) => (None, first(VictimKind::Reclaim), every(VictimKind::Borrow)),
             };
             let cost = match preempt {
                 Some(i) => holds(i).1,
-                None if reclaim.is_some() || borrow.is_some() => cost_rule.map_or(0.0, |k| holds(k).1),
+                None if reclaim.is_some() || !borrow.is_empty() => cost_rule.map_or(0.0, |k| holds(k).1),
                 None => 0.0,
             };
             for (q, old) in saved {
-                view.queues[q].share_after = old;
+                view.queues[q] = old;
             }
             let id = |i: usize| RuleId::Victim(u16::try_from(i).unwrap_or(u16::MAX));
             if let Some(rule) = protect {
                 note(Verdict::Protected { rule: id(rule) });
                 continue;
             }
-            let rules: Vec<RuleId> = [preempt, reclaim, borrow].into_iter().flatten().map(id).collect();
+            let rules: Vec<RuleId> = preempt.into_iter().chain(reclaim).chain(borrow.iter().copied()).map(id).collect();
             if rules.is_empty() {
                 note(Verdict::NoRule { place });
                 continue;
@@ -436,12 +451,50 @@ impl Scheduler {
                 started_ms: vj.started_ms,
                 preempt,
                 reclaim,
-                borrow,
+                borrow: borrow.into(),
                 sides,
                 keys: keys.into(),
             });
         }
         Candidates { list: out, frees }
+    }
+
+    /// Counts `victim` evicted (and the claimant admitted) in the `_after` fields of the
+    /// victim's queues in `view`; returns the records it replaced.
+    fn count_evicted(&self, view: &mut View, claimant: JobId, victim: JobId) -> Vec<(QueueId, QueueRec)> {
+        let (c, vj) = (&self.jobs[claimant], &self.jobs[victim]);
+        let demand = quota::demand(c, None);
+        let changes = [(c.queue, &demand, 1), (vj.queue, &vj.charged, -1)];
+        let totals = self.totals();
+        self.quotas
+            .path(vj.queue)
+            .map(|q| {
+                let old = view.queues[q];
+                records::apply_after(&self.quotas, &totals, q, &changes, &mut view.queues[q]);
+                (q, old)
+            })
+            .collect()
+    }
+
+    /// Whether the rule that lets `search` take candidate `i` still allows it on the
+    /// model as it stands (earlier victims gone): rules that read queue or cluster state
+    /// are asked again at every pick, as Kueue's fair sharing compares shares afresh.
+    fn still_allowed(&self, search: &Search, i: usize) -> bool {
+        let c = &search.candidates[i];
+        let Some(rule) = c.rule(search.attempt) else { return false };
+        if !search.dynamic_rules[rule] {
+            return true;
+        }
+        let mut view = self.view(Some(search.claimant));
+        self.count_evicted(&mut view, search.claimant, c.job);
+        let ctx = self.ctx(&view);
+        let ok = self.policy.engine().victim(&ctx, rule, &self.job_rec(search.claimant), &self.job_rec(c.job)).0;
+        // A protect rule that reads the state may veto now.
+        ok && !self.policy.program.victims.iter().enumerate().any(|(p, r)| {
+            r.kind == VictimKind::Protect
+                && search.dynamic_rules[p]
+                && self.policy.engine().victim(&ctx, p, &self.job_rec(search.claimant), &self.job_rec(c.job)).0
+        })
     }
 
     /// Where the jobs of queue `vq` stand as victims for `claimant`, which needs `needed`
@@ -494,7 +547,7 @@ impl Scheduler {
             let Some(sides) = &c.sides else { return true };
             match search.attempt {
                 Attempt::Reclaim => self.claimant_within(search, sides, replicas),
-                Attempt::Borrow => c.reclaim.is_some() || !self.claimant_within(search, sides, replicas),
+                Attempt::Borrow(_) => c.reclaim.is_some() || !self.claimant_within(search, sides, replicas),
             }
         })
     }
@@ -539,6 +592,9 @@ impl Scheduler {
         if let Some(sides) = &c.sides
             && !sides.victim.iter().all(|&q| self.borrows(q, search.needed))
         {
+            return false;
+        }
+        if !lifted.is_empty() && !self.still_allowed(search, i) {
             return false;
         }
         self.lift(c.job);
@@ -751,16 +807,20 @@ impl Scheduler {
         let rest = picker.pool.get(picker.next..)?;
         if search.dynamic && rest.len() > 1 {
             let claimant_rec = self.job_rec(search.claimant);
-            let view = self.view(Some(search.claimant));
-            let ctx = self.ctx(&view);
+            let mut view = self.view(Some(search.claimant));
             let engine = self.policy.engine();
+            let after = reads_after(&self.policy.program);
             let keyed: Vec<(usize, Candidate)> = rest
                 .iter()
                 .enumerate()
                 .map(|(at, &i)| {
                     let c = &search.candidates[i];
+                    let saved = if after { self.count_evicted(&mut view, search.claimant, c.job) } else { Vec::new() };
                     let mut keys = vec![0.0; search.order.len()];
-                    engine.victim_keys(&ctx, &claimant_rec, &self.job_rec(c.job), &mut keys);
+                    engine.victim_keys(&self.ctx(&view), &claimant_rec, &self.job_rec(c.job), &mut keys);
+                    for (q, old) in saved {
+                        view.queues[q] = old;
+                    }
                     (at, Candidate { keys: keys.into(), ..c.clone() })
                 })
                 .collect();
@@ -806,6 +866,19 @@ impl Scheduler {
             .sum();
         room >= u64::from(j.min_replicas)
     }
+}
+
+/// Whether a body reads queue or cluster state, which evictions change.
+fn reads_state(body: &Body) -> bool {
+    body.node.any(&|n| matches!(n.kind, Kind::Field { record: Record::Queue | Record::Cluster, .. }))
+}
+
+/// Whether the victim rules or `victim_order` read the `_after` fields of queues.
+fn reads_after(program: &Program) -> bool {
+    let reads =
+        |b: &Body| ["share_after", "allocated_after", "borrowed_after"].iter().any(|f| b.node.reads(Record::Queue, f));
+    program.victims.iter().any(|r| reads(&r.when) || r.cost.as_ref().is_some_and(reads))
+        || program.victim_order.iter().any(|k| reads(&k.body))
 }
 
 impl Candidates {

@@ -304,6 +304,14 @@ impl Quotas {
         }
     }
 
+    /// What queue `q`'s cohort can lend of `r`: its parent's pool (a root's own), the
+    /// members' guarantees up to their lend limits plus the parent's own guarantee beyond
+    /// its children's — Kueue's lendable capacity. 0 for a resource the tree does not govern.
+    pub fn lendable(&self, q: QueueId, r: Res) -> i64 {
+        let pool = self.queues[q].parent.unwrap_or(q);
+        self.queues[pool].get(&self.queues[pool].subtree, r)
+    }
+
     /// The resources the tree governs (some queue guarantees them).
     pub fn governed(&self) -> impl Iterator<Item = Res> + '_ {
         self.constrained.iter().copied()

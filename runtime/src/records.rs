@@ -116,24 +116,41 @@ fn resources(a: &Amounts, unset: f64) -> Resources {
     Resources { gpu: get(Res::Gpu, 1000.0), cpu: get(Res::Cpu, 1000.0), mem: get(Res::Mem, 1.0) }
 }
 
-/// A queue's dominant share with `changes` applied: jobs admitted (+1) or evicted (-1)
-/// in leaf queues, counted in the queue if it is the leaf or one of its ancestors.
-pub fn share_after(quotas: &Quotas, totals: &Amounts, q: QueueId, changes: &[(QueueId, &Amounts, i64)]) -> f64 {
-    // `dominant_share` with the changes added, without building a map of them: this
-    // runs for every candidate of every victim search.
+/// What changes when `changes` (jobs admitted, +1, or evicted, -1) are counted: a
+/// queue's `allocated`, `borrowed` and dominant share. Only the queues above a changed
+/// leaf differ from their plain record.
+pub fn apply_after(
+    quotas: &Quotas,
+    totals: &Amounts,
+    q: QueueId,
+    changes: &[(QueueId, &Amounts, i64)],
+    rec: &mut QueueRec,
+) {
+    // Without building a map of the changes: this runs for every candidate of every
+    // victim search whose rules read the `_after` fields.
     let node = &quotas.queues[q];
     let applies: Vec<bool> = changes.iter().map(|(leaf, _, _)| quotas.path(*leaf).any(|p| p == q)).collect();
-    [Res::Gpu, Res::Cpu, Res::Mem]
-        .iter()
-        .map(|r| {
-            let mut a = node.get(&node.alloc, *r);
-            for ((_, amounts, sign), _) in changes.iter().zip(&applies).filter(|(_, on)| **on) {
-                a += sign * amounts.get(r).copied().unwrap_or(0);
-            }
-            let t = totals.get(r).copied().unwrap_or(0);
-            if t > 0 { a as f64 / t as f64 } else { 0.0 }
-        })
-        .fold(0.0, f64::max)
+    let after = |r: Res| {
+        let mut a = node.get(&node.alloc, r);
+        for ((_, amounts, sign), _) in changes.iter().zip(&applies).filter(|(_, on)| **on) {
+            a += sign * amounts.get(&r).copied().unwrap_or(0);
+        }
+        a
+    };
+    let [gpu, cpu, mem] = [Res::Gpu, Res::Cpu, Res::Mem].map(after);
+    let share = |a: i64, r: Res| {
+        let t = totals.get(&r).copied().unwrap_or(0);
+        if t > 0 { a as f64 / t as f64 } else { 0.0 }
+    };
+    rec.share_after = share(gpu, Res::Gpu).max(share(cpu, Res::Cpu)).max(share(mem, Res::Mem));
+    let allocated = Amounts::from([(Res::Gpu, gpu), (Res::Cpu, cpu), (Res::Mem, mem)]);
+    rec.allocated_after = resources(&allocated, 0.0);
+    rec.borrowed_after = resources(&borrowed(&allocated, &node.guarantee), 0.0);
+}
+
+/// `max(0, allocated − guarantee)` per resource.
+fn borrowed(alloc: &Amounts, guarantee: &Amounts) -> Amounts {
+    alloc.iter().map(|(r, a)| (*r, (a - guarantee.get(r).copied().unwrap_or(0)).max(0))).collect()
 }
 
 /// Every queue's record; `share_after` counts `changes` (see [`share_after`]).
@@ -149,10 +166,10 @@ pub fn queue_recs(
         .enumerate()
         .map(|(i, q)| {
             let dominant = quotas.dominant_share(i, totals, None);
-            let share_after = if changes.is_empty() { dominant } else { share_after(quotas, totals, i, changes) };
-            let borrowed: Amounts =
-                q.alloc.iter().map(|(r, a)| (*r, (a - q.guarantee.get(r).copied().unwrap_or(0)).max(0))).collect();
-            QueueRec {
+            let borrowed = borrowed(&q.alloc, &q.guarantee);
+            let lendable: Amounts =
+                [Res::Gpu, Res::Cpu, Res::Mem].into_iter().map(|r| (r, quotas.lendable(i, r))).collect();
+            let mut rec = QueueRec {
                 name: q.name_sym,
                 parent: Opt { value: q.parent.unwrap_or(0) as u32, present: q.parent.is_some() },
                 depth: f64::from(q.depth),
@@ -166,10 +183,17 @@ pub fn queue_recs(
                 usage: q.usage,
                 dominant_share: dominant,
                 fair_share: fair.get(i).copied().unwrap_or(0.0),
-                share_after,
+                share_after: dominant,
+                allocated_after: resources(&q.alloc, 0.0),
+                borrowed_after: resources(&borrowed, 0.0),
+                lendable: resources(&lendable, 0.0),
                 pending: f64::from(q.pending),
                 running: f64::from(q.running),
+            };
+            if !changes.is_empty() {
+                apply_after(quotas, totals, i, changes, &mut rec);
             }
+            rec
         })
         .collect()
 }

@@ -456,6 +456,9 @@ records! {
         dominant_share: num(NONE), Cycle, "max over resources of allocated / cluster total.";
         fair_share: num(NONE), Cycle, "Guarantee plus surplus split by weight, as a share of the cluster.";
         share_after: num(NONE), Cycle, "Dominant share if the job in scope were admitted or the victim evicted.";
+        allocated_after: resources, Cycle, "`allocated` if the job in scope were admitted or the victim evicted.";
+        borrowed_after: resources, Cycle, "`borrowed` if the job in scope were admitted or the victim evicted.";
+        lendable: resources, Cycle, "What the queue's cohort can lend: its parent's pool (a root's own), Kueue's lendable capacity.";
         pending: num(NONE), Cycle, "Jobs waiting in the queue (and its descendants).";
         running: num(NONE), Cycle, "Jobs running in the queue (and its descendants).";
     }

@@ -354,10 +354,10 @@ impl Scheduler {
                 recs
             }
         };
-        // Only the queues above a changed leaf see a different `share_after`.
+        // Only the queues above a changed leaf see different `_after` fields.
         for (leaf, _, _) in changes {
             for q in self.quotas.path(*leaf) {
-                queues[q].share_after = records::share_after(&self.quotas, &totals, q, changes);
+                records::apply_after(&self.quotas, &totals, q, changes, &mut queues[q]);
             }
         }
         View { cluster: self.cluster_rec(), queues }
