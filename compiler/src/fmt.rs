@@ -461,6 +461,7 @@ fn queue_stmt_text(s: &QueueStmt) -> String {
         QueueStmt::HalfLife(e, _) => format!("usage_half_life {}", expr_text(e)),
         QueueStmt::Attr { name, value, .. } => format!("attr {} = {}", name.name, expr_text(value)),
         QueueStmt::Queueing(m, _) => format!("queueing {}", m.name),
+        QueueStmt::Fairshare(m, _) => format!("fairshare {}", m.name),
     }
 }
 

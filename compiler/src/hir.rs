@@ -217,6 +217,8 @@ pub struct Queue {
     /// The resources whose guarantee was not written (a parent's is its children's sum).
     /// At a root, the runtime lets the tree hold up to the cluster's capacity of them.
     pub unset_guarantee: BTreeSet<Resource>,
+    /// `fairshare parent`: transparent to Slurm's Fair Tree.
+    pub fairshare_parent: bool,
     pub weight: f64,
     /// Seconds; `None` keeps usage undecayed.
     pub usage_half_life: Option<f64>,
@@ -300,6 +302,33 @@ pub struct Settings {
     pub queueing: Queueing,
     /// Seconds a job waits before it may reserve its best domain; `None`: never.
     pub reserve_after: Option<f64>,
+    /// How usage is counted.
+    pub billing: Billing,
+}
+
+/// What a second of holding resources adds to usage (Slurm's `TRESBillingWeights`): the
+/// weighted sum of GPUs, cores and GiB held, or with `max` their largest term
+/// (`PriorityFlags=MAX_TRES`). By default one unit per GPU: usage is GPU-seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Billing {
+    pub gpu: f64,
+    pub cpu: f64,
+    pub mem_gib: f64,
+    pub max: bool,
+}
+
+impl Default for Billing {
+    fn default() -> Billing {
+        Billing { gpu: 1.0, cpu: 0.0, mem_gib: 0.0, max: false }
+    }
+}
+
+impl Billing {
+    /// The billed amount of holding `gpus`, `cores` and `gib`.
+    pub fn of(&self, gpus: f64, cores: f64, gib: f64) -> f64 {
+        let terms = [self.gpu * gpus, self.cpu * cores, self.mem_gib * gib];
+        if self.max { terms.into_iter().fold(0.0, f64::max) } else { terms.iter().sum() }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -137,11 +137,21 @@ pub struct QueueDecl {
 #[derive(Clone, Debug, PartialEq)]
 pub enum QueueStmt {
     Queue(QueueDecl),
-    Quota { kind: QuotaKind, values: Vec<Expr>, span: Span },
+    Quota {
+        kind: QuotaKind,
+        values: Vec<Expr>,
+        span: Span,
+    },
     Weight(Expr, Span),
     HalfLife(Expr, Span),
-    Attr { name: Ident, value: Expr, span: Span },
+    Attr {
+        name: Ident,
+        value: Expr,
+        span: Span,
+    },
     Queueing(Ident, Span),
+    /// `fairshare parent`: the queue is transparent to Slurm's Fair Tree.
+    Fairshare(Ident, Span),
 }
 
 impl QueueStmt {
@@ -152,7 +162,8 @@ impl QueueStmt {
             | QueueStmt::Weight(_, span)
             | QueueStmt::HalfLife(_, span)
             | QueueStmt::Attr { span, .. }
-            | QueueStmt::Queueing(_, span) => *span,
+            | QueueStmt::Queueing(_, span)
+            | QueueStmt::Fairshare(_, span) => *span,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! [`explain`] renders. docs/architecture.md shows how the modules fit together.
 
 pub mod explain;
+pub mod fair_tree;
 pub mod fit;
 pub mod frag;
 pub mod gang;

@@ -18,7 +18,7 @@
 
 use crate::jobs::{Job, QueueId};
 use crate::symbols::Symbols;
-use gpol_compiler::hir::{self, Queueing, Resource};
+use gpol_compiler::hir::{self, Billing, Queueing, Resource};
 use gpol_compiler::schema::Sym;
 use gpol_compiler::syntax::QuotaKind;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -54,6 +54,26 @@ impl Res {
 }
 
 pub type Amounts = BTreeMap<Res, i64>;
+
+/// Decayed usage as of a time.
+#[derive(Clone, Copy, Debug, Default)]
+struct Usage {
+    value: f64,
+    at_ms: u64,
+}
+
+/// Usage `u` after holding `billed` units for `dt_s` seconds: with half-life `h`,
+/// `u·2^(−dt/h) + billed·h/ln 2·(1 − 2^(−dt/h))`; without, `u + billed·dt`. Exact for a
+/// constant holding, so it does not depend on how often it is applied.
+fn decayed(u: f64, billed: f64, dt_s: f64, half_life_s: Option<f64>) -> f64 {
+    match half_life_s {
+        Some(h) => {
+            let decay = (-dt_s / h * std::f64::consts::LN_2).exp();
+            u * decay + billed * h / std::f64::consts::LN_2 * (1.0 - decay)
+        }
+        None => u + billed * dt_s,
+    }
+}
 
 /// Why the quota tree turns a job away: the cap, and the numbers that cross it (in the
 /// resource's exact units: milli-GPU, milli-cores, bytes).
@@ -91,9 +111,14 @@ pub struct Queue {
     pub alloc: Amounts,
     /// What each user holds in the queue's subtree.
     pub users: HashMap<Sym, Amounts>,
-    /// Decayed GPU-seconds.
+    /// Decayed usage (GPU-seconds unless `settings` bill otherwise).
     pub usage: f64,
     usage_at_ms: u64,
+    /// In a leaf, each user's decayed usage, brought up to date when the user's holding
+    /// changes or is read (users never leave: their usage is history).
+    user_usage: HashMap<Sym, Usage>,
+    /// `fairshare parent`: transparent to Slurm's Fair Tree.
+    pub fairshare_parent: bool,
     pub pending: u32,
     pub running: u32,
 }
@@ -119,8 +144,18 @@ pub struct Quotas {
     by_model: bool,
     /// Capacity of the nodes in service per governed resource: an unset root guarantee.
     capacity: Amounts,
+    /// What holding resources adds to usage.
+    billing: Billing,
+    /// The time usage was last brought up to date (`advance_usage`).
+    clock_ms: u64,
     /// Bumped by every change, so views of the queues can be cached until the next.
     version: u64,
+}
+
+/// The billed amount of holding `a`: GPUs, cores and GiB weighted by `billing`.
+fn billed(billing: &Billing, a: &Amounts) -> f64 {
+    let get = |r: Res| a.get(&r).copied().unwrap_or(0) as f64;
+    billing.of(get(Res::Gpu) / 1000.0, get(Res::Cpu) / 1000.0, get(Res::Mem) / (1u64 << 30) as f64)
 }
 
 /// What a job would take from its queue with all its replicas, per resource (and of GPU
@@ -210,6 +245,8 @@ impl Quotas {
                     users: HashMap::new(),
                     usage: 0.0,
                     usage_at_ms: 0,
+                    user_usage: HashMap::new(),
+                    fairshare_parent: q.fairshare_parent,
                     pending: 0,
                     running: 0,
                 }
@@ -228,8 +265,15 @@ impl Quotas {
                 }
             }
         }
-        let mut t =
-            Quotas { queues, constrained: BTreeSet::new(), by_model: false, capacity: Amounts::new(), version: 0 };
+        let mut t = Quotas {
+            queues,
+            constrained: BTreeSet::new(),
+            by_model: false,
+            capacity: Amounts::new(),
+            billing: policy.settings.billing,
+            clock_ms: 0,
+            version: 0,
+        };
         t.derive();
         t
     }
@@ -424,6 +468,13 @@ impl Quotas {
 
     /// Charges (`sign` 1) or refunds (`sign` -1) an admitted job along its queue's path.
     pub fn charge(&mut self, q: QueueId, user: Sym, demand: &Amounts, sign: i64) {
+        let clock = self.clock_ms;
+        if let Some(queue) = self.queues.get(q)
+            && queue.user_usage.contains_key(&user)
+        {
+            let value = self.user_usage(q, user, clock);
+            self.queues[q].user_usage.insert(user, Usage { value, at_ms: clock });
+        }
         self.for_path(q, |node| {
             let by_user = node.users.entry(user).or_default();
             for (&r, &a) in demand {
@@ -460,21 +511,44 @@ impl Quotas {
 
     pub fn advance_usage(&mut self, now_ms: u64) {
         self.version += 1;
+        self.clock_ms = self.clock_ms.max(now_ms);
         for q in &mut self.queues {
             let dt = now_ms.saturating_sub(q.usage_at_ms) as f64 / 1000.0;
             if dt <= 0.0 {
                 continue;
             }
-            let gpus = q.get(&q.alloc, Res::Gpu) as f64 / 1000.0;
-            q.usage = match q.half_life_s {
-                Some(h) => {
-                    let decay = (-dt / h * std::f64::consts::LN_2).exp();
-                    q.usage * decay + gpus * h / std::f64::consts::LN_2 * (1.0 - decay)
-                }
-                None => q.usage + gpus * dt,
-            };
+            q.usage = decayed(q.usage, billed(&self.billing, &q.alloc), dt, q.half_life_s);
             q.usage_at_ms = now_ms;
         }
+    }
+
+    /// Records that `user` has jobs in leaf `q`, so Fair Tree counts it; whether it is new
+    /// there.
+    pub fn join_user(&mut self, q: QueueId, user: Sym) -> bool {
+        let clock = self.clock_ms;
+        let Some(queue) = self.queues.get_mut(q) else { return false };
+        let new = !queue.user_usage.contains_key(&user);
+        if new {
+            self.version += 1;
+            queue.user_usage.insert(user, Usage { value: 0.0, at_ms: clock });
+        }
+        new
+    }
+
+    /// The decayed usage of `user` in leaf `q` at `now_ms` (0 for a user it never had).
+    pub fn user_usage(&self, q: QueueId, user: Sym, now_ms: u64) -> f64 {
+        let queue = &self.queues[q];
+        let Some(u) = queue.user_usage.get(&user) else { return 0.0 };
+        let held = queue.users.get(&user).map_or(0.0, |a| billed(&self.billing, a));
+        decayed(u.value, held, now_ms.saturating_sub(u.at_ms) as f64 / 1000.0, queue.half_life_s)
+    }
+
+    /// The users of leaf `q` with their usage at `now_ms`, in a fixed order (by symbol).
+    pub fn users_of(&self, q: QueueId, now_ms: u64) -> Vec<(Sym, f64)> {
+        let mut users: Vec<(Sym, f64)> =
+            self.queues[q].user_usage.keys().map(|&u| (u, self.user_usage(q, u, now_ms))).collect();
+        users.sort_unstable_by_key(|(u, _)| *u);
+        users
     }
 
     /// Each queue's fair share of the cluster's GPUs: its guarantee, plus the surplus of

@@ -107,6 +107,9 @@ pub fn job_rec<'a>(j: &'a Job, labels: &'a [Sym], now_ms: u64) -> JobRec<'a> {
         expected_duration: Opt { value: j.duration_ms.map_or(0.0, seconds), present: j.duration_ms.is_some() },
         utilization: j.utilization,
         evictions: f64::from(j.evictions),
+        // Filled in by the scheduler, which knows the user's usage.
+        user_usage: 0.0,
+        fair_tree: 0.0,
         labels: List::new(labels),
     }
 }

@@ -179,7 +179,11 @@ impl Checker<'_> {
             attrs: Vec::new(),
             priority_classes: Vec::new(),
             levels: self.levels.clone(),
-            settings: hir::Settings { queueing: hir::Queueing::BestEffort, reserve_after: None },
+            settings: hir::Settings {
+                queueing: hir::Queueing::BestEffort,
+                reserve_after: None,
+                billing: hir::Billing::default(),
+            },
             rules: Vec::new(),
             queue_order: Vec::new(),
             job_order: Vec::new(),
@@ -942,8 +946,13 @@ impl Checker<'_> {
     }
 
     fn check_settings(&mut self, m: usize, s: &ast::Settings) -> hir::Settings {
-        const KNOWN: &[&str] = &["queueing", "reserve_after"];
-        let mut out = hir::Settings { queueing: hir::Queueing::BestEffort, reserve_after: None };
+        const KNOWN: &[&str] =
+            &["queueing", "reserve_after", "billing_gpu", "billing_cpu", "billing_mem", "billing_max"];
+        let mut out = hir::Settings {
+            queueing: hir::Queueing::BestEffort,
+            reserve_after: None,
+            billing: hir::Billing::default(),
+        };
         let mut seen: HashMap<&str, Span> = HashMap::new();
         for e in &s.entries {
             if let Some(first) = seen.get(e.name.name.as_str()) {
@@ -961,6 +970,35 @@ impl Checker<'_> {
                     out.reserve_after =
                         self.const_number(m, &e.value, &Ty::Num(crate::units::Dim::TIME), "`reserve_after`");
                 }
+                "billing_gpu" | "billing_cpu" | "billing_mem" => {
+                    let what = format!("`{}` (usage per GPU, core or GiB held)", e.name.name);
+                    let Some(w) = self.const_number(m, &e.value, &Ty::NUMBER, &what) else { continue };
+                    if !(w >= 0.0 && w.is_finite()) {
+                        self.err(
+                            Diagnostic::new(
+                                Code::NegativeQuantity,
+                                e.value.span,
+                                format!("{what} must be a finite number, not negative"),
+                            )
+                            .label(format!("this is {w}"))
+                            .help("a billing weight counts how much a second of holding the resource adds to usage"),
+                        );
+                        continue;
+                    }
+                    match e.name.name.as_str() {
+                        "billing_gpu" => out.billing.gpu = w,
+                        "billing_cpu" => out.billing.cpu = w,
+                        _ => out.billing.mem_gib = w,
+                    }
+                }
+                "billing_max" => match &e.value.kind {
+                    ast::ExprKind::Bool(b) => out.billing.max = *b,
+                    _ => self.err(
+                        Diagnostic::new(Code::BadSetting, e.value.span, "`billing_max` is `true` or `false`")
+                            .label("not a boolean")
+                            .help("true: usage counts the largest billed term (Slurm's MAX_TRES); false: their sum"),
+                    ),
+                },
                 other => {
                     let sugg = fuzzy::suggest(other, KNOWN.iter().copied());
                     self.err(

@@ -100,6 +100,7 @@ impl Checker<'_> {
                 children: children[i].clone(),
                 quotas: BTreeMap::new(),
                 unset_guarantee: BTreeSet::new(),
+                fairshare_parent: false,
                 weight: 1.0,
                 usage_half_life: None,
                 queueing: None,
@@ -164,6 +165,17 @@ impl Checker<'_> {
                         let e = ast::Expr { kind: ast::ExprKind::Name(mode.clone()), span: mode.span };
                         queue.queueing = self.queueing_mode(&e);
                     }
+                    QueueStmt::Fairshare(mode, _) => {
+                        if mode.name == "parent" {
+                            queue.fairshare_parent = true;
+                        } else {
+                            self.err(
+                                Diagnostic::new(Code::BadSetting, mode.span, "`fairshare` takes `parent`")
+                                    .label("not a fair-share mode")
+                                    .help("`fairshare parent` makes the queue transparent to Slurm's Fair Tree: its users rank as if they sat in its parent; a queue's shares are its `weight`"),
+                            );
+                        }
+                    }
                 }
             }
             for (qname, idx, v, _) in &self.attr_values_declared {
@@ -183,6 +195,7 @@ impl Checker<'_> {
                 children: Vec::new(),
                 quotas: BTreeMap::new(),
                 unset_guarantee: BTreeSet::new(),
+                fairshare_parent: false,
                 weight: 1.0,
                 usage_half_life: None,
                 queueing: None,

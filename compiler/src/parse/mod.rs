@@ -423,6 +423,7 @@ impl Builder {
                     QueueStmt::Attr { name, value, span: sspan }
                 }
                 Rule::queueing_stmt => QueueStmt::Queueing(self.ident(next(self.file, &mut si)?), sspan),
+                Rule::fairshare_stmt => QueueStmt::Fairshare(self.ident(next(self.file, &mut si)?), sspan),
                 _ => return Err(errors::internal(self.file)),
             });
         }

@@ -403,6 +403,8 @@ records! {
         expected_duration: opt_num(TIME), Static, "The user's runtime estimate, if given.";
         utilization: num(NONE), Static, "Fraction of its allocation the job really uses (default 1.0).";
         evictions: num(NONE), Cycle, "How many times the job has been evicted.";
+        user_usage: num(GPU_TIME), Cycle, "The decayed usage of the job's user in its leaf queue (billed as `settings` says; GPU-seconds by default).";
+        fair_tree: num(NONE), Cycle, "Slurm Fair Tree's FairShare factor of the job's user: its rank ÷ the number of users, in (0, 1].";
         labels: labels, Static, "The job's labels: `job.labels[\"team\"]`.";
     }
 

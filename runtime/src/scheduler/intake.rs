@@ -125,6 +125,14 @@ impl Scheduler {
             Some(u) => self.syms.intern_counted(u),
             None => self.quotas.queues[queue].name_sym,
         };
+        // When rules read users' usage, the quota tree keeps each user's for good (it is
+        // history), and holds the name too.
+        if (self.user_fields.usage || self.user_fields.fair_tree)
+            && self.quotas.join_user(queue, user)
+            && spec.user.is_some()
+        {
+            self.syms.intern_counted(self.syms.name(user).to_string().as_str());
+        }
         let job = Job {
             id: self.syms.intern_counted(&spec.name),
             user,

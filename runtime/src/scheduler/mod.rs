@@ -105,6 +105,21 @@ pub struct Scheduler {
     /// How many replicas of each shape the nodes in service could hold if they were
     /// empty: it changes only when a node joins, leaves or returns to service.
     room_when_empty: std::cell::RefCell<HashMap<usize, u64>>,
+    /// What job records carry of the job's user beyond the job: its usage, and Fair
+    /// Tree's factors (worked out when rules read them, cached for one quota version and
+    /// time).
+    pub(super) user_fields: UserFields,
+    fair_tree: std::cell::RefCell<Option<FairTreeCache>>,
+}
+
+/// Fair Tree's factors by leaf and user, and the quota version and time they are of.
+type FairTreeCache = ((u64, u64), HashMap<(QueueId, Sym), f64>);
+
+/// Which of the user's fields rules read.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct UserFields {
+    pub(super) usage: bool,
+    pub(super) fair_tree: bool,
 }
 
 /// What cached queue records depend on: the quota tree's version and the capacity.
@@ -137,6 +152,10 @@ impl Scheduler {
         let ranking = Ranking::of(&policy.program);
         let distinguishing = waiting::distinguishing_fields(&policy.program);
         let recheck_filters = policy.program.filters_declared_before_but_run_after();
+        let reads = |field: &str| {
+            policy.program.bodies().iter().any(|(_, _, b)| b.node.reads(gpol_compiler::schema::Record::Job, field))
+        };
+        let user_fields = UserFields { usage: reads("user_usage"), fair_tree: reads("fair_tree") };
         Scheduler {
             recheck_filters,
             policy,
@@ -171,6 +190,8 @@ impl Scheduler {
             retry_interval_ms: 0,
             queue_cache: std::cell::RefCell::new(None),
             room_when_empty: std::cell::RefCell::new(HashMap::new()),
+            user_fields,
+            fair_tree: std::cell::RefCell::new(None),
         }
     }
 
@@ -391,7 +412,25 @@ impl Scheduler {
     }
 
     pub fn job_rec(&self, job: JobId) -> JobRec<'_> {
-        records::job_rec(&self.jobs[job], self.jobs.labels(job), self.now_ms)
+        let j = &self.jobs[job];
+        let mut rec = records::job_rec(j, self.jobs.labels(job), self.now_ms);
+        if self.user_fields.usage {
+            rec.user_usage = self.quotas.user_usage(j.queue, j.user, self.now_ms);
+        }
+        if self.user_fields.fair_tree {
+            rec.fair_tree = self.fair_tree_factor(j.queue, j.user);
+        }
+        rec
+    }
+
+    /// Slurm Fair Tree's factor of `user` in leaf `queue` (0 for a user it does not know).
+    pub fn fair_tree_factor(&self, queue: QueueId, user: Sym) -> f64 {
+        let key = (self.quotas.version(), self.now_ms);
+        let mut cache = self.fair_tree.borrow_mut();
+        if cache.as_ref().is_none_or(|(k, _)| *k != key) {
+            *cache = Some((key, crate::fair_tree::factors(&self.quotas, self.now_ms)));
+        }
+        cache.as_ref().and_then(|(_, f)| f.get(&(queue, user)).copied()).unwrap_or(0.0)
     }
 }
 
@@ -408,10 +447,17 @@ pub(super) fn reads_beyond_job(node: &gpol_compiler::ir::Node) -> bool {
 /// has waited or run, its unsaved work, the clock, or decayed usage.
 fn reads_time(node: &gpol_compiler::ir::Node) -> bool {
     use gpol_compiler::schema::Record;
-    [(Record::Job, "waiting"), (Record::Job, "runtime"), (Record::Job, "since_checkpoint")]
-        .into_iter()
-        .chain([(Record::Cluster, "time"), (Record::Queue, "usage")])
-        .any(|(record, field)| node.reads(record, field))
+    [
+        (Record::Job, "waiting"),
+        (Record::Job, "runtime"),
+        (Record::Job, "since_checkpoint"),
+        (Record::Job, "user_usage"),
+        (Record::Job, "fair_tree"),
+        (Record::Cluster, "time"),
+        (Record::Queue, "usage"),
+    ]
+    .into_iter()
+    .any(|(record, field)| node.reads(record, field))
 }
 
 /// A step of the clock that would take it past [`MAX_CLOCK_MS`].

@@ -209,14 +209,17 @@ pub(super) enum Ranking {
     Fixed,
     /// It reads `job.waiting`: ranked again when the clock has moved.
     Clock,
-    /// It reads queues, the cluster or domains: ranked again whenever anything changed.
+    /// It reads queues, the cluster, domains or the user's usage: ranked again whenever
+    /// anything changed or the clock moved.
     State,
 }
 
 impl Ranking {
     pub(super) fn of(program: &Program) -> Ranking {
         let keys = || program.job_order.iter().map(|k| &k.body.node);
-        if keys().any(super::reads_beyond_job) {
+        let user =
+            |n: &gpol_compiler::ir::Node| n.reads(Record::Job, "user_usage") || n.reads(Record::Job, "fair_tree");
+        if keys().any(super::reads_beyond_job) || keys().any(user) {
             Ranking::State
         } else if keys().any(|n| n.reads(Record::Job, "waiting")) {
             Ranking::Clock
@@ -302,7 +305,7 @@ impl Scheduler {
         let stale = |c: &Class| match self.ranking {
             Ranking::Fixed => false,
             Ranking::Clock => c.ranked_at.1 != now.1,
-            Ranking::State => c.ranked_at.0 != now.0,
+            Ranking::State => c.ranked_at != now,
         };
         let stale: Vec<ClassId> = classes.iter().copied().filter(|&c| stale(self.waiting.class(c))).collect();
         if stale.is_empty() {
