@@ -129,7 +129,20 @@ impl Scheduler {
             live[q] = candidate[q].is_some() || self.quotas.queues[q].children.iter().any(|&c| live[c]);
         }
         let roots: Vec<QueueId> = (0..nq).filter(|&q| self.quotas.queues[q].parent.is_none() && live[q]).collect();
+        // Without a `queue_order`, the weighted dominant share: the queue holding the least
+        // of the cluster for its weight goes first (NaN, 0 ÷ 0, last; ties to the first).
+        let weighted_share = |q: QueueId| {
+            let rec = &view.queues[q];
+            let w = rec.dominant_share / rec.weight;
+            if w.is_nan() { f64::INFINITY } else { w }
+        };
         let rank = |qs: &[QueueId]| {
+            if self.policy.program.queue_order.is_empty() {
+                return qs
+                    .iter()
+                    .copied()
+                    .min_by(|&a, &b| weighted_share(a).total_cmp(&weighted_share(b)).then(a.cmp(&b)));
+            }
             self.best_by(
                 qs,
                 &self.policy.program.queue_order,
