@@ -406,6 +406,10 @@ impl Printer {
             }
             TestStmt::Advance(e, _) => self.line(&format!("advance {}", expr_text(e))),
             TestStmt::Complete(j, _) => self.line(&format!("complete {}", j.name)),
+            TestStmt::Usage { queue, user, amount, .. } => {
+                let user = user.as_ref().map(|u| format!(" user {}", u.name)).unwrap_or_default();
+                self.line(&format!("usage {}{user} {}", queue.name, expr_text(amount)));
+            }
             TestStmt::Fail(n, _) => self.line(&format!("fail {}", n.name)),
             TestStmt::Expect(e, _) => {
                 let because =
@@ -421,9 +425,10 @@ impl Printer {
                     Expectation::Rejected { job, because: b } => {
                         self.line(&format!("expect {} rejected{}", job.name, because(b)))
                     }
-                    Expectation::Evicted { job, by } => {
+                    Expectation::Evicted { job, by, under } => {
                         let by = by.as_ref().map(|b| format!(" by {}", b.name)).unwrap_or_default();
-                        self.line(&format!("expect {} evicted{by}", job.name));
+                        let under = under.as_ref().map(|r| format!(" under {}", r.name)).unwrap_or_default();
+                        self.line(&format!("expect {} evicted{by}{under}", job.name));
                     }
                     Expectation::Running { job } => self.line(&format!("expect {} running", job.name)),
                     Expectation::Holds(x) => self.doc(hanging("expect ".to_string(), x).group()),

@@ -391,6 +391,12 @@ pub enum Step {
     Advance(f64),
     Complete(String),
     Fail(String),
+    /// Past usage, as of the test's clock: of a queue, or of a user in a leaf queue.
+    Usage {
+        queue: QueueId,
+        user: Option<String>,
+        amount: f64,
+    },
     Expect(Expect, Span),
 }
 
@@ -399,7 +405,8 @@ pub enum Expect {
     On(String, Vec<String>),
     Pending(String, Option<String>),
     Rejected(String, Option<String>),
-    Evicted(String, Option<String>),
+    /// The victim, the claimant and the name of the rule that allowed it, if given.
+    Evicted(String, Option<String>, Option<String>),
     Running(String),
     /// A condition over `cluster` and the test's queues, jobs and nodes by name.
     /// Names resolve to roots of the test context in `names`.

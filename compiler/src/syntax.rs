@@ -353,12 +353,32 @@ pub struct TestBlock {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum TestStmt {
-    Node { names: Vec<NodeName>, props: Vec<Prop>, span: Span },
-    Submit { job: Ident, props: Vec<Prop>, span: Span },
-    Run { job: Ident, nodes: Vec<Ident>, props: Vec<Prop>, span: Span },
+    Node {
+        names: Vec<NodeName>,
+        props: Vec<Prop>,
+        span: Span,
+    },
+    Submit {
+        job: Ident,
+        props: Vec<Prop>,
+        span: Span,
+    },
+    Run {
+        job: Ident,
+        nodes: Vec<Ident>,
+        props: Vec<Prop>,
+        span: Span,
+    },
     Advance(Expr, Span),
     Complete(Ident, Span),
     Fail(Ident, Span),
+    /// Past usage of a queue, or of a user in a leaf queue.
+    Usage {
+        queue: Ident,
+        user: Option<Ident>,
+        amount: Expr,
+        span: Span,
+    },
     Expect(Expectation, Span),
 }
 
@@ -371,6 +391,7 @@ impl TestStmt {
             | TestStmt::Advance(_, span)
             | TestStmt::Complete(_, span)
             | TestStmt::Fail(_, span)
+            | TestStmt::Usage { span, .. }
             | TestStmt::Expect(_, span) => *span,
         }
     }
@@ -384,11 +405,27 @@ pub struct NodeName {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expectation {
-    On { job: Ident, nodes: Vec<Ident> },
-    Pending { job: Ident, because: Option<Ident> },
-    Rejected { job: Ident, because: Option<Ident> },
-    Evicted { job: Ident, by: Option<Ident> },
-    Running { job: Ident },
+    On {
+        job: Ident,
+        nodes: Vec<Ident>,
+    },
+    Pending {
+        job: Ident,
+        because: Option<Ident>,
+    },
+    Rejected {
+        job: Ident,
+        because: Option<Ident>,
+    },
+    /// `under RULE`: the victim rule that allowed it.
+    Evicted {
+        job: Ident,
+        by: Option<Ident>,
+        under: Option<Ident>,
+    },
+    Running {
+        job: Ident,
+    },
     Holds(Expr),
 }
 

@@ -204,13 +204,15 @@ fn test_stmt() -> impl Strategy<Value = TestStmt> {
         expr().prop_map(|x| TestStmt::Advance(x, sp())),
         ident().prop_map(|j| TestStmt::Complete(j, sp())),
         ident().prop_map(|n| TestStmt::Fail(n, sp())),
+        (ident(), prop::option::of(ident()), expr())
+            .prop_map(|(queue, user, amount)| TestStmt::Usage { queue, user, amount, span: sp() }),
         (ident(), names()).prop_map(|(job, nodes)| TestStmt::Expect(Expectation::On { job, nodes }, sp())),
         (ident(), prop::option::of(ident()))
             .prop_map(|(job, because)| TestStmt::Expect(Expectation::Pending { job, because }, sp())),
         (ident(), prop::option::of(ident()))
             .prop_map(|(job, because)| TestStmt::Expect(Expectation::Rejected { job, because }, sp())),
-        (ident(), prop::option::of(ident()))
-            .prop_map(|(job, by)| TestStmt::Expect(Expectation::Evicted { job, by }, sp())),
+        (ident(), prop::option::of(ident()), prop::option::of(ident()))
+            .prop_map(|(job, by, under)| TestStmt::Expect(Expectation::Evicted { job, by, under }, sp())),
         ident().prop_map(|job| TestStmt::Expect(Expectation::Running { job }, sp())),
         expr()
             .prop_filter("a bare name followed by a keyword reads as another expectation", |x| !matches!(

@@ -535,6 +535,23 @@ impl Quotas {
         new
     }
 
+    /// Sets queue `q`'s usage as of the last `advance_usage`.
+    pub fn set_usage(&mut self, q: QueueId, value: f64) {
+        self.version += 1;
+        if let Some(queue) = self.queues.get_mut(q) {
+            queue.usage = value;
+        }
+    }
+
+    /// Sets `user`'s usage in leaf `q` as of the last `advance_usage` (it must have joined).
+    pub fn set_user_usage(&mut self, q: QueueId, user: Sym, value: f64) {
+        self.version += 1;
+        let at_ms = self.clock_ms;
+        if let Some(u) = self.queues.get_mut(q).and_then(|queue| queue.user_usage.get_mut(&user)) {
+            *u = Usage { value, at_ms };
+        }
+    }
+
     /// The decayed usage of `user` in leaf `q` at `now_ms` (0 for a user it never had).
     pub fn user_usage(&self, q: QueueId, user: Sym, now_ms: u64) -> f64 {
         let queue = &self.queues[q];

@@ -61,6 +61,7 @@ pub fn run_with(
     mut observe: impl FnMut(Moment, &Scheduler),
 ) -> (Outcome, Scheduler) {
     let mut s = Scheduler::new(policy.clone());
+    s.track_users();
     s.set_task_shapes(test_shapes(test));
     let mut jobs: HashMap<String, JobId> = HashMap::new();
     let mut outcome =
@@ -126,6 +127,10 @@ pub fn run_with(
                 if let Some(n) = s.cluster.node(name) {
                     s.fail_node(n);
                 }
+                dirty = true;
+            }
+            Step::Usage { queue, user, amount } => {
+                s.set_usage(*queue, user.as_deref(), *amount);
                 dirty = true;
             }
             Step::Expect(e, span) => {
@@ -255,19 +260,25 @@ fn check(
             let j = job(name)?;
             if s.jobs[j].state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
         }
-        Expect::Evicted(name, by) => {
+        Expect::Evicted(name, by, under) => {
             let j = job(name)?;
             let by_id = by.as_ref().map(|b| jobs.get(b).copied());
+            let program = &s.policy.program;
             let evicted = s.log.iter().any(|ev| match ev {
-                Event::Evicted { job, by: claimant, .. } => *job == j && by_id.is_none_or(|b| b == Some(*claimant)),
-                Event::Requeued { job, .. } => *job == j && by_id.is_none(),
+                Event::Evicted { job, by: claimant, rule, .. } => {
+                    *job == j
+                        && by_id.is_none_or(|b| b == Some(*claimant))
+                        && under.as_ref().is_none_or(|r| program.rule_name(*rule) == *r)
+                }
+                Event::Requeued { job, .. } => *job == j && by_id.is_none() && under.is_none(),
                 _ => false,
             });
             if evicted {
                 None
             } else {
                 let by_text = by.as_ref().map(|b| format!(" by {b}")).unwrap_or_default();
-                fail(format!("{name} evicted{by_text}"), Some(j))
+                let under_text = under.as_ref().map(|r| format!(" under {r}")).unwrap_or_default();
+                fail(format!("{name} evicted{by_text}{under_text}"), Some(j))
             }
         }
         Expect::Holds(expr, names) => {
@@ -293,7 +304,7 @@ fn check(
             let view = s.view(None);
             let ctx = s.ctx(&view);
             let job_recs: HashMap<&str, gpol_compiler::schema::JobRec<'_>> =
-                jobs.iter().map(|(name, &j)| (name.as_str(), s.job_rec(j))).collect();
+                jobs.iter().map(|(name, &j)| (name.as_str(), s.job_rec_in_full(j))).collect();
             let nodes = s.node_records();
             let vals: Vec<Val<'_>> = names
                 .iter()

@@ -203,6 +203,51 @@ impl Checker<'_> {
                     self.known(&nodes, n, "node");
                     steps.push(Step::Fail(n.name.clone()));
                 }
+                TestStmt::Usage { queue, user, amount, .. } => {
+                    let q = match p.queue(&queue.name) {
+                        Some(q) if user.is_none() || p.queues[q].children.is_empty() => Some(q),
+                        Some(_) => {
+                            self.err(
+                                Diagnostic::new(
+                                    Code::UnknownQueue,
+                                    queue.span,
+                                    format!("queue `{}` is not a leaf", queue.name),
+                                )
+                                .label("users have usage in leaf queues")
+                                .help("name one of its children, or drop `user` to set the queue's own usage"),
+                            );
+                            None
+                        }
+                        None => {
+                            let sugg = fuzzy::suggest(&queue.name, p.queues.iter().map(|q| q.name.as_str()));
+                            self.err(
+                                Diagnostic::new(
+                                    Code::UnknownQueue,
+                                    queue.span,
+                                    format!("no queue is named `{}`", snippet(&queue.name)),
+                                )
+                                .label("unknown queue")
+                                .help(match sugg {
+                                    Some(s) => format!("did you mean `{s}`?"),
+                                    None => "declare the queue in the policy's queue tree".into(),
+                                }),
+                            );
+                            None
+                        }
+                    };
+                    let amount = self.const_number(m, amount, &Ty::Num(Dim::GPU_TIME), "`usage`");
+                    if let Some(a) = amount
+                        && !(a >= 0.0 && a.is_finite())
+                    {
+                        self.err(
+                            Diagnostic::new(Code::TestScenario, queue.span, "usage is a finite amount, not negative")
+                                .label(format!("usage {a}"))
+                                .help("usage is billed time, e.g. `4 gpu * 1h`"),
+                        );
+                    } else if let (Some(queue), Some(amount)) = (q, amount) {
+                        steps.push(Step::Usage { queue, user: user.as_ref().map(|u| u.name.clone()), amount });
+                    }
+                }
                 TestStmt::Expect(e, span) => {
                     if let Some(x) = self.expectation(m, e, &nodes, &jobs, rules, p) {
                         steps.push(Step::Expect(x, *span));
@@ -328,12 +373,37 @@ impl Checker<'_> {
                     _ => Expect::Rejected(job.name.clone(), reason),
                 }
             }
-            Expectation::Evicted { job, by } => {
+            Expectation::Evicted { job, by, under } => {
                 let mut ok = self.known(jobs, job, "job");
                 if let Some(b) = by {
                     ok &= self.known(jobs, b, "job");
                 }
-                Expect::Evicted(job.name.clone(), by.as_ref().map(|b| b.name.clone())).into_ok(ok)?
+                if let Some(r) = under
+                    && !p.victims.iter().any(|v| v.name == r.name && v.kind != ast::VictimKind::Protect)
+                {
+                    ok = false;
+                    let names =
+                        p.victims.iter().filter(|v| v.kind != ast::VictimKind::Protect).map(|v| v.name.as_str());
+                    let sugg = fuzzy::suggest(&r.name, names);
+                    self.err(
+                        Diagnostic::new(
+                            Code::TestScenario,
+                            r.span,
+                            format!("no preempt, reclaim or borrow rule is named `{}`", snippet(&r.name)),
+                        )
+                        .label("not a victim rule")
+                        .help(match sugg {
+                            Some(s) => format!("did you mean `{s}`?"),
+                            None => "name the rule that allows the eviction".into(),
+                        }),
+                    );
+                }
+                Expect::Evicted(
+                    job.name.clone(),
+                    by.as_ref().map(|b| b.name.clone()),
+                    under.as_ref().map(|r| r.name.clone()),
+                )
+                .into_ok(ok)?
             }
             Expectation::Running { job } => Expect::Running(job.name.clone()).into_ok(self.known(jobs, job, "job"))?,
             Expectation::Holds(x) => {

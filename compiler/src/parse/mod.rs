@@ -481,6 +481,20 @@ impl Builder {
             }
             Rule::advance_stmt => TestStmt::Advance(self.expr(next(self.file, &mut it)?)?, span),
             Rule::complete_stmt => TestStmt::Complete(self.ident(next(self.file, &mut it)?), span),
+            Rule::usage_stmt => {
+                let queue = self.ident(next(self.file, &mut it)?);
+                let mut user = None;
+                let mut amount = None;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::kw_user => {}
+                        Rule::ident => user = Some(self.ident(p)),
+                        _ => amount = Some(self.expr(p)?),
+                    }
+                }
+                let amount = amount.ok_or_else(|| errors::internal(self.file))?;
+                TestStmt::Usage { queue, user, amount, span }
+            }
             Rule::fail_stmt => TestStmt::Fail(self.ident(next(self.file, &mut it)?), span),
             Rule::expect_stmt => {
                 let e = next(self.file, &mut it)?;
@@ -507,7 +521,17 @@ impl Builder {
                             },
                             Rule::expect_pending => Expectation::Pending { job, because: named(rest)? },
                             Rule::expect_rejected => Expectation::Rejected { job, because: named(rest)? },
-                            Rule::expect_evicted => Expectation::Evicted { job, by: named(rest)? },
+                            Rule::expect_evicted => {
+                                let (mut by, mut under) = (None, None);
+                                for p in rest.into_iter().chain(ei) {
+                                    if p.as_rule() == Rule::under {
+                                        under = Some(self.ident(next(self.file, &mut p.into_inner())?));
+                                    } else {
+                                        by = Some(self.ident(p));
+                                    }
+                                }
+                                Expectation::Evicted { job, by, under }
+                            }
                             _ => Expectation::Running { job },
                         }
                     }

@@ -127,10 +127,7 @@ impl Scheduler {
         };
         // When rules read users' usage, the quota tree keeps each user's for good (it is
         // history), and holds the name too.
-        if (self.user_fields.usage || self.user_fields.fair_tree)
-            && self.quotas.join_user(queue, user)
-            && spec.user.is_some()
-        {
+        if self.user_fields.tracked && self.quotas.join_user(queue, user) && spec.user.is_some() {
             self.syms.intern_counted(self.syms.name(user).to_string().as_str());
         }
         let job = Job {

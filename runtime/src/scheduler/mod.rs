@@ -120,6 +120,8 @@ type FairTreeCache = ((u64, u64), HashMap<(QueueId, Sym), f64>);
 pub(super) struct UserFields {
     pub(super) usage: bool,
     pub(super) fair_tree: bool,
+    /// Whether users' usage is kept (rules read it, or a test's expectations may).
+    pub(super) tracked: bool,
 }
 
 /// What cached queue records depend on: the quota tree's version and the capacity.
@@ -155,7 +157,8 @@ impl Scheduler {
         let reads = |field: &str| {
             policy.program.bodies().iter().any(|(_, _, b)| b.node.reads(gpol_compiler::schema::Record::Job, field))
         };
-        let user_fields = UserFields { usage: reads("user_usage"), fair_tree: reads("fair_tree") };
+        let (usage, fair_tree) = (reads("user_usage"), reads("fair_tree"));
+        let user_fields = UserFields { usage, fair_tree, tracked: usage || fair_tree };
         Scheduler {
             recheck_filters,
             policy,
@@ -420,6 +423,22 @@ impl Scheduler {
         if self.user_fields.fair_tree {
             rec.fair_tree = self.fair_tree_factor(j.queue, j.user);
         }
+        rec
+    }
+
+    /// Keeps every user's usage from now on, whatever rules read: a test's expectations
+    /// may read `job.user_usage` and `job.fair_tree`. Call before jobs are submitted.
+    pub fn track_users(&mut self) {
+        self.user_fields.tracked = true;
+    }
+
+    /// The job's record with every field filled in, even those no rule reads (the user's
+    /// usage and Fair Tree factor): for tests' expectations and explanations.
+    pub fn job_rec_in_full(&self, job: JobId) -> JobRec<'_> {
+        let j = &self.jobs[job];
+        let mut rec = self.job_rec(job);
+        rec.user_usage = self.quotas.user_usage(j.queue, j.user, self.now_ms);
+        rec.fair_tree = self.fair_tree_factor(j.queue, j.user);
         rec
     }
 

@@ -247,6 +247,24 @@ impl Scheduler {
         self.service_changed();
     }
 
+    /// Sets past usage as of now: queue `q`'s, or with `user`, that user's in leaf `q`
+    /// (a test's `usage` step; an adapter restoring history).
+    pub fn set_usage(&mut self, q: QueueId, user: Option<&str>, amount: f64) {
+        self.quotas.advance_usage(self.now_ms);
+        match user {
+            Some(name) => {
+                let sym = self.syms.intern_counted(name);
+                if !self.quotas.join_user(q, sym) {
+                    // Already known (and held): this intern was one too many.
+                    self.syms.release(sym);
+                }
+                self.quotas.set_user_usage(q, sym, amount);
+            }
+            None => self.quotas.set_usage(q, amount),
+        }
+        self.touch();
+    }
+
     /// Changes a queue's quota; waiting jobs are tried again.
     pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::syntax::QuotaKind, r: Res, value: Option<i64>) {
         self.quotas.set(q, kind, r, value);
