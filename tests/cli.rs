@@ -347,3 +347,31 @@ fn sim_prints_progress_lines_when_stderr_is_not_a_terminal() {
     let simulating = stderr.lines().position(|l| l.starts_with("simulating: "));
     assert!(checking.is_some() && checking < simulating, "{stderr}");
 }
+
+/// The two ping-pong policies of the preemption issue: two queues without guarantees
+/// whose rules let each take from the other.
+const PING_PONG_RUNTIME: &str = "policy ping_pong\n\nqueue org {\n  queue a {}\n  queue b {}\n}\n\n\
+    preempt other_queue { when claimant.queue != victim.queue and victim.runtime >= 1m }\n";
+const PING_PONG_ALWAYS: &str =
+    "policy ping_pong\n\nqueue org {\n  queue a {}\n  queue b {}\n}\n\npreempt anything { when true }\n";
+
+#[test]
+fn check_warns_when_evictions_are_not_proved_and_names_the_proof_when_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    for text in [PING_PONG_RUNTIME, PING_PONG_ALWAYS] {
+        let p = write(dir.path(), "pp.gpol", text);
+        let out = gpolc().args(["check", &p, "--color", "never", "--deny-warnings"]).assert().code(1);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(stderr.contains("W0009") && stderr.contains("cannot cycle"), "{stderr}");
+    }
+    // A strict priority order is proved, and check says by what.
+    let proved = PING_PONG_ALWAYS.replace("when true", "when claimant.priority > victim.priority");
+    let p = write(dir.path(), "proved.gpol", &proved);
+    let out = gpolc().args(["check", &p, "--color", "never", "--deny-warnings"]).assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("evictions cannot cycle: every eviction puts a claimant above"), "{stderr}");
+    // Turning the strict `>` into `>=` flips the verdict.
+    let mutated = proved.replace('>', ">=");
+    let p = write(dir.path(), "mutated.gpol", &mutated);
+    gpolc().args(["check", &p, "--color", "never", "--deny-warnings"]).assert().code(1);
+}

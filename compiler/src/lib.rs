@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod cost;
+pub mod cycles;
 pub mod diag;
 pub mod engine;
 pub mod files;

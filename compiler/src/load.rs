@@ -63,7 +63,15 @@ impl Checked {
 
     /// Checks file `file` of `sources` (library modules it imports are added).
     pub fn from_sources(mut sources: SourceMap, file: FileId) -> Checked {
-        let checked = on_big_stack(&mut sources, file);
+        let mut checked = on_big_stack(&mut sources, file);
+        // Eviction rules with no proof that they cannot cycle: W0009.
+        if let Some(policy) = &checked.policy
+            && !policy.victims.is_empty()
+            && let Ok(program) = crate::lower::lower(policy)
+            && crate::cycles::prove(&program).is_none()
+        {
+            checked.diagnostics.push(crate::cycles::not_proved(policy));
+        }
         Checked { sources, file, diagnostics: checked.diagnostics, policy: checked.policy }
     }
 

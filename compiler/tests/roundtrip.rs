@@ -204,8 +204,12 @@ fn test_stmt() -> impl Strategy<Value = TestStmt> {
         expr().prop_map(|x| TestStmt::Advance(x, sp())),
         ident().prop_map(|j| TestStmt::Complete(j, sp())),
         ident().prop_map(|n| TestStmt::Fail(n, sp())),
-        (ident(), prop::option::of(ident()), expr())
-            .prop_map(|(queue, user, amount)| TestStmt::Usage { queue, user, amount, span: sp() }),
+        (ident(), prop::option::of(ident()), expr()).prop_map(|(queue, user, amount)| TestStmt::Usage {
+            queue,
+            user,
+            amount,
+            span: sp()
+        }),
         (ident(), names()).prop_map(|(job, nodes)| TestStmt::Expect(Expectation::On { job, nodes }, sp())),
         (ident(), prop::option::of(ident()))
             .prop_map(|(job, because)| TestStmt::Expect(Expectation::Pending { job, because }, sp())),

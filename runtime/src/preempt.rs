@@ -368,8 +368,11 @@ impl Scheduler {
                     continue;
                 }
             };
-            // A job of another queue frees something needed only if it holds some.
-            if sides.is_some() && !needed.iter().any(|r| vj.charged.get(r).is_some_and(|&a| a > 0)) {
+            // A job of another queue is taken only if it holds something needed that its
+            // side borrows.
+            if let Some(s) = &sides
+                && !self.frees_borrowed(v, s, needed)
+            {
                 note(Verdict::WithinGuarantee { queue: vj.queue });
                 continue;
             }
@@ -519,6 +522,20 @@ impl Scheduler {
         Standing::Other(Rc::new(Sides { victim, claimant: quotas.path_below(cq, top) }))
     }
 
+    /// Whether job `v` of another queue holds some needed resource that every queue of its
+    /// side borrows now: taking it then lowers that borrowing (which is also why reclaim
+    /// cannot cycle).
+    fn frees_borrowed(&self, v: JobId, sides: &Sides, needed: &[Res]) -> bool {
+        let charged = &self.jobs[v].charged;
+        needed.iter().any(|&r| {
+            charged.get(&r).is_some_and(|&a| a > 0)
+                && sides.victim.iter().all(|&q| {
+                    let queue = &self.quotas.queues[q];
+                    queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r)
+                })
+        })
+    }
+
     /// Whether queue `q` holds more than its guarantee of one of `needed`.
     fn borrows(&self, q: QueueId, needed: &[Res]) -> bool {
         let queue = &self.quotas.queues[q];
@@ -590,7 +607,7 @@ impl Scheduler {
             return false;
         }
         if let Some(sides) = &c.sides
-            && !sides.victim.iter().all(|&q| self.borrows(q, search.needed))
+            && !self.frees_borrowed(c.job, sides, search.needed)
         {
             return false;
         }

@@ -2,6 +2,7 @@
 
 use super::{FAILED, OK, USAGE, collect_files};
 use gpol_compiler::cost::{self, RuleCost};
+use gpol_compiler::cycles;
 use gpol_compiler::diag::{Code, Diagnostic, render};
 use gpol_compiler::load;
 use gpol_compiler::source::SourceMap;
@@ -64,11 +65,21 @@ pub fn run(args: Args, color: bool) -> u8 {
     };
     let mut all: Vec<(SourceMap, Vec<Diagnostic>)> = Vec::new();
     let mut costs: Vec<(&PathBuf, Vec<RuleCost>)> = Vec::new();
+    let mut proofs: Vec<(&PathBuf, String)> = Vec::new();
     for path in &files {
         match load::Checked::from_file(path) {
             Ok(checked) => {
+                let program = checked.policy.as_ref().and_then(|p| gpol_compiler::lower::lower(p).ok());
+                if let Some(program) = &program
+                    && !program.victims.is_empty()
+                {
+                    // Unproved policies carry W0009 already.
+                    if let Some(argument) = cycles::prove(program) {
+                        proofs.push((path, argument.describe()));
+                    }
+                }
                 if args.costs
-                    && let Some(program) = checked.policy.as_ref().and_then(|p| gpol_compiler::lower::lower(p).ok())
+                    && let Some(program) = program
                 {
                     costs.push((path, cost::rule_costs(&program)));
                 }
@@ -101,6 +112,9 @@ pub fn run(args: Args, color: bool) -> u8 {
     }
     if args.format == Format::Human {
         eprint!("{}", shown.summary());
+        for (path, argument) in &proofs {
+            eprintln!("note: {}: evictions cannot cycle: {argument}", path.display());
+        }
     }
     match args.format {
         Format::Json => {

@@ -334,4 +334,24 @@ U+2066–U+2069, U+200E, U+200F or U+061C), in a comment or a string. Such chara
 can make a reviewer see text in a different order than the compiler reads it (\"Trojan
 Source\", CVE-2021-42574): a comment can appear to close early, hiding code. gpolc
 shows them as `�`. Remove them, or write the text without them.";
+
+    EvictionsNotProved = "W0009", "evictions not proved free of cycles",
+"`gpolc check` looks for a proof that no sequence of evictions can bring the running
+jobs back to where they were — the ping-pong reviewers fear, where two jobs or queues
+evict each other over and over. It knows two arguments:
+
+- an order: every `preempt`, `reclaim` and `borrow` rule's condition puts the claimant
+  strictly above the victim in one order of static job fields
+  (`claimant.priority > victim.priority`, or a higher priority and then an earlier
+  submission), so running jobs only ever rise in it;
+- reclaim: the only rules are `reclaim` rules, so every eviction lowers borrowing.
+
+Neither applies to this policy. It may still be safe, but nothing shows it. Make every
+eviction rule require a strictly higher priority (a strict `>`, or a gap above 0), or
+limit evictions across queues to `reclaim`.
+
+    preempt other_queue { when claimant.queue != victim.queue and victim.runtime >= 1m }
+    // W0009: two queues evict each other every two minutes
+
+    preempt by_priority { when claimant.priority > victim.priority }   // proved";
 }
