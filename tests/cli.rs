@@ -356,13 +356,13 @@ const PING_PONG_ALWAYS: &str =
     "policy ping_pong\n\nqueue org {\n  queue a {}\n  queue b {}\n}\n\npreempt anything { when true }\n";
 
 #[test]
-fn check_warns_when_evictions_are_not_proved_and_names_the_proof_when_they_are() {
+fn check_shows_eviction_cycles_and_names_the_proof_when_there_is_one() {
     let dir = tempfile::tempdir().unwrap();
     for text in [PING_PONG_RUNTIME, PING_PONG_ALWAYS] {
         let p = write(dir.path(), "pp.gpol", text);
         let out = gpolc().args(["check", &p, "--color", "never", "--deny-warnings"]).assert().code(1);
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-        assert!(stderr.contains("W0009") && stderr.contains("cannot cycle"), "{stderr}");
+        assert!(stderr.contains("E0043") && stderr.contains("test \"evictions cycle\""), "{stderr}");
     }
     // A strict priority order is proved, and check says by what.
     let proved = PING_PONG_ALWAYS.replace("when true", "when claimant.priority > victim.priority");

@@ -15,7 +15,9 @@ fn checked(name: String, bytes: Vec<u8>) -> (SourceMap, Vec<Diagnostic>) {
     match bad {
         Some(d) => (sources, vec![d]),
         None => {
-            let checked = Checked::from_sources(sources, id);
+            // As `gpolc check` does: rules nothing proves safe are searched for a cycle.
+            let mut checked = Checked::from_sources(sources, id);
+            gpol_runtime::cycles::check(&mut checked);
             (checked.sources, checked.diagnostics)
         }
     }

@@ -275,6 +275,7 @@ fn victim_search_text(s: &Scheduler, search: &crate::preempt::VictimSearch, out:
             Verdict::WithinGuarantee { queue: q } => {
                 format!("not a candidate: queue `{}` borrows none of what it needs and this job holds", queue(*q))
             }
+            Verdict::JustStarted => "not a candidate: it started in this cycle".to_string(),
             Verdict::Protected { rule } => {
                 let reason = match rule {
                     RuleId::Victim(i) => program.victims.get(usize::from(*i)).and_then(|r| r.reason.as_deref()),

@@ -4,6 +4,7 @@
 //! [`JobSpec`]s and [`NodeSpec`]s, decisions come out as [`Event`]s and records that
 //! [`explain`] renders. docs/architecture.md shows how the modules fit together.
 
+pub mod cycles;
 pub mod explain;
 pub mod fair_tree;
 pub mod fit;

@@ -59,6 +59,8 @@ pub enum Verdict {
     WithinGuarantee { queue: QueueId },
     /// A `protect` rule keeps it.
     Protected { rule: RuleId },
+    /// It started in this cycle: no job is evicted in the cycle that started it.
+    JustStarted,
     /// No rule of a kind that applies where it runs allows it.
     NoRule { place: Place },
     /// A candidate: the rules that allow it (the preempt rule, or the reclaim and borrow
@@ -355,6 +357,10 @@ impl Scheduler {
                     r.push((v, verdict));
                 }
             };
+            if self.started_this_cycle.contains(&v) {
+                note(Verdict::JustStarted);
+                continue;
+            }
             let standing = match &standings[vj.queue] {
                 Some(s) => s.clone(),
                 None => self.standing(claimant, vj.queue, needed),

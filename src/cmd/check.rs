@@ -68,7 +68,9 @@ pub fn run(args: Args, color: bool) -> u8 {
     let mut proofs: Vec<(&PathBuf, String)> = Vec::new();
     for path in &files {
         match load::Checked::from_file(path) {
-            Ok(checked) => {
+            Ok(mut checked) => {
+                // Rules nothing proves safe: look for a cycle to show.
+                gpol_runtime::cycles::check(&mut checked);
                 let program = checked.policy.as_ref().and_then(|p| gpol_compiler::lower::lower(p).ok());
                 if let Some(program) = &program
                     && !program.victims.is_empty()

@@ -303,6 +303,17 @@ that may take more than 100,000,000 operations per evaluation is refused. Six lo
 `gpolc check --costs` prints every rule's bound. Nest fewer loops, or loop over a
 shorter list.";
 
+    EvictionsCycle = "E0043", "evictions cycle",
+"For eviction rules no argument proves safe (W0009), `gpolc check` runs small scenarios
+on the reference interpreter — one node of 1 or 2 cards, two or three jobs of priority 0
+or 10 in the policy's first two leaf queues, the clock advanced in steps of 1 s to 1 h —
+and found one in which jobs evict each other until the running jobs are back where they
+were, with nothing arriving or ending in between: a ping-pong. The message carries that
+scenario as a `test` block that passes on the policy; paste it to watch it happen.
+
+Make the rules asymmetric: require a strictly higher priority, or evict across queues
+only by `reclaim` (a queue then takes back only what it was promised).";
+
     UnusedLet = "W0001", "unused let binding",
 "A `let` binding is never read. Remove it, or prefix its name with `_` to keep it.";
 

@@ -37,6 +37,8 @@ impl Scheduler {
     pub fn cycle(&mut self) -> usize {
         self.quotas.advance_usage(self.now_ms);
         self.forget_irrelevant_starts();
+        self.started_this_cycle.clear();
+        self.in_cycle = true;
         let mut turns = Turns::default();
         let mut placed = 0;
         while let Some(job) = self.next_job(&mut turns) {
@@ -87,6 +89,8 @@ impl Scheduler {
         for c in full {
             self.waiting.class_mut(c).reason = Some(Reason::Capacity);
         }
+        self.in_cycle = false;
+        self.started_this_cycle.clear();
         placed
     }
 
@@ -201,6 +205,9 @@ impl Scheduler {
         self.set_state(job, State::Running);
         let now = self.now();
         self.starts += 1;
+        if self.in_cycle {
+            self.started_this_cycle.insert(job);
+        }
         self.last_start[self.jobs[job].queue] = self.starts;
         let j = &mut self.jobs[job];
         j.started_ms = now;

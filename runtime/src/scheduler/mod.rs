@@ -109,6 +109,10 @@ pub struct Scheduler {
     /// Tree's factors (worked out when rules read them, cached for one quota version and
     /// time).
     pub(super) user_fields: UserFields,
+    /// While a cycle runs, the jobs it has started: none of them is a victim in the same
+    /// cycle, so two jobs cannot evict each other back and forth without end inside one.
+    pub(crate) started_this_cycle: HashSet<JobId>,
+    pub(crate) in_cycle: bool,
     fair_tree: std::cell::RefCell<Option<FairTreeCache>>,
 }
 
@@ -194,6 +198,8 @@ impl Scheduler {
             queue_cache: std::cell::RefCell::new(None),
             room_when_empty: std::cell::RefCell::new(HashMap::new()),
             user_fields,
+            started_this_cycle: HashSet::new(),
+            in_cycle: false,
             fair_tree: std::cell::RefCell::new(None),
         }
     }
