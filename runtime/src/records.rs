@@ -156,7 +156,7 @@ fn borrowed(alloc: &Amounts, guarantee: &Amounts) -> Amounts {
     alloc.iter().map(|(r, a)| (*r, (a - guarantee.get(r).copied().unwrap_or(0)).max(0))).collect()
 }
 
-/// Every queue's record; `share_after` counts `changes` (see [`share_after`]).
+/// Every queue's record; the `_after` fields count `changes` (see [`apply_after`]).
 pub fn queue_recs(
     quotas: &Quotas,
     totals: &Amounts,
