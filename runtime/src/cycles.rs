@@ -150,15 +150,7 @@ fn run(policy: &CompiledPolicy, cards: u32, jobs: &[Job], step_s: u64, fillers: 
     s.add_node(&NodeSpec { name: "n1".into(), cards, ..NodeSpec::default() }).ok()?;
     let mut ids = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
-        let spec = JobSpec {
-            name: format!("j{}", i + 1),
-            queue: Some(j.queue.clone()),
-            priority: Some(j.priority),
-            request: Request::Whole(j.cards),
-            preemptible: true,
-            ..JobSpec::default()
-        };
-        ids.push(s.submit(spec).ok()?);
+        ids.push(s.submit(Scenario::spec(j, i)).ok()?);
     }
     let running =
         |s: &Scheduler| -> Vec<usize> { ids.iter().copied().filter(|&j| s.job(j).state == State::Running).collect() };
@@ -196,6 +188,7 @@ fn run(policy: &CompiledPolicy, cards: u32, jobs: &[Job], step_s: u64, fillers: 
 }
 
 impl Scenario {
+    /// The `i`-th job of a scenario (`j1`, `j2`, …).
     fn spec(j: &Job, i: usize) -> JobSpec {
         JobSpec {
             name: format!("j{}", i + 1),
