@@ -116,6 +116,10 @@ static EMPTY_QUEUE: QueueRec = QueueRec {
     allocated_after: Resources { gpu: 0.0, cpu: 0.0, mem: 0.0 },
     borrowed_after: Resources { gpu: 0.0, cpu: 0.0, mem: 0.0 },
     lendable: Resources { gpu: 0.0, cpu: 0.0, mem: 0.0 },
+    head_waiting: 0.0,
+    head_gpus: 0.0,
+    head_priority: 0.0,
+    head_fits_guarantee: false,
     pending: 0.0,
     running: 0.0,
 };

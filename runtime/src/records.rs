@@ -190,6 +190,11 @@ pub fn queue_recs(
                 allocated_after: resources(&q.alloc, 0.0),
                 borrowed_after: resources(&borrowed, 0.0),
                 lendable: resources(&lendable, 0.0),
+                // Filled in while queues are ranked (`Scheduler::next_job`).
+                head_waiting: 0.0,
+                head_gpus: 0.0,
+                head_priority: 0.0,
+                head_fits_guarantee: false,
                 pending: f64::from(q.pending),
                 running: f64::from(q.running),
             };

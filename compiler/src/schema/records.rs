@@ -461,6 +461,10 @@ records! {
         allocated_after: resources, Cycle, "`allocated` if the job in scope were admitted or the victim evicted.";
         borrowed_after: resources, Cycle, "`borrowed` if the job in scope were admitted or the victim evicted.";
         lendable: resources, Cycle, "What the queue's cohort can lend: its parent's pool (a root's own), Kueue's lendable capacity.";
+        head_waiting: num(TIME), Cycle, "In `queue_order`: how long the queue's next job has waited (0 without one).";
+        head_gpus: num(GPU), Cycle, "In `queue_order`: the GPUs the queue's next job asks for, every replica (0 without one).";
+        head_priority: num(NONE), Cycle, "In `queue_order`: the priority of the queue's next job (0 without one).";
+        head_fits_guarantee: boolean, Cycle, "In `queue_order`: whether the queue's next job fits within its guarantee of what the tree governs.";
         pending: num(NONE), Cycle, "Jobs waiting in the queue (and its descendants).";
         running: num(NONE), Cycle, "Jobs running in the queue (and its descendants).";
     }

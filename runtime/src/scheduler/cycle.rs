@@ -2,7 +2,7 @@
 //! attempt to place the job, then to evict for it, then to reserve for it.
 
 use super::waiting::ClassId;
-use super::{Backoff, Event, Scheduler};
+use super::{Backoff, Event, Scheduler, View};
 use crate::jobs::{JobId, QueueId, Reason, State};
 use crate::model::NodeId;
 use crate::preempt::Eviction;
@@ -124,29 +124,28 @@ impl Scheduler {
                 }
             };
         }
-        let view = self.view(None);
-        let ctx = self.ctx(&view);
+        let mut view = self.view(None);
         let engine = self.policy.engine();
         // A queue is live if some leaf below it has a candidate.
         let mut live = vec![false; nq];
         for q in (0..nq).rev() {
             live[q] = candidate[q].is_some() || self.quotas.queues[q].children.iter().any(|&c| live[c]);
         }
-        let roots: Vec<QueueId> = (0..nq).filter(|&q| self.quotas.queues[q].parent.is_none() && live[q]).collect();
         // Without a `queue_order`, the weighted dominant share: the queue holding the least
         // of the cluster for its weight goes first (NaN, 0 ÷ 0, last; ties to the first).
-        let weighted_share = |q: QueueId| {
-            let rec = &view.queues[q];
-            let w = rec.dominant_share / rec.weight;
-            if w.is_nan() { f64::INFINITY } else { w }
-        };
-        let rank = |qs: &[QueueId]| {
+        let rank = |view: &View, qs: &[QueueId]| {
             if self.policy.program.queue_order.is_empty() {
+                let weighted_share = |q: QueueId| {
+                    let rec = &view.queues[q];
+                    let w = rec.dominant_share / rec.weight;
+                    if w.is_nan() { f64::INFINITY } else { w }
+                };
                 return qs
                     .iter()
                     .copied()
                     .min_by(|&a, &b| weighted_share(a).total_cmp(&weighted_share(b)).then(a.cmp(&b)));
             }
+            let ctx = self.ctx(view);
             self.best_by(
                 qs,
                 &self.policy.program.queue_order,
@@ -154,14 +153,48 @@ impl Scheduler {
                 |a, b| a.cmp(&b),
             )
         };
-        let mut q = rank(&roots)?;
+        let live_children = |q: QueueId| -> Vec<QueueId> {
+            self.quotas.queues[q].children.iter().copied().filter(|&c| live[c]).collect()
+        };
+        if self.queue_order_reads_head {
+            // Each queue's next job, bottom up (children follow their parents): a leaf's
+            // candidate, or its best child's; its `head_*` fields are that job's.
+            let mut head: Vec<Option<JobId>> = vec![None; nq];
+            for q in (0..nq).rev() {
+                head[q] = if self.quotas.queues[q].children.is_empty() {
+                    candidate[q]
+                } else {
+                    rank(&view, &live_children(q)).and_then(|c| head[c])
+                };
+                if let Some(j) = head[q] {
+                    self.fill_head(&mut view.queues[q], q, j);
+                }
+            }
+        }
+        let roots: Vec<QueueId> = (0..nq).filter(|&q| self.quotas.queues[q].parent.is_none() && live[q]).collect();
+        let mut q = rank(&view, &roots)?;
         loop {
-            let children: Vec<QueueId> = self.quotas.queues[q].children.iter().copied().filter(|&c| live[c]).collect();
+            let children = live_children(q);
             if children.is_empty() {
                 return candidate[q];
             }
-            q = rank(&children)?;
+            q = rank(&view, &children)?;
         }
+    }
+
+    /// Fills queue `q`'s `head_*` fields from its next job.
+    fn fill_head(&self, rec: &mut gpol_compiler::schema::QueueRec, q: QueueId, job: JobId) {
+        let j = &self.jobs[job];
+        let jr = self.job_rec(job);
+        rec.head_waiting = jr.waiting;
+        rec.head_gpus = jr.total_gpus;
+        rec.head_priority = j.priority;
+        let demand = crate::quota::demand(j, None);
+        let queue = &self.quotas.queues[q];
+        rec.head_fits_guarantee = demand
+            .iter()
+            .filter(|(r, _)| self.quotas.is_constrained(**r))
+            .all(|(r, &a)| queue.get(&queue.alloc, *r) + a <= queue.get(&queue.guarantee, *r));
     }
 
     /// One job's turn: place it; failing that, evict for it (if the policy allows and it

@@ -109,6 +109,8 @@ pub struct Scheduler {
     /// Tree's factors (worked out when rules read them, cached for one quota version and
     /// time).
     pub(super) user_fields: UserFields,
+    /// Whether `queue_order` reads the queues' next jobs (`queue.head_*`).
+    pub(super) queue_order_reads_head: bool,
     /// While a cycle runs, the jobs it has started: none of them is a victim in the same
     /// cycle, so two jobs cannot evict each other back and forth without end inside one.
     pub(crate) started_this_cycle: HashSet<JobId>,
@@ -163,6 +165,11 @@ impl Scheduler {
         };
         let (usage, fair_tree) = (reads("user_usage"), reads("fair_tree"));
         let user_fields = UserFields { usage, fair_tree, tracked: usage || fair_tree };
+        let queue_order_reads_head = policy.program.queue_order.iter().any(|k| {
+            ["head_waiting", "head_gpus", "head_priority", "head_fits_guarantee"]
+                .iter()
+                .any(|f| k.body.node.reads(gpol_compiler::schema::Record::Queue, f))
+        });
         Scheduler {
             recheck_filters,
             policy,
@@ -198,6 +205,7 @@ impl Scheduler {
             queue_cache: std::cell::RefCell::new(None),
             room_when_empty: std::cell::RefCell::new(HashMap::new()),
             user_fields,
+            queue_order_reads_head,
             started_this_cycle: HashSet::new(),
             in_cycle: false,
             fair_tree: std::cell::RefCell::new(None),
