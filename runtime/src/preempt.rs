@@ -219,9 +219,9 @@ struct Search<'a> {
     /// that evictions change (then they are re-evaluated at every pick).
     order: &'a [OrderKey],
     dynamic: bool,
-    /// Per victim rule, whether it reads queue or cluster state (then it is asked again
-    /// at every pick).
-    dynamic_rules: &'a [bool],
+    /// Per victim rule, what state it reads that earlier picks change (then it is asked
+    /// again at a pick).
+    dynamic_rules: &'a [Reads],
 }
 
 impl Scheduler {
@@ -254,13 +254,17 @@ impl Scheduler {
             )
             .collect();
         let order = program.victim_order.clone();
-        let dynamic = order.iter().any(|k| reads_state(&k.body));
-        let dynamic_rules: Vec<bool> =
-            program.victims.iter().map(|r| reads_state(&r.when) || r.cost.as_ref().is_some_and(reads_state)).collect();
+        let reads = self.victim_reads.clone();
+        let (dynamic, dynamic_rules) = (reads.order, &reads.rules);
         let needed = self.needed(claimant);
         let all = self.candidates(claimant, &needed, record);
+        // A reclaim leaves the claimant's leaf within its guarantee: if even every one of
+        // its own queue's candidates gone would not do that, no job of another queue can
+        // be reclaimed for it (and none is tried: that is most searches of a borrower).
+        let reclaim_reachable = self.leaf_could_end_within(claimant, &needed, &all.list);
         for attempt in attempts {
-            let (candidates, frees) = all.for_attempt(attempt);
+            let others = attempt != Attempt::Reclaim || reclaim_reachable;
+            let (candidates, frees) = all.for_attempt(attempt, others);
             if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
                 continue;
             }
@@ -271,7 +275,7 @@ impl Scheduler {
                 needed: &needed,
                 order: &order,
                 dynamic,
-                dynamic_rules: &dynamic_rules,
+                dynamic_rules,
             };
             let found = if self.jobs[claimant].replicas == 1 {
                 self.search_nodes(&search, frees)
@@ -341,7 +345,7 @@ impl Scheduler {
         if record.is_none() && !standings.iter().flatten().any(evictable) {
             return Candidates::default();
         }
-        let reads_after = reads_after(program);
+        let reads_after = self.victim_reads.after;
         // Reclaim and borrow rules have no cost of their own: they take the first preempt
         // rule's.
         let cost_rule = program.victims.iter().position(|r| r.kind == VictimKind::Preempt && r.cost.is_some());
@@ -488,10 +492,21 @@ impl Scheduler {
     /// Whether the rule that lets `search` take candidate `i` still allows it on the
     /// model as it stands (earlier victims gone): rules that read queue or cluster state
     /// are asked again at every pick, as Kueue's fair sharing compares shares afresh.
-    fn still_allowed(&self, search: &Search, i: usize) -> bool {
+    fn still_allowed(&self, search: &Search, i: usize, lifted: &[usize]) -> bool {
         let c = &search.candidates[i];
         let Some(rule) = c.rule(search.attempt) else { return false };
-        if !search.dynamic_rules[rule] {
+        // The two jobs' queues are all a `Leaves` rule reads: unless an earlier pick was in
+        // one of them, it reads what it read when it allowed the candidate.
+        let leaves = [self.jobs[search.claimant].queue, self.jobs[c.job].queue];
+        let touched = || lifted.iter().any(|&k| leaves.contains(&self.jobs[search.candidates[k].job].queue));
+        let asks = |r: usize| match search.dynamic_rules[r] {
+            Reads::Jobs => false,
+            Reads::Leaves => touched(),
+            Reads::Anything => true,
+        };
+        let protects =
+            || self.policy.program.victims.iter().enumerate().any(|(p, r)| r.kind == VictimKind::Protect && asks(p));
+        if !asks(rule) && !protects() {
             return true;
         }
         let mut view = self.view(Some(search.claimant));
@@ -501,7 +516,7 @@ impl Scheduler {
         // A protect rule that reads the state may veto now.
         ok && !self.policy.program.victims.iter().enumerate().any(|(p, r)| {
             r.kind == VictimKind::Protect
-                && search.dynamic_rules[p]
+                && search.dynamic_rules[p] != Reads::Jobs
                 && self.policy.engine().victim(&ctx, p, &self.job_rec(search.claimant), &self.job_rec(c.job)).0
         })
     }
@@ -546,6 +561,22 @@ impl Scheduler {
     fn borrows(&self, q: QueueId, needed: &[Res]) -> bool {
         let queue = &self.quotas.queues[q];
         needed.iter().any(|&r| queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r))
+    }
+
+    /// Whether the claimant's leaf could end within its guarantee of everything needed,
+    /// with its minimum replicas admitted and every own-queue candidate gone.
+    fn leaf_could_end_within(&self, claimant: JobId, needed: &[Res], candidates: &[Candidate]) -> bool {
+        let c = &self.jobs[claimant];
+        let demand = quota::replicas_demand(c, c.min_replicas, None);
+        let leaf = &self.quotas.queues[c.queue];
+        needed.iter().all(|&r| {
+            let own: i64 = candidates
+                .iter()
+                .filter(|k| k.preempt.is_some() && self.jobs[k.job].queue == c.queue)
+                .map(|k| self.jobs[k.job].charged.get(&r).copied().unwrap_or(0))
+                .sum();
+            leaf.get(&leaf.alloc, r) - own + demand.get(&r).copied().unwrap_or(0) <= leaf.get(&leaf.guarantee, r)
+        })
     }
 
     /// Whether the claimant's side of `sides`, with `replicas` of the claimant admitted,
@@ -617,7 +648,7 @@ impl Scheduler {
         {
             return false;
         }
-        if !lifted.is_empty() && !self.still_allowed(search, i) {
+        if !lifted.is_empty() && !self.still_allowed(search, i, lifted) {
             return false;
         }
         self.lift(c.job);
@@ -832,7 +863,7 @@ impl Scheduler {
             let claimant_rec = self.job_rec(search.claimant);
             let mut view = self.view(Some(search.claimant));
             let engine = self.policy.engine();
-            let after = reads_after(&self.policy.program);
+            let after = self.victim_reads.after;
             let keyed: Vec<(usize, Candidate)> = rest
                 .iter()
                 .enumerate()
@@ -896,6 +927,59 @@ fn reads_state(body: &Body) -> bool {
     body.node.any(&|n| matches!(n.kind, Kind::Field { record: Record::Queue | Record::Cluster, .. }))
 }
 
+/// What a victim rule reads that picks change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Reads {
+    /// Only the two jobs.
+    Jobs,
+    /// Also their queues, not their parents nor the cluster: only the claimant's and the
+    /// victim's leaves (in a victim rule, queues are reached only through the jobs).
+    Leaves,
+    /// The cluster, or queues above the leaves.
+    Anything,
+}
+
+impl Reads {
+    fn of(body: &Body) -> Reads {
+        let n = &body.node;
+        if !reads_state(body) {
+            Reads::Jobs
+        } else if n.any(&|x| matches!(x.kind, Kind::Field { record: Record::Cluster, .. }))
+            || n.reads(Record::Queue, "parent")
+        {
+            Reads::Anything
+        } else {
+            Reads::Leaves
+        }
+    }
+}
+
+/// What the victim rules and `victim_order` read that a search must follow: worked out
+/// once per policy.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct VictimReads {
+    /// Per victim rule, what it reads that picks change.
+    rules: std::rc::Rc<[Reads]>,
+    /// Whether `victim_order` reads queue or cluster state.
+    order: bool,
+    /// Whether any of them reads the queues' `_after` fields.
+    after: bool,
+}
+
+impl VictimReads {
+    pub(crate) fn of(program: &Program) -> VictimReads {
+        VictimReads {
+            rules: program
+                .victims
+                .iter()
+                .map(|r| Reads::of(&r.when).max(r.cost.as_ref().map_or(Reads::Jobs, Reads::of)))
+                .collect(),
+            order: program.victim_order.iter().any(|k| reads_state(&k.body)),
+            after: reads_after(program),
+        }
+    }
+}
+
 /// Whether the victim rules or `victim_order` read the `_after` fields of queues.
 fn reads_after(program: &Program) -> bool {
     let reads =
@@ -905,12 +989,13 @@ fn reads_after(program: &Program) -> bool {
 }
 
 impl Candidates {
-    /// The candidates an attempt may take, and what each frees, re-indexed.
-    fn for_attempt(&self, attempt: Attempt) -> (Vec<Candidate>, Vec<Frees>) {
+    /// The candidates an attempt may take (those of other queues only if `others`), and
+    /// what each frees, re-indexed.
+    fn for_attempt(&self, attempt: Attempt, others: bool) -> (Vec<Candidate>, Vec<Frees>) {
         let mut index = vec![usize::MAX; self.list.len()];
         let mut list = Vec::with_capacity(self.list.len());
         for (i, c) in self.list.iter().enumerate() {
-            if c.rule(attempt).is_some() {
+            if c.rule(attempt).is_some() && (others || c.sides.is_none()) {
                 index[i] = list.len();
                 list.push(c.clone());
             }

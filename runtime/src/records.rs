@@ -146,9 +146,14 @@ pub fn apply_after(
         if t > 0 { a as f64 / t as f64 } else { 0.0 }
     };
     rec.share_after = share(gpu, Res::Gpu).max(share(cpu, Res::Cpu)).max(share(mem, Res::Mem));
-    let allocated = Amounts::from([(Res::Gpu, gpu), (Res::Cpu, cpu), (Res::Mem, mem)]);
-    rec.allocated_after = resources(&allocated, 0.0);
-    rec.borrowed_after = resources(&borrowed(&allocated, &node.guarantee), 0.0);
+    // Built directly, not through maps: this is per candidate.
+    let over = |a: i64, r: Res| (a - node.get(&node.guarantee, r)).max(0);
+    rec.allocated_after = Resources { gpu: gpu as f64 / 1000.0, cpu: cpu as f64 / 1000.0, mem: mem as f64 };
+    rec.borrowed_after = Resources {
+        gpu: over(gpu, Res::Gpu) as f64 / 1000.0,
+        cpu: over(cpu, Res::Cpu) as f64 / 1000.0,
+        mem: over(mem, Res::Mem) as f64,
+    };
 }
 
 /// `max(0, allocated − guarantee)` per resource.
@@ -170,8 +175,7 @@ pub fn queue_recs(
         .map(|(i, q)| {
             let dominant = quotas.dominant_share(i, totals, None);
             let borrowed = borrowed(&q.alloc, &q.guarantee);
-            let lendable: Amounts =
-                [Res::Gpu, Res::Cpu, Res::Mem].into_iter().map(|r| (r, quotas.lendable(i, r))).collect();
+            let lendable = |r: Res, scale: f64| quotas.lendable(i, r) as f64 / scale;
             let mut rec = QueueRec {
                 name: q.name_sym,
                 parent: Opt { value: q.parent.unwrap_or(0) as u32, present: q.parent.is_some() },
@@ -189,7 +193,11 @@ pub fn queue_recs(
                 share_after: dominant,
                 allocated_after: resources(&q.alloc, 0.0),
                 borrowed_after: resources(&borrowed, 0.0),
-                lendable: resources(&lendable, 0.0),
+                lendable: Resources {
+                    gpu: lendable(Res::Gpu, 1000.0),
+                    cpu: lendable(Res::Cpu, 1000.0),
+                    mem: lendable(Res::Mem, 1.0),
+                },
                 // Filled in while queues are ranked (`Scheduler::next_job`).
                 head_waiting: 0.0,
                 head_gpus: 0.0,

@@ -109,6 +109,8 @@ pub struct Scheduler {
     /// Tree's factors (worked out when rules read them, cached for one quota version and
     /// time).
     pub(super) user_fields: UserFields,
+    /// What the victim rules read that a victim search must follow.
+    pub(crate) victim_reads: crate::preempt::VictimReads,
     /// Whether `queue_order` reads the queues' next jobs (`queue.head_*`).
     pub(super) queue_order_reads_head: bool,
     /// While a cycle runs, the jobs it has started: none of them is a victim in the same
@@ -165,6 +167,7 @@ impl Scheduler {
         };
         let (usage, fair_tree) = (reads("user_usage"), reads("fair_tree"));
         let user_fields = UserFields { usage, fair_tree, tracked: usage || fair_tree };
+        let victim_reads = crate::preempt::VictimReads::of(&policy.program);
         let queue_order_reads_head = policy.program.queue_order.iter().any(|k| {
             ["head_waiting", "head_gpus", "head_priority", "head_fits_guarantee"]
                 .iter()
@@ -205,6 +208,7 @@ impl Scheduler {
             queue_cache: std::cell::RefCell::new(None),
             room_when_empty: std::cell::RefCell::new(HashMap::new()),
             user_fields,
+            victim_reads,
             queue_order_reads_head,
             started_this_cycle: HashSet::new(),
             in_cycle: false,
