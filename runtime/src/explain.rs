@@ -150,9 +150,14 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
             let l = node.limit.get(&r).copied();
             let alloc = node.get(&node.alloc, r);
             let borrowed = (alloc - g.unwrap_or(0)).max(0);
+            // Borrow and lend limits only where they are set: most queues have none.
+            let limits: String = [("borrow limit", &node.borrow_limit), ("lend limit", &node.lend_limit)]
+                .iter()
+                .filter_map(|(what, amounts)| amounts.get(&r).map(|&v| format!(", {what} {}", r.show(v))))
+                .collect();
             let _ = writeln!(
                 out,
-                "  quota {} {}: allocated {}, guarantee {}, limit {}, borrowed {}{}",
+                "  quota {} {}: allocated {}, guarantee {}, limit {}{limits}, borrowed {}{}",
                 node.name,
                 r.name(&s.syms),
                 r.show(alloc),

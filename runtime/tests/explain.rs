@@ -50,3 +50,20 @@ fn a_rejection_names_its_rule() {
     assert_eq!(state_text(&s, big), "rejected because small");
     assert!(explain(&s, big).contains("admit small: fails and rejects it for good"), "{}", explain(&s, big));
 }
+
+#[test]
+fn quota_lines_show_borrow_and_lend_limits() {
+    let text = "policy limits\n\nqueue cohort {\n  queue a { guarantee 4 gpu; borrow_limit 2 gpu }\n  \
+                queue b { guarantee 4 gpu; lend_limit 1 gpu }\n}\n";
+    let mut s = support::scheduler(text, &[h100("n1")]);
+    let held = s.submit(queued("a", cards("wide", 7))).unwrap();
+    s.cycle();
+    let why = explain(&s, held);
+    // a may borrow 2, but b lends only 1: 4 + 1 = 5 available.
+    assert!(
+        why.contains(
+            "quota a gpu: allocated 0, guarantee 4, limit none, borrow limit 2, borrowed 0, available 5, needs 7"
+        ),
+        "{why}"
+    );
+}
