@@ -204,36 +204,14 @@ impl Checker<'_> {
                     steps.push(Step::Fail(n.name.clone()));
                 }
                 TestStmt::Usage { queue, user, amount, .. } => {
-                    let q = match p.queue(&queue.name) {
-                        Some(q) if user.is_none() || p.queues[q].children.is_empty() => Some(q),
-                        Some(_) => {
-                            self.err(
-                                Diagnostic::new(
-                                    Code::UnknownQueue,
-                                    queue.span,
-                                    format!("queue `{}` is not a leaf", queue.name),
-                                )
-                                .label("users have usage in leaf queues")
-                                .help("name one of its children, or drop `user` to set the queue's own usage"),
-                            );
-                            None
-                        }
-                        None => {
-                            let sugg = fuzzy::suggest(&queue.name, p.queues.iter().map(|q| q.name.as_str()));
-                            self.err(
-                                Diagnostic::new(
-                                    Code::UnknownQueue,
-                                    queue.span,
-                                    format!("no queue is named `{}`", snippet(&queue.name)),
-                                )
-                                .label("unknown queue")
-                                .help(match sugg {
-                                    Some(s) => format!("did you mean `{s}`?"),
-                                    None => "declare the queue in the policy's queue tree".into(),
-                                }),
-                            );
-                            None
-                        }
+                    let q = if user.is_some() {
+                        let why = (
+                            "users have usage in leaf queues",
+                            "name one of its children, or drop `user` to set the queue's own usage",
+                        );
+                        self.leaf_queue(p, &queue.name, queue.span, why)
+                    } else {
+                        self.known_queue(p, &queue.name, queue.span)
                     };
                     let amount = self.const_number(m, amount, &Ty::Num(Dim::GPU_TIME), "`usage`");
                     if let Some(a) = amount
@@ -300,6 +278,37 @@ impl Checker<'_> {
                 );
             }
         }
+    }
+
+    /// The queue named `name`, or E0021 (with the nearest name) when there is none.
+    fn known_queue(&mut self, p: &hir::Policy, name: &str, at: Span) -> Option<usize> {
+        let q = p.queue(name);
+        if q.is_none() {
+            let sugg = fuzzy::suggest(name, p.queues.iter().map(|q| q.name.as_str()));
+            self.err(
+                Diagnostic::new(Code::UnknownQueue, at, format!("no queue is named `{}`", snippet(name)))
+                    .label("unknown queue")
+                    .help(match sugg {
+                        Some(s) => format!("did you mean `{s}`?"),
+                        None => "declare the queue in the policy's queue tree".into(),
+                    }),
+            );
+        }
+        q
+    }
+
+    /// The leaf queue named `name`; for a parent, E0021 with `why` (label, help).
+    fn leaf_queue(&mut self, p: &hir::Policy, name: &str, at: Span, why: (&str, &str)) -> Option<usize> {
+        let q = self.known_queue(p, name, at)?;
+        if !p.queues[q].children.is_empty() {
+            self.err(
+                Diagnostic::new(Code::UnknownQueue, at, format!("queue `{}` is not a leaf", snippet(name)))
+                    .label(why.0)
+                    .help(why.1),
+            );
+            return None;
+        }
+        Some(q)
     }
 
     fn known(&mut self, names: &HashMap<String, Span>, n: &ast::Ident, what: &str) -> bool {
@@ -738,32 +747,10 @@ impl Checker<'_> {
             match (name.name.as_str(), v) {
                 ("queue", Value::Str(q)) => {
                     queue_set = true;
-                    match p.queue(&q) {
-                        Some(qi) if p.queues[qi].children.is_empty() => j.queue = Some(q),
-                        Some(_) => self.err(
-                            Diagnostic::new(
-                                Code::UnknownQueue,
-                                value.map_or(name.span, |v| v.span),
-                                format!("queue `{q}` is not a leaf"),
-                            )
-                            .label("jobs are submitted to leaf queues")
-                            .help("name one of its children"),
-                        ),
-                        None => {
-                            let sugg = fuzzy::suggest(&q, p.queues.iter().map(|q| q.name.as_str()));
-                            self.err(
-                                Diagnostic::new(
-                                    Code::UnknownQueue,
-                                    value.map_or(name.span, |v| v.span),
-                                    format!("no queue is named `{}`", snippet(&q)),
-                                )
-                                .label("unknown queue")
-                                .help(match sugg {
-                                    Some(s) => format!("did you mean `{s}`?"),
-                                    None => "declare the queue in the policy's queue tree".into(),
-                                }),
-                            );
-                        }
+                    let at = value.map_or(name.span, |v| v.span);
+                    let why = ("jobs are submitted to leaf queues", "name one of its children");
+                    if self.leaf_queue(p, &q, at, why).is_some() {
+                        j.queue = Some(q);
                     }
                 }
                 ("user", Value::Str(u)) => j.user = Some(u),
