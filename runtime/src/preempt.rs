@@ -20,7 +20,7 @@
 use crate::fit;
 use crate::jobs::{JobId, QueueId, Request};
 use crate::model::NodeId;
-use crate::quota::{self, Res};
+use crate::quota::{self, Amounts, Res};
 use crate::records;
 use crate::scheduler::Scheduler;
 use crate::scheduler::View;
@@ -30,6 +30,7 @@ use gpol_compiler::schema::QueueRec;
 use gpol_compiler::schema::Record;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 /// A job to evict, the rule that allows it and what it costs.
@@ -120,11 +121,29 @@ enum Standing {
     WithinGuarantee(QueueId),
 }
 
-/// The eligible victims, and what each frees on each of its nodes.
+/// The eligible victims, and what each frees on each of its nodes; and what could give
+/// the claimant others (when the policy lets that be said).
 #[derive(Default)]
 struct Candidates {
     list: Vec<Candidate>,
     frees: Vec<Frees>,
+    watch: Option<Watch>,
+}
+
+/// What could give a claimant candidates after a search found none: a job starting under
+/// one of `starts` (a new job that preempt rules may allow); under one of `borrowers`
+/// (the tops of other queues' sides) while that queue borrows (a new job, or its side now
+/// borrowing, that reclaim and borrow rules may allow); or the allocation of one of the
+/// leaves `changes` changing (rules that read the jobs' queues see it, and whether the
+/// claimant's leaf can end within its guarantee follows it). Nothing else can, when the
+/// victim rules read only the two jobs, fixed fields of theirs and their leaves'
+/// allocation ([`VictimReads`]'s `watchable`): jobs finishing elsewhere only take
+/// candidates away.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Watch {
+    pub(crate) starts: Vec<QueueId>,
+    pub(crate) borrowers: Vec<QueueId>,
+    pub(crate) changes: Vec<QueueId>,
 }
 
 /// Which sets a search looks for: ones after which the claimant's side is within its
@@ -228,20 +247,30 @@ impl Scheduler {
     /// Searches for victims whose eviction lets `claimant` start now. Evictions are tried
     /// on the model and undone: nothing changes in the end.
     pub fn victim_search(&mut self, claimant: JobId) -> Option<Eviction> {
+        self.search(claimant, None).ok()
+    }
+
+    /// [`Scheduler::victim_search`]; when it finds no candidate at all, what could give
+    /// the claimant some (if the policy's victim rules let that be said).
+    pub(crate) fn victim_search_watched(&mut self, claimant: JobId) -> Result<Eviction, Option<Watch>> {
         self.search(claimant, None)
     }
 
     /// [`Scheduler::victim_search`], with what it decided about every running job.
     pub fn victim_search_explained(&mut self, claimant: JobId) -> VictimSearch {
         let mut considered = Vec::new();
-        let eviction = self.search(claimant, Some(&mut considered));
+        let eviction = self.search(claimant, Some(&mut considered)).ok();
         VictimSearch { considered, eviction }
     }
 
-    fn search(&mut self, claimant: JobId, record: Option<&mut Vec<(JobId, Verdict)>>) -> Option<Eviction> {
+    fn search(
+        &mut self,
+        claimant: JobId,
+        record: Option<&mut Vec<(JobId, Verdict)>>,
+    ) -> Result<Eviction, Option<Watch>> {
         let program = &self.policy.program;
         if !program.victims.iter().any(|r| r.kind != VictimKind::Protect) {
-            return None;
+            return Err(None);
         }
         let attempts: Vec<Attempt> = std::iter::once(Attempt::Reclaim)
             .chain(
@@ -257,14 +286,18 @@ impl Scheduler {
         let reads = self.victim_reads.clone();
         let (dynamic, dynamic_rules) = (reads.order, &reads.rules);
         let needed = self.needed(claimant);
-        let all = self.candidates(claimant, &needed, record);
+        // Jobs of other queues are looked at only if some attempt could take them.
+        let others = attempts.len() > 1 || self.leaf_could_end_within(claimant, &needed, None);
+        let all = self.candidates(claimant, &needed, others, record);
         // A reclaim leaves the claimant's leaf within its guarantee: if even every one of
         // its own queue's candidates gone would not do that, no job of another queue can
         // be reclaimed for it (and none is tried: that is most searches of a borrower).
-        let reclaim_reachable = self.leaf_could_end_within(claimant, &needed, &all.list);
+        let reclaim_reachable = self.leaf_could_end_within(claimant, &needed, Some(&all.list));
+        let mut any_candidates = false;
         for attempt in attempts {
             let others = attempt != Attempt::Reclaim || reclaim_reachable;
             let (candidates, frees) = all.for_attempt(attempt, others);
+            any_candidates |= !candidates.is_empty();
             if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
                 continue;
             }
@@ -301,10 +334,21 @@ impl Scheduler {
                         }
                     })
                     .collect();
-                return Some(Eviction { victims, replicas: f.replicas, cost: f.cost });
+                return Ok(Eviction { victims, replicas: f.replicas, cost: f.cost });
             }
         }
-        None
+        if any_candidates {
+            return Err(None);
+        }
+        // Candidates that no attempt could take were of other queues, left out because the
+        // claimant's leaf cannot end within its guarantee: a change there can alter that.
+        let cq = self.jobs[claimant].queue;
+        Err(all.watch.map(|mut w| {
+            if !all.list.is_empty() {
+                w.changes.push(cq);
+            }
+            w
+        }))
     }
 
     /// What the claimant needs (at its minimum count) that the quota tree governs.
@@ -317,12 +361,14 @@ impl Scheduler {
             .collect()
     }
 
-    /// The running jobs some rule allows evicting for `claimant`; `record`, if given,
-    /// receives the verdict on every running job.
+    /// The running jobs some rule allows evicting for `claimant` (of other queues, only if
+    /// `others`); `record`, if given, receives the verdict on every running job (then
+    /// those of other queues are judged whatever `others` says).
     fn candidates(
         &self,
         claimant: JobId,
         needed: &[Res],
+        others: bool,
         mut record: Option<&mut Vec<(JobId, Verdict)>>,
     ) -> Candidates {
         let program = &self.policy.program;
@@ -339,11 +385,13 @@ impl Scheduler {
             .collect();
         let evictable = |s: &Standing| match s {
             Standing::Own | Standing::Anywhere => has_preempt,
-            Standing::Other(_) => has_cross,
+            Standing::Other(_) => has_cross && others,
             Standing::WithinGuarantee(_) => false,
         };
+        let watch =
+            self.victim_reads.watchable.then(|| self.watch(claimant, &standings, has_preempt, has_cross, others));
         if record.is_none() && !standings.iter().flatten().any(evictable) {
-            return Candidates::default();
+            return Candidates { watch, ..Candidates::default() };
         }
         let reads_after = self.victim_reads.after;
         // Reclaim and borrow rules have no cost of their own: they take the first preempt
@@ -354,6 +402,8 @@ impl Scheduler {
         let mut out: Vec<Candidate> = Vec::with_capacity(self.running.len());
         let mut frees: Vec<Frees> = Vec::with_capacity(self.running.len());
         let mut view = self.view(Some(claimant));
+        let mut after = self.after_count(claimant);
+        let recording = record.is_some();
         for v in self.running() {
             let vj = &self.jobs[v];
             let mut note = |verdict: Verdict| {
@@ -372,6 +422,7 @@ impl Scheduler {
             let (place, sides) = match standing {
                 Standing::Own => (Place::Own, None),
                 Standing::Anywhere => (Place::Anywhere, None),
+                Standing::Other(_) if !others && !recording => continue,
                 Standing::Other(sides) => (Place::Other, Some(sides)),
                 Standing::WithinGuarantee(queue) => {
                     note(Verdict::WithinGuarantee { queue });
@@ -387,7 +438,7 @@ impl Scheduler {
                 continue;
             }
             // The `_after` fields of the victim's queues count it evicted.
-            let saved = if reads_after { self.count_evicted(&mut view, claimant, v) } else { Vec::new() };
+            let saved = if reads_after { after.count(self, &mut view, v) } else { Vec::new() };
             let ctx = self.ctx(&view);
             let vrec = self.job_rec(v);
             let holds = |i: usize| engine.victim(&ctx, i, &claimant_rec, &vrec);
@@ -469,24 +520,59 @@ impl Scheduler {
                 keys: keys.into(),
             });
         }
-        Candidates { list: out, frees }
+        Candidates { list: out, frees, watch }
     }
 
-    /// Counts `victim` evicted (and the claimant admitted) in the `_after` fields of the
-    /// victim's queues in `view`; returns the records it replaced.
-    fn count_evicted(&self, view: &mut View, claimant: JobId, victim: JobId) -> Vec<(QueueId, QueueRec)> {
-        let (c, vj) = (&self.jobs[claimant], &self.jobs[victim]);
-        let demand = quota::demand(c, None);
-        let changes = [(c.queue, &demand, 1), (vj.queue, &vj.charged, -1)];
-        let totals = self.totals();
-        self.quotas
-            .path(vj.queue)
-            .map(|q| {
-                let old = view.queues[q];
-                records::apply_after(&self.quotas, &totals, q, &changes, &mut view.queues[q]);
-                (q, old)
-            })
-            .collect()
+    /// What could give `claimant` candidates where none of the leaves' jobs, as they
+    /// `standings` say, is one (see [`Watch`]); `others` says whether jobs of other
+    /// queues were looked at.
+    fn watch(
+        &self,
+        claimant: JobId,
+        standings: &[Option<Standing>],
+        has_preempt: bool,
+        has_cross: bool,
+        others: bool,
+    ) -> Watch {
+        let cq = self.jobs[claimant].queue;
+        let leaves = self.victim_reads.leaves;
+        let mut w = Watch::default();
+        for (vq, standing) in standings.iter().enumerate() {
+            match standing {
+                None => {}
+                Some(Standing::Own | Standing::Anywhere) if has_preempt => {
+                    w.starts.push(vq);
+                    if leaves {
+                        w.changes.extend([cq, vq]);
+                    }
+                }
+                Some(Standing::Own | Standing::Anywhere) => {}
+                Some(Standing::Other(sides)) if has_cross => {
+                    w.borrowers.extend(sides.victim.last());
+                    if leaves {
+                        w.changes.extend([cq, vq]);
+                    } else if !others {
+                        w.changes.push(cq);
+                    }
+                }
+                Some(Standing::WithinGuarantee(_)) if has_cross => {
+                    let top = self.quotas.common_ancestor(cq, vq);
+                    w.borrowers.extend(self.quotas.path_below(vq, top).last());
+                }
+                Some(Standing::Other(_) | Standing::WithinGuarantee(_)) => {}
+            }
+        }
+        w
+    }
+
+    /// A counter of victims evicted in the `_after` fields, for `claimant`.
+    fn after_count(&self, claimant: JobId) -> AfterCount {
+        AfterCount {
+            claimant_queue: self.jobs[claimant].queue,
+            demand: quota::demand(&self.jobs[claimant], None),
+            totals: self.totals(),
+            memo: HashMap::new(),
+        }
     }
 
     /// Whether the rule that lets `search` take candidate `i` still allows it on the
@@ -510,7 +596,7 @@ impl Scheduler {
             return true;
         }
         let mut view = self.view(Some(search.claimant));
-        self.count_evicted(&mut view, search.claimant, c.job);
+        self.after_count(search.claimant).count(self, &mut view, c.job);
         let ctx = self.ctx(&view);
         let ok = self.policy.engine().victim(&ctx, rule, &self.job_rec(search.claimant), &self.job_rec(c.job)).0;
         // A protect rule that reads the state may veto now.
@@ -564,17 +650,24 @@ impl Scheduler {
     }
 
     /// Whether the claimant's leaf could end within its guarantee of everything needed,
-    /// with its minimum replicas admitted and every own-queue candidate gone.
-    fn leaf_could_end_within(&self, claimant: JobId, needed: &[Res], candidates: &[Candidate]) -> bool {
+    /// with its minimum replicas admitted and every own-queue candidate gone (or, before
+    /// the candidates are known, every own-queue job a preempt rule might take).
+    fn leaf_could_end_within(&self, claimant: JobId, needed: &[Res], candidates: Option<&[Candidate]>) -> bool {
         let c = &self.jobs[claimant];
         let demand = quota::replicas_demand(c, c.min_replicas, None);
         let leaf = &self.quotas.queues[c.queue];
+        let has_preempt = self.policy.program.victims.iter().any(|r| r.kind == VictimKind::Preempt);
         needed.iter().all(|&r| {
-            let own: i64 = candidates
-                .iter()
-                .filter(|k| k.preempt.is_some() && self.jobs[k.job].queue == c.queue)
-                .map(|k| self.jobs[k.job].charged.get(&r).copied().unwrap_or(0))
-                .sum();
+            // A leaf holds only its own jobs: all of them gone leaves nothing.
+            let own: i64 = match candidates {
+                None if has_preempt => leaf.get(&leaf.alloc, r),
+                None => 0,
+                Some(list) => list
+                    .iter()
+                    .filter(|k| k.preempt.is_some() && self.jobs[k.job].queue == c.queue)
+                    .map(|k| self.jobs[k.job].charged.get(&r).copied().unwrap_or(0))
+                    .sum(),
+            };
             leaf.get(&leaf.alloc, r) - own + demand.get(&r).copied().unwrap_or(0) <= leaf.get(&leaf.guarantee, r)
         })
     }
@@ -863,13 +956,14 @@ impl Scheduler {
             let claimant_rec = self.job_rec(search.claimant);
             let mut view = self.view(Some(search.claimant));
             let engine = self.policy.engine();
-            let after = self.victim_reads.after;
+            let reads_after = self.victim_reads.after;
+            let mut after = self.after_count(search.claimant);
             let keyed: Vec<(usize, Candidate)> = rest
                 .iter()
                 .enumerate()
                 .map(|(at, &i)| {
                     let c = &search.candidates[i];
-                    let saved = if after { self.count_evicted(&mut view, search.claimant, c.job) } else { Vec::new() };
+                    let saved = if reads_after { after.count(self, &mut view, c.job) } else { Vec::new() };
                     let mut keys = vec![0.0; search.order.len()];
                     engine.victim_keys(&self.ctx(&view), &claimant_rec, &self.job_rec(c.job), &mut keys);
                     for (q, old) in saved {
@@ -964,6 +1058,12 @@ pub(crate) struct VictimReads {
     order: bool,
     /// Whether any of them reads the queues' `_after` fields.
     after: bool,
+    /// Whether a search that finds no candidate can say what would give it one (a
+    /// [`Watch`]): the rules' conditions read nothing beyond the two jobs and their leaves,
+    /// and of those nothing that changes with time, with waiting jobs or with other queues.
+    pub(crate) watchable: bool,
+    /// Whether some rule's condition reads the jobs' queues.
+    leaves: bool,
 }
 
 impl VictimReads {
@@ -976,8 +1076,30 @@ impl VictimReads {
                 .collect(),
             order: program.victim_order.iter().any(|k| reads_state(&k.body)),
             after: reads_after(program),
+            watchable: program.victims.iter().all(|r| watchable(&r.when)),
+            leaves: program.victims.iter().any(|r| Reads::of(&r.when) == Reads::Leaves),
         }
     }
+}
+
+/// Whether what a victim rule's condition says of two jobs can change only as the jobs'
+/// leaves' allocation does (see [`Watch`]).
+fn watchable(body: &Body) -> bool {
+    // Queue fields that follow anything but the queue's own allocation.
+    const UNWATCHED: [&str; 8] = [
+        "usage",
+        "fair_share",
+        "lendable",
+        "pending",
+        "head_waiting",
+        "head_gpus",
+        "head_priority",
+        "head_fits_guarantee",
+    ];
+    Reads::of(body) != Reads::Anything
+        && !crate::scheduler::reads_time(&body.node)
+        && !body.node.any(&|n| matches!(n.kind, Kind::Domain { .. }))
+        && !UNWATCHED.iter().any(|f| body.node.reads(Record::Queue, f))
 }
 
 /// Whether the victim rules or `victim_order` read the `_after` fields of queues.
@@ -1007,5 +1129,45 @@ impl Candidates {
             .map(|f| Frees { candidate: index[f.candidate], ..f.clone() })
             .collect();
         (list, frees)
+    }
+}
+
+/// Counts a victim evicted (and the claimant admitted) in the `_after` fields of a view's
+/// queues. What the claimant takes and the cluster's totals are worked out once, and the
+/// records once per queue and amount: many candidates share them, and with `_after`
+/// fields read this runs for every candidate of every search.
+struct AfterCount {
+    claimant_queue: QueueId,
+    demand: Amounts,
+    totals: Amounts,
+    /// The victim's queues' records with it evicted, by its leaf and what it holds, as of
+    /// the view they were computed over (one model state: the memo lives no longer).
+    memo: HashMap<(QueueId, [i64; 3]), QueueRecs>,
+}
+
+/// Queue records by queue.
+type QueueRecs = Rc<[(QueueId, QueueRec)]>;
+
+impl AfterCount {
+    /// Counts `victim` evicted in `view`; returns the records it replaced.
+    fn count(&mut self, s: &Scheduler, view: &mut View, victim: JobId) -> Vec<(QueueId, QueueRec)> {
+        let vj = &s.jobs[victim];
+        let held = [Res::Gpu, Res::Cpu, Res::Mem].map(|r| vj.charged.get(&r).copied().unwrap_or(0));
+        let recs = self
+            .memo
+            .entry((vj.queue, held))
+            .or_insert_with(|| {
+                let changes = [(self.claimant_queue, &self.demand, 1), (vj.queue, &vj.charged, -1)];
+                s.quotas
+                    .path(vj.queue)
+                    .map(|q| {
+                        let mut rec = view.queues[q];
+                        records::apply_after(&s.quotas, &self.totals, q, &changes, &mut rec);
+                        (q, rec)
+                    })
+                    .collect()
+            })
+            .clone();
+        recs.iter().map(|&(q, rec)| (q, std::mem::replace(&mut view.queues[q], rec))).collect()
     }
 }

@@ -190,3 +190,44 @@ fn a_job_that_may_reserve_is_asked_again_when_it_comes_due_not_at_every_tick() {
     assert_eq!(s.cycle(), 1);
     assert_eq!(s.state(wide), State::Running);
 }
+
+#[test]
+fn a_job_started_in_the_cycle_a_claimant_failed_in_is_its_victim_at_the_next() {
+    let text = "policy urgent\n\nqueue team {}\n\njob_order { job.submitted asc }\n\n\
+                preempt urgent { when claimant.priority > victim.priority }\n";
+    let mut s = support::scheduler(text, &[node("a")]);
+    let low = s.submit(job("low", 8)).unwrap();
+    let high = s.submit(JobSpec { priority: Some(5.0), ..job("high", 8) }).unwrap();
+    // `low` starts first; in the same cycle it is no victim, so `high` waits.
+    assert_eq!(s.cycle(), 1);
+    assert_eq!(s.state(low), State::Running);
+    assert!(s.job(high).is_pending());
+    // Nothing happens between the cycles, yet at the next `low` has become a victim.
+    assert_eq!(s.cycle(), 1);
+    assert_eq!(s.state(high), State::Running);
+    assert!(s.job(low).is_pending());
+}
+
+#[test]
+fn a_claimant_with_no_candidates_is_not_searched_for_again_until_one_could_appear() {
+    // `b` borrows nothing, so `a`'s claimant has no victim; `a` is held by its limit too.
+    let text = "policy watched\n\nqueue org {\n  queue a { guarantee 4 gpu\n limit 4 gpu }\n  \
+                queue b { guarantee 4 gpu }\n}\n\nreclaim take_back { when victim.preemptible }\n";
+    let mut s = support::scheduler(text, &[node("n1"), node("n2")]);
+    let mine = s.submit(queued("a", job("mine", 4))).unwrap();
+    s.start_on(mine, &[0], History::default()).unwrap();
+    let theirs = s.submit(queued("b", job("theirs", 4))).unwrap();
+    s.start_on(theirs, &[1], History::default()).unwrap();
+    let claimant = s.submit(queued("a", job("claimant", 2))).unwrap();
+    s.cycle();
+    let before = s.attempts();
+    assert!(matches!(s.state(claimant), State::Pending(Some(Reason::Quota(_)))), "{:?}", s.state(claimant));
+    // A job of `b` finishes: capacity frees, but neither its cap nor its victims change.
+    s.complete(theirs);
+    s.cycle();
+    assert_eq!(s.attempts(), before, "not tried: only its own queue's finish can help");
+    // Its own job finishes: the cap gives, and it starts.
+    s.complete(mine);
+    s.cycle();
+    assert_eq!(s.state(claimant), State::Running);
+}

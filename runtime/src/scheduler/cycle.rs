@@ -39,6 +39,7 @@ impl Scheduler {
         self.forget_irrelevant_starts();
         self.started_this_cycle.clear();
         self.in_cycle = true;
+        self.cycle_starts = self.starts;
         let mut turns = Turns::default();
         let mut placed = 0;
         while let Some(job) = self.next_job(&mut turns) {
@@ -66,7 +67,7 @@ impl Scheduler {
                     }
                     let backoff = (!matches!(reason, Reason::Rule(_)) || reason.is_filter()).then(|| Backoff {
                         at_ms: self.now_ms,
-                        starts: self.starts,
+                        starts: self.cycle_starts,
                         quota: self.quota_cap(job, &reason),
                     });
                     if matches!(reason, Reason::Capacity) || reason.is_filter() {
@@ -90,6 +91,12 @@ impl Scheduler {
             self.waiting.class_mut(c).reason = Some(Reason::Capacity);
         }
         self.in_cycle = false;
+        // The jobs this cycle started may be victims once it ends: a class that failed
+        // after one of them started is not held by the state it failed in (its backoff
+        // says whether they could be its victims).
+        if !self.started_this_cycle.is_empty() && !self.policy.program.victims.is_empty() {
+            self.touch();
+        }
         self.started_this_cycle.clear();
         placed
     }
@@ -209,12 +216,15 @@ impl Scheduler {
             crate::place::Decision::Reject(rule) => return Attempt::Rejected(rule),
             crate::place::Decision::Wait(reason) => reason,
         };
-        if self.may_evict_for(&reason)
-            && let Some(eviction) = self.victim_search(job)
-        {
-            self.evict(job, &eviction);
-            self.start(job, &eviction.replicas);
-            return Attempt::Placed;
+        if self.may_evict_for(&reason) && !self.still_no_victims(job) {
+            match self.victim_search_watched(job) {
+                Ok(eviction) => {
+                    self.evict(job, &eviction);
+                    self.start(job, &eviction.replicas);
+                    return Attempt::Placed;
+                }
+                Err(watch) => self.note_no_victims(job, watch),
+            }
         }
         if matches!(reason, Reason::Capacity | Reason::Gang) {
             self.reserve_if_due(job);
@@ -237,11 +247,10 @@ impl Scheduler {
         self.charge(job);
         self.set_state(job, State::Running);
         let now = self.now();
-        self.starts += 1;
         if self.in_cycle {
             self.started_this_cycle.insert(job);
         }
-        self.last_start[self.jobs[job].queue] = self.starts;
+        self.note_start(job);
         let j = &mut self.jobs[job];
         j.started_ms = now;
         j.checkpoint_ms = now;

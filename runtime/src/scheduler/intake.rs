@@ -183,6 +183,7 @@ impl Scheduler {
             self.bind_replica(job, n, false);
         }
         self.charge(job);
+        self.note_start(job);
         let start = self.now() - i64::try_from(ran_ms).unwrap_or(i64::MAX);
         self.set_state(job, State::Running);
         let now = self.now();

@@ -71,10 +71,16 @@ pub struct Scheduler {
     /// Per strict leaf, the head job that stopped it at its latest failed turn: the jobs
     /// behind it wait with reason `order`.
     blocked_by: Vec<Option<JobId>>,
-    /// Jobs started so far.
+    /// Jobs started so far, and the count when the current cycle began (the jobs started
+    /// since were not judged as victims).
     starts: u64,
-    /// Per queue, the value of `starts` after its latest start.
-    last_start: Vec<u64>,
+    cycle_starts: u64,
+    /// Per queue, the value of `starts` after the latest start in its subtree.
+    started_under: Vec<u64>,
+    /// Changes of allocation (starts, finishes, evictions) so far, and per leaf the count
+    /// after its latest.
+    alloc_changes: u64,
+    changed_at: Vec<u64>,
     /// Whether victim rules read nothing but the two jobs: then only a start in a queue
     /// whose jobs could be victims can change a failed victim search.
     victims_read_jobs: bool,
@@ -194,7 +200,10 @@ impl Scheduler {
             ranking,
             blocked_by: vec![None; nq],
             starts: 0,
-            last_start: vec![0; nq],
+            cycle_starts: 0,
+            started_under: vec![0; nq],
+            alloc_changes: 0,
+            changed_at: vec![0; nq],
             victims_read_jobs,
             retry_on_time,
             time_matters,
@@ -482,7 +491,7 @@ pub(super) fn reads_beyond_job(node: &gpol_compiler::ir::Node) -> bool {
 
 /// Whether an expression reads something that changes with time alone: how long a job
 /// has waited or run, its unsaved work, the clock, or decayed usage.
-fn reads_time(node: &gpol_compiler::ir::Node) -> bool {
+pub(crate) fn reads_time(node: &gpol_compiler::ir::Node) -> bool {
     use gpol_compiler::schema::Record;
     [
         (Record::Job, "waiting"),

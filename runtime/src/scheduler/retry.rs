@@ -1,13 +1,24 @@
 //! When a class of waiting jobs that failed is tried again: not while nothing has changed,
 //! and then not until something that could change its answer happens — capacity frees,
 //! the quota cap that held it back gives, a job starts that could be its victim, or (when
-//! time matters) the retry interval passes.
+//! time matters) the retry interval passes. A class whose victim search found no
+//! candidate at all is not searched for again until what could give it one happens.
 
 use super::Scheduler;
 use super::waiting::ClassId;
 use crate::fit;
 use crate::jobs::{JobId, QueueId, Reason};
+use crate::preempt::Watch;
 use crate::quota::Block;
+
+/// A victim search that found no candidate: what could give one, and the counts of starts
+/// and of allocation changes it saw.
+#[derive(Clone, Debug)]
+pub(super) struct NoVictims {
+    watch: Watch,
+    starts: u64,
+    changes: u64,
+}
 
 /// A failed class's wait: when it failed, how many jobs had started by then, and if the
 /// quota held it back, the cap that did and the room that cap had left.
@@ -44,15 +55,16 @@ impl Scheduler {
     }
 
     /// For a job the quota holds back whatever the nodes, the cap that does and the room
-    /// it has left: until that room grows, freed capacity cannot help it. Not when the
-    /// policy can evict (freed nodes can complete a set of victims that satisfies the
-    /// quota), nor for an elastic gang (a smaller count meets other caps).
+    /// it has left: until that room grows, freed capacity cannot help it. Not when
+    /// evictions could help (freed nodes can complete a set of victims that satisfies the
+    /// quota) — unless its class's latest victim search found no candidate and nothing
+    /// that could give one has happened — nor for an elastic gang (a smaller count meets
+    /// other caps).
     pub(super) fn quota_cap(&self, job: JobId, reason: &Reason) -> Option<(Block, i64)> {
         let j = &self.jobs[job];
-        if !matches!(reason, Reason::Quota(_))
-            || j.min_replicas != j.replicas
-            || !self.policy.program.victims.is_empty()
-        {
+        // Evictions cannot help while the class's last search found no candidate.
+        let evicts = !self.policy.program.victims.is_empty() && !self.still_no_victims(job);
+        if !matches!(reason, Reason::Quota(_)) || j.min_replicas != j.replicas || evicts {
             return None;
         }
         let block = self.quota_replicas(job).err()?;
@@ -67,9 +79,67 @@ impl Scheduler {
         }
         let class = self.waiting.class(c);
         // A claimant that needs nothing the tree governs may preempt in any queue.
-        (0..self.last_start.len())
-            .filter(|&q| self.last_start[q] > starts)
+        (0..self.started_under.len())
+            .filter(|&q| self.quotas.queues[q].children.is_empty() && self.started_under[q] > starts)
             .any(|q| !class.governed || self.may_hold_victims(class.queue, q))
+    }
+
+    /// Counts a start: the job's queues have new jobs to judge as victims.
+    pub(super) fn note_start(&mut self, job: JobId) {
+        self.starts += 1;
+        for q in self.quotas.path(self.jobs[job].queue) {
+            self.started_under[q] = self.starts;
+        }
+    }
+
+    /// Counts a change of the allocation of the job's leaf.
+    pub(super) fn note_alloc_change(&mut self, job: JobId) {
+        self.alloc_changes += 1;
+        self.changed_at[self.jobs[job].queue] = self.alloc_changes;
+    }
+
+    /// Records, for a job's class, that a victim search found no candidate, and what could
+    /// give it one (if that can be said).
+    pub(super) fn note_no_victims(&mut self, job: JobId, watch: Option<Watch>) {
+        let no_victims = watch.map(|watch| NoVictims {
+            watch,
+            // Jobs this cycle started were not judged: they count as new.
+            starts: if self.in_cycle { self.cycle_starts } else { self.starts },
+            changes: self.alloc_changes,
+        });
+        if let Some(c) = self.waiting.class_of(job) {
+            self.waiting.class_mut(c).no_victims = no_victims;
+        }
+    }
+
+    /// Whether a job's class found no candidate at its latest victim search and nothing
+    /// that could give it one has happened since.
+    pub(super) fn still_no_victims(&self, job: JobId) -> bool {
+        self.waiting
+            .class_of(job)
+            .and_then(|c| self.waiting.class(c).no_victims.as_ref())
+            .is_some_and(|nv| !self.watch_fired(nv))
+    }
+
+    fn watch_fired(&self, nv: &NoVictims) -> bool {
+        let w = &nv.watch;
+        w.starts.iter().any(|&q| self.started_under[q] > nv.starts)
+            || w.borrowers.iter().any(|&q| self.started_under[q] > nv.starts && self.borrows_governed(q))
+            || w.changes.iter().any(|&q| self.changed_at[q] > nv.changes)
+    }
+
+    /// Whether queue `q` holds more than its guarantee of something the tree governs.
+    fn borrows_governed(&self, q: QueueId) -> bool {
+        let (quotas, queue) = (&self.quotas, &self.quotas.queues[q]);
+        queue.alloc.iter().any(|(&r, &a)| quotas.is_constrained(r) && a > queue.get(&queue.guarantee, r))
+    }
+
+    /// Forgets what every class's latest victim search found: the quotas changed.
+    pub(super) fn forget_no_victims(&mut self) {
+        let classes: Vec<ClassId> = self.waiting.all().collect();
+        for c in classes {
+            self.waiting.class_mut(c).no_victims = None;
+        }
     }
 
     /// Whether jobs of queue `vq` could ever be victims for a claimant of `cq` as the
@@ -80,10 +150,7 @@ impl Scheduler {
             return true;
         }
         let top = quotas.common_ancestor(cq, vq);
-        quotas.path_below(vq, top).last().is_none_or(|&side| {
-            let q = &quotas.queues[side];
-            q.alloc.iter().any(|(&r, &a)| quotas.is_constrained(r) && a > q.get(&q.guarantee, r))
-        })
+        quotas.path_below(vq, top).last().is_none_or(|&side| self.borrows_governed(side))
     }
 
     /// Whether a class is not tried because no node can take its shape. A class is always
@@ -132,7 +199,10 @@ impl Scheduler {
             !(cap_gave
                 || (self.retry_on_time && retry(b.at_ms))
                 || self.came_due_since(c, b.at_ms)
-                || (evicts && self.starts > b.starts && self.new_victims_since(c, b.starts)))
+                || match &class.no_victims {
+                    Some(nv) => self.watch_fired(nv),
+                    None => evicts && self.starts > b.starts && self.new_victims_since(c, b.starts),
+                })
         });
         !backed_off && !self.skipped_as_full(c)
     }

@@ -29,6 +29,8 @@ impl Scheduler {
     /// cluster could ever hold.
     pub(super) fn service_changed(&mut self) {
         self.room_when_empty.get_mut().clear();
+        // Capacity is what an unset root guarantee stands for: who borrows may change.
+        self.forget_no_victims();
         let capacity = self.governed_capacity();
         self.quotas.set_capacity(capacity);
         self.capacity_changed();
@@ -151,11 +153,13 @@ impl Scheduler {
         self.quotas.charge(j.queue, j.user, &charged, 1);
         self.quotas.count(j.queue, -1, 1);
         self.jobs[job].charged = charged;
+        self.note_alloc_change(job);
     }
 
     /// Frees what a running job holds and refunds its quota; its state is the caller's.
     pub(super) fn release(&mut self, job: JobId) {
         self.lift(job);
+        self.note_alloc_change(job);
         self.jobs[job].slots.clear();
         self.jobs[job].charged.clear();
         self.capacity_changed();
@@ -274,6 +278,7 @@ impl Scheduler {
         for c in classes {
             self.waiting.class_mut(c).backoff = None;
         }
+        self.forget_no_victims();
         self.capacity_changed();
     }
 

@@ -5,6 +5,7 @@
 //! answer happens (`retry`): a waiting job costs nothing until then, however long the
 //! backlog. Within a class, jobs keep their `job_order` rank.
 
+use super::retry::NoVictims;
 use super::{Backoff, Scheduler};
 use crate::jobs::{JobId, QueueId, Reason};
 use crate::quota;
@@ -53,6 +54,9 @@ pub(super) struct Class {
     pub(super) reason: Option<Reason>,
     /// What must happen before they are tried again.
     pub(super) backoff: Option<Backoff>,
+    /// When their latest victim search found no candidate at all: what could give them
+    /// one. Until it happens no search is made for them.
+    pub(super) no_victims: Option<NoVictims>,
     /// The state version the latest attempt failed in: while it stands, every member
     /// would fail alike.
     pub(super) failed_at: Option<u64>,
