@@ -116,7 +116,47 @@ pub fn unusable(nodes: &[Node], asks: &[Ask]) -> u64 {
     if asks.is_empty() {
         return 0;
     }
-    nodes.iter().map(|n| asks.iter().map(|a| fragmented(n, a)).min().unwrap_or(0)).sum()
+    nodes.iter().map(|n| least(n, asks)).sum()
+}
+
+/// What no shape of `asks` can use on one node.
+fn least(node: &Node, asks: &[Ask]) -> u64 {
+    asks.iter().map(|a| fragmented(node, a)).min().unwrap_or(0)
+}
+
+/// [`unusable`] measured again and again as the cluster changes: a node is measured
+/// anew only when it has changed since (its `changes` count) or the asks have (in any
+/// order). Between two events few nodes change, and a measurement over every node and
+/// every waiting shape would otherwise dominate a long simulation.
+#[derive(Clone, Debug, Default)]
+pub struct UnusableCache {
+    asks: Vec<Ask>,
+    /// Per node, the `changes` count it was measured at and what it left unusable.
+    nodes: Vec<(u64, u64)>,
+}
+
+impl UnusableCache {
+    pub fn measure(&mut self, nodes: &[Node], asks: &[Ask]) -> u64 {
+        if asks.is_empty() {
+            return 0;
+        }
+        if asks.len() != self.asks.len() || !asks.iter().all(|a| self.asks.contains(a)) {
+            self.asks = asks.to_vec();
+            self.nodes.clear();
+        }
+        // Nodes only join (they leave service, not the list): a new one is measured.
+        self.nodes.resize(nodes.len(), (u64::MAX, 0));
+        nodes
+            .iter()
+            .zip(&mut self.nodes)
+            .map(|(n, seen)| {
+                if seen.0 != n.changes {
+                    *seen = (n.changes, least(n, &self.asks));
+                }
+                seen.1
+            })
+            .sum()
+    }
 }
 
 #[cfg(test)]
@@ -173,6 +213,36 @@ mod tests {
         assert_eq!(expected(std::slice::from_ref(&n), &shapes), 1900.0);
         assert_eq!(unusable(std::slice::from_ref(&n), &[whole(1), ask(Request::Fraction(200), 0)]), 0);
         assert_eq!(unusable(std::slice::from_ref(&n), &[whole(1)]), 900);
+    }
+
+    #[test]
+    fn the_cache_measures_what_a_full_pass_does_as_nodes_and_asks_change() {
+        let mut nodes = vec![node(4, 8000), node(2, 8000)];
+        let (one, half) = (ask(Request::Whole(1), 0), ask(Request::Fraction(500), 0));
+        let mut cache = UnusableCache::default();
+        let measured = |cache: &mut UnusableCache, nodes: &[Node], asks: &[Ask]| {
+            let got = cache.measure(nodes, asks);
+            assert_eq!(got, unusable(nodes, asks), "asks {asks:?}");
+            got
+        };
+        assert_eq!(measured(&mut cache, &nodes, &[one]), 0);
+        // A change the node's count records is seen.
+        nodes[0].cards[0].free_milli = 300;
+        nodes[0].cards[0].clients = 1;
+        nodes[0].refresh_free();
+        nodes[0].changes += 1;
+        assert_eq!(measured(&mut cache, &nodes, &[one]), 300);
+        // The same asks in another order are the same asks; new ones are measured anew.
+        assert_eq!(measured(&mut cache, &nodes, &[half, one]), 300);
+        assert_eq!(measured(&mut cache, &nodes, &[one, half]), 300);
+        assert_eq!(measured(&mut cache, &nodes, &[ask(Request::Whole(4), 0)]), 5300);
+        // A node that joins is measured.
+        let mut joining = node(1, 8000);
+        joining.cards[0].free_milli = 400;
+        joining.cards[0].clients = 1;
+        joining.refresh_free();
+        nodes.push(joining);
+        assert_eq!(measured(&mut cache, &nodes, &[one]), 300 + 400);
     }
 
     #[test]

@@ -113,6 +113,9 @@ pub struct Node {
     pub up: bool,
     /// What is free on the cards, summed up (kept by [`Cluster::refresh`]).
     pub free: CardsFree,
+    /// How many times [`Cluster::refresh`] has seen the node change: whoever keeps
+    /// something worked out from it knows when to work it out again.
+    pub changes: u64,
 }
 
 /// A node's free card capacity in a few numbers, so most nodes that cannot take a
@@ -355,6 +358,7 @@ impl Cluster {
             domains,
             up: true,
             free: CardsFree::default(),
+            changes: 0,
         });
         self.headroom.push(Headroom::default());
         self.refresh(id);
@@ -431,6 +435,7 @@ impl Cluster {
     /// Brings a node's summaries up to date after a change to it.
     pub fn refresh(&mut self, node: NodeId) {
         let n = &mut self.nodes[node];
+        n.changes += 1;
         n.refresh_free();
         self.headroom[node] = Headroom::of(n);
     }

@@ -187,6 +187,7 @@ struct Sim<'a> {
     pending_asks: HashMap<Ask, u32>,
     fragmented_milli: u64,
     fragmented_at_ms: Option<u64>,
+    unusable: frag::UnusableCache,
     fair: Vec<f64>,
     series: Series,
     start_ms: u64,
@@ -273,6 +274,7 @@ impl<'a> Sim<'a> {
             pending_asks: HashMap::new(),
             fragmented_milli: 0,
             fragmented_at_ms: None,
+            unusable: frag::UnusableCache::default(),
             fair: Vec::new(),
             series: Series::new(signals, config.points),
             start_ms,
@@ -542,7 +544,7 @@ impl<'a> Sim<'a> {
         let refresh = self.fragment_every_ms();
         if self.fragmented_at_ms.is_none_or(|at| now >= at + refresh) {
             let asks: Vec<Ask> = self.pending_asks.keys().copied().collect();
-            self.fragmented_milli = frag::unusable(&self.s.cluster().nodes, &asks);
+            self.fragmented_milli = self.unusable.measure(&self.s.cluster().nodes, &asks);
             self.fragmented_at_ms = Some(now);
         }
         let gpus = |milli: u64| milli as f64 / f64::from(MILLI);

@@ -124,7 +124,15 @@ pub struct Scheduler {
     pub(crate) started_this_cycle: HashSet<JobId>,
     pub(crate) in_cycle: bool,
     fair_tree: std::cell::RefCell<Option<FairTreeCache>>,
+    /// Per queue, whether it borrows something the tree governs, and the quota version
+    /// that is of.
+    borrowing: std::cell::RefCell<Option<(u64, Vec<bool>)>>,
+    /// The room each cohort cap has, and the quota version that is of.
+    cohort_room: std::cell::RefCell<(u64, CohortRoom)>,
 }
+
+/// The room of cohort caps, by leaf and resource.
+type CohortRoom = HashMap<(QueueId, Res), i64>;
 
 /// Fair Tree's factors by leaf and user, and the quota version and time they are of.
 type FairTreeCache = ((u64, u64), HashMap<(QueueId, Sym), f64>);
@@ -222,6 +230,8 @@ impl Scheduler {
             started_this_cycle: HashSet::new(),
             in_cycle: false,
             fair_tree: std::cell::RefCell::new(None),
+            borrowing: std::cell::RefCell::new(None),
+            cohort_room: std::cell::RefCell::new((u64::MAX, HashMap::new())),
         }
     }
 

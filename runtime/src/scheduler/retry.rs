@@ -10,6 +10,8 @@ use crate::fit;
 use crate::jobs::{JobId, QueueId, Reason};
 use crate::preempt::Watch;
 use crate::quota::Block;
+use gpol_compiler::schema::Sym;
+use std::collections::HashMap;
 
 /// A victim search that found no candidate: what could give one, and the counts of starts
 /// and of allocation changes it saw.
@@ -128,10 +130,36 @@ impl Scheduler {
             || w.changes.iter().any(|&q| self.changed_at[q] > nv.changes)
     }
 
+    /// [`crate::quota::Quotas::room`]; a cohort's, which walks the tree, worked out once
+    /// per quota version and queue (waiting classes ask after every change).
+    fn room(&self, block: Block, user: Sym) -> i64 {
+        let Block::Cohort { queue, res, .. } = block else { return self.quotas.room(block, user) };
+        let version = self.quotas.version();
+        let mut cache = self.cohort_room.borrow_mut();
+        if cache.0 != version {
+            *cache = (version, HashMap::new());
+        }
+        *cache.1.entry((queue, res)).or_insert_with(|| self.quotas.room(block, user))
+    }
+
     /// Whether queue `q` holds more than its guarantee of something the tree governs.
+    /// Worked out for every queue once per quota version: waiting classes ask it of the
+    /// same few queues after every change.
     fn borrows_governed(&self, q: QueueId) -> bool {
-        let (quotas, queue) = (&self.quotas, &self.quotas.queues[q]);
-        queue.alloc.iter().any(|(&r, &a)| quotas.is_constrained(r) && a > queue.get(&queue.guarantee, r))
+        let version = self.quotas.version();
+        let mut cache = self.borrowing.borrow_mut();
+        if cache.as_ref().is_none_or(|(v, _)| *v != version) {
+            let quotas = &self.quotas;
+            let borrowing = quotas
+                .queues
+                .iter()
+                .map(|queue| {
+                    queue.alloc.iter().any(|(&r, &a)| quotas.is_constrained(r) && a > queue.get(&queue.guarantee, r))
+                })
+                .collect();
+            *cache = Some((version, borrowing));
+        }
+        cache.as_ref().is_some_and(|(_, b)| b.get(q).copied().unwrap_or(false))
     }
 
     /// Forgets what every class's latest victim search found: the quotas changed.
@@ -195,7 +223,7 @@ impl Scheduler {
         let retry = |at: u64| self.now_ms > at && self.now_ms >= at.saturating_add(self.retry_interval_ms);
         let evicts = !self.policy.program.victims.is_empty();
         let backed_off = class.backoff.is_some_and(|b| {
-            let cap_gave = b.quota.is_some_and(|(block, room)| self.quotas.room(block, class.user) > room);
+            let cap_gave = b.quota.is_some_and(|(block, room)| self.room(block, class.user) > room);
             !(cap_gave
                 || (self.retry_on_time && retry(b.at_ms))
                 || self.came_due_since(c, b.at_ms)
