@@ -55,7 +55,7 @@ impl Scheduler {
         if self.policy.program.admit.is_empty() {
             return None;
         }
-        let view = self.view(Some(job));
+        let view = self.placement_view(job);
         self.policy.engine().admit(&self.ctx(&view), &self.job_rec(job))
     }
 
@@ -64,7 +64,7 @@ impl Scheduler {
     pub(crate) fn place(&self, job: JobId, among: Option<&[NodeId]>) -> Result<Vec<NodeId>, Reason> {
         let j = &self.jobs[job];
         let count = self.quota_count(job)?;
-        let view = self.view(Some(job));
+        let view = self.placement_view(job);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
         let program = &self.policy.program;
@@ -257,7 +257,7 @@ impl Scheduler {
         if self.policy.program.card_scores.is_empty() {
             return fit::choose(n, j, None);
         }
-        let view = self.view(Some(job));
+        let view = self.placement_view(job);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
         let node_rec = self.node_records().get(node)?;

@@ -32,7 +32,7 @@ impl Scheduler {
     /// the nodes with the most free GPU, as many as the job needs.
     fn best_domain(&self, job: JobId) -> Option<Vec<NodeId>> {
         let j = &self.jobs[job];
-        let view = self.view(Some(job));
+        let view = self.placement_view(job);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
         let mut usable: Vec<NodeId> = Vec::new();

@@ -127,6 +127,8 @@ pub struct Scheduler {
     /// Per queue, whether it borrows something the tree governs, and the quota version
     /// that is of.
     borrowing: std::cell::RefCell<Option<(u64, Vec<bool>)>>,
+    /// Whether admit, filter, score, card score or gang rules read a queue.
+    placement_reads_queues: bool,
     /// The room each cohort cap has, and the quota version that is of.
     cohort_room: std::cell::RefCell<(u64, CohortRoom)>,
 }
@@ -168,6 +170,10 @@ impl Scheduler {
             matches!(id, RuleId::Filter(_) | RuleId::Gang(_) | RuleId::Victim(_)) && reads_time(&body.node)
         });
         let time_matters = retry_on_time || policy.policy.settings.reserve_after.is_some();
+        let placement_reads_queues = policy.program.bodies().iter().any(|(id, _, body)| {
+            matches!(id, RuleId::Admit(_) | RuleId::Filter(_) | RuleId::Score(_) | RuleId::CardScore(_) | RuleId::Gang(_))
+                && body.node.any(&|n| matches!(n.kind, gpol_compiler::ir::Kind::Field { record: gpol_compiler::schema::Record::Queue, .. }))
+        });
         let victims_read_jobs = policy
             .program
             .victims
@@ -231,6 +237,7 @@ impl Scheduler {
             in_cycle: false,
             fair_tree: std::cell::RefCell::new(None),
             borrowing: std::cell::RefCell::new(None),
+            placement_reads_queues,
             cohort_room: std::cell::RefCell::new((u64::MAX, HashMap::new())),
         }
     }
@@ -422,6 +429,18 @@ impl Scheduler {
             }
         }
         View { cluster: self.cluster_rec(), queues }
+    }
+
+    /// What admission and placement rules see: [`Scheduler::view`], but when none of them
+    /// reads a queue, the queue records are the last ones worked out (as many, and never
+    /// read) rather than worked out anew after every change.
+    pub(crate) fn placement_view(&self, job: JobId) -> View<'_> {
+        if !self.placement_reads_queues
+            && let Some((_, recs)) = self.queue_cache.borrow().as_ref()
+        {
+            return View { cluster: self.cluster_rec(), queues: recs.clone() };
+        }
+        self.view(Some(job))
     }
 
     /// What rules see now; `job` is the job in scope, for its queues' `share_after`.
