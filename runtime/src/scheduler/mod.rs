@@ -171,8 +171,12 @@ impl Scheduler {
         });
         let time_matters = retry_on_time || policy.policy.settings.reserve_after.is_some();
         let placement_reads_queues = policy.program.bodies().iter().any(|(id, _, body)| {
-            matches!(id, RuleId::Admit(_) | RuleId::Filter(_) | RuleId::Score(_) | RuleId::CardScore(_) | RuleId::Gang(_))
-                && body.node.any(&|n| matches!(n.kind, gpol_compiler::ir::Kind::Field { record: gpol_compiler::schema::Record::Queue, .. }))
+            matches!(
+                id,
+                RuleId::Admit(_) | RuleId::Filter(_) | RuleId::Score(_) | RuleId::CardScore(_) | RuleId::Gang(_)
+            ) && body.node.any(&|n| {
+                matches!(n.kind, gpol_compiler::ir::Kind::Field { record: gpol_compiler::schema::Record::Queue, .. })
+            })
         });
         let victims_read_jobs = policy
             .program
