@@ -6,6 +6,7 @@
 
 pub mod cycles;
 pub mod explain;
+pub mod fair_share;
 pub mod fair_tree;
 pub mod fit;
 pub mod frag;

@@ -121,6 +121,8 @@ pub struct Queue {
     pub fairshare_parent: bool,
     pub pending: u32,
     pub running: u32,
+    /// GPU (milli) the subtree's waiting jobs ask for (all their replicas).
+    pub pending_gpu: i64,
 }
 
 impl Queue {
@@ -176,6 +178,11 @@ pub fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
         d.insert(Res::Model(m), gpu);
     }
     d
+}
+
+/// GPU (milli) a job asks for, all its replicas: what it adds to its queue's request.
+pub fn requested_gpu(job: &Job) -> i64 {
+    job.request.milli() as i64 * i64::from(job.replicas)
 }
 
 /// What a placement takes: one replica on a GPU of each model listed.
@@ -248,6 +255,7 @@ impl Quotas {
                     user_usage: HashMap::new(),
                     fairshare_parent: q.fairshare_parent,
                     pending: 0,
+                    pending_gpu: 0,
                     running: 0,
                 }
             })
@@ -484,9 +492,12 @@ impl Quotas {
         });
     }
 
-    pub fn count(&mut self, q: QueueId, pending: i32, running: i32) {
+    /// Counts jobs that begin (1) or stop (-1) waiting or running in leaf `q`; each asks
+    /// for `gpu_milli` in all (what waiting jobs ask for is counted too).
+    pub fn count(&mut self, q: QueueId, pending: i32, running: i32, gpu_milli: i64) {
         self.for_path(q, |node| {
             node.pending = node.pending.saturating_add_signed(pending);
+            node.pending_gpu = node.pending_gpu.saturating_add(i64::from(pending).saturating_mul(gpu_milli));
             node.running = node.running.saturating_add_signed(running);
         });
     }
@@ -568,9 +579,10 @@ impl Quotas {
         users
     }
 
-    /// Each queue's fair share of the cluster's GPUs: its guarantee, plus the surplus of
-    /// its parent's fair amount split among the children by weight.
-    pub fn fair_shares(&self, total_milli: i64) -> Vec<f64> {
+    /// Each queue's entitlement to the cluster's GPUs whatever anyone asks for: its
+    /// guarantee, plus the surplus of its parent's entitlement split among the children
+    /// by weight. (`queue.fair_share` is KAI's, which follows demand: `fair_share`.)
+    pub fn entitlements(&self, total_milli: i64) -> Vec<f64> {
         let mut fair = vec![0.0; self.queues.len()];
         let total = total_milli.max(1) as f64;
         for i in 0..self.queues.len() {

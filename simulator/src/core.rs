@@ -12,6 +12,7 @@ use crate::trace::TraceJob;
 use crate::workload::Workload;
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_runtime::explain;
+use gpol_runtime::fair_share::water_fill;
 use gpol_runtime::fit::Ask;
 use gpol_runtime::frag::{self, TaskShape};
 use gpol_runtime::jobs::{JobId, QueueId, State};
@@ -284,7 +285,7 @@ impl<'a> Sim<'a> {
             notes,
             s,
         };
-        sim.fair = sim.s.quotas().fair_shares(sim.capacity_milli as i64);
+        sim.fair = sim.s.quotas().entitlements(sim.capacity_milli as i64);
         Ok(sim)
     }
 
@@ -404,7 +405,7 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        self.fair = self.s.quotas().fair_shares(self.capacity_milli as i64);
+        self.fair = self.s.quotas().entitlements(self.capacity_milli as i64);
         self.fragmented_at_ms = None;
     }
 
@@ -838,33 +839,6 @@ impl<'a> Sim<'a> {
     }
 }
 
-/// Max-min fair amounts: each party gets at most its demand, the rest shared in
-/// proportion to `weights` (equally when no one has weight), until the capacity or the
-/// demand runs out.
-pub fn water_fill(capacity: f64, demand: &[f64], weights: &[f64]) -> Vec<f64> {
-    let mut out = vec![0.0; demand.len()];
-    let mut open: Vec<usize> = (0..demand.len()).filter(|&i| demand[i] > 0.0).collect();
-    let mut left = capacity;
-    while !open.is_empty() && left > 1e-9 {
-        let total_w: f64 = open.iter().map(|&i| weights[i].max(0.0)).sum();
-        let w = |i: usize| if total_w > 0.0 { weights[i].max(0.0) / total_w } else { 1.0 / open.len() as f64 };
-        // Parties whose demand their share covers are satisfied; the others split the rest.
-        let satisfied: Vec<usize> = open.iter().copied().filter(|&i| demand[i] - out[i] <= left * w(i)).collect();
-        if satisfied.is_empty() {
-            for &i in &open {
-                out[i] += left * w(i);
-            }
-            break;
-        }
-        for &i in &satisfied {
-            left -= demand[i] - out[i];
-            out[i] = demand[i];
-        }
-        open.retain(|i| !satisfied.contains(i));
-    }
-    out
-}
-
 /// Checks that the scheduler takes every trace job, or says which row is wrong: where a
 /// job goes depends only on its queue and priority class, so the first job of each pair
 /// answers for all.
@@ -875,16 +849,4 @@ fn resolve_all(s: &Scheduler, workload: &Workload) -> Result<(), InputError> {
         })?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn water_filling_caps_by_demand_and_shares_the_rest_by_weight() {
-        assert_eq!(water_fill(10.0, &[2.0, 20.0, 20.0], &[1.0, 1.0, 3.0]), vec![2.0, 2.0, 6.0]);
-        assert_eq!(water_fill(10.0, &[0.0, 4.0], &[1.0, 1.0]), vec![0.0, 4.0]);
-        assert_eq!(water_fill(10.0, &[8.0, 8.0], &[0.0, 0.0]), vec![5.0, 5.0]);
-    }
 }

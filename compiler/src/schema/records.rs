@@ -456,7 +456,7 @@ records! {
         borrowed: resources, Cycle, "max(0, allocated − guarantee) per resource.";
         usage: num(GPU_TIME), Cycle, "Decayed GPU-time used.";
         dominant_share: num(NONE), Cycle, "max over resources of allocated / cluster total.";
-        fair_share: num(NONE), Cycle, "Guarantee plus surplus split by weight, as a share of the cluster.";
+        fair_share: num(NONE), Cycle, "KAI's fair share of the cluster's GPUs: guarantee up to demand, plus what is left split by weight up to demand.";
         share_after: num(NONE), Cycle, "Dominant share if the job in scope were admitted or the victim evicted.";
         allocated_after: resources, Cycle, "`allocated` if the job in scope were admitted or the victim evicted.";
         borrowed_after: resources, Cycle, "`borrowed` if the job in scope were admitted or the victim evicted.";

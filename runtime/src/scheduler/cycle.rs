@@ -56,7 +56,7 @@ impl Scheduler {
             match self.attempt(job) {
                 Attempt::Placed => placed += 1,
                 Attempt::Rejected(rule) => {
-                    self.quotas.count(leaf, -1, 0);
+                    self.quotas.count(leaf, -1, 0, crate::quota::requested_gpu(&self.jobs[job]));
                     self.set_state(job, State::Rejected(rule));
                     self.log.push(Event::Rejected { job, rule, at_ms: self.now_ms });
                 }

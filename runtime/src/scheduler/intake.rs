@@ -163,7 +163,7 @@ impl Scheduler {
         let labels = records::label_slots(&job.labels, &self.job_label_keys);
         let next = self.shapes.len();
         let shape = *self.shapes.entry(job.shape()).or_insert(next);
-        self.quotas.count(job.queue, 1, 0);
+        self.quotas.count(job.queue, 1, 0, crate::quota::requested_gpu(&job));
         self.jobs.push(job, labels, shape);
         self.touch();
         self.enqueue(id);
@@ -215,7 +215,7 @@ impl Scheduler {
     /// Takes back a job that has not started; a running or ended job stays as it is.
     pub fn withdraw(&mut self, job: JobId) {
         if self.jobs[job].is_pending() {
-            self.quotas.count(self.jobs[job].queue, -1, 0);
+            self.quotas.count(self.jobs[job].queue, -1, 0, crate::quota::requested_gpu(&self.jobs[job]));
             self.set_state(job, State::Withdrawn);
         }
     }

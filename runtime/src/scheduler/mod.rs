@@ -420,7 +420,7 @@ impl Scheduler {
         let mut queues = match cache.as_ref() {
             Some((k, recs)) if *k == key => recs.clone(),
             _ => {
-                let fair = self.quotas.fair_shares(totals.get(&Res::Gpu).copied().unwrap_or(0));
+                let fair = crate::fair_share::fair_shares(&self.quotas, totals.get(&Res::Gpu).copied().unwrap_or(0));
                 let recs = records::queue_recs(&self.quotas, &totals, &fair, &[]);
                 *cache = Some((key, recs.clone()));
                 recs

@@ -151,7 +151,7 @@ impl Scheduler {
         let j = &self.jobs[job];
         let charged = quota::placement_demand(j, &models);
         self.quotas.charge(j.queue, j.user, &charged, 1);
-        self.quotas.count(j.queue, -1, 1);
+        self.quotas.count(j.queue, -1, 1, quota::requested_gpu(j));
         self.jobs[job].charged = charged;
         self.note_alloc_change(job);
     }
@@ -197,7 +197,7 @@ impl Scheduler {
         }
         self.quotas.advance_usage(self.now_ms);
         self.release(job);
-        self.quotas.count(self.jobs[job].queue, 0, -1);
+        self.quotas.count(self.jobs[job].queue, 0, -1, 0);
         self.set_state(job, State::Finished);
         self.log.push(Event::Finished { job, at_ms: self.now_ms });
     }
@@ -205,7 +205,7 @@ impl Scheduler {
     /// Stops a running job and puts it back in its queue.
     pub(super) fn requeue(&mut self, job: JobId) {
         self.release(job);
-        self.quotas.count(self.jobs[job].queue, 1, -1);
+        self.quotas.count(self.jobs[job].queue, 1, -1, quota::requested_gpu(&self.jobs[job]));
         // Before it joins a class: what it counts as while it waits.
         let now = self.now();
         let j = &mut self.jobs[job];
