@@ -117,6 +117,7 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
         State::Withdrawn => "withdrawn".to_string(),
     };
     let _ = writeln!(out, "job {} in queue {} ({state}): {}", j.name, q.name, request_text(s, job));
+    queue_order_text(s, job, &mut out);
     let demand = quota::demand(j, None);
     let view = s.view(Some(job));
     let ctx = s.ctx(&view);
@@ -247,6 +248,61 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
     out
 }
 
+/// Where the job's queue stands in the order of queues, level by level from the root:
+/// each level's queues best first, with their keys, the job's marked.
+fn queue_order_text(s: &Scheduler, job: JobId, out: &mut String) {
+    let quotas = &s.quotas;
+    if quotas.queues.len() < 2 {
+        return;
+    }
+    let program = &s.policy.program;
+    let view = s.view(None);
+    let path: Vec<usize> = quotas.path(s.jobs[job].queue).collect();
+    let what = if program.queue_order.is_empty() {
+        "weighted dominant share, least first".to_string()
+    } else {
+        let keys: Vec<String> = (0..program.queue_order.len())
+            .map(|k| program.rule_name(RuleId::QueueOrder(u16::try_from(k).unwrap_or(u16::MAX))))
+            .collect();
+        keys.join(", then ")
+    };
+    let heads = if program.queue_order.iter().any(|k| {
+        ["head_waiting", "head_gpus", "head_priority", "head_fits_guarantee"]
+            .iter()
+            .any(|f| k.body.node.reads(gpol_compiler::schema::Record::Queue, f))
+    }) {
+        " (`head_*` fields as a cycle fills them, not shown here)"
+    } else {
+        ""
+    };
+    let _ = writeln!(out, "  queue order ({what}){heads}:");
+    for &q in path.iter().rev() {
+        let siblings: Vec<usize> = match quotas.queues[q].parent {
+            Some(p) => quotas.queues[p].children.clone(),
+            None => (0..quotas.queues.len()).filter(|&r| quotas.queues[r].parent.is_none()).collect(),
+        };
+        if siblings.len() < 2 {
+            continue;
+        }
+        let mut ranked: Vec<(usize, Vec<f64>)> = siblings.iter().map(|&c| (c, s.queue_order_keys(&view, c))).collect();
+        ranked.sort_by(|a, b| s.queue_order_cmp((a.0, &a.1), (b.0, &b.1)));
+        let shown: Vec<String> = ranked
+            .iter()
+            .map(|(c, keys)| {
+                let values: Vec<String> = keys.iter().map(|k| format!("{k:.4}")).collect();
+                let waiting = if quotas.queues[*c].pending == 0 { ", nothing waiting" } else { "" };
+                let mark = if *c == q { " ← its queue" } else { "" };
+                format!("{} [{}{waiting}]{mark}", quotas.queues[*c].name, values.join(", "))
+            })
+            .collect();
+        let level = match quotas.queues[q].parent {
+            Some(p) => format!("in {}", quotas.queues[p].name),
+            None => "at the top".to_string(),
+        };
+        let _ = writeln!(out, "    {level}: {}", shown.join(" · "));
+    }
+}
+
 /// One line for an event of the log (`None` for submissions, which say nothing new).
 pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
     let program = &s.policy.program;
@@ -308,11 +364,15 @@ fn victim_search_text(s: &Scheduler, search: &crate::preempt::VictimSearch, out:
     let candidates = search.considered.iter().filter(|(_, v)| matches!(v, Verdict::Candidate { .. })).count();
     match &search.eviction {
         Some(e) => {
-            let names: Vec<&str> = e.victims.iter().map(|v| s.jobs[v.job].name.as_str()).collect();
+            let names: Vec<String> = e
+                .victims
+                .iter()
+                .map(|v| format!("{} under `{}` (cost {})", s.jobs[v.job].name, program.rule_label(v.rule), v.cost))
+                .collect();
             let nodes: Vec<&str> = e.replicas.iter().map(|&n| s.cluster.nodes[n].name.as_str()).collect();
             let _ = writeln!(
                 out,
-                "    chosen: evict {} (total cost {}), then start on {}",
+                "    chosen: evict {}; total cost {}; then start on {}",
                 names.join(", "),
                 e.cost,
                 nodes.join(", ")

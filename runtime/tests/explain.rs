@@ -36,7 +36,10 @@ fn a_victim_search_shows_every_verdict_and_the_choice() {
     let why = explain(&s, claimant);
     assert!(why.contains("    a: candidate in its own queue, allowed by `preempt by_priority`, cost 0"), "{why}");
     assert!(why.contains("    b: no preempt rule allows evicting it"), "{why}");
-    assert!(why.contains("    chosen: evict a (total cost 0), then start on n1"), "{why}");
+    assert!(
+        why.contains("    chosen: evict a under `preempt by_priority` (cost 0); total cost 0; then start on n1"),
+        "{why}"
+    );
     s.cycle();
     assert_eq!(state_text(&s, claimant), "running on n1");
 }
@@ -66,4 +69,20 @@ fn quota_lines_show_borrow_and_lend_limits() {
         ),
         "{why}"
     );
+}
+
+#[test]
+fn the_order_of_queues_is_shown_level_by_level_with_its_keys() {
+    let text = "policy ordered\n\nqueue org {\n  queue dept {\n    queue a {}\n    queue b {}\n  }\n  queue c {}\n}\n\n\
+                queue_order { queue.allocated.gpu / 1 gpu asc }\n";
+    let mut s = support::scheduler(text, &[h100("n1")]);
+    s.submit(queued("b", cards("held", 3))).unwrap();
+    s.submit(queued("c", cards("other", 1))).unwrap();
+    s.cycle();
+    let waiting = s.submit(queued("a", cards("next", 8))).unwrap();
+    let why = explain(&s, waiting);
+    assert!(why.contains("  queue order (queue_order key 1):\n"), "{why}");
+    // The top level: c holds 1, dept (b's 3) 3; then within dept: a 0, b 3.
+    assert!(why.contains("    in org: c [1.0000, nothing waiting] · dept [3.0000] ← its queue\n"), "{why}");
+    assert!(why.contains("    in dept: a [0.0000] ← its queue · b [3.0000, nothing waiting]\n"), "{why}");
 }

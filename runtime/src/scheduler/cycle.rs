@@ -132,33 +132,18 @@ impl Scheduler {
             };
         }
         let mut view = self.view(None);
-        let engine = self.policy.engine();
         // A queue is live if some leaf below it has a candidate.
         let mut live = vec![false; nq];
         for q in (0..nq).rev() {
             live[q] = candidate[q].is_some() || self.quotas.queues[q].children.iter().any(|&c| live[c]);
         }
-        // Without a `queue_order`, the weighted dominant share: the queue holding the least
-        // of the cluster for its weight goes first (NaN, 0 ÷ 0, last; ties to the first).
+        // The best of some queues by `queue_order` (without one, the weighted dominant
+        // share: the queue holding the least of the cluster for its weight goes first).
         let rank = |view: &View, qs: &[QueueId]| {
-            if self.policy.program.queue_order.is_empty() {
-                let weighted_share = |q: QueueId| {
-                    let rec = &view.queues[q];
-                    let w = rec.dominant_share / rec.weight;
-                    if w.is_nan() { f64::INFINITY } else { w }
-                };
-                return qs
-                    .iter()
-                    .copied()
-                    .min_by(|&a, &b| weighted_share(a).total_cmp(&weighted_share(b)).then(a.cmp(&b)));
-            }
-            let ctx = self.ctx(view);
-            self.best_by(
-                qs,
-                &self.policy.program.queue_order,
-                |q, out| engine.queue_keys(&ctx, q as u32, out),
-                |a, b| a.cmp(&b),
-            )
+            qs.iter()
+                .map(|&q| (q, self.queue_order_keys(view, q)))
+                .min_by(|a, b| self.queue_order_cmp((a.0, &a.1), (b.0, &b.1)))
+                .map(|(q, _)| q)
         };
         let live_children = |q: QueueId| -> Vec<QueueId> {
             self.quotas.queues[q].children.iter().copied().filter(|&c| live[c]).collect()

@@ -31,26 +31,30 @@ impl Scheduler {
             _ => Some(best),
         }
     }
+}
 
-    /// The best of `items` by order keys (lexicographic, each ascending or descending;
-    /// NaN last), ties broken by `tie`.
-    pub(super) fn best_by(
-        &self,
-        items: &[usize],
-        keys: &[OrderKey],
-        eval: impl Fn(usize, &mut [f64]),
-        tie: impl Fn(usize, usize) -> Ordering,
-    ) -> Option<usize> {
-        let mut scored: Vec<(usize, Vec<f64>)> = items
-            .iter()
-            .map(|&i| {
-                let mut k = vec![0.0; keys.len()];
-                eval(i, &mut k);
-                (i, k)
-            })
-            .collect();
-        scored.sort_by(|(a, ka), (b, kb)| compare_keys(keys, ka, kb).then_with(|| tie(*a, *b)));
-        scored.first().map(|(i, _)| *i)
+impl Scheduler {
+    /// Queue `q`'s place in the order of queues in `view`: its `queue_order` keys, or
+    /// without one the built-in key, its weighted dominant share (NaN, 0 ÷ 0, as
+    /// infinity: last).
+    pub fn queue_order_keys(&self, view: &super::View, q: QueueId) -> Vec<f64> {
+        let program = &self.policy.program;
+        if program.queue_order.is_empty() {
+            let rec = &view.queues[q];
+            let w = rec.dominant_share / rec.weight;
+            return vec![if w.is_nan() { f64::INFINITY } else { w }];
+        }
+        let mut keys = vec![0.0; program.queue_order.len()];
+        self.policy.engine().queue_keys(&self.ctx(view), q as u32, &mut keys);
+        keys
+    }
+
+    /// Orders two queues by their [`Scheduler::queue_order_keys`], ties to the first
+    /// declared.
+    pub fn queue_order_cmp(&self, a: (QueueId, &[f64]), b: (QueueId, &[f64])) -> Ordering {
+        let keys = &self.policy.program.queue_order;
+        let by_keys = if keys.is_empty() { a.1[0].total_cmp(&b.1[0]) } else { compare_keys(keys, a.1, b.1) };
+        by_keys.then(a.0.cmp(&b.0))
     }
 }
 
