@@ -220,14 +220,20 @@ fn a_claimant_with_no_candidates_is_not_searched_for_again_until_one_could_appea
     s.start_on(theirs, &[1], History::default()).unwrap();
     let claimant = s.submit(queued("a", job("claimant", 2))).unwrap();
     s.cycle();
-    let before = s.attempts();
+    let (attempts, searches) = (s.attempts(), s.victim_searches());
+    assert_eq!(searches, 1);
     assert!(matches!(s.state(claimant), State::Pending(Some(Reason::Quota(_)))), "{:?}", s.state(claimant));
-    // A job of `b` finishes: capacity frees, but neither its cap nor its victims change.
+    // A job of `b` finishes: capacity frees and the claimant takes a turn, but nothing
+    // that could give it a victim happened: no search.
     s.complete(theirs);
     s.cycle();
-    assert_eq!(s.attempts(), before, "not tried: only its own queue's finish can help");
-    // Its own job finishes: the cap gives, and it starts.
+    assert_eq!((s.attempts(), s.victim_searches()), (attempts + 1, searches));
+    // `b` starts to borrow: its jobs may be victims now; searched again.
+    let wide = s.submit(queued("b", job("wide", 6))).unwrap();
+    s.cycle();
+    assert_eq!(s.state(wide), State::Running);
     s.complete(mine);
     s.cycle();
-    assert_eq!(s.state(claimant), State::Running);
+    assert_eq!(s.victim_searches(), searches + 1, "searched once `b` borrowed");
+    assert_eq!(s.state(claimant), State::Running, "its own job ended: the cap gives");
 }

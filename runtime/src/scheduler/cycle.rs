@@ -202,6 +202,7 @@ impl Scheduler {
             crate::place::Decision::Wait(reason) => reason,
         };
         if self.may_evict_for(&reason) && !self.still_no_victims(job) {
+            self.searches += 1;
             match self.victim_search_watched(job) {
                 Ok(eviction) => {
                     self.evict(job, &eviction);

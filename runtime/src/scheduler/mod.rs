@@ -46,8 +46,10 @@ pub struct Scheduler {
     pub(crate) jobs: JobStore,
     pub(crate) now_ms: u64,
     pub(crate) log: Vec<Event>,
-    /// Placement attempts so far (each one a filter+score pass over the nodes).
+    /// Placement attempts so far (each one a filter+score pass over the nodes), and
+    /// victim searches.
     attempts: u64,
+    searches: u64,
     /// The runtime symbol of each of the policy's string literals.
     literals: Vec<Sym>,
     job_label_keys: Vec<Sym>,
@@ -127,6 +129,9 @@ pub struct Scheduler {
     /// Per queue, whether it borrows something the tree governs, and the quota version
     /// that is of.
     borrowing: std::cell::RefCell<Option<(u64, Vec<bool>)>>,
+    /// Whether a class whose victim search found no candidate skips searches until what
+    /// could give it one happens (`retry`); off only to show it changes no decision.
+    skip_fruitless_searches: bool,
     /// Whether admit, filter, score, card score or gang rules read a queue.
     placement_reads_queues: bool,
     /// The room each cohort cap has, and the quota version that is of.
@@ -207,6 +212,7 @@ impl Scheduler {
             now_ms: 0,
             log: Vec::new(),
             attempts: 0,
+            searches: 0,
             literals,
             job_label_keys,
             node_label_keys,
@@ -241,6 +247,7 @@ impl Scheduler {
             in_cycle: false,
             fair_tree: std::cell::RefCell::new(None),
             borrowing: std::cell::RefCell::new(None),
+            skip_fruitless_searches: true,
             placement_reads_queues,
             cohort_room: std::cell::RefCell::new((u64::MAX, HashMap::new())),
         }
@@ -288,6 +295,11 @@ impl Scheduler {
     /// Placement attempts so far (each one a filter and score pass over the nodes).
     pub fn attempts(&self) -> u64 {
         self.attempts
+    }
+
+    /// Victim searches the cycles have made so far.
+    pub fn victim_searches(&self) -> u64 {
+        self.searches
     }
 
     /// The nodes held for each job that waited past `reserve_after`.

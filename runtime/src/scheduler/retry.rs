@@ -2,7 +2,8 @@
 //! and then not until something that could change its answer happens — capacity frees,
 //! the quota cap that held it back gives, a job starts that could be its victim, or (when
 //! time matters) the retry interval passes. A class whose victim search found no
-//! candidate at all is not searched for again until what could give it one happens.
+//! candidate at all takes its turns as before, but is not searched for again until what
+//! could give it one happens: which turns come, in what order, never depends on that.
 
 use super::Scheduler;
 use super::waiting::ClassId;
@@ -57,16 +58,15 @@ impl Scheduler {
     }
 
     /// For a job the quota holds back whatever the nodes, the cap that does and the room
-    /// it has left: until that room grows, freed capacity cannot help it. Not when
-    /// evictions could help (freed nodes can complete a set of victims that satisfies the
-    /// quota) — unless its class's latest victim search found no candidate and nothing
-    /// that could give one has happened — nor for an elastic gang (a smaller count meets
-    /// other caps).
+    /// it has left: until that room grows, freed capacity cannot help it. Not when the
+    /// policy can evict (freed nodes can complete a set of victims that satisfies the
+    /// quota), nor for an elastic gang (a smaller count meets other caps).
     pub(super) fn quota_cap(&self, job: JobId, reason: &Reason) -> Option<(Block, i64)> {
         let j = &self.jobs[job];
-        // Evictions cannot help while the class's last search found no candidate.
-        let evicts = !self.policy.program.victims.is_empty() && !self.still_no_victims(job);
-        if !matches!(reason, Reason::Quota(_)) || j.min_replicas != j.replicas || evicts {
+        if !matches!(reason, Reason::Quota(_))
+            || j.min_replicas != j.replicas
+            || !self.policy.program.victims.is_empty()
+        {
             return None;
         }
         let block = self.quota_replicas(job).err()?;
@@ -103,6 +103,7 @@ impl Scheduler {
     /// Records, for a job's class, that a victim search found no candidate, and what could
     /// give it one (if that can be said).
     pub(super) fn note_no_victims(&mut self, job: JobId, watch: Option<Watch>) {
+        let watch = watch.filter(|_| self.skip_fruitless_searches);
         let no_victims = watch.map(|watch| NoVictims {
             watch,
             // Jobs this cycle started were not judged: they count as new.
@@ -160,6 +161,17 @@ impl Scheduler {
             *cache = Some((version, borrowing));
         }
         cache.as_ref().is_some_and(|(_, b)| b.get(q).copied().unwrap_or(false))
+    }
+
+    /// Whether a class whose victim search found no candidate skips further searches
+    /// until something that could give it one happens (on by default). Decisions are the
+    /// same either way — only how often the policy is evaluated changes — which is what
+    /// turning it off is for: showing that.
+    pub fn skip_fruitless_searches(&mut self, on: bool) {
+        self.skip_fruitless_searches = on;
+        if !on {
+            self.forget_no_victims();
+        }
     }
 
     /// Forgets what every class's latest victim search found: the quotas changed.
@@ -227,10 +239,7 @@ impl Scheduler {
             !(cap_gave
                 || (self.retry_on_time && retry(b.at_ms))
                 || self.came_due_since(c, b.at_ms)
-                || match &class.no_victims {
-                    Some(nv) => self.watch_fired(nv),
-                    None => evicts && self.starts > b.starts && self.new_victims_since(c, b.starts),
-                })
+                || (evicts && self.starts > b.starts && self.new_victims_since(c, b.starts)))
         });
         !backed_off && !self.skipped_as_full(c)
     }
