@@ -7,7 +7,6 @@ mod support;
 use gpol_runtime::jobs::State;
 use gpol_runtime::{Event, JobSpec, Scheduler};
 use proptest::prelude::*;
-use std::collections::BTreeMap;
 use support::h100;
 
 /// Reads job names, users and labels, so that reused symbols would show.
@@ -33,35 +32,22 @@ type Arrival = (bool, u32, u64, u8, u8);
 /// Runs the arrivals one a minute, completing each started job after its duration;
 /// returns the log, rendered with names, and the most jobs and symbols held at once.
 fn run(arrivals: &[Arrival], forget: bool) -> (Vec<String>, usize, usize) {
-    let mut s = support::scheduler(POLICY, &[h100("n1"), h100("n2")]);
+    let mut stream = support::Stream::new(support::scheduler(POLICY, &[h100("n1"), h100("n2")]));
     let mut log = Vec::new();
-    let mut finishing: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     let (mut most_jobs, mut most_syms) = (0, 0);
     for (i, &(in_b, cards, minutes, user, tier)) in arrivals.iter().enumerate() {
-        let now = s.now_ms();
-        for (_, jobs) in finishing.range(..=now).map(|(t, j)| (*t, j.clone())).collect::<Vec<_>>() {
-            for j in jobs {
-                s.complete(j);
-            }
-        }
-        finishing.retain(|&t, _| t > now);
         let mut spec = support::cards(&format!("job-{i}"), cards);
         spec.queue = Some(if in_b { "b" } else { "a" }.into());
         spec.user = Some(format!("user-{user}-{i}"));
         spec.labels = vec![("tier".into(), ["slow", "fast", &format!("t{i}")][usize::from(tier % 3)].to_string())];
         spec.duration_ms = Some(minutes * 60_000);
-        s.submit(spec).expect("the job is valid");
-        s.cycle();
-        for e in s.take_log() {
-            if let Event::Placed { job, .. } = &e {
-                let end = s.now_ms() + s.job(*job).duration_ms.unwrap_or(0);
-                finishing.entry(end).or_default().push(*job);
-            }
-            log.push(render(&s, &e));
+        for e in stream.arrive(spec) {
+            log.push(render(&stream.s, &e));
             if forget {
-                forget_ended(&mut s, &e);
+                forget_ended(&mut stream.s, &e);
             }
         }
+        let s = &mut stream.s;
         most_jobs = most_jobs.max(s.jobs().live());
         most_syms = most_syms.max(s.symbols().len());
         s.advance(60_000).expect("the clock stays within its limit");

@@ -4,10 +4,8 @@
 
 mod support;
 
-use gpol_runtime::jobs::State;
 use gpol_runtime::{Event, Scheduler};
 use proptest::prelude::*;
-use std::collections::BTreeMap;
 use support::h100;
 
 /// Rules of each kind the watch follows: `preempt` reading only the jobs, `reclaim` and
@@ -64,41 +62,22 @@ type Arrival = (u8, u32, u64, bool, bool);
 /// Runs the arrivals one a minute, completing each started job after its duration;
 /// returns the log and how many victim searches were made.
 fn run(policy: &str, arrivals: &[Arrival], skip: bool) -> (Vec<String>, u64) {
-    let mut s = support::scheduler(policy, &[h100("n1"), h100("n2")]);
-    s.skip_fruitless_searches(skip);
-    let leaves: Vec<String> = s.quotas().queues.iter().filter(|q| q.is_leaf()).map(|q| q.name.clone()).collect();
+    let mut stream = support::Stream::new(support::scheduler(policy, &[h100("n1"), h100("n2")]));
+    stream.s.skip_fruitless_searches(skip);
+    let leaves: Vec<String> = stream.s.quotas().queues.iter().filter(|q| q.is_leaf()).map(|q| q.name.clone()).collect();
     let mut log = Vec::new();
-    let mut finishing: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for (i, &(queue, cards, minutes, high, preemptible)) in arrivals.iter().enumerate() {
-        let now = s.now_ms();
-        for (_, jobs) in finishing.range(..=now).map(|(t, j)| (*t, j.clone())).collect::<Vec<_>>() {
-            for j in jobs {
-                // An evicted job's old end is no end: it ends its duration after it restarts.
-                let job = s.job(j);
-                let due = job.started_ms + i64::try_from(job.duration_ms.unwrap_or(0)).unwrap_or(i64::MAX);
-                if job.state == State::Running && due <= i64::try_from(now).unwrap_or(i64::MAX) {
-                    s.complete(j);
-                }
-            }
-        }
-        finishing.retain(|&t, _| t > now);
         let mut spec = support::cards(&format!("job-{i}"), cards);
         spec.queue = Some(leaves[usize::from(queue) % leaves.len()].clone());
         spec.priority = Some(if high { 10.0 } else { 0.0 });
         spec.preemptible = preemptible;
         spec.duration_ms = Some(minutes * 60_000);
-        s.submit(spec).expect("the job is valid");
-        s.cycle();
-        for e in s.take_log() {
-            if let Event::Placed { job, .. } = &e {
-                let end = s.now_ms() + s.job(*job).duration_ms.unwrap_or(0);
-                finishing.entry(end).or_default().push(*job);
-            }
-            log.push(render(&s, &e));
+        for e in stream.arrive(spec) {
+            log.push(render(&stream.s, &e));
         }
-        s.advance(60_000).expect("the clock stays within its limit");
+        stream.s.advance(60_000).expect("the clock stays within its limit");
     }
-    (log, s.victim_searches())
+    (log, stream.s.victim_searches())
 }
 
 fn render(s: &Scheduler, e: &Event) -> String {

@@ -41,3 +41,42 @@ pub fn cards(name: &str, cards: u32) -> JobSpec {
 pub fn queued(queue: &str, job: JobSpec) -> JobSpec {
     JobSpec { queue: Some(queue.into()), ..job }
 }
+
+/// Drives a scheduler through a stream of arrivals: each started job ends its duration
+/// after it starts (an evicted job's earlier end is no end: it ends that long after it
+/// restarts).
+pub struct Stream {
+    pub s: Scheduler,
+    ends: std::collections::BTreeMap<u64, Vec<usize>>,
+}
+
+impl Stream {
+    pub fn new(s: Scheduler) -> Stream {
+        Stream { s, ends: std::collections::BTreeMap::new() }
+    }
+
+    /// Ends the jobs due by now, submits `spec`, runs a cycle and returns its events
+    /// (noting when each job it started ends).
+    pub fn arrive(&mut self, spec: JobSpec) -> Vec<gpol_runtime::Event> {
+        let now = self.s.now_ms();
+        let due: Vec<usize> = self.ends.range(..=now).flat_map(|(_, jobs)| jobs.iter().copied()).collect();
+        self.ends.retain(|&t, _| t > now);
+        for j in due {
+            let job = self.s.job(j);
+            let end = job.started_ms.saturating_add(i64::try_from(job.duration_ms.unwrap_or(0)).unwrap_or(i64::MAX));
+            if job.state == gpol_runtime::jobs::State::Running && end <= i64::try_from(now).unwrap_or(i64::MAX) {
+                self.s.complete(j);
+            }
+        }
+        self.s.submit(spec).expect("the job is valid");
+        self.s.cycle();
+        let events = self.s.take_log();
+        for e in &events {
+            if let gpol_runtime::Event::Placed { job, .. } = e {
+                let end = self.s.now_ms() + self.s.job(*job).duration_ms.unwrap_or(0);
+                self.ends.entry(end).or_default().push(*job);
+            }
+        }
+        events
+    }
+}
