@@ -220,6 +220,9 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
         let fit_text = if fits { "" } else { "; does not fit (not enough free capacity)" };
         let _ = writeln!(out, "  node {name}: passes; score {total:.3}{tiers_text} [{}]{fit_text}", scores.join(", "));
     }
+    if j.replicas > 1 && j.is_pending() {
+        gang_text(s, job, &mut out);
+    }
     match s.decide(job) {
         Decision::Place { replicas } => {
             let nodes: Vec<&str> = replicas.iter().map(|&n| s.cluster.nodes[n].name.as_str()).collect();
@@ -246,6 +249,36 @@ pub fn explain(s: &Scheduler, job: JobId) -> String {
         let _ = writeln!(out, "  holds {} in reserve until it starts", names.join(", "));
     }
     out
+}
+
+/// How many of a gang's placements explain shows.
+const GANG_PLACEMENTS_SHOWN: usize = 5;
+
+/// A gang's placements as the quota admits it now, best first, with their values.
+fn gang_text(s: &Scheduler, job: JobId, out: &mut String) {
+    let Ok(count) = s.quota_count(job) else { return };
+    let view = s.placement_view(job);
+    let (ctx, rec) = (s.ctx(&view), s.job_rec(job));
+    match s.gang_placements(job, None, &ctx, &rec, count, s.score_tiers()) {
+        Ok(placements) => {
+            let _ = writeln!(out, "  gang placements ({} found, best first):", placements.len());
+            for p in placements.iter().take(GANG_PLACEMENTS_SHOWN) {
+                let nodes: Vec<&str> = p.replicas.iter().map(|&n| s.cluster.nodes[n].name.as_str()).collect();
+                let tiers = if s.score_tiers() > 0 { format!(", tiers {:?}", p.tiers) } else { String::new() };
+                let _ = writeln!(
+                    out,
+                    "    {} replica{} on {}: value {:.3}{tiers}",
+                    p.replicas.len(),
+                    if p.replicas.len() == 1 { "" } else { "s" },
+                    nodes.join(", "),
+                    p.value
+                );
+            }
+        }
+        Err(reason) => {
+            let _ = writeln!(out, "  gang placements: none ({})", reason.name(&s.policy.program));
+        }
+    }
 }
 
 /// Where the job's queue stands in the order of queues, level by level from the root:

@@ -68,37 +68,12 @@ impl Scheduler {
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
         let program = &self.policy.program;
-        let tiers =
-            program.scores.iter().filter_map(|s| s.tier).max().map_or(0, |t| usize::from(t).clamp(1, MAX_TIERS));
-        // A node the job may use at all: in service, of an allowed model, not reserved.
-        let usable = |i: NodeId| {
-            let node = &self.cluster.nodes[i];
-            node.up && (j.models.is_empty() || j.models.contains(&node.model)) && !self.reserved_for_other(i, job)
-        };
-        let mut rejections = vec![0usize; program.filters.len()];
-        let mut passed_filters = false;
+        let tiers = self.score_tiers();
+        let usable = |i: NodeId| self.usable_node(job, i);
+        let rejections = vec![0usize; program.filters.len()];
         if j.replicas > 1 {
-            let mut hosts: Vec<Host> = Vec::new();
-            self.scan(&ctx, &rec, among, |i, r| {
-                if !r.feasible {
-                    count_rejection(&mut rejections, self.rejecting_filter(&ctx, &rec, i, r));
-                } else if self.cluster.nodes[i].up {
-                    passed_filters = true;
-                    let capacity = if usable(i) { fit::capacity(&self.cluster.nodes[i], j) } else { 0 };
-                    if capacity > 0 {
-                        hosts.push(Host { node: i, result: *r, capacity });
-                    }
-                }
-            });
-            if !passed_filters {
-                return Err(most_rejecting(&rejections));
-            }
-            let clauses = self.gang_clauses(&ctx, &rec);
-            return match gang::place(&self.cluster, &hosts, count, j.min_replicas, &clauses, tiers) {
-                Ok(placements) => self.first_within_model_quota(job, placements.into_iter().map(|p| p.replicas)),
-                Err(Shortfall::Capacity) => Err(Reason::Capacity),
-                Err(Shortfall::Topology) => Err(Reason::Gang),
-            };
+            let placements = self.gang_placements(job, among, &ctx, &rec, count, tiers)?;
+            return self.first_within_model_quota(job, placements.into_iter().map(|p| p.replicas));
         }
         let new_choice = |rejections| Choice {
             s: self,
@@ -213,6 +188,55 @@ impl Scheduler {
     }
 
     /// The gang clauses that apply to the job.
+    /// Every placement of `count` replicas (down to the gang's minimum) of a gang on
+    /// `among` or every node, best first, with its value; or why there is none.
+    pub(crate) fn gang_placements(
+        &self,
+        job: JobId,
+        among: Option<&[NodeId]>,
+        ctx: &Ctx<'_>,
+        rec: &JobRec<'_>,
+        count: u32,
+        tiers: usize,
+    ) -> Result<Vec<gang::Placement>, Reason> {
+        let j = &self.jobs[job];
+        let mut rejections = vec![0usize; self.policy.program.filters.len()];
+        let mut passed_filters = false;
+        let mut hosts: Vec<Host> = Vec::new();
+        self.scan(ctx, rec, among, |i, r| {
+            if !r.feasible {
+                count_rejection(&mut rejections, self.rejecting_filter(ctx, rec, i, r));
+            } else if self.cluster.nodes[i].up {
+                passed_filters = true;
+                let capacity = if self.usable_node(job, i) { fit::capacity(&self.cluster.nodes[i], j) } else { 0 };
+                if capacity > 0 {
+                    hosts.push(Host { node: i, result: *r, capacity });
+                }
+            }
+        });
+        if !passed_filters {
+            return Err(most_rejecting(&rejections));
+        }
+        let clauses = self.gang_clauses(ctx, rec);
+        gang::place(&self.cluster, &hosts, count, j.min_replicas, &clauses, tiers).map_err(|short| match short {
+            Shortfall::Capacity => Reason::Capacity,
+            Shortfall::Topology => Reason::Gang,
+        })
+    }
+
+    /// Whether the job may use node `i` at all: in service, of an allowed model, not held
+    /// for another job.
+    fn usable_node(&self, job: JobId, i: NodeId) -> bool {
+        let (node, j) = (&self.cluster.nodes[i], &self.jobs[job]);
+        node.up && (j.models.is_empty() || j.models.contains(&node.model)) && !self.reserved_for_other(i, job)
+    }
+
+    /// The tiers the policy's scores use (0 without tiers).
+    pub(crate) fn score_tiers(&self) -> usize {
+        let program = &self.policy.program;
+        program.scores.iter().filter_map(|s| s.tier).max().map_or(0, |t| usize::from(t).clamp(1, MAX_TIERS))
+    }
+
     pub(crate) fn gang_clauses(&self, ctx: &Ctx<'_>, rec: &JobRec<'_>) -> Vec<Clause> {
         let engine = self.policy.engine();
         let gang = &self.policy.program.gang;

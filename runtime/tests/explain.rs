@@ -86,3 +86,21 @@ fn the_order_of_queues_is_shown_level_by_level_with_its_keys() {
     assert!(why.contains("    in org: c [1.0000, nothing waiting] · dept [3.0000] ← its queue\n"), "{why}");
     assert!(why.contains("    in dept: a [0.0000] ← its queue · b [3.0000, nothing waiting]\n"), "{why}");
 }
+
+#[test]
+fn a_gangs_placements_are_shown_best_first_with_their_values() {
+    let text = "policy racks\n\ntopology rack\n\nqueue team {}\n\ngang {\n  prefer same rack weight 2\n}\n";
+    let in_rack = |name: &str, rack: &str| gpol_runtime::NodeSpec { domains: vec![(0, rack.into())], ..h100(name) };
+    let mut s = support::scheduler(text, &[in_rack("a1", "r1"), in_rack("a2", "r1"), in_rack("b1", "r2")]);
+    let busy = s.submit(cards("busy", 8)).unwrap();
+    s.cycle();
+    let gang = s.submit(gpol_runtime::JobSpec { replicas: 2, ..cards("g", 8) }).unwrap();
+    let why = explain(&s, gang);
+    // `busy` took a1: no rack holds both replicas now, so the one placement spans the
+    // racks, and as no placement could use fewer it earns the whole preference: 2 × 2/2.
+    assert!(why.contains("  gang placements (1 found, best first):\n    2 replicas on a2, b1: value 2.000\n"), "{why}");
+    s.complete(busy);
+    let why = explain(&s, gang);
+    // With a1 free, rack r1 holds both: the fill takes the fewest racks first.
+    assert!(why.contains("  gang placements (1 found, best first):\n    2 replicas on a1, a2: value 2.000\n"), "{why}");
+}
