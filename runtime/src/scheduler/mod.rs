@@ -129,8 +129,8 @@ pub struct Scheduler {
     /// Per queue, whether it borrows something the tree governs, and the quota version
     /// that is of.
     borrowing: std::cell::RefCell<Option<(u64, Vec<bool>)>>,
-    /// Whether a class whose victim search found no candidate skips searches until what
-    /// could give it one happens (`retry`); off only to show it changes no decision.
+    /// Whether a class whose victim search found no candidate waits until what could give
+    /// it one happens (`retry`).
     skip_fruitless_searches: bool,
     /// Whether admit, filter, score, card score or gang rules read a queue.
     placement_reads_queues: bool,

@@ -2,8 +2,8 @@
 //! and then not until something that could change its answer happens — capacity frees,
 //! the quota cap that held it back gives, a job starts that could be its victim, or (when
 //! time matters) the retry interval passes. A class whose victim search found no
-//! candidate at all takes its turns as before, but is not searched for again until what
-//! could give it one happens: which turns come, in what order, never depends on that.
+//! candidate at all waits, as in a policy without victim rules, until what could give it
+//! one happens or its quota cap gives.
 
 use super::Scheduler;
 use super::waiting::ClassId;
@@ -58,15 +58,17 @@ impl Scheduler {
     }
 
     /// For a job the quota holds back whatever the nodes, the cap that does and the room
-    /// it has left: until that room grows, freed capacity cannot help it. Not when the
-    /// policy can evict (freed nodes can complete a set of victims that satisfies the
-    /// quota), nor for an elastic gang (a smaller count meets other caps).
+    /// it has left: until that room grows, freed capacity cannot help it. Not when
+    /// evictions could help (freed nodes can complete a set of victims that satisfies the
+    /// quota) — unless its class's latest victim search found no candidate and nothing
+    /// that could give one has happened — nor for an elastic gang (a smaller count meets
+    /// other caps).
     pub(super) fn quota_cap(&self, job: JobId, reason: &Reason) -> Option<(Block, i64)> {
         let j = &self.jobs[job];
-        if !matches!(reason, Reason::Quota(_))
-            || j.min_replicas != j.replicas
-            || !self.policy.program.victims.is_empty()
-        {
+        // Evictions cannot help while the class's latest search found no candidate and
+        // nothing that could give it one has happened.
+        let evicts = !self.policy.program.victims.is_empty() && !self.still_no_victims(job);
+        if !matches!(reason, Reason::Quota(_)) || j.min_replicas != j.replicas || evicts {
             return None;
         }
         let block = self.quota_replicas(job).err()?;
@@ -163,10 +165,9 @@ impl Scheduler {
         cache.as_ref().is_some_and(|(_, b)| b.get(q).copied().unwrap_or(false))
     }
 
-    /// Whether a class whose victim search found no candidate skips further searches
-    /// until something that could give it one happens (on by default). Decisions are the
-    /// same either way — only how often the policy is evaluated changes — which is what
-    /// turning it off is for: showing that.
+    /// Whether a class whose victim search found no candidate waits until something that
+    /// could give it one happens (on by default; off, it is retried after every start, as
+    /// when victim rules read what the watch cannot follow).
     pub fn skip_fruitless_searches(&mut self, on: bool) {
         self.skip_fruitless_searches = on;
         if !on {
@@ -239,7 +240,10 @@ impl Scheduler {
             !(cap_gave
                 || (self.retry_on_time && retry(b.at_ms))
                 || self.came_due_since(c, b.at_ms)
-                || (evicts && self.starts > b.starts && self.new_victims_since(c, b.starts)))
+                || match &class.no_victims {
+                    Some(nv) => self.watch_fired(nv),
+                    None => evicts && self.starts > b.starts && self.new_victims_since(c, b.starts),
+                })
         });
         !backed_off && !self.skipped_as_full(c)
     }
