@@ -130,7 +130,8 @@ struct Candidates {
     watch: Option<Watch>,
 }
 
-/// What could give a claimant candidates after a search found none: a job starting under
+/// What could give a claimant candidates after a search found none, or none that all
+/// gone would let the quota admit it: a job starting under
 /// one of `starts` (a new job that preempt rules may allow); under one of `borrowers`
 /// (the tops of other queues' sides) while that queue borrows (a new job, or its side now
 /// borrowing, that reclaim and borrow rules may allow); or the allocation of one of the
@@ -138,12 +139,15 @@ struct Candidates {
 /// claimant's leaf can end within its guarantee follows it). Nothing else can, when the
 /// victim rules read only the two jobs, fixed fields of theirs and their leaves'
 /// allocation ([`VictimReads`]'s `watchable`): jobs finishing elsewhere only take
-/// candidates away.
+/// candidates away — but when there were candidates and the quota would not admit the
+/// claimant even with all of them gone (`releases`), any job ending may free what was
+/// missing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Watch {
     pub(crate) starts: Vec<QueueId>,
     pub(crate) borrowers: Vec<QueueId>,
     pub(crate) changes: Vec<QueueId>,
+    pub(crate) releases: bool,
 }
 
 /// Which sets a search looks for: ones after which the claimant's side is within its
@@ -250,8 +254,9 @@ impl Scheduler {
         self.search(claimant, None).ok()
     }
 
-    /// [`Scheduler::victim_search`]; when it finds no candidate at all, what could give
-    /// the claimant some (if the policy's victim rules let that be said).
+    /// [`Scheduler::victim_search`]; when it finds no candidate, or none that could free
+    /// enough for the quota, what could give the claimant more (if the policy's victim
+    /// rules let that be said).
     pub(crate) fn victim_search_watched(&mut self, claimant: JobId) -> Result<Eviction, Option<Watch>> {
         self.search(claimant, None)
     }
@@ -293,14 +298,15 @@ impl Scheduler {
         // its own queue's candidates gone would not do that, no job of another queue can
         // be reclaimed for it (and none is tried: that is most searches of a borrower).
         let reclaim_reachable = self.leaf_could_end_within(claimant, &needed, Some(&all.list));
-        let mut any_candidates = false;
+        // Whether some attempt had candidates that, all gone, would let the quota admit it.
+        let mut searched = false;
         for attempt in attempts {
             let others = attempt != Attempt::Reclaim || reclaim_reachable;
             let (candidates, frees) = all.for_attempt(attempt, others);
-            any_candidates |= !candidates.is_empty();
             if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
                 continue;
             }
+            searched = true;
             let search = Search {
                 claimant,
                 attempt,
@@ -337,15 +343,20 @@ impl Scheduler {
                 return Ok(Eviction { victims, replicas: f.replicas, cost: f.cost });
             }
         }
-        if any_candidates {
+        if searched {
             return Err(None);
         }
-        // Candidates that no attempt could take were of other queues, left out because the
-        // claimant's leaf cannot end within its guarantee: a change there can alter that.
+        // No candidates, or none that could free enough for the quota: only new candidates
+        // (the watch) or the quota cap giving (which the class's backoff follows) can
+        // change that. Candidates that no attempt could take were of other queues, left out
+        // because the claimant's leaf cannot end within its guarantee: a change there can
+        // alter that too.
         let cq = self.jobs[claimant].queue;
         Err(all.watch.map(|mut w| {
             if !all.list.is_empty() {
                 w.changes.push(cq);
+                // With candidates the quota could not admit it: freed quota may now do.
+                w.releases = true;
             }
             w
         }))

@@ -83,6 +83,8 @@ pub struct Scheduler {
     /// after its latest.
     alloc_changes: u64,
     changed_at: Vec<u64>,
+    /// Jobs that have stopped holding what they held (ended or evicted) so far.
+    releases: u64,
     /// Whether victim rules read nothing but the two jobs: then only a start in a queue
     /// whose jobs could be victims can change a failed victim search.
     victims_read_jobs: bool,
@@ -227,6 +229,7 @@ impl Scheduler {
             cycle_starts: 0,
             started_under: vec![0; nq],
             alloc_changes: 0,
+            releases: 0,
             changed_at: vec![0; nq],
             victims_read_jobs,
             retry_on_time,

@@ -14,13 +14,14 @@ use crate::quota::Block;
 use gpol_compiler::schema::Sym;
 use std::collections::HashMap;
 
-/// A victim search that found no candidate: what could give one, and the counts of starts
-/// and of allocation changes it saw.
+/// A victim search that found no candidate (or none enough for the quota): what could
+/// give one, and the counts of starts, allocation changes and releases it saw.
 #[derive(Clone, Debug)]
 pub(super) struct NoVictims {
     watch: Watch,
     starts: u64,
     changes: u64,
+    releases: u64,
 }
 
 /// A failed class's wait: when it failed, how many jobs had started by then, and if the
@@ -111,6 +112,7 @@ impl Scheduler {
             // Jobs this cycle started were not judged: they count as new.
             starts: if self.in_cycle { self.cycle_starts } else { self.starts },
             changes: self.alloc_changes,
+            releases: self.releases,
         });
         if let Some(c) = self.waiting.class_of(job) {
             self.waiting.class_mut(c).no_victims = no_victims;
@@ -131,6 +133,7 @@ impl Scheduler {
         w.starts.iter().any(|&q| self.started_under[q] > nv.starts)
             || w.borrowers.iter().any(|&q| self.started_under[q] > nv.starts && self.borrows_governed(q))
             || w.changes.iter().any(|&q| self.changed_at[q] > nv.changes)
+            || (w.releases && self.releases > nv.releases)
     }
 
     /// [`crate::quota::Quotas::room`]; a cohort's, which walks the tree, worked out once

@@ -159,6 +159,7 @@ impl Scheduler {
     /// Frees what a running job holds and refunds its quota; its state is the caller's.
     pub(super) fn release(&mut self, job: JobId) {
         self.lift(job);
+        self.releases += 1;
         self.note_alloc_change(job);
         self.jobs[job].slots.clear();
         self.jobs[job].charged.clear();
