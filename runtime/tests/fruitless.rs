@@ -60,19 +60,31 @@ reclaim within { when victim.preemptible and claimant.queue.allocated.gpu < 6 gp
 /// evicted.
 type Arrival = (u8, u32, u64, bool, bool);
 
+/// Two 8-card nodes under `policy`, fruitless searches skipped if `skip`; the leaves.
+fn start(policy: &str, skip: bool) -> (support::Stream, Vec<String>) {
+    let mut stream = support::Stream::new(support::scheduler(policy, &[h100("n1"), h100("n2")]));
+    stream.s.skip_fruitless_searches(skip);
+    let leaves = stream.s.quotas().queues.iter().filter(|q| q.is_leaf()).map(|q| q.name.clone()).collect();
+    (stream, leaves)
+}
+
+/// The `i`-th arrival as a job.
+fn job(i: usize, &(queue, cards, minutes, high, preemptible): &Arrival, leaves: &[String]) -> gpol_runtime::JobSpec {
+    let mut spec = support::cards(&format!("job-{i}"), cards);
+    spec.queue = Some(leaves[usize::from(queue) % leaves.len()].clone());
+    spec.priority = Some(if high { 10.0 } else { 0.0 });
+    spec.preemptible = preemptible;
+    spec.duration_ms = Some(minutes * 60_000);
+    spec
+}
+
 /// Runs the arrivals one a minute, completing each started job after its duration;
 /// returns the log and how many victim searches were made.
 fn run(policy: &str, arrivals: &[Arrival], skip: bool) -> (Vec<String>, u64) {
-    let mut stream = support::Stream::new(support::scheduler(policy, &[h100("n1"), h100("n2")]));
-    stream.s.skip_fruitless_searches(skip);
-    let leaves: Vec<String> = stream.s.quotas().queues.iter().filter(|q| q.is_leaf()).map(|q| q.name.clone()).collect();
+    let (mut stream, leaves) = start(policy, skip);
     let mut log = Vec::new();
-    for (i, &(queue, cards, minutes, high, preemptible)) in arrivals.iter().enumerate() {
-        let mut spec = support::cards(&format!("job-{i}"), cards);
-        spec.queue = Some(leaves[usize::from(queue) % leaves.len()].clone());
-        spec.priority = Some(if high { 10.0 } else { 0.0 });
-        spec.preemptible = preemptible;
-        spec.duration_ms = Some(minutes * 60_000);
+    for (i, arrival) in arrivals.iter().enumerate() {
+        let spec = job(i, arrival, &leaves);
         for e in stream.arrive(spec) {
             log.push(render(&stream.s, &e));
         }
@@ -100,15 +112,9 @@ fn arrival() -> impl Strategy<Value = Arrival> {
 /// none may (what the retry rules and the watch hold back could not have started). A
 /// state that does not settle within 50 cycles is not asked about.
 fn settled(policy: &str, arrivals: &[Arrival], skip: bool) -> Result<(), String> {
-    let mut stream = support::Stream::new(support::scheduler(policy, &[h100("n1"), h100("n2")]));
-    stream.s.skip_fruitless_searches(skip);
-    let leaves: Vec<String> = stream.s.quotas().queues.iter().filter(|q| q.is_leaf()).map(|q| q.name.clone()).collect();
-    for (i, &(queue, cards, minutes, high, preemptible)) in arrivals.iter().enumerate() {
-        let mut spec = support::cards(&format!("job-{i}"), cards);
-        spec.queue = Some(leaves[usize::from(queue) % leaves.len()].clone());
-        spec.priority = Some(if high { 10.0 } else { 0.0 });
-        spec.preemptible = preemptible;
-        spec.duration_ms = Some(minutes * 60_000);
+    let (mut stream, leaves) = start(policy, skip);
+    for (i, arrival) in arrivals.iter().enumerate() {
+        let spec = job(i, arrival, &leaves);
         stream.arrive(spec);
         let s = &mut stream.s;
         // Evictions may go on cycle after cycle (some of these policies let jobs evict
