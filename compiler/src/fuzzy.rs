@@ -15,9 +15,24 @@ pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
+/// A help line for a name not found: "did you mean `…`?" with the closest one, if any,
+/// or what `otherwise` says.
+pub fn help(suggestion: Option<&str>, otherwise: impl FnOnce() -> String) -> String {
+    match suggestion {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => otherwise(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::suggest;
+    use super::{help, suggest};
+
+    #[test]
+    fn help_offers_the_suggestion_or_says_what_else() {
+        assert_eq!(help(Some("node"), || unreachable!()), "did you mean `node`?");
+        assert_eq!(help(None, || "the levels are rack".into()), "the levels are rack");
+    }
 
     #[test]
     fn suggests_close_names_only() {

@@ -169,12 +169,9 @@ impl Checker<'_> {
             self.err(
                 Diagnostic::new(Code::UnknownType, name.span, format!("unknown type `{}`", snippet(&name.name)))
                     .label("not a type")
-                    .help(match sugg {
-                        Some(s) => format!("did you mean `{s}`?"),
-                        None => {
-                            "types are number, gpu, cpu, bytes, duration, bool, string, the records and list[T]".into()
-                        }
-                    }),
+                    .help(fuzzy::help(sugg, || {
+                        "types are number, gpu, cpu, bytes, duration, bool, string, the records and list[T]".into()
+                    })),
             );
         }
         d
@@ -237,10 +234,9 @@ impl Checker<'_> {
                     self.err(
                         Diagnostic::new(Code::BadLiteral, span, format!("unknown MIG profile `{p}`"))
                             .label("not a MIG profile")
-                            .help(match sugg {
-                                Some(s) => format!("did you mean `{s}`?"),
-                                None => format!("profiles are {}", EnumKind::MigProfile.variants().join(", ")),
-                            }),
+                            .help(fuzzy::help(sugg, || {
+                                format!("profiles are {}", EnumKind::MigProfile.variants().join(", "))
+                            })),
                     );
                     error(span)
                 }
@@ -483,10 +479,7 @@ impl Checker<'_> {
                         format!("no queue defines the attribute `{}`", snippet(&name.name)),
                     )
                     .label("undefined attribute")
-                    .help(match sugg {
-                        Some(s) => format!("did you mean `{s}`?"),
-                        None => format!("define it on the root queue: `attr {} = …`", name.name),
-                    }),
+                    .help(fuzzy::help(sugg, || format!("define it on the root queue: `attr {} = …`", name.name))),
                 );
                 error(span)
             }
@@ -563,10 +556,7 @@ impl Checker<'_> {
                         format!("module `{module_path}` has no function `{}`", snippet(&last.name)),
                     )
                     .label("unknown function")
-                    .help(match sugg {
-                        Some(s) => format!("did you mean `{s}`?"),
-                        None => format!("`{module_path}` has {}", listed.join(", ")),
-                    }),
+                    .help(fuzzy::help(sugg, || format!("`{module_path}` has {}", listed.join(", ")))),
                 );
                 return error(span);
             }
@@ -605,10 +595,7 @@ impl Checker<'_> {
                     format!("no module named `{}`", snippet(&module_path)),
                 )
                 .label("unknown module")
-                .help(match sugg {
-                    Some(s) => format!("did you mean `{s}`?"),
-                    None => format!("the standard library has {}", crate::stdlib::MODULES.join(", ")),
-                }),
+                .help(fuzzy::help(sugg, || format!("the standard library has {}", crate::stdlib::MODULES.join(", ")))),
             );
             return error(span);
         }
@@ -619,13 +606,9 @@ impl Checker<'_> {
         self.err(
             Diagnostic::new(Code::UnknownFunction, callee.span, format!("unknown function `{}`", snippet(&name)))
                 .label("not defined")
-                .help(match sugg {
-                    Some(s) => format!("did you mean `{s}`?"),
-                    None => format!(
-                        "built-ins are {}",
-                        Builtin::ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", ")
-                    ),
-                }),
+                .help(fuzzy::help(sugg.as_deref(), || {
+                    format!("built-ins are {}", Builtin::ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "))
+                })),
         );
         error(span)
     }

@@ -319,12 +319,7 @@ impl Checker<'_> {
                             format!("no module named `{}`", snippet(&path)),
                         )
                         .label("not found")
-                        .help(match sugg {
-                            Some(s) => format!("did you mean `{s}`?"),
-                            None => {
-                                format!("the standard library has {}", stdlib::MODULES.join(", "))
-                            }
-                        }),
+                        .help(fuzzy::help(sugg, || format!("the standard library has {}", stdlib::MODULES.join(", ")))),
                     );
                     return;
                 };
@@ -903,10 +898,9 @@ impl Checker<'_> {
                         format!("unknown topology level `{}`", snippet(&level.name)),
                     )
                     .label("not a declared level")
-                    .help(match sugg {
-                        Some(s) => format!("did you mean `{s}`?"),
-                        None => format!("the levels are {}; declare others with `topology …`", self.levels.join(", ")),
-                    }),
+                    .help(fuzzy::help(sugg, || {
+                        format!("the levels are {}; declare others with `topology …`", self.levels.join(", "))
+                    })),
                 );
                 None
             }
@@ -1004,10 +998,7 @@ impl Checker<'_> {
                     self.err(
                         Diagnostic::new(Code::BadSetting, e.name.span, format!("unknown setting `{}`", snippet(other)))
                             .label("not a setting")
-                            .help(match sugg {
-                                Some(s) => format!("did you mean `{s}`?"),
-                                None => format!("settings are {}", KNOWN.join(", ")),
-                            }),
+                            .help(fuzzy::help(sugg, || format!("settings are {}", KNOWN.join(", ")))),
                     );
                 }
             }
@@ -1029,10 +1020,9 @@ impl Checker<'_> {
                 self.err(
                     Diagnostic::new(Code::BadSetting, e.span, "queueing is `strict` or `best_effort`")
                         .label("not a queueing mode")
-                        .help(match sugg {
-                            Some(s) => format!("did you mean `{s}`?"),
-                            None => "strict: the head job blocks its queue; best_effort: later jobs may pass it".into(),
-                        }),
+                        .help(fuzzy::help(sugg, || {
+                            "strict: the head job blocks its queue; best_effort: later jobs may pass it".into()
+                        })),
                 );
                 None
             }

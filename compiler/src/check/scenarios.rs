@@ -288,10 +288,7 @@ impl Checker<'_> {
             self.err(
                 Diagnostic::new(Code::UnknownQueue, at, format!("no queue is named `{}`", snippet(name)))
                     .label("unknown queue")
-                    .help(match sugg {
-                        Some(s) => format!("did you mean `{s}`?"),
-                        None => "declare the queue in the policy's queue tree".into(),
-                    }),
+                    .help(fuzzy::help(sugg, || "declare the queue in the policy's queue tree".into())),
             );
         }
         q
@@ -363,12 +360,9 @@ impl Checker<'_> {
                                 format!("no admit or filter rule is named `{}`", snippet(&r.name)),
                             )
                             .label("unknown reason")
-                            .help(match sugg {
-                                Some(s) => format!("did you mean `{s}`?"),
-                                None => {
-                                    format!("reasons are the admit and filter rules, or {}", BUILTIN_REASONS.join(", "))
-                                }
-                            }),
+                            .help(fuzzy::help(sugg, || {
+                                format!("reasons are the admit and filter rules, or {}", BUILTIN_REASONS.join(", "))
+                            })),
                         );
                         return None;
                     }
@@ -401,10 +395,7 @@ impl Checker<'_> {
                             format!("no preempt, reclaim or borrow rule is named `{}`", snippet(&r.name)),
                         )
                         .label("not a victim rule")
-                        .help(match sugg {
-                            Some(s) => format!("did you mean `{s}`?"),
-                            None => "name the rule that allows the eviction".into(),
-                        }),
+                        .help(fuzzy::help(sugg, || "name the rule that allows the eviction".into())),
                     );
                 }
                 Expect::Evicted(
@@ -571,10 +562,7 @@ impl Checker<'_> {
                 format!("{what}s have no property `{}`", snippet(&name.name)),
             )
             .label("unknown property")
-            .help(match sugg {
-                Some(s) => format!("did you mean `{s}`?"),
-                None => format!("{what} properties are {}", known.join(", ")),
-            }),
+            .help(fuzzy::help(sugg, || format!("{what} properties are {}", known.join(", ")))),
         );
     }
 
@@ -765,10 +753,7 @@ impl Checker<'_> {
                                 format!("no priority class is named `{}`", snippet(&c)),
                             )
                             .label("unknown priority class")
-                            .help(match sugg {
-                                Some(s) => format!("did you mean `{s}`?"),
-                                None => "declare it with `priority_class NAME = VALUE`".into(),
-                            }),
+                            .help(fuzzy::help(sugg, || "declare it with `priority_class NAME = VALUE`".into())),
                         );
                     }
                 },
