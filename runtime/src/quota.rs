@@ -152,6 +152,8 @@ pub struct Quotas {
     clock_ms: u64,
     /// Bumped by every change, so views of the queues can be cached until the next.
     version: u64,
+    /// Changes whenever what `derive` works out changes (quotas set, capacity).
+    shape_version: u64,
 }
 
 /// The billed amount of holding `a`: GPUs, cores and GiB weighted by `billing`.
@@ -281,6 +283,7 @@ impl Quotas {
             billing: policy.settings.billing,
             clock_ms: 0,
             version: 0,
+            shape_version: 0,
         };
         t.derive();
         t
@@ -288,6 +291,7 @@ impl Quotas {
 
     /// Recomputes what the cohort arithmetic derives from the written amounts.
     fn derive(&mut self) {
+        self.shape_version += 1;
         self.constrained = self.queues.iter().flat_map(|q| q.guarantee.keys().copied()).collect();
         self.by_model = self.queues.iter().any(|q| {
             [&q.guarantee, &q.limit, &q.user_limit].iter().any(|a| a.keys().any(|r| matches!(r, Res::Model(_))))
@@ -518,6 +522,12 @@ impl Quotas {
     /// Changes with every change to the tree's amounts, counts or usage.
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// Changes whenever a written quota or the capacity changes: what a queue's
+    /// guarantee, limits and lendable amounts are.
+    pub fn shape_version(&self) -> u64 {
+        self.shape_version
     }
 
     pub fn advance_usage(&mut self, now_ms: u64) {

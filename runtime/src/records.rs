@@ -161,55 +161,67 @@ fn borrowed(alloc: &Amounts, guarantee: &Amounts) -> Amounts {
     alloc.iter().map(|(r, a)| (*r, (a - guarantee.get(r).copied().unwrap_or(0)).max(0))).collect()
 }
 
-/// Every queue's record; the `_after` fields count `changes` (see [`apply_after`]).
-pub fn queue_recs(
-    quotas: &Quotas,
-    totals: &Amounts,
-    fair: &[f64],
-    changes: &[(QueueId, &Amounts, i64)],
-) -> Vec<QueueRec> {
-    quotas
-        .queues
-        .iter()
-        .enumerate()
-        .map(|(i, q)| {
-            let dominant = quotas.dominant_share(i, totals, None);
-            let borrowed = borrowed(&q.alloc, &q.guarantee);
-            let lendable = |r: Res, scale: f64| quotas.lendable(i, r) as f64 / scale;
-            let mut rec = QueueRec {
-                name: q.name_sym,
-                parent: Opt { value: q.parent.unwrap_or(0) as u32, present: q.parent.is_some() },
-                depth: f64::from(q.depth),
-                guarantee: resources(&q.guarantee, 0.0),
-                limit: resources(&q.limit, f64::INFINITY),
-                borrow_limit: resources(&q.borrow_limit, f64::INFINITY),
-                lend_limit: resources(&q.lend_limit, f64::INFINITY),
-                weight: q.weight,
-                allocated: resources(&q.alloc, 0.0),
-                borrowed: resources(&borrowed, 0.0),
-                usage: q.usage,
-                dominant_share: dominant,
-                fair_share: fair.get(i).copied().unwrap_or(0.0),
-                share_after: dominant,
-                allocated_after: resources(&q.alloc, 0.0),
-                borrowed_after: resources(&borrowed, 0.0),
-                lendable: Resources {
-                    gpu: lendable(Res::Gpu, 1000.0),
-                    cpu: lendable(Res::Cpu, 1000.0),
-                    mem: lendable(Res::Mem, 1.0),
-                },
-                // Filled in while queues are ranked (`Scheduler::next_job`).
-                head_waiting: 0.0,
-                head_gpus: 0.0,
-                head_priority: 0.0,
-                head_fits_guarantee: false,
-                pending: f64::from(q.pending),
-                running: f64::from(q.running),
-            };
-            if !changes.is_empty() {
-                apply_after(quotas, totals, i, changes, &mut rec);
-            }
-            rec
-        })
-        .collect()
+/// Every queue's record as of now (`_after` fields equal to the plain ones); `fair` is
+/// each queue's `fair_share`, empty when no rule reads it.
+pub fn queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64]) -> Vec<QueueRec> {
+    let mut recs: Vec<QueueRec> = (0..quotas.queues.len()).map(|i| queue_shape(quotas, i)).collect();
+    refresh_queue_recs(quotas, totals, fair, &mut recs);
+    recs
+}
+
+/// A queue's record with only what its written quotas and the tree decide filled in:
+/// those change with [`Quotas::shape_version`], the rest with every start and end.
+fn queue_shape(quotas: &Quotas, i: QueueId) -> QueueRec {
+    let q = &quotas.queues[i];
+    let lendable = |r: Res, scale: f64| quotas.lendable(i, r) as f64 / scale;
+    QueueRec {
+        name: q.name_sym,
+        parent: Opt { value: q.parent.unwrap_or(0) as u32, present: q.parent.is_some() },
+        depth: f64::from(q.depth),
+        guarantee: resources(&q.guarantee, 0.0),
+        limit: resources(&q.limit, f64::INFINITY),
+        borrow_limit: resources(&q.borrow_limit, f64::INFINITY),
+        lend_limit: resources(&q.lend_limit, f64::INFINITY),
+        weight: q.weight,
+        allocated: Resources::default(),
+        borrowed: Resources::default(),
+        usage: 0.0,
+        dominant_share: 0.0,
+        fair_share: 0.0,
+        share_after: 0.0,
+        allocated_after: Resources::default(),
+        borrowed_after: Resources::default(),
+        lendable: Resources {
+            gpu: lendable(Res::Gpu, 1000.0),
+            cpu: lendable(Res::Cpu, 1000.0),
+            mem: lendable(Res::Mem, 1.0),
+        },
+        // Filled in while queues are ranked (`Scheduler::next_job`).
+        head_waiting: 0.0,
+        head_gpus: 0.0,
+        head_priority: 0.0,
+        head_fits_guarantee: false,
+        pending: 0.0,
+        running: 0.0,
+    }
+}
+
+/// Brings the records' allocation, usage, shares and counts up to date (records of the
+/// same quota shape: [`Quotas::shape_version`]); `fair` as in [`queue_recs`].
+pub fn refresh_queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64], recs: &mut [QueueRec]) {
+    for (i, (q, rec)) in quotas.queues.iter().zip(recs.iter_mut()).enumerate() {
+        let dominant = quotas.dominant_share(i, totals, None);
+        let borrowed = resources(&borrowed(&q.alloc, &q.guarantee), 0.0);
+        let allocated = resources(&q.alloc, 0.0);
+        rec.allocated = allocated;
+        rec.borrowed = borrowed;
+        rec.usage = q.usage;
+        rec.dominant_share = dominant;
+        rec.fair_share = fair.get(i).copied().unwrap_or(0.0);
+        rec.share_after = dominant;
+        rec.allocated_after = allocated;
+        rec.borrowed_after = borrowed;
+        rec.pending = f64::from(q.pending);
+        rec.running = f64::from(q.running);
+    }
 }

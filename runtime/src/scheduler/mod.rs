@@ -136,6 +136,8 @@ pub struct Scheduler {
     skip_fruitless_searches: bool,
     /// Whether admit, filter, score, card score or gang rules read a queue.
     placement_reads_queues: bool,
+    /// Whether any rule reads `queue.fair_share` (worked out only then).
+    reads_fair_share: bool,
     /// The room each cohort cap has, and the quota version that is of.
     cohort_room: std::cell::RefCell<(u64, CohortRoom)>,
 }
@@ -156,7 +158,13 @@ pub(super) struct UserFields {
 }
 
 /// What cached queue records depend on: the quota tree's version and the capacity.
-type CacheKey = (u64, crate::model::Capacity);
+/// What the cached queue records were worked out for.
+#[derive(Clone, Copy, PartialEq)]
+struct CacheKey {
+    version: u64,
+    shape: u64,
+    capacity: crate::model::Capacity,
+}
 
 /// The cluster and queue records rules read, as of one moment.
 pub struct View<'a> {
@@ -199,6 +207,11 @@ impl Scheduler {
         let (usage, fair_tree) = (reads("user_usage"), reads("fair_tree"));
         let user_fields = UserFields { usage, fair_tree, tracked: usage || fair_tree };
         let victim_reads = crate::preempt::VictimReads::of(&policy.program);
+        let reads_fair_share = policy
+            .program
+            .bodies()
+            .iter()
+            .any(|(_, _, b)| b.node.reads(gpol_compiler::schema::Record::Queue, "fair_share"));
         let queue_order_reads_head = policy.program.queue_order.iter().any(|k| {
             ["head_waiting", "head_gpus", "head_priority", "head_fits_guarantee"]
                 .iter()
@@ -252,6 +265,7 @@ impl Scheduler {
             borrowing: std::cell::RefCell::new(None),
             skip_fruitless_searches: true,
             placement_reads_queues,
+            reads_fair_share,
             cohort_room: std::cell::RefCell::new((u64::MAX, HashMap::new())),
         }
     }
@@ -430,13 +444,26 @@ impl Scheduler {
     /// admitted (+1) or evicted (-1) in the queues' `share_after`.
     pub fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View<'_> {
         let totals = self.totals();
-        let key = (self.quotas.version(), self.cluster.capacity);
+        let key = CacheKey {
+            version: self.quotas.version(),
+            shape: self.quotas.shape_version(),
+            capacity: self.cluster.capacity,
+        };
         let mut cache = self.queue_cache.borrow_mut();
-        let mut queues = match cache.as_ref() {
+        let fair = || match self.reads_fair_share {
+            true => crate::fair_share::fair_shares(&self.quotas, totals.get(&Res::Gpu).copied().unwrap_or(0)),
+            false => Vec::new(),
+        };
+        let mut queues = match cache.as_mut() {
             Some((k, recs)) if *k == key => recs.clone(),
+            // Between changes to the written quotas only allocation, usage and counts move.
+            Some((k, recs)) if (k.shape, k.capacity) == (key.shape, key.capacity) => {
+                records::refresh_queue_recs(&self.quotas, &totals, &fair(), recs);
+                *k = key;
+                recs.clone()
+            }
             _ => {
-                let fair = crate::fair_share::fair_shares(&self.quotas, totals.get(&Res::Gpu).copied().unwrap_or(0));
-                let recs = records::queue_recs(&self.quotas, &totals, &fair, &[]);
+                let recs = records::queue_recs(&self.quotas, &totals, &fair());
                 *cache = Some((key, recs.clone()));
                 recs
             }
