@@ -141,13 +141,18 @@ struct Candidates {
 /// allocation ([`VictimReads`]'s `watchable`): jobs finishing elsewhere only take
 /// candidates away — but when there were candidates and the quota would not admit the
 /// claimant even with all of them gone (`releases`), any job ending may free what was
-/// missing.
+/// missing. When only `reclaim` rules could allow a victim and the claimant's leaf
+/// would end above its guarantee, nothing but that leaf falling far enough can give
+/// candidates (`within`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Watch {
     pub(crate) starts: Vec<QueueId>,
     pub(crate) borrowers: Vec<QueueId>,
     pub(crate) changes: Vec<QueueId>,
     pub(crate) releases: bool,
+    /// A leaf and what the claimant needs of each resource: fires once the leaf, with
+    /// that admitted, would hold no more than its guarantee of every one.
+    pub(crate) within: Option<(QueueId, Vec<(Res, i64)>)>,
 }
 
 /// Which sets a search looks for: ones after which the claimant's side is within its
@@ -399,8 +404,10 @@ impl Scheduler {
             Standing::Other(_) => has_cross && others,
             Standing::WithinGuarantee(_) => false,
         };
-        let watch =
-            self.victim_reads.watchable.then(|| self.watch(claimant, &standings, has_preempt, has_cross, others));
+        let watch = self
+            .victim_reads
+            .watchable
+            .then(|| self.watch(claimant, needed, &standings, has_preempt, has_cross, others));
         if record.is_none() && !standings.iter().flatten().any(evictable) {
             return Candidates { watch, ..Candidates::default() };
         }
@@ -540,12 +547,21 @@ impl Scheduler {
     fn watch(
         &self,
         claimant: JobId,
+        needed: &[Res],
         standings: &[Option<Standing>],
         has_preempt: bool,
         has_cross: bool,
         others: bool,
     ) -> Watch {
         let cq = self.jobs[claimant].queue;
+        if !others && !has_preempt {
+            // Only reclaims, and the claimant's leaf cannot end within its guarantee: no
+            // job anywhere is a candidate until that leaf holds less.
+            let c = &self.jobs[claimant];
+            let demand = quota::replicas_demand(c, c.min_replicas, None);
+            let needs = needed.iter().map(|&r| (r, demand.get(&r).copied().unwrap_or(0))).collect();
+            return Watch { within: Some((cq, needs)), ..Watch::default() };
+        }
         let leaves = self.victim_reads.leaves;
         let mut w = Watch::default();
         for (vq, standing) in standings.iter().enumerate() {

@@ -98,25 +98,67 @@ fn a_claimant_is_retried_only_after_starts_that_could_give_it_victims() {
     let mut s = cohort();
     let held = s.submit(queued("b", job("held", 4))).unwrap();
     s.start_on(held, &[0], History::default()).unwrap();
-    let filler = s.submit(queued("a", job("filler", 6))).unwrap();
+    let filler = s.submit(queued("c", job("filler", 2))).unwrap();
     s.start_on(filler, &[1], History::default()).unwrap();
-    // `a` asks for 8 more cards with 6 free, and `b` is within its guarantee: no
-    // victims, and none until some other queue borrows.
+    // `a` asks for 8 cards, within its guarantee, with at most 6 free on a node, and no
+    // other queue borrows: no victims, and none until some other queue borrows.
     let claimant = s.submit(queued("a", job("claimant", 8))).unwrap();
     s.cycle();
     let before = s.attempts();
     assert!(s.job(claimant).is_pending(), "{:?}", s.state(claimant));
     // A start in `c`, within its guarantee: no new victim, no retry.
-    s.submit(queued("c", job("small", 3))).unwrap();
+    s.submit(queued("c", job("small", 2))).unwrap();
     s.cycle();
     assert_eq!(s.attempts(), before + 1, "only the new job is tried");
     s.cycle();
     assert_eq!(s.attempts(), before + 1);
     // A start that makes `c` borrow: its preemptible jobs are now victims; retried.
-    s.submit(queued("c", job("more", 2))).unwrap();
+    s.submit(queued("c", job("more", 1))).unwrap();
     s.cycle();
     s.cycle();
     assert!(s.attempts() >= before + 3, "the claimant is tried again: {} vs {before}", s.attempts());
+}
+
+#[test]
+fn a_claimant_whose_queue_would_end_borrowing_waits_for_its_queue_to_hold_less() {
+    // Only reclaims: `a`'s claimant takes from borrowers only if `a` then ends within
+    // its guarantee of 4.
+    let text = "policy watched\n\nqueue org {\n  queue a { guarantee 4 gpu }\n  queue b { guarantee 4 gpu }\n  \
+                queue c { guarantee 4 gpu }\n}\n\nreclaim take_back { when victim.preemptible }\n";
+    let mut s = support::scheduler(text, &[node("n1"), node("n2")]);
+    let mut run = |s: &mut Scheduler, queue: &str, name: &str, cards: u32, node: usize| {
+        let j = s.submit(queued(queue, job(name, cards))).unwrap();
+        s.start_on(j, &[node], History::default()).unwrap();
+        j
+    };
+    let mine = run(&mut s, "a", "mine", 2, 0);
+    run(&mut s, "b", "theirs", 4, 0);
+    run(&mut s, "c", "wide", 8, 1);
+    // Two cards free; `a` would end at 6, above its guarantee: no candidate anywhere.
+    let claimant = s.submit(queued("a", job("claimant", 4))).unwrap();
+    s.cycle();
+    let searches = s.victim_searches();
+    assert_eq!(searches, 1);
+    assert!(s.job(claimant).is_pending(), "{:?}", s.state(claimant));
+    // `a` grows, `b` starts to borrow, `a` falls but not far enough: no search.
+    let small = s.submit(queued("a", job("small", 1))).unwrap();
+    s.cycle();
+    assert_eq!(s.state(small), State::Running);
+    let extra = s.submit(queued("b", job("extra", 1))).unwrap();
+    s.cycle();
+    assert_eq!(s.state(extra), State::Running, "`b` now borrows");
+    s.complete(mine);
+    s.cycle();
+    assert_eq!(s.victim_searches(), searches, "`a` holds 1: with 4 more it would still borrow");
+    assert!(s.job(claimant).is_pending());
+    // `a` holds nothing: the claimant would end at its guarantee; searched, and it
+    // reclaims from a borrower.
+    s.complete(small);
+    s.cycle();
+    assert_eq!(s.state(claimant), State::Running);
+    assert!(s.job(extra).is_pending(), "`extra` was taken back");
+    // The claimant's search, then the evicted job's own (`b` would end borrowing: none).
+    assert_eq!(s.victim_searches(), searches + 2);
 }
 
 /// Queue `a` may hold 2 cards, `b` anything; no victim rules.
@@ -214,10 +256,12 @@ fn a_claimant_with_no_candidates_is_not_searched_for_again_until_one_could_appea
     let text = "policy watched\n\nqueue org {\n  queue a { guarantee 4 gpu\n limit 4 gpu }\n  \
                 queue b { guarantee 4 gpu }\n}\n\nreclaim take_back { when victim.preemptible }\n";
     let mut s = support::scheduler(text, &[node("n1"), node("n2")]);
-    let mine = s.submit(queued("a", job("mine", 4))).unwrap();
+    let mine = s.submit(queued("a", job("mine", 2))).unwrap();
     s.start_on(mine, &[0], History::default()).unwrap();
     let theirs = s.submit(queued("b", job("theirs", 4))).unwrap();
     s.start_on(theirs, &[1], History::default()).unwrap();
+    let busy = s.submit(queued("a", job("busy", 2))).unwrap();
+    s.start_on(busy, &[0], History::default()).unwrap();
     let claimant = s.submit(queued("a", job("claimant", 2))).unwrap();
     s.cycle();
     let (attempts, searches) = (s.attempts(), s.victim_searches());
@@ -228,12 +272,13 @@ fn a_claimant_with_no_candidates_is_not_searched_for_again_until_one_could_appea
     s.complete(theirs);
     s.cycle();
     assert_eq!((s.attempts(), s.victim_searches()), (attempts, searches));
-    // `b` starts to borrow: its jobs may be victims now; searched again.
+    // `b` starts to borrow: its jobs may be victims now, yet `a` would end above its
+    // guarantee with the claimant; `a` falls to 2: searched again.
     let wide = s.submit(queued("b", job("wide", 6))).unwrap();
     s.cycle();
     assert_eq!(s.state(wide), State::Running);
+    assert_eq!(s.victim_searches(), searches, "`a` would still end above its guarantee");
     s.complete(mine);
     s.cycle();
-    assert_eq!(s.victim_searches(), searches + 1, "searched once `b` borrowed");
     assert_eq!(s.state(claimant), State::Running, "its own job ended: the cap gives");
 }

@@ -134,6 +134,10 @@ impl Scheduler {
             || w.borrowers.iter().any(|&q| self.started_under[q] > nv.starts && self.borrows_governed(q))
             || w.changes.iter().any(|&q| self.changed_at[q] > nv.changes)
             || (w.releases && self.releases > nv.releases)
+            || w.within.as_ref().is_some_and(|(q, needs)| {
+                let leaf = &self.quotas.queues[*q];
+                needs.iter().all(|&(r, a)| leaf.get(&leaf.alloc, r) + a <= leaf.get(&leaf.guarantee, r))
+            })
     }
 
     /// [`crate::quota::Quotas::room`]; a cohort's, which walks the tree, worked out once
