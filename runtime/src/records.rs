@@ -156,11 +156,6 @@ pub fn apply_after(
     };
 }
 
-/// `max(0, allocated − guarantee)` per resource.
-fn borrowed(alloc: &Amounts, guarantee: &Amounts) -> Amounts {
-    alloc.iter().map(|(r, a)| (*r, (a - guarantee.get(r).copied().unwrap_or(0)).max(0))).collect()
-}
-
 /// Every queue's record as of now (`_after` fields equal to the plain ones); `fair` is
 /// each queue's `fair_share`, empty when no rule reads it.
 pub fn queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64]) -> Vec<QueueRec> {
@@ -209,18 +204,24 @@ fn queue_shape(quotas: &Quotas, i: QueueId) -> QueueRec {
 /// Brings the records' allocation, usage, shares and counts up to date (records of the
 /// same quota shape: [`Quotas::shape_version`]); `fair` as in [`queue_recs`].
 pub fn refresh_queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64], recs: &mut [QueueRec]) {
+    // Straight from the amounts, without building maps: this runs after every start.
+    let res = [Res::Gpu, Res::Cpu, Res::Mem];
+    let total = res.map(|r| totals.get(&r).copied().unwrap_or(0));
     for (i, (q, rec)) in quotas.queues.iter().zip(recs.iter_mut()).enumerate() {
-        let dominant = quotas.dominant_share(i, totals, None);
-        let borrowed = resources(&borrowed(&q.alloc, &q.guarantee), 0.0);
-        let allocated = resources(&q.alloc, 0.0);
-        rec.allocated = allocated;
-        rec.borrowed = borrowed;
+        let alloc = res.map(|r| q.get(&q.alloc, r));
+        let over = res.map(|r| q.get(&q.alloc, r) - q.get(&q.guarantee, r)).map(|b| b.max(0));
+        let amounts =
+            |a: [i64; 3]| Resources { gpu: a[0] as f64 / 1000.0, cpu: a[1] as f64 / 1000.0, mem: a[2] as f64 };
+        let dominant =
+            alloc.iter().zip(total).map(|(&a, t)| if t > 0 { a as f64 / t as f64 } else { 0.0 }).fold(0.0, f64::max);
+        rec.allocated = amounts(alloc);
+        rec.borrowed = amounts(over);
         rec.usage = q.usage;
         rec.dominant_share = dominant;
         rec.fair_share = fair.get(i).copied().unwrap_or(0.0);
         rec.share_after = dominant;
-        rec.allocated_after = allocated;
-        rec.borrowed_after = borrowed;
+        rec.allocated_after = rec.allocated;
+        rec.borrowed_after = rec.borrowed;
         rec.pending = f64::from(q.pending);
         rec.running = f64::from(q.running);
     }

@@ -143,7 +143,8 @@ pub struct Scheduler {
 }
 
 /// The room of cohort caps, by leaf and resource.
-type CohortRoom = HashMap<(QueueId, Res), i64>;
+/// Hashed with Fx: looked up by every waiting class after every change.
+type CohortRoom = rustc_hash::FxHashMap<(QueueId, Res), i64>;
 
 /// Fair Tree's factors by leaf and user, and the quota version and time they are of.
 type FairTreeCache = ((u64, u64), HashMap<(QueueId, Sym), f64>);
@@ -266,7 +267,7 @@ impl Scheduler {
             skip_fruitless_searches: true,
             placement_reads_queues,
             reads_fair_share,
-            cohort_room: std::cell::RefCell::new((u64::MAX, HashMap::new())),
+            cohort_room: std::cell::RefCell::new((u64::MAX, CohortRoom::default())),
         }
     }
 

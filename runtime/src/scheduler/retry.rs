@@ -12,7 +12,6 @@ use crate::jobs::{JobId, QueueId, Reason};
 use crate::preempt::Watch;
 use crate::quota::Block;
 use gpol_compiler::schema::Sym;
-use std::collections::HashMap;
 
 /// A victim search that found no candidate (or none enough for the quota): what could
 /// give one, and the counts of starts, allocation changes and releases it saw.
@@ -147,7 +146,8 @@ impl Scheduler {
         let version = self.quotas.version();
         let mut cache = self.cohort_room.borrow_mut();
         if cache.0 != version {
-            *cache = (version, HashMap::new());
+            cache.0 = version;
+            cache.1.clear();
         }
         *cache.1.entry((queue, res)).or_insert_with(|| self.quotas.room(block, user))
     }
