@@ -6,7 +6,7 @@ use crate::symbols::Symbols;
 use gpol_compiler::limits::MAX_NODES;
 use gpol_compiler::schema::{MAX_LEVELS, MIG_PROFILES, MIG_SLICES, Sym};
 pub use gpol_compiler::spec::{MILLI, NodeSpec, Sharing, mig_milli};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 pub type NodeId = usize;
 pub type DomainId = u32;
@@ -234,6 +234,9 @@ pub struct Cluster {
     pub free: Capacity,
     /// Each node's headroom, by node id (kept by [`Cluster::refresh`]).
     pub headroom: Vec<Headroom>,
+    /// The nodes in service by how many whole cards they have free, so a request for
+    /// `k` cards need not look at nodes with fewer (kept by [`Cluster::refresh`]).
+    by_free_cards: Vec<BTreeSet<NodeId>>,
 }
 
 /// What a node has free, in a few numbers kept side by side for every node, so a pass
@@ -437,7 +440,35 @@ impl Cluster {
         let n = &mut self.nodes[node];
         n.changes += 1;
         n.refresh_free();
-        self.headroom[node] = Headroom::of(n);
+        let (old, new) = (self.headroom[node], Headroom::of(n));
+        self.headroom[node] = new;
+        if (old.up, old.cards.cards) != (new.up, new.cards.cards) {
+            if old.up
+                && let Some(bucket) = self.by_free_cards.get_mut(old.cards.cards as usize)
+            {
+                bucket.remove(&node);
+            }
+            if new.up {
+                let k = new.cards.cards as usize;
+                if self.by_free_cards.len() <= k {
+                    self.by_free_cards.resize_with(k + 1, BTreeSet::new);
+                }
+                self.by_free_cards[k].insert(node);
+            }
+        }
+    }
+
+    /// The nodes in service with at least `k` whole cards free, in id order — or `None`
+    /// when they are so many that a pass over every node's headroom is as quick.
+    pub fn with_free_cards(&self, k: u32) -> Option<Vec<NodeId>> {
+        let buckets = self.by_free_cards.get(k as usize..).unwrap_or_default();
+        let count: usize = buckets.iter().map(BTreeSet::len).sum();
+        if count.saturating_mul(4) > self.nodes.len() {
+            return None;
+        }
+        let mut ids: Vec<NodeId> = buckets.iter().flatten().copied().collect();
+        ids.sort_unstable();
+        Some(ids)
     }
 
     /// Recomputes every domain's aggregates from its nodes (for checking the incremental
@@ -488,6 +519,47 @@ mod tests {
         assert!(!mig_layout_fits(&[p("7g.80gb"), p("1g.10gb")]));
         assert!(!mig_layout_fits(&[p("4g.40gb"), p("4g.40gb")]), "a 4g instance starts only at slot 0");
         assert!(!mig_layout_fits(&[p("1g.20gb"); 5]), "ten memory slots");
+    }
+
+    #[test]
+    fn nodes_by_free_cards_follow_every_change() {
+        let mut c = Cluster::new(vec![]);
+        let mut syms = Symbols::default();
+        for (i, cards) in [8, 4, 8, 2, 8, 8, 8, 8, 8].iter().enumerate() {
+            let spec = NodeSpec { name: format!("n{i}"), cards: *cards, ..NodeSpec::default() };
+            c.add_node(&spec, &mut syms).expect("node");
+        }
+        // What a pass over every node's headroom would keep.
+        let naive = |c: &Cluster, k: u32| -> Vec<NodeId> {
+            (0..c.nodes.len()).filter(|&i| c.headroom[i].up && c.headroom[i].cards.cards >= k).collect()
+        };
+        let agrees = |c: &Cluster, k: u32| {
+            if let Some(ids) = c.with_free_cards(k) {
+                assert_eq!(ids, naive(c, k), "k = {k}");
+            }
+        };
+        assert_eq!(c.with_free_cards(5), None, "7 of 9 nodes: a pass is as quick");
+        assert_eq!(c.with_free_cards(9), Some(vec![]));
+        // Cards taken on most nodes, a node out of service, a card given back.
+        for n in [0, 2, 4, 5, 6, 7] {
+            c.nodes[n].cards[0].free_milli = 0;
+            c.nodes[n].cards[0].clients = 1;
+            c.refresh(n);
+        }
+        c.set_up(8, false);
+        for k in 0..10 {
+            agrees(&c, k);
+        }
+        assert_eq!(c.with_free_cards(8), Some(vec![]));
+        c.nodes[0].cards[0].free_milli = 1000;
+        c.nodes[0].cards[0].clients = 0;
+        c.refresh(0);
+        assert_eq!(c.with_free_cards(8), Some(vec![0]));
+        c.set_up(8, true);
+        assert_eq!(c.with_free_cards(8), Some(vec![0, 8]));
+        for k in 0..10 {
+            agrees(&c, k);
+        }
     }
 
     #[test]

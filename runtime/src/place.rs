@@ -100,7 +100,14 @@ impl Scheduler {
         };
         let fitting: Vec<NodeId> = match among {
             Some(ids) => ids.iter().copied().filter(|&i| i < self.cluster.nodes.len() && fits(i)).collect(),
-            None => (0..self.cluster.nodes.len()).filter(|&i| fits(i)).collect(),
+            None => match j.request {
+                gpol_compiler::spec::Request::Whole(k) if k > 0 => self.cluster.with_free_cards(k),
+                _ => None,
+            }
+            .map_or_else(
+                || (0..self.cluster.nodes.len()).filter(|&i| fits(i)).collect(),
+                |ids| ids.into_iter().filter(|&i| fits(i)).collect(),
+            ),
         };
         if !fitting.is_empty() {
             let mut choice = Choice { fit_known: true, ..new_choice(vec![0; rejections.len()]) };
