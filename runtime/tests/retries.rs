@@ -126,7 +126,7 @@ fn a_claimant_whose_queue_would_end_borrowing_waits_for_its_queue_to_hold_less()
     let text = "policy watched\n\nqueue org {\n  queue a { guarantee 4 gpu }\n  queue b { guarantee 4 gpu }\n  \
                 queue c { guarantee 4 gpu }\n}\n\nreclaim take_back { when victim.preemptible }\n";
     let mut s = support::scheduler(text, &[node("n1"), node("n2")]);
-    let mut run = |s: &mut Scheduler, queue: &str, name: &str, cards: u32, node: usize| {
+    let run = |s: &mut Scheduler, queue: &str, name: &str, cards: u32, node: usize| {
         let j = s.submit(queued(queue, job(name, cards))).unwrap();
         s.start_on(j, &[node], History::default()).unwrap();
         j
