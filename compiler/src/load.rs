@@ -68,7 +68,7 @@ impl Checked {
         if let Some(policy) = &checked.policy
             && !policy.victims.is_empty()
             && let Ok(program) = crate::lower::lower(policy)
-            && crate::cycles::prove(&program).is_none()
+            && crate::cycles::prove(policy, &program).is_none()
         {
             checked.diagnostics.push(crate::cycles::not_proved(policy));
         }

@@ -7,8 +7,13 @@ use gpol_compiler::load::Checked;
 use std::path::Path;
 
 fn verdict(rules: &str) -> Option<Argument> {
+    verdict_under("queue a { guarantee 4 gpu }\n  queue b {}", rules)
+}
+
+/// The verdict on `rules` under a tree whose leaves are `leaves`.
+fn verdict_under(leaves: &str, rules: &str) -> Option<Argument> {
     let text = format!(
-        "policy cycles\n\nqueue org {{\n  queue a {{ guarantee 4 gpu }}\n  queue b {{}}\n}}\n\nconst min_gap = 100\n\n\
+        "policy cycles\n\nuse std.fair\n\nqueue org {{\n  {leaves}\n}}\n\nconst min_gap = 100\n\n\
          fn outranks(x: job, y: job) -> bool {{ x.priority > y.priority }}\n\n{rules}\n"
     );
     let checked = Checked::from_text("cycles.gpol", &text);
@@ -16,7 +21,7 @@ fn verdict(rules: &str) -> Option<Argument> {
     assert!(errors.is_empty(), "{rules}: {errors:?}");
     let policy = checked.into_policy().expect("checks").policy;
     let program = gpol_compiler::lower::lower(&policy).expect("lowers");
-    prove(&program)
+    prove(&policy, &program)
 }
 
 fn by_priority() -> Option<Argument> {
@@ -87,6 +92,46 @@ fn reclaim_alone_is_proved_by_borrowing() {
     assert_eq!(verdict("reclaim r { when true }\nborrow p { when true }"), None, "a borrow rule added");
 }
 
+fn share(rules: &str) -> Option<Argument> {
+    verdict_under("queue a { guarantee 4 gpu }\n  queue b { guarantee 4 gpu }", rules)
+}
+
+fn is_share(a: Option<Argument>) -> bool {
+    matches!(a, Some(Argument::Share(_)))
+}
+
+#[test]
+fn a_utilization_below_the_victims_is_proved_and_its_mutations_are_not() {
+    let kai = |claimant: &str, op: &str, victim: &str| {
+        format!(
+            "reclaim r {{ when std.fair.kai_utilization_after(claimant.queue, cluster) <= 1\n  \
+             and std.fair.{claimant}(claimant.queue, cluster) {op} std.fair.{victim}(victim.queue, cluster) }}\n\
+             borrow b {{ when std.fair.{claimant}(claimant.queue, cluster) {op} std.fair.{victim}(victim.queue, cluster) }}"
+        )
+    };
+    let after = "kai_utilization_after";
+    let before = "kai_utilization";
+    assert!(is_share(share(&kai(after, "<", after))), "KAI's: below the victim's queue after");
+    assert!(is_share(share(&kai(after, "<", before))), "below the victim's queue before");
+    assert_eq!(share(&kai(after, "<=", after)), None, "`<` turned into `<=`: both queues at 0 may swap");
+    assert_eq!(share(&kai(after, "<=", before)), None);
+    assert_eq!(share(&kai(before, "<", after)), None, "the claimant's queue without it");
+    assert_eq!(share(&kai(after, ">", after)), None, "the comparison turned around");
+    // A condition dropped from one rule.
+    let dropped = format!("{}\nborrow c {{ when victim.preemptible }}", kai(after, "<", after));
+    assert_eq!(share(&dropped), None, "a rule without the comparison");
+    let preempt = format!("{}\npreempt p {{ when true }}", kai(after, "<", after));
+    assert_eq!(share(&preempt), None, "a preempt rule added");
+    // A tree that governs CPUs too: a victim holding only CPUs leaves the GPU ratio as it is.
+    let cpu = "queue a { guarantee 4 gpu, 8 cpu }\n  queue b { guarantee 4 gpu }";
+    assert_eq!(verdict_under(cpu, &kai(after, "<", after)), None, "a second governed resource");
+    // Unguarded holdings fall with any victim: `<=` against the victim's queue after will do.
+    let held = "borrow b { when claimant.queue.allocated_after.gpu <= victim.queue.allocated_after.gpu }";
+    assert!(is_share(share(held)));
+    let held_before = "borrow b { when claimant.queue.allocated_after.gpu <= victim.queue.allocated.gpu }";
+    assert_eq!(share(held_before), None, "`<=` against the victim's queue before");
+}
+
 #[test]
 fn every_example_policy_is_proved() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -98,7 +143,7 @@ fn every_example_policy_is_proved() {
             }
             let policy = Checked::from_file(&path).expect("readable").into_policy().expect("checks").policy;
             let program = gpol_compiler::lower::lower(&policy).expect("lowers");
-            assert!(prove(&program).is_some(), "{} is not proved", path.display());
+            assert!(prove(&policy, &program).is_some(), "{} is not proved", path.display());
         }
     }
 }

@@ -76,7 +76,9 @@ pub fn run(args: Args, color: bool) -> u8 {
                     && !program.victims.is_empty()
                 {
                     // Unproved policies carry W0009 already.
-                    if let Some(argument) = cycles::prove(program) {
+                    if let Some(policy) = &checked.policy
+                        && let Some(argument) = cycles::prove(policy, program)
+                    {
                         proofs.push((path, argument.describe()));
                     }
                 }

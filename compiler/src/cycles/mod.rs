@@ -11,6 +11,9 @@
 //!   replaces running jobs by one above all of them, and every start adds one: the
 //!   running jobs' keys, sorted, rise lexicographically with every start and eviction, so
 //!   no sequence of them without a job ending can come back to where it was.
+//! - **Share.** Every rule is a `reclaim` or `borrow` rule whose condition puts the
+//!   claimant's queue, with it admitted, below the victim's queue in one measure of the
+//!   one resource the quota tree governs (KAI's utilization ratio): see `cycles/share.rs`.
 //! - **Reclaim.** The only rules are `reclaim` rules. Every eviction then leaves the
 //!   claimant's queue within its guarantee of what it needs and takes a job holding a
 //!   resource its queue borrows: the leaves' borrowed amounts fall, none rises, so no
@@ -20,6 +23,10 @@
 //! of linear forms over the two jobs' static numeric fields, under `and`, `or`, `if` and
 //! `let`. Anything else proves nothing (the analysis is sound, not complete); the runtime's
 //! bounded search then looks for a cycle.
+
+mod share;
+
+pub use share::Measure;
 
 use crate::ir::{Bin, Kind, Node, Program};
 use crate::schema::{Record, Root, Storage};
@@ -34,6 +41,8 @@ pub type Key = (u16, bool);
 pub enum Argument {
     /// Every eviction rule puts the claimant above the victim in this order.
     Order(Vec<Key>),
+    /// Every rule puts the claimant's queue below the victim's in this measure.
+    Share(Measure),
     /// Only `reclaim` rules: borrowing falls with every eviction.
     Reclaim,
     /// No rule allows any eviction.
@@ -58,6 +67,10 @@ impl Argument {
                     names.join(", then ")
                 )
             }
+            Argument::Share(m) => format!(
+                "every eviction leaves the claimant's queue below each victim's queue in {}, which grows strictly with what the queue holds of the one resource the quota tree governs: the queues' values, sorted, only ever fall",
+                m.describe()
+            ),
             Argument::Reclaim => {
                 "every eviction is a reclaim: the claimant's queue ends within its guarantee and borrowing falls".into()
             }
@@ -84,8 +97,9 @@ pub fn not_proved(policy: &crate::hir::Policy) -> crate::diag::Diagnostic {
     d
 }
 
-/// A proof that evictions cannot cycle, if one of the arguments applies.
-pub fn prove(program: &Program) -> Option<Argument> {
+/// A proof that evictions cannot cycle, if one of the arguments applies (`program` is
+/// `policy` lowered).
+pub fn prove(policy: &crate::hir::Policy, program: &Program) -> Option<Argument> {
     let rules: Vec<_> = program.victims.iter().filter(|r| r.kind != VictimKind::Protect).collect();
     if rules.is_empty() {
         return Some(Argument::NoEvictions);
@@ -106,6 +120,7 @@ pub fn prove(program: &Program) -> Option<Argument> {
     match common {
         None => Some(Argument::NoEvictions),
         Some(c) if !c.is_empty() => c.into_iter().min_by_key(Vec::len).map(Argument::Order),
+        Some(_) if let Some(m) = share::prove(policy, &rules) => Some(Argument::Share(m)),
         Some(_) if rules.iter().all(|r| r.kind == VictimKind::Reclaim) => Some(Argument::Reclaim),
         Some(_) => None,
     }
