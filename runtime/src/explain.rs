@@ -344,6 +344,7 @@ pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
     Some(match event {
         Event::Submitted { .. } => return None,
         Event::Placed { job, nodes: ns, .. } => format!("placed {} on {}", name(job), nodes(ns)),
+        Event::Grown { job, node, .. } => format!("grew {} by a replica on {}", name(job), s.cluster.nodes[*node].name),
         Event::Rejected { job, rule, .. } => format!("rejected {} by {}", name(job), program.rule_name(*rule)),
         Event::Finished { job, .. } => format!("finished {}", name(job)),
         Event::Requeued { job, node, .. } => {

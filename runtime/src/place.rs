@@ -64,6 +64,21 @@ impl Scheduler {
     pub(crate) fn place(&self, job: JobId, among: Option<&[NodeId]>) -> Result<Vec<NodeId>, Reason> {
         let j = &self.jobs[job];
         let count = self.quota_count(job)?;
+        if j.replicas > 1 {
+            let view = self.placement_view(job);
+            let ctx = self.ctx(&view);
+            let rec = self.job_rec(job);
+            let placements = self.gang_placements(job, among, &ctx, &rec, count, self.score_tiers())?;
+            return self.first_within_model_quota(job, placements.into_iter().map(|p| p.replicas));
+        }
+        self.best_node(job, among, 1).map(|node| vec![node])
+    }
+
+    /// The best node (by the policy's filters and scores) for one replica of the job, on
+    /// `among` or any node; `replicas` is how many the per-model quota check counts (the
+    /// job's, or the one a growing job adds).
+    pub(crate) fn best_node(&self, job: JobId, among: Option<&[NodeId]>, replicas: u32) -> Result<NodeId, Reason> {
+        let j = &self.jobs[job];
         let view = self.placement_view(job);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
@@ -71,15 +86,12 @@ impl Scheduler {
         let tiers = self.score_tiers();
         let usable = |i: NodeId| self.usable_node(job, i);
         let rejections = vec![0usize; program.filters.len()];
-        if j.replicas > 1 {
-            let placements = self.gang_placements(job, among, &ctx, &rec, count, tiers)?;
-            return self.first_within_model_quota(job, placements.into_iter().map(|p| p.replicas));
-        }
         let new_choice = |rejections| Choice {
             s: self,
             ctx: &ctx,
             rec: &rec,
             job,
+            replicas,
             tiers,
             best: None,
             passed_filters: false,
@@ -113,13 +125,13 @@ impl Scheduler {
             let mut choice = Choice { fit_known: true, ..new_choice(vec![0; rejections.len()]) };
             self.scan(&ctx, &rec, Some(&fitting), |i, r| choice.consider(i, r));
             if let Some((node, _)) = choice.best {
-                return Ok(vec![node]);
+                return Ok(node);
             }
         }
         let mut choice = new_choice(rejections);
         self.scan(&ctx, &rec, among, |i, r| choice.consider(i, r));
         match choice.best {
-            Some((node, _)) => Ok(vec![node]),
+            Some((node, _)) => Ok(node),
             None if !choice.passed_filters => Err(most_rejecting(&choice.rejections)),
             None => Err(choice.quota_block.map_or(Reason::Capacity, Reason::Quota)),
         }
@@ -362,6 +374,8 @@ struct Choice<'s> {
     ctx: &'s Ctx<'s>,
     rec: &'s JobRec<'s>,
     job: JobId,
+    /// Replicas the per-model quota check counts.
+    replicas: u32,
     tiers: usize,
     best: Option<(NodeId, NodeResult)>,
     passed_filters: bool,
@@ -403,7 +417,7 @@ impl Choice<'_> {
             let verdict = match self.by_model.iter().find(|(m, _)| *m == node.model) {
                 Some((_, v)) => v,
                 None => {
-                    let demand = quota::demand(j, Some(node.model));
+                    let demand = quota::replicas_demand(j, self.replicas, Some(node.model));
                     self.by_model.push((node.model, s.quotas.admissible(j.queue, j.user, &demand)));
                     &self.by_model[self.by_model.len() - 1].1
                 }

@@ -440,6 +440,16 @@ impl<'a> Sim<'a> {
                         completion((job, run.epoch), now + rest);
                     }
                 }
+                Event::Grown { job, .. } => {
+                    progress = true;
+                    let j = &self.s.jobs()[job];
+                    let milli = j.request.milli();
+                    self.allocated_milli += milli;
+                    self.used_milli += milli as f64 * j.utilization;
+                    if let Some(run) = self.runs.get_mut(&job) {
+                        run.placed_milli += milli;
+                    }
+                }
                 Event::Finished { job, .. } => {
                     self.stopped(job);
                     ended.push(job);

@@ -90,6 +90,7 @@ impl Scheduler {
         for c in full {
             self.waiting.class_mut(c).reason = Some(Reason::Capacity);
         }
+        self.grow();
         self.in_cycle = false;
         // The jobs this cycle started may be victims once it ends: a class that failed
         // after one of them started is not held by the state it failed in (its backoff

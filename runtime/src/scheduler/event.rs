@@ -17,6 +17,12 @@ pub enum Event {
         nodes: Vec<NodeId>,
         at_ms: u64,
     },
+    /// A running elastic gang took one more replica, on this node.
+    Grown {
+        job: JobId,
+        node: NodeId,
+        at_ms: u64,
+    },
     /// The job was turned away for good by this admit rule.
     Rejected {
         job: JobId,

@@ -9,6 +9,7 @@
 
 mod cycle;
 mod event;
+mod grow;
 mod intake;
 pub(crate) mod order;
 mod retry;

@@ -145,6 +145,22 @@ impl Scheduler {
         self.refresh_node(node);
     }
 
+    /// Adds one replica of a running job on `node`, charged for what it then holds.
+    pub(super) fn add_replica(&mut self, job: JobId, node: NodeId) {
+        self.quotas.advance_usage(self.now_ms);
+        self.bind_replica(job, node, true);
+        let models: Vec<Sym> = self.jobs[job].slots.iter().map(|s| self.cluster.nodes[s.node].model).collect();
+        let j = &self.jobs[job];
+        let (before, after) = (j.charged.clone(), quota::placement_demand(j, &models));
+        self.quotas.charge(j.queue, j.user, &before, -1);
+        self.quotas.charge(j.queue, j.user, &after, 1);
+        self.jobs[job].charged = after;
+        self.note_alloc_change(job);
+        // A victim holding more may now be enough for a claimant that found too little:
+        // for the searches that wait on it, a replica is a start.
+        self.note_start(job);
+    }
+
     /// Charges a job that just started with what its replicas hold.
     pub(super) fn charge(&mut self, job: JobId) {
         let models: Vec<Sym> = self.jobs[job].slots.iter().map(|s| self.cluster.nodes[s.node].model).collect();

@@ -1,0 +1,76 @@
+//! Elastic growth: a gang that started with fewer replicas than it asks for (between
+//! `min_replicas` and `replicas`) takes more as capacity frees, one replica at a time, on
+//! the best node its filters and scores allow, within its quota and within the domains
+//! its `require` clauses hold its replicas to. Growth comes after every waiting job has
+//! had its turn in a cycle, and only while none of them waits for capacity: a victim is a
+//! whole job, so a grown replica would make such a job wait for the whole gang.
+
+use super::{Event, Scheduler};
+use crate::jobs::{JobId, Reason};
+use crate::model::NodeId;
+use crate::quota;
+use std::cmp::Reverse;
+
+impl Scheduler {
+    /// Adds replicas to running elastic gangs where capacity, quota and the policy allow
+    /// (highest priority, then earliest started, first); how many were added.
+    pub(super) fn grow(&mut self) -> usize {
+        let short = |s: &Scheduler, j: JobId| s.jobs[j].slots.len() < s.jobs[j].replicas as usize;
+        let mut growing: Vec<JobId> = self.running.iter().copied().filter(|&j| short(self, j)).collect();
+        if growing.is_empty() || self.waits_for_capacity() {
+            return 0;
+        }
+        growing.sort_by_key(|&j| {
+            (Reverse(crate::scheduler::waiting::ordered(self.jobs[j].priority)), self.jobs[j].started_ms, j)
+        });
+        let mut added = 0;
+        for job in growing {
+            while short(self, job) {
+                let j = &self.jobs[job];
+                if self.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, 1, None)).is_err() {
+                    break;
+                }
+                let among = self.growth_nodes(job);
+                let Ok(node) = self.best_node(job, among.as_deref(), 1) else { break };
+                self.add_replica(job, node);
+                self.log.push(Event::Grown { job, node, at_ms: self.now_ms });
+                added += 1;
+            }
+        }
+        added
+    }
+
+    /// Whether some waiting job's latest turn failed for want of capacity.
+    fn waits_for_capacity(&self) -> bool {
+        self.waiting.all().any(|c| matches!(self.waiting.class(c).reason, Some(Reason::Capacity | Reason::Gang)))
+    }
+
+    /// The nodes a new replica may take: those sharing, at every level a `require`
+    /// clause names, the domain the job's replicas are in (`None`: any node).
+    fn growth_nodes(&self, job: JobId) -> Option<Vec<NodeId>> {
+        let view = self.placement_view(job);
+        let ctx = self.ctx(&view);
+        let clauses = self.gang_clauses(&ctx, &self.job_rec(job));
+        let first = self.jobs[job].slots.first()?.node;
+        let domains: Vec<u32> = clauses
+            .iter()
+            .filter(|c| c.require)
+            .map(|c| self.cluster.nodes[first].domains.get(usize::from(c.level)).copied().unwrap_or(u32::MAX))
+            .collect();
+        if domains.is_empty() {
+            return None;
+        }
+        let mut nodes: Option<Vec<NodeId>> = None;
+        for d in domains {
+            let members = self.cluster.domains.get(d as usize).map(|d| d.nodes.clone()).unwrap_or_default();
+            nodes = Some(match nodes {
+                None => members,
+                Some(n) => n.into_iter().filter(|x| members.contains(x)).collect(),
+            });
+        }
+        nodes.map(|mut n| {
+            n.sort_unstable();
+            n
+        })
+    }
+}
