@@ -357,6 +357,13 @@ pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
             program.rule_name(*rule)
         ),
         Event::Reserved { job, nodes: ns, .. } => format!("reserved {} for {}", nodes(ns), name(job)),
+        Event::Shrunk { job, by, rule, node, lost_gpu_s, .. } => format!(
+            "took {}'s replica on {} for {} under {}, losing {lost_gpu_s} GPU-seconds",
+            name(job),
+            s.cluster.nodes[*node].name,
+            name(by),
+            program.rule_name(*rule)
+        ),
     })
 }
 
@@ -401,7 +408,15 @@ fn victim_search_text(s: &Scheduler, search: &crate::preempt::VictimSearch, out:
             let names: Vec<String> = e
                 .victims
                 .iter()
-                .map(|v| format!("{} under `{}` (cost {})", s.jobs[v.job].name, program.rule_label(v.rule), v.cost))
+                .map(|v| {
+                    let what = match v.replica.and_then(|k| s.jobs[v.job].slots.get(k)) {
+                        Some(slot) => {
+                            format!("{}'s replica on {}", s.jobs[v.job].name, s.cluster.nodes[slot.node].name)
+                        }
+                        None => s.jobs[v.job].name.clone(),
+                    };
+                    format!("{what} under `{}` (cost {})", program.rule_label(v.rule), v.cost)
+                })
                 .collect();
             let nodes: Vec<&str> = e.replicas.iter().map(|&n| s.cluster.nodes[n].name.as_str()).collect();
             let _ = writeln!(

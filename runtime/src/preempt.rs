@@ -39,6 +39,9 @@ pub struct Victim {
     pub job: JobId,
     pub rule: RuleId,
     pub cost: f64,
+    /// `Some(k)`: only the job's replica in slot `k` goes (an elastic gang above its
+    /// minimum keeps running with the rest).
+    pub replica: Option<usize>,
 }
 
 /// Where a running job stands relative to a claimant.
@@ -97,6 +100,9 @@ struct Sides {
 #[derive(Clone)]
 struct Candidate {
     job: JobId,
+    /// `Some(k)`: only the replica in slot `k` (one of an elastic gang's replicas above
+    /// its minimum).
+    part: Option<usize>,
     cost: f64,
     priority: f64,
     started_ms: i64,
@@ -172,6 +178,25 @@ impl Candidate {
             Attempt::Reclaim => self.reclaim,
             Attempt::Borrow(k) => self.borrow.contains(&k).then_some(k),
         })
+    }
+}
+
+/// The rules' verdict on evicting a candidate: the protect rule that vetoes it, the rules
+/// that allow it, its cost and its `victim_order` keys.
+#[derive(Clone)]
+struct Judged {
+    protect: Option<usize>,
+    preempt: Option<usize>,
+    reclaim: Option<usize>,
+    borrow: Vec<usize>,
+    cost: f64,
+    keys: Vec<f64>,
+}
+
+impl Judged {
+    /// The rules that allow it, the preempt rule first.
+    fn rules(&self) -> Vec<usize> {
+        self.preempt.into_iter().chain(self.reclaim).chain(self.borrow.iter().copied()).collect()
     }
 }
 
@@ -342,6 +367,7 @@ impl Scheduler {
                             job: c.job,
                             rule: RuleId::Victim(u16::try_from(rule).unwrap_or(u16::MAX)),
                             cost: c.cost,
+                            replica: c.part,
                         }
                     })
                     .collect();
@@ -388,7 +414,6 @@ impl Scheduler {
         mut record: Option<&mut Vec<(JobId, Verdict)>>,
     ) -> Candidates {
         let program = &self.policy.program;
-        let engine = self.policy.engine();
         let quotas = &self.quotas;
         let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
         let has_preempt = has_kind(VictimKind::Preempt);
@@ -456,59 +481,18 @@ impl Scheduler {
                 continue;
             }
             // The `_after` fields of the victim's queues count it evicted.
-            let saved = if reads_after { after.count(self, &mut view, v) } else { Vec::new() };
-            let ctx = self.ctx(&view);
-            let vrec = self.job_rec(v);
-            let holds = |i: usize| engine.victim(&ctx, i, &claimant_rec, &vrec);
-            let mut keys = vec![0.0; program.victim_order.len()];
-            if !keys.is_empty() {
-                engine.victim_keys(&ctx, &claimant_rec, &vrec, &mut keys);
-            }
-            let first = |kind: VictimKind| {
-                program
-                    .victims
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| r.kind == kind)
-                    .find(|&(i, _)| holds(i).0)
-                    .map(|(i, _)| i)
-            };
-            let protect = first(VictimKind::Protect);
-            let every = |kind: VictimKind| -> Vec<usize> {
-                program
-                    .victims
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, r)| r.kind == kind && holds(*i).0)
-                    .map(|(i, _)| i)
-                    .collect()
-            };
-            let (preempt, reclaim, borrow) = match (protect, place) {
-                (Some(_), _) => (None, None, Vec::new()),
-                (None, Place::Own | Place::Anywhere) => (first(VictimKind::Preempt), None, Vec::new()),
-                (None, Place::Other) => (None, first(VictimKind::Reclaim), every(VictimKind::Borrow)),
-            };
-            let cost = match preempt {
-                Some(i) => holds(i).1,
-                None if reclaim.is_some() || !borrow.is_empty() => cost_rule.map_or(0.0, |k| holds(k).1),
-                None => 0.0,
-            };
-            for (q, old) in saved {
-                view.queues[q] = old;
-            }
+            let whole = self.judge(&mut view, &mut after, &claimant_rec, v, &vj.charged, place, cost_rule);
             let id = |i: usize| RuleId::Victim(u16::try_from(i).unwrap_or(u16::MAX));
-            if let Some(rule) = protect {
+            if let Some(rule) = whole.protect {
                 note(Verdict::Protected { rule: id(rule) });
                 continue;
             }
-            let rules: Vec<RuleId> = preempt.into_iter().chain(reclaim).chain(borrow.iter().copied()).map(id).collect();
+            let rules = whole.rules();
             if rules.is_empty() {
                 note(Verdict::NoRule { place });
                 continue;
             }
-            // A NaN cost is the highest.
-            let cost = if cost.is_nan() { f64::INFINITY } else { cost };
-            note(Verdict::Candidate { place, rules, cost });
+            note(Verdict::Candidate { place, rules: rules.iter().copied().map(id).collect(), cost: whole.cost });
             // Share of cards a replica frees (a MIG instance counts as none: the bound does
             // not count MIG capacity).
             let gpu = match vj.request {
@@ -526,19 +510,129 @@ impl Scheduler {
                     _ => frees.push(f),
                 }
             }
-            out.push(Candidate {
+            let candidate = |part: Option<usize>, j: &Judged| Candidate {
                 job: v,
-                cost,
+                part,
+                cost: j.cost,
                 priority: vj.priority,
                 started_ms: vj.started_ms,
-                preempt,
-                reclaim,
-                borrow: borrow.into(),
-                sides,
-                keys: keys.into(),
-            });
+                preempt: j.preempt,
+                reclaim: j.reclaim,
+                borrow: j.borrow.clone().into(),
+                sides: sides.clone(),
+                keys: j.keys.clone().into(),
+            };
+            out.push(candidate(None, &whole));
+            // An elastic gang above its minimum may give up replicas instead, the last
+            // ones first: each a candidate of its own, judged with only it gone, at its
+            // share of the job's cost.
+            let surplus = vj.slots.len().saturating_sub(vj.min_replicas.max(1) as usize);
+            for k in (vj.slots.len() - surplus..vj.slots.len()).rev() {
+                let held = self.slot_demand(v, k);
+                let mut part = match reads_after {
+                    true => self.judge(&mut view, &mut after, &claimant_rec, v, &held, place, cost_rule),
+                    false => whole.clone(),
+                };
+                if part.protect.is_some() || part.rules().is_empty() {
+                    continue;
+                }
+                part.cost /= vj.slots.len() as f64;
+                let node = vj.slots[k].node;
+                frees.push(Frees { node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu });
+                out.push(candidate(Some(k), &part));
+            }
         }
         Candidates { list: out, frees, watch }
+    }
+
+    /// The rules' verdict on evicting `held` of running job `v` (where it stands by
+    /// `place`) for the claimant, with the `_after` fields counting that much gone.
+    #[allow(clippy::too_many_arguments)]
+    fn judge(
+        &self,
+        view: &mut View,
+        after: &mut AfterCount,
+        claimant_rec: &gpol_compiler::schema::JobRec<'_>,
+        v: JobId,
+        held: &Amounts,
+        place: Place,
+        cost_rule: Option<usize>,
+    ) -> Judged {
+        let program = &self.policy.program;
+        let engine = self.policy.engine();
+        let saved = if self.victim_reads.after { after.count(self, view, v, held) } else { Vec::new() };
+        let ctx = self.ctx(view);
+        let vrec = self.job_rec(v);
+        let holds = |i: usize| engine.victim(&ctx, i, claimant_rec, &vrec);
+        let mut keys = vec![0.0; program.victim_order.len()];
+        if !keys.is_empty() {
+            engine.victim_keys(&ctx, claimant_rec, &vrec, &mut keys);
+        }
+        let every = |kind: VictimKind| -> Vec<usize> {
+            (program.victims.iter().enumerate())
+                .filter(|(i, r)| r.kind == kind && holds(*i).0)
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let first = |kind: VictimKind| {
+            (program.victims.iter().enumerate())
+                .filter(|(_, r)| r.kind == kind)
+                .find(|&(i, _)| holds(i).0)
+                .map(|(i, _)| i)
+        };
+        let protect = first(VictimKind::Protect);
+        let (preempt, reclaim, borrow) = match (protect, place) {
+            (Some(_), _) => (None, None, Vec::new()),
+            (None, Place::Own | Place::Anywhere) => (first(VictimKind::Preempt), None, Vec::new()),
+            (None, Place::Other) => (None, first(VictimKind::Reclaim), every(VictimKind::Borrow)),
+        };
+        let cost = match preempt {
+            Some(i) => holds(i).1,
+            None if reclaim.is_some() || !borrow.is_empty() => cost_rule.map_or(0.0, |k| holds(k).1),
+            None => 0.0,
+        };
+        for (q, old) in saved {
+            view.queues[q] = old;
+        }
+        // A NaN cost is the highest.
+        let cost = if cost.is_nan() { f64::INFINITY } else { cost };
+        Judged { protect, preempt, reclaim, borrow, cost, keys }
+    }
+
+    /// What a candidate holds: its job's charge, or its one replica's.
+    fn candidate_holds(&self, c: &Candidate) -> Amounts {
+        match c.part {
+            None => self.jobs[c.job].charged.clone(),
+            Some(k) => self.slot_demand(c.job, k),
+        }
+    }
+
+    /// What the replica in slot `k` of a running job is charged.
+    fn slot_demand(&self, job: JobId, k: usize) -> Amounts {
+        let model = self.cluster.nodes[self.jobs[job].slots[k].node].model;
+        quota::placement_demand(&self.jobs[job], &[model])
+    }
+
+    /// Takes a candidate off the model on trial (the whole job, or its one replica).
+    fn lift_candidate(&mut self, c: &Candidate) {
+        match c.part {
+            None => self.lift(c.job),
+            Some(k) => {
+                let demand = self.slot_demand(c.job, k);
+                self.lift_slot(c.job, k, &demand);
+            }
+        }
+    }
+
+    /// Undoes `lift_candidate`.
+    fn restore_candidate(&mut self, c: &Candidate) {
+        match c.part {
+            None => self.restore(c.job),
+            Some(k) => {
+                let demand = self.slot_demand(c.job, k);
+                self.restore_slot(c.job, k, &demand);
+            }
+        }
     }
 
     /// What could give `claimant` candidates where none of the leaves' jobs, as they
@@ -623,7 +717,8 @@ impl Scheduler {
             return true;
         }
         let mut view = self.view(Some(search.claimant));
-        self.after_count(search.claimant).count(self, &mut view, c.job);
+        let held = self.candidate_holds(c);
+        self.after_count(search.claimant).count(self, &mut view, c.job, &held);
         let ctx = self.ctx(&view);
         let ok = self.policy.engine().victim(&ctx, rule, &self.job_rec(search.claimant), &self.job_rec(c.job)).0;
         // A protect rule that reads the state may veto now.
@@ -741,16 +836,18 @@ impl Scheduler {
         if self.quota_replicas(claimant).is_ok() {
             return true;
         }
-        let (jobs, quotas) = (&self.jobs, &mut self.quotas);
-        for c in candidates {
-            let j = &jobs[c.job];
-            quotas.charge(j.queue, j.user, &j.charged, -1);
+        // Each job once (its replicas are candidates beside it).
+        let mut jobs: Vec<JobId> = candidates.iter().map(|c| c.job).collect();
+        jobs.sort_unstable();
+        jobs.dedup();
+        for &job in &jobs {
+            let j = &self.jobs[job];
+            self.quotas.charge(j.queue, j.user, &j.charged, -1);
         }
         let admits = self.quota_replicas(claimant).is_ok();
-        let (jobs, quotas) = (&self.jobs, &mut self.quotas);
-        for c in candidates.iter().rev() {
-            let j = &jobs[c.job];
-            quotas.charge(j.queue, j.user, &j.charged, 1);
+        for &job in jobs.iter().rev() {
+            let j = &self.jobs[job];
+            self.quotas.charge(j.queue, j.user, &j.charged, 1);
         }
         admits
     }
@@ -771,7 +868,21 @@ impl Scheduler {
         if !lifted.is_empty() && !self.still_allowed(search, i, lifted) {
             return false;
         }
-        self.lift(c.job);
+        let same_job = |k: &usize| search.candidates[*k].job == c.job;
+        match c.part {
+            // Its whole job is gone already.
+            Some(_) if lifted.iter().any(|k| same_job(k) && search.candidates[*k].part.is_none()) => return false,
+            Some(_) => {}
+            // The whole job goes: the replicas of it taken so far come back first.
+            None => {
+                let parts: Vec<usize> = lifted.iter().copied().filter(same_job).collect();
+                for &k in parts.iter().rev() {
+                    self.restore_candidate(&search.candidates[k]);
+                }
+                lifted.retain(|k| !parts.contains(k));
+            }
+        }
+        self.lift_candidate(c);
         lifted.push(i);
         true
     }
@@ -788,12 +899,12 @@ impl Scheduler {
         let candidates = search.candidates;
         let mut needed: Vec<usize> = Vec::new();
         while let Some(i) = lifted.pop() {
-            self.restore(candidates[i].job);
+            self.restore_candidate(&candidates[i]);
             let still: Vec<usize> = lifted.iter().chain(&needed).copied().collect();
             match self.starts(search, &still, among) {
                 Some(r) => replicas = r,
                 None => {
-                    self.lift(candidates[i].job);
+                    self.lift_candidate(&candidates[i]);
                     needed.push(i);
                 }
             }
@@ -802,8 +913,8 @@ impl Scheduler {
             .iter()
             .filter_map(|&i| candidates[i].sides.as_deref())
             .all(|sides| self.claimant_within(search, sides, replicas.len()));
-        for &i in &needed {
-            self.restore(candidates[i].job);
+        for &i in needed.iter().rev() {
+            self.restore_candidate(&candidates[i]);
         }
         needed.reverse();
         let cost = needed.iter().map(|&i| candidates[i].cost).sum();
@@ -812,7 +923,7 @@ impl Scheduler {
 
     fn undo(&mut self, candidates: &[Candidate], lifted: &[usize]) {
         for &i in lifted.iter().rev() {
-            self.restore(candidates[i].job);
+            self.restore_candidate(&candidates[i]);
         }
     }
 
@@ -990,7 +1101,8 @@ impl Scheduler {
                 .enumerate()
                 .map(|(at, &i)| {
                     let c = &search.candidates[i];
-                    let saved = if reads_after { after.count(self, &mut view, c.job) } else { Vec::new() };
+                    let held = self.candidate_holds(c);
+                    let saved = if reads_after { after.count(self, &mut view, c.job, &held) } else { Vec::new() };
                     let mut keys = vec![0.0; search.order.len()];
                     engine.victim_keys(&self.ctx(&view), &claimant_rec, &self.job_rec(c.job), &mut keys);
                     for (q, old) in saved {
@@ -1176,15 +1288,15 @@ struct AfterCount {
 type QueueRecs = Rc<[(QueueId, QueueRec)]>;
 
 impl AfterCount {
-    /// Counts `victim` evicted in `view`; returns the records it replaced.
-    fn count(&mut self, s: &Scheduler, view: &mut View, victim: JobId) -> Vec<(QueueId, QueueRec)> {
+    /// Counts `held` of `victim` evicted in `view`; returns the records it replaced.
+    fn count(&mut self, s: &Scheduler, view: &mut View, victim: JobId, held: &Amounts) -> Vec<(QueueId, QueueRec)> {
         let vj = &s.jobs[victim];
-        let held = [Res::Gpu, Res::Cpu, Res::Mem].map(|r| vj.charged.get(&r).copied().unwrap_or(0));
+        let amounts = [Res::Gpu, Res::Cpu, Res::Mem].map(|r| held.get(&r).copied().unwrap_or(0));
         let recs = self
             .memo
-            .entry((vj.queue, held))
+            .entry((vj.queue, amounts))
             .or_insert_with(|| {
-                let changes = [(self.claimant_queue, &self.demand, 1), (vj.queue, &vj.charged, -1)];
+                let changes = [(self.claimant_queue, &self.demand, 1), (vj.queue, held, -1)];
                 s.quotas
                     .path(vj.queue)
                     .map(|q| {

@@ -265,7 +265,7 @@ fn check(
             let by_id = by.as_ref().map(|b| jobs.get(b).copied());
             let program = &s.policy.program;
             let evicted = s.log.iter().any(|ev| match ev {
-                Event::Evicted { job, by: claimant, rule, .. } => {
+                Event::Evicted { job, by: claimant, rule, .. } | Event::Shrunk { job, by: claimant, rule, .. } => {
                     *job == j
                         && by_id.is_none_or(|b| b == Some(*claimant))
                         && under.as_ref().is_none_or(|r| program.rule_name(*rule) == *r)

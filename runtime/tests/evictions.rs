@@ -1,6 +1,7 @@
 //! Gangs, preemption and reclaim over random clusters and event sequences, in both
-//! engines: a gang is never partly placed; every eviction names its rule and is followed
-//! by its claimant starting; no two queues take from each other in a cycle, and no two
+//! engines: a gang is never partly placed (an elastic one runs between its minimum and
+//! its count, growing and giving up replicas); every eviction names its rule and is
+//! followed by its claimant starting; no two queues take from each other in a cycle, and no two
 //! jobs evict each other back and forth while nothing else changes; the accounting stays
 //! exact; and the JIT and the interpreter produce the same schedule.
 
@@ -230,7 +231,7 @@ fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobI
                     ));
                 };
                 // The run of evictions for one claimant ends with the claimant starting.
-                let next = log[i + 1..].iter().find(|e| !matches!(e, Event::Evicted { by: b, .. } if b == by));
+                let next = log[i + 1..].iter().find(|e| !evicted_for(e, *by));
                 if !matches!(next, Some(Event::Placed { job: c, .. }) if c == by) {
                     return Err(format!(
                         "{} was evicted for {}, which did not start",
@@ -258,10 +259,27 @@ fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobI
                     queue_pairs.insert((cq, vq));
                 }
             }
+            Event::Shrunk { job, by, .. } => {
+                // A replica taken (its gang runs on: `state_invariants`); its claimant
+                // starts next.
+                let next = log[i + 1..].iter().find(|e| !evicted_for(e, *by));
+                if !matches!(next, Some(Event::Placed { job: c, .. }) if c == by) {
+                    return Err(format!(
+                        "{}'s replica went for {}, which did not start",
+                        s.job(*job).name,
+                        s.job(*by).name
+                    ));
+                }
+            }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// Whether an event is a whole job or a replica evicted for `claimant`.
+fn evicted_for(e: &Event, claimant: JobId) -> bool {
+    matches!(e, Event::Evicted { by, .. } | Event::Shrunk { by, .. } if *by == claimant)
 }
 
 fn play(
@@ -307,11 +325,34 @@ fn check_both(
     setup: &Setup,
     nodes: &[NodeSpec],
     steps: &[Step],
-) -> Result<usize, TestCaseError> {
+) -> Result<Counts, TestCaseError> {
     let a = play(&policies.0, setup, nodes, steps)?;
     let b = play(&policies.1, setup, nodes, steps)?;
     prop_assert_eq!(a.log(), b.log(), "the engines scheduled differently");
-    Ok(a.log().iter().filter(|e| matches!(e, Event::Evicted { .. })).count())
+    let count = |f: fn(&Event) -> bool| a.log().iter().filter(|e| f(e)).count();
+    Ok(Counts {
+        evicted: count(|e| matches!(e, Event::Evicted { .. })),
+        shrunk: count(|e| matches!(e, Event::Shrunk { .. })),
+        grown: count(|e| matches!(e, Event::Grown { .. })),
+    })
+}
+
+/// Whole jobs evicted, replicas taken and replicas added in a run.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    evicted: usize,
+    shrunk: usize,
+    grown: usize,
+}
+
+impl std::iter::Sum for Counts {
+    fn sum<I: Iterator<Item = Counts>>(iter: I) -> Counts {
+        iter.fold(Counts::default(), |a, b| Counts {
+            evicted: a.evicted + b.evicted,
+            shrunk: a.shrunk + b.shrunk,
+            grown: a.grown + b.grown,
+        })
+    }
 }
 
 thread_local! {
@@ -374,7 +415,7 @@ fn random_cases_exercise_evictions() {
                     let (nodes, steps) = strategy.new_tree(&mut runner).map(|t| t.current()).unwrap_or_default();
                     check_both(p, &setup, &nodes, &steps).unwrap()
                 })
-                .sum::<usize>()
+                .sum::<Counts>()
         })
     };
     let mixed = count(&MIXED_POLICIES, vec!["a", "b", "c"], Vec::new(), prop::collection::vec(node(), 2..6).boxed());
@@ -390,6 +431,9 @@ fn random_cases_exercise_evictions() {
         Vec::new(),
         prop::collection::vec(big_node(), 8..17).boxed(),
     );
-    eprintln!("evictions: mixed {mixed}, preemption {preemption}, borrowing {borrowing}");
-    assert!(mixed > 10 && preemption > 10 && borrowing > 0, "{mixed}, {preemption}, {borrowing}");
+    eprintln!("mixed {mixed:?}, preemption {preemption:?}, borrowing {borrowing:?}");
+    assert!(mixed.evicted > 10 && preemption.evicted > 10 && borrowing.evicted > 0);
+    // Elastic gangs give up replicas and grow again.
+    let all = [mixed, preemption, borrowing].into_iter().sum::<Counts>();
+    assert!(all.shrunk > 0 && all.grown > 0, "{all:?}");
 }

@@ -472,6 +472,19 @@ impl<'a> Sim<'a> {
                     ended.push(job);
                 }
                 Event::Reserved { .. } => self.preemption.reservations += 1,
+                Event::Shrunk { job, rule, lost_gpu_s, .. } => {
+                    progress = true;
+                    let j = &self.s.jobs()[job];
+                    let milli = j.request.milli();
+                    self.allocated_milli = self.allocated_milli.saturating_sub(milli);
+                    self.used_milli -= milli as f64 * j.utilization;
+                    if let Some(run) = self.runs.get_mut(&job) {
+                        run.placed_milli = run.placed_milli.saturating_sub(milli);
+                    }
+                    self.lost_gpu_s += lost_gpu_s;
+                    self.preemption.evictions += 1;
+                    *self.preemption.by_rule.entry(self.s.policy().program.rule_name(rule)).or_default() += 1;
+                }
             }
         }
         for job in ended {

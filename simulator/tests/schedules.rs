@@ -184,6 +184,7 @@ fn at_ms(e: &Event) -> u64 {
         Event::Submitted { at_ms, .. }
         | Event::Placed { at_ms, .. }
         | Event::Grown { at_ms, .. }
+        | Event::Shrunk { at_ms, .. }
         | Event::Rejected { at_ms, .. }
         | Event::Finished { at_ms, .. }
         | Event::Requeued { at_ms, .. }

@@ -248,7 +248,17 @@ impl Scheduler {
     /// checkpoint, and wait again.
     pub(super) fn evict(&mut self, claimant: JobId, eviction: &Eviction) {
         self.quotas.advance_usage(self.now_ms);
-        for v in &eviction.victims {
+        // Replicas of elastic gangs first, the highest slots first so the others keep
+        // their places.
+        let mut replicas: Vec<(JobId, usize, RuleId)> =
+            eviction.victims.iter().filter_map(|v| Some((v.job, v.replica?, v.rule))).collect();
+        replicas.sort_unstable_by_key(|&(job, k, _)| (job, std::cmp::Reverse(k)));
+        for (job, k, rule) in replicas {
+            if let Some((node, lost_gpu_s)) = self.remove_replica(job, k) {
+                self.log.push(Event::Shrunk { job, by: claimant, rule, node, lost_gpu_s, at_ms: self.now_ms });
+            }
+        }
+        for v in eviction.victims.iter().filter(|v| v.replica.is_none()) {
             let (kept_ms, lost_gpu_s) = self.stop_progress(v.job);
             self.requeue(v.job);
             self.log.push(Event::Evicted {

@@ -52,6 +52,16 @@ pub enum Event {
         lost_gpu_s: f64,
         at_ms: u64,
     },
+    /// A running elastic gang gave up its replica on `node` for `by` under `rule`, losing
+    /// `lost_gpu_s` GPU-seconds of that replica's work; it runs on with the rest.
+    Shrunk {
+        job: JobId,
+        by: JobId,
+        rule: RuleId,
+        node: NodeId,
+        lost_gpu_s: f64,
+        at_ms: u64,
+    },
     /// A job that waited past `reserve_after` holds these nodes until it starts.
     Reserved {
         job: JobId,

@@ -2,8 +2,9 @@
 //! `min_replicas` and `replicas`) takes more as capacity frees, one replica at a time, on
 //! the best node its filters and scores allow, within its quota and within the domains
 //! its `require` clauses hold its replicas to. Growth comes after every waiting job has
-//! had its turn in a cycle, and only while none of them waits for capacity: a victim is a
-//! whole job, so a grown replica would make such a job wait for the whole gang.
+//! had its turn in a cycle, and only while none of them waits for capacity: freed
+//! capacity goes to waiting jobs first (a grown replica can be taken back only where a
+//! victim rule allows it).
 
 use super::{Event, Scheduler};
 use crate::jobs::{JobId, Reason};

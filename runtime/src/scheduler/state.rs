@@ -195,6 +195,49 @@ impl Scheduler {
         self.quotas.charge(j.queue, j.user, &j.charged, -1);
     }
 
+    /// Gives back what one replica (slot `k`) of a running job holds, charged `demand`,
+    /// keeping the slot so `restore_slot` can take it again.
+    pub(crate) fn lift_slot(&mut self, job: JobId, k: usize, demand: &quota::Amounts) {
+        let Some(slot) = self.jobs[job].slots.get(k).cloned() else { return };
+        fit::apply(&mut self.cluster, &self.jobs[job], &slot, false);
+        self.refresh_node(slot.node);
+        let j = &self.jobs[job];
+        self.quotas.charge(j.queue, j.user, demand, -1);
+    }
+
+    /// Undoes `lift_slot`.
+    pub(crate) fn restore_slot(&mut self, job: JobId, k: usize, demand: &quota::Amounts) {
+        let Some(slot) = self.jobs[job].slots.get(k).cloned() else { return };
+        fit::apply(&mut self.cluster, &self.jobs[job], &slot, true);
+        self.refresh_node(slot.node);
+        let j = &self.jobs[job];
+        self.quotas.charge(j.queue, j.user, demand, 1);
+    }
+
+    /// Takes replica `k` from a running elastic gang, which keeps running with the rest;
+    /// the GPU-seconds that replica loses (its GPUs × the time since the job's last
+    /// checkpoint).
+    pub(super) fn remove_replica(&mut self, job: JobId, k: usize) -> Option<(NodeId, f64)> {
+        if k >= self.jobs[job].slots.len() {
+            return None;
+        }
+        self.quotas.advance_usage(self.now_ms);
+        let (_, lost) = self.jobs[job].progress_ms(self.now_ms);
+        let slot = self.jobs[job].slots.remove(k);
+        fit::apply(&mut self.cluster, &self.jobs[job], &slot, false);
+        self.refresh_node(slot.node);
+        let models: Vec<Sym> = self.jobs[job].slots.iter().map(|s| self.cluster.nodes[s.node].model).collect();
+        let j = &self.jobs[job];
+        let (before, after) = (j.charged.clone(), quota::placement_demand(j, &models));
+        self.quotas.charge(j.queue, j.user, &before, -1);
+        self.quotas.charge(j.queue, j.user, &after, 1);
+        self.jobs[job].charged = after;
+        self.releases += 1;
+        self.note_alloc_change(job);
+        self.capacity_changed();
+        Some((slot.node, records::gpus(self.jobs[job].request.milli()) * records::seconds(lost)))
+    }
+
     /// Undoes `lift`.
     pub(crate) fn restore(&mut self, job: JobId) {
         let slots = std::mem::take(&mut self.jobs[job].slots);
