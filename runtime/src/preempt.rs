@@ -510,7 +510,25 @@ impl Scheduler {
                     _ => frees.push(f),
                 }
             }
-            let candidate = |part: Option<usize>, j: &Judged| Candidate {
+            // An elastic gang above its minimum may give up replicas instead: each a
+            // candidate of its own, judged with only it gone, at its share of the job's
+            // cost.
+            let surplus = vj.slots.len().saturating_sub(vj.min_replicas.max(1) as usize);
+            let parts: Vec<(usize, Judged)> = (vj.slots.len() - surplus..vj.slots.len())
+                .rev()
+                .filter_map(|k| {
+                    let mut part = match reads_after {
+                        true => {
+                            let held = self.slot_demand(v, k);
+                            self.judge(&mut view, &mut after, &claimant_rec, v, &held, place, cost_rule)
+                        }
+                        false => whole.clone(),
+                    };
+                    part.cost /= vj.slots.len() as f64;
+                    (part.protect.is_none() && !part.rules().is_empty()).then_some((k, part))
+                })
+                .collect();
+            let candidate = |part: Option<usize>, j: Judged| Candidate {
                 job: v,
                 part,
                 cost: j.cost,
@@ -518,28 +536,15 @@ impl Scheduler {
                 started_ms: vj.started_ms,
                 preempt: j.preempt,
                 reclaim: j.reclaim,
-                borrow: j.borrow.clone().into(),
+                borrow: j.borrow.into(),
                 sides: sides.clone(),
-                keys: j.keys.clone().into(),
+                keys: j.keys.into(),
             };
-            out.push(candidate(None, &whole));
-            // An elastic gang above its minimum may give up replicas instead, the last
-            // ones first: each a candidate of its own, judged with only it gone, at its
-            // share of the job's cost.
-            let surplus = vj.slots.len().saturating_sub(vj.min_replicas.max(1) as usize);
-            for k in (vj.slots.len() - surplus..vj.slots.len()).rev() {
-                let held = self.slot_demand(v, k);
-                let mut part = match reads_after {
-                    true => self.judge(&mut view, &mut after, &claimant_rec, v, &held, place, cost_rule),
-                    false => whole.clone(),
-                };
-                if part.protect.is_some() || part.rules().is_empty() {
-                    continue;
-                }
-                part.cost /= vj.slots.len() as f64;
+            out.push(candidate(None, whole));
+            for (k, part) in parts {
                 let node = vj.slots[k].node;
                 frees.push(Frees { node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu });
-                out.push(candidate(Some(k), &part));
+                out.push(candidate(Some(k), part));
             }
         }
         Candidates { list: out, frees, watch }

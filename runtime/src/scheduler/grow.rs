@@ -16,9 +16,12 @@ impl Scheduler {
     /// Adds replicas to running elastic gangs where capacity, quota and the policy allow
     /// (highest priority, then earliest started, first); how many were added.
     pub(super) fn grow(&mut self) -> usize {
+        if self.short_gangs.is_empty() || self.waits_for_capacity() {
+            return 0;
+        }
         let short = |s: &Scheduler, j: JobId| s.jobs[j].slots.len() < s.jobs[j].replicas as usize;
-        let mut growing: Vec<JobId> = self.running.iter().copied().filter(|&j| short(self, j)).collect();
-        if growing.is_empty() || self.waits_for_capacity() {
+        let mut growing: Vec<JobId> = self.short_gangs.iter().copied().collect();
+        if growing.is_empty() {
             return 0;
         }
         growing.sort_by_key(|&j| {

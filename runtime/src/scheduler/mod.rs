@@ -101,6 +101,9 @@ pub struct Scheduler {
     full: HashSet<usize>,
     /// The running jobs, so nothing scans finished ones.
     pub(crate) running: BTreeSet<JobId>,
+    /// The running elastic gangs with fewer replicas than they ask for (they may grow),
+    /// so growth does not scan every running job at every cycle.
+    pub(crate) short_gangs: BTreeSet<JobId>,
     /// Nodes held for a job that waited past `reserve_after`, by job and by node.
     pub(crate) reservations: BTreeMap<JobId, Vec<NodeId>>,
     pub(crate) reserved: HashMap<NodeId, JobId>,
@@ -252,6 +255,7 @@ impl Scheduler {
             shapes: HashMap::new(),
             full: HashSet::new(),
             running: BTreeSet::new(),
+            short_gangs: BTreeSet::new(),
             reservations: BTreeMap::new(),
             reserved: HashMap::new(),
             task_shapes: Vec::new(),

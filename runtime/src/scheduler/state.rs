@@ -88,6 +88,12 @@ impl Scheduler {
                 self.running.remove(&job);
             }
         }
+        // Running elastic gangs below their count, which may grow.
+        if now_running && j.slots.len() < j.replicas as usize {
+            self.short_gangs.insert(job);
+        } else {
+            self.short_gangs.remove(&job);
+        }
         j.state = if now_pending { State::Pending(None) } else { state };
         if was_pending && !now_pending {
             self.waiting.leave(job);
@@ -155,6 +161,9 @@ impl Scheduler {
         self.quotas.charge(j.queue, j.user, &before, -1);
         self.quotas.charge(j.queue, j.user, &after, 1);
         self.jobs[job].charged = after;
+        if self.jobs[job].slots.len() >= self.jobs[job].replicas as usize {
+            self.short_gangs.remove(&job);
+        }
         self.note_alloc_change(job);
         // A victim holding more may now be enough for a claimant that found too little:
         // for the searches that wait on it, a replica is a start.
@@ -232,6 +241,7 @@ impl Scheduler {
         self.quotas.charge(j.queue, j.user, &before, -1);
         self.quotas.charge(j.queue, j.user, &after, 1);
         self.jobs[job].charged = after;
+        self.short_gangs.insert(job);
         self.releases += 1;
         self.note_alloc_change(job);
         self.capacity_changed();
