@@ -151,16 +151,22 @@ impl Scheduler {
         self.refresh_node(node);
     }
 
-    /// Adds one replica of a running job on `node`, charged for what it then holds.
-    pub(super) fn add_replica(&mut self, job: JobId, node: NodeId) {
-        self.quotas.advance_usage(self.now_ms);
-        self.bind_replica(job, node, true);
+    /// Charges a running job whose replicas changed for what they hold now, refunding
+    /// what it was charged before.
+    fn recharge(&mut self, job: JobId) {
         let models: Vec<Sym> = self.jobs[job].slots.iter().map(|s| self.cluster.nodes[s.node].model).collect();
         let j = &self.jobs[job];
         let (before, after) = (j.charged.clone(), quota::placement_demand(j, &models));
         self.quotas.charge(j.queue, j.user, &before, -1);
         self.quotas.charge(j.queue, j.user, &after, 1);
         self.jobs[job].charged = after;
+    }
+
+    /// Adds one replica of a running job on `node`, charged for what it then holds.
+    pub(super) fn add_replica(&mut self, job: JobId, node: NodeId) {
+        self.quotas.advance_usage(self.now_ms);
+        self.bind_replica(job, node, true);
+        self.recharge(job);
         if self.jobs[job].slots.len() >= self.jobs[job].replicas as usize {
             self.short_gangs.remove(&job);
         }
@@ -235,12 +241,7 @@ impl Scheduler {
         let slot = self.jobs[job].slots.remove(k);
         fit::apply(&mut self.cluster, &self.jobs[job], &slot, false);
         self.refresh_node(slot.node);
-        let models: Vec<Sym> = self.jobs[job].slots.iter().map(|s| self.cluster.nodes[s.node].model).collect();
-        let j = &self.jobs[job];
-        let (before, after) = (j.charged.clone(), quota::placement_demand(j, &models));
-        self.quotas.charge(j.queue, j.user, &before, -1);
-        self.quotas.charge(j.queue, j.user, &after, 1);
-        self.jobs[job].charged = after;
+        self.recharge(job);
         self.short_gangs.insert(job);
         self.releases += 1;
         self.note_alloc_change(job);
