@@ -128,6 +128,11 @@ fn a_utilization_below_the_victims_is_proved_and_its_mutations_are_not() {
     // Unguarded holdings fall with any victim: `<=` against the victim's queue after will do.
     let held = "borrow b { when claimant.queue.allocated_after.gpu <= victim.queue.allocated_after.gpu }";
     assert!(is_share(share(held)));
+    // A guard on the other queue's amount: the claimant's queue may divide by 0.
+    let cross = "fn e(q: queue, other: queue) -> number {\n  \
+                 if other.fair_share > 0 then q.allocated_after.gpu / 1 gpu / q.fair_share else 0\n}\n\
+                 borrow b { when e(claimant.queue, victim.queue) < e(victim.queue, claimant.queue) }";
+    assert_eq!(share(cross), None, "a guard on the other queue");
     let held_before = "borrow b { when claimant.queue.allocated_after.gpu <= victim.queue.allocated.gpu }";
     assert_eq!(share(held_before), None, "`<=` against the victim's queue before");
 }

@@ -2,8 +2,8 @@
 //! the queues ask for now, and the weighted water-filling it is made of.
 //!
 //! Level by level from the root (which has the whole cluster): each child first gets its
-//! guarantee, up to what it requests (what its subtree holds plus what its waiting jobs
-//! ask for); what is left of the parent's amount is then split by weight among the
+//! guarantee, up to what it requests (what its subtree's running and waiting jobs ask
+//! for: all their replicas, so that no eviction, start, growth or lost replica moves it); what is left of the parent's amount is then split by weight among the
 //! children that request more, none getting more than it requests, and what a child
 //! cannot take goes round again to the others. A child of weight 0 gets nothing beyond its
 //! guarantee; what nobody requests stays unassigned.
@@ -42,7 +42,7 @@ pub fn water_fill(capacity: f64, demand: &[f64], weights: &[f64]) -> Vec<f64> {
 pub fn fair_shares(quotas: &Quotas, total_milli: i64) -> Vec<f64> {
     let queues = &quotas.queues;
     let gpu = |q: usize| (queues[q].get(&queues[q].guarantee, Res::Gpu) as f64).max(0.0);
-    let requested = |q: usize| (queues[q].get(&queues[q].alloc, Res::Gpu) + queues[q].pending_gpu).max(0) as f64;
+    let requested = |q: usize| (queues[q].running_gpu + queues[q].pending_gpu).max(0) as f64;
     let mut fair = vec![0.0; queues.len()];
     // Parents come before their children in the tree's order.
     for p in 0..queues.len() {
@@ -92,9 +92,10 @@ mod tests {
         Quotas::new(&policy, &mut Symbols::default())
     }
 
-    /// Queue `q` holds `running` GPUs and waits for `waiting` more.
+    /// Queue `q` runs a job of `running` GPUs and has one waiting for `waiting` more.
     fn ask(t: &mut Quotas, q: usize, running: i64, waiting: i64) {
         t.charge(q, Sym(1), &crate::quota::Amounts::from([(Res::Gpu, running * 1000)]), 1);
+        t.count(q, 0, 1, running * 1000);
         t.count(q, 1, 0, waiting * 1000);
     }
 

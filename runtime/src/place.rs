@@ -75,11 +75,11 @@ impl Scheduler {
     }
 
     /// The best node (by the policy's filters and scores) for one replica of the job, on
-    /// `among` or any node; `replicas` is how many the per-model quota check counts (the
-    /// job's, or the one a growing job adds).
+    /// `among` or any node; `replicas` is how many the per-model quota check and the
+    /// queues' `_after` fields count (the job's, or the one a growing job adds).
     pub(crate) fn best_node(&self, job: JobId, among: Option<&[NodeId]>, replicas: u32) -> Result<NodeId, Reason> {
         let j = &self.jobs[job];
-        let view = self.placement_view(job);
+        let view = self.placement_view_for(job, replicas);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
         let program = &self.policy.program;

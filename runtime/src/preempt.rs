@@ -482,37 +482,9 @@ impl Scheduler {
             }
             // The `_after` fields of the victim's queues count it evicted.
             let whole = self.judge(&mut view, &mut after, &claimant_rec, v, &vj.charged, place, cost_rule);
-            let id = |i: usize| RuleId::Victim(u16::try_from(i).unwrap_or(u16::MAX));
-            if let Some(rule) = whole.protect {
-                note(Verdict::Protected { rule: id(rule) });
-                continue;
-            }
-            let rules = whole.rules();
-            if rules.is_empty() {
-                note(Verdict::NoRule { place });
-                continue;
-            }
-            note(Verdict::Candidate { place, rules: rules.iter().copied().map(id).collect(), cost: whole.cost });
-            // Share of cards a replica frees (a MIG instance counts as none: the bound does
-            // not count MIG capacity).
-            let gpu = match vj.request {
-                Request::Whole(_) | Request::Fraction(_) => vj.request.milli(),
-                Request::Mig(_) | Request::None => 0,
-            };
-            for s in &vj.slots {
-                let f = Frees { node: s.node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu };
-                match frees.last_mut() {
-                    Some(last) if last.node == f.node && last.candidate == f.candidate => {
-                        last.cpu += f.cpu;
-                        last.mem += f.mem;
-                        last.gpu += f.gpu;
-                    }
-                    _ => frees.push(f),
-                }
-            }
             // An elastic gang above its minimum may give up replicas instead: each a
             // candidate of its own, judged with only it gone, at its share of the job's
-            // cost.
+            // cost — allowed or not whatever the whole job is.
             let surplus = vj.slots.len().saturating_sub(vj.min_replicas.max(1) as usize);
             let parts: Vec<(usize, Judged)> = (vj.slots.len() - surplus..vj.slots.len())
                 .rev()
@@ -528,6 +500,25 @@ impl Scheduler {
                     (part.protect.is_none() && !part.rules().is_empty()).then_some((k, part))
                 })
                 .collect();
+            let id = |i: usize| RuleId::Victim(u16::try_from(i).unwrap_or(u16::MAX));
+            let rules = whole.rules();
+            let whole_allowed = whole.protect.is_none() && !rules.is_empty();
+            match whole.protect {
+                Some(rule) => note(Verdict::Protected { rule: id(rule) }),
+                None if rules.is_empty() => note(Verdict::NoRule { place }),
+                None => {
+                    note(Verdict::Candidate { place, rules: rules.iter().copied().map(id).collect(), cost: whole.cost })
+                }
+            }
+            if !whole_allowed && parts.is_empty() {
+                continue;
+            }
+            // Share of cards a replica frees (a MIG instance counts as none: the bound does
+            // not count MIG capacity).
+            let gpu = match vj.request {
+                Request::Whole(_) | Request::Fraction(_) => vj.request.milli(),
+                Request::Mig(_) | Request::None => 0,
+            };
             let candidate = |part: Option<usize>, j: Judged| Candidate {
                 job: v,
                 part,
@@ -540,7 +531,20 @@ impl Scheduler {
                 sides: sides.clone(),
                 keys: j.keys.into(),
             };
-            out.push(candidate(None, whole));
+            if whole_allowed {
+                for s in &vj.slots {
+                    let f = Frees { node: s.node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu };
+                    match frees.last_mut() {
+                        Some(last) if last.node == f.node && last.candidate == f.candidate => {
+                            last.cpu += f.cpu;
+                            last.mem += f.mem;
+                            last.gpu += f.gpu;
+                        }
+                        _ => frees.push(f),
+                    }
+                }
+                out.push(candidate(None, whole));
+            }
             for (k, part) in parts {
                 let node = vj.slots[k].node;
                 frees.push(Frees { node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu });
@@ -722,7 +726,19 @@ impl Scheduler {
             return true;
         }
         let mut view = self.view(Some(search.claimant));
-        let held = self.candidate_holds(c);
+        // What it still holds on the model: its job without the replicas already taken.
+        let mut held = self.candidate_holds(c);
+        if c.part.is_none() {
+            for p in lifted
+                .iter()
+                .filter_map(|&k| (search.candidates[k].job == c.job).then_some(search.candidates[k].part))
+                .flatten()
+            {
+                for (r, a) in self.slot_demand(c.job, p) {
+                    *held.entry(r).or_insert(0) -= a;
+                }
+            }
+        }
         self.after_count(search.claimant).count(self, &mut view, c.job, &held);
         let ctx = self.ctx(&view);
         let ok = self.policy.engine().victim(&ctx, rule, &self.job_rec(search.claimant), &self.job_rec(c.job)).0;

@@ -123,6 +123,10 @@ pub struct Queue {
     pub running: u32,
     /// GPU (milli) the subtree's waiting jobs ask for (all their replicas).
     pub pending_gpu: i64,
+    /// What the running jobs ask for in all (milli-GPU): all their replicas, however many
+    /// run, so that evictions, starts and an elastic gang's growth or lost replicas leave
+    /// a queue's demand (running + waiting) where it was.
+    pub running_gpu: i64,
 }
 
 impl Queue {
@@ -258,6 +262,7 @@ impl Quotas {
                     fairshare_parent: q.fairshare_parent,
                     pending: 0,
                     pending_gpu: 0,
+                    running_gpu: 0,
                     running: 0,
                 }
             })
@@ -497,12 +502,13 @@ impl Quotas {
     }
 
     /// Counts jobs that begin (1) or stop (-1) waiting or running in leaf `q`; each asks
-    /// for `gpu_milli` in all (what waiting jobs ask for is counted too).
+    /// for `gpu_milli` in all (what waiting and running jobs ask for is counted too).
     pub fn count(&mut self, q: QueueId, pending: i32, running: i32, gpu_milli: i64) {
         self.for_path(q, |node| {
             node.pending = node.pending.saturating_add_signed(pending);
             node.pending_gpu = node.pending_gpu.saturating_add(i64::from(pending).saturating_mul(gpu_milli));
             node.running = node.running.saturating_add_signed(running);
+            node.running_gpu = node.running_gpu.saturating_add(i64::from(running).saturating_mul(gpu_milli));
         });
     }
 

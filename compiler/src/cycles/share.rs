@@ -62,9 +62,11 @@ enum Sx {
         side: Option<bool>,
         text: String,
     },
-    /// An amount over a fixed value, not yet guarded against that value being ≤ 0.
+    /// An amount over a fixed value (of the queue of `side`, if any), not yet guarded
+    /// against that value being ≤ 0.
     Quotient {
         amount: Amount,
+        side: Option<bool>,
         fixed: String,
     },
     /// A measure of the claimant's or the victim's queue, with or without the eviction.
@@ -171,7 +173,7 @@ fn arith(op: Bin, a: Sx, b: Sx) -> Sx {
         }
         (Bin::Div, Sx::Amount(m), Sx::Num(k)) if *k > 0.0 => Sx::Amount(Amount { k: m.k / k, ..*m }),
         (Bin::Div, Sx::Amount(m), Sx::Fixed { side, text }) if same_side(Some(m.side), *side).is_some() => {
-            Sx::Quotient { amount: *m, fixed: text.clone() }
+            Sx::Quotient { amount: *m, side: *side, fixed: text.clone() }
         }
         _ => match (text(&a), text(&b)) {
             (Some((sa, ta)), Some((sb, tb))) => match same_side(sa, sb) {
@@ -186,9 +188,14 @@ fn arith(op: Bin, a: Sx, b: Sx) -> Sx {
 /// `if F > 0 then A / F else 0`: a measure.
 fn guarded(cond: &Node, then: Sx, otherwise: Sx, env: &Env) -> Sx {
     let Kind::Bin(Bin::Gt, f, zero) = &cond.kind else { return Sx::Unknown };
-    let (Sx::Fixed { text, .. }, Sx::Num(z)) = (eval(f, env), eval(zero, env)) else { return Sx::Unknown };
+    let (Sx::Fixed { side: guard_side, text }, Sx::Num(z)) = (eval(f, env), eval(zero, env)) else {
+        return Sx::Unknown;
+    };
     match (then, otherwise) {
-        (Sx::Quotient { amount, fixed }, Sx::Num(o)) if fixed == text && z == 0.0 && o == 0.0 => {
+        // The guard must be on the very value divided by: the same text of the same queue.
+        (Sx::Quotient { amount, side, fixed }, Sx::Num(o))
+            if fixed == text && side == guard_side && z == 0.0 && o == 0.0 =>
+        {
             Sx::Measure { amount, over: Some(fixed) }
         }
         _ => Sx::Unknown,

@@ -52,21 +52,24 @@ impl Scheduler {
     /// The nodes a new replica may take: those sharing, at every level a `require`
     /// clause names, the domain the job's replicas are in (`None`: any node).
     fn growth_nodes(&self, job: JobId) -> Option<Vec<NodeId>> {
-        let view = self.placement_view(job);
+        let view = self.placement_view_for(job, 1);
         let ctx = self.ctx(&view);
         let clauses = self.gang_clauses(&ctx, &self.job_rec(job));
         let first = self.jobs[job].slots.first()?.node;
-        let domains: Vec<u32> = clauses
-            .iter()
-            .filter(|c| c.require)
-            .map(|c| self.cluster.nodes[first].domains.get(usize::from(c.level)).copied().unwrap_or(u32::MAX))
-            .collect();
-        if domains.is_empty() {
+        let domain = |n: NodeId, level: u8| self.cluster.nodes[n].domains.get(usize::from(level)).copied();
+        let levels: Vec<(u8, Option<u32>)> =
+            clauses.iter().filter(|c| c.require).map(|c| (c.level, domain(first, c.level))).collect();
+        if levels.is_empty() {
             return None;
         }
         let mut nodes: Option<Vec<NodeId>> = None;
-        for d in domains {
-            let members = self.cluster.domains.get(d as usize).map(|d| d.nodes.clone()).unwrap_or_default();
+        for (level, d) in levels {
+            // Nodes outside every domain of a level make one scope of their own, as when
+            // the gang was placed.
+            let members: Vec<NodeId> = match d.and_then(|d| self.cluster.domains.get(d as usize)) {
+                Some(d) => d.nodes.clone(),
+                None => (0..self.cluster.nodes.len()).filter(|&n| domain(n, level) == d).collect(),
+            };
             nodes = Some(match nodes {
                 None => members,
                 Some(n) => n.into_iter().filter(|x| members.contains(x)).collect(),

@@ -487,12 +487,20 @@ impl Scheduler {
     /// reads a queue, the queue records are the last ones worked out (as many, and never
     /// read) rather than worked out anew after every change.
     pub(crate) fn placement_view(&self, job: JobId) -> View<'_> {
+        self.placement_view_for(job, self.jobs[job].replicas)
+    }
+
+    /// [`Scheduler::placement_view`] with `replicas` of the job admitted (a growing gang
+    /// adds one).
+    pub(crate) fn placement_view_for(&self, job: JobId, replicas: u32) -> View<'_> {
         if !self.placement_reads_queues
             && let Some((_, recs)) = self.queue_cache.borrow().as_ref()
         {
             return View { cluster: self.cluster_rec(), queues: recs.clone() };
         }
-        self.view(Some(job))
+        let j = &self.jobs[job];
+        let demand = quota::replicas_demand(j, replicas, None);
+        self.view_with(&[(j.queue, &demand, 1)])
     }
 
     /// What rules see now; `job` is the job in scope, for its queues' `share_after`.

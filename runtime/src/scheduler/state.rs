@@ -89,7 +89,7 @@ impl Scheduler {
             }
         }
         // Running elastic gangs below their count, which may grow.
-        if now_running && j.slots.len() < j.replicas as usize {
+        if now_running && j.min_replicas < j.replicas && j.slots.len() < j.replicas as usize {
             self.short_gangs.insert(job);
         } else {
             self.short_gangs.remove(&job);
@@ -268,7 +268,7 @@ impl Scheduler {
         }
         self.quotas.advance_usage(self.now_ms);
         self.release(job);
-        self.quotas.count(self.jobs[job].queue, 0, -1, 0);
+        self.quotas.count(self.jobs[job].queue, 0, -1, quota::requested_gpu(&self.jobs[job]));
         self.set_state(job, State::Finished);
         self.log.push(Event::Finished { job, at_ms: self.now_ms });
     }
