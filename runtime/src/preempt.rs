@@ -624,22 +624,22 @@ impl Scheduler {
 
     /// Takes a candidate off the model on trial (the whole job, or its one replica).
     fn lift_candidate(&mut self, c: &Candidate) {
-        match c.part {
-            None => self.lift(c.job),
-            Some(k) => {
-                let demand = self.slot_demand(c.job, k);
-                self.lift_slot(c.job, k, &demand);
-            }
-        }
+        self.trial(c, true);
     }
 
     /// Undoes `lift_candidate`.
     fn restore_candidate(&mut self, c: &Candidate) {
-        match c.part {
-            None => self.restore(c.job),
-            Some(k) => {
+        self.trial(c, false);
+    }
+
+    /// Lifts (`take`) or restores a candidate.
+    fn trial(&mut self, c: &Candidate, take: bool) {
+        match (c.part, take) {
+            (None, true) => self.lift(c.job),
+            (None, false) => self.restore(c.job),
+            (Some(k), _) => {
                 let demand = self.slot_demand(c.job, k);
-                self.restore_slot(c.job, k, &demand);
+                if take { self.lift_slot(c.job, k, &demand) } else { self.restore_slot(c.job, k, &demand) }
             }
         }
     }

@@ -178,26 +178,14 @@ fn queue_shape(quotas: &Quotas, i: QueueId) -> QueueRec {
         borrow_limit: resources(&q.borrow_limit, f64::INFINITY),
         lend_limit: resources(&q.lend_limit, f64::INFINITY),
         weight: q.weight,
-        allocated: Resources::default(),
-        borrowed: Resources::default(),
-        usage: 0.0,
-        dominant_share: 0.0,
-        fair_share: 0.0,
-        share_after: 0.0,
-        allocated_after: Resources::default(),
-        borrowed_after: Resources::default(),
         lendable: Resources {
             gpu: lendable(Res::Gpu, 1000.0),
             cpu: lendable(Res::Cpu, 1000.0),
             mem: lendable(Res::Mem, 1.0),
         },
-        // Filled in while queues are ranked (`Scheduler::next_job`).
-        head_waiting: 0.0,
-        head_gpus: 0.0,
-        head_priority: 0.0,
-        head_fits_guarantee: false,
-        pending: 0.0,
-        running: 0.0,
+        // Allocation, usage, shares and counts: `refresh_queue_recs`; the `head_*` fields
+        // while queues are ranked (`Scheduler::next_job`).
+        ..QueueRec::default()
     }
 }
 

@@ -231,14 +231,7 @@ fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobI
                     ));
                 };
                 // The run of evictions for one claimant ends with the claimant starting.
-                let next = log[i + 1..].iter().find(|e| !evicted_for(e, *by));
-                if !matches!(next, Some(Event::Placed { job: c, .. }) if c == by) {
-                    return Err(format!(
-                        "{} was evicted for {}, which did not start",
-                        s.job(*job).name,
-                        s.job(*by).name
-                    ));
-                }
+                starts_next(s, &log[i + 1..], *job, *by)?;
                 if pairs.contains(&(*job, *by)) {
                     return Err(format!("{} and {} evicted each other", s.job(*job).name, s.job(*by).name));
                 }
@@ -262,19 +255,21 @@ fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobI
             Event::Shrunk { job, by, .. } => {
                 // A replica taken (its gang runs on: `state_invariants`); its claimant
                 // starts next.
-                let next = log[i + 1..].iter().find(|e| !evicted_for(e, *by));
-                if !matches!(next, Some(Event::Placed { job: c, .. }) if c == by) {
-                    return Err(format!(
-                        "{}'s replica went for {}, which did not start",
-                        s.job(*job).name,
-                        s.job(*by).name
-                    ));
-                }
+                starts_next(s, &log[i + 1..], *job, *by)?;
             }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// Whether `claimant`, for which `victim` (or its replica) went, is the next job to start
+/// in `rest` once its other victims have gone.
+fn starts_next(s: &Scheduler, rest: &[Event], victim: JobId, claimant: JobId) -> Result<(), String> {
+    match rest.iter().find(|e| !evicted_for(e, claimant)) {
+        Some(Event::Placed { job, .. }) if *job == claimant => Ok(()),
+        _ => Err(format!("{} was evicted for {}, which did not start", s.job(victim).name, s.job(claimant).name)),
+    }
 }
 
 /// Whether an event is a whole job or a replica evicted for `claimant`.
