@@ -35,6 +35,8 @@ enum Command {
     Sim(cmd::sim::Args),
     /// Write a synthetic workload trace.
     GenTrace(cmd::gen_trace::Args),
+    /// Compare two versions of a policy: what the change does, decision by decision.
+    Diff(cmd::diff::Args),
     /// Measure what a policy costs: compile time and time per (job, node) in each engine.
     Bench(cmd::bench::Args),
 }
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         Command::Build(a) => cmd::build::run(a, color),
         Command::Bench(a) => cmd::bench::run(a, color),
         Command::Sim(a) => cmd::sim::run(a, color),
+        Command::Diff(a) => cmd::diff::run(a),
         Command::GenTrace(a) => cmd::gen_trace::run(a),
     };
     ExitCode::from(code)

@@ -1,6 +1,7 @@
 pub mod bench;
 pub mod build;
 pub mod check;
+pub mod diff;
 pub mod explain;
 pub mod fmt;
 pub mod gen_trace;

@@ -266,10 +266,10 @@ pub fn github(sources: &SourceMap, d: &Diagnostic) -> String {
 }
 
 // Escapes defined by the GitHub Actions toolkit for workflow commands.
-fn escape_data(s: &str) -> String {
+pub fn escape_data(s: &str) -> String {
     s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
-fn escape_property(s: &str) -> String {
+pub fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }

@@ -18,6 +18,7 @@ mod waiting;
 
 pub use event::Event;
 pub use intake::{Resolved, SubmitError};
+pub use order::compare_keys;
 
 use retry::Backoff;
 use waiting::{Ranking, Waiting};

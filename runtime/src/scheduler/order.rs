@@ -59,7 +59,7 @@ impl Scheduler {
 }
 
 /// Compares two items' order keys: lexicographic, each ascending or descending, NaN last.
-pub(crate) fn compare_keys(keys: &[OrderKey], ka: &[f64], kb: &[f64]) -> Ordering {
+pub fn compare_keys(keys: &[OrderKey], ka: &[f64], kb: &[f64]) -> Ordering {
     for ((x, y), key) in ka.iter().zip(kb).zip(keys) {
         let o = match (x.is_nan(), y.is_nan()) {
             (true, true) => Ordering::Equal,

@@ -1,0 +1,295 @@
+//! `gpolc diff`: what a change to a policy changes. Each decision kind is proved
+//! equivalent from the rules' canonical forms where it can be ([`proof`]); otherwise
+//! cases drawn around the constants both versions compare with ([`vocab`],
+//! [`generate`]) are played on both ([`probe`]), and every decision that differs is cut
+//! down to a `test` block the reference interpreter confirms ([`witness`]). The result is
+//! data ([`report`]), rendered at the edge ([`render`]). docs/diff.md says what each
+//! verdict guarantees.
+
+pub mod canon;
+pub mod generate;
+pub mod outcome;
+pub mod probe;
+pub mod proof;
+pub mod renames;
+pub mod render;
+pub mod report;
+pub mod side;
+pub mod vocab;
+pub mod witness;
+pub mod world;
+
+use canon::Names;
+use gpol_compiler::ir::RuleId;
+use probe::{Finding, Probe, Tally};
+use renames::Renames;
+use report::{Counterexample, Decision, DecisionReport, Direction, Report, RuleRef, Verdict};
+use side::Side;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+use world::World;
+
+/// How long to search.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Budget {
+    /// This many cases.
+    Cases(u64),
+    /// Until this much time has passed.
+    Time(Duration),
+}
+
+impl std::str::FromStr for Budget {
+    type Err = String;
+
+    /// `5000` (cases) or `10s`, `2m` (time).
+    fn from_str(s: &str) -> Result<Budget, String> {
+        let bad = || format!("`{s}` is not a budget: give a number of cases (`5000`) or a time (`10s`, `2m`)");
+        if let Some(secs) = s.strip_suffix('s') {
+            return secs
+                .parse::<f64>()
+                .ok()
+                .filter(|x| *x > 0.0 && *x < 1e6)
+                .map(|x| Budget::Time(Duration::from_secs_f64(x)))
+                .ok_or_else(bad);
+        }
+        if let Some(mins) = s.strip_suffix('m') {
+            return mins
+                .parse::<f64>()
+                .ok()
+                .filter(|x| *x > 0.0 && *x < 1e5)
+                .map(|x| Budget::Time(Duration::from_secs_f64(x * 60.0)))
+                .ok_or_else(bad);
+        }
+        s.parse::<u64>().ok().filter(|n| *n > 0).map(Budget::Cases).ok_or_else(bad)
+    }
+}
+
+impl std::fmt::Display for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Budget::Cases(n) => write!(f, "{n}"),
+            Budget::Time(t) => write!(f, "{}s", t.as_secs_f64()),
+        }
+    }
+}
+
+/// What a diff searches with.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    pub seed: u64,
+    pub budget: Budget,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { seed: 1, budget: Budget::Cases(DEFAULT_CASES) }
+    }
+}
+
+/// Cases a diff plays unless told otherwise.
+pub const DEFAULT_CASES: u64 = 4000;
+/// Differences kept per decision kind to look for counterexamples in.
+const KEPT: usize = 24;
+/// Counterexamples shown per decision kind (one per group of deciding rules).
+const SHOWN: usize = 3;
+/// Differences tried per group before giving up on showing it.
+const TRIES: usize = 6;
+
+/// Compares two versions of a policy.
+pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
+    let (on, nn) = (names(old), names(new));
+    let renames = Renames::of(&on, &nn);
+    let vocab = vocab::Vocab::of((old.policy(), old.program()), (new.policy(), new.program()));
+    let proved: BTreeSet<Decision> = Decision::ALL
+        .into_iter()
+        .filter(|&d| {
+            let (a, b) = (proof::fingerprint(d, &on), proof::fingerprint(d, &nn));
+            a.is_some() && a == b
+        })
+        .collect();
+    let changed = |d: Decision| changed_rules(d, &on, &nn);
+    let probe = Probe { old, new, levels: &vocab.levels, renames: &renames, proved: &proved, changed: &changed };
+    let mut generator = generate::Generator::new(&vocab, options.seed);
+    let mut tally = Tally::default();
+    let mut kept: BTreeMap<Decision, Vec<(Finding, World)>> = BTreeMap::new();
+    let mut differed: BTreeMap<Decision, u64> = BTreeMap::new();
+    let mut direction: BTreeMap<Decision, Direction> = BTreeMap::new();
+    let started = Instant::now();
+    let mut cases = 0u64;
+    let all_proved = proved.len() == Decision::ALL.len();
+    while !all_proved && within(options.budget, cases, started) {
+        let w = generator.world();
+        let Ok((findings, _, _)) = probe.run(&w, &mut tally) else { continue };
+        cases += 1;
+        for f in findings {
+            *differed.entry(f.decision).or_default() += 1;
+            direction.entry(f.decision).and_modify(|d| *d = d.join(f.direction)).or_insert(f.direction);
+            let list = kept.entry(f.decision).or_default();
+            if list.len() < KEPT {
+                list.push((f, w.clone()));
+            }
+        }
+    }
+    let mut shrinker = witness::Shrinker::new(old, new, &vocab.levels, &renames);
+    let decisions = Decision::ALL
+        .into_iter()
+        .map(|d| {
+            let mut counterexamples = Vec::new();
+            let mut groups: Vec<(Vec<RuleId>, Vec<RuleId>, usize)> = Vec::new();
+            for (f, w) in kept.get(&d).map_or(&[][..], Vec::as_slice) {
+                if counterexamples.len() >= SHOWN {
+                    break;
+                }
+                let key = (f.old_rules.clone(), f.new_rules.clone());
+                let group = match groups.iter().position(|g| (g.0.clone(), g.1.clone()) == key) {
+                    Some(g) => g,
+                    None => {
+                        groups.push((key.0, key.1, 0));
+                        groups.len() - 1
+                    }
+                };
+                let tries = &mut groups[group].2;
+                if *tries == usize::MAX || *tries >= TRIES {
+                    continue;
+                }
+                *tries += 1;
+                let name = format!("gpolc diff: {} {}", d.title(), counterexamples.len() + 1);
+                if let Some(wit) = shrinker.witness(w, f, &name) {
+                    groups[group].2 = usize::MAX;
+                    counterexamples.push(Counterexample {
+                        decision: d,
+                        direction: f.direction,
+                        old_rules: rule_refs(old, &f.old_rules),
+                        new_rules: rule_refs(new, &f.new_rules),
+                        test: wit.test,
+                        old_expectations: wit.old_expectations,
+                        new_expectations: wit.new_expectations,
+                    });
+                }
+            }
+            let count = differed.get(&d).copied().unwrap_or(0);
+            let verdict = if proved.contains(&d) {
+                Verdict::Proved { reason: proof_reason(d) }
+            } else if !counterexamples.is_empty() {
+                Verdict::Different { direction: direction.get(&d).copied().unwrap_or(Direction::Changed) }
+            } else if count > 0 {
+                Verdict::Inconclusive { unconfirmed: count }
+            } else {
+                Verdict::Sampled { samples: tally.samples_of(d) }
+            };
+            DecisionReport {
+                decision: d,
+                verdict,
+                samples: tally.samples_of(d),
+                differed: count,
+                ties: tally.ties_of(d),
+                counterexamples,
+            }
+        })
+        .collect();
+    Report {
+        old: old.label.clone(),
+        new: new.label.clone(),
+        seed: options.seed,
+        cases,
+        pairs: tally.pairs,
+        decisions,
+        renames: renames.list,
+    }
+}
+
+fn within(budget: Budget, cases: u64, started: Instant) -> bool {
+    match budget {
+        Budget::Cases(n) => cases < n,
+        Budget::Time(t) => started.elapsed() < t,
+    }
+}
+
+fn names(side: &Side) -> Names<'_> {
+    Names { policy: side.policy(), program: side.program() }
+}
+
+fn proof_reason(d: Decision) -> String {
+    let what = match d {
+        Decision::Admission => "the same admit rules",
+        Decision::Quota => "the same quota tree and accounting settings",
+        Decision::Feasibility => "the same filters",
+        Decision::Ranking => "the same scores, tiers and weights",
+        Decision::CardChoice => "the same card scores",
+        Decision::Gang => "the same gang clauses, filters and scores",
+        Decision::QueueOrder => "the same queue_order keys and quota tree",
+        Decision::JobOrder => "the same job_order keys",
+        Decision::VictimEligibility => "the same eviction and protect conditions",
+        Decision::VictimSet => "the same eviction rules, costs, victim_order, placement rules and quota tree",
+    };
+    format!("{what} (up to names, order and spelling), reading the same declarations")
+}
+
+/// The rules of each version that have no equal (by canonical form, and weight, tier,
+/// direction or cost where the rule has one) in the other.
+fn changed_rules(d: Decision, old: &Names<'_>, new: &Names<'_>) -> (Vec<RuleId>, Vec<RuleId>) {
+    let forms = |n: &Names<'_>| -> Vec<(RuleId, Option<String>)> {
+        n.program
+            .bodies()
+            .into_iter()
+            .filter(|(id, _, _)| kind_of(*id).contains(&d))
+            .map(|(id, _, body)| (id, canon::form(&body.node, n).map(|f| format!("{} {f}", extras(id, n)))))
+            .collect()
+    };
+    let (a, b) = (forms(old), forms(new));
+    let unmatched = |x: &[(RuleId, Option<String>)], y: &[(RuleId, Option<String>)]| -> Vec<RuleId> {
+        x.iter().filter(|(_, f)| f.is_none() || !y.iter().any(|(_, g)| g == f)).map(|(id, _)| *id).collect()
+    };
+    (unmatched(&a, &b), unmatched(&b, &a))
+}
+
+/// What besides its body makes a rule behave as it does.
+fn extras(id: RuleId, n: &Names<'_>) -> String {
+    let p = n.program;
+    let i = |k: u16| usize::from(k);
+    match id {
+        RuleId::Score(k) => p.scores.get(i(k)).map(|r| format!("tier {:?} weight {:?}", r.tier, r.weight)),
+        RuleId::CardScore(k) => p.card_scores.get(i(k)).map(|r| format!("weight {:?}", r.weight)),
+        RuleId::QueueOrder(k) => p.queue_order.get(i(k)).map(|o| format!("{:?} key {k}", o.dir)),
+        RuleId::JobOrder(k) => p.job_order.get(i(k)).map(|o| format!("{:?} key {k}", o.dir)),
+        RuleId::VictimOrder(k) => p.victim_order.get(i(k)).map(|o| format!("{:?} key {k}", o.dir)),
+        RuleId::Gang(k) => p.gang.get(i(k)).map(|g| {
+            let level = p.levels.get(usize::from(g.level)).cloned().unwrap_or_default();
+            format!("{:?} {level} weight {:?}", g.kind, g.weight)
+        }),
+        RuleId::Victim(k) => p.victims.get(i(k)).map(|v| {
+            let cost = v.cost.as_ref().and_then(|c| canon::form(&c.node, n));
+            format!("{:?} cost {cost:?}", v.kind)
+        }),
+        RuleId::Admit(_) | RuleId::Filter(_) => None,
+    }
+    .unwrap_or_default()
+}
+
+/// The decisions a rule takes part in.
+fn kind_of(id: RuleId) -> Vec<Decision> {
+    match id {
+        RuleId::Admit(_) => vec![Decision::Admission],
+        RuleId::Filter(_) => vec![Decision::Feasibility, Decision::Gang],
+        RuleId::Score(_) => vec![Decision::Ranking, Decision::Gang],
+        RuleId::CardScore(_) => vec![Decision::CardChoice],
+        RuleId::QueueOrder(_) => vec![Decision::QueueOrder],
+        RuleId::JobOrder(_) => vec![Decision::JobOrder],
+        RuleId::Gang(_) => vec![Decision::Gang],
+        RuleId::Victim(_) => vec![Decision::VictimEligibility, Decision::VictimSet],
+        RuleId::VictimOrder(_) => vec![Decision::VictimSet],
+    }
+}
+
+/// Where rules are written.
+fn rule_refs(side: &Side, rules: &[RuleId]) -> Vec<RuleRef> {
+    rules
+        .iter()
+        .map(|&id| {
+            let span = gpol_compiler::engine::rule_span(side.policy(), side.program(), id).unwrap_or_default();
+            let file = side.sources.get(span.file);
+            let (line, column) = file.line_col(span.start as usize);
+            RuleRef { label: side.program().rule_label(id), file: file.name.clone(), line, column }
+        })
+        .collect()
+}

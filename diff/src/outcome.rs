@@ -1,0 +1,153 @@
+//! What a policy does with a case, as a test's expectations observe it: each job's state
+//! (where it runs, why it waits, which rule rejected it) and every eviction (victim,
+//! claimant, rule). Two outcomes are compared with rules matched across versions, so a
+//! renamed rule is not a different reason.
+
+use crate::renames::Renames;
+use gpol_runtime::jobs::State;
+use gpol_runtime::{Event, Scheduler};
+
+/// One job's state after the cycle.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobOutcome {
+    /// Running on these nodes (one per replica, sorted).
+    Running {
+        nodes: Vec<String>,
+    },
+    /// Waiting, for this reason (a rule, `quota`, `capacity`, `order`, `gang`, `unschedulable`).
+    Pending {
+        reason: Option<String>,
+    },
+    /// Turned away for good by this admit rule.
+    Rejected {
+        rule: String,
+    },
+    Finished,
+}
+
+/// An eviction: the victim, its claimant, the rule that allowed it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Eviction {
+    pub victim: String,
+    pub claimant: String,
+    pub rule: String,
+}
+
+/// A policy's outcome of one case.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Outcome {
+    /// By job name, in submission order.
+    pub jobs: Vec<(String, JobOutcome)>,
+    pub evictions: Vec<Eviction>,
+    /// Each node's cards: free milli-GPU and clients.
+    pub cards: Vec<(String, Vec<(u32, u32)>)>,
+}
+
+impl Outcome {
+    /// Runs the cycle the case ends with and reads what it decided.
+    pub fn after_cycle(mut s: Scheduler) -> Outcome {
+        s.cycle();
+        Outcome::read(&s)
+    }
+
+    /// Reads every job's state and every eviction so far.
+    pub fn read(s: &Scheduler) -> Outcome {
+        let program = &s.policy().program;
+        let mut jobs = Vec::new();
+        for (id, job) in s.jobs().with_ids() {
+            let state = match s.state(id) {
+                State::Running => {
+                    let mut nodes: Vec<String> =
+                        job.slots.iter().map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
+                    nodes.sort();
+                    JobOutcome::Running { nodes }
+                }
+                State::Pending(r) => JobOutcome::Pending { reason: r.map(|r| r.name(program)) },
+                State::Rejected(r) => JobOutcome::Rejected { rule: program.rule_name(r) },
+                _ => JobOutcome::Finished,
+            };
+            jobs.push((job.name.clone(), state));
+        }
+        let mut evictions: Vec<Eviction> = s
+            .log()
+            .iter()
+            .filter_map(|e| match e {
+                Event::Evicted { job, by, rule, .. } | Event::Shrunk { job, by, rule, .. } => Some(Eviction {
+                    victim: s.job(*job).name.clone(),
+                    claimant: s.job(*by).name.clone(),
+                    rule: program.rule_name(*rule),
+                }),
+                _ => None,
+            })
+            .collect();
+        evictions.sort();
+        evictions.dedup();
+        let cards = (s.cluster().nodes.iter())
+            .map(|n| (n.name.clone(), n.cards.iter().map(|c| (c.free_milli, c.clients)).collect()))
+            .collect();
+        Outcome { jobs, evictions, cards }
+    }
+
+    /// This (old) outcome with its rule names as the new version calls those rules.
+    pub fn renamed(&self, renames: &Renames) -> Outcome {
+        let name = |r: &str| renames.old_to_new(r).unwrap_or(r).to_string();
+        let jobs = self
+            .jobs
+            .iter()
+            .map(|(j, o)| {
+                let o = match o {
+                    JobOutcome::Pending { reason: Some(r) } => JobOutcome::Pending { reason: Some(name(r)) },
+                    JobOutcome::Rejected { rule } => JobOutcome::Rejected { rule: name(rule) },
+                    other => other.clone(),
+                };
+                (j.clone(), o)
+            })
+            .collect();
+        let mut evictions: Vec<Eviction> =
+            self.evictions.iter().map(|e| Eviction { rule: name(&e.rule), ..e.clone() }).collect();
+        evictions.sort();
+        Outcome { jobs, evictions, cards: self.cards.clone() }
+    }
+
+    /// The `expect` lines that pin down where this outcome and `other` differ.
+    pub fn expectations_against(&self, other: &Outcome) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (job, o) in &self.jobs {
+            let theirs = other.jobs.iter().find(|(j, _)| j == job).map(|(_, o)| o);
+            if theirs != Some(o) {
+                lines.extend(expectation(job, o));
+            }
+        }
+        for e in &self.evictions {
+            if !other.evictions.contains(e) {
+                lines.push(format!("expect {} evicted by {} under {}", e.victim, e.claimant, e.rule));
+            }
+        }
+        if lines.is_empty() {
+            // The same jobs on the same nodes: the cards they took differ.
+            for ((node, mine), (_, theirs)) in self.cards.iter().zip(&other.cards) {
+                for (k, (&(free, clients), theirs)) in mine.iter().zip(theirs).enumerate() {
+                    if (free, clients) != *theirs {
+                        lines.push(format!(
+                            "expect count(c in {node}.cards_list: c.index == {k} and c.free == {} gpu and c.clients == {clients}) == 1",
+                            crate::world::number(f64::from(free) / 1000.0)
+                        ));
+                    }
+                }
+            }
+        }
+        lines
+    }
+}
+
+/// The `expect` line that holds for a job in this state (none for a finished job).
+fn expectation(job: &str, o: &JobOutcome) -> Option<String> {
+    Some(match o {
+        JobOutcome::Running { nodes } => format!("expect {job} on {}", nodes.join(", ")),
+        JobOutcome::Pending { reason: Some(r) } => format!("expect {job} pending because {r}"),
+        JobOutcome::Pending { reason: None } => format!("expect {job} pending"),
+        JobOutcome::Rejected { rule } => format!("expect {job} rejected because {rule}"),
+        JobOutcome::Finished => return None,
+    })
+}

@@ -1,0 +1,164 @@
+//! Equivalence proved from structure: a decision kind is decided the same way by both
+//! versions when the rules it runs have the same canonical forms (as a set where their
+//! order cannot matter, as a list where it can) and the declarations those rules and
+//! the runtime read for it are equal. Then no input can tell the versions apart.
+
+use crate::canon::{self, Names};
+use crate::report::Decision;
+use gpol_compiler::hir;
+use gpol_compiler::ir::{Body, Kind, Node, Rule};
+use gpol_compiler::schema::Record;
+
+/// What decides one kind, in a form that is equal exactly when the versions agree.
+pub fn fingerprint(decision: Decision, n: &Names<'_>) -> Option<String> {
+    let p = n.program;
+    let evicts = p.victims.iter().any(|v| v.kind != gpol_compiler::syntax::VictimKind::Protect);
+    if matches!(decision, Decision::VictimEligibility | Decision::VictimSet) && !evicts {
+        // A version with no rule that evicts never evicts.
+        return Some("never evicts".into());
+    }
+    let set = |rules: &[Rule], with_weight: bool| -> Option<Vec<String>> {
+        let mut forms = rules
+            .iter()
+            .map(|r| {
+                let f = canon::form(&r.body.node, n)?;
+                Some(if with_weight { format!("tier {:?} weight {:?} {f}", r.tier, r.weight) } else { f })
+            })
+            .collect::<Option<Vec<String>>>()?;
+        forms.sort();
+        Some(forms)
+    };
+    let keys = |keys: &[gpol_compiler::ir::OrderKey]| -> Option<Vec<String>> {
+        keys.iter().map(|k| canon::form(&k.body.node, n).map(|f| format!("{:?} {f}", k.dir))).collect()
+    };
+    let victims = |with_cost: bool| -> Option<Vec<String>> {
+        let mut forms = p
+            .victims
+            .iter()
+            .map(|v| {
+                let when = canon::form(&v.when.node, n)?;
+                let cost = match (&v.cost, with_cost) {
+                    (Some(c), true) => Some(canon::form(&c.node, n)?),
+                    _ => None,
+                };
+                Some(format!("{:?} {when} cost {cost:?}", v.kind))
+            })
+            .collect::<Option<Vec<String>>>()?;
+        forms.sort();
+        Some(forms)
+    };
+    let gang = || -> Option<Vec<String>> {
+        p.gang
+            .iter()
+            .map(|g| {
+                let when = match &g.when {
+                    Some(w) => Some(canon::form(&w.node, n)?),
+                    None => None,
+                };
+                let level = p.levels.get(usize::from(g.level)).cloned().unwrap_or_default();
+                Some(format!("{:?} {level} {:?} {when:?}", g.kind, g.weight))
+            })
+            .collect()
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut bodies: Vec<&Body> = Vec::new();
+    let mut push = |label: &str, forms: Option<Vec<String>>| -> Option<()> {
+        parts.push(format!("{label}: {}", forms?.join(" | ")));
+        Some(())
+    };
+    match decision {
+        Decision::Admission => {
+            push("admit", set(&p.admit, false))?;
+            bodies.extend(p.admit.iter().map(|r| &r.body));
+        }
+        Decision::Feasibility => {
+            push("filter", set(&p.filters, false))?;
+            bodies.extend(p.filters.iter().map(|r| &r.body));
+        }
+        Decision::Ranking => {
+            push("score", set(&p.scores, true))?;
+            bodies.extend(p.scores.iter().map(|r| &r.body));
+        }
+        Decision::CardChoice => {
+            push("card_score", set(&p.card_scores, true))?;
+            bodies.extend(p.card_scores.iter().map(|r| &r.body));
+        }
+        Decision::QueueOrder => {
+            push("queue_order", keys(&p.queue_order))?;
+            parts.push(tree(n.policy));
+        }
+        Decision::JobOrder => {
+            push("job_order", keys(&p.job_order))?;
+            bodies.extend(p.job_order.iter().map(|k| &k.body));
+            parts.push(classes(n.policy));
+        }
+        Decision::Gang => {
+            push("gang", gang())?;
+            push("filter", set(&p.filters, false))?;
+            push("score", set(&p.scores, true))?;
+            bodies.extend(p.gang.iter().filter_map(|g| g.when.as_ref()));
+            bodies.extend(p.filters.iter().chain(&p.scores).map(|r| &r.body));
+        }
+        Decision::Quota => parts.push(tree(n.policy)),
+        Decision::VictimEligibility => {
+            push("victims", victims(false))?;
+            bodies.extend(p.victims.iter().map(|v| &v.when));
+        }
+        Decision::VictimSet => {
+            push("victims", victims(true))?;
+            push("victim_order", keys(&p.victim_order))?;
+            push("filter", set(&p.filters, false))?;
+            push("score", set(&p.scores, true))?;
+            push("gang", gang())?;
+            parts.push(tree(n.policy));
+            parts.push(classes(n.policy));
+        }
+    }
+    // The declarations the rules read.
+    let reads = |pred: &dyn Fn(&Node) -> bool| bodies.iter().any(|b| b.node.any(pred));
+    if reads(&|x| matches!(x.kind, Kind::Field { record: Record::Queue, .. } | Kind::Attr { .. })) {
+        parts.push(tree(n.policy));
+    }
+    if reads(&|x| x.reads(Record::Job, "priority") || x.reads(Record::Job, "priority_class")) {
+        parts.push(classes(n.policy));
+    }
+    if reads(&|x| x.reads(Record::Job, "user_usage") || x.reads(Record::Job, "fair_tree")) {
+        parts.push(tree(n.policy));
+    }
+    parts.sort();
+    parts.dedup();
+    Some(parts.join("\n"))
+}
+
+/// The quota tree, its attributes and the settings that drive accounting, by name.
+fn tree(p: &hir::Policy) -> String {
+    let mut out = String::from("tree:");
+    for (i, q) in p.queues.iter().enumerate() {
+        let parent = q.parent.and_then(|x| p.queues.get(x)).map(|x| x.name.as_str());
+        let attrs: Vec<String> = p
+            .attrs
+            .iter()
+            .enumerate()
+            .map(|(a, attr)| format!("{}={:?}", attr.name, p.attr_values.get(i).and_then(|v| v.get(a))))
+            .collect();
+        out.push_str(&format!(
+            " [{} <{parent:?}> {:?} unset {:?} fsp {} w {:?} hl {:?} q {:?} {}]",
+            q.name,
+            q.quotas,
+            q.unset_guarantee,
+            q.fairshare_parent,
+            q.weight,
+            q.usage_half_life,
+            q.queueing,
+            attrs.join(",")
+        ));
+    }
+    out.push_str(&format!(" settings {:?}", p.settings));
+    out
+}
+
+fn classes(p: &hir::Policy) -> String {
+    let mut c = p.priority_classes.clone();
+    c.sort_by(|a, b| a.0.cmp(&b.0));
+    format!("classes: {c:?}")
+}

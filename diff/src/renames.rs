@@ -1,0 +1,86 @@
+//! Rules matched across versions: by kind and name, then — for the rules left over — by
+//! canonical form, so that a rule renamed without changing what it computes is reported
+//! as a rename, and the reasons that name it compare equal.
+
+use crate::canon::{self, Names};
+use gpol_compiler::ir::{Program, Rule};
+use gpol_compiler::syntax::VictimKind;
+
+/// A rule that only changed its name.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Rename {
+    /// `admit`, `filter`, `score`, `card_score`, `preempt`, `reclaim`, `borrow`, `protect`.
+    pub kind: String,
+    pub old: String,
+    pub new: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Renames {
+    pub list: Vec<Rename>,
+}
+
+/// A named rule of some kind, with what identifies its behaviour.
+struct Named {
+    kind: String,
+    name: String,
+    form: Option<String>,
+}
+
+fn named(names: &Names<'_>) -> Vec<Named> {
+    let p: &Program = names.program;
+    let mut out = Vec::new();
+    let rule = |r: &Rule, extra: String| Named {
+        kind: r.kind.keyword().to_string(),
+        name: r.name.clone(),
+        form: canon::form(&r.body.node, names).map(|f| format!("{extra}{f}")),
+    };
+    for r in p.admit.iter().chain(&p.filters) {
+        out.push(rule(r, String::new()));
+    }
+    for r in p.scores.iter().chain(&p.card_scores) {
+        out.push(rule(r, format!("tier {:?} weight {:?} ", r.tier, r.weight)));
+    }
+    for v in &p.victims {
+        let kind = match v.kind {
+            VictimKind::Preempt => "preempt",
+            VictimKind::Reclaim => "reclaim",
+            VictimKind::Borrow => "borrow",
+            VictimKind::Protect => "protect",
+        };
+        let when = canon::form(&v.when.node, names);
+        let cost = v.cost.as_ref().map(|c| canon::form(&c.node, names));
+        out.push(Named { kind: kind.into(), name: v.name.clone(), form: when.map(|w| format!("{w} cost {cost:?}")) });
+    }
+    out
+}
+
+impl Renames {
+    /// The renames between two versions.
+    pub fn of(old: &Names<'_>, new: &Names<'_>) -> Renames {
+        let (old, new) = (named(old), named(new));
+        let has = |rules: &[Named], r: &Named| rules.iter().any(|x| x.kind == r.kind && x.name == r.name);
+        let gone: Vec<&Named> = old.iter().filter(|r| !has(&new, r)).collect();
+        let mut added: Vec<&Named> = new.iter().filter(|r| !has(&old, r)).collect();
+        let mut list = Vec::new();
+        for o in gone {
+            let Some(form) = &o.form else { continue };
+            if let Some(at) = added.iter().position(|n| n.kind == o.kind && n.form.as_ref() == Some(form)) {
+                let n = added.remove(at);
+                list.push(Rename { kind: o.kind.clone(), old: o.name.clone(), new: n.name.clone() });
+            }
+        }
+        Renames { list }
+    }
+
+    /// The renames the other way round (new name to old).
+    pub fn inverse(&self) -> Renames {
+        let list = self.list.iter().map(|r| Rename { kind: r.kind.clone(), old: r.new.clone(), new: r.old.clone() });
+        Renames { list: list.collect() }
+    }
+
+    /// The new name of an old rule that was renamed.
+    pub fn old_to_new(&self, old: &str) -> Option<&str> {
+        self.list.iter().find(|r| r.old == old).map(|r| r.new.as_str())
+    }
+}

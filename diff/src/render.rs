@@ -1,0 +1,120 @@
+//! A diff's report in words (people), JSON (tools) or GitHub workflow annotations (CI).
+
+use crate::report::{Decision, DecisionReport, Direction, Report, RuleRef, Verdict};
+use gpol_compiler::diag::render::{escape_data, escape_property};
+use std::fmt::Write;
+
+/// The report for people.
+pub fn human(r: &Report) -> String {
+    let mut t = String::new();
+    let status = match r.exit_code() {
+        crate::report::CHANGED => "behaviour changed",
+        crate::report::INCONCLUSIVE => "inconclusive",
+        _ => "no behaviour change found",
+    };
+    let _ = writeln!(t, "gpolc diff {} → {}: {status}", r.old, r.new);
+    let _ = writeln!(t, "searched {} cases ({} (job, node) pairs), seed {}\n", r.cases, r.pairs, r.seed);
+    for d in &r.decisions {
+        let _ = writeln!(t, "  {:<22} {}", d.decision.title(), verdict(d));
+    }
+    for rn in &r.renames {
+        let _ = writeln!(t, "\nrenamed: {} {} → {} (same behaviour)", rn.kind, rn.old, rn.new);
+    }
+    for d in r.decisions.iter().filter(|d| !d.counterexamples.is_empty()) {
+        for (i, c) in d.counterexamples.iter().enumerate() {
+            let _ = writeln!(t, "\n── {} — difference {} of {}", d.decision.title(), i + 1, d.differed);
+            let _ = writeln!(t, "   decided in old by: {}", rules(&c.old_rules));
+            let _ = writeln!(t, "   decided in new by: {}", rules(&c.new_rules));
+            let _ = writeln!(t, "   old: {}", c.old_expectations.join("; "));
+            let _ = writeln!(t, "   new: {}", c.new_expectations.join("; "));
+            let _ = writeln!(t, "   this test passes on new and fails on old:\n");
+            for line in c.test.lines() {
+                let _ = writeln!(t, "   {line}");
+            }
+        }
+    }
+    t
+}
+
+/// One line: the verdict and its strength.
+fn verdict(d: &DecisionReport) -> String {
+    let ties = match d.ties {
+        0 => String::new(),
+        n => format!("; {n} only broke a tie differently (not a change)"),
+    };
+    match &d.verdict {
+        Verdict::Proved { .. } => "equivalent, proved".into(),
+        Verdict::UpToBound { domain, cases } => format!("equivalent up to bound ({cases} cases: {domain}){ties}"),
+        Verdict::Sampled { samples } => format!("no difference in {samples} samples{ties}"),
+        Verdict::Different { direction } => {
+            format!(
+                "DIFFERENT{}: {} of {} decisions{ties}",
+                direction_words(d.decision, *direction),
+                d.differed,
+                d.samples
+            )
+        }
+        Verdict::Inconclusive { unconfirmed } => {
+            format!("inconclusive: {unconfirmed} decisions differed, but no schedule showing it was confirmed")
+        }
+    }
+}
+
+fn direction_words(d: Decision, dir: Direction) -> String {
+    match (d.more(), dir) {
+        (Some(more), Direction::More) => format!(", new {more} more"),
+        (Some(more), Direction::Less) => format!(", new {more} less"),
+        (Some(_), Direction::Incomparable) => ", incomparable (new allows some old refuses, and the other way)".into(),
+        _ => String::new(),
+    }
+}
+
+fn rules(list: &[RuleRef]) -> String {
+    if list.is_empty() {
+        return "declarations (no single rule)".into();
+    }
+    let parts: Vec<String> = list.iter().map(|r| format!("{} ({}:{}:{})", r.label, r.file, r.line, r.column)).collect();
+    parts.join(", ")
+}
+
+/// The report as JSON.
+pub fn json(r: &Report) -> String {
+    serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()))
+}
+
+/// One GitHub annotation per counterexample (at the new version's deciding rule), and a
+/// notice for an inconclusive decision.
+pub fn github(r: &Report) -> String {
+    let mut t = String::new();
+    for d in &r.decisions {
+        for c in &d.counterexamples {
+            let at = c.new_rules.first().or(c.old_rules.first());
+            let (file, line, col) = at.map_or((r.new.clone(), 1, 1), |x| (x.file.clone(), x.line, x.column));
+            let message = format!(
+                "{} changed{}\nold: {}\nnew: {}\n\n{}",
+                d.decision.title(),
+                direction_words(d.decision, c.direction),
+                c.old_expectations.join("; "),
+                c.new_expectations.join("; "),
+                c.test
+            );
+            let _ = writeln!(
+                t,
+                "::warning file={},line={line},col={col},title={}::{}",
+                escape_property(&file),
+                escape_property(&format!("gpolc diff: {}", d.decision.title())),
+                escape_data(&message)
+            );
+        }
+        if let Verdict::Inconclusive { unconfirmed } = d.verdict {
+            let _ = writeln!(
+                t,
+                "::notice file={},title={}::{}",
+                escape_property(&r.new),
+                escape_property(&format!("gpolc diff: {}", d.decision.title())),
+                escape_data(&format!("{unconfirmed} decisions differed but no schedule showing it was confirmed"))
+            );
+        }
+    }
+    t
+}

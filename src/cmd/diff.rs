@@ -1,0 +1,129 @@
+//! `gpolc diff`: what a change to a policy changes, decision by decision.
+
+use super::{USAGE, print};
+use gpol_diff::side::Side;
+use gpol_diff::{Budget, Options, render, report};
+use std::process::Command;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The old version: a file, or `REV:PATH` (a file as git revision REV holds it).
+    #[arg(required_unless_present = "base")]
+    old: Option<String>,
+    /// The new version: a file, or `REV:PATH`.
+    #[arg(required_unless_present = "base")]
+    new: Option<String>,
+    /// Diff every `.gpol` file changed since git revision REV against that revision (the CI job).
+    #[arg(long, value_name = "REV", conflicts_with_all = ["old", "new"])]
+    base: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    format: Format,
+    /// Seed of the cases drawn: the same seed draws the same cases.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// How long to search: a number of cases (`4000`) or a time (`10s`, `2m`).
+    #[arg(long, default_value_t = Budget::Cases(gpol_diff::DEFAULT_CASES).to_string())]
+    budget: String,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Human,
+    Json,
+    Github,
+}
+
+pub fn run(args: Args) -> u8 {
+    let budget: Budget = match args.budget.parse() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return USAGE;
+        }
+    };
+    let options = Options { seed: args.seed, budget };
+    let pairs = match (&args.base, &args.old, &args.new) {
+        (Some(base), _, _) => match changed_since(base) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return USAGE;
+            }
+        },
+        (None, Some(old), Some(new)) => vec![(old.clone(), new.clone())],
+        _ => {
+            eprintln!("error: give OLD and NEW, or --base REV");
+            return USAGE;
+        }
+    };
+    let mut worst = report::SAME;
+    let mut reports = Vec::new();
+    for (old, new) in &pairs {
+        let (old, new) = match (Side::load(old), Side::load(new)) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("error: {e}");
+                return USAGE;
+            }
+        };
+        let r = gpol_diff::diff(&old, &new, &options);
+        worst = worse(worst, r.exit_code());
+        reports.push(r);
+    }
+    match args.format {
+        Format::Human => {
+            if args.base.is_some() && reports.is_empty() {
+                print("no .gpol file changed\n");
+            }
+            for r in &reports {
+                print(&render::human(r));
+            }
+        }
+        Format::Json => {
+            let list: Vec<String> = reports.iter().map(render::json).collect();
+            match args.base {
+                Some(_) => print(&format!("[{}]\n", list.join(",\n"))),
+                None => print(&format!("{}\n", list.join("\n"))),
+            }
+        }
+        Format::Github => reports.iter().for_each(|r| print(&render::github(r))),
+    }
+    worst
+}
+
+/// The exit code of several diffs: changed over inconclusive over the same.
+fn worse(a: u8, b: u8) -> u8 {
+    let rank = |c| match c {
+        report::CHANGED => 2,
+        report::INCONCLUSIVE => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) { b } else { a }
+}
+
+/// (old, new) for every `.gpol` file changed between `base` and the working tree: the
+/// file at `base` and the file now. Files added since `base` have no old version and
+/// files deleted no new one; both are said, not diffed.
+fn changed_since(base: &str) -> Result<Vec<(String, String)>, String> {
+    let git = |args: &[&str]| -> Result<String, String> {
+        let out = Command::new("git").args(args).output().map_err(|e| format!("cannot run git: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        String::from_utf8(out.stdout).map_err(|_| "git printed a path that is not UTF-8".to_string())
+    };
+    let top = git(&["rev-parse", "--show-toplevel"])?;
+    let top = std::path::Path::new(top.trim());
+    let listing = git(&["diff", "--name-status", "--no-renames", base, "--", "*.gpol"])?;
+    let mut pairs = Vec::new();
+    for line in listing.lines() {
+        let Some((status, path)) = line.split_once('\t') else { continue };
+        match status {
+            "A" => eprintln!("{path}: added since {base} (nothing to compare with)"),
+            "D" => eprintln!("{path}: deleted since {base}"),
+            _ => pairs.push((format!("{base}:{path}"), top.join(path).display().to_string())),
+        }
+    }
+    Ok(pairs)
+}
