@@ -104,6 +104,15 @@ fn write(node: &Node, n: &Names<'_>, env: &mut Vec<(Local, Binding)>) -> String 
             let mut parts = Vec::new();
             chain(node, *op, &mut parts);
             let mut forms: Vec<String> = parts.iter().map(|p| sub(p, env)).collect();
+            // `x or false` is `x`, `x or true` is `true` (and the same for `and`).
+            let (unit, zero) = if *op == Bin::And { ("true", "false") } else { ("false", "true") };
+            if forms.iter().any(|f| f == zero) {
+                return zero.to_string();
+            }
+            forms.retain(|f| f != unit);
+            if forms.is_empty() {
+                return unit.to_string();
+            }
             forms.sort();
             forms.dedup();
             if forms.len() == 1 {

@@ -25,8 +25,79 @@ impl<'v> Generator<'v> {
         Generator { vocab, rng: Pcg64Mcg::seed_from_u64(seed), prefix: name_prefix(vocab) }
     }
 
-    /// One case.
+    /// One case: a third of them sized to the quota tree when it has GPU quotas.
     pub fn world(&mut self) -> World {
+        let sized = self.vocab.quota_points.values().any(|p| p.iter().any(|&x| x > 1));
+        if sized && self.rng.random_bool(0.35) {
+            return self.quota_world();
+        }
+        self.small_world()
+    }
+
+    /// A case sized to the quota tree: each leaf queue running at one of its deciding
+    /// allocations (or nothing), on nodes of 8 cards with a little room to spare, and
+    /// jobs asking for what would take a queue across a cut.
+    fn quota_world(&mut self) -> World {
+        let mut w = World::default();
+        let leaves = self.vocab.leaves.clone();
+        let mut targets: Vec<(String, u32)> = Vec::new();
+        for leaf in &leaves {
+            let points = self.vocab.quota_points.get(leaf).cloned().unwrap_or_default();
+            let t = if self.rng.random_bool(0.25) { 0 } else { self.one_of(&points).unwrap_or(0) };
+            targets.push((leaf.clone(), t));
+        }
+        let used: u32 = targets.iter().map(|(_, t)| t).sum();
+        let extra = [0, 1, 2, 4, 8][self.rng.random_range(0..5)];
+        let nodes = (used + extra).div_ceil(8).clamp(1, 64) as usize;
+        let models = self.vocab.models.clone();
+        for i in 0..nodes {
+            let mut n = NodeSpec::named(format!("{}n{}", self.prefix, i + 1));
+            n.cards = 8;
+            n.model = self.one_of(&models).unwrap_or_else(|| "gpu".into());
+            w.nodes.push(n);
+        }
+        let mut free: Vec<u32> = vec![8; nodes];
+        for (leaf, t) in &targets {
+            let mut left = *t;
+            for (i, f) in free.iter_mut().enumerate() {
+                if left == 0 {
+                    break;
+                }
+                let take = left.min(*f);
+                if take == 0 {
+                    continue;
+                }
+                *f -= take;
+                left -= take;
+                let mut job = self.job(format!("{}r{}", self.prefix, w.running.len() + 1));
+                job.queue = Some(leaf.clone());
+                job.request = Request::Whole(take);
+                (job.replicas, job.min_replicas, job.models, job.gpu_mem) = (1, None, Vec::new(), 0);
+                (job.cpu_milli, job.mem) = (0, 0);
+                let history = self.history();
+                w.running.push(Running { job, nodes: vec![i], history, ends: false });
+            }
+        }
+        for i in 0..self.rng.random_range(1..=3) {
+            let mut job = self.job(format!("{}j{}", self.prefix, i + 1));
+            let leaf = self.one_of(&targets);
+            if let Some((leaf, t)) = leaf {
+                let points = self.vocab.quota_points.get(&leaf).cloned().unwrap_or_default();
+                let crossing: Vec<u32> = points.iter().filter(|&&p| p > t && p - t <= 8).map(|p| p - t).collect();
+                if let (Some(k), true) = (self.one_of(&crossing), self.rng.random_bool(0.6)) {
+                    job.request = Request::Whole(k);
+                    job.replicas = 1;
+                    job.min_replicas = None;
+                }
+                job.queue = Some(leaf);
+            }
+            w.pending.push(Pending { job, batch: 0 });
+        }
+        w
+    }
+
+    /// A small case: one to four nodes of any kind, some of them partly busy.
+    fn small_world(&mut self) -> World {
         let mut w = World::default();
         let nodes = [1, 2, 2, 3, 3, 4][self.rng.random_range(0..6)];
         for i in 0..nodes {
@@ -42,7 +113,7 @@ impl<'v> Generator<'v> {
             if let Some((job, cards)) = self.running_job(name, node) {
                 used[i] += cards;
                 let history = self.history();
-                w.running.push(Running { job, nodes: vec![i], history });
+                w.running.push(Running { job, nodes: vec![i], history, ends: false });
             }
         }
         for leaf in self.vocab.leaves.clone() {
@@ -58,6 +129,12 @@ impl<'v> Generator<'v> {
                 1 => 0,
                 _ => self.one_of(&waits).unwrap_or(60.0).clamp(0.0, 1e7) as u64,
             };
+        }
+        if batches > 1 {
+            // Room that frees up once the early jobs have waited.
+            for r in &mut w.running {
+                r.ends = self.rng.random_bool(0.4);
+            }
         }
         let jobs = [1, 1, 2, 2, 3, 4][self.rng.random_range(0..6)];
         for i in 0..jobs {

@@ -131,10 +131,33 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         }
     }
     let mut shrinker = witness::Shrinker::new(old, new, &vocab.levels, &renames);
+    let declarations = changed_declarations(old, new);
+    let deciding = |d: Decision,
+                    f: &Finding,
+                    changed: &dyn Fn(Decision) -> (Vec<RuleId>, Vec<RuleId>),
+                    declarations: &(Vec<RuleRef>, Vec<RuleRef>)| {
+        // The finding's own rules; a side that names none is put down to what changed in it.
+        let (mut a, mut b) = (f.old_rules.clone(), f.new_rules.clone());
+        if a.is_empty() || b.is_empty() {
+            let (ca, cb) = changed(d);
+            if a.is_empty() {
+                a = ca;
+            }
+            if b.is_empty() {
+                b = cb;
+            }
+        }
+        let (mut ra, mut rb) = (rule_refs(old, &a), rule_refs(new, &b));
+        if ra.is_empty() && rb.is_empty() {
+            (ra, rb) = declarations.clone();
+        }
+        (ra, rb)
+    };
     let decisions = Decision::ALL
         .into_iter()
         .map(|d| {
             let mut counterexamples = Vec::new();
+            let (mut ties_only, mut attempts) = (0u64, 0u64);
             let mut groups: Vec<(Vec<RuleId>, Vec<RuleId>, usize)> = Vec::new();
             for (f, w) in kept.get(&d).map_or(&[][..], Vec::as_slice) {
                 if counterexamples.len() >= SHOWN {
@@ -154,13 +177,19 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 }
                 *tries += 1;
                 let name = format!("gpolc diff: {} {}", d.title(), counterexamples.len() + 1);
-                if let Some(wit) = shrinker.witness(w, f, &name) {
+                let found = shrinker.witness(w, f, &name);
+                attempts += 1;
+                if matches!(found, Err(witness::Miss::Tie)) {
+                    ties_only += 1;
+                }
+                if let Ok(wit) = found {
                     groups[group].2 = usize::MAX;
+                    let (old_rules, new_rules) = deciding(d, f, &changed, &declarations);
                     counterexamples.push(Counterexample {
                         decision: d,
                         direction: f.direction,
-                        old_rules: rule_refs(old, &f.old_rules),
-                        new_rules: rule_refs(new, &f.new_rules),
+                        old_rules,
+                        new_rules,
                         test: wit.test,
                         old_expectations: wit.old_expectations,
                         new_expectations: wit.new_expectations,
@@ -172,6 +201,9 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 Verdict::Proved { reason: proof_reason(d) }
             } else if !counterexamples.is_empty() {
                 Verdict::Different { direction: direction.get(&d).copied().unwrap_or(Direction::Changed) }
+            } else if count > 0 && attempts > 0 && ties_only == attempts {
+                // Every difference tried came from a broken tie: the noise baseline.
+                Verdict::Sampled { samples: tally.samples_of(d) }
             } else if count > 0 {
                 Verdict::Inconclusive { unconfirmed: count }
             } else {
@@ -182,7 +214,7 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 verdict,
                 samples: tally.samples_of(d),
                 differed: count,
-                ties: tally.ties_of(d),
+                ties: tally.ties_of(d) + if counterexamples.is_empty() { ties_only } else { 0 },
                 counterexamples,
             }
         })
@@ -279,6 +311,60 @@ fn kind_of(id: RuleId) -> Vec<Decision> {
         RuleId::Victim(_) => vec![Decision::VictimEligibility, Decision::VictimSet],
         RuleId::VictimOrder(_) => vec![Decision::VictimSet],
     }
+}
+
+/// Declarations of each version with no equal in the other: queues (quotas, weight,
+/// accounting, attributes, place in the tree) and priority classes, by name.
+fn changed_declarations(old: &Side, new: &Side) -> (Vec<RuleRef>, Vec<RuleRef>) {
+    let queues = |s: &Side| -> Vec<(String, String, gpol_compiler::source::Span)> {
+        let p = s.policy();
+        p.queues
+            .iter()
+            .filter(|q| q.span != gpol_compiler::source::Span::default() || !p.has_implicit_queue())
+            .map(|q| {
+                let parent = q.parent.and_then(|i| p.queues.get(i)).map(|x| x.name.clone());
+                let attrs: Vec<(String, String)> = (q.attrs.iter())
+                    .map(|(a, v)| {
+                        (p.attrs.get(usize::from(*a)).map(|x| x.name.clone()).unwrap_or_default(), format!("{v:?}"))
+                    })
+                    .collect();
+                let form = format!(
+                    "{parent:?} {:?} {:?} {} {:?} {:?} {:?} {attrs:?}",
+                    q.quotas, q.unset_guarantee, q.fairshare_parent, q.weight, q.usage_half_life, q.queueing
+                );
+                (q.name.clone(), form, q.span)
+            })
+            .collect()
+    };
+    let classes = |s: &Side| -> Vec<(String, String)> {
+        s.policy().priority_classes.iter().map(|(n, v)| (n.clone(), format!("{v:?}"))).collect()
+    };
+    let refs = |s: &Side, other: &Side| -> Vec<RuleRef> {
+        let theirs = queues(other);
+        let mut out: Vec<RuleRef> = queues(s)
+            .into_iter()
+            .filter(|q| !theirs.iter().any(|t| t.0 == q.0 && t.1 == q.1))
+            .map(|(name, _, span)| {
+                let file = s.sources.get(span.file);
+                let (line, column) = file.line_col(span.start as usize);
+                RuleRef { label: format!("queue {name}"), file: file.name.clone(), line, column }
+            })
+            .collect();
+        let their_classes = classes(other);
+        for (name, value) in classes(s).into_iter().filter(|c| !their_classes.contains(c)) {
+            let at = s.text.find(&format!("priority_class {name}")).unwrap_or(0);
+            let file = s.sources.get(s.file);
+            let (line, column) = file.line_col(at);
+            out.push(RuleRef {
+                label: format!("priority_class {name} = {value}"),
+                file: file.name.clone(),
+                line,
+                column,
+            });
+        }
+        out
+    };
+    (refs(old, new), refs(new, old))
 }
 
 /// Where rules are written.

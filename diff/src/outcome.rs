@@ -6,6 +6,7 @@
 use crate::renames::Renames;
 use gpol_runtime::jobs::State;
 use gpol_runtime::{Event, Scheduler};
+use std::collections::BTreeSet;
 
 /// One job's state after the cycle.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -89,6 +90,35 @@ impl Outcome {
         Outcome { jobs, evictions, cards }
     }
 
+    /// What differs between two outcomes with the same rule names: job names, and
+    /// `evict VICTIM` for an eviction one has and the other not; `cards NODE` when the
+    /// same jobs hold different cards of a node.
+    pub fn differing(&self, other: &Outcome) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for (job, o) in &self.jobs {
+            if other.jobs.iter().find(|(j, _)| j == job).map(|(_, x)| x) != Some(o) {
+                out.insert(job.clone());
+            }
+        }
+        for (job, _) in &other.jobs {
+            if !self.jobs.iter().any(|(j, _)| j == job) {
+                out.insert(job.clone());
+            }
+        }
+        for e in self.evictions.iter().filter(|e| !other.evictions.contains(e)) {
+            out.insert(format!("evict {}", e.victim));
+        }
+        for e in other.evictions.iter().filter(|e| !self.evictions.contains(e)) {
+            out.insert(format!("evict {}", e.victim));
+        }
+        for (node, cards) in &self.cards {
+            if other.cards.iter().find(|(n, _)| n == node).map(|(_, c)| c) != Some(cards) {
+                out.insert(format!("cards {node}"));
+            }
+        }
+        out
+    }
+
     /// This (old) outcome with its rule names as the new version calls those rules.
     pub fn renamed(&self, renames: &Renames) -> Outcome {
         let name = |r: &str| renames.old_to_new(r).unwrap_or(r).to_string();
@@ -110,23 +140,27 @@ impl Outcome {
         Outcome { jobs, evictions, cards: self.cards.clone() }
     }
 
-    /// The `expect` lines that pin down where this outcome and `other` differ.
-    pub fn expectations_against(&self, other: &Outcome) -> Vec<String> {
+    /// The `expect` lines that pin down where this outcome and `other` differ, leaving
+    /// out the jobs, evictions and nodes in `noise` (they differ with tie-breaking alone).
+    pub fn expectations_against(&self, other: &Outcome, noise: &BTreeSet<String>) -> Vec<String> {
         let mut lines = Vec::new();
         for (job, o) in &self.jobs {
             let theirs = other.jobs.iter().find(|(j, _)| j == job).map(|(_, o)| o);
-            if theirs != Some(o) {
+            if theirs != Some(o) && !noise.contains(job) {
                 lines.extend(expectation(job, o));
             }
         }
         for e in &self.evictions {
-            if !other.evictions.contains(e) {
+            if !other.evictions.contains(e) && !noise.contains(&format!("evict {}", e.victim)) {
                 lines.push(format!("expect {} evicted by {} under {}", e.victim, e.claimant, e.rule));
             }
         }
         if lines.is_empty() {
             // The same jobs on the same nodes: the cards they took differ.
             for ((node, mine), (_, theirs)) in self.cards.iter().zip(&other.cards) {
+                if noise.contains(&format!("cards {node}")) {
+                    continue;
+                }
                 for (k, (&(free, clients), theirs)) in mine.iter().zip(theirs).enumerate() {
                     if (free, clients) != *theirs {
                         lines.push(format!(

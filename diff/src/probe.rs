@@ -277,11 +277,15 @@ impl Probe<'_> {
                 let (ea, eb) = (allowing(verdict), allowing(other));
                 if ea.is_empty() != eb.is_empty() {
                     let dir = if eb.is_empty() { Direction::Less } else { Direction::More };
+                    // Where the victim runs: with only those nodes, the claimant needs it gone.
+                    let slots = &a.job(*victim).slots;
+                    let mut nodes: Vec<String> = slots.iter().map(|s| a.cluster().nodes[s.node].name.clone()).collect();
+                    nodes.dedup();
                     found.push(Finding {
                         decision: Decision::VictimEligibility,
                         direction: dir,
                         jobs: vec![name.to_string(), a.job(*victim).name.clone()],
-                        nodes: vec![],
+                        nodes,
                         old_rules: ea,
                         new_rules: eb,
                     });

@@ -29,6 +29,10 @@ pub struct Vocab {
     /// Per field (`job.priority`, `queue.allocated.gpu`): the values that decide it,
     /// sorted, cuts and the points between them.
     pub values: BTreeMap<String, Vec<f64>>,
+    /// Per leaf queue both policies have: GPU allocations (whole cards) where its quotas,
+    /// or its ancestors', change an answer — each guarantee, limit, guarantee plus borrow
+    /// limit and guarantee minus lend limit of either version, and one card either side.
+    pub quota_points: BTreeMap<String, Vec<u32>>,
     /// Whether fractional, MIG and multi-replica requests matter to either policy.
     pub sharing: bool,
     pub mig: bool,
@@ -107,8 +111,11 @@ impl Vocab {
             .iter()
             .flat_map(|(p, _)| p.queues.iter().map(|q| q.name.clone()).chain(["cluster".to_string()]))
             .collect();
+        let leaves = common(&leaves);
+        let quota_points = leaves.iter().map(|l| (l.clone(), quota_points(l, &[old.0, new.0]))).collect();
         Vocab {
-            leaves: common(&leaves),
+            quota_points,
+            leaves,
             classes: common(&|p| p.priority_classes.iter().map(|(n, _)| n.clone()).collect()),
             levels: common(&|p| p.levels.iter().cloned().collect()),
             job_label_keys: union(both.iter().map(|(_, p)| &p.job_labels)),
@@ -132,6 +139,30 @@ impl Vocab {
 
 fn union<'a>(lists: impl Iterator<Item = &'a Vec<String>>) -> Vec<String> {
     lists.flatten().cloned().collect::<BTreeSet<_>>().into_iter().collect()
+}
+
+/// A leaf's deciding GPU allocations (see [`Vocab::quota_points`]).
+fn quota_points(leaf: &str, policies: &[&hir::Policy]) -> Vec<u32> {
+    let mut cuts = BTreeSet::new();
+    for p in policies {
+        let mut at = p.queue(leaf);
+        while let Some(q) = at.and_then(|i| p.queues.get(i)) {
+            let gpu = |k: QuotaKind| q.quota(k).and_then(|x| x.get(&hir::Resource::Gpu(None))).copied();
+            let g = gpu(QuotaKind::Guarantee).unwrap_or(0.0);
+            let values = [
+                Some(g),
+                gpu(QuotaKind::Limit),
+                gpu(QuotaKind::BorrowLimit).map(|b| g + b),
+                gpu(QuotaKind::LendLimit).map(|l| g - l),
+            ];
+            for v in values.into_iter().flatten().filter(|v| v.is_finite() && *v >= 0.0 && *v <= 4096.0) {
+                let v = v.round() as u32;
+                cuts.extend([v.saturating_sub(1), v, v + 1]);
+            }
+            at = q.parent;
+        }
+    }
+    cuts.into_iter().collect()
 }
 
 /// Model names are short lower-case words with a digit (`h100`, `a100-80gb`).

@@ -15,6 +15,7 @@ use gpol_compiler::engine::EngineKind;
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request};
 use gpol_runtime::scenario;
+use std::collections::BTreeSet;
 
 /// Plays a shrinking step may take.
 const MAX_PLAYS: usize = 600;
@@ -34,34 +35,65 @@ pub struct Shrinker<'a> {
     pub levels: &'a [String],
     pub renames: &'a Renames,
     plays: usize,
+    /// Worlds whose difference moved when ties broke the other way.
+    ties: usize,
+}
+
+/// Why no counterexample was shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Miss {
+    /// Every difference found depended on how ties were broken.
+    Tie,
+    /// None could be shown in a schedule the interpreter confirms.
+    NotShown,
 }
 
 impl<'a> Shrinker<'a> {
     pub fn new(old: &'a Side, new: &'a Side, levels: &'a [String], renames: &'a Renames) -> Shrinker<'a> {
-        Shrinker { old, new, levels, renames, plays: 0 }
+        Shrinker { old, new, levels, renames, plays: 0, ties: 0 }
     }
 
-    /// Both outcomes of a world (OLD's as played, NEW's), if they differ.
-    fn differs(&mut self, w: &World) -> Option<(Outcome, Outcome)> {
+    /// Both outcomes of a world (OLD's as played, NEW's) and the noise, if they differ
+    /// beyond the noise: the noise baseline. Each version plays the world again with its
+    /// nodes and each batch's jobs in reverse order; what moves then (jobs, evictions,
+    /// cards) depends on how a tie is broken, and a difference there is not a change.
+    fn differs(&mut self, w: &World) -> Option<(Outcome, Outcome, BTreeSet<String>)> {
         self.plays += 1;
         let old = Outcome::after_cycle(w.play(&self.old.jit, self.levels).ok()?);
         let new = Outcome::after_cycle(w.play(&self.new.jit, self.levels).ok()?);
-        (old.renamed(self.renames) != new).then_some((old, new))
+        let differing = old.renamed(self.renames).differing(&new);
+        if differing.is_empty() {
+            return None;
+        }
+        let shuffled = reversed(w);
+        let again = |side: &Side| shuffled.play(&side.jit, self.levels).ok().map(Outcome::after_cycle);
+        let (old_again, new_again) = (again(self.old)?, again(self.new)?);
+        let noise: BTreeSet<String> = old.differing(&old_again).union(&new.differing(&new_again)).cloned().collect();
+        if differing.is_subset(&noise) {
+            self.ties += 1;
+            return None;
+        }
+        Some((old, new, noise))
     }
 
-    /// A confirmed counterexample for a finding on `world`, named `name`.
-    pub fn witness(&mut self, world: &World, finding: &Finding, name: &str) -> Option<Witness> {
+    /// A confirmed counterexample for a finding on `world`, named `name`; else whether
+    /// the only differences seen came from broken ties.
+    pub fn witness(&mut self, world: &World, finding: &Finding, name: &str) -> Result<Witness, Miss> {
         self.plays = 0;
-        let mut w = focus_candidates(world, finding).into_iter().find(|c| self.differs(c).is_some())?;
+        self.ties = 0;
+        let miss = |s: &Shrinker<'_>| if s.ties > 0 { Miss::Tie } else { Miss::NotShown };
+        let Some(mut w) = focus_candidates(world, finding).into_iter().find(|c| self.differs(c).is_some()) else {
+            return Err(miss(self));
+        };
         w = self.shrink(w);
         let w = renumber(&w);
-        let (old, new) = self.differs(&w)?;
+        let Some((old, new, noise)) = self.differs(&w) else { return Err(Miss::NotShown) };
         let old_in_new_names = old.renamed(self.renames);
-        let new_expectations = new.expectations_against(&old_in_new_names);
+        let new_expectations = new.expectations_against(&old_in_new_names, &noise);
         let inverse = self.renames.inverse();
-        let old_expectations = old.expectations_against(&new.renamed(&inverse));
+        let old_expectations = old.expectations_against(&new.renamed(&inverse), &noise);
         if new_expectations.is_empty() || old_expectations.is_empty() {
-            return None;
+            return Err(Miss::NotShown);
         }
         let note = vec![format!("old: {}", old_expectations.join("; "))];
         let test = w.text(name, self.levels, &note, &new_expectations);
@@ -70,25 +102,35 @@ impl<'a> Shrinker<'a> {
             && passes(self.old, &test, name) == Some(false)
             && passes(self.old, &old_test, name) == Some(true)
             && passes(self.new, &old_test, name) == Some(false);
-        confirmed.then_some(Witness { world: w, test, old_expectations, new_expectations })
+        match confirmed {
+            true => Ok(Witness { world: w, test, old_expectations, new_expectations }),
+            false => Err(Miss::NotShown),
+        }
     }
 
-    /// Removes and simplifies while the outcomes still differ.
+    /// Removes and simplifies while the outcomes still differ: passes over every
+    /// one-step simplification, keeping each that still shows the difference, until a
+    /// pass keeps none.
     fn shrink(&mut self, mut w: World) -> World {
+        let mut at = 0;
+        let mut kept_in_pass = false;
         loop {
-            let mut progressed = false;
-            for candidate in smaller(&w) {
-                if self.plays >= MAX_PLAYS {
+            let candidates = smaller(&w);
+            if at >= candidates.len() {
+                if !kept_in_pass {
                     return w;
                 }
-                if self.differs(&candidate).is_some() {
-                    w = candidate;
-                    progressed = true;
-                    break;
-                }
+                (at, kept_in_pass) = (0, false);
+                continue;
             }
-            if !progressed {
+            if self.plays >= MAX_PLAYS {
                 return w;
+            }
+            if self.differs(&candidates[at]).is_some() {
+                w = candidates[at].clone();
+                kept_in_pass = true;
+            } else {
+                at += 1;
             }
         }
     }
@@ -107,9 +149,24 @@ fn passes(side: &Side, test: &str, name: &str) -> Option<bool> {
     Some(outcome.failures.is_empty())
 }
 
+/// The world with its nodes, and the jobs of each batch, in reverse order.
+fn reversed(w: &World) -> World {
+    let names: Vec<String> = w.nodes.iter().rev().map(|n| n.name.clone()).collect();
+    let mut x = keep_nodes(w, &names);
+    x.pending.reverse();
+    x.pending.sort_by_key(|p| p.batch);
+    x
+}
+
 /// Cases around the finding, smallest first, then the whole case.
 fn focus_candidates(world: &World, f: &Finding) -> Vec<World> {
     let mut out = Vec::new();
+    if let (crate::report::Decision::VictimEligibility, [claimant, victim]) = (f.decision, f.jobs.as_slice()) {
+        out.extend(one_on_one(world, claimant, victim));
+    }
+    if let (crate::report::Decision::JobOrder, [first, second]) = (f.decision, f.jobs.as_slice()) {
+        out.extend(head_to_head(world, first, second));
+    }
     let jobs_only = keep_jobs(world, &f.jobs);
     if !f.nodes.is_empty() {
         out.push(keep_nodes(&jobs_only, &f.nodes));
@@ -121,6 +178,72 @@ fn focus_candidates(world: &World, f: &Finding) -> Vec<World> {
     out.push(jobs_only);
     out.push(world.clone());
     out
+}
+
+/// For a claimant and a running job one version may evict and the other not: the two
+/// alone on one node the victim fills, the claimant asking for just that room (or the
+/// victim holding just what the claimant asks), so the eviction is needed and enough.
+fn one_on_one(world: &World, claimant: &str, victim: &str) -> Vec<World> {
+    let Some(c) = world.pending.iter().find(|p| p.job.name == claimant) else { return Vec::new() };
+    let Some(v) = world.running.iter().find(|r| r.job.name == victim) else { return Vec::new() };
+    let Some(&at) = v.nodes.first() else { return Vec::new() };
+    let Some(node) = world.nodes.get(at) else { return Vec::new() };
+    let (Request::Whole(held), Request::Whole(asked)) = (v.job.request, c.job.request) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (cards, claimant_cards, victim_cards) in [(held, held, held), (asked, asked, asked)] {
+        let mut n = node.clone();
+        n.cards = cards;
+        let mut v = v.clone();
+        v.nodes = vec![0];
+        v.ends = false;
+        v.job.request = Request::Whole(victim_cards);
+        (v.job.replicas, v.job.min_replicas) = (1, None);
+        let mut c = c.clone();
+        c.job.request = Request::Whole(claimant_cards);
+        (c.job.replicas, c.job.min_replicas, c.batch) = (1, None, 0);
+        out.push(World {
+            nodes: vec![n],
+            running: vec![v],
+            usage: world.usage.clone(),
+            pending: vec![c],
+            waits: [0, 0],
+        });
+    }
+    out
+}
+
+/// For two jobs of a queue the versions order differently: the two alone on one node
+/// that holds either but not both, kept busy until the last batch so that a job that
+/// waits does wait.
+fn head_to_head(world: &World, first: &str, second: &str) -> Vec<World> {
+    let find = |name: &str| world.pending.iter().find(|p| p.job.name == name).cloned();
+    let (Some(mut a), Some(mut b)) = (find(first), find(second)) else { return Vec::new() };
+    let cards = |p: &Pending| match p.job.request {
+        Request::Whole(k) => Some(k),
+        _ => None,
+    };
+    let (Some(ka), Some(kb)) = (cards(&a), cards(&b)) else { return Vec::new() };
+    for p in [&mut a, &mut b] {
+        (p.job.replicas, p.job.min_replicas, p.job.models) = (1, None, Vec::new());
+    }
+    let room = ka.max(kb);
+    let node = NodeSpec { cards: room, ..world.nodes.first().cloned().unwrap_or_else(|| NodeSpec::named("n1")) };
+    let mut w = World {
+        nodes: vec![node],
+        running: Vec::new(),
+        usage: world.usage.clone(),
+        pending: vec![a.clone(), b.clone()],
+        waits: world.waits,
+    };
+    if a.batch != b.batch {
+        let mut blocker = JobSpec::named(format!(
+            "{}r1",
+            a.job.name.trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches('j')
+        ));
+        (blocker.queue, blocker.request) = (a.job.queue.clone(), Request::Whole(room));
+        w.running.push(crate::world::Running { job: blocker, nodes: vec![0], history: History::default(), ends: true });
+    }
+    vec![w]
 }
 
 /// The world with only these pending jobs (when any of them is pending).
@@ -198,6 +321,11 @@ fn smaller(w: &World) -> Vec<World> {
                 x.running[i].job = job;
                 out.push(x);
             }
+        }
+        if w.running[i].ends {
+            let mut x = w.clone();
+            x.running[i].ends = false;
+            out.push(x);
         }
         if w.running[i].history != History::default() {
             let mut x = w.clone();

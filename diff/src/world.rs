@@ -16,6 +16,9 @@ pub struct Running {
     pub job: JobSpec,
     pub nodes: Vec<usize>,
     pub history: History,
+    /// It completes just before the last batch is submitted (after the waits), so the
+    /// jobs that waited meet the last batch's for the room it leaves.
+    pub ends: bool,
 }
 
 /// A job submitted in batch `batch` (0, 1 or 2).
@@ -68,18 +71,36 @@ impl World {
             let queue = policy.queue(queue).ok_or_else(|| Invalid(format!("no queue {queue}")))?;
             steps.push(Step::Usage { queue, user: None, amount: *amount });
         }
+        let last = self.last_batch();
         let mut batch = 0;
+        let mut ended = false;
         for p in self.ordered() {
-            while batch < p.batch {
-                let wait = self.waits[usize::from(batch)];
-                batch += 1;
-                if wait > 0 {
-                    steps.push(Step::Advance(wait as f64));
-                }
+            let wait = self.wait_until(&mut batch, p.batch);
+            if wait > 0 {
+                steps.push(Step::Advance(wait as f64));
+            }
+            if p.batch == last && !ended {
+                ended = true;
+                steps.extend(self.running.iter().filter(|r| r.ends).map(|r| Step::Complete(r.job.name.clone())));
             }
             steps.push(Step::Submit(self.resolved(&p.job, policy)));
         }
         Ok(steps)
+    }
+
+    /// The seconds that pass from batch `*at` to batch `to` (one advance), moving `*at`.
+    fn wait_until(&self, at: &mut u8, to: u8) -> u64 {
+        let mut wait = 0;
+        while *at < to {
+            wait += self.waits.get(usize::from(*at)).copied().unwrap_or(0);
+            *at += 1;
+        }
+        wait
+    }
+
+    /// The batch submitted last.
+    pub fn last_batch(&self) -> u8 {
+        self.pending.iter().map(|p| p.batch).max().unwrap_or(0)
     }
 
     /// The pending jobs in the order they are submitted.
@@ -134,13 +155,18 @@ impl World {
         for (queue, amount) in &self.usage {
             let _ = writeln!(t, "  usage {} {} gpu * 1s", quoted(queue), number(*amount));
         }
+        let last = self.last_batch();
         let mut batch = 0;
+        let mut ended = false;
         for p in self.ordered() {
-            while batch < p.batch {
-                let wait = self.waits[usize::from(batch)];
-                batch += 1;
-                if wait > 0 {
-                    let _ = writeln!(t, "  advance {}", seconds(wait));
+            let wait = self.wait_until(&mut batch, p.batch);
+            if wait > 0 {
+                let _ = writeln!(t, "  advance {}", seconds(wait));
+            }
+            if p.batch == last && !ended {
+                ended = true;
+                for r in self.running.iter().filter(|r| r.ends) {
+                    let _ = writeln!(t, "  complete {}", r.job.name);
                 }
             }
             let props = p.job.test_props();

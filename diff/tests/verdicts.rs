@@ -1,0 +1,153 @@
+//! Known differences and known equivalences between versions of the example policies:
+//! each verdict, its direction, and that every counterexample shown replays as a test
+//! that passes on NEW and fails on OLD.
+
+use gpol_compiler::engine::EngineKind;
+use gpol_compiler::load::Checked;
+use gpol_diff::report::{Decision, Direction, Report, Verdict};
+use gpol_diff::side::Side;
+use gpol_diff::{Budget, Options, diff};
+
+fn example(name: &str) -> String {
+    let path = format!("{}/../policies/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn side(label: &str, text: &str) -> Side {
+    Side::from_text(label, text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `text` with `from` replaced by `to`, which must occur.
+fn edit(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "`{from}` is not in the policy");
+    text.replacen(from, to, 1)
+}
+
+fn run(old: &str, new: &str, seed: u64, cases: u64) -> Report {
+    diff(&side("old.gpol", old), &side("new.gpol", new), &Options { seed, budget: Budget::Cases(cases) })
+}
+
+fn verdict(r: &Report, d: Decision) -> &Verdict {
+    &r.decisions.iter().find(|x| x.decision == d).expect("every decision is reported").verdict
+}
+
+/// Every counterexample, appended to each version, passes on NEW and fails on OLD.
+fn replays(r: &Report, old: &str, new: &str) {
+    for d in &r.decisions {
+        for c in &d.counterexamples {
+            let name = c.test.lines().next().and_then(|l| l.split('"').nth(1)).expect("a named test");
+            let outcome = |policy: &str| {
+                let source = format!("{policy}\n\n{}\n", c.test);
+                let p = Checked::from_text("t.gpol", &source).compile(EngineKind::Interp).expect("checks");
+                let t = p.policy.tests.iter().find(|t| t.name == name).expect("the test");
+                gpol_runtime::scenario::run(&p, t)
+            };
+            assert!(outcome(new).passed(), "fails on new:\n{}", c.test);
+            let on_old = outcome(old);
+            assert!(on_old.error.is_none() && !on_old.passed(), "passes on old:\n{}", c.test);
+        }
+    }
+}
+
+#[test]
+fn a_boundary_mutant_is_found_on_every_seed() {
+    let old = example("preemption.gpol");
+    let new = edit(&old, "victim.priority >= min_gap", "victim.priority > min_gap");
+    for seed in 1..=4 {
+        let r = run(&old, &new, seed, 1500);
+        assert_eq!(
+            verdict(&r, Decision::VictimEligibility),
+            &Verdict::Different { direction: Direction::Less },
+            "seed {seed}"
+        );
+        assert_eq!(r.exit_code(), gpol_diff::report::CHANGED);
+        replays(&r, &old, &new);
+    }
+}
+
+#[test]
+fn a_stricter_admit_rule_admits_less() {
+    let old = "policy p\nqueue team {}\nadmit size { job.total_gpus <= 8 gpu }\n";
+    let new = "policy p\nqueue team {}\nadmit size { job.total_gpus <= 4 gpu }\n";
+    let r = run(old, new, 7, 800);
+    assert_eq!(verdict(&r, Decision::Admission), &Verdict::Different { direction: Direction::Less });
+    let c = &r.decisions[0].counterexamples[0];
+    assert_eq!(c.old_rules[0].label, "admit size");
+    assert!(c.new_expectations.iter().any(|e| e.contains("rejected because size")), "{:?}", c.new_expectations);
+    replays(&r, old, new);
+    // And the other way round: more.
+    let back = run(new, old, 7, 800);
+    assert_eq!(verdict(&back, Decision::Admission), &Verdict::Different { direction: Direction::More });
+}
+
+#[test]
+fn a_changed_score_weight_reorders_nodes() {
+    let old = example("pack_spread.gpol");
+    let new = edit(&old, "score spread_serving weight 2", "score spread_serving weight 1");
+    let r = run(&old, &new, 1, 2000);
+    assert_eq!(verdict(&r, Decision::Ranking), &Verdict::Different { direction: Direction::Changed });
+    assert!(matches!(verdict(&r, Decision::Feasibility), Verdict::Proved { .. }));
+    replays(&r, &old, &new);
+}
+
+#[test]
+fn a_weight_that_never_changes_an_order_is_no_change() {
+    // pack_batch is zero for serving work and alone for the rest: scaling it reorders nothing.
+    let old = example("pack_spread.gpol");
+    let new = edit(&old, "score pack_batch weight 2", "score pack_batch weight 5");
+    let r = run(&old, &new, 1, 1500);
+    assert_eq!(r.exit_code(), gpol_diff::report::SAME, "{:#?}", r.decisions);
+    assert!(matches!(verdict(&r, Decision::Ranking), Verdict::Sampled { samples } if *samples > 1000));
+}
+
+#[test]
+fn a_changed_lend_limit_changes_quota_admission() {
+    let old = example("borrowing.gpol");
+    let new = edit(&old, "lend_limit 8 gpu", "lend_limit 12 gpu");
+    let r = run(&old, &new, 1, 2500);
+    assert!(verdict(&r, Decision::Quota).is_different(), "{:#?}", verdict(&r, Decision::Quota));
+    let c = &r.decisions.iter().find(|d| d.decision == Decision::Quota).expect("quota").counterexamples[0];
+    assert!(c.new_rules.iter().any(|x| x.label == "queue inference"), "{:?}", c.new_rules);
+    replays(&r, &old, &new);
+}
+
+#[test]
+fn renames_reformatting_and_rewrites_are_no_change() {
+    let old = example("preemption.gpol");
+    let rewrites = [
+        edit(&old, "preempt by_priority", "preempt outranks"),
+        edit(&old, "and victim.preemptible", "and (not victim.preemptible implies false)"),
+        edit(&old, "const min_gap = 100", "const min_gap = 50 + 50"),
+        edit(
+            &old,
+            "victim.evictions < victim.queue.attr.max_evictions",
+            "victim.queue.attr.max_evictions > victim.evictions",
+        ),
+    ];
+    for new in rewrites {
+        let r = run(&old, &new, 1, 50);
+        assert_eq!(r.exit_code(), gpol_diff::report::SAME, "{new}\n{:#?}", r.decisions);
+        assert!(r.decisions.iter().all(|d| matches!(d.verdict, Verdict::Proved { .. })), "{:#?}", r.decisions);
+        assert_eq!(r.cases, 0, "nothing left to search");
+    }
+    let renamed = run(&old, &edit(&old, "preempt by_priority", "preempt outranks"), 1, 50);
+    assert_eq!(renamed.renames.len(), 1);
+    assert_eq!((renamed.renames[0].old.as_str(), renamed.renames[0].new.as_str()), ("by_priority", "outranks"));
+}
+
+#[test]
+fn membership_and_equalities_are_one_rule() {
+    let old = "policy p\nqueue team {}\nfilter models { node.gpu_model in [\"h100\", \"a100\"] }\n";
+    let new = "policy p\nqueue team {}\nfilter models { node.gpu_model == \"a100\" or node.gpu_model == \"h100\" }\n";
+    let r = run(old, new, 1, 50);
+    assert!(matches!(verdict(&r, Decision::Feasibility), Verdict::Proved { .. }));
+}
+
+#[test]
+fn a_changed_job_order_is_found() {
+    let old = example("preemption.gpol");
+    let new = edit(&old, "min(job.waiting / 1h * 10, 90)", "min(job.waiting / 1h * 10, 200)");
+    let r = run(&old, &new, 3, 3000);
+    assert!(verdict(&r, Decision::JobOrder).is_different(), "{:#?}", r.decisions);
+    replays(&r, &old, &new);
+}
