@@ -342,7 +342,7 @@ impl<'v> Generator<'v> {
 }
 
 /// A prefix for generated names that no queue (nor `cluster`) starts with.
-fn name_prefix(vocab: &Vocab) -> String {
+pub fn name_prefix(vocab: &Vocab) -> String {
     let mut prefix = String::new();
     while vocab.reserved.iter().any(|q| {
         ["n", "r", "j"]

@@ -11,6 +11,8 @@ pub mod generate;
 pub mod outcome;
 pub mod probe;
 pub mod proof;
+pub mod realize;
+pub mod regions;
 pub mod renames;
 pub mod render;
 pub mod report;
@@ -100,13 +102,23 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     let (on, nn) = (names(old), names(new));
     let renames = Renames::of(&on, &nn);
     let vocab = vocab::Vocab::of((old.policy(), old.program()), (new.policy(), new.program()));
-    let proved: BTreeSet<Decision> = Decision::ALL
-        .into_iter()
-        .filter(|&d| {
-            let (a, b) = (proof::fingerprint(d, &on), proof::fingerprint(d, &nn));
-            a.is_some() && a == b
-        })
-        .collect();
+    let mut reasons: BTreeMap<Decision, String> = BTreeMap::new();
+    let mut region_points = Vec::new();
+    for d in Decision::ALL {
+        let (a, b) = (proof::fingerprint(d, &on), proof::fingerprint(d, &nn));
+        if a.is_some() && a == b {
+            reasons.insert(d, proof_reason(d));
+        } else {
+            match by_regions(d, &on, &nn, &renames) {
+                Some(Ok(why)) => {
+                    reasons.insert(d, why);
+                }
+                Some(Err(points)) => region_points.extend(points.into_iter().map(|p| (d, p))),
+                None => {}
+            }
+        }
+    }
+    let proved: BTreeSet<Decision> = reasons.keys().copied().collect();
     let changed = |d: Decision| changed_rules(d, &on, &nn);
     let probe = Probe { old, new, levels: &vocab.levels, renames: &renames, proved: &proved, changed: &changed };
     let mut generator = generate::Generator::new(&vocab, options.seed);
@@ -117,8 +129,12 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     let started = Instant::now();
     let mut cases = 0u64;
     let all_proved = proved.len() == Decision::ALL.len();
-    while !all_proved && within(options.budget, cases, started) {
-        let w = generator.world();
+    // First the cases made from points where the decision regions differ, then drawn ones.
+    let mut made: Vec<World> =
+        region_points.iter().map(|(_, p)| realize::world(p, &vocab, &generate::name_prefix(&vocab))).collect();
+    made.reverse();
+    while !all_proved && (!made.is_empty() || within(options.budget, cases, started)) {
+        let w = made.pop().unwrap_or_else(|| generator.world());
         let Ok((findings, _, _)) = probe.run(&w, &mut tally) else { continue };
         cases += 1;
         for f in findings {
@@ -198,14 +214,16 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
             }
             let count = differed.get(&d).copied().unwrap_or(0);
             let verdict = if proved.contains(&d) {
-                Verdict::Proved { reason: proof_reason(d) }
+                Verdict::Proved { reason: reasons.get(&d).cloned().unwrap_or_default() }
             } else if !counterexamples.is_empty() {
                 Verdict::Different { direction: direction.get(&d).copied().unwrap_or(Direction::Changed) }
             } else if count > 0 && attempts > 0 && ties_only == attempts {
                 // Every difference tried came from a broken tie: the noise baseline.
                 Verdict::Sampled { samples: tally.samples_of(d) }
-            } else if count > 0 {
-                Verdict::Inconclusive { unconfirmed: count }
+            } else if count > 0 || region_points.iter().any(|(x, _)| *x == d) {
+                // A difference seen in a decision, or at a point of the decision regions,
+                // that no schedule showed.
+                Verdict::Inconclusive { unconfirmed: count.max(1) }
             } else {
                 Verdict::Sampled { samples: tally.samples_of(d) }
             };
@@ -239,6 +257,63 @@ fn within(budget: Budget, cases: u64, started: Instant) -> bool {
 
 fn names(side: &Side) -> Names<'_> {
     Names { policy: side.policy(), program: side.program() }
+}
+
+/// Admission or feasibility proved by decision regions (see [`regions`]): the reason, or
+/// a point where the versions differ; `None` where the method does not apply.
+fn by_regions(
+    d: Decision,
+    old: &Names<'_>,
+    new: &Names<'_>,
+    renames: &Renames,
+) -> Option<Result<String, Vec<BTreeMap<String, regions::V>>>> {
+    fn rules<'r>(
+        list: &'r [gpol_compiler::ir::Rule],
+        rename: bool,
+        renames: &Renames,
+    ) -> Vec<(String, bool, &'r gpol_compiler::ir::Node)> {
+        list.iter()
+            .map(|r| {
+                let name = match rename {
+                    true => renames.old_to_new(&r.name).unwrap_or(&r.name).to_string(),
+                    false => r.name.clone(),
+                };
+                (name, r.is_static, &r.body.node)
+            })
+            .collect()
+    }
+    let (a, b) = match d {
+        Decision::Admission => (rules(&old.program.admit, true, renames), rules(&new.program.admit, false, renames)),
+        Decision::Feasibility => {
+            (rules(&old.program.filters, true, renames), rules(&new.program.filters, false, renames))
+        }
+        _ => return None,
+    };
+    // Admission: whether the job is refused, for good or for now (the first refusing
+    // rule decides), and by which rules; feasibility: by which filters.
+    let observed = move |answers: &[(String, bool, bool)]| -> String {
+        let mut refusing: Vec<&str> = answers.iter().filter(|(_, _, ok)| !ok).map(|(n, _, _)| n.as_str()).collect();
+        let permanent = answers.iter().find(|(_, _, ok)| !ok).is_some_and(|(_, s, _)| *s);
+        refusing.sort_unstable();
+        match d {
+            Decision::Admission => format!("{permanent} {refusing:?}"),
+            _ => format!("{refusing:?}"),
+        }
+    };
+    let result =
+        regions::compare(&regions::Rules { names: old, rules: a }, &regions::Rules { names: new, rules: b }, &observed);
+    match result {
+        regions::Regions::Differ(points) => Some(Err(points)),
+        regions::Regions::NotApplicable => None,
+        regions::Regions::Equal { points, fields } => Some(Ok(format!(
+            "decision regions: both versions agree at all {points} points that decide {} ({})",
+            match d {
+                Decision::Admission => "the admit rules",
+                _ => "the filters",
+            },
+            fields.join(", ")
+        ))),
+    }
 }
 
 fn proof_reason(d: Decision) -> String {

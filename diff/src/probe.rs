@@ -135,6 +135,16 @@ impl Probe<'_> {
                         old_rules: ra.into_iter().collect(),
                         new_rules: rb.into_iter().collect(),
                     });
+                } else if ra.is_some() && is_reject(&da) != is_reject(&db) {
+                    // Refused by both, for good by one and for now by the other.
+                    found.push(Finding {
+                        decision: Decision::Admission,
+                        direction: Direction::Changed,
+                        jobs: vec![name.clone()],
+                        nodes: vec![],
+                        old_rules: ra.into_iter().collect(),
+                        new_rules: rb.into_iter().collect(),
+                    });
                 } else if ra.is_some() {
                     let (sa, sb) = (refusing_admits(a, id), refusing_admits(b, id));
                     let sa: BTreeSet<String> = sa
@@ -421,6 +431,10 @@ fn refusal(d: &Placement) -> Option<RuleId> {
         Placement::Wait(Reason::Rule(r @ RuleId::Admit(_))) => Some(*r),
         _ => None,
     }
+}
+
+fn is_reject(d: &Placement) -> bool {
+    matches!(d, Placement::Reject(_))
 }
 
 fn quota_blocked(d: &Placement) -> bool {

@@ -68,7 +68,18 @@ pub fn fingerprint(decision: Decision, n: &Names<'_>) -> Option<String> {
     };
     match decision {
         Decision::Admission => {
-            push("admit", set(&p.admit, false))?;
+            // The first refusing rule decides whether a refusal is for good: with rules of
+            // both kinds, their order matters.
+            let mixed = p.admit.iter().any(|r| r.is_static) && p.admit.iter().any(|r| !r.is_static);
+            let mut forms = set(&p.admit, false)?;
+            if mixed {
+                forms = p
+                    .admit
+                    .iter()
+                    .map(|r| canon::form(&r.body.node, n).map(|f| format!("static {} {f}", r.is_static)))
+                    .collect::<Option<Vec<String>>>()?;
+            }
+            push("admit", Some(forms))?;
             bodies.extend(p.admit.iter().map(|r| &r.body));
         }
         Decision::Feasibility => {

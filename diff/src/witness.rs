@@ -98,10 +98,12 @@ impl<'a> Shrinker<'a> {
         let note = vec![format!("old: {}", old_expectations.join("; "))];
         let test = w.text(name, self.levels, &note, &new_expectations);
         let old_test = w.text(name, self.levels, &[], &old_expectations);
+        // On the other version a test fails, or does not check when it names a rule only
+        // its own version has (`because calm`): `gpolc test` reports either as a failure.
         let confirmed = passes(self.new, &test, name) == Some(true)
-            && passes(self.old, &test, name) == Some(false)
+            && passes(self.old, &test, name) != Some(true)
             && passes(self.old, &old_test, name) == Some(true)
-            && passes(self.new, &old_test, name) == Some(false);
+            && passes(self.new, &old_test, name) != Some(true);
         match confirmed {
             true => Ok(Witness { world: w, test, old_expectations, new_expectations }),
             false => Err(Miss::NotShown),

@@ -31,20 +31,21 @@ fn verdict(r: &Report, d: Decision) -> &Verdict {
     &r.decisions.iter().find(|x| x.decision == d).expect("every decision is reported").verdict
 }
 
-/// Every counterexample, appended to each version, passes on NEW and fails on OLD.
+/// Every counterexample, appended to each version, passes on NEW and fails on OLD (or
+/// does not check there, naming a rule only NEW has).
 fn replays(r: &Report, old: &str, new: &str) {
     for d in &r.decisions {
         for c in &d.counterexamples {
             let name = c.test.lines().next().and_then(|l| l.split('"').nth(1)).expect("a named test");
             let outcome = |policy: &str| {
                 let source = format!("{policy}\n\n{}\n", c.test);
-                let p = Checked::from_text("t.gpol", &source).compile(EngineKind::Interp).expect("checks");
-                let t = p.policy.tests.iter().find(|t| t.name == name).expect("the test");
-                gpol_runtime::scenario::run(&p, t)
+                let p = Checked::from_text("t.gpol", &source).compile(EngineKind::Interp).ok()?;
+                let t = p.policy.tests.iter().find(|t| t.name == name)?;
+                Some(gpol_runtime::scenario::run(&p, t))
             };
-            assert!(outcome(new).passed(), "fails on new:\n{}", c.test);
+            assert!(outcome(new).is_some_and(|o| o.passed()), "fails on new:\n{}", c.test);
             let on_old = outcome(old);
-            assert!(on_old.error.is_none() && !on_old.passed(), "passes on old:\n{}", c.test);
+            assert!(on_old.is_none_or(|o| o.error.is_none() && !o.passed()), "passes on old:\n{}", c.test);
         }
     }
 }
@@ -150,4 +151,38 @@ fn a_changed_job_order_is_found() {
     let r = run(&old, &new, 3, 3000);
     assert!(verdict(&r, Decision::JobOrder).is_different(), "{:#?}", r.decisions);
     replays(&r, &old, &new);
+}
+
+#[test]
+fn rewritten_thresholds_are_proved_by_decision_regions() {
+    let old = "policy p\nqueue team {}\nadmit size { job.total_gpus <= 8 gpu and not job.bursty }\nfilter big { node.cards >= 4 gpu or node.gpu_model == \"h100\" }\n";
+    let new = "policy p\nqueue team {}\nadmit size { not (job.total_gpus > 8 gpu or job.bursty) }\nfilter big { not (node.cards < 4 gpu and node.gpu_model != \"h100\") }\n";
+    let r = run(old, new, 1, 100);
+    for d in [Decision::Admission, Decision::Feasibility] {
+        match verdict(&r, d) {
+            Verdict::Proved { reason } => assert!(reason.starts_with("decision regions"), "{reason}"),
+            other => panic!("{d:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_threshold_moved_between_whole_gpus_is_found_at_a_fraction() {
+    // `< 9` admits 8.5 GPUs (ten replicas of 0.85), `<= 8` does not.
+    let old = "policy p\nqueue team {}\nadmit size { job.total_gpus <= 8 gpu }\n";
+    let new = "policy p\nqueue team {}\nadmit size { job.total_gpus < 9 gpu }\n";
+    let r = run(old, new, 1, 200);
+    assert_eq!(verdict(&r, Decision::Admission), &Verdict::Different { direction: Direction::More });
+    replays(&r, old, new);
+}
+
+#[test]
+fn splitting_an_admit_rule_changes_the_reason() {
+    let old = "policy p\nqueue team {}\nadmit size { job.total_gpus <= 8 gpu and not job.bursty }\n";
+    let new = "policy p\nqueue team {}\nadmit size { job.total_gpus <= 8 gpu }\nadmit calm { not job.bursty }\n";
+    let r = run(old, new, 1, 300);
+    assert_eq!(verdict(&r, Decision::Admission), &Verdict::Different { direction: Direction::Changed });
+    let c = &r.decisions[0].counterexamples[0];
+    assert!(c.new_expectations.iter().any(|e| e.ends_with("because calm")), "{c:?}");
+    replays(&r, old, new);
 }
