@@ -230,7 +230,28 @@ impl Node {
 
     /// Whether `pred` holds for this node or any node below it.
     pub fn any(&self, pred: &dyn Fn(&Node) -> bool) -> bool {
-        pred(self) || self.children().into_iter().any(|c| c.any(pred))
+        pred(self) || self.any_child(&mut |c| c.any(pred))
+    }
+
+    /// Whether `f` holds for any of the node's operands (in order, stopping at the first):
+    /// `children` without building a list, for walks that run often.
+    pub fn any_child(&self, f: &mut dyn FnMut(&Node) -> bool) -> bool {
+        match &self.kind {
+            Kind::Num(_)
+            | Kind::Bool(_)
+            | Kind::Str(_)
+            | Kind::Enum(_)
+            | Kind::Local(_)
+            | Kind::Root(_)
+            | Kind::Input(_) => false,
+            Kind::Field { base, .. } | Kind::Domain { node: base, .. } | Kind::Attr { queue: base, .. } => f(base),
+            Kind::Label { labels, .. } => f(labels),
+            Kind::Not(x) | Kind::Neg(x) | Kind::IsSome(x) | Kind::Unwrap(x) | Kind::Len(x) => f(x),
+            Kind::Mig { counts: a, profile: b } | Kind::Bin(_, a, b) | Kind::Let(_, a, b) => f(a) || f(b),
+            Kind::Loop { list: a, body: b, .. } => f(a) || f(b),
+            Kind::If(a, b, c) => f(a) || f(b) || f(c),
+            Kind::Call(_, args) | Kind::ListLit(args) => args.iter().any(f),
+        }
     }
 
     /// Whether the expression reads `field` of a `record`.

@@ -25,13 +25,28 @@ impl<'v> Generator<'v> {
         Generator { vocab, rng: Pcg64Mcg::seed_from_u64(seed), prefix: name_prefix(vocab) }
     }
 
-    /// One case: a third of them sized to the quota tree when it has GPU quotas.
+    /// One case: a third of them sized to the quota tree when it has GPU quotas, one in
+    /// eight wide (many nodes and jobs: many (job, node) decisions for one set-up), the
+    /// rest small.
     pub fn world(&mut self) -> World {
         let sized = self.vocab.quota_points.values().any(|p| p.iter().any(|&x| x > 1));
         if sized && self.rng.random_bool(0.35) {
             return self.quota_world();
         }
+        if self.rng.random_bool(0.125) {
+            return self.wide_world();
+        }
         self.small_world()
+    }
+
+    /// A wide case: 8 to 16 nodes and 12 to 24 jobs submitted at once.
+    fn wide_world(&mut self) -> World {
+        let (nodes, jobs) = (self.rng.random_range(8..=16), self.rng.random_range(12..=24));
+        let mut w = self.sized_world(nodes, jobs);
+        for p in &mut w.pending {
+            p.batch = 0;
+        }
+        w
     }
 
     /// A case sized to the quota tree: each leaf queue running at one of its deciding
@@ -98,8 +113,14 @@ impl<'v> Generator<'v> {
 
     /// A small case: one to four nodes of any kind, some of them partly busy.
     fn small_world(&mut self) -> World {
-        let mut w = World::default();
         let nodes = [1, 2, 2, 3, 3, 4][self.rng.random_range(0..6)];
+        let jobs = [1, 1, 2, 2, 3, 4][self.rng.random_range(0..6)];
+        self.sized_world(nodes, jobs)
+    }
+
+    /// A case of `nodes` nodes of any kind, some of them partly busy, and `jobs` jobs.
+    fn sized_world(&mut self, nodes: usize, jobs: usize) -> World {
+        let mut w = World::default();
         for i in 0..nodes {
             let node = self.node(i);
             w.nodes.push(node);
@@ -136,7 +157,6 @@ impl<'v> Generator<'v> {
                 r.ends = self.rng.random_bool(0.4);
             }
         }
-        let jobs = [1, 1, 2, 2, 3, 4][self.rng.random_range(0..6)];
         for i in 0..jobs {
             let job = self.job(format!("{}j{}", self.prefix, i + 1));
             let batch = self.rng.random_range(0..batches) as u8;

@@ -24,6 +24,7 @@ pub mod world;
 use canon::Names;
 use gpol_compiler::ir::RuleId;
 use probe::{Finding, Probe, Tally};
+use rayon::prelude::*;
 use renames::Renames;
 use report::{Counterexample, Decision, DecisionReport, Direction, Report, RuleRef, Verdict};
 use side::Side;
@@ -121,31 +122,46 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     let proved: BTreeSet<Decision> = reasons.keys().copied().collect();
     let changed = |d: Decision| changed_rules(d, &on, &nn);
     let probe = Probe { old, new, levels: &vocab.levels, renames: &renames, proved: &proved, changed: &changed };
-    let mut generator = generate::Generator::new(&vocab, options.seed);
-    let mut tally = Tally::default();
-    let mut kept: BTreeMap<Decision, Vec<(Finding, World)>> = BTreeMap::new();
-    let mut differed: BTreeMap<Decision, u64> = BTreeMap::new();
-    let mut direction: BTreeMap<Decision, Direction> = BTreeMap::new();
-    let started = Instant::now();
-    let mut cases = 0u64;
+    let mut search = Search::default();
     let all_proved = proved.len() == Decision::ALL.len();
-    // First the cases made from points where the decision regions differ, then drawn ones.
-    let mut made: Vec<World> =
-        region_points.iter().map(|(_, p)| realize::world(p, &vocab, &generate::name_prefix(&vocab))).collect();
-    made.reverse();
-    while !all_proved && (!made.is_empty() || within(options.budget, cases, started)) {
-        let w = made.pop().unwrap_or_else(|| generator.world());
-        let Ok((findings, _, _)) = probe.run(&w, &mut tally) else { continue };
-        cases += 1;
-        for f in findings {
-            *differed.entry(f.decision).or_default() += 1;
-            direction.entry(f.decision).and_modify(|d| *d = d.join(f.direction)).or_insert(f.direction);
-            let list = kept.entry(f.decision).or_default();
-            if list.len() < KEPT {
-                list.push((f, w.clone()));
+    if !all_proved {
+        // First the cases made from points where the decision regions differ.
+        let prefix = generate::name_prefix(&vocab);
+        let made: Vec<World> = region_points.iter().map(|(_, p)| realize::world(p, &vocab, &prefix)).collect();
+        search.merge(play(&probe, made));
+        // Then drawn ones, in chunks with seeds of their own: the same cases and the same
+        // findings in the same order however many threads play them.
+        let chunk = |k: u64, n: u64| {
+            let mut generator = generate::Generator::new(&vocab, chunk_seed(options.seed, k));
+            play(&probe, (0..n).map(|_| generator.world()).collect())
+        };
+        let started = Instant::now();
+        let mut next = 0u64;
+        loop {
+            let wave: Vec<(u64, u64)> = match options.budget {
+                Budget::Cases(n) => {
+                    // The made cases count against the budget.
+                    let n = n.saturating_sub(search.cases);
+                    let chunks = n.div_ceil(CHUNK);
+                    (0..chunks).map(|k| (k, CHUNK.min(n - k * CHUNK))).collect()
+                }
+                Budget::Time(t) if started.elapsed() < t => {
+                    let width = 4 * rayon::current_num_threads() as u64;
+                    (next..next + width).map(|k| (k, CHUNK)).collect()
+                }
+                Budget::Time(_) => break,
+            };
+            next += wave.len() as u64;
+            let results: Vec<Search> = wave.par_iter().map(|&(k, n)| chunk(k, n)).collect();
+            for r in results {
+                search.merge(r);
+            }
+            if matches!(options.budget, Budget::Cases(_)) {
+                break;
             }
         }
     }
+    let Search { tally, cases, kept, differed, direction } = search;
     let mut shrinker = witness::Shrinker::new(old, new, &vocab.levels, &renames);
     let declarations = changed_declarations(old, new);
     let deciding = |d: Decision,
@@ -248,11 +264,67 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     }
 }
 
-fn within(budget: Budget, cases: u64, started: Instant) -> bool {
-    match budget {
-        Budget::Cases(n) => cases < n,
-        Budget::Time(t) => started.elapsed() < t,
+/// Cases played per chunk of the search.
+const CHUNK: u64 = 50;
+
+/// What a search found: decisions compared, and each that differed.
+#[derive(Default)]
+struct Search {
+    tally: Tally,
+    cases: u64,
+    /// The first differences of each kind, with their cases.
+    kept: BTreeMap<Decision, Vec<(Finding, World)>>,
+    differed: BTreeMap<Decision, u64>,
+    direction: BTreeMap<Decision, Direction>,
+}
+
+impl Search {
+    fn record(&mut self, f: Finding, w: &World) {
+        *self.differed.entry(f.decision).or_default() += 1;
+        self.direction.entry(f.decision).and_modify(|d| *d = d.join(f.direction)).or_insert(f.direction);
+        let list = self.kept.entry(f.decision).or_default();
+        if list.len() < KEPT {
+            list.push((f, w.clone()));
+        }
     }
+
+    /// Adds a later part of the search.
+    fn merge(&mut self, other: Search) {
+        self.tally.add(&other.tally);
+        self.cases += other.cases;
+        for (d, n) in other.differed {
+            *self.differed.entry(d).or_default() += n;
+        }
+        for (d, dir) in other.direction {
+            self.direction.entry(d).and_modify(|x| *x = x.join(dir)).or_insert(dir);
+        }
+        for (d, list) in other.kept {
+            let mine = self.kept.entry(d).or_default();
+            let room = KEPT.saturating_sub(mine.len());
+            mine.extend(list.into_iter().take(room));
+        }
+    }
+}
+
+/// Plays cases on both versions.
+fn play(probe: &Probe<'_>, worlds: Vec<World>) -> Search {
+    let mut s = Search::default();
+    let fresh = probe.fresh();
+    for w in worlds {
+        let mut tally = Tally::default();
+        let Ok((findings, _, _)) = probe.run(&w, &fresh, &mut tally) else { continue };
+        s.tally.add(&tally);
+        s.cases += 1;
+        for f in findings {
+            s.record(f, &w);
+        }
+    }
+    s
+}
+
+/// The seed of chunk `k`.
+fn chunk_seed(seed: u64, k: u64) -> u64 {
+    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k.wrapping_mul(0xD1B5_4A32_D192_ED03).rotate_left(17)
 }
 
 fn names(side: &Side) -> Names<'_> {

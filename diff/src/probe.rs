@@ -82,14 +82,25 @@ pub struct Probe<'a> {
     pub proved: &'a BTreeSet<Decision>,
     /// Rules of each version that have no equal in the other, per kind: what a change
     /// of order or choice is put down to.
-    pub changed: &'a dyn Fn(Decision) -> (Vec<RuleId>, Vec<RuleId>),
+    pub changed: &'a (dyn Fn(Decision) -> (Vec<RuleId>, Vec<RuleId>) + Sync),
 }
 
 impl Probe<'_> {
-    /// Both versions' findings on one case, and the outcome of each.
-    pub fn run(&self, w: &World, tally: &mut Tally) -> Result<(Vec<Finding>, Outcome, Outcome), Invalid> {
-        let mut a = w.play(&self.old.jit, self.levels)?;
-        let mut b = w.play(&self.new.jit, self.levels)?;
+    /// Fresh schedulers of both versions, to play cases on (one pair per thread).
+    pub fn fresh(&self) -> (Scheduler, Scheduler) {
+        (Scheduler::new(self.old.jit.clone()), Scheduler::new(self.new.jit.clone()))
+    }
+
+    /// Both versions' findings on one case, and the outcome of each; `fresh` from
+    /// [`Probe::fresh`].
+    pub fn run(
+        &self,
+        w: &World,
+        fresh: &(Scheduler, Scheduler),
+        tally: &mut Tally,
+    ) -> Result<(Vec<Finding>, Outcome, Outcome), Invalid> {
+        let mut a = w.play(&fresh.0, self.levels)?;
+        let mut b = w.play(&fresh.1, self.levels)?;
         let mut found = Vec::new();
         let (before_a, before_b) = (Outcome::read(&a).renamed(self.renames), Outcome::read(&b));
         if before_a.jobs == before_b.jobs {

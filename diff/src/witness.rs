@@ -37,6 +37,8 @@ pub struct Shrinker<'a> {
     plays: usize,
     /// Worlds whose difference moved when ties broke the other way.
     ties: usize,
+    /// Fresh schedulers of OLD and NEW to play on.
+    fresh: (gpol_runtime::Scheduler, gpol_runtime::Scheduler),
 }
 
 /// Why no counterexample was shown.
@@ -50,7 +52,8 @@ pub enum Miss {
 
 impl<'a> Shrinker<'a> {
     pub fn new(old: &'a Side, new: &'a Side, levels: &'a [String], renames: &'a Renames) -> Shrinker<'a> {
-        Shrinker { old, new, levels, renames, plays: 0, ties: 0 }
+        let fresh = (gpol_runtime::Scheduler::new(old.jit.clone()), gpol_runtime::Scheduler::new(new.jit.clone()));
+        Shrinker { old, new, levels, renames, plays: 0, ties: 0, fresh }
     }
 
     /// Both outcomes of a world (OLD's as played, NEW's) and the noise, if they differ
@@ -59,15 +62,15 @@ impl<'a> Shrinker<'a> {
     /// cards) depends on how a tie is broken, and a difference there is not a change.
     fn differs(&mut self, w: &World) -> Option<(Outcome, Outcome, BTreeSet<String>)> {
         self.plays += 1;
-        let old = Outcome::after_cycle(w.play(&self.old.jit, self.levels).ok()?);
-        let new = Outcome::after_cycle(w.play(&self.new.jit, self.levels).ok()?);
+        let old = Outcome::after_cycle(w.play(&self.fresh.0, self.levels).ok()?);
+        let new = Outcome::after_cycle(w.play(&self.fresh.1, self.levels).ok()?);
         let differing = old.renamed(self.renames).differing(&new);
         if differing.is_empty() {
             return None;
         }
         let shuffled = reversed(w);
-        let again = |side: &Side| shuffled.play(&side.jit, self.levels).ok().map(Outcome::after_cycle);
-        let (old_again, new_again) = (again(self.old)?, again(self.new)?);
+        let again = |fresh: &gpol_runtime::Scheduler| shuffled.play(fresh, self.levels).ok().map(Outcome::after_cycle);
+        let (old_again, new_again) = (again(&self.fresh.0)?, again(&self.fresh.1)?);
         let noise: BTreeSet<String> = old.differing(&old_again).union(&new.differing(&new_again)).cloned().collect();
         if differing.is_subset(&noise) {
             self.ties += 1;

@@ -119,16 +119,13 @@ impl World {
         j
     }
 
-    /// Plays the world on `policy` up to the last submission; the scheduler is left just
-    /// before the cycle that decides the last batch.
-    pub fn play(
-        &self,
-        policy: &gpol_compiler::engine::CompiledPolicy,
-        levels: &[String],
-    ) -> Result<Scheduler, Invalid> {
-        let test =
-            hir::Test { name: "case".into(), steps: self.steps(&policy.policy, levels)?, span: Default::default() };
-        let (outcome, s) = scenario::run_with(policy, &test, |_, _| {});
+    /// Plays the world up to the last submission on `fresh`, a scheduler of one version
+    /// with nothing in it yet (cloned); it is left just before the cycle that decides the
+    /// last batch.
+    pub fn play(&self, fresh: &Scheduler, levels: &[String]) -> Result<Scheduler, Invalid> {
+        let steps = self.steps(&fresh.policy().policy, levels)?;
+        let test = hir::Test { name: "case".into(), steps, span: Default::default() };
+        let (outcome, s) = scenario::run_from(fresh.clone(), &test, |_, _| {});
         match outcome.error {
             Some(e) => Err(Invalid(e)),
             None => Ok(s),

@@ -58,9 +58,18 @@ pub enum Moment {
 pub fn run_with(
     policy: &CompiledPolicy,
     test: &hir::Test,
+    observe: impl FnMut(Moment, &Scheduler),
+) -> (Outcome, Scheduler) {
+    run_from(Scheduler::new(policy.clone()), test, observe)
+}
+
+/// [`run_with`] on a scheduler that has no nodes or jobs yet — a clone of a fresh one,
+/// for callers that run many tests of one policy and would rather not set one up each time.
+pub fn run_from(
+    mut s: Scheduler,
+    test: &hir::Test,
     mut observe: impl FnMut(Moment, &Scheduler),
 ) -> (Outcome, Scheduler) {
-    let mut s = Scheduler::new(policy.clone());
     s.track_users();
     s.set_task_shapes(test_shapes(test));
     let mut jobs: HashMap<String, JobId> = HashMap::new();
