@@ -15,6 +15,7 @@ pub mod realize;
 pub mod regions;
 pub mod renames;
 pub mod render;
+pub mod replay;
 pub mod report;
 pub mod side;
 pub mod vocab;
@@ -261,7 +262,22 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         pairs: tally.pairs,
         decisions,
         renames: renames.list,
+        replay: Vec::new(),
     }
+}
+
+/// Replays a trace on both versions (see [`replay`]) and adds what it found to `report`.
+pub fn add_replay(
+    report: &mut Report,
+    old: &Side,
+    new: &Side,
+    cluster: &gpol_sim::spec::ClusterSpec,
+    workload: &gpol_sim::Workload,
+    mode: gpol_sim::Mode,
+) -> Result<(), gpol_sim::SimError> {
+    let renames = Renames::of(&names(old), &names(new));
+    report.replay.push(replay::replay(old, new, &renames, cluster, workload, mode, report.seed)?);
+    Ok(())
 }
 
 /// Cases played per chunk of the search.

@@ -20,6 +20,46 @@ pub fn human(r: &Report) -> String {
     for rn in &r.renames {
         let _ = writeln!(t, "\nrenamed: {} {} → {} (same behaviour)", rn.kind, rn.old, rn.new);
     }
+    for x in &r.replay {
+        let _ = writeln!(t, "\ntrace replay ({} mode, seed {}):", x.mode, x.seed);
+        match &x.first_divergence {
+            None => {
+                let _ = writeln!(t, "  every decision the same");
+            }
+            Some(d) => {
+                let _ =
+                    writeln!(t, "  first divergent decision at {} s:\n    old: {}\n    new: {}", d.at_s, d.old, d.new);
+                let _ = writeln!(
+                    t,
+                    "  jobs placed differently {}, started at another time {}, evicted differently {}",
+                    x.placed_differently, x.ordered_differently, x.evicted_differently
+                );
+            }
+        }
+        let _ = writeln!(
+            t,
+            "  {:<16} {:>21} {:>21} {:>19} {:>13} {:>19}",
+            "queue",
+            "delay p50 s old→new",
+            "delay p95 s old→new",
+            "mean GPUs old→new",
+            "evictions",
+            "lost GPU-h old→new"
+        );
+        let opt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
+        for q in &x.queues {
+            let _ = writeln!(
+                t,
+                "  {:<16} {:>21} {:>21} {:>19} {:>13} {:>19}",
+                q.queue,
+                format!("{}→{}", opt(q.delay_p50_s.old), opt(q.delay_p50_s.new)),
+                format!("{}→{}", opt(q.delay_p95_s.old), opt(q.delay_p95_s.new)),
+                format!("{:.1}→{:.1}", q.mean_gpus.old, q.mean_gpus.new),
+                format!("{}→{}", q.evictions.old, q.evictions.new),
+                format!("{:.1}→{:.1}", q.lost_gpu_hours.old, q.lost_gpu_hours.new),
+            );
+        }
+    }
     for d in r.decisions.iter().filter(|d| !d.counterexamples.is_empty()) {
         for (i, c) in d.counterexamples.iter().enumerate() {
             let _ = writeln!(t, "\n── {} — difference {} of {}", d.decision.title(), i + 1, d.differed);

@@ -169,6 +169,9 @@ pub struct Report {
     pub pairs: u64,
     pub decisions: Vec<DecisionReport>,
     pub renames: Vec<Rename>,
+    /// Trace replays, when a trace was given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replay: Vec<crate::replay::Replay>,
 }
 
 /// Exit codes of `gpolc diff`.
@@ -177,9 +180,11 @@ pub const CHANGED: u8 = 1;
 pub const INCONCLUSIVE: u8 = 3;
 
 impl Report {
-    /// 1 if any decision differs, else 3 if any is inconclusive, else 0.
+    /// 1 if any decision differs (or a replayed trace diverged), else 3 if any is
+    /// inconclusive, else 0.
     pub fn exit_code(&self) -> u8 {
-        if self.decisions.iter().any(|d| d.verdict.is_different()) {
+        let diverged = self.replay.iter().any(|r| r.first_divergence.is_some());
+        if diverged || self.decisions.iter().any(|d| d.verdict.is_different()) {
             CHANGED
         } else if self.decisions.iter().any(|d| matches!(d.verdict, Verdict::Inconclusive { .. })) {
             INCONCLUSIVE

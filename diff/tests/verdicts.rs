@@ -186,3 +186,33 @@ fn splitting_an_admit_rule_changes_the_reason() {
     assert!(c.new_expectations.iter().any(|e| e.ends_with("because calm")), "{c:?}");
     replays(&r, old, new);
 }
+
+fn bundled() -> (gpol_sim::spec::ClusterSpec, gpol_sim::Workload) {
+    let dir = format!("{}/../sim", env!("CARGO_MANIFEST_DIR"));
+    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).expect("the bundled inputs");
+    let cluster = gpol_sim::read_cluster(&read("cluster.toml"), "cluster.toml").expect("a cluster");
+    let trace = gpol_sim::read_trace(&read("trace.csv"), "trace.csv").expect("a trace");
+    (cluster, trace)
+}
+
+#[test]
+fn a_replayed_trace_shows_where_a_quota_change_first_bites() {
+    let (cluster, trace) = bundled();
+    let old = example("borrowing.gpol");
+    let new = edit(&old, "lend_limit 8 gpu", "lend_limit 12 gpu");
+    let mut r = run(&old, &new, 1, 100);
+    let (a, b) = (side("old.gpol", &old), side("new.gpol", &new));
+    gpol_diff::add_replay(&mut r, &a, &b, &cluster, &trace, gpol_sim::Mode::Timed).expect("replays");
+    let x = &r.replay[0];
+    let d = x.first_divergence.as_ref().expect("the versions diverge");
+    assert_ne!(d.old, d.new);
+    assert!(x.ordered_differently > 0 && x.queues.len() == 3, "{x:?}");
+    // A version against itself, renamed: every decision the same.
+    let renamed = edit(&old, "reclaim take_back", "reclaim reclaim_guarantee");
+    let mut same = run(&old, &renamed, 1, 10);
+    let c = side("renamed.gpol", &renamed);
+    gpol_diff::add_replay(&mut same, &a, &c, &cluster, &trace, gpol_sim::Mode::Timed).expect("replays");
+    assert_eq!(same.replay[0].first_divergence, None);
+    assert!(same.replay[0].queues.iter().all(|q| q.mean_gpus.old == q.mean_gpus.new));
+    assert_eq!(same.exit_code(), gpol_diff::report::SAME);
+}

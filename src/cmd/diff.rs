@@ -3,6 +3,7 @@
 use super::{USAGE, print};
 use gpol_diff::side::Side;
 use gpol_diff::{Budget, Options, render, report};
+use std::path::PathBuf;
 use std::process::Command;
 
 #[derive(clap::Args)]
@@ -25,6 +26,16 @@ pub struct Args {
     /// How long to search: a number of cases (`4000`) or a time (`10s`, `2m`).
     #[arg(long, default_value_t = Budget::Cases(gpol_diff::DEFAULT_CASES).to_string())]
     budget: String,
+    /// Also replay this trace on both versions (the bundled sim/trace.csv when only
+    /// --cluster or --fill is given) and compare their decisions in order.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// The cluster to replay on (the bundled sim/cluster.toml if not given).
+    #[arg(long, value_name = "FILE")]
+    cluster: Option<PathBuf>,
+    /// Replay in fill mode, to this percentage of capacity, instead of timed.
+    #[arg(long, value_name = "PCT")]
+    fill: Option<f64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -57,6 +68,14 @@ pub fn run(args: Args) -> u8 {
             return USAGE;
         }
     };
+    let replaying = args.trace.is_some() || args.cluster.is_some() || args.fill.is_some();
+    let inputs = match replaying {
+        true => match replay_inputs(&args) {
+            Ok(i) => Some(i),
+            Err(code) => return code,
+        },
+        false => None,
+    };
     let mut worst = report::SAME;
     let mut reports = Vec::new();
     for (old, new) in &pairs {
@@ -67,7 +86,13 @@ pub fn run(args: Args) -> u8 {
                 return USAGE;
             }
         };
-        let r = gpol_diff::diff(&old, &new, &options);
+        let mut r = gpol_diff::diff(&old, &new, &options);
+        if let Some((cluster, workload, mode)) = &inputs
+            && let Err(e) = gpol_diff::add_replay(&mut r, &old, &new, cluster, workload, *mode)
+        {
+            eprintln!("error: {e}");
+            return USAGE;
+        }
         worst = worse(worst, r.exit_code());
         reports.push(r);
     }
@@ -90,6 +115,26 @@ pub fn run(args: Args) -> u8 {
         Format::Github => reports.iter().for_each(|r| print(&render::github(r))),
     }
     worst
+}
+
+/// The cluster, trace and mode of a replay.
+fn replay_inputs(args: &Args) -> Result<(gpol_sim::spec::ClusterSpec, gpol_sim::Workload, gpol_sim::Mode), u8> {
+    use gpol_compiler::limits::{MAX_CLUSTER_BYTES, MAX_INPUT_BYTES};
+    let mode = match args.fill {
+        Some(pct) if pct > 0.0 && pct.is_finite() => gpol_sim::Mode::Fill { target: pct / 100.0 },
+        Some(pct) => {
+            eprintln!("error: --fill takes a positive percentage, not {pct}");
+            return Err(USAGE);
+        }
+        None => gpol_sim::Mode::Timed,
+    };
+    let cluster =
+        super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)?;
+    let workload = match &args.trace {
+        Some(path) => super::sim::open_trace(path)?,
+        None => super::sim::read(&None, super::sim::DEFAULT_TRACE, MAX_INPUT_BYTES, gpol_sim::read_trace)?,
+    };
+    Ok((cluster, workload, mode))
 }
 
 /// The exit code of several diffs: changed over inconclusive over the same.

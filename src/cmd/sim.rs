@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The bundled default: what `gpolc sim` runs without arguments.
 const DEFAULT_POLICY: (&str, &str) = ("policies/borrowing.gpol", include_str!("../../policies/borrowing.gpol"));
-const DEFAULT_CLUSTER: (&str, &str) = ("sim/cluster.toml", include_str!("../../sim/cluster.toml"));
-const DEFAULT_TRACE: (&str, &str) = ("sim/trace.csv", include_str!("../../sim/trace.csv"));
+pub(super) const DEFAULT_CLUSTER: (&str, &str) = ("sim/cluster.toml", include_str!("../../sim/cluster.toml"));
+pub(super) const DEFAULT_TRACE: (&str, &str) = ("sim/trace.csv", include_str!("../../sim/trace.csv"));
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 const INTERRUPTED: u8 = 130;
@@ -191,7 +191,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
 }
 
 /// Reads an input file (or the bundled default) with `parse`, reporting errors.
-fn read<T>(
+pub(super) fn read<T>(
     path: &Option<PathBuf>,
     default: (&str, &str),
     max_bytes: u64,
@@ -221,7 +221,7 @@ fn read<T>(
 
 /// Opens a trace file: checked in one pass, then streamed by each run when its rows are
 /// in arrival order (docs/simulator.md).
-fn open_trace(path: &std::path::Path) -> Result<sim::Workload, u8> {
+pub(super) fn open_trace(path: &std::path::Path) -> Result<sim::Workload, u8> {
     if let Err(e) = gpol_compiler::files::open(path, MAX_INPUT_BYTES) {
         eprintln!("error: {e}");
         return Err(USAGE);
