@@ -249,7 +249,7 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 verdict,
                 samples: tally.samples_of(d),
                 differed: count,
-                ties: tally.ties_of(d) + if counterexamples.is_empty() { ties_only } else { 0 },
+                ties: ties_only,
                 counterexamples,
             }
         })

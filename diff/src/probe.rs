@@ -4,7 +4,8 @@
 //! (job, node) filter verdict, every pair of nodes both allow (orders, not scores), job
 //! and queue order by pairs, the victim search's verdict on every running job and the
 //! set it evicts — and finally the cycle runs on both and the outcomes are compared.
-//! A difference that only swaps a tie for a preference is counted as a tie, not a change.
+//! A preference that becomes a tie (or a tie a preference) is a change: the tie is then
+//! broken by node or submission order, which the preference did not depend on.
 
 use crate::outcome::Outcome;
 use crate::renames::Renames;
@@ -34,11 +35,10 @@ pub struct Finding {
     pub new_rules: Vec<RuleId>,
 }
 
-/// Decisions compared and ties seen, per kind (indexed as `Decision::ALL`).
+/// Decisions compared per kind (indexed as `Decision::ALL`), and (job, node) pairs.
 #[derive(Clone, Debug, Default)]
 pub struct Tally {
     pub samples: [u64; 10],
-    pub ties: [u64; 10],
     pub pairs: u64,
 }
 
@@ -51,22 +51,13 @@ impl Tally {
         self.samples[at(d)] += n;
     }
 
-    fn tie(&mut self, d: Decision) {
-        self.ties[at(d)] += 1;
-    }
-
     pub fn samples_of(&self, d: Decision) -> u64 {
         self.samples[at(d)]
-    }
-
-    pub fn ties_of(&self, d: Decision) -> u64 {
-        self.ties[at(d)]
     }
 
     pub fn add(&mut self, other: &Tally) {
         for i in 0..10 {
             self.samples[i] += other.samples[i];
-            self.ties[i] += other.ties[i];
         }
         self.pairs += other.pairs;
     }
@@ -261,12 +252,13 @@ impl Probe<'_> {
                 if oa == ob {
                     continue;
                 }
-                if oa == Ordering::Equal || ob == Ordering::Equal {
-                    tally.tie(Decision::Ranking);
-                    continue;
-                }
-                // NEW's preferred node first.
-                let (best, other) = if ob == Ordering::Less { (x, y) } else { (y, x) };
+                // A preference turned into a tie (or back) is a change: the tie is then
+                // broken by node order, which the preference did not depend on.
+                // The node the version with a preference prefers first.
+                let (best, other) = match (oa, ob) {
+                    (_, Ordering::Less) | (Ordering::Greater, Ordering::Equal) => (x, y),
+                    _ => (y, x),
+                };
                 found.push(self.finding(
                     Decision::Ranking,
                     Direction::Changed,
@@ -346,55 +338,63 @@ impl Probe<'_> {
                 if oa == ob {
                     continue;
                 }
-                if oa == Ordering::Equal || ob == Ordering::Equal {
-                    tally.tie(Decision::JobOrder);
-                    continue;
-                }
-                let (first, second) = if ob == Ordering::Less { (x, y) } else { (y, x) };
+                // As for nodes, a preference turned into a tie is a change.
+                let (first, second) = match (oa, ob) {
+                    (_, Ordering::Less) | (Ordering::Greater, Ordering::Equal) => (x, y),
+                    _ => (y, x),
+                };
                 let jobs = vec![a.job(first).name.clone(), a.job(second).name.clone()];
                 found.push(self.finding(Decision::JobOrder, Direction::Changed, jobs, vec![]));
             }
         }
     }
 
-    /// Pairs of leaf queues both versions have, by `queue_order`.
+    /// Pairs of sibling queues both versions have, at every level of the tree, by
+    /// `queue_order`; a pair that differs is shown with a waiting job of each side.
     fn queue_order(&self, a: &Scheduler, b: &Scheduler, tally: &mut Tally, found: &mut Vec<Finding>) {
-        let leaves: Vec<(usize, usize, String)> = (a.quotas().queues.iter().enumerate())
-            .filter(|(_, q)| q.children.is_empty())
+        let (qa, qb) = (&a.quotas().queues, &b.quotas().queues);
+        // Queues of both versions, by index in each, with their parents' names.
+        let both: Vec<(usize, usize, Option<String>)> = (qa.iter().enumerate())
             .filter_map(|(i, q)| {
-                let name = q.name.clone();
-                let j = b.quotas().queues.iter().position(|x| x.name == name)?;
-                Some((i, j, name))
+                let j = qb.iter().position(|x| x.name == q.name)?;
+                Some((i, j, q.parent.map(|p| qa[p].name.clone())))
             })
             .collect();
-        if leaves.len() < 2 {
-            return;
-        }
         let (view_a, view_b) = (a.view(None), b.view(None));
-        let ka: Vec<Vec<f64>> = leaves.iter().map(|(i, _, _)| a.queue_order_keys(&view_a, *i)).collect();
-        let kb: Vec<Vec<f64>> = leaves.iter().map(|(_, j, _)| b.queue_order_keys(&view_b, *j)).collect();
-        for x in 0..leaves.len() {
-            for y in x + 1..leaves.len() {
+        for (k, x) in both.iter().enumerate() {
+            for y in &both[k + 1..] {
+                if x.2 != y.2 {
+                    continue;
+                }
                 tally.sample(Decision::QueueOrder, 1);
-                let cmp = |s: &Scheduler, k: &[Vec<f64>]| {
+                let cmp = |s: &Scheduler, view: &gpol_runtime::scheduler::View<'_>, i: usize, j: usize| {
+                    let (ki, kj) = (s.queue_order_keys(view, i), s.queue_order_keys(view, j));
                     let keys = &s.policy().program.queue_order;
                     if keys.is_empty() {
-                        k[x][0].total_cmp(&k[y][0])
+                        ki[0].total_cmp(&kj[0])
                     } else {
-                        gpol_runtime::scheduler::compare_keys(keys, &k[x], &k[y])
+                        gpol_runtime::scheduler::compare_keys(keys, &ki, &kj)
                     }
                 };
-                let (oa, ob) = (cmp(a, &ka), cmp(b, &kb));
+                let (oa, ob) = (cmp(a, &view_a, x.0, y.0), cmp(b, &view_b, x.1, y.1));
                 if oa == ob {
                     continue;
                 }
-                if oa == Ordering::Equal || ob == Ordering::Equal {
-                    tally.tie(Decision::QueueOrder);
-                    continue;
-                }
-                let (first, second) = if ob == Ordering::Less { (x, y) } else { (y, x) };
-                let _ = (&leaves[first].2, &leaves[second].2);
-                found.push(self.finding(Decision::QueueOrder, Direction::Changed, vec![], vec![]));
+                let (first, second) = match (oa, ob) {
+                    (_, Ordering::Less) | (Ordering::Greater, Ordering::Equal) => (x.0, y.0),
+                    _ => (y.0, x.0),
+                };
+                // A waiting job under each queue, the one NEW puts first first.
+                let under = |q: usize| {
+                    a.jobs()
+                        .with_ids()
+                        .find(|(id, j)| {
+                            matches!(a.state(*id), State::Pending(_)) && a.quotas().path(j.queue).any(|p| p == q)
+                        })
+                        .map(|(_, j)| j.name.clone())
+                };
+                let jobs = under(first).into_iter().chain(under(second)).collect();
+                found.push(self.finding(Decision::QueueOrder, Direction::Changed, jobs, vec![]));
             }
         }
     }

@@ -152,7 +152,8 @@ pub struct DecisionReport {
     pub samples: u64,
     /// Of those, how many differed (shown or not).
     pub differed: u64,
-    /// Decisions that differed only in how a tie was broken (never a change).
+    /// Differences whose every schedule moved with how ties were broken under both
+    /// versions (the noise baseline): never reported as changes.
     pub ties: u64,
     pub counterexamples: Vec<Counterexample>,
 }

@@ -58,8 +58,9 @@ impl<'a> Shrinker<'a> {
 
     /// Both outcomes of a world (OLD's as played, NEW's) and the noise, if they differ
     /// beyond the noise: the noise baseline. Each version plays the world again with its
-    /// nodes and each batch's jobs in reverse order; what moves then (jobs, evictions,
-    /// cards) depends on how a tie is broken, and a difference there is not a change.
+    /// nodes and each batch's jobs in reverse order; what moves then under both (jobs,
+    /// evictions, cards) depends on how ties are broken, and a difference confined to it
+    /// is not a change.
     fn differs(&mut self, w: &World) -> Option<(Outcome, Outcome, BTreeSet<String>)> {
         self.plays += 1;
         let old = Outcome::after_cycle(w.play(&self.fresh.0, self.levels).ok()?);
@@ -71,7 +72,10 @@ impl<'a> Shrinker<'a> {
         let shuffled = reversed(w);
         let again = |fresh: &gpol_runtime::Scheduler| shuffled.play(fresh, self.levels).ok().map(Outcome::after_cycle);
         let (old_again, new_again) = (again(&self.fresh.0)?, again(&self.fresh.1)?);
-        let noise: BTreeSet<String> = old.differing(&old_again).union(&new.differing(&new_again)).cloned().collect();
+        // Noise is what moves under both versions: a change from a preference to a tie (or
+        // back) moves under one only, and is a change.
+        let noise: BTreeSet<String> =
+            old.differing(&old_again).intersection(&new.differing(&new_again)).cloned().collect();
         if differing.is_subset(&noise) {
             self.ties += 1;
             return None;
@@ -169,7 +173,9 @@ fn focus_candidates(world: &World, f: &Finding) -> Vec<World> {
     if let (crate::report::Decision::VictimEligibility, [claimant, victim]) = (f.decision, f.jobs.as_slice()) {
         out.extend(one_on_one(world, claimant, victim));
     }
-    if let (crate::report::Decision::JobOrder, [first, second]) = (f.decision, f.jobs.as_slice()) {
+    if let (crate::report::Decision::JobOrder | crate::report::Decision::QueueOrder, [first, second]) =
+        (f.decision, f.jobs.as_slice())
+    {
         out.extend(head_to_head(world, first, second));
     }
     let jobs_only = keep_jobs(world, &f.jobs);
