@@ -8,6 +8,7 @@
 
 pub mod canon;
 pub mod generate;
+pub mod grid;
 pub mod outcome;
 pub mod probe;
 pub mod proof;
@@ -124,12 +125,26 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     let changed = |d: Decision| changed_rules(d, &on, &nn);
     let probe = Probe { old, new, levels: &vocab.levels, renames: &renames, proved: &proved, changed: &changed };
     let mut search = Search::default();
+    let mut grid_samples: Option<(String, Tally)> = None;
     let all_proved = proved.len() == Decision::ALL.len();
     if !all_proved {
         // First the cases made from points where the decision regions differ.
         let prefix = generate::name_prefix(&vocab);
         let made: Vec<World> = region_points.iter().map(|(_, p)| realize::world(p, &vocab, &prefix)).collect();
         search.merge(play(&probe, made));
+        // The exhaustive small domain.
+        if let Some(g) = grid::grid(&vocab, &prefix) {
+            let mut tally = Tally::default();
+            let fresh = probe.fresh();
+            if let Ok(findings) = probe.grid(&g.world, &fresh, &mut tally) {
+                grid_samples = Some((g.domain.clone(), tally.clone()));
+                let mut part = Search { tally, cases: 1, ..Search::default() };
+                for f in findings {
+                    part.record(f, &g.world);
+                }
+                search.merge(part);
+            }
+        }
         // Then drawn ones, in chunks with seeds of their own: the same cases and the same
         // findings in the same order however many threads play them.
         let chunk = |k: u64, n: u64| {
@@ -237,6 +252,13 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
             } else if count > 0 && attempts > 0 && ties_only == attempts {
                 // Every difference tried came from a broken tie: the noise baseline.
                 Verdict::Sampled { samples: tally.samples_of(d) }
+            } else if let Some((domain, t)) = grid_samples.as_ref().filter(|(_, t)| {
+                count == 0
+                    && GRID_KINDS.contains(&d)
+                    && t.samples_of(d) > 0
+                    && !region_points.iter().any(|(x, _)| *x == d)
+            }) {
+                Verdict::UpToBound { domain: domain.clone(), cases: t.samples_of(d) }
             } else if count > 0 || region_points.iter().any(|(x, _)| *x == d) {
                 // A difference seen in a decision, or at a point of the decision regions,
                 // that no schedule showed.
@@ -279,6 +301,9 @@ pub fn add_replay(
     report.replay.push(replay::replay(old, new, &renames, cluster, workload, mode, report.seed)?);
     Ok(())
 }
+
+/// The decisions a grid covers exhaustively.
+const GRID_KINDS: [Decision; 4] = [Decision::Admission, Decision::Feasibility, Decision::Ranking, Decision::JobOrder];
 
 /// Cases played per chunk of the search.
 const CHUNK: u64 = 50;

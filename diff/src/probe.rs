@@ -95,7 +95,7 @@ impl Probe<'_> {
         let mut found = Vec::new();
         let (before_a, before_b) = (Outcome::read(&a).renamed(self.renames), Outcome::read(&b));
         if before_a.jobs == before_b.jobs {
-            self.decisions(&mut a, &mut b, tally, &mut found);
+            self.decisions(&mut a, &mut b, tally, &mut found, true);
         }
         let (old, new) = (Outcome::after_cycle(a), Outcome::after_cycle(b));
         let renamed = old.renamed(self.renames);
@@ -103,6 +103,17 @@ impl Probe<'_> {
             found.push(self.put_down(&renamed, &new, tally));
         }
         Ok((found, old, new))
+    }
+
+    /// The per-job, per-node and per-pair decisions of a grid case
+    /// ([`crate::grid`]): admission, quota, filters, node pairs and job order — not the
+    /// victim search or the cycle, which the grid does not cover exhaustively.
+    pub fn grid(&self, w: &World, fresh: &(Scheduler, Scheduler), tally: &mut Tally) -> Result<Vec<Finding>, Invalid> {
+        let mut a = w.play(&fresh.0, self.levels)?;
+        let mut b = w.play(&fresh.1, self.levels)?;
+        let mut found = Vec::new();
+        self.decisions(&mut a, &mut b, tally, &mut found, false);
+        Ok(found)
     }
 
     fn want(&self, d: Decision) -> bool {
@@ -114,8 +125,9 @@ impl Probe<'_> {
         Finding { decision: d, direction: dir, jobs, nodes, old_rules, new_rules }
     }
 
-    /// Every per-job, per-node and per-pair decision of the pending jobs.
-    fn decisions(&self, a: &mut Scheduler, b: &mut Scheduler, tally: &mut Tally, found: &mut Vec<Finding>) {
+    /// Every per-job, per-node and per-pair decision of the pending jobs; with `full`,
+    /// the victim search and queue order too.
+    fn decisions(&self, a: &mut Scheduler, b: &mut Scheduler, tally: &mut Tally, found: &mut Vec<Finding>, full: bool) {
         let pending: Vec<JobId> =
             a.jobs().with_ids().filter(|(id, _)| matches!(a.state(*id), State::Pending(_))).map(|(id, _)| id).collect();
         for &id in &pending {
@@ -192,14 +204,14 @@ impl Probe<'_> {
                     found.push(self.finding(Decision::Gang, Direction::Changed, vec![name.clone()], names(b, pb)));
                 }
             }
-            if self.want(Decision::VictimEligibility) || self.want(Decision::VictimSet) {
+            if full && (self.want(Decision::VictimEligibility) || self.want(Decision::VictimSet)) {
                 self.victims(a, b, id, &name, tally, found);
             }
         }
         if self.want(Decision::JobOrder) {
             self.job_order(a, b, &pending, tally, found);
         }
-        if self.want(Decision::QueueOrder) {
+        if full && self.want(Decision::QueueOrder) {
             self.queue_order(a, b, tally, found);
         }
     }

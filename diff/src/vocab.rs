@@ -41,6 +41,8 @@ pub struct Vocab {
     pub victims: bool,
     /// Every name a case must not use for its jobs and nodes (queues, E0011).
     pub reserved: BTreeSet<String>,
+    /// Every field either policy reads (`job.bursty`, `node.labels`, `queue.allocated.gpu`).
+    pub read: BTreeSet<String>,
 }
 
 impl Vocab {
@@ -94,6 +96,12 @@ impl Vocab {
         // Literals that name models are the ones rules compare models with; any may be.
         models.extend(strings.iter().filter(|s| looks_like_model(s)).cloned());
         let values = cuts.into_iter().map(|(field, cuts)| (field, points(&cuts))).collect();
+        let mut read = BTreeSet::new();
+        for (_, program) in both {
+            for (_, _, body) in program.bodies() {
+                fields(&body.node, &mut read);
+            }
+        }
         let reads = |pred: &dyn Fn(&Node) -> bool| {
             both.iter().any(|(_, p)| p.bodies().iter().any(|(_, _, b)| b.node.any(pred)))
         };
@@ -128,6 +136,7 @@ impl Vocab {
             gangs,
             victims: both.iter().any(|(_, p)| !p.victims.is_empty()),
             reserved,
+            read,
         }
     }
 
@@ -270,7 +279,7 @@ fn constant(node: &Node) -> Option<f64> {
     }
 }
 
-/// Every field an expression reads.
+/// Every field an expression reads (labels as `job.labels`).
 fn fields(node: &Node, out: &mut BTreeSet<String>) {
     if let Some(f) = field_path(node) {
         out.insert(f);
