@@ -55,10 +55,33 @@ fn named(names: &Names<'_>) -> Vec<Named> {
     out
 }
 
+/// The policy's own functions (not its libraries') renamed: a function's body refers to
+/// its parameters by position and spans compare equal, so a renamed function's checked
+/// form is unchanged.
+fn function_renames(old: &Names<'_>, new: &Names<'_>) -> Vec<Rename> {
+    fn own<'p>(n: &Names<'p>) -> Vec<&'p gpol_compiler::hir::Function> {
+        n.policy.functions.iter().filter(|f| !f.name.contains('.')).collect()
+    }
+    let (a, b) = (own(old), own(new));
+    let gone: Vec<_> = a.iter().filter(|f| !b.iter().any(|g| g.name == f.name)).collect();
+    let mut added: Vec<_> = b.iter().filter(|g| !a.iter().any(|f| f.name == g.name)).collect();
+    let mut out = Vec::new();
+    for f in gone {
+        let same = |g: &&&gpol_compiler::hir::Function| {
+            g.ret == f.ret && g.body == f.body && g.params.iter().map(|p| &p.1).eq(f.params.iter().map(|p| &p.1))
+        };
+        if let Some(at) = added.iter().position(|g| same(g)) {
+            let g = added.remove(at);
+            out.push(Rename { kind: "fn".into(), old: f.name.clone(), new: g.name.clone() });
+        }
+    }
+    out
+}
+
 impl Renames {
     /// The renames between two versions.
-    pub fn of(old: &Names<'_>, new: &Names<'_>) -> Renames {
-        let (old, new) = (named(old), named(new));
+    pub fn of(old_names: &Names<'_>, new_names: &Names<'_>) -> Renames {
+        let (old, new) = (named(old_names), named(new_names));
         let has = |rules: &[Named], r: &Named| rules.iter().any(|x| x.kind == r.kind && x.name == r.name);
         let gone: Vec<&Named> = old.iter().filter(|r| !has(&new, r)).collect();
         let mut added: Vec<&Named> = new.iter().filter(|r| !has(&old, r)).collect();
@@ -70,6 +93,7 @@ impl Renames {
                 list.push(Rename { kind: o.kind.clone(), old: o.name.clone(), new: n.name.clone() });
             }
         }
+        list.extend(function_renames(old_names, new_names));
         Renames { list }
     }
 

@@ -221,3 +221,14 @@ fn a_replayed_trace_shows_where_a_quota_change_first_bites() {
     assert!(same.replay[0].queues.iter().all(|q| q.mean_gpus.old == q.mean_gpus.new));
     assert_eq!(same.exit_code(), gpol_diff::report::SAME);
 }
+
+#[test]
+fn a_renamed_function_is_reported_as_a_rename() {
+    let old = example("pack_spread.gpol");
+    let new = old.replace("is_serving", "serves");
+    let r = run(&old, &new, 1, 50);
+    assert_eq!(r.exit_code(), gpol_diff::report::SAME);
+    let fns: Vec<(&str, &str)> =
+        r.renames.iter().filter(|x| x.kind == "fn").map(|x| (x.old.as_str(), x.new.as_str())).collect();
+    assert_eq!(fns, [("is_serving", "serves")]);
+}
