@@ -81,3 +81,9 @@ pub const MAX_INPUT_BYTES: u64 = 2 << 30;
 /// Bytes of one cluster file. JSON node lists are parsed whole, at about twenty times
 /// their size in memory; 100,000 kubectl nodes take about 40 MiB.
 pub const MAX_CLUSTER_BYTES: u64 = 64 << 20;
+
+/// Cases one `gpolc diff` plays at most (`--budget`): about three hours on two cores.
+pub const MAX_DIFF_CASES: u64 = 50_000_000;
+
+/// Seconds one `gpolc diff` searches at most (`--budget 30s`): a day.
+pub const MAX_DIFF_SECONDS: u64 = 86_400;

@@ -26,22 +26,35 @@ enum Binding {
     Var(usize),
 }
 
-/// The canonical form of an expression, or `None` when it would be unreasonably large.
-pub fn form(node: &Node, names: &Names<'_>) -> Option<String> {
-    let mut env = Vec::new();
-    let f = write(node, names, &mut env);
-    (f.len() <= MAX_FORM).then_some(f)
+/// The bindings in scope, and how many bytes substituting them has copied so far: the
+/// only way a form can grow faster than the IR it comes from, so bounding it bounds all.
+struct Env {
+    bindings: Vec<(Local, Binding)>,
+    copied: usize,
 }
 
-fn write(node: &Node, n: &Names<'_>, env: &mut Vec<(Local, Binding)>) -> String {
-    let sub = |x: &Node, env: &mut Vec<(Local, Binding)>| write(x, n, env);
+/// The canonical form of an expression, or `None` when it would be unreasonably large.
+pub fn form(node: &Node, names: &Names<'_>) -> Option<String> {
+    let mut env = Env { bindings: Vec::new(), copied: 0 };
+    let f = write(node, names, &mut env);
+    (f.len() <= MAX_FORM && env.copied <= MAX_FORM).then_some(f)
+}
+
+fn write(node: &Node, n: &Names<'_>, env: &mut Env) -> String {
+    let sub = |x: &Node, env: &mut Env| write(x, n, env);
     match &node.kind {
         Kind::Num(x) => format!("{x:?}"),
         Kind::Bool(b) => b.to_string(),
         Kind::Str(i) => format!("{:?}", n.program.literals.get(*i as usize).map_or("?", String::as_str)),
         Kind::Enum(e) => format!("enum{e}"),
-        Kind::Local(l) => match env.iter().rev().find(|(x, _)| x == l).map(|(_, b)| b) {
-            Some(Binding::Inline(s)) => s.clone(),
+        Kind::Local(l) => match env.bindings.iter().rev().find(|(x, _)| x == l).map(|(_, b)| b) {
+            Some(Binding::Inline(s)) => {
+                env.copied += s.len();
+                if env.copied > MAX_FORM {
+                    return String::new();
+                }
+                s.clone()
+            }
             Some(Binding::Var(d)) => format!("v{d}"),
             None => format!("free{l}"),
         },
@@ -83,17 +96,17 @@ fn write(node: &Node, n: &Names<'_>, env: &mut Vec<(Local, Binding)>) -> String 
         Kind::If(c, a, b) => format!("(if {} {} {})", sub(c, env), sub(a, env), sub(b, env)),
         Kind::Let(l, value, body) => {
             let v = sub(value, env);
-            env.push((*l, Binding::Inline(v)));
+            env.bindings.push((*l, Binding::Inline(v)));
             let out = sub(body, env);
-            env.pop();
+            env.bindings.pop();
             out
         }
         Kind::Loop { kind, var, list, body } => {
             let list = sub(list, env);
-            let depth = env.iter().filter(|(_, b)| matches!(b, Binding::Var(_))).count();
-            env.push((*var, Binding::Var(depth)));
+            let depth = env.bindings.iter().filter(|(_, b)| matches!(b, Binding::Var(_))).count();
+            env.bindings.push((*var, Binding::Var(depth)));
             let body = sub(body, env);
-            env.pop();
+            env.bindings.pop();
             format!("({kind:?} v{depth} {list} {body})")
         }
         Kind::Call(b, args) => {
@@ -184,6 +197,19 @@ mod tests {
         for (a, b) in same {
             assert_eq!(admit_form(a), admit_form(b), "{a} / {b}");
         }
+    }
+
+    #[test]
+    fn lets_that_double_at_every_level_give_up_rather_than_grow() {
+        let mut body = String::from("let a0 = job.priority; ");
+        for i in 1..40 {
+            body.push_str(&format!("let a{i} = a{} + a{}; ", i - 1, i - 1));
+        }
+        body.push_str("a39 > 1");
+        let text = format!("policy p\nadmit a {{ {body} }}\n");
+        let p = gpol_compiler::load::compile_text("t.gpol", &text, EngineKind::Interp).expect("compiles");
+        let names = Names { policy: &p.policy, program: &p.program };
+        assert_eq!(form(&p.program.admit[0].body.node, &names), None);
     }
 
     #[test]

@@ -48,24 +48,26 @@ impl std::str::FromStr for Budget {
 
     /// `5000` (cases) or `10s`, `2m` (time).
     fn from_str(s: &str) -> Result<Budget, String> {
-        let bad = || format!("`{s}` is not a budget: give a number of cases (`5000`) or a time (`10s`, `2m`)");
-        if let Some(secs) = s.strip_suffix('s') {
-            return secs
-                .parse::<f64>()
-                .ok()
-                .filter(|x| *x > 0.0 && *x < 1e6)
-                .map(|x| Budget::Time(Duration::from_secs_f64(x)))
-                .ok_or_else(bad);
+        use gpol_compiler::limits::{MAX_DIFF_CASES, MAX_DIFF_SECONDS};
+        let bad = || {
+            format!(
+                "`{s}` is not a budget: give a number of cases (`5000`, at most {MAX_DIFF_CASES}) or a time (`10s`, `2m`, at most 24h)"
+            )
+        };
+        let time = |secs: f64| {
+            (secs > 0.0 && secs <= MAX_DIFF_SECONDS as f64).then(|| Budget::Time(Duration::from_secs_f64(secs)))
+        };
+        let scaled = |num: &str, unit: f64| num.parse::<f64>().ok().and_then(|x| time(x * unit)).ok_or_else(bad);
+        if let Some(n) = s.strip_suffix('s') {
+            return scaled(n, 1.0);
         }
-        if let Some(mins) = s.strip_suffix('m') {
-            return mins
-                .parse::<f64>()
-                .ok()
-                .filter(|x| *x > 0.0 && *x < 1e5)
-                .map(|x| Budget::Time(Duration::from_secs_f64(x * 60.0)))
-                .ok_or_else(bad);
+        if let Some(n) = s.strip_suffix('m') {
+            return scaled(n, 60.0);
         }
-        s.parse::<u64>().ok().filter(|n| *n > 0).map(Budget::Cases).ok_or_else(bad)
+        if let Some(n) = s.strip_suffix('h') {
+            return scaled(n, 3600.0);
+        }
+        s.parse::<u64>().ok().filter(|n| (1..=MAX_DIFF_CASES).contains(n)).map(Budget::Cases).ok_or_else(bad)
     }
 }
 
@@ -566,4 +568,27 @@ fn rule_refs(side: &Side, rules: &[RuleId]) -> Vec<RuleRef> {
             RuleRef { label: side.program().rule_label(id), file: file.name.clone(), line, column }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_are_cases_or_times_within_their_limits() {
+        assert_eq!("4000".parse(), Ok(Budget::Cases(4000)));
+        assert_eq!("10s".parse(), Ok(Budget::Time(Duration::from_secs(10))));
+        assert_eq!("2m".parse(), Ok(Budget::Time(Duration::from_secs(120))));
+        assert_eq!("1h".parse(), Ok(Budget::Time(Duration::from_secs(3600))));
+        for bad in ["0", "-5", "soon", "25h", "0s", "NaNs", "50000001", ""] {
+            assert!(bad.parse::<Budget>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn chunks_have_seeds_of_their_own() {
+        let seeds: std::collections::BTreeSet<u64> = (0..1000).map(|k| chunk_seed(1, k)).collect();
+        assert_eq!(seeds.len(), 1000);
+        assert_ne!(chunk_seed(1, 0), chunk_seed(2, 0));
+    }
 }

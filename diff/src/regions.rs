@@ -74,8 +74,10 @@ pub struct Rules<'a> {
 /// rule answers (in its order) to what is observed, with old names already renamed.
 pub fn compare(old: &Rules<'_>, new: &Rules<'_>, decision: Observe<'_>) -> Regions {
     let mut vars: BTreeMap<String, Var> = BTreeMap::new();
-    let inlined = |r: &Rules<'_>| -> Vec<Node> { r.rules.iter().map(|(_, _, n)| inline(n, &mut Vec::new())).collect() };
-    let (old_bodies, new_bodies) = (inlined(old), inlined(new));
+    let inlined = |r: &Rules<'_>| -> Option<Vec<Node>> {
+        r.rules.iter().map(|(_, _, n)| inline(n, &mut Vec::new(), &mut { MAX_INLINED })).collect()
+    };
+    let (Some(old_bodies), Some(new_bodies)) = (inlined(old), inlined(new)) else { return Regions::NotApplicable };
     for (bodies, r) in [(&old_bodies, old), (&new_bodies, new)] {
         for b in bodies {
             if !shape(b, r.names, &mut vars) {
@@ -126,32 +128,47 @@ pub fn compare(old: &Rules<'_>, new: &Rules<'_>, decision: Observe<'_>) -> Regio
     Regions::Equal { points, fields: vars.into_keys().collect() }
 }
 
-/// The expression with every `let` substituted.
-fn inline(n: &Node, env: &mut Vec<(Local, Node)>) -> Node {
+/// Nodes substituting `let`s may copy, in all (a bound on what doubling lets can build).
+const MAX_INLINED: usize = 1 << 16;
+
+/// The expression with every `let` substituted (`None` past `budget` nodes copied).
+fn inline(n: &Node, env: &mut Vec<(Local, Node)>, budget: &mut usize) -> Option<Node> {
+    let mut go = |x: &Node, env: &mut Vec<(Local, Node)>| inline(x, env, budget).map(Box::new);
     let kind = match &n.kind {
         Kind::Local(l) => {
             if let Some((_, v)) = env.iter().rev().find(|(x, _)| x == l) {
-                return v.clone();
+                *budget = budget.checked_sub(size(v))?;
+                return Some(v.clone());
             }
             n.kind.clone()
         }
         Kind::Let(l, value, body) => {
-            let v = inline(value, env);
+            let v = *go(value, env)?;
             env.push((*l, v));
-            let out = inline(body, env);
+            let out = go(body, env);
             env.pop();
-            return out;
+            return out.map(|b| *b);
         }
-        Kind::Not(x) => Kind::Not(Box::new(inline(x, env))),
-        Kind::Neg(x) => Kind::Neg(Box::new(inline(x, env))),
-        Kind::IsSome(x) => Kind::IsSome(Box::new(inline(x, env))),
-        Kind::Unwrap(x) => Kind::Unwrap(Box::new(inline(x, env))),
-        Kind::Bin(op, a, b) => Kind::Bin(*op, Box::new(inline(a, env)), Box::new(inline(b, env))),
-        Kind::If(c, a, b) => Kind::If(Box::new(inline(c, env)), Box::new(inline(a, env)), Box::new(inline(b, env))),
-        Kind::Call(f, args) => Kind::Call(*f, args.iter().map(|a| inline(a, env)).collect()),
+        Kind::Not(x) => Kind::Not(go(x, env)?),
+        Kind::Neg(x) => Kind::Neg(go(x, env)?),
+        Kind::IsSome(x) => Kind::IsSome(go(x, env)?),
+        Kind::Unwrap(x) => Kind::Unwrap(go(x, env)?),
+        Kind::Bin(op, a, b) => Kind::Bin(*op, go(a, env)?, go(b, env)?),
+        Kind::If(c, a, b) => Kind::If(go(c, env)?, go(a, env)?, go(b, env)?),
+        Kind::Call(f, args) => Kind::Call(*f, args.iter().map(|a| go(a, env).map(|b| *b)).collect::<Option<_>>()?),
         other => other.clone(),
     };
-    Node { kind, ty: n.ty }
+    Some(Node { kind, ty: n.ty })
+}
+
+/// Nodes in an expression.
+fn size(n: &Node) -> usize {
+    let mut count = 1;
+    n.any_child(&mut |c| {
+        count += size(c);
+        false
+    });
+    count
 }
 
 /// A variable's name (`job.priority`, `node.labels["zone"]`, `job.queue`), if the
