@@ -358,7 +358,7 @@ fn play(probe: &Probe<'_>, worlds: Vec<World>) -> Search {
         let Ok((findings, _, _)) = probe.run(&w, &fresh, &mut tally) else { continue };
         s.tally.add(&tally);
         s.cases += 1;
-        for f in findings {
+        for f in findings.into_iter().filter(|f| !probe.proved.contains(&f.decision)) {
             s.record(f, &w);
         }
     }

@@ -99,6 +99,18 @@ impl Probe<'_> {
         }
         let (old, new) = (Outcome::after_cycle(a), Outcome::after_cycle(b));
         let renamed = old.renamed(self.renames);
+        if self.want(Decision::CardChoice) {
+            // Every job on the same nodes under both: the cards it took are a decision.
+            let same_nodes = new
+                .jobs
+                .iter()
+                .filter(|(j, o)| {
+                    matches!(o, crate::outcome::JobOutcome::Running { .. })
+                        && renamed.jobs.contains(&(j.clone(), o.clone()))
+                })
+                .count();
+            tally.sample(Decision::CardChoice, same_nodes as u64);
+        }
         if renamed != new && found.is_empty() {
             found.push(self.put_down(&renamed, &new, tally));
         }
@@ -431,7 +443,7 @@ impl Probe<'_> {
                 _ => {}
             }
         }
-        let decision = if old.evictions != new.evictions {
+        let evidence = if old.evictions != new.evictions {
             Decision::VictimSet
         } else if rejected {
             Decision::Admission
@@ -442,6 +454,21 @@ impl Probe<'_> {
         } else {
             Decision::JobOrder
         };
+        // A proved kind cannot be what differs: then the first kind not proved that can
+        // move jobs in a cycle.
+        let fallback = [
+            evidence,
+            Decision::VictimSet,
+            Decision::Ranking,
+            Decision::Gang,
+            Decision::CardChoice,
+            Decision::JobOrder,
+            Decision::QueueOrder,
+            Decision::Quota,
+            Decision::Feasibility,
+            Decision::Admission,
+        ];
+        let decision = fallback.into_iter().find(|d| self.want(*d)).unwrap_or(evidence);
         tally.sample(decision, 0);
         self.finding(decision, Direction::Changed, differing, vec![])
     }

@@ -39,6 +39,9 @@ pub struct Shrinker<'a> {
     ties: usize,
     /// Fresh schedulers of OLD and NEW to play on.
     fresh: (gpol_runtime::Scheduler, gpol_runtime::Scheduler),
+    /// Whether a difference in the cards jobs hold is enough (for card choice); else a
+    /// job or an eviction must differ.
+    cards_enough: bool,
 }
 
 /// Why no counterexample was shown.
@@ -53,7 +56,7 @@ pub enum Miss {
 impl<'a> Shrinker<'a> {
     pub fn new(old: &'a Side, new: &'a Side, levels: &'a [String], renames: &'a Renames) -> Shrinker<'a> {
         let fresh = (gpol_runtime::Scheduler::new(old.jit.clone()), gpol_runtime::Scheduler::new(new.jit.clone()));
-        Shrinker { old, new, levels, renames, plays: 0, ties: 0, fresh }
+        Shrinker { old, new, levels, renames, plays: 0, ties: 0, fresh, cards_enough: false }
     }
 
     /// Both outcomes of a world (OLD's as played, NEW's) and the noise, if they differ
@@ -80,6 +83,9 @@ impl<'a> Shrinker<'a> {
             self.ties += 1;
             return None;
         }
+        if !self.cards_enough && differing.iter().all(|d| noise.contains(d) || d.starts_with("cards ")) {
+            return None;
+        }
         Some((old, new, noise))
     }
 
@@ -88,6 +94,7 @@ impl<'a> Shrinker<'a> {
     pub fn witness(&mut self, world: &World, finding: &Finding, name: &str) -> Result<Witness, Miss> {
         self.plays = 0;
         self.ties = 0;
+        self.cards_enough = finding.decision == crate::report::Decision::CardChoice;
         let miss = |s: &Shrinker<'_>| if s.ties > 0 { Miss::Tie } else { Miss::NotShown };
         let Some(mut w) = focus_candidates(world, finding).into_iter().find(|c| self.differs(c).is_some()) else {
             return Err(miss(self));

@@ -232,3 +232,17 @@ fn a_renamed_function_is_reported_as_a_rename() {
         r.renames.iter().filter(|x| x.kind == "fn").map(|x| (x.old.as_str(), x.new.as_str())).collect();
     assert_eq!(fns, [("is_serving", "serves")]);
 }
+
+#[test]
+fn a_changed_card_score_changes_the_card_and_nothing_else() {
+    let old = example("gpu_sharing.gpol");
+    let new = edit(&old, "else 1 - card.free / 1 gpu", "else card.free / 1 gpu");
+    let r = run(&old, &new, 1, 1500);
+    assert!(verdict(&r, Decision::CardChoice).is_different(), "{:#?}", r.decisions);
+    let shown: Vec<Decision> =
+        r.decisions.iter().filter(|d| !d.counterexamples.is_empty()).map(|d| d.decision).collect();
+    assert_eq!(shown, [Decision::CardChoice]);
+    let c = &r.decisions.iter().find(|d| d.decision == Decision::CardChoice).expect("card choice").counterexamples[0];
+    assert!(c.new_expectations.iter().all(|e| e.contains("cards_list")), "{c:?}");
+    replays(&r, &old, &new);
+}
