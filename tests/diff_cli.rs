@@ -54,7 +54,11 @@ fn github_annotations_point_at_the_deciding_rule() {
         .assert()
         .code(1);
     let text = stdout(&out);
-    assert!(text.starts_with("::warning file=new.gpol,line=5,col=1,title=gpolc diff%3A admission::"), "{text}");
+    assert!(
+        text.starts_with("::notice title=gpolc diff%3A old.gpol → new.gpol::behaviour changed; 300 cases"),
+        "{text}"
+    );
+    assert!(text.contains("\n::warning file=new.gpol,line=5,col=1,title=gpolc diff%3A admission::"), "{text}");
 }
 
 #[test]
@@ -74,6 +78,9 @@ fn bad_sides_and_budgets_exit_two() {
     let out = gpolc(dir.path()).args(["diff", "old.gpol", "broken.gpol"]).assert().code(2);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("E0009"));
     gpolc(dir.path()).args(["diff", "old.gpol", "new.gpol", "--budget", "soon"]).assert().code(2);
+    gpolc(dir.path()).args(["diff", "old.gpol", "new.gpol", "--trace", "missing.csv"]).assert().code(2);
+    std::fs::write(dir.path().join("bad.csv"), "not,a\ntrace\n").expect("writable");
+    gpolc(dir.path()).args(["diff", "old.gpol", "new.gpol", "--trace", "bad.csv"]).assert().code(2);
 }
 
 fn git(dir: &Path, args: &[&str]) {
@@ -99,7 +106,7 @@ fn the_ci_job_diffs_every_changed_policy_against_a_base() {
     git(d, &["commit", "-q", "-m", "base"]);
     // Nothing changed yet.
     let out = gpolc(d).args(["diff", "--base", "main"]).assert().code(0);
-    assert!(stdout(&out).contains("no .gpol file changed"));
+    assert!(stdout(&out).contains("no changed .gpol file to compare"));
     // A changed policy, a renamed rule, and a side read from a revision.
     std::fs::write(d.join("policies/prod.gpol"), NEW).expect("writable");
     std::fs::write(d.join("policies/other.gpol"), RENAMED).expect("writable");

@@ -62,6 +62,12 @@ pub fn grid(vocab: &Vocab, prefix: &str) -> Option<Grid> {
     }
     let mut nodes: Vec<NodeSpec> = Vec::new();
     let mut running: Vec<Running> = Vec::new();
+    let fits = |axes: &[Vec<Option<String>>], other: usize, max: usize| {
+        axes.iter().try_fold(other, |acc, a| acc.checked_mul(a.len())).is_some_and(|n| n <= max)
+    };
+    if !fits(&node_labels, cards.len() * models.len() * sharing.len(), MAX_NODES * 3) {
+        return None;
+    }
     let label_sets = product(&node_labels);
     for &c in &cards {
         for used in used_fraction {
@@ -133,6 +139,11 @@ pub fn grid(vocab: &Vocab, prefix: &str) -> Option<Grid> {
     }
     for key in &vocab.job_label_keys {
         axes.push(format!("job label {key:?} {:?}", label_values(vocab)));
+    }
+    let flag_axes: Vec<Vec<Option<String>>> = flags.iter().map(|_| vec![None, None]).collect();
+    let jobs_before_labels = job_cards.len() * priorities.len() * queues.len();
+    if !fits(&[flag_axes, job_labels.clone()].concat(), jobs_before_labels, MAX_JOBS) {
+        return None;
     }
     let flag_sets: Vec<Vec<bool>> = product(&flags.iter().map(|_| vec![Some(false), Some(true)]).collect::<Vec<_>>())
         .into_iter()

@@ -110,7 +110,8 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     let mut reasons: BTreeMap<Decision, String> = BTreeMap::new();
     let mut region_points = Vec::new();
     for d in Decision::ALL {
-        let (a, b) = (proof::fingerprint(d, &on), proof::fingerprint(d, &nn));
+        let renamed = |name: &str| renames.old_to_new(name).unwrap_or(name).to_string();
+        let (a, b) = (proof::fingerprint(d, &on, &renamed), proof::fingerprint(d, &nn, &|x: &str| x.to_string()));
         if a.is_some() && a == b {
             reasons.insert(d, proof_reason(d));
         } else {
@@ -124,7 +125,10 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         }
     }
     let proved: BTreeSet<Decision> = reasons.keys().copied().collect();
-    let changed = |d: Decision| changed_rules(d, &on, &nn);
+    // The rules each decision is put down to, worked out once.
+    let changed_map: BTreeMap<Decision, (Vec<RuleId>, Vec<RuleId>)> =
+        Decision::ALL.into_iter().map(|d| (d, changed_rules(d, &on, &nn))).collect();
+    let changed = |d: Decision| changed_map.get(&d).cloned().unwrap_or_default();
     let probe = Probe { old, new, levels: &vocab.levels, renames: &renames, proved: &proved, changed: &changed };
     let mut search = Search::default();
     let mut grid_samples: Option<(String, Tally)> = None;
@@ -181,6 +185,7 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     }
     let Search { tally, cases, kept, differed, direction } = search;
     let mut shrinker = witness::Shrinker::new(old, new, &vocab.levels, &renames);
+    shrinker.blur_filters = proved.contains(&Decision::Feasibility);
     let declarations = changed_declarations(old, new);
     let deciding = |d: Decision,
                     f: &Finding,
@@ -207,7 +212,7 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         .into_iter()
         .map(|d| {
             let mut counterexamples = Vec::new();
-            let (mut ties_only, mut attempts) = (0u64, 0u64);
+            let mut ties_only = 0u64;
             let mut groups: Vec<(Vec<RuleId>, Vec<RuleId>, usize)> = Vec::new();
             for (f, w) in kept.get(&d).map_or(&[][..], Vec::as_slice) {
                 if counterexamples.len() >= SHOWN {
@@ -228,7 +233,6 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 *tries += 1;
                 let name = format!("gpolc diff: {} {}", d.title(), counterexamples.len() + 1);
                 let found = shrinker.witness(w, f, &name);
-                attempts += 1;
                 if matches!(found, Err(witness::Miss::Tie)) {
                     ties_only += 1;
                 }
@@ -251,9 +255,6 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 Verdict::Proved { reason: reasons.get(&d).cloned().unwrap_or_default() }
             } else if !counterexamples.is_empty() {
                 Verdict::Different { direction: direction.get(&d).copied().unwrap_or(Direction::Changed) }
-            } else if count > 0 && attempts > 0 && ties_only == attempts {
-                // Every difference tried came from a broken tie: the noise baseline.
-                Verdict::Sampled { samples: tally.samples_of(d) }
             } else if let Some((domain, t)) = grid_samples.as_ref().filter(|(_, t)| {
                 count == 0
                     && GRID_KINDS.contains(&d)
@@ -355,7 +356,7 @@ fn play(probe: &Probe<'_>, worlds: Vec<World>) -> Search {
     let fresh = probe.fresh();
     for w in worlds {
         let mut tally = Tally::default();
-        let Ok((findings, _, _)) = probe.run(&w, &fresh, &mut tally) else { continue };
+        let Ok(findings) = probe.run(&w, &fresh, &mut tally) else { continue };
         s.tally.add(&tally);
         s.cases += 1;
         for f in findings.into_iter().filter(|f| !probe.proved.contains(&f.decision)) {
@@ -415,8 +416,21 @@ fn by_regions(
             _ => format!("{refusing:?}"),
         }
     };
-    let result =
-        regions::compare(&regions::Rules { names: old, rules: a }, &regions::Rules { names: new, rules: b }, &observed);
+    // Fields computed from declarations mean the same in both only when those are equal.
+    let same = |f: fn(&gpol_compiler::hir::Policy) -> String| f(old.policy) == f(new.policy);
+    let (classes, tree) = (same(proof::classes), same(proof::tree));
+    let shared = move |v: &str| match v {
+        "job.priority" => classes,
+        "job.user_usage" | "job.fair_tree" => tree,
+        v if v.starts_with("job.queue.") => tree,
+        _ => true,
+    };
+    let result = regions::compare(
+        &regions::Rules { names: old, rules: a },
+        &regions::Rules { names: new, rules: b },
+        &observed,
+        &shared,
+    );
     match result {
         regions::Regions::Differ(points) => Some(Err(points)),
         regions::Regions::NotApplicable => None,

@@ -16,9 +16,11 @@ pub enum JobOutcome {
     Running {
         nodes: Vec<String>,
     },
-    /// Waiting, for this reason (a rule, `quota`, `capacity`, `order`, `gang`, `unschedulable`).
+    /// Waiting, for this reason (a rule, `quota`, `capacity`, `order`, `gang`,
+    /// `unschedulable`); `filter`: the reason is the filter that turned away most nodes.
     Pending {
         reason: Option<String>,
+        filter: bool,
     },
     /// Turned away for good by this admit rule.
     Rejected {
@@ -64,7 +66,9 @@ impl Outcome {
                     nodes.sort();
                     JobOutcome::Running { nodes }
                 }
-                State::Pending(r) => JobOutcome::Pending { reason: r.map(|r| r.name(program)) },
+                State::Pending(r) => {
+                    JobOutcome::Pending { reason: r.map(|r| r.name(program)), filter: r.is_some_and(|r| r.is_filter()) }
+                }
                 State::Rejected(r) => JobOutcome::Rejected { rule: program.rule_name(r) },
                 _ => JobOutcome::Finished,
             };
@@ -119,6 +123,19 @@ impl Outcome {
         out
     }
 
+    /// The outcome with every filter named as a reason blurred to "a filter": when both
+    /// versions have the same filters, which of two that turn away as many nodes is
+    /// named depends on their declaration order alone.
+    pub fn blur_filters(&self) -> Outcome {
+        let mut o = self.clone();
+        for (_, j) in &mut o.jobs {
+            if let JobOutcome::Pending { reason, filter: true } = j {
+                *reason = Some("a filter".into());
+            }
+        }
+        o
+    }
+
     /// This (old) outcome with its rule names as the new version calls those rules.
     pub fn renamed(&self, renames: &Renames) -> Outcome {
         let name = |r: &str| renames.old_to_new(r).unwrap_or(r).to_string();
@@ -127,7 +144,9 @@ impl Outcome {
             .iter()
             .map(|(j, o)| {
                 let o = match o {
-                    JobOutcome::Pending { reason: Some(r) } => JobOutcome::Pending { reason: Some(name(r)) },
+                    JobOutcome::Pending { reason: Some(r), filter } => {
+                        JobOutcome::Pending { reason: Some(name(r)), filter: *filter }
+                    }
                     JobOutcome::Rejected { rule } => JobOutcome::Rejected { rule: name(rule) },
                     other => other.clone(),
                 };
@@ -179,8 +198,8 @@ impl Outcome {
 fn expectation(job: &str, o: &JobOutcome) -> Option<String> {
     Some(match o {
         JobOutcome::Running { nodes } => format!("expect {job} on {}", nodes.join(", ")),
-        JobOutcome::Pending { reason: Some(r) } => format!("expect {job} pending because {r}"),
-        JobOutcome::Pending { reason: None } => format!("expect {job} pending"),
+        JobOutcome::Pending { reason: Some(r), .. } => format!("expect {job} pending because {r}"),
+        JobOutcome::Pending { reason: None, .. } => format!("expect {job} pending"),
         JobOutcome::Rejected { rule } => format!("expect {job} rejected because {rule}"),
         JobOutcome::Finished => return None,
     })

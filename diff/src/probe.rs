@@ -82,14 +82,9 @@ impl Probe<'_> {
         (Scheduler::new(self.old.jit.clone()), Scheduler::new(self.new.jit.clone()))
     }
 
-    /// Both versions' findings on one case, and the outcome of each; `fresh` from
+    /// Both versions' findings on one case; `fresh` from
     /// [`Probe::fresh`].
-    pub fn run(
-        &self,
-        w: &World,
-        fresh: &(Scheduler, Scheduler),
-        tally: &mut Tally,
-    ) -> Result<(Vec<Finding>, Outcome, Outcome), Invalid> {
+    pub fn run(&self, w: &World, fresh: &(Scheduler, Scheduler), tally: &mut Tally) -> Result<Vec<Finding>, Invalid> {
         let mut a = w.play(&fresh.0, self.levels)?;
         let mut b = w.play(&fresh.1, self.levels)?;
         let mut found = Vec::new();
@@ -98,7 +93,11 @@ impl Probe<'_> {
             self.decisions(&mut a, &mut b, tally, &mut found, true);
         }
         let (old, new) = (Outcome::after_cycle(a), Outcome::after_cycle(b));
-        let renamed = old.renamed(self.renames);
+        let (mut renamed, mut new_seen) = (old.renamed(self.renames), new.clone());
+        if self.proved.contains(&Decision::Feasibility) {
+            (renamed, new_seen) = (renamed.blur_filters(), new_seen.blur_filters());
+        }
+        let new = new_seen;
         if self.want(Decision::CardChoice) {
             // Every job on the same nodes under both: the cards it took are a decision.
             let same_nodes = new
@@ -114,7 +113,7 @@ impl Probe<'_> {
         if renamed != new && found.is_empty() {
             found.push(self.put_down(&renamed, &new, tally));
         }
-        Ok((found, old, new))
+        Ok(found)
     }
 
     /// The per-job, per-node and per-pair decisions of a grid case

@@ -10,30 +10,38 @@ use gpol_compiler::ir::{Body, Kind, Node, Rule};
 use gpol_compiler::schema::Record;
 
 /// What decides one kind, in a form that is equal exactly when the versions agree.
-pub fn fingerprint(decision: Decision, n: &Names<'_>) -> Option<String> {
+/// `rename` gives each rule's name as the new version calls it (reasons and evictions name
+/// rules, so which rule decides is part of the decision).
+pub fn fingerprint(decision: Decision, n: &Names<'_>, rename: &dyn Fn(&str) -> String) -> Option<String> {
     let p = n.program;
     let evicts = p.victims.iter().any(|v| v.kind != gpol_compiler::syntax::VictimKind::Protect);
     if matches!(decision, Decision::VictimEligibility | Decision::VictimSet) && !evicts {
         // A version with no rule that evicts never evicts.
         return Some("never evicts".into());
     }
-    let set = |rules: &[Rule], with_weight: bool| -> Option<Vec<String>> {
+    // Admit rules and filters: a set (a conjunction), each with the name reasons give it.
+    let set = |rules: &[Rule]| -> Option<Vec<String>> {
         let mut forms = rules
             .iter()
-            .map(|r| {
-                let f = canon::form(&r.body.node, n)?;
-                Some(if with_weight { format!("tier {:?} weight {:?} {f}", r.tier, r.weight) } else { f })
-            })
+            .map(|r| canon::form(&r.body.node, n).map(|f| format!("{} {f}", rename(&r.name))))
             .collect::<Option<Vec<String>>>()?;
         forms.sort();
         Some(forms)
     };
+    // Scores: a list, as the engines add them up in declaration order (a float sum in
+    // another order can differ in its last bit, and so break a tie differently).
+    let sum = |rules: &[Rule]| -> Option<Vec<String>> {
+        rules
+            .iter()
+            .map(|r| canon::form(&r.body.node, n).map(|f| format!("tier {:?} weight {:?} {f}", r.tier, r.weight)))
+            .collect()
+    };
     let keys = |keys: &[gpol_compiler::ir::OrderKey]| -> Option<Vec<String>> {
         keys.iter().map(|k| canon::form(&k.body.node, n).map(|f| format!("{:?} {f}", k.dir))).collect()
     };
+    // Eviction rules: a list (the first that allows names the eviction), with names.
     let victims = |with_cost: bool| -> Option<Vec<String>> {
-        let mut forms = p
-            .victims
+        p.victims
             .iter()
             .map(|v| {
                 let when = canon::form(&v.when.node, n)?;
@@ -41,11 +49,9 @@ pub fn fingerprint(decision: Decision, n: &Names<'_>) -> Option<String> {
                     (Some(c), true) => Some(canon::form(&c.node, n)?),
                     _ => None,
                 };
-                Some(format!("{:?} {when} cost {cost:?}", v.kind))
+                Some(format!("{:?} {} {when} cost {cost:?}", v.kind, rename(&v.name)))
             })
-            .collect::<Option<Vec<String>>>()?;
-        forms.sort();
-        Some(forms)
+            .collect()
     };
     let gang = || -> Option<Vec<String>> {
         p.gang
@@ -71,32 +77,38 @@ pub fn fingerprint(decision: Decision, n: &Names<'_>) -> Option<String> {
             // The first refusing rule decides whether a refusal is for good: with rules of
             // both kinds, their order matters.
             let mixed = p.admit.iter().any(|r| r.is_static) && p.admit.iter().any(|r| !r.is_static);
-            let mut forms = set(&p.admit, false)?;
+            let mut forms = set(&p.admit)?;
             if mixed {
                 forms = p
                     .admit
                     .iter()
-                    .map(|r| canon::form(&r.body.node, n).map(|f| format!("static {} {f}", r.is_static)))
+                    .map(|r| {
+                        canon::form(&r.body.node, n).map(|f| format!("static {} {} {f}", r.is_static, rename(&r.name)))
+                    })
                     .collect::<Option<Vec<String>>>()?;
             }
             push("admit", Some(forms))?;
             bodies.extend(p.admit.iter().map(|r| &r.body));
         }
         Decision::Feasibility => {
-            push("filter", set(&p.filters, false))?;
+            push("filter", set(&p.filters))?;
             bodies.extend(p.filters.iter().map(|r| &r.body));
         }
         Decision::Ranking => {
-            push("score", set(&p.scores, true))?;
+            push("score", sum(&p.scores))?;
             bodies.extend(p.scores.iter().map(|r| &r.body));
         }
         Decision::CardChoice => {
-            push("card_score", set(&p.card_scores, true))?;
+            push("card_score", sum(&p.card_scores))?;
             bodies.extend(p.card_scores.iter().map(|r| &r.body));
         }
         Decision::QueueOrder => {
+            // A queue's `head_*` fields are its next job's: job order and classes decide it.
             push("queue_order", keys(&p.queue_order))?;
+            push("job_order", keys(&p.job_order))?;
+            bodies.extend(p.queue_order.iter().chain(&p.job_order).map(|k| &k.body));
             parts.push(tree(n.policy));
+            parts.push(classes(n.policy));
         }
         Decision::JobOrder => {
             push("job_order", keys(&p.job_order))?;
@@ -104,22 +116,27 @@ pub fn fingerprint(decision: Decision, n: &Names<'_>) -> Option<String> {
             parts.push(classes(n.policy));
         }
         Decision::Gang => {
+            // The quota decides how many replicas an elastic gang takes, and per-model quotas where.
             push("gang", gang())?;
-            push("filter", set(&p.filters, false))?;
-            push("score", set(&p.scores, true))?;
+            push("filter", set(&p.filters))?;
+            push("score", sum(&p.scores))?;
+            parts.push(tree(n.policy));
             bodies.extend(p.gang.iter().filter_map(|g| g.when.as_ref()));
             bodies.extend(p.filters.iter().chain(&p.scores).map(|r| &r.body));
         }
         Decision::Quota => parts.push(tree(n.policy)),
         Decision::VictimEligibility => {
+            // Guarantees and borrowing decide which running jobs are within guarantee.
             push("victims", victims(false))?;
             bodies.extend(p.victims.iter().map(|v| &v.when));
+            parts.push(tree(n.policy));
+            parts.push(classes(n.policy));
         }
         Decision::VictimSet => {
             push("victims", victims(true))?;
             push("victim_order", keys(&p.victim_order))?;
-            push("filter", set(&p.filters, false))?;
-            push("score", set(&p.scores, true))?;
+            push("filter", set(&p.filters))?;
+            push("score", sum(&p.scores))?;
             push("gang", gang())?;
             parts.push(tree(n.policy));
             parts.push(classes(n.policy));
@@ -142,7 +159,7 @@ pub fn fingerprint(decision: Decision, n: &Names<'_>) -> Option<String> {
 }
 
 /// The quota tree, its attributes and the settings that drive accounting, by name.
-fn tree(p: &hir::Policy) -> String {
+pub fn tree(p: &hir::Policy) -> String {
     let mut out = String::from("tree:");
     for (i, q) in p.queues.iter().enumerate() {
         let parent = q.parent.and_then(|x| p.queues.get(x)).map(|x| x.name.as_str());
@@ -168,7 +185,7 @@ fn tree(p: &hir::Policy) -> String {
     out
 }
 
-fn classes(p: &hir::Policy) -> String {
+pub fn classes(p: &hir::Policy) -> String {
     let mut c = p.priority_classes.clone();
     c.sort_by(|a, b| a.0.cmp(&b.0));
     format!("classes: {c:?}")

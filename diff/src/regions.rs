@@ -72,7 +72,7 @@ pub struct Rules<'a> {
 
 /// Compares two versions' rule sets by regions. `decision` maps each version's list of
 /// rule answers (in its order) to what is observed, with old names already renamed.
-pub fn compare(old: &Rules<'_>, new: &Rules<'_>, decision: Observe<'_>) -> Regions {
+pub fn compare(old: &Rules<'_>, new: &Rules<'_>, decision: Observe<'_>, shared: &dyn Fn(&str) -> bool) -> Regions {
     let mut vars: BTreeMap<String, Var> = BTreeMap::new();
     let inlined = |r: &Rules<'_>| -> Option<Vec<Node>> {
         r.rules.iter().map(|(_, _, n)| inline(n, &mut Vec::new(), &mut { MAX_INLINED })).collect()
@@ -84,6 +84,11 @@ pub fn compare(old: &Rules<'_>, new: &Rules<'_>, decision: Observe<'_>) -> Regio
                 return Regions::NotApplicable;
             }
         }
+    }
+    // A field both versions compute from their own declarations (a priority from its
+    // class, usage from the quota tree's settings) is not one variable of both.
+    if vars.keys().any(|v| !shared(v)) {
+        return Regions::NotApplicable;
     }
     let axes: Vec<(String, Vec<V>)> = vars.iter().map(|(k, v)| (k.clone(), values(v))).collect();
     let points = axes.iter().try_fold(1u64, |acc, (_, v)| acc.checked_mul(v.len() as u64).filter(|n| *n <= MAX_POINTS));
@@ -303,7 +308,8 @@ fn shape(n: &Node, names: &Names<'_>, vars: &mut BTreeMap<String, Var>) -> bool 
             };
             match lin {
                 Some((v, k, m)) if k != 0.0 && k.is_finite() => {
-                    let var = vars.get(&v).cloned().unwrap_or(Var::Num { optional: false, cuts: Vec::new() });
+                    let optional = matches!(vars.get(&v), Some(Var::Num { optional: true, .. }));
+                    let var = Var::Num { optional, cuts: Vec::new() };
                     note(vars, v, var, Some((c - m) / k), None)
                 }
                 _ => false,
@@ -398,7 +404,12 @@ fn eval(n: &Node, point: &BTreeMap<&str, &V>, names: &Names<'_>) -> Option<V> {
                 _ => return None,
             }
         }
-        Kind::IsSome(x) => V::Bool(!matches!(eval(x, point, names)?, V::None)),
+        // An absent label is the empty string: `has` is false for it, as in the engines.
+        Kind::IsSome(x) => V::Bool(match eval(x, point, names)? {
+            V::None => false,
+            V::Str(s) => !s.is_empty(),
+            _ => true,
+        }),
         Kind::Unwrap(x) => match eval(x, point, names)? {
             V::None => V::Num(0.0),
             v => v,

@@ -103,8 +103,8 @@ impl Renames {
         Renames { list: list.collect() }
     }
 
-    /// The new name of an old rule that was renamed.
+    /// The new name of an old rule that was renamed (functions are another namespace).
     pub fn old_to_new(&self, old: &str) -> Option<&str> {
-        self.list.iter().find(|r| r.old == old).map(|r| r.new.as_str())
+        self.list.iter().find(|r| r.old == old && r.kind != "fn").map(|r| r.new.as_str())
     }
 }

@@ -7,12 +7,7 @@ use std::fmt::Write;
 /// The report for people.
 pub fn human(r: &Report) -> String {
     let mut t = String::new();
-    let status = match r.exit_code() {
-        crate::report::CHANGED => "behaviour changed",
-        crate::report::INCONCLUSIVE => "inconclusive",
-        _ => "no behaviour change found",
-    };
-    let _ = writeln!(t, "gpolc diff {} → {}: {status}", r.old, r.new);
+    let _ = writeln!(t, "gpolc diff {} → {}: {}", r.old, r.new, status(r));
     let _ = writeln!(t, "searched {} cases ({} (job, node) pairs), seed {}\n", r.cases, r.pairs, r.seed);
     for d in &r.decisions {
         let _ = writeln!(t, "  {:<22} {}", d.decision.title(), verdict(d));
@@ -76,11 +71,20 @@ pub fn human(r: &Report) -> String {
     t
 }
 
+/// The verdict on the whole diff.
+fn status(r: &Report) -> &'static str {
+    match r.exit_code() {
+        crate::report::CHANGED => "behaviour changed",
+        crate::report::INCONCLUSIVE => "inconclusive",
+        _ => "no behaviour change found",
+    }
+}
+
 /// One line: the verdict and its strength.
 fn verdict(d: &DecisionReport) -> String {
     let ties = match d.ties {
         0 => String::new(),
-        n => format!("; {n} only broke a tie differently (not a change)"),
+        n => format!("; {n} more moved only with tie-breaking under both versions (not a change)"),
     };
     match &d.verdict {
         Verdict::Proved { .. } => "equivalent, proved".into(),
@@ -95,7 +99,11 @@ fn verdict(d: &DecisionReport) -> String {
             )
         }
         Verdict::Inconclusive { unconfirmed } => {
-            format!("inconclusive: {unconfirmed} decisions differed, but no schedule showing it was confirmed")
+            let why = match d.ties {
+                0 => String::new(),
+                n => format!(" ({n} schedules showed it only together with tie-breaking under both versions)"),
+            };
+            format!("inconclusive: {unconfirmed} decisions differed, but no schedule showing it was confirmed{why}")
         }
     }
 }
@@ -126,6 +134,12 @@ pub fn json(r: &Report) -> String {
 /// notice for an inconclusive decision.
 pub fn github(r: &Report) -> String {
     let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "::notice title={}::{}",
+        escape_property(&format!("gpolc diff: {} → {}", r.old, r.new)),
+        escape_data(&format!("{}; {} cases ({} (job, node) pairs), seed {}", status(r), r.cases, r.pairs, r.seed))
+    );
     for d in &r.decisions {
         for c in &d.counterexamples {
             let at = c.new_rules.first().or(c.old_rules.first());

@@ -43,8 +43,15 @@ impl std::error::Error for SideError {}
 
 impl Side {
     /// Loads `spec`: an existing file, else `REV:PATH` read with `git show` from the
-    /// repository of the current directory.
+    /// repository of the current directory (`PATH` from the repository's top, or from the
+    /// current directory when it starts with `./`).
     pub fn load(spec: &str) -> Result<Side, SideError> {
+        Side::load_as(spec, spec)
+    }
+
+    /// [`Side::load`], called `label` in reports (a file found from elsewhere, named as
+    /// the repository names it).
+    pub fn load_as(spec: &str, label: &str) -> Result<Side, SideError> {
         let path = Path::new(spec);
         let text = match spec.split_once(':') {
             Some((rev, file)) if !path.exists() && !rev.is_empty() && !file.is_empty() => git_show(rev, file)?,
@@ -58,7 +65,7 @@ impl Side {
                 })?
             }
         };
-        Side::from_text(spec, &text)
+        Side::from_text(label, &text)
     }
 
     /// A side from text; `label` is what reports and diagnostics call it.
@@ -88,7 +95,7 @@ impl Side {
 /// The text of `file` at revision `rev`, from git.
 fn git_show(rev: &str, file: &str) -> Result<String, SideError> {
     let out = Command::new("git")
-        .args(["show", "--no-textconv", &format!("{rev}:{file}")])
+        .args(["show", "--no-textconv", "--end-of-options", &format!("{rev}:{file}")])
         .output()
         .map_err(|e| SideError::Read(format!("{rev}:{file}: cannot run git: {e}")))?;
     if !out.status.success() {

@@ -42,6 +42,11 @@ pub struct Shrinker<'a> {
     /// Whether a difference in the cards jobs hold is enough (for card choice); else a
     /// job or an eviction must differ.
     cards_enough: bool,
+    /// Whether filters named as reasons are blurred (both versions have the same filters).
+    pub blur_filters: bool,
+    /// The jobs the decision concerns: one of them (or its eviction) must be among what
+    /// differs, so that the schedule shows this decision and not another.
+    focus: Vec<String>,
 }
 
 /// Why no counterexample was shown.
@@ -56,7 +61,18 @@ pub enum Miss {
 impl<'a> Shrinker<'a> {
     pub fn new(old: &'a Side, new: &'a Side, levels: &'a [String], renames: &'a Renames) -> Shrinker<'a> {
         let fresh = (gpol_runtime::Scheduler::new(old.jit.clone()), gpol_runtime::Scheduler::new(new.jit.clone()));
-        Shrinker { old, new, levels, renames, plays: 0, ties: 0, fresh, cards_enough: false }
+        Shrinker {
+            old,
+            new,
+            levels,
+            renames,
+            plays: 0,
+            ties: 0,
+            fresh,
+            cards_enough: false,
+            focus: Vec::new(),
+            blur_filters: false,
+        }
     }
 
     /// Both outcomes of a world (OLD's as played, NEW's) and the noise, if they differ
@@ -68,7 +84,9 @@ impl<'a> Shrinker<'a> {
         self.plays += 1;
         let old = Outcome::after_cycle(w.play(&self.fresh.0, self.levels).ok()?);
         let new = Outcome::after_cycle(w.play(&self.fresh.1, self.levels).ok()?);
-        let differing = old.renamed(self.renames).differing(&new);
+        let blur = |o: &Outcome| if self.blur_filters { o.blur_filters() } else { o.clone() };
+        let renamed = old.renamed(self.renames);
+        let differing = blur(&renamed).differing(&blur(&new));
         if differing.is_empty() {
             return None;
         }
@@ -76,14 +94,20 @@ impl<'a> Shrinker<'a> {
         let again = |fresh: &gpol_runtime::Scheduler| shuffled.play(fresh, self.levels).ok().map(Outcome::after_cycle);
         let (old_again, new_again) = (again(&self.fresh.0)?, again(&self.fresh.1)?);
         // Noise is what moves under both versions: a change from a preference to a tie (or
-        // back) moves under one only, and is a change.
-        let noise: BTreeSet<String> =
+        // back) moves under one only, and is a change. Reasons that differ only in which
+        // of the same filters a tie names are noise too.
+        let mut noise: BTreeSet<String> =
             old.differing(&old_again).intersection(&new.differing(&new_again)).cloned().collect();
+        noise.extend(renamed.differing(&new).difference(&differing).cloned());
         if differing.is_subset(&noise) {
             self.ties += 1;
             return None;
         }
         if !self.cards_enough && differing.iter().all(|d| noise.contains(d) || d.starts_with("cards ")) {
+            return None;
+        }
+        let concerns = |d: &String| self.focus.iter().any(|j| d == j || d.strip_prefix("evict ") == Some(j.as_str()));
+        if !self.focus.is_empty() && !differing.iter().any(|d| !noise.contains(d) && concerns(d)) {
             return None;
         }
         Some((old, new, noise))
@@ -95,12 +119,15 @@ impl<'a> Shrinker<'a> {
         self.plays = 0;
         self.ties = 0;
         self.cards_enough = finding.decision == crate::report::Decision::CardChoice;
+        self.focus = finding.jobs.clone();
         let miss = |s: &Shrinker<'_>| if s.ties > 0 { Miss::Tie } else { Miss::NotShown };
         let Some(mut w) = focus_candidates(world, finding).into_iter().find(|c| self.differs(c).is_some()) else {
             return Err(miss(self));
         };
         w = self.shrink(w);
         let w = renumber(&w);
+        // The jobs have new names now; the shrunk world showed the decision under the old.
+        self.focus.clear();
         let Some((old, new, noise)) = self.differs(&w) else { return Err(Miss::NotShown) };
         let old_in_new_names = old.renamed(self.renames);
         let new_expectations = new.expectations_against(&old_in_new_names, &noise);

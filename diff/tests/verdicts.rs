@@ -246,3 +246,27 @@ fn a_changed_card_score_changes_the_card_and_nothing_else() {
     assert!(c.new_expectations.iter().all(|e| e.contains("cards_list")), "{c:?}");
     replays(&r, &old, &new);
 }
+
+#[test]
+fn proofs_never_ignore_the_declarations_a_decision_reads() {
+    let proved = |r: &Report, d: Decision| matches!(verdict(r, d), Verdict::Proved { .. });
+    // A priority class's value decides admission through `job.priority`.
+    let old = "policy p\nqueue team {}\npriority_class high = 100\nadmit urgent { job.priority >= 80 }\n";
+    let new = edit(old, "high = 100", "high = 50");
+    let r = run(old, &new, 1, 600);
+    assert!(!proved(&r, Decision::Admission), "{:#?}", verdict(&r, Decision::Admission));
+    assert!(verdict(&r, Decision::Admission).is_different(), "{:#?}", verdict(&r, Decision::Admission));
+    replays(&r, old, &new);
+    // A dropped `has(label)` rule: an absent label is not there.
+    let old = "policy p\nqueue team {}\nadmit needs_team { has(job.labels[\"team\"]) }\nadmit small { job.total_gpus <= 8 gpu }\n";
+    let new = "policy p\nqueue team {}\nadmit small { job.total_gpus <= 8 gpu }\n";
+    let r = run(old, new, 1, 600);
+    assert!(verdict(&r, Decision::Admission).is_different(), "{:#?}", verdict(&r, Decision::Admission));
+    // Guarantees decide which running jobs are within them, and how many replicas a gang gets.
+    let old = example("kueue_classic.gpol");
+    let new = edit(&old, "queue a { guarantee 4 gpu }", "queue a { guarantee 3 gpu }");
+    let r = run(&old, &new, 1, 50);
+    for d in [Decision::VictimEligibility, Decision::Gang, Decision::Quota, Decision::QueueOrder] {
+        assert!(!proved(&r, d), "{d:?} proved");
+    }
+}

@@ -62,7 +62,9 @@ pub fn run(args: Args) -> u8 {
                 return USAGE;
             }
         },
-        (None, Some(old), Some(new)) => vec![(old.clone(), new.clone())],
+        (None, Some(old), Some(new)) => {
+            vec![Pair { old: old.clone(), old_label: old.clone(), new: new.clone(), new_label: new.clone() }]
+        }
         _ => {
             eprintln!("error: give OLD and NEW, or --base REV");
             return USAGE;
@@ -78,12 +80,15 @@ pub fn run(args: Args) -> u8 {
     };
     let mut worst = report::SAME;
     let mut reports = Vec::new();
-    for (old, new) in &pairs {
-        let (old, new) = match (Side::load(old), Side::load(new)) {
+    let mut failed = false;
+    for p in &pairs {
+        let (old, new) = match (Side::load_as(&p.old, &p.old_label), Side::load_as(&p.new, &p.new_label)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {
+                // Said, and the other files still compared.
                 eprintln!("error: {e}");
-                return USAGE;
+                failed = true;
+                continue;
             }
         };
         let mut r = gpol_diff::diff(&old, &new, &options);
@@ -91,15 +96,16 @@ pub fn run(args: Args) -> u8 {
             && let Err(e) = gpol_diff::add_replay(&mut r, &old, &new, cluster, workload, *mode)
         {
             eprintln!("error: {e}");
-            return USAGE;
+            failed = true;
+            continue;
         }
         worst = worse(worst, r.exit_code());
         reports.push(r);
     }
     match args.format {
         Format::Human => {
-            if args.base.is_some() && reports.is_empty() {
-                print("no .gpol file changed\n");
+            if args.base.is_some() && pairs.is_empty() {
+                print("no changed .gpol file to compare\n");
             }
             for r in &reports {
                 print(&render::human(r));
@@ -114,7 +120,7 @@ pub fn run(args: Args) -> u8 {
         }
         Format::Github => reports.iter().for_each(|r| print(&render::github(r))),
     }
-    worst
+    if failed { USAGE } else { worst }
 }
 
 /// The cluster, trace and mode of a replay.
@@ -128,12 +134,15 @@ fn replay_inputs(args: &Args) -> Result<(gpol_sim::spec::ClusterSpec, gpol_sim::
         }
         None => gpol_sim::Mode::Timed,
     };
+    // A cluster or trace that cannot be read is an error (2), never a change.
     let cluster =
-        super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)?;
+        super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
+            .map_err(|_| USAGE)?;
     let workload = match &args.trace {
-        Some(path) => super::sim::open_trace(path)?,
-        None => super::sim::read(&None, super::sim::DEFAULT_TRACE, MAX_INPUT_BYTES, gpol_sim::read_trace)?,
-    };
+        Some(path) => super::sim::open_trace(path),
+        None => super::sim::read(&None, super::sim::DEFAULT_TRACE, MAX_INPUT_BYTES, gpol_sim::read_trace),
+    }
+    .map_err(|_| USAGE)?;
     Ok((cluster, workload, mode))
 }
 
@@ -147,27 +156,51 @@ fn worse(a: u8, b: u8) -> u8 {
     if rank(b) > rank(a) { b } else { a }
 }
 
-/// (old, new) for every `.gpol` file changed between `base` and the working tree: the
-/// file at `base` and the file now. Files added since `base` have no old version and
-/// files deleted no new one; both are said, not diffed.
-fn changed_since(base: &str) -> Result<Vec<(String, String)>, String> {
-    let git = |args: &[&str]| -> Result<String, String> {
+/// The two sides of one diff, where to read each and what to call it.
+struct Pair {
+    old: String,
+    old_label: String,
+    new: String,
+    new_label: String,
+}
+
+/// The sides of every `.gpol` file changed between `base` and the working
+/// tree: the file as it was where the branch left `base` (their merge base, so that
+/// changes made on `base` since are not counted as this branch's), and the file now.
+/// Files added since have no old version and files deleted no new one: both are said,
+/// not diffed.
+fn changed_since(base: &str) -> Result<Vec<Pair>, String> {
+    let git = |args: &[&str]| -> Result<Vec<u8>, String> {
         let out = Command::new("git").args(args).output().map_err(|e| format!("cannot run git: {e}"))?;
         if !out.status.success() {
             return Err(format!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
         }
-        String::from_utf8(out.stdout).map_err(|_| "git printed a path that is not UTF-8".to_string())
+        Ok(out.stdout)
     };
-    let top = git(&["rev-parse", "--show-toplevel"])?;
+    let text =
+        |bytes: Vec<u8>| String::from_utf8(bytes).map_err(|_| "git printed a path that is not UTF-8".to_string());
+    let top = text(git(&["rev-parse", "--show-toplevel"])?)?;
     let top = std::path::Path::new(top.trim());
-    let listing = git(&["diff", "--name-status", "--no-renames", base, "--", "*.gpol"])?;
+    let fork = match git(&["merge-base", "--end-of-options", base, "HEAD"]) {
+        Ok(out) => text(out)?.trim().to_string(),
+        Err(_) => base.to_string(),
+    };
+    // NUL-separated, so that no path is quoted or cut.
+    let listing = git(&["diff", "--name-status", "--no-renames", "-z", "--end-of-options", &fork, "--", "*.gpol"])?;
+    let fields: Vec<String> =
+        listing.split(|&b| b == 0).filter(|f| !f.is_empty()).map(|f| String::from_utf8_lossy(f).into_owned()).collect();
     let mut pairs = Vec::new();
-    for line in listing.lines() {
-        let Some((status, path)) = line.split_once('\t') else { continue };
-        match status {
+    for pair in fields.chunks(2) {
+        let [status, path] = pair else { continue };
+        match status.as_str() {
             "A" => eprintln!("{path}: added since {base} (nothing to compare with)"),
             "D" => eprintln!("{path}: deleted since {base}"),
-            _ => pairs.push((format!("{base}:{path}"), top.join(path).display().to_string())),
+            _ => pairs.push(Pair {
+                old: format!("{fork}:{path}"),
+                old_label: format!("{base}:{path}"),
+                new: top.join(path).display().to_string(),
+                new_label: path.clone(),
+            }),
         }
     }
     Ok(pairs)
