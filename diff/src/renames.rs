@@ -70,7 +70,7 @@ fn function_renames(old: &Names<'_>, new: &Names<'_>) -> Vec<Rename> {
         let same = |g: &&&gpol_compiler::hir::Function| {
             g.ret == f.ret && g.body == f.body && g.params.iter().map(|p| &p.1).eq(f.params.iter().map(|p| &p.1))
         };
-        if let Some(at) = added.iter().position(|g| same(g)) {
+        if let Some(at) = added.iter().position(same) {
             let g = added.remove(at);
             out.push(Rename { kind: "fn".into(), old: f.name.clone(), new: g.name.clone() });
         }
