@@ -6,7 +6,7 @@
 //! change behaviour, and nothing for rewrites that keep it.
 //!
 //! CI plays a fixed sample (every policy, a few mutants each); `GPOL_MUTANTS=all` plays
-//! every mutant and adds a long search (another seed, five times the budget) to the judge:
+//! every mutant and adds a long search (another seed, three times the budget) to the judge:
 //! docs/diff.md records that run.
 
 mod mutate;
@@ -122,7 +122,7 @@ fn mutants_that_change_behaviour_are_found() {
                 panic!("{policy}, {}: {e}", m.label);
             }
             let long = || {
-                let more = Options { seed: 99, budget: Budget::Cases(5 * gpol_diff::DEFAULT_CASES) };
+                let more = Options { seed: 99, budget: Budget::Cases(3 * gpol_diff::DEFAULT_CASES) };
                 all() && changed(&gpol_diff::diff(&old, new, &more))
             };
             let reported = changed(&r);
