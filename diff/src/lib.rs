@@ -267,7 +267,11 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 // that no schedule showed.
                 Verdict::Inconclusive { unconfirmed: count.max(1) }
             } else {
-                Verdict::Sampled { samples: tally.samples_of(d) }
+                match tally.samples_of(d) {
+                    // Not proved and never reached: nothing is known.
+                    0 => Verdict::Inconclusive { unconfirmed: 0 },
+                    samples => Verdict::Sampled { samples },
+                }
             };
             DecisionReport {
                 decision: d,

@@ -98,6 +98,9 @@ fn verdict(d: &DecisionReport) -> String {
                 d.samples
             )
         }
+        Verdict::Inconclusive { unconfirmed: 0 } => {
+            "inconclusive: not proved, and no case reached this decision".into()
+        }
         Verdict::Inconclusive { unconfirmed } => {
             let why = match d.ties {
                 0 => String::new(),

@@ -107,7 +107,8 @@ pub enum Verdict {
     Sampled { samples: u64 },
     /// Different, with a direction and counterexamples.
     Different { direction: Direction },
-    /// The decision differed, but no schedule that shows it was found within the budget.
+    /// The decision differed (`unconfirmed` times), but no schedule that shows it was
+    /// found within the budget; or (`0`) it was neither proved nor reached by any case.
     Inconclusive { unconfirmed: u64 },
 }
 
