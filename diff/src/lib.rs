@@ -291,8 +291,39 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         pairs: tally.pairs,
         decisions,
         renames: renames.list,
+        notes: notes(old, new, &vocab),
         replay: Vec::new(),
     }
+}
+
+/// What limits the comparison, in words: leaf queues only one version has (cases put
+/// jobs only in queues both have).
+fn notes(old: &Side, new: &Side, vocab: &vocab::Vocab) -> Vec<String> {
+    let leaves = |s: &Side| -> Vec<String> {
+        let p = s.policy();
+        match p.has_implicit_queue() {
+            true => Vec::new(),
+            false => p.queues.iter().filter(|q| q.children.is_empty()).map(|q| q.name.clone()).collect(),
+        }
+    };
+    let (a, b) = (leaves(old), leaves(new));
+    let only = |x: &[String], y: &[String]| x.iter().filter(|q| !y.contains(q)).cloned().collect::<Vec<_>>();
+    let (gone, added) = (only(&a, &b), only(&b, &a));
+    let mut out = Vec::new();
+    if !a.is_empty() && !b.is_empty() && vocab.leaves.is_empty() {
+        out.push(format!(
+            "the versions have no leaf queue in common (old: {}; new: {}): cases put jobs in queues both have, so none could be played",
+            a.join(", "),
+            b.join(", ")
+        ));
+    } else if !gone.is_empty() || !added.is_empty() {
+        out.push(format!(
+            "leaf queues only old has: {}; only new has: {} (cases use the queues both have)",
+            if gone.is_empty() { "none".into() } else { gone.join(", ") },
+            if added.is_empty() { "none".into() } else { added.join(", ") }
+        ));
+    }
+    out
 }
 
 /// Replays a trace on both versions (see [`replay`]) and adds what it found to `report`.

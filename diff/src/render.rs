@@ -12,6 +12,9 @@ pub fn human(r: &Report) -> String {
     for d in &r.decisions {
         let _ = writeln!(t, "  {:<22} {}", d.decision.title(), verdict(d));
     }
+    for note in &r.notes {
+        let _ = writeln!(t, "\nnote: {note}");
+    }
     for rn in &r.renames {
         let _ = writeln!(t, "\nrenamed: {} {} → {} (same behaviour)", rn.kind, rn.old, rn.new);
     }

@@ -171,6 +171,9 @@ pub struct Report {
     pub pairs: u64,
     pub decisions: Vec<DecisionReport>,
     pub renames: Vec<Rename>,
+    /// What limited the comparison (no queue in common, cases that could not be played).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Trace replays, when a trace was given.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replay: Vec<crate::replay::Replay>,

@@ -119,7 +119,13 @@ impl Vocab {
             .iter()
             .flat_map(|(p, _)| p.queues.iter().map(|q| q.name.clone()).chain(["cluster".to_string()]))
             .collect();
-        let leaves = common(&leaves);
+        // A policy without a tree takes every job whatever queue it names: then the
+        // other's leaves are the ones to use.
+        let leaves = match (old.0.has_implicit_queue(), new.0.has_implicit_queue()) {
+            (true, false) => leaves(new.0).into_iter().collect(),
+            (false, true) => leaves(old.0).into_iter().collect(),
+            _ => common(&leaves),
+        };
         let quota_points = leaves.iter().map(|l| (l.clone(), quota_points(l, &[old.0, new.0]))).collect();
         Vocab {
             quota_points,
