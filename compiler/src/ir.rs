@@ -210,22 +210,12 @@ impl Node {
 impl Node {
     /// The node's operands.
     pub fn children(&self) -> Vec<&Node> {
-        match &self.kind {
-            Kind::Num(_)
-            | Kind::Bool(_)
-            | Kind::Str(_)
-            | Kind::Enum(_)
-            | Kind::Local(_)
-            | Kind::Root(_)
-            | Kind::Input(_) => vec![],
-            Kind::Field { base, .. } | Kind::Domain { node: base, .. } | Kind::Attr { queue: base, .. } => vec![base],
-            Kind::Label { labels, .. } => vec![labels],
-            Kind::Not(x) | Kind::Neg(x) | Kind::IsSome(x) | Kind::Unwrap(x) | Kind::Len(x) => vec![x],
-            Kind::Mig { counts: a, profile: b } | Kind::Bin(_, a, b) | Kind::Let(_, a, b) => vec![a, b],
-            Kind::Loop { list: a, body: b, .. } => vec![a, b],
-            Kind::If(a, b, c) => vec![a, b, c],
-            Kind::Call(_, args) | Kind::ListLit(args) => args.iter().collect(),
-        }
+        let mut out = Vec::new();
+        self.any_child(&mut |c| {
+            out.push(c);
+            false
+        });
+        out
     }
 
     /// Whether `pred` holds for this node or any node below it.
@@ -235,7 +225,7 @@ impl Node {
 
     /// Whether `f` holds for any of the node's operands (in order, stopping at the first):
     /// `children` without building a list, for walks that run often.
-    pub fn any_child(&self, f: &mut dyn FnMut(&Node) -> bool) -> bool {
+    pub fn any_child<'a>(&'a self, f: &mut dyn FnMut(&'a Node) -> bool) -> bool {
         match &self.kind {
             Kind::Num(_)
             | Kind::Bool(_)

@@ -41,6 +41,13 @@ pub struct World {
     pub waits: [u64; 2],
 }
 
+/// One moment of a world's timeline after its set-up.
+enum Moment<'w> {
+    Advance(u64),
+    Complete(&'w Running),
+    Submit(&'w Pending),
+}
+
 /// A world could not be set up for a policy (a job that does not fit where it runs).
 #[derive(Clone, Debug)]
 pub struct Invalid(pub String);
@@ -71,19 +78,12 @@ impl World {
             let queue = policy.queue(queue).ok_or_else(|| Invalid(format!("no queue {queue}")))?;
             steps.push(Step::Usage { queue, user: None, amount: *amount });
         }
-        let last = self.last_batch();
-        let mut batch = 0;
-        let mut ended = false;
-        for p in self.ordered() {
-            let wait = self.wait_until(&mut batch, p.batch);
-            if wait > 0 {
-                steps.push(Step::Advance(wait as f64));
-            }
-            if p.batch == last && !ended {
-                ended = true;
-                steps.extend(self.running.iter().filter(|r| r.ends).map(|r| Step::Complete(r.job.name.clone())));
-            }
-            steps.push(Step::Submit(self.resolved(&p.job, policy)));
+        for m in self.timeline() {
+            steps.push(match m {
+                Moment::Advance(s) => Step::Advance(s as f64),
+                Moment::Complete(r) => Step::Complete(r.job.name.clone()),
+                Moment::Submit(p) => Step::Submit(self.resolved(&p.job, policy)),
+            });
         }
         Ok(steps)
     }
@@ -96,6 +96,26 @@ impl World {
             *at += 1;
         }
         wait
+    }
+
+    /// After the set-up: the batches submitted in order, time passing between them, and
+    /// the running jobs that end doing so just before the last batch.
+    fn timeline(&self) -> Vec<Moment<'_>> {
+        let last = self.last_batch();
+        let mut out = Vec::new();
+        let (mut batch, mut ended) = (0, false);
+        for p in self.ordered() {
+            let wait = self.wait_until(&mut batch, p.batch);
+            if wait > 0 {
+                out.push(Moment::Advance(wait));
+            }
+            if p.batch == last && !ended {
+                ended = true;
+                out.extend(self.running.iter().filter(|r| r.ends).map(Moment::Complete));
+            }
+            out.push(Moment::Submit(p));
+        }
+        out
     }
 
     /// The batch submitted last.
@@ -152,22 +172,12 @@ impl World {
         for (queue, amount) in &self.usage {
             let _ = writeln!(t, "  usage {} {} gpu * 1s", quoted(queue), number(*amount));
         }
-        let last = self.last_batch();
-        let mut batch = 0;
-        let mut ended = false;
-        for p in self.ordered() {
-            let wait = self.wait_until(&mut batch, p.batch);
-            if wait > 0 {
-                let _ = writeln!(t, "  advance {}", seconds(wait));
-            }
-            if p.batch == last && !ended {
-                ended = true;
-                for r in self.running.iter().filter(|r| r.ends) {
-                    let _ = writeln!(t, "  complete {}", r.job.name);
-                }
-            }
-            let props = p.job.test_props();
-            let _ = writeln!(t, "  submit {} {{ {} }}", p.job.name, props);
+        for m in self.timeline() {
+            let _ = match m {
+                Moment::Advance(s) => writeln!(t, "  advance {}", seconds(s)),
+                Moment::Complete(r) => writeln!(t, "  complete {}", r.job.name),
+                Moment::Submit(p) => writeln!(t, "  submit {} {{ {} }}", p.job.name, p.job.test_props()),
+            };
         }
         for e in expectations {
             let _ = writeln!(t, "  {e}");
