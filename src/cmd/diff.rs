@@ -14,7 +14,8 @@ pub struct Args {
     /// The new version: a file, or `REV:PATH`.
     #[arg(required_unless_present = "base")]
     new: Option<String>,
-    /// Diff every `.gpol` file changed since git revision REV against that revision (the CI job).
+    /// Diff every `.gpol` file changed since the branch left git revision REV against its
+    /// version there (the merge base): the CI job.
     #[arg(long, value_name = "REV", conflicts_with_all = ["old", "new"])]
     base: Option<String>,
     /// Output format.
@@ -23,7 +24,7 @@ pub struct Args {
     /// Seed of the cases drawn: the same seed draws the same cases.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// How long to search: a number of cases (`4000`) or a time (`10s`, `2m`).
+    /// How long to search: a number of cases (`4000`) or a time (`10s`, `2m`, `1h`).
     #[arg(long, default_value_t = Budget::Cases(gpol_diff::DEFAULT_CASES).to_string())]
     budget: String,
     /// Also replay this trace on both versions (the bundled sim/trace.csv when only
