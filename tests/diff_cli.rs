@@ -42,7 +42,8 @@ fn json_carries_the_same_verdicts() {
         .code(1);
     let text = stdout(&out);
     let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-    assert_eq!(v["cases"], 300);
+    // The budget's cases, and the exhaustive grid on top.
+    assert!(v["cases"].as_u64().is_some_and(|n| n > 300), "{}", v["cases"]);
     insta::assert_snapshot!("diff_json", text);
 }
 

@@ -197,3 +197,68 @@ fn product<T: Clone>(axes: &[Vec<T>]) -> Vec<Vec<T>> {
             .collect()
     })
 }
+
+/// The exhaustive small scenario domain, for the decisions a cycle takes (quota, victims,
+/// queue order): every case of one node, at most one job already running and one or two
+/// waiting, each job from a palette of its queue (the first two leaves both versions
+/// have), cards (one, or the whole node), priority (none, or the highest deciding value)
+/// and whether it may be evicted.
+pub fn scenarios(vocab: &Vocab, prefix: &str) -> (Vec<World>, String) {
+    let mut sizes: Vec<u32> = vec![2];
+    if let Some(c) = vocab.values("node.cards").iter().find(|&&c| c.fract() == 0.0 && (3.0..=16.0).contains(&c)) {
+        sizes.push(*c as u32);
+    }
+    let queues: Vec<Option<String>> = match vocab.leaves.is_empty() {
+        true => vec![None],
+        false => vocab.leaves.iter().take(2).cloned().map(Some).collect(),
+    };
+    let high = vocab.values("job.priority").iter().copied().fold(100.0_f64, f64::max);
+    let mut worlds = Vec::new();
+    for &cards in &sizes {
+        let palette: Vec<(Option<String>, u32, Option<f64>, bool)> = queues
+            .iter()
+            .flat_map(|q| {
+                [1, cards].into_iter().flat_map(move |c| {
+                    [None, Some(high)].into_iter().flat_map(move |p| [false, true].map(|e| (q.clone(), c, p, e)))
+                })
+            })
+            .collect();
+        let job = |name: String, (q, c, p, e): &(Option<String>, u32, Option<f64>, bool)| {
+            let mut j = JobSpec::named(name);
+            (j.queue, j.request, j.priority, j.preemptible) = (q.clone(), Request::Whole(*c), *p, *e);
+            j
+        };
+        let running: Vec<Option<&(Option<String>, u32, Option<f64>, bool)>> =
+            std::iter::once(None).chain(palette.iter().map(Some)).collect();
+        let mut waiting: Vec<Vec<&(Option<String>, u32, Option<f64>, bool)>> =
+            palette.iter().map(|x| vec![x]).collect();
+        waiting.extend(palette.iter().flat_map(|a| palette.iter().map(move |b| vec![a, b])));
+        for r in &running {
+            for w in &waiting {
+                let mut node = NodeSpec::named(format!("{prefix}n1"));
+                node.cards = cards;
+                let run: Vec<Running> = r
+                    .iter()
+                    .map(|x| Running {
+                        job: job(format!("{prefix}r1"), x),
+                        nodes: vec![0],
+                        history: History::default(),
+                        ends: false,
+                    })
+                    .collect();
+                let pending = w
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| Pending { job: job(format!("{prefix}j{}", i + 1), x), batch: 0 })
+                    .collect();
+                worlds.push(World { nodes: vec![node], running: run, usage: Vec::new(), pending, waits: [0, 0] });
+            }
+        }
+    }
+    let domain = format!(
+        "{} cases: one node of {sizes:?} cards, at most one job running and one or two waiting, each of queue {:?}, one card or the whole node, priority none or {high}, evictable or not",
+        worlds.len(),
+        queues.iter().flatten().collect::<Vec<_>>()
+    );
+    (worlds, domain)
+}

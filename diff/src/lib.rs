@@ -132,12 +132,14 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     let probe = Probe { old, new, levels: &vocab.levels, renames: &renames, proved: &proved, changed: &changed };
     let mut search = Search::default();
     let mut grid_samples: Option<(String, Tally)> = None;
+    let mut scenario_samples: Option<(String, Tally)> = None;
     let all_proved = proved.len() == Decision::ALL.len();
     if !all_proved {
         // First the cases made from points where the decision regions differ.
         let prefix = generate::name_prefix(&vocab);
         let made: Vec<World> = region_points.iter().map(|(_, p)| realize::world(p, &vocab, &prefix)).collect();
         search.merge(play(&probe, made));
+        let made_cases = search.cases;
         // The exhaustive small domain.
         if let Some(g) = grid::grid(&vocab, &prefix) {
             let mut tally = Tally::default();
@@ -151,6 +153,17 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 search.merge(part);
             }
         }
+        // The exhaustive small scenario domain, for the decisions a cycle takes.
+        if SCENARIO_KINDS.iter().any(|d| !proved.contains(d)) {
+            let (worlds, domain) = grid::scenarios(&vocab, &prefix);
+            let parts: Vec<Search> = worlds.par_chunks(CHUNK as usize).map(|c| play(&probe, c.to_vec())).collect();
+            let mut all = Search::default();
+            for p in parts {
+                all.merge(p);
+            }
+            scenario_samples = Some((domain, all.tally.clone()));
+            search.merge(all);
+        }
         // Then drawn ones, in chunks with seeds of their own: the same cases and the same
         // findings in the same order however many threads play them.
         let chunk = |k: u64, n: u64| {
@@ -162,8 +175,8 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         loop {
             let wave: Vec<(u64, u64)> = match options.budget {
                 Budget::Cases(n) => {
-                    // The made cases count against the budget.
-                    let n = n.saturating_sub(search.cases);
+                    // The made cases count against the budget; the exhaustive ones do not.
+                    let n = n.saturating_sub(made_cases);
                     let chunks = n.div_ceil(CHUNK);
                     (0..chunks).map(|k| (k, CHUNK.min(n - k * CHUNK))).collect()
                 }
@@ -262,6 +275,11 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                     && !region_points.iter().any(|(x, _)| *x == d)
             }) {
                 Verdict::UpToBound { domain: domain.clone(), cases: t.samples_of(d) }
+            } else if let Some((domain, t)) = scenario_samples
+                .as_ref()
+                .filter(|(_, t)| count == 0 && SCENARIO_KINDS.contains(&d) && t.samples_of(d) > 0)
+            {
+                Verdict::UpToBound { domain: domain.clone(), cases: t.samples_of(d) }
             } else if count > 0 || region_points.iter().any(|(x, _)| *x == d) {
                 // A difference seen in a decision, or at a point of the decision regions,
                 // that no schedule showed.
@@ -342,6 +360,10 @@ pub fn add_replay(
 
 /// The decisions a grid covers exhaustively.
 const GRID_KINDS: [Decision; 4] = [Decision::Admission, Decision::Feasibility, Decision::Ranking, Decision::JobOrder];
+
+/// The decisions the small scenario domain covers exhaustively.
+const SCENARIO_KINDS: [Decision; 4] =
+    [Decision::Quota, Decision::QueueOrder, Decision::VictimEligibility, Decision::VictimSet];
 
 /// Cases played per chunk of the search.
 const CHUNK: u64 = 50;

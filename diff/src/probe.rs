@@ -384,9 +384,16 @@ impl Probe<'_> {
             })
             .collect();
         let (view_a, view_b) = (a.view(None), b.view(None));
+        // A waiting job under a queue: the cycle orders only queues that have one.
+        let under = |q: usize| {
+            a.jobs()
+                .with_ids()
+                .find(|(id, j)| matches!(a.state(*id), State::Pending(_)) && a.quotas().path(j.queue).any(|p| p == q))
+                .map(|(_, j)| j.name.clone())
+        };
         for (k, x) in both.iter().enumerate() {
             for y in &both[k + 1..] {
-                if x.2 != y.2 {
+                if x.2 != y.2 || under(x.0).is_none() || under(y.0).is_none() {
                     continue;
                 }
                 tally.sample(Decision::QueueOrder, 1);
@@ -408,14 +415,6 @@ impl Probe<'_> {
                     _ => (y.0, x.0),
                 };
                 // A waiting job under each queue, the one NEW puts first first.
-                let under = |q: usize| {
-                    a.jobs()
-                        .with_ids()
-                        .find(|(id, j)| {
-                            matches!(a.state(*id), State::Pending(_)) && a.quotas().path(j.queue).any(|p| p == q)
-                        })
-                        .map(|(_, j)| j.name.clone())
-                };
                 let jobs = under(first).into_iter().chain(under(second)).collect();
                 found.push(self.finding(Decision::QueueOrder, Direction::Changed, jobs, vec![]));
             }

@@ -91,7 +91,9 @@ fn verdict(d: &DecisionReport) -> String {
     };
     match &d.verdict {
         Verdict::Proved { .. } => "equivalent, proved".into(),
-        Verdict::UpToBound { domain, cases } => format!("equivalent up to bound ({cases} cases: {domain}){ties}"),
+        Verdict::UpToBound { domain, cases } => {
+            format!("equivalent up to bound ({cases} decisions over {domain}){ties}")
+        }
         Verdict::Sampled { samples } => format!("no difference in {samples} samples{ties}"),
         Verdict::Different { direction } => {
             format!(
