@@ -56,7 +56,7 @@ fn github_annotations_point_at_the_deciding_rule() {
         .code(1);
     let text = stdout(&out);
     assert!(
-        text.starts_with("::notice title=gpolc diff%3A old.gpol → new.gpol::behaviour changed; 300 cases"),
+        text.starts_with("::notice title=gpolc diff%3A old.gpol → new.gpol::behaviour changed; 301 cases"),
         "{text}"
     );
     assert!(text.contains("\n::warning file=new.gpol,line=5,col=1,title=gpolc diff%3A admission::"), "{text}");

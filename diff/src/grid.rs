@@ -198,6 +198,9 @@ fn product<T: Clone>(axes: &[Vec<T>]) -> Vec<Vec<T>> {
     })
 }
 
+/// One job of the scenario palette: queue, cards, priority, evictable.
+type Palette = (Option<String>, u32, Option<f64>, bool);
+
 /// The exhaustive small scenario domain, for the decisions a cycle takes (quota, victims,
 /// queue order): every case of one node, at most one job already running and one or two
 /// waiting, each job from a palette of its queue (the first two leaves both versions
@@ -215,7 +218,7 @@ pub fn scenarios(vocab: &Vocab, prefix: &str) -> (Vec<World>, String) {
     let high = vocab.values("job.priority").iter().copied().fold(100.0_f64, f64::max);
     let mut worlds = Vec::new();
     for &cards in &sizes {
-        let palette: Vec<(Option<String>, u32, Option<f64>, bool)> = queues
+        let palette: Vec<Palette> = queues
             .iter()
             .flat_map(|q| {
                 [1, cards].into_iter().flat_map(move |c| {
@@ -223,15 +226,13 @@ pub fn scenarios(vocab: &Vocab, prefix: &str) -> (Vec<World>, String) {
                 })
             })
             .collect();
-        let job = |name: String, (q, c, p, e): &(Option<String>, u32, Option<f64>, bool)| {
+        let job = |name: String, (q, c, p, e): &Palette| {
             let mut j = JobSpec::named(name);
             (j.queue, j.request, j.priority, j.preemptible) = (q.clone(), Request::Whole(*c), *p, *e);
             j
         };
-        let running: Vec<Option<&(Option<String>, u32, Option<f64>, bool)>> =
-            std::iter::once(None).chain(palette.iter().map(Some)).collect();
-        let mut waiting: Vec<Vec<&(Option<String>, u32, Option<f64>, bool)>> =
-            palette.iter().map(|x| vec![x]).collect();
+        let running: Vec<Option<&Palette>> = std::iter::once(None).chain(palette.iter().map(Some)).collect();
+        let mut waiting: Vec<Vec<&Palette>> = palette.iter().map(|x| vec![x]).collect();
         waiting.extend(palette.iter().flat_map(|a| palette.iter().map(move |b| vec![a, b])));
         for r in &running {
             for w in &waiting {
