@@ -130,11 +130,19 @@ impl<'v> Generator<'v> {
             if node.cards == 0 || !self.rng.random_bool(0.6) {
                 continue;
             }
-            let name = format!("{}r{}", self.prefix, w.running.len() + 1);
-            if let Some((job, cards)) = self.running_job(name, node) {
-                used[i] += cards;
-                let history = self.history();
-                w.running.push(Running { job, nodes: vec![i], history, ends: false });
+            // Shared cards and MIG instances are held by several jobs: up to all of them.
+            let holders = match node.sharing {
+                Sharing::Exclusive => 1,
+                Sharing::Mig => self.rng.random_range(1..=node.mig.len().max(1) * node.cards as usize),
+                _ => self.rng.random_range(1..=(node.max_clients * node.cards) as usize),
+            };
+            for k in 0..holders.min(16) {
+                let name = format!("{}r{}", self.prefix, w.running.len() + 1);
+                if let Some((job, cards)) = self.running_job(name, node, k) {
+                    used[i] += cards;
+                    let history = self.history();
+                    w.running.push(Running { job, nodes: vec![i], history, ends: false });
+                }
             }
         }
         for leaf in self.vocab.leaves.clone() {
@@ -143,8 +151,13 @@ impl<'v> Generator<'v> {
                 w.usage.push((leaf, amount.round()));
             }
         }
-        let waits = self.vocab.values("job.waiting").to_vec();
-        let batches = if waits.is_empty() || self.rng.random_bool(0.5) { 1 } else { 3 };
+        // Jobs submitted at different times: waits from the deciding values (or a palette
+        // when no rule compares `job.waiting`), so that order by submission is seen too.
+        let mut waits = self.vocab.values("job.waiting").to_vec();
+        if waits.is_empty() {
+            waits = vec![60.0, 3600.0];
+        }
+        let batches = if self.rng.random_bool(0.5) { 1 } else { 3 };
         for b in 0..2 {
             w.waits[b] = match batches {
                 1 => 0,
@@ -222,7 +235,8 @@ impl<'v> Generator<'v> {
     }
 
     /// A job running on `node`, and the whole cards it holds.
-    fn running_job(&mut self, name: String, node: &NodeSpec) -> Option<(JobSpec, u32)> {
+    /// A job running on `node`, the `k`-th to hold part of it, and the whole cards it holds.
+    fn running_job(&mut self, name: String, node: &NodeSpec, k: usize) -> Option<(JobSpec, u32)> {
         let mut job = self.job(name);
         job.replicas = 1;
         job.min_replicas = None;
@@ -237,13 +251,16 @@ impl<'v> Generator<'v> {
                 job.request = Request::Whole(take);
                 take
             }
+            // The k-th instance of the layout (each card has the layout), or a share of a
+            // card small enough for every client the card takes.
             Sharing::Mig => {
-                let profile = *node.mig.first()?;
+                let profile = *node.mig.get(k % node.mig.len().max(1))?;
                 job.request = Request::Mig(profile);
                 0
             }
             _ => {
-                job.request = Request::Fraction([250, 500][self.rng.random_range(0..2)]);
+                let share = (1000 / node.max_clients.max(1)).clamp(1, 500);
+                job.request = Request::Fraction([share, share.min(250)][self.rng.random_range(0..2)]);
                 0
             }
         };

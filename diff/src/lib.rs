@@ -226,20 +226,24 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         .map(|d| {
             let mut counterexamples = Vec::new();
             let mut ties_only = 0u64;
-            let mut groups: Vec<(Vec<RuleId>, Vec<RuleId>, usize)> = Vec::new();
+            type Key = (Vec<RuleRef>, Vec<RuleRef>);
+            let mut groups: Vec<(Key, usize)> = Vec::new();
             for (f, w) in kept.get(&d).map_or(&[][..], Vec::as_slice) {
                 if counterexamples.len() >= SHOWN {
                     break;
                 }
-                let key = (f.old_rules.clone(), f.new_rules.clone());
-                let group = match groups.iter().position(|g| (g.0.clone(), g.1.clone()) == key) {
+                // Grouped by the rules each version's decision is put down to: one
+                // counterexample per group.
+                let (old_rules, new_rules) = deciding(d, f, &changed, &declarations);
+                let key = (old_rules.clone(), new_rules.clone());
+                let group = match groups.iter().position(|g| g.0 == key) {
                     Some(g) => g,
                     None => {
-                        groups.push((key.0, key.1, 0));
+                        groups.push((key, 0));
                         groups.len() - 1
                     }
                 };
-                let tries = &mut groups[group].2;
+                let tries = &mut groups[group].1;
                 if *tries == usize::MAX || *tries >= TRIES {
                     continue;
                 }
@@ -250,8 +254,7 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                     ties_only += 1;
                 }
                 if let Ok(wit) = found {
-                    groups[group].2 = usize::MAX;
-                    let (old_rules, new_rules) = deciding(d, f, &changed, &declarations);
+                    groups[group].1 = usize::MAX;
                     counterexamples.push(Counterexample {
                         decision: d,
                         direction: f.direction,

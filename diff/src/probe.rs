@@ -235,8 +235,12 @@ impl Probe<'_> {
         let node_name = |i: usize| a.cluster().nodes[i].name.clone();
         if self.want(Decision::Feasibility) {
             tally.sample(Decision::Feasibility, na.len() as u64);
+            let job = a.job(id);
             for (i, (x, y)) in na.iter().zip(&nb).enumerate() {
-                if x.feasible != y.feasible {
+                // On a node that could not hold the job even empty, a filter's verdict
+                // decides nothing any schedule shows (the job is unschedulable there).
+                let could_hold = gpol_runtime::fit::capacity_when_empty(&a.cluster().nodes[i], job) > 0;
+                if x.feasible != y.feasible && could_hold {
                     let dir = if y.feasible { Direction::More } else { Direction::Less };
                     let rule = |r: &NodeResult| {
                         (!r.feasible).then_some(RuleId::Filter(r.rejected_by)).into_iter().collect::<Vec<_>>()

@@ -65,6 +65,20 @@ impl Vocab {
             for (_, _, body) in program.bodies() {
                 collect(&body.node, program, &mut cuts);
             }
+            // An order key is a sum of terms over several fields (`job.priority +
+            // min(job.waiting / 1h * 10, 90)`): each constant in it may be where two jobs
+            // trade places, so every field of the key takes them all.
+            for key in program.job_order.iter().chain(&program.queue_order).chain(&program.victim_order) {
+                let mut read = BTreeSet::new();
+                fields(&key.body.node, &mut read);
+                let mut values = Vec::new();
+                constants(&key.body.node, program, &mut values);
+                for f in &read {
+                    for &v in &values {
+                        add(&mut cuts, f, v);
+                    }
+                }
+            }
             strings.extend(program.literals.iter().cloned());
             for q in &policy.queues {
                 for quota in q.quotas.values() {
