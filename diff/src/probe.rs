@@ -256,7 +256,8 @@ impl Probe<'_> {
                 }
             }
         }
-        if !self.want(Decision::Ranking) {
+        // A gang's nodes are chosen as a placement (its own decision, below), not one by one.
+        if !self.want(Decision::Ranking) || a.job(id).replicas > 1 {
             return;
         }
         let job = a.job(id);
