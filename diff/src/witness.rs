@@ -268,10 +268,25 @@ fn head_to_head(world: &World, first: &str, second: &str) -> Vec<World> {
         _ => None,
     };
     let (Some(ka), Some(kb)) = (cards(&a), cards(&b)) else { return Vec::new() };
+    // Nothing but the order may keep either from the room: no host memory or CPU asked,
+    // no model required.
     for p in [&mut a, &mut b] {
         (p.job.replicas, p.job.min_replicas, p.job.models) = (1, None, Vec::new());
+        (p.job.mem, p.job.cpu_milli, p.job.gpu_mem) = (0, 0, 0);
     }
-    let room = ka.max(kb);
+    let mut out = race(world, &a, &b, ka.max(kb));
+    // And the two asking for one card each (a large request may be over its quota).
+    if ka > 1 || kb > 1 {
+        for p in [&mut a, &mut b] {
+            p.job.request = Request::Whole(1);
+        }
+        out.extend(race(world, &a, &b, 1));
+    }
+    out
+}
+
+/// Two waiting jobs racing for a node of `room` cards, busy until the later one arrives.
+fn race(world: &World, a: &Pending, b: &Pending, room: u32) -> Vec<World> {
     let node = NodeSpec { cards: room, ..world.nodes.first().cloned().unwrap_or_else(|| NodeSpec::named("n1")) };
     let mut w = World {
         nodes: vec![node],
