@@ -120,4 +120,7 @@ fn the_ci_job_diffs_every_changed_policy_against_a_base() {
     );
     gpolc(d).args(["diff", "main:policies/prod.gpol", "policies/prod.gpol", "--budget", "200"]).assert().code(1);
     gpolc(d).args(["diff", "main:policies/nothing.gpol", "policies/prod.gpol"]).assert().code(2);
+    // A folder at a revision is not a policy: refused before anything is read of it.
+    let out = gpolc(d).args(["diff", "main:policies", "policies/prod.gpol"]).assert().code(2);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("not a file"));
 }

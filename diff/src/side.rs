@@ -94,6 +94,24 @@ impl Side {
 
 /// The text of `file` at revision `rev`, from git.
 fn git_show(rev: &str, file: &str) -> Result<String, SideError> {
+    // A blob, and within the policy limit, before anything is read of it.
+    let object = format!("{rev}:{file}");
+    let ask = |what: &str| -> Result<String, SideError> {
+        let out = Command::new("git")
+            .args(["cat-file", what, &object])
+            .output()
+            .map_err(|e| SideError::Read(format!("{object}: cannot run git: {e}")))?;
+        match out.status.success() {
+            true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
+            false => Err(SideError::Read(format!("{object}: {}", String::from_utf8_lossy(&out.stderr).trim()))),
+        }
+    };
+    if ask("-t")? != "blob" {
+        return Err(SideError::Read(format!("{object}: not a file")));
+    }
+    if ask("-s")?.parse::<u64>().map_or(true, |n| n > MAX_POLICY_BYTES) {
+        return Err(SideError::Read(format!("{object}: larger than {MAX_POLICY_BYTES} bytes")));
+    }
     let out = Command::new("git")
         .args(["show", "--no-textconv", "--end-of-options", &format!("{rev}:{file}")])
         .output()

@@ -403,64 +403,68 @@ fn smaller(w: &World) -> Vec<World> {
     out
 }
 
+/// `x` with each edit made on its own, where it changes anything.
+fn each_edit<T: Clone + PartialEq>(x: &T, edits: &[&dyn Fn(&mut T)]) -> Vec<T> {
+    edits
+        .iter()
+        .filter_map(|edit| {
+            let mut y = x.clone();
+            edit(&mut y);
+            (y != *x).then_some(y)
+        })
+        .collect()
+}
+
 /// The job with one property back to its default.
 fn simpler_jobs(j: &JobSpec) -> Vec<JobSpec> {
     let d = JobSpec::default();
-    let mut out = Vec::new();
-    let mut with = |f: &dyn Fn(&mut JobSpec)| {
-        let mut x = j.clone();
-        f(&mut x);
-        if x != *j {
-            out.push(x);
-        }
-    };
-    with(&|x| x.priority_class = None);
-    with(&|x| x.priority = None);
-    with(&|x| x.user = None);
-    with(&|x| x.labels.clear());
-    with(&|x| x.models.clear());
-    with(&|x| x.bursty = false);
-    with(&|x| x.latency_critical = false);
-    with(&|x| x.preemptible = false);
-    with(&|x| x.duration_ms = None);
-    with(&|x| x.checkpoint_every_ms = None);
-    with(&|x| x.utilization = d.utilization);
-    with(&|x| x.gpu_mem = 0);
-    with(&|x| x.cpu_milli = 0);
-    with(&|x| x.mem = 0);
-    with(&|x| x.min_replicas = None);
-    with(&|x| {
-        x.replicas = 1;
-        x.min_replicas = None;
-    });
-    with(&|x| {
-        if let Request::Whole(k) = x.request
-            && k > 1
-        {
-            x.request = Request::Whole(k / 2);
-        }
-    });
-    out
+    each_edit(
+        j,
+        &[
+            &|x| x.priority_class = None,
+            &|x| x.priority = None,
+            &|x| x.user = None,
+            &|x| x.labels.clear(),
+            &|x| x.models.clear(),
+            &|x| x.bursty = false,
+            &|x| x.latency_critical = false,
+            &|x| x.preemptible = false,
+            &|x| x.duration_ms = None,
+            &|x| x.checkpoint_every_ms = None,
+            &|x| x.utilization = d.utilization,
+            &|x| x.gpu_mem = 0,
+            &|x| x.cpu_milli = 0,
+            &|x| x.mem = 0,
+            &|x| x.min_replicas = None,
+            &|x| {
+                x.replicas = 1;
+                x.min_replicas = None;
+            },
+            &|x| {
+                if let Request::Whole(k) = x.request
+                    && k > 1
+                {
+                    x.request = Request::Whole(k / 2);
+                }
+            },
+        ],
+    )
 }
 
 /// The node with one property back to its default.
 fn simpler_nodes(n: &NodeSpec) -> Vec<NodeSpec> {
     let d = NodeSpec::default();
-    let mut out = Vec::new();
-    let mut with = |f: &dyn Fn(&mut NodeSpec)| {
-        let mut x = n.clone();
-        f(&mut x);
-        if x != *n {
-            out.push(x);
-        }
-    };
-    with(&|x| x.labels.clear());
-    with(&|x| x.domains.clear());
-    with(&|x| x.model = d.model.clone());
-    with(&|x| x.card_mem = d.card_mem);
-    with(&|x| x.cpu_milli = d.cpu_milli);
-    with(&|x| x.mem = d.mem);
-    out
+    each_edit(
+        n,
+        &[
+            &|x| x.labels.clear(),
+            &|x| x.domains.clear(),
+            &|x| x.model = d.model.clone(),
+            &|x| x.card_mem = d.card_mem,
+            &|x| x.cpu_milli = d.cpu_milli,
+            &|x| x.mem = d.mem,
+        ],
+    )
 }
 
 /// The same world with its nodes and jobs named `n1`…, `r1`…, `j1`… in order (keeping
