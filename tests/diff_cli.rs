@@ -79,6 +79,8 @@ fn bad_sides_and_budgets_exit_two() {
     let out = gpolc(dir.path()).args(["diff", "old.gpol", "broken.gpol"]).assert().code(2);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("E0009"));
     gpolc(dir.path()).args(["diff", "old.gpol", "new.gpol", "--budget", "soon"]).assert().code(2);
+    gpolc(dir.path()).args(["diff", "old.gpol", "new.gpol", "--bound", "0"]).assert().code(2);
+    gpolc(dir.path()).args(["diff", "old.gpol", "new.gpol", "--bound", "2000001"]).assert().code(2);
     gpolc(dir.path()).args(["diff", "old.gpol", "new.gpol", "--trace", "missing.csv"]).assert().code(2);
     std::fs::write(dir.path().join("bad.csv"), "not,a\ntrace\n").expect("writable");
     gpolc(dir.path()).args(["diff", "old.gpol", "new.gpol", "--trace", "bad.csv"]).assert().code(2);

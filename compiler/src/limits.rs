@@ -87,3 +87,7 @@ pub const MAX_DIFF_CASES: u64 = 50_000_000;
 
 /// Seconds one `gpolc diff` searches at most (`--budget 30s`): a day.
 pub const MAX_DIFF_SECONDS: u64 = 86_400;
+
+/// Cases of `gpolc diff`'s exhaustive small-cluster domain at most (`--bound`): each is
+/// 24 bytes held while they are played, so 2,000,000 take 48 MB.
+pub const MAX_DIFF_BOUND: u64 = 2_000_000;

@@ -7,6 +7,7 @@
 //! verdict guarantees.
 
 pub mod canon;
+pub mod clusters;
 pub mod generate;
 pub mod grid;
 pub mod outcome;
@@ -85,16 +86,21 @@ impl std::fmt::Display for Budget {
 pub struct Options {
     pub seed: u64,
     pub budget: Budget,
+    /// Cases of the exhaustive small-cluster domain at most ([`clusters`]): played
+    /// besides the budget, its palette cut to fit.
+    pub bound: u64,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { seed: 1, budget: Budget::Cases(DEFAULT_CASES) }
+        Options { seed: 1, budget: Budget::Cases(DEFAULT_CASES), bound: DEFAULT_BOUND }
     }
 }
 
 /// Cases a diff plays unless told otherwise.
 pub const DEFAULT_CASES: u64 = 4000;
+/// Cases of the exhaustive small-cluster domain unless told otherwise.
+pub const DEFAULT_BOUND: u64 = 100_000;
 /// Differences kept per decision kind to look for counterexamples in.
 const KEPT: usize = 24;
 /// Counterexamples shown per decision kind (one per group of deciding rules).
@@ -153,15 +159,17 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 search.merge(part);
             }
         }
-        // The exhaustive small scenario domain, for the decisions a cycle takes.
+        // The exhaustive small-cluster domain, for the decisions a cycle takes.
         if SCENARIO_KINDS.iter().any(|d| !proved.contains(d)) {
-            let (worlds, domain) = grid::scenarios(&vocab, &prefix);
-            let parts: Vec<Search> = worlds.par_chunks(CHUNK as usize).map(|c| play(&probe, c.to_vec())).collect();
+            let domain = clusters::domain(&vocab, options.bound, &|d| !proved.contains(&d));
+            let world = |c: &clusters::Case| domain.world(c, vocab.levels.len(), &prefix);
+            let parts: Vec<Search> =
+                domain.cases.par_chunks(CHUNK as usize).map(|c| play(&probe, c.iter().map(world).collect())).collect();
             let mut all = Search::default();
             for p in parts {
                 all.merge(p);
             }
-            scenario_samples = Some((domain, all.tally.clone()));
+            scenario_samples = Some((domain.text, all.tally.clone()));
             search.merge(all);
         }
         // Then drawn ones, in chunks with seeds of their own: the same cases and the same
@@ -364,9 +372,9 @@ pub fn add_replay(
 /// The decisions a grid covers exhaustively.
 const GRID_KINDS: [Decision; 4] = [Decision::Admission, Decision::Feasibility, Decision::Ranking, Decision::JobOrder];
 
-/// The decisions the small scenario domain covers exhaustively.
-const SCENARIO_KINDS: [Decision; 4] =
-    [Decision::Quota, Decision::QueueOrder, Decision::VictimEligibility, Decision::VictimSet];
+/// The decisions the small-cluster domain covers exhaustively.
+const SCENARIO_KINDS: [Decision; 5] =
+    [Decision::Quota, Decision::QueueOrder, Decision::Gang, Decision::VictimEligibility, Decision::VictimSet];
 
 /// Cases played per chunk of the search.
 const CHUNK: u64 = 50;

@@ -402,23 +402,17 @@ impl Probe<'_> {
                     continue;
                 }
                 tally.sample(Decision::QueueOrder, 1);
+                // The runtime's order: keys, then declaration order (a tie the declarations
+                // break the same way is no change).
                 let cmp = |s: &Scheduler, view: &gpol_runtime::scheduler::View<'_>, i: usize, j: usize| {
                     let (ki, kj) = (s.queue_order_keys(view, i), s.queue_order_keys(view, j));
-                    let keys = &s.policy().program.queue_order;
-                    if keys.is_empty() {
-                        ki[0].total_cmp(&kj[0])
-                    } else {
-                        gpol_runtime::scheduler::compare_keys(keys, &ki, &kj)
-                    }
+                    s.queue_order_cmp((i, &ki), (j, &kj))
                 };
                 let (oa, ob) = (cmp(a, &view_a, x.0, y.0), cmp(b, &view_b, x.1, y.1));
                 if oa == ob {
                     continue;
                 }
-                let (first, second) = match (oa, ob) {
-                    (_, Ordering::Less) | (Ordering::Greater, Ordering::Equal) => (x.0, y.0),
-                    _ => (y.0, x.0),
-                };
+                let (first, second) = if ob == Ordering::Less { (x.0, y.0) } else { (y.0, x.0) };
                 // A waiting job under each queue, the one NEW puts first first.
                 let jobs = under(first).into_iter().chain(under(second)).collect();
                 found.push(self.finding(Decision::QueueOrder, Direction::Changed, jobs, vec![]));
@@ -457,20 +451,30 @@ impl Probe<'_> {
         } else {
             Decision::JobOrder
         };
-        // A proved kind cannot be what differs: then the first kind not proved that can
-        // move jobs in a cycle.
+        // A proved kind cannot be what differs: then a kind that moves jobs the same way,
+        // else the first kind not proved that can move jobs in a cycle. Every decision on
+        // the state before the cycle agreed, so jobs that start in another order or on
+        // other nodes most likely took each other's room: whose turn it was (or the quota).
+        let related: &[Decision] = match evidence {
+            Decision::JobOrder | Decision::Ranking => &[Decision::QueueOrder, Decision::JobOrder, Decision::Quota],
+            _ => &[],
+        };
         let fallback = [
-            evidence,
-            Decision::VictimSet,
-            Decision::Ranking,
-            Decision::Gang,
-            Decision::CardChoice,
-            Decision::JobOrder,
-            Decision::QueueOrder,
-            Decision::Quota,
-            Decision::Feasibility,
-            Decision::Admission,
-        ];
+            &[evidence][..],
+            related,
+            &[
+                Decision::VictimSet,
+                Decision::Ranking,
+                Decision::Gang,
+                Decision::CardChoice,
+                Decision::JobOrder,
+                Decision::QueueOrder,
+                Decision::Quota,
+                Decision::Feasibility,
+                Decision::Admission,
+            ],
+        ]
+        .concat();
         let decision = fallback.into_iter().find(|d| self.want(*d)).unwrap_or(evidence);
         tally.sample(decision, 0);
         self.finding(decision, Direction::Changed, differing, vec![])

@@ -275,6 +275,7 @@ fn head_to_head(world: &World, first: &str, second: &str) -> Vec<World> {
         (p.job.mem, p.job.cpu_milli, p.job.gpu_mem) = (0, 0, 0);
     }
     let mut out = race(world, &a, &b, ka.max(kb));
+    out.extend(contended(world, &a, &b, ka.max(kb)));
     // And the two asking for one card each (a large request may be over its quota).
     if ka > 1 || kb > 1 {
         for p in [&mut a, &mut b] {
@@ -304,6 +305,49 @@ fn race(world: &World, a: &Pending, b: &Pending, room: u32) -> Vec<World> {
         w.running.push(crate::world::Running { job: blocker, nodes: vec![0], history: History::default(), ends: true });
     }
     vec![w]
+}
+
+/// The two racing for one node of `room` cards beside the world's running jobs, on their
+/// nodes cut to what they hold: the queues' allocations (which may decide whose turn it
+/// is) kept, and no other room. Only for whole-card jobs on whole-card nodes.
+fn contended(world: &World, a: &Pending, b: &Pending, room: u32) -> Option<World> {
+    let mut used = vec![0u32; world.nodes.len()];
+    for r in &world.running {
+        let Request::Whole(k) = r.job.request else { return None };
+        for &i in &r.nodes {
+            *used.get_mut(i)? += k;
+        }
+    }
+    if world.running.is_empty() || world.nodes.iter().any(|n| n.sharing != gpol_compiler::spec::Sharing::Exclusive) {
+        return None;
+    }
+    let kept: Vec<usize> = (0..world.nodes.len()).filter(|&i| used[i] > 0).collect();
+    let mut nodes: Vec<NodeSpec> =
+        kept.iter().map(|&i| NodeSpec { cards: used[i], ..world.nodes[i].clone() }).collect();
+    // The room: a node no job runs on, else one more like the first (named after it).
+    let mut free = match world.nodes.iter().find(|n| !nodes.iter().any(|k| k.name == n.name)) {
+        Some(n) => n.clone(),
+        None => {
+            let first = world.nodes.first()?;
+            let prefix = first.name.trim_end_matches(|c: char| c.is_ascii_digit());
+            NodeSpec { name: format!("{prefix}{}", world.nodes.len() + 1), ..first.clone() }
+        }
+    };
+    free.cards = room;
+    nodes.push(free);
+    let running = world
+        .running
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.nodes = r.nodes.iter().filter_map(|i| kept.iter().position(|k| k == i)).collect();
+            r.ends = false;
+            r
+        })
+        .collect();
+    let (mut a, mut b) = (a.clone(), b.clone());
+    (a.batch, b.batch) = (0, 0);
+    Some(World { nodes, running, usage: world.usage.clone(), pending: vec![a, b], waits: [0, 0] })
 }
 
 /// The world with only these pending jobs (when any of them is pending).

@@ -68,13 +68,19 @@ fn replay_diverges(old: &Side, new: &Side) -> bool {
         .collect();
     let spec = GenSpec { jobs: 300, seed: 5, gpus: 128, load: 1.2, node_gpus: 8, queues };
     let workload = gpol_sim::Workload::from_jobs("generated", generate(&spec));
-    let mut report = gpol_diff::diff(old, new, &Options { seed: 1, budget: Budget::Cases(1) });
+    let mut report = gpol_diff::diff(old, new, &options(1, Budget::Cases(1)));
     for mode in [gpol_sim::Mode::Timed, gpol_sim::Mode::Fill { target: 1.3 }] {
         if gpol_diff::add_replay(&mut report, old, new, &cluster, &workload, mode).is_err() {
             return false;
         }
     }
     report.replay.iter().any(|r| r.first_divergence.is_some())
+}
+
+/// The sampled run (CI) plays the small-cluster domain's first tier; the full run all of it.
+fn options(seed: u64, budget: Budget) -> Options {
+    let bound = if all() { gpol_diff::DEFAULT_BOUND } else { 10_000 };
+    Options { seed, budget, bound }
 }
 
 fn changed(r: &Report) -> bool {
@@ -117,12 +123,12 @@ fn mutants_that_change_behaviour_are_found() {
         assert!(!mutants.is_empty(), "{policy}: no mutant checks");
         let stride = if all() { 1 } else { mutants.len().div_ceil(SAMPLE) };
         for (m, new) in mutants.iter().step_by(stride) {
-            let r = gpol_diff::diff(&old, new, &Options::default());
+            let r = gpol_diff::diff(&old, new, &options(1, Budget::Cases(gpol_diff::DEFAULT_CASES)));
             if let Err(e) = replays(&r, &text, &m.text) {
                 panic!("{policy}, {}: {e}", m.label);
             }
             let long = || {
-                let more = Options { seed: 99, budget: Budget::Cases(3 * gpol_diff::DEFAULT_CASES) };
+                let more = options(99, Budget::Cases(3 * gpol_diff::DEFAULT_CASES));
                 all() && changed(&gpol_diff::diff(&old, new, &more))
             };
             let reported = changed(&r);
@@ -149,7 +155,7 @@ fn rewrites_that_keep_behaviour_report_no_change() {
         let old = Side::from_text(policy, &text).expect("the example checks");
         for m in mutate::rewrites(&text) {
             let new = Side::from_text(policy, &m.text).unwrap_or_else(|e| panic!("{policy}, {}: {e}", m.label));
-            let r = gpol_diff::diff(&old, &new, &Options { seed: 1, budget: Budget::Cases(300) });
+            let r = gpol_diff::diff(&old, &new, &options(1, Budget::Cases(300)));
             assert_eq!(
                 r.exit_code(),
                 gpol_diff::report::SAME,

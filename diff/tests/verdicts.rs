@@ -6,7 +6,7 @@ use gpol_compiler::engine::EngineKind;
 use gpol_compiler::load::Checked;
 use gpol_diff::report::{Decision, Direction, Report, Verdict};
 use gpol_diff::side::Side;
-use gpol_diff::{Budget, Options, diff};
+use gpol_diff::{Budget, Options, diff, render};
 
 fn example(name: &str) -> String {
     let path = format!("{}/../policies/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -23,8 +23,13 @@ fn edit(text: &str, from: &str, to: &str) -> String {
     text.replacen(from, to, 1)
 }
 
+/// Cases of the small-cluster domain in these tests: its first tier, and a little of the
+/// second (the test of queue weights asks for more).
+const BOUND: u64 = 10_000;
+
 fn run(old: &str, new: &str, seed: u64, cases: u64) -> Report {
-    diff(&side("old.gpol", old), &side("new.gpol", new), &Options { seed, budget: Budget::Cases(cases) })
+    let options = Options { seed, budget: Budget::Cases(cases), bound: BOUND };
+    diff(&side("old.gpol", old), &side("new.gpol", new), &options)
 }
 
 fn verdict(r: &Report, d: Decision) -> &Verdict {
@@ -269,4 +274,23 @@ fn proofs_never_ignore_the_declarations_a_decision_reads() {
     for d in [Decision::VictimEligibility, Decision::Gang, Decision::Quota, Decision::QueueOrder] {
         assert!(!proved(&r, d), "{d:?} proved");
     }
+}
+
+#[test]
+fn a_queue_weight_shows_in_a_cluster_of_several_nodes() {
+    // Experiments' weight doubled: where serving holds twice what experiments does, the
+    // two queues' shares now tie (broken by declaration: serving) and where they held
+    // the same, experiments now goes first. The one-node tier never shows it (a waiting
+    // pair there leaves at most one job running); the clusters of several nodes do.
+    let old = example("preemption.gpol");
+    let new = edit(&old, "queue experiments { weight 1;", "queue experiments { weight 2;");
+    let options = Options { seed: 1, budget: Budget::Cases(1), bound: 30_000 };
+    let r = diff(&side("old.gpol", &old), &side("new.gpol", &new), &options);
+    assert!(matches!(verdict(&r, Decision::QueueOrder), Verdict::Different { .. }), "{}", render::human(&r));
+    let shown = &r.decisions.iter().find(|d| d.decision == Decision::QueueOrder).expect("reported").counterexamples;
+    assert!(shown[0].test.matches("node ").count() >= 2, "{}", shown[0].test);
+    replays(&r, &old, &new);
+    // The domain is stated, with what it cut to fit the bound.
+    let Verdict::UpToBound { domain, .. } = verdict(&r, Decision::VictimSet) else { panic!("{}", render::human(&r)) };
+    assert!(domain.contains("one to three nodes") && domain.contains("cut to the bound"), "{domain}");
 }

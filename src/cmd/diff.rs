@@ -27,6 +27,10 @@ pub struct Args {
     /// How long to search: a number of cases (`4000`) or a time (`10s`, `2m`, `1h`).
     #[arg(long, default_value_t = Budget::Cases(gpol_diff::DEFAULT_CASES).to_string())]
     budget: String,
+    /// Cases of the exhaustive small-cluster domain at most (≤ 3 nodes, ≤ 4 jobs; its
+    /// palette is cut to fit, and the report says how). Played besides the budget.
+    #[arg(long, default_value_t = gpol_diff::DEFAULT_BOUND, value_parser = clap::value_parser!(u64).range(1..=gpol_compiler::limits::MAX_DIFF_BOUND))]
+    bound: u64,
     /// Also replay this trace on both versions (the bundled sim/trace.csv when only
     /// --cluster or --fill is given) and compare their decisions in order.
     #[arg(long, value_name = "FILE")]
@@ -54,7 +58,7 @@ pub fn run(args: Args) -> u8 {
             return USAGE;
         }
     };
-    let options = Options { seed: args.seed, budget };
+    let options = Options { seed: args.seed, budget, bound: args.bound };
     let pairs = match (&args.base, &args.old, &args.new) {
         (Some(base), _, _) => match changed_since(base) {
             Ok(p) => p,
