@@ -20,6 +20,7 @@ pub mod render;
 pub mod replay;
 pub mod report;
 pub mod side;
+pub mod smt;
 pub mod vocab;
 pub mod witness;
 pub mod world;
@@ -118,8 +119,17 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     for d in Decision::ALL {
         let renamed = |name: &str| renames.old_to_new(name).unwrap_or(name).to_string();
         let (a, b) = (proof::fingerprint(d, &on, &renamed), proof::fingerprint(d, &nn, &|x: &str| x.to_string()));
+        let beyond = |n: &Names<'_>, rename: &dyn Fn(&str) -> String| proof::victim_set_beyond_conditions(n, rename);
         if a.is_some() && a == b {
             reasons.insert(d, proof_reason(d));
+        } else if d == Decision::VictimSet
+            && reasons.contains_key(&Decision::VictimEligibility)
+            && beyond(&on, &renamed).is_some_and(|x| Some(x) == beyond(&nn, &|x: &str| x.to_string()))
+        {
+            reasons.insert(
+                d,
+                "the eviction rules' conditions agree everywhere (victim eligibility), with the same costs, victim order, filters, scores, gang clauses, quota tree and priority classes".into(),
+            );
         } else {
             match by_regions(d, &on, &nn, &renames) {
                 Some(Ok(why)) => {
@@ -471,6 +481,7 @@ fn by_regions(
         Decision::Feasibility => {
             (rules(&old.program.filters, true, renames), rules(&new.program.filters, false, renames))
         }
+        Decision::VictimEligibility => (victim_rules(old, true, renames), victim_rules(new, false, renames)),
         _ => return None,
     };
     // Admission: whether the job is refused, for good or for now (the first refusing
@@ -481,36 +492,71 @@ fn by_regions(
         refusing.sort_unstable();
         match d {
             Decision::Admission => format!("{permanent} {refusing:?}"),
+            // The victim rules whose conditions hold, in order (the first that allows names
+            // the eviction; a `protect` forbids it).
+            Decision::VictimEligibility => {
+                let holding: Vec<&str> = answers.iter().filter(|(_, _, ok)| *ok).map(|(n, _, _)| n.as_str()).collect();
+                format!("{holding:?}")
+            }
             _ => format!("{refusing:?}"),
         }
     };
     // Fields computed from declarations mean the same in both only when those are equal.
     let same = |f: fn(&gpol_compiler::hir::Policy) -> String| f(old.policy) == f(new.policy);
     let (classes, tree) = (same(proof::classes), same(proof::tree));
-    let shared = move |v: &str| match v {
-        "job.priority" => classes,
-        "job.user_usage" | "job.fair_tree" => tree,
-        v if v.starts_with("job.queue.") => tree,
-        _ => true,
+    // Whether a victim may be evicted also depends on the quota tree (reclaim and borrow
+    // rules evict only from borrowing queues): only with equal trees do equal rule
+    // answers mean equal eligibility.
+    if d == Decision::VictimEligibility && !tree {
+        return None;
+    }
+    let shared = move |v: &str| {
+        let field = v.split_once('.').map_or(v, |(_, f)| f);
+        match field {
+            "priority" => classes,
+            "user_usage" | "fair_tree" => tree,
+            f if f.starts_with("queue.") => tree,
+            _ => true,
+        }
     };
-    let result = regions::compare(
-        &regions::Rules { names: old, rules: a },
-        &regions::Rules { names: new, rules: b },
-        &observed,
-        &shared,
-    );
+    let (a, b) = (regions::Rules { names: old, rules: a }, regions::Rules { names: new, rules: b });
+    let (result, method) = match regions::compare(&a, &b, &observed, &shared) {
+        regions::Regions::NotApplicable => (smt::compare(&a, &b, &observed, &shared), "z3: both versions agree in all"),
+        r => (r, "decision regions: both versions agree at all"),
+    };
+    let what = match d {
+        Decision::Admission => "the admit rules",
+        Decision::VictimEligibility => "the eviction rules' conditions",
+        _ => "the filters",
+    };
     match result {
+        // A point of the eviction rules is not made into a case (it would need a claimant
+        // and a victim with a history): the search looks for the difference instead.
+        regions::Regions::Differ(_) if d == Decision::VictimEligibility => None,
         regions::Regions::Differ(points) => Some(Err(points)),
         regions::Regions::NotApplicable => None,
-        regions::Regions::Equal { points, fields } => Some(Ok(format!(
-            "decision regions: both versions agree at all {points} points that decide {} ({})",
-            match d {
-                Decision::Admission => "the admit rules",
-                _ => "the filters",
-            },
-            fields.join(", ")
-        ))),
+        regions::Regions::Equal { points, fields } => {
+            let unit = if method.starts_with("z3") { "combinations of answers of" } else { "points that decide" };
+            Some(Ok(format!("{method} {points} {unit} {what} ({})", fields.join(", "))))
+        }
     }
+}
+
+/// The `when` conditions of a version's eviction rules, named by kind and name.
+fn victim_rules<'r>(
+    side: &'r Names<'_>,
+    rename: bool,
+    renames: &Renames,
+) -> Vec<(String, bool, &'r gpol_compiler::ir::Node)> {
+    (side.program.victims.iter())
+        .map(|r| {
+            let name = match rename {
+                true => renames.old_to_new(&r.name).unwrap_or(&r.name),
+                false => &r.name,
+            };
+            (format!("{:?} {name}", r.kind), false, &r.when.node)
+        })
+        .collect()
 }
 
 fn proof_reason(d: Decision) -> String {

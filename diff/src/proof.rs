@@ -13,6 +13,22 @@ use gpol_compiler::schema::Record;
 /// `rename` gives each rule's name as the new version calls it (reasons and evictions name
 /// rules, so which rule decides is part of the decision).
 pub fn fingerprint(decision: Decision, n: &Names<'_>, rename: &dyn Fn(&str) -> String) -> Option<String> {
+    fingerprint_of(decision, n, rename, true)
+}
+
+/// The victim set's fingerprint without the eviction rules' conditions: equal in both
+/// versions, with victim eligibility proved equal otherwise (which rules' conditions
+/// hold, in order, at every point), the victim set is proved too.
+pub fn victim_set_beyond_conditions(n: &Names<'_>, rename: &dyn Fn(&str) -> String) -> Option<String> {
+    fingerprint_of(Decision::VictimSet, n, rename, false)
+}
+
+fn fingerprint_of(
+    decision: Decision,
+    n: &Names<'_>,
+    rename: &dyn Fn(&str) -> String,
+    conditions: bool,
+) -> Option<String> {
     let p = n.program;
     let evicts = p.victims.iter().any(|v| v.kind != gpol_compiler::syntax::VictimKind::Protect);
     if matches!(decision, Decision::VictimEligibility | Decision::VictimSet) && !evicts {
@@ -44,7 +60,7 @@ pub fn fingerprint(decision: Decision, n: &Names<'_>, rename: &dyn Fn(&str) -> S
         p.victims
             .iter()
             .map(|v| {
-                let when = canon::form(&v.when.node, n)?;
+                let when = if conditions { canon::form(&v.when.node, n)? } else { "…".into() };
                 let cost = match (&v.cost, with_cost) {
                     (Some(c), true) => Some(canon::form(&c.node, n)?),
                     _ => None,

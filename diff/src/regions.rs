@@ -32,7 +32,7 @@ pub enum V {
 
 /// What kind of values a variable ranges over.
 #[derive(Clone, Debug, PartialEq)]
-enum Var {
+pub(crate) enum Var {
     Num {
         optional: bool,
         cuts: Vec<f64>,
@@ -134,10 +134,10 @@ pub fn compare(old: &Rules<'_>, new: &Rules<'_>, decision: Observe<'_>, shared: 
 }
 
 /// Nodes substituting `let`s may copy, in all (a bound on what doubling lets can build).
-const MAX_INLINED: usize = 1 << 16;
+pub(crate) const MAX_INLINED: usize = 1 << 16;
 
 /// The expression with every `let` substituted (`None` past `budget` nodes copied).
-fn inline(n: &Node, env: &mut Vec<(Local, Node)>, budget: &mut usize) -> Option<Node> {
+pub(crate) fn inline(n: &Node, env: &mut Vec<(Local, Node)>, budget: &mut usize) -> Option<Node> {
     let mut go = |x: &Node, env: &mut Vec<(Local, Node)>| inline(x, env, budget).map(Box::new);
     let kind = match &n.kind {
         Kind::Local(l) => {
@@ -178,7 +178,7 @@ fn size(n: &Node) -> usize {
 
 /// A variable's name (`job.priority`, `node.labels["zone"]`, `job.queue`), if the
 /// expression reads one directly from a record in scope.
-fn variable(n: &Node, names: &Names<'_>) -> Option<(String, Var)> {
+pub(crate) fn variable(n: &Node, names: &Names<'_>) -> Option<(String, Var)> {
     match &n.kind {
         Kind::Field { base, record, field } => {
             let Kind::Root(root) = base.kind else {
@@ -380,7 +380,7 @@ fn values(v: &Var) -> Vec<V> {
 }
 
 /// Evaluates an inlined expression at a point (`None`: outside the method).
-fn eval(n: &Node, point: &BTreeMap<&str, &V>, names: &Names<'_>) -> Option<V> {
+pub(crate) fn eval(n: &Node, point: &BTreeMap<&str, &V>, names: &Names<'_>) -> Option<V> {
     let num = |x: &Node| match eval(x, point, names)? {
         V::Num(v) => Some(v),
         _ => None,

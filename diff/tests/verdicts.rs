@@ -294,3 +294,57 @@ fn a_queue_weight_shows_in_a_cluster_of_several_nodes() {
     let Verdict::UpToBound { domain, .. } = verdict(&r, Decision::VictimSet) else { panic!("{}", render::human(&r)) };
     assert!(domain.contains("one to three nodes") && domain.contains("cut to the bound"), "{domain}");
 }
+
+/// Whether z3 is installed; tests of the optional SMT back end say so where it is not.
+fn solver() -> bool {
+    let ok = gpol_diff::smt::available();
+    if !ok {
+        eprintln!("z3 is not installed: the SMT back end is not tested here (apt-get install z3)");
+    }
+    ok
+}
+
+fn reason(r: &Report, d: Decision) -> String {
+    match verdict(r, d) {
+        Verdict::Proved { reason } => reason.clone(),
+        v => panic!("{d:?} is {v:?}:\n{}", render::human(r)),
+    }
+}
+
+#[test]
+fn comparisons_of_two_fields_are_proved_or_shown_by_the_solver() {
+    if !solver() {
+        return;
+    }
+    // Admission: a rule over two fields, rearranged (proved), then made strict (shown).
+    let old = "policy t\n\nadmit cpu_per_card \"at most 16 CPUs per card\" {\n  job.cpu <= job.whole_cards / 1 gpu * 16 cpu + 4 cpu\n}\n";
+    let rearranged = edit(
+        old,
+        "job.cpu <= job.whole_cards / 1 gpu * 16 cpu + 4 cpu",
+        "job.cpu - 4 cpu <= 16 cpu * job.whole_cards / 1 gpu",
+    );
+    let r = run(old, &rearranged, 1, 100);
+    assert!(reason(&r, Decision::Admission).starts_with("z3:"), "{}", render::human(&r));
+    let strict = edit(&rearranged, "<=", "<");
+    let r = run(old, &strict, 1, 100);
+    assert!(
+        matches!(verdict(&r, Decision::Admission), Verdict::Different { direction: Direction::Less }),
+        "{}",
+        render::human(&r)
+    );
+    replays(&r, old, &strict);
+    // Eviction: `claimant.priority - victim.priority >= min_gap` rearranged proves
+    // eligibility and, with everything else equal, the victim set.
+    let old = example("preemption.gpol");
+    let new =
+        edit(&old, "claimant.priority - victim.priority >= min_gap", "victim.priority + min_gap <= claimant.priority");
+    let r = run(&old, &new, 1, 100);
+    assert!(reason(&r, Decision::VictimEligibility).starts_with("z3:"), "{}", render::human(&r));
+    assert!(reason(&r, Decision::VictimSet).contains("eviction rules' conditions agree"), "{}", render::human(&r));
+    assert_eq!(r.exit_code(), gpol_diff::report::SAME);
+    // The gap moved by one: not proved, and found.
+    let new = edit(&old, "const min_gap = 100", "const min_gap = 101");
+    let r = run(&old, &new, 1, 2000);
+    assert!(matches!(verdict(&r, Decision::VictimEligibility), Verdict::Different { .. }), "{}", render::human(&r));
+    replays(&r, &old, &new);
+}
