@@ -137,12 +137,19 @@ pub fn domain(vocab: &Vocab, bound: u64, open: &dyn Fn(Decision) -> bool) -> Dom
     let second_sizes: Vec<u32> = if base == 2 { vec![2] } else { vec![2, base] };
     // Priority is a value of its own only where a rule reads it (classes set it too).
     let reads_priority = !vocab.classes.is_empty() || vocab.read.iter().any(|f| f.ends_with(".priority"));
-    let spent: u64 = first.iter().map(|t| count(t, u64::MAX)).sum();
-    let mut tiers = first;
-    let mut words = vec![format!(
+    // The first tier whole, or not at all.
+    let mut spent: u64 = first.iter().map(|t| count(t, u64::MAX)).sum();
+    if spent > bound {
+        (first, spent) = (Vec::new(), 0);
+    }
+    let mut words = Vec::new();
+    if !first.is_empty() {
+        words.push(format!(
         "one node of {sizes:?} cards, at most one job running and one or two waiting, each of queue {:?}, one card or the whole node, priority none or {high}, evictable or not",
         queues.iter().flatten().collect::<Vec<_>>()
-    )];
+        ));
+    }
+    let mut tiers = first;
     for (k, &size) in second_sizes.iter().enumerate() {
         let mut shapes = vec![(1, 1), (size, 1)];
         if vocab.gangs || !vocab.levels.is_empty() {
@@ -175,6 +182,9 @@ pub fn domain(vocab: &Vocab, bound: u64, open: &dyn Fn(Decision) -> bool) -> Dom
             tiers.push(t);
             words.push(axes.describe(n, &cuts));
         }
+    }
+    if words.is_empty() {
+        words.push("none (the bound is smaller than the first tier)".into());
     }
     let mut cases = Vec::new();
     for (i, t) in tiers.iter().enumerate() {

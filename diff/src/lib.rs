@@ -154,7 +154,7 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         // First the cases made from points where the decision regions differ.
         let prefix = generate::name_prefix(&vocab);
         let made: Vec<World> = region_points.iter().map(|(_, p)| realize::world(p, &vocab, &prefix)).collect();
-        search.merge(play(&probe, made));
+        search.merge(play(&probe, made.into_iter().map(|w| (w, None)).collect()));
         let made_cases = search.cases;
         // The exhaustive small domain.
         if let Some(g) = grid::grid(&vocab, &prefix) {
@@ -164,7 +164,7 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 grid_samples = Some((g.domain.clone(), tally.clone()));
                 let mut part = Search { tally, cases: 1, ..Search::default() };
                 for f in findings {
-                    part.record(f, &g.world);
+                    part.record(f, &g.world, None);
                 }
                 search.merge(part);
             }
@@ -173,8 +173,11 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         if SCENARIO_KINDS.iter().any(|d| !proved.contains(d)) {
             let domain = clusters::domain(&vocab, options.bound, &|d| !proved.contains(&d));
             let world = |c: &clusters::Case| domain.world(c, vocab.levels.len(), &prefix);
-            let parts: Vec<Search> =
-                domain.cases.par_chunks(CHUNK as usize).map(|c| play(&probe, c.iter().map(world).collect())).collect();
+            let parts: Vec<Search> = domain
+                .cases
+                .par_chunks(CHUNK as usize)
+                .map(|c| play(&probe, c.iter().map(|x| (world(x), None)).collect()))
+                .collect();
             let mut all = Search::default();
             for p in parts {
                 all.merge(p);
@@ -185,8 +188,10 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
         // Then drawn ones, in chunks with seeds of their own: the same cases and the same
         // findings in the same order however many threads play them.
         let chunk = |k: u64, n: u64| {
-            let mut generator = generate::Generator::new(&vocab, chunk_seed(options.seed, k));
-            play(&probe, (0..n).map(|_| generator.world()).collect())
+            let seed = chunk_seed(options.seed, k);
+            let mut cases = generate::Cases::new(&vocab, seed);
+            let drawn = (0..n).filter_map(|i| Some((cases.next_world()?, Some(Drawn { seed, index: i }))));
+            play(&probe, drawn.collect())
         };
         let started = Instant::now();
         let mut next = 0u64;
@@ -246,7 +251,7 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
             let mut ties_only = 0u64;
             type Key = (Vec<RuleRef>, Vec<RuleRef>);
             let mut groups: Vec<(Key, usize)> = Vec::new();
-            for (f, w) in kept.get(&d).map_or(&[][..], Vec::as_slice) {
+            for (f, w, drawn) in kept.get(&d).map_or(&[][..], Vec::as_slice) {
                 if counterexamples.len() >= SHOWN {
                     break;
                 }
@@ -267,7 +272,16 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 }
                 *tries += 1;
                 let name = format!("gpolc diff: {} {}", d.title(), counterexamples.len() + 1);
-                let found = shrinker.witness(w, f, &name);
+                // A drawn case is first shrunk by proptest while the decision still
+                // differs; the counterexample is sought there, then in the case as found.
+                let shrunk = drawn.and_then(|x| proptest_shrink(&probe, &vocab, x, d));
+                let mut found = Err(witness::Miss::NotShown);
+                for (f, w) in shrunk.iter().map(|(f, w)| (f, w)).chain([(f, w)]) {
+                    found = shrinker.witness(w, f, &name);
+                    if found.is_ok() {
+                        break;
+                    }
+                }
                 if matches!(found, Err(witness::Miss::Tie)) {
                     ties_only += 1;
                 }
@@ -395,18 +409,18 @@ struct Search {
     tally: Tally,
     cases: u64,
     /// The first differences of each kind, with their cases.
-    kept: BTreeMap<Decision, Vec<(Finding, World)>>,
+    kept: BTreeMap<Decision, Vec<(Finding, World, Option<Drawn>)>>,
     differed: BTreeMap<Decision, u64>,
     direction: BTreeMap<Decision, Direction>,
 }
 
 impl Search {
-    fn record(&mut self, f: Finding, w: &World) {
+    fn record(&mut self, f: Finding, w: &World, drawn: Option<Drawn>) {
         *self.differed.entry(f.decision).or_default() += 1;
         self.direction.entry(f.decision).and_modify(|d| *d = d.join(f.direction)).or_insert(f.direction);
         let list = self.kept.entry(f.decision).or_default();
         if list.len() < KEPT {
-            list.push((f, w.clone()));
+            list.push((f, w.clone(), drawn));
         }
     }
 
@@ -428,17 +442,43 @@ impl Search {
     }
 }
 
+/// Where a drawn case came from: its chunk's seed and its place in the chunk.
+#[derive(Clone, Copy, Debug)]
+struct Drawn {
+    seed: u64,
+    index: u64,
+}
+
+/// Evaluations proptest's shrinking may take per counterexample.
+const SHRINK_PLAYS: usize = 300;
+
+/// A drawn case redrawn from its seed and shrunk by proptest while `d` still differs in
+/// it, with the difference found there.
+fn proptest_shrink(probe: &Probe<'_>, vocab: &vocab::Vocab, drawn: Drawn, d: Decision) -> Option<(Finding, World)> {
+    let mut cases = generate::Cases::new(vocab, drawn.seed);
+    for _ in 0..drawn.index {
+        cases.next_tree()?;
+    }
+    let mut tree = cases.next_tree()?;
+    let fresh = probe.fresh();
+    let first = |w: &World| -> Option<Finding> {
+        probe.run(w, &fresh, &mut Tally::default()).ok()?.into_iter().find(|f| f.decision == d)
+    };
+    let small = generate::shrink(tree.as_mut(), &mut |w| first(w).is_some(), SHRINK_PLAYS);
+    Some((first(&small)?, small))
+}
+
 /// Plays cases on both versions.
-fn play(probe: &Probe<'_>, worlds: Vec<World>) -> Search {
+fn play(probe: &Probe<'_>, worlds: Vec<(World, Option<Drawn>)>) -> Search {
     let mut s = Search::default();
     let fresh = probe.fresh();
-    for w in worlds {
+    for (w, drawn) in worlds {
         let mut tally = Tally::default();
         let Ok(findings) = probe.run(&w, &fresh, &mut tally) else { continue };
         s.tally.add(&tally);
         s.cases += 1;
         for f in findings.into_iter().filter(|f| !probe.proved.contains(&f.decision)) {
-            s.record(f, &w);
+            s.record(f, &w, drawn);
         }
     }
     s
