@@ -145,7 +145,7 @@ pub fn domain(vocab: &Vocab, bound: u64, open: &dyn Fn(Decision) -> bool) -> Dom
     let mut words = Vec::new();
     if !first.is_empty() {
         words.push(format!(
-        "one node of {sizes:?} cards, at most one job running and one or two waiting, each of queue {:?}, one card or the whole node, priority none or {high}, evictable or not",
+        "one node of {sizes:?} cards, at most one job running (no history, no past usage) and one or two waiting, each of queue {:?}, one card or the whole node, priority none or {high}, evictable or not",
         queues.iter().flatten().collect::<Vec<_>>()
         ));
     }
@@ -179,6 +179,7 @@ pub fn domain(vocab: &Vocab, bound: u64, open: &dyn Fn(Decision) -> bool) -> Dom
         };
         if let Some(t) = tier {
             let n = count(&t, u64::MAX);
+            spent += n;
             tiers.push(t);
             words.push(axes.describe(n, &cuts));
         }
@@ -264,7 +265,7 @@ impl Axes {
             .collect::<Vec<_>>();
         let priorities = self.priorities.iter().map(|p| p.map_or("none".into(), |x| x.to_string())).collect::<Vec<_>>();
         let mut text = format!(
-            "every cluster of one to three nodes of {} cards{} with up to four jobs (up to three running, at least one waiting, submitted in palette order), each of queue {:?}, {}, priority {}, {} ({n} cases",
+            "every cluster of one to three nodes of {} cards{} with up to four jobs (up to three running, of one replica, no history and no past usage; at least one waiting, submitted in palette order), each of queue {:?}, {}, priority {}, {} ({n} cases",
             self.size,
             if self.domains.len() > 1 { " in two racks" } else { "" },
             self.queues.iter().flatten().collect::<Vec<_>>(),
@@ -405,6 +406,14 @@ mod tests {
             gangs: true,
             ..Vocab::default()
         };
+        // Two node sizes in the second tier (a rule compares a job's cards with 8): the
+        // bound holds for all of it.
+        let two = Vocab { values: [("job.whole_cards".to_string(), vec![7.0, 8.0, 9.0])].into(), ..vocab.clone() };
+        for bound in [10_000, 60_000, 150_000] {
+            let d = domain(&two, bound, &|_| true);
+            assert!(d.cases.len() as u64 <= bound, "{bound}: {}", d.text);
+            assert!(d.text.contains("nodes of 8 cards"), "{}", d.text);
+        }
         let wide = domain(&vocab, 10_000_000, &|_| true);
         let narrow = domain(&vocab, 20_000, &|_| true);
         assert!(narrow.cases.len() as u64 <= 20_000, "{}", narrow.text);

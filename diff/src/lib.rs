@@ -116,6 +116,8 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
     let vocab = vocab::Vocab::of((old.policy(), old.program()), (new.policy(), new.program()));
     let mut reasons: BTreeMap<Decision, String> = BTreeMap::new();
     let mut region_points = Vec::new();
+    // Decisions z3 found equal over the reals (not proved for doubles): still searched.
+    let mut over_reals: BTreeMap<Decision, (String, u64)> = BTreeMap::new();
     for d in Decision::ALL {
         let renamed = |name: &str| renames.old_to_new(name).unwrap_or(name).to_string();
         let (a, b) = (proof::fingerprint(d, &on, &renamed), proof::fingerprint(d, &nn, &|x: &str| x.to_string()));
@@ -132,10 +134,13 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
             );
         } else {
             match by_regions(d, &on, &nn, &renames) {
-                Some(Ok(why)) => {
+                Some(ByRegions::Proved(why)) => {
                     reasons.insert(d, why);
                 }
-                Some(Err(points)) => region_points.extend(points.into_iter().map(|p| (d, p))),
+                Some(ByRegions::Differ(points)) => region_points.extend(points.into_iter().map(|p| (d, p))),
+                Some(ByRegions::OverReals { domain, combinations }) => {
+                    over_reals.insert(d, (domain, combinations));
+                }
                 None => {}
             }
         }
@@ -274,7 +279,7 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 let name = format!("gpolc diff: {} {}", d.title(), counterexamples.len() + 1);
                 // A drawn case is first shrunk by proptest while the decision still
                 // differs; the counterexample is sought there, then in the case as found.
-                let shrunk = drawn.and_then(|x| proptest_shrink(&probe, &vocab, x, d));
+                let shrunk = drawn.and_then(|x| proptest_shrink(&probe, &vocab, x, f));
                 let mut found = Err(witness::Miss::NotShown);
                 for (f, w) in shrunk.iter().map(|(f, w)| (f, w)).chain([(f, w)]) {
                     found = shrinker.witness(w, f, &name);
@@ -303,6 +308,8 @@ pub fn diff(old: &Side, new: &Side, options: &Options) -> Report {
                 Verdict::Proved { reason: reasons.get(&d).cloned().unwrap_or_default() }
             } else if !counterexamples.is_empty() {
                 Verdict::Different { direction: direction.get(&d).copied().unwrap_or(Direction::Changed) }
+            } else if let Some((domain, n)) = over_reals.get(&d).filter(|_| count == 0) {
+                Verdict::UpToBound { domain: domain.clone(), cases: *n }
             } else if let Some((domain, t)) = grid_samples.as_ref().filter(|(_, t)| {
                 count == 0
                     && GRID_KINDS.contains(&d)
@@ -452,9 +459,9 @@ struct Drawn {
 /// Evaluations proptest's shrinking may take per counterexample.
 const SHRINK_PLAYS: usize = 300;
 
-/// A drawn case redrawn from its seed and shrunk by proptest while `d` still differs in
-/// it, with the difference found there.
-fn proptest_shrink(probe: &Probe<'_>, vocab: &vocab::Vocab, drawn: Drawn, d: Decision) -> Option<(Finding, World)> {
+/// A drawn case redrawn from its seed and shrunk by proptest while the same difference
+/// (decision, direction and deciding rules) shows in it, with the difference found there.
+fn proptest_shrink(probe: &Probe<'_>, vocab: &vocab::Vocab, drawn: Drawn, like: &Finding) -> Option<(Finding, World)> {
     let mut cases = generate::Cases::new(vocab, drawn.seed);
     for _ in 0..drawn.index {
         cases.next_tree()?;
@@ -462,7 +469,10 @@ fn proptest_shrink(probe: &Probe<'_>, vocab: &vocab::Vocab, drawn: Drawn, d: Dec
     let mut tree = cases.next_tree()?;
     let fresh = probe.fresh();
     let first = |w: &World| -> Option<Finding> {
-        probe.run(w, &fresh, &mut Tally::default()).ok()?.into_iter().find(|f| f.decision == d)
+        probe.run(w, &fresh, &mut Tally::default()).ok()?.into_iter().find(|f| {
+            (f.decision, f.direction, &f.old_rules, &f.new_rules)
+                == (like.decision, like.direction, &like.old_rules, &like.new_rules)
+        })
     };
     let small = generate::shrink(tree.as_mut(), &mut |w| first(w).is_some(), SHRINK_PLAYS);
     Some((first(&small)?, small))
@@ -495,12 +505,7 @@ fn names(side: &Side) -> Names<'_> {
 
 /// Admission or feasibility proved by decision regions (see [`regions`]): the reason, or
 /// a point where the versions differ; `None` where the method does not apply.
-fn by_regions(
-    d: Decision,
-    old: &Names<'_>,
-    new: &Names<'_>,
-    renames: &Renames,
-) -> Option<Result<String, Vec<BTreeMap<String, regions::V>>>> {
+fn by_regions(d: Decision, old: &Names<'_>, new: &Names<'_>, renames: &Renames) -> Option<ByRegions> {
     fn rules<'r>(
         list: &'r [gpol_compiler::ir::Rule],
         rename: bool,
@@ -560,9 +565,9 @@ fn by_regions(
         }
     };
     let (a, b) = (regions::Rules { names: old, rules: a }, regions::Rules { names: new, rules: b });
-    let (result, method) = match regions::compare(&a, &b, &observed, &shared) {
-        regions::Regions::NotApplicable => (smt::compare(&a, &b, &observed, &shared), "z3: both versions agree in all"),
-        r => (r, "decision regions: both versions agree at all"),
+    let (result, by_z3) = match regions::compare(&a, &b, &observed, &shared) {
+        regions::Regions::NotApplicable => (smt::compare(&a, &b, &observed, &shared), true),
+        r => (r, false),
     };
     let what = match d {
         Decision::Admission => "the admit rules",
@@ -573,13 +578,39 @@ fn by_regions(
         // A point of the eviction rules is not made into a case (it would need a claimant
         // and a victim with a history): the search looks for the difference instead.
         regions::Regions::Differ(_) if d == Decision::VictimEligibility => None,
-        regions::Regions::Differ(points) => Some(Err(points)),
+        regions::Regions::Differ(points) => Some(ByRegions::Differ(points)),
         regions::Regions::NotApplicable => None,
-        regions::Regions::Equal { points, fields } => {
-            let unit = if method.starts_with("z3") { "combinations of answers of" } else { "points that decide" };
-            Some(Ok(format!("{method} {points} {unit} {what} ({})", fields.join(", "))))
-        }
+        regions::Regions::Equal { points, fields } => Some(ByRegions::Proved(match by_z3 {
+            true => format!(
+                "z3: both versions agree in all {points} combinations of answers of {what} ({})",
+                fields.join(", ")
+            ),
+            false => format!(
+                "decision regions: both versions agree at all {points} points that decide {what} ({})",
+                fields.join(", ")
+            ),
+        })),
+        regions::Regions::EqualOverReals { combinations, fields } => Some(ByRegions::OverReals {
+            domain: format!(
+                "every real value of {} (z3: all {combinations} combinations of answers of {what} agree; rounding of doubles at a boundary is not modelled)",
+                fields.join(", ")
+            ),
+            combinations,
+        }),
     }
+}
+
+/// What the decision regions (or z3) say of a decision kind.
+enum ByRegions {
+    Proved(String),
+    /// Points where the versions differ.
+    Differ(Vec<BTreeMap<String, regions::V>>),
+    /// Equal over the reals, not proved for doubles: the stated domain, and how many
+    /// combinations were checked.
+    OverReals {
+        domain: String,
+        combinations: u64,
+    },
 }
 
 /// The `when` conditions of a version's eviction rules, named by kind and name.

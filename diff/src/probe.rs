@@ -464,6 +464,7 @@ impl Probe<'_> {
             related,
             &[
                 Decision::VictimSet,
+                Decision::VictimEligibility,
                 Decision::Ranking,
                 Decision::Gang,
                 Decision::CardChoice,

@@ -52,6 +52,9 @@ pub(crate) enum Var {
 pub enum Regions {
     /// Equal at every point: how many, over which fields.
     Equal { points: u64, fields: Vec<String> },
+    /// Equal at every combination of the rules' answers over the reals (the SMT back
+    /// end, where the rules round): how many, over which fields. Not a proof for doubles.
+    EqualOverReals { combinations: u64, fields: Vec<String> },
     /// The versions differ at these points (variable → value), the first few found.
     Differ(Vec<BTreeMap<String, V>>),
     /// The rules do not have the structure the method needs (or too many points).

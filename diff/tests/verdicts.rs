@@ -316,35 +316,58 @@ fn comparisons_of_two_fields_are_proved_or_shown_by_the_solver() {
     if !solver() {
         return;
     }
-    // Admission: a rule over two fields, rearranged (proved), then made strict (shown).
-    let old = "policy t\n\nadmit cpu_per_card \"at most 16 CPUs per card\" {\n  job.cpu <= job.whole_cards / 1 gpu * 16 cpu + 4 cpu\n}\n";
-    let rearranged = edit(
+    // Rules that only compare (a maximum, a default): z3's combinations prove them.
+    let old = "policy t\n\nadmit patient \"waits no longer than it runs\" {\n  max(job.waiting, 1h) <= job.expected_duration ?? 2h\n}\n";
+    let split = edit(
         old,
-        "job.cpu <= job.whole_cards / 1 gpu * 16 cpu + 4 cpu",
-        "job.cpu - 4 cpu <= 16 cpu * job.whole_cards / 1 gpu",
+        "max(job.waiting, 1h) <= job.expected_duration ?? 2h",
+        "job.waiting <= job.expected_duration ?? 2h and 1h <= job.expected_duration ?? 2h",
     );
-    let r = run(old, &rearranged, 1, 100);
+    let r = run(old, &split, 1, 100);
     assert!(reason(&r, Decision::Admission).starts_with("z3:"), "{}", render::human(&r));
-    let strict = edit(&rearranged, "<=", "<");
-    let r = run(old, &strict, 1, 100);
+    // Made strict: a point z3 finds becomes a confirmed counterexample.
+    let strict = edit(&split, "job.waiting <=", "job.waiting <");
+    let r = run(old, &strict, 1, 300);
     assert!(
         matches!(verdict(&r, Decision::Admission), Verdict::Different { direction: Direction::Less }),
         "{}",
         render::human(&r)
     );
     replays(&r, old, &strict);
-    // Eviction: `claimant.priority - victim.priority >= min_gap` rearranged proves
-    // eligibility and, with everything else equal, the victim set.
+    // Arithmetic rounds: `cp - vp >= 100` and `vp + 100 <= cp` agree over the reals but
+    // part for doubles (cp near 2^57), so the eviction condition rearranged is equal up
+    // to that bound, never proved, and the victim set is not proved from it.
     let old = example("preemption.gpol");
     let new =
         edit(&old, "claimant.priority - victim.priority >= min_gap", "victim.priority + min_gap <= claimant.priority");
     let r = run(&old, &new, 1, 100);
-    assert!(reason(&r, Decision::VictimEligibility).starts_with("z3:"), "{}", render::human(&r));
-    assert!(reason(&r, Decision::VictimSet).contains("eviction rules' conditions agree"), "{}", render::human(&r));
-    assert_eq!(r.exit_code(), gpol_diff::report::SAME);
-    // The gap moved by one: not proved, and found.
+    let Verdict::UpToBound { domain, .. } = verdict(&r, Decision::VictimEligibility) else {
+        panic!("{}", render::human(&r))
+    };
+    assert!(domain.contains("every real value of claimant.priority"), "{domain}");
+    assert!(!matches!(verdict(&r, Decision::VictimSet), Verdict::Proved { .. }), "{}", render::human(&r));
+    // The gap moved by one: found.
     let new = edit(&old, "const min_gap = 100", "const min_gap = 101");
     let r = run(&old, &new, 1, 2000);
     assert!(matches!(verdict(&r, Decision::VictimEligibility), Verdict::Different { .. }), "{}", render::human(&r));
     replays(&r, &old, &new);
+}
+
+#[test]
+fn a_victim_set_is_proved_from_eviction_conditions_that_only_compare() {
+    if !solver() {
+        return;
+    }
+    // A protection written with a maximum, the comparison turned round: the conditions
+    // agree everywhere and nothing else changed, so the victim set is proved too.
+    let old = "policy t\n\npreempt by_priority {\n  when claimant.priority > victim.priority and victim.runtime >= 15m\n  cost victim.total_gpus\n}\n";
+    let new = edit(
+        old,
+        "claimant.priority > victim.priority and victim.runtime >= 15m",
+        "victim.priority < claimant.priority and max(victim.runtime, 15m) == victim.runtime",
+    );
+    let r = run(old, &new, 1, 100);
+    assert!(reason(&r, Decision::VictimEligibility).starts_with("z3:"), "{}", render::human(&r));
+    assert!(reason(&r, Decision::VictimSet).contains("eviction rules' conditions agree"), "{}", render::human(&r));
+    assert_eq!(r.exit_code(), gpol_diff::report::SAME);
 }
