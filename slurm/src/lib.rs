@@ -1,0 +1,7 @@
+//! gpol policies in Slurm. [`submit`] compiles a policy's submit-time rules into
+//! `job_submit.lua` ([`lua`] writes its expressions), over the job model of [`jobs`].
+//! docs/slurm.md says what each artefact does and what Slurm cannot enforce.
+
+pub mod jobs;
+pub mod lua;
+pub mod submit;
