@@ -26,9 +26,14 @@ pub fn rules(policy: Policy<'_>) -> Vec<Compiled> {
     let p = policy.program;
     let mut out = Vec::new();
     for r in &p.admit {
-        let condition = match r.is_static {
-            true => lua::expr(&r.body.node, policy),
-            false => Err(Unsupported("reads what changes while the job waits: held by `gpolc slurm run`".into())),
+        // Only a rule gpol treats as fixed at submission rejects; any other refusal is a
+        // hold (the job waits), which the scheduling loop places.
+        let condition = match (r.is_static, lua::expr(&r.body.node, policy)) {
+            (true, lua) => lua,
+            (false, Ok(_)) => Err(Unsupported(
+                "gpol holds a job this refuses rather than rejecting it (it reads a queue attribute): `gpolc slurm run` holds it".into(),
+            )),
+            (false, Err(Unsupported(why))) => Err(Unsupported(format!("{why}: `gpolc slurm run` holds a job it refuses"))),
         };
         out.push(Compiled { kind: "admit", name: r.name.clone(), condition });
     }
@@ -36,6 +41,23 @@ pub fn rules(policy: Policy<'_>) -> Vec<Compiled> {
     for (kind, list) in [("filter", &p.filters), ("score", &p.scores), ("card_score", &p.card_scores)] {
         for r in list {
             out.push(Compiled { kind, name: r.name.clone(), condition: Err(Unsupported(placement.into())) });
+        }
+    }
+    for g in &p.gang {
+        let level = p.levels.get(usize::from(g.level)).map_or("?", String::as_str);
+        let why = "places a gang's replicas, which `gpolc slurm run` does (topology.conf gives Slurm the levels)";
+        let kind = format!("{:?}", g.kind).to_lowercase();
+        let name = format!("{kind} same {level}");
+        out.push(Compiled { kind: "gang", name, condition: Err(Unsupported(why.into())) });
+    }
+    for (kind, keys) in [("job_order", &p.job_order), ("queue_order", &p.queue_order)] {
+        if !keys.is_empty() {
+            let why = "orders what waits, which `gpolc slurm run` does through each job's priority";
+            out.push(Compiled {
+                kind,
+                name: format!("{} key(s)", keys.len()),
+                condition: Err(Unsupported(why.into())),
+            });
         }
     }
     for v in &p.victims {
@@ -78,23 +100,23 @@ pub fn emit(policy: Policy<'_>, file: &str) -> Submit {
     }
     lua.push_str(" }\n\n");
     lua.push_str(jobs::LUA_JOB);
-    lua.push_str("\nfunction slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc)\n");
-    for (r, rule) in rules.iter().zip(0..).filter_map(|(r, i)| Some((r, r.condition.as_ref().ok().map(|c| (c, i))?))) {
-        let (condition, index) = rule;
-        let message = policy
-            .program
-            .admit
-            .get(index)
-            .and_then(|a| a.reason.clone())
+    // The rules in declaration order, each a function of the job (tests and `gpolc slurm`
+    // ask each on its own); the first that refuses rejects the job.
+    lua.push_str("\n-- The compiled admit rules, in declaration order.\ngpol.rules = {\n");
+    for (r, index) in rules.iter().zip(0..) {
+        let Ok(condition) = &r.condition else { continue };
+        let message = (policy.program.admit.get(index).and_then(|a| a.reason.clone()))
             .unwrap_or_else(|| format!("refused by admit rule {}", r.name));
         lua.push_str(&format!(
-            "  -- admit {}\n  if not {condition} then\n    slurm.log_user(\"%s\", {})\n    gpol.refused = {}\n    return slurm.ERROR\n  end\n",
-            r.name,
-            lua::string(&format!("{} (gpol admit {})", message, r.name)),
+            "  {{ name = {}, message = {},\n    check = function(job) return {condition} end }},\n",
             lua::string(&r.name),
+            lua::string(&format!("{message} (gpol admit {})", r.name)),
         ));
     }
-    lua.push_str("  return slurm.SUCCESS\nend\n\n");
+    lua.push_str("}\n\n");
+    lua.push_str(
+        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc)\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  return slurm.SUCCESS\nend\n\n",
+    );
     lua.push_str("function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)\n  return slurm.SUCCESS\nend\n");
     Submit { lua, rules }
 }

@@ -30,6 +30,15 @@ pub struct Args {
     /// Print the long explanation of a diagnostic code, e.g. E0007.
     #[arg(long, value_name = "CODE")]
     explain: Option<String>,
+    /// Also say, for a scheduler the policy is compiled for, which rules it enforces
+    /// itself and which it cannot (`slurm`: at submission, in job_submit.lua).
+    #[arg(long, value_enum)]
+    target: Option<Target>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Target {
+    Slurm,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -66,6 +75,7 @@ pub fn run(args: Args, color: bool) -> u8 {
     let mut all: Vec<(SourceMap, Vec<Diagnostic>)> = Vec::new();
     let mut costs: Vec<(&PathBuf, Vec<RuleCost>)> = Vec::new();
     let mut proofs: Vec<(&PathBuf, String)> = Vec::new();
+    let mut targets: Vec<(&PathBuf, String)> = Vec::new();
     for path in &files {
         match load::Checked::from_file(path) {
             Ok(mut checked) => {
@@ -81,6 +91,10 @@ pub fn run(args: Args, color: bool) -> u8 {
                     {
                         proofs.push((path, argument.describe()));
                     }
+                }
+                if let (Some(Target::Slurm), Some(program), Some(policy)) = (args.target, &program, &checked.policy) {
+                    let view = gpol_slurm::lua::Policy { program, hir: policy };
+                    targets.push((path, slurm_summary(&gpol_slurm::submit::rules(view))));
                 }
                 if args.costs
                     && let Some(program) = program
@@ -118,6 +132,9 @@ pub fn run(args: Args, color: bool) -> u8 {
         eprint!("{}", shown.summary());
         for (path, argument) in &proofs {
             eprintln!("note: {}: evictions cannot cycle: {argument}", path.display());
+        }
+        for (path, summary) in &targets {
+            eprint!("note: {}: {summary}", path.display());
         }
     }
     match args.format {
@@ -195,4 +212,21 @@ fn costs_json(costs: &[(&PathBuf, Vec<RuleCost>)]) -> serde_json::Value {
         serde_json::json!({"file": path.display().to_string(), "rules": rules})
     });
     serde_json::Value::Array(files.collect())
+}
+
+/// What Slurm enforces of a policy at submission, and what it cannot, in words.
+fn slurm_summary(rules: &[gpol_slurm::submit::Compiled]) -> String {
+    let enforced: Vec<String> =
+        rules.iter().filter(|r| r.condition.is_ok()).map(|r| format!("{} {}", r.kind, r.name)).collect();
+    let mut out = format!(
+        "slurm enforces {} rule(s) at submission{}\n",
+        enforced.len(),
+        if enforced.is_empty() { String::new() } else { format!(" ({})", enforced.join(", ")) }
+    );
+    for r in rules {
+        if let Err(why) = &r.condition {
+            out.push_str(&format!("  not at submission: {} {}: {}\n", r.kind, r.name, why.0));
+        }
+    }
+    out
 }

@@ -7,6 +7,7 @@ pub mod fmt;
 pub mod gen_trace;
 pub mod ir;
 pub mod sim;
+pub mod slurm;
 pub mod test;
 
 use gpol_compiler::diag::{Diagnostic, render};

@@ -1,0 +1,260 @@
+//! `job_submit.lua` run by a real Lua 5.1 (`lua5.1`, as Slurm embeds it) against a stub of
+//! Slurm's `slurm` table: for every example policy and a few hundred generated jobs, the
+//! generated script rejects exactly the jobs whose first refusing submit-time admit rule
+//! the reference interpreter names, with that rule's message. Jobs reach the script as
+//! `job_desc` tables written by `jobs::job_desc`, the way back of the script's own
+//! `gpol.job`: the two halves of the job model are held to each other here.
+
+use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_compiler::interp::{self, Roots};
+use gpol_compiler::load::Checked;
+use gpol_compiler::spec::{JobSpec, Request};
+use gpol_runtime::Scheduler;
+use gpol_slurm::lua::Policy;
+use gpol_slurm::{jobs, submit};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use std::path::Path;
+use std::process::Command;
+
+/// The examples, and a policy with a submit-time rule over every field a Slurm job carries.
+const POLICIES: &[&str] = &[
+    "../slurm/tests/policies/submit_rules.gpol",
+    "best_fit.gpol",
+    "borrowing.gpol",
+    "fair_share.gpol",
+    "gangs.gpol",
+    "gpu_sharing.gpol",
+    "kai.gpol",
+    "kueue_classic.gpol",
+    "pack_spread.gpol",
+    "preemption.gpol",
+    "slurm_multifactor.gpol",
+];
+
+fn lua_available() -> bool {
+    let ok = Command::new("lua5.1").arg("-v").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("lua5.1 is not installed: job_submit.lua is not run here (apt-get install lua5.1)");
+    }
+    ok
+}
+
+fn compile(name: &str, text: &str) -> CompiledPolicy {
+    Checked::from_text(name, text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("{name} compiles"))
+}
+
+/// Jobs Slurm can express exactly, over the names and values the policy uses.
+fn jobs(policy: &CompiledPolicy, n: usize) -> Vec<JobSpec> {
+    let p = &policy.policy;
+    let mut queues: Vec<String> = p.queues.iter().filter(|q| q.children.is_empty()).map(|q| q.name.clone()).collect();
+    queues.push("nobody".into());
+    let mut classes: Vec<Option<String>> = p.priority_classes.iter().map(|(c, _)| Some(c.clone())).collect();
+    classes.push(None);
+    let mut strings: Vec<String> = policy.program.literals.clone();
+    strings.push("other".into());
+    let keys: Vec<String> = policy.program.job_labels.clone();
+    let job = (
+        prop::sample::select(queues),
+        prop::sample::select(classes),
+        prop::sample::select(vec![0u32, 1, 2, 4, 7, 8, 9, 16, 32, 64]),
+        prop::sample::select(vec![1u32, 2, 3, 4, 8, 16]),
+        (0u64..=256, prop::sample::select(vec![0u64, 1, 64, 512, 2048])),
+        prop::option::of(prop::sample::select(vec![1u64, 30, 59, 60, 61, 600, 1440])),
+        prop::option::of(prop::sample::select(strings.clone())),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
+        prop::collection::vec(prop::option::of(prop::sample::select(strings)), keys.len()),
+    );
+    let mut runner = TestRunner::new_with_rng(Config::default(), TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]));
+    (0..n)
+        .filter_map(|i| {
+            let (queue, class, cards, replicas, (cpu, mem_gib), minutes, model, flags, labels) =
+                job.new_tree(&mut runner).ok()?.current();
+            let mut j = JobSpec::named(format!("j{i}"));
+            j.user = Some("alice".into());
+            j.queue = Some(queue);
+            j.priority_class = class;
+            j.request = if cards == 0 { Request::None } else { Request::Whole(cards) };
+            j.models = if cards > 0 { model.into_iter().collect() } else { Vec::new() };
+            j.replicas = replicas;
+            j.cpu_milli = cpu * 1000;
+            j.mem = mem_gib << 30;
+            j.duration_ms = minutes.map(|m| m * 60_000);
+            (j.bursty, j.latency_critical, j.preemptible) = flags;
+            j.labels = keys.iter().zip(labels).filter_map(|(k, v)| Some((k.clone(), v?))).collect();
+            Some(j)
+        })
+        .collect()
+}
+
+/// Each submit-time admit rule's answer for the job in the reference interpreter, by
+/// name in declaration order, or `Err` when the runtime does not take the job at all.
+fn interpreter(policy: &CompiledPolicy, job: &JobSpec) -> Result<Vec<(String, bool)>, String> {
+    let mut s = Scheduler::new(policy.clone());
+    let id = s.submit(job.clone()).map_err(|e| format!("{e:?}"))?;
+    let view = s.view(Some(id));
+    let ctx = s.ctx(&view);
+    let rec = s.job_rec(id);
+    let roots = Roots { job: Some(&rec), ..Roots::default() };
+    Ok(policy
+        .program
+        .admit
+        .iter()
+        .filter(|r| r.is_static)
+        .map(|r| (r.name.clone(), interp::eval(&r.body, &ctx, &roots).b()))
+        .collect())
+}
+
+/// What the script says of one job: each compiled rule's answer, the rule that refused
+/// it (`-`: none) and the message the user sees.
+#[derive(Debug)]
+struct Said {
+    answers: Vec<(String, bool)>,
+    refused: String,
+    message: String,
+}
+
+/// Runs the script on the jobs.
+fn lua(script: &str, descs: &[String], dir: &Path) -> Vec<Said> {
+    let (script_path, jobs_path, harness) = (dir.join("job_submit.lua"), dir.join("jobs.lua"), dir.join("harness.lua"));
+    std::fs::write(&script_path, script).expect("writable");
+    std::fs::write(&jobs_path, format!("return {{\n{}\n}}\n", descs.join(",\n"))).expect("writable");
+    std::fs::write(
+        &harness,
+        r#"slurm = { SUCCESS = 0, ERROR = -1 }
+function slurm.log_user(fmt, ...) slurm.message = string.format(fmt, ...) end
+dofile(arg[1])
+for _, desc in ipairs(dofile(arg[2])) do
+  slurm.message = nil
+  local job = gpol.job(desc)
+  local answers = {}
+  for _, rule in ipairs(gpol.rules) do
+    table.insert(answers, rule.name .. "=" .. (rule.check(job) and "1" or "0"))
+  end
+  local rc = slurm_job_submit(desc, {}, 0)
+  if (rc == slurm.ERROR) ~= (gpol.refused ~= nil) then error("return code and refusal disagree") end
+  io.write(table.concat(answers, ",") .. "\t" .. (gpol.refused or "-") .. "\t" .. (slurm.message or "") .. "\n")
+end
+"#,
+    )
+    .expect("writable");
+    let out = Command::new("lua5.1").arg(&harness).arg(&script_path).arg(&jobs_path).output().expect("lua5.1 runs");
+    assert!(out.status.success(), "lua5.1 failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let mut parts = l.split('\t');
+            let answers = (parts.next().unwrap_or_default().split(','))
+                .filter(|a| !a.is_empty())
+                .map(|a| {
+                    let (name, v) = a.split_once('=').unwrap_or((a, ""));
+                    (name.to_string(), v == "1")
+                })
+                .collect();
+            let refused = parts.next().unwrap_or_default().to_string();
+            Said { answers, refused, message: parts.next().unwrap_or_default().to_string() }
+        })
+        .collect()
+}
+
+#[test]
+fn the_script_refuses_what_the_interpreter_refuses_with_the_rules_message() {
+    if !lua_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (mut refused_somewhere, mut answered) = (0, 0);
+    for name in POLICIES {
+        let text = std::fs::read_to_string(Path::new("../policies").join(name)).expect("the example exists");
+        let policy = compile(name, &text);
+        let view = Policy { program: &policy.program, hir: &policy.policy };
+        let emitted = submit::emit(view, name);
+        let compiled: Vec<String> =
+            emitted.rules.iter().filter(|r| r.kind == "admit" && r.condition.is_ok()).map(|r| r.name.clone()).collect();
+        let script = emitted.lua;
+        let (mut descs, mut expected) = (Vec::new(), Vec::new());
+        for job in jobs(&policy, 300) {
+            let Ok(desc) = jobs::job_desc(&job) else { continue };
+            let Ok(verdict) = interpreter(&policy, &job) else { continue };
+            descs.push(desc);
+            expected.push((job, verdict));
+        }
+        assert!(descs.len() > 100, "{name}: only {} jobs", descs.len());
+        let got = lua(&script, &descs, dir.path());
+        assert_eq!(got.len(), expected.len(), "{name}");
+        for (i, ((job, want), said)) in expected.iter().zip(&got).enumerate() {
+            // Every compiled rule answers as the interpreter does, and the first refusal
+            // rejects the job with its rule's message.
+            // (Submit-time rules over what Slurm's job model lacks — card fractions, MIG —
+            // are not compiled: the header lists them.)
+            let want: Vec<(String, bool)> = want.iter().filter(|(r, _)| compiled.contains(r)).cloned().collect();
+            assert_eq!(said.answers, want, "{name}: {job:?}\n{}", descs[i]);
+            let first = want.iter().find(|(_, ok)| !ok).map(|(r, _)| r.clone());
+            assert_eq!(said.refused, first.clone().unwrap_or_else(|| "-".into()), "{name}");
+            if let Some(r) = first {
+                refused_somewhere += 1;
+                let reason = policy.program.admit.iter().find(|a| a.name == r).and_then(|a| a.reason.clone());
+                let text = reason.unwrap_or_else(|| format!("refused by admit rule {r}"));
+                assert_eq!(said.message, format!("{text} (gpol admit {r})"), "{name}");
+            }
+            answered += want.len();
+        }
+    }
+    assert!(refused_somewhere > 50, "only {refused_somewhere} refusals: the jobs do not reach the rules");
+    assert!(answered > 2000, "only {answered} rule answers compared");
+}
+
+#[test]
+fn the_lua_built_ins_compute_what_gpols_do() {
+    if !lua_available() {
+        return;
+    }
+    use gpol_compiler::ops;
+    let values =
+        [-2.5, -0.5, -0.0, 0.0, 0.49999999999999994, 0.5, 1.5, 2.5, -3.7, 7.0, 1e300, -1e-300, f64::INFINITY, f64::NAN];
+    let policy = compile("t.gpol", "policy t\n");
+    let script = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "t.gpol").lua;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("job_submit.lua"), script).expect("writable");
+    let list: Vec<String> = values.iter().map(|&x| gpol_slurm::lua::number(x)).collect();
+    let harness = format!(
+        r#"slurm = {{ SUCCESS = 0, ERROR = -1 }}
+dofile(arg[1])
+local v = {{ {} }}
+local function show(x) if x ~= x then return "nan" end return string.format("%.17g", x) end
+for _, x in ipairs(v) do
+  io.write(show(gpol.round(x)), " ", show(gpol.trunc(x)), " ", show(gpol.clamp(x, -1, 2)), "\n")
+  for _, y in ipairs(v) do io.write(show(gpol.min(x, y)), " ", show(gpol.max(x, y)), " ", show(gpol.mod(x, y)), "\n") end
+end
+"#,
+        list.join(", ")
+    );
+    std::fs::write(dir.path().join("h.lua"), harness).expect("writable");
+    let out = Command::new("lua5.1").arg(dir.path().join("h.lua")).arg(dir.path().join("job_submit.lua")).output();
+    let out = out.expect("lua5.1 runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let show = |x: f64| if x.is_nan() { "nan".to_string() } else { format!("{x:e}") };
+    let parse = |s: &str| if s == "nan" { f64::NAN } else { s.parse::<f64>().unwrap_or(f64::NAN) };
+    let mut lines = text.lines();
+    for &x in &values {
+        let got: Vec<f64> = lines.next().unwrap_or_default().split(' ').map(parse).collect();
+        let want = [ops::round(x), x.trunc(), ops::clamp(x, -1.0, 2.0)];
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                g.to_bits() == w.to_bits() || (g == &w && *g == 0.0) || (g.is_nan() && w.is_nan()),
+                "{x}: {} vs {}",
+                show(*g),
+                show(w)
+            );
+        }
+        for &y in &values {
+            let got: Vec<f64> = lines.next().unwrap_or_default().split(' ').map(parse).collect();
+            let want = [ops::min(x, y), ops::max(x, y), ops::modulo(x, y)];
+            for (g, w) in got.iter().zip(want) {
+                assert!(g == &w || (g.is_nan() && w.is_nan()), "{x}, {y}: {} vs {}", show(*g), show(w));
+            }
+        }
+    }
+}
