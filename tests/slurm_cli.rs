@@ -16,6 +16,8 @@ fn emit_writes_job_submit_lua_and_says_what_it_enforces() {
     let lua = std::fs::read_to_string(out.join("job_submit.lua")).expect("written");
     assert!(lua.contains("function slurm_job_submit(job_desc, part_list, submit_uid)"));
     assert!(lua.contains("name = \"whole_node_replicas\""));
+    let accounts = std::fs::read_to_string(out.join("accounts.sh")).expect("written");
+    assert!(accounts.contains("sacctmgr -i add account pretraining Parent=cluster Fairshare=3"), "{accounts}");
     // A second run replaces its own output; a policy that does not check writes nothing.
     gpolc().args(["slurm", "emit", "policies/gangs.gpol", "--out"]).arg(&out).assert().code(0);
     let bad = dir.path().join("bad.gpol");

@@ -2,6 +2,7 @@
 //! `job_submit.lua` ([`lua`] writes its expressions), over the job model of [`jobs`].
 //! docs/slurm.md says what each artefact does and what Slurm cannot enforce.
 
+pub mod accounts;
 pub mod jobs;
 pub mod lua;
 pub mod submit;

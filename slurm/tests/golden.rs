@@ -1,5 +1,5 @@
-//! The emitted `job_submit.lua` of every example policy, as a golden file: a change to
-//! what `gpolc slurm emit` writes shows up in review.
+//! What `gpolc slurm emit` writes for every example policy (`job_submit.lua`,
+//! `accounts.sh`), as golden files: a change to it shows up in review.
 
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::load::Checked;
@@ -8,7 +8,7 @@ use gpol_slurm::submit;
 use std::path::Path;
 
 #[test]
-fn every_example_emits_its_golden_job_submit_lua() {
+fn every_example_emits_its_golden_artefacts() {
     let mut names: Vec<String> = std::fs::read_dir("../policies")
         .expect("the examples")
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -23,5 +23,7 @@ fn every_example_emits_its_golden_job_submit_lua() {
         let label = name.trim_start_matches("../slurm/tests/policies/").trim_end_matches(".gpol").to_string();
         let lua = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, &format!("{label}.gpol")).lua;
         insta::assert_snapshot!(format!("job_submit_{label}"), lua);
+        let accounts = gpol_slurm::accounts::emit(&policy.policy, &format!("{label}.gpol")).script;
+        insta::assert_snapshot!(format!("accounts_{label}"), accounts);
     }
 }

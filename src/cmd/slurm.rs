@@ -1,5 +1,6 @@
 //! `gpolc slurm`: a policy in a real Slurm. `emit` writes what Slurm takes from a policy
-//! at configuration time: `job_submit.lua` (the submit-time rules).
+//! at configuration time: `job_submit.lua` (the submit-time rules) and `accounts.sh` (the
+//! queue tree as `sacctmgr` commands).
 
 use super::{OK, USAGE};
 use gpol_compiler::engine::EngineKind;
@@ -8,7 +9,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Write a policy's Slurm artefacts into a directory: job_submit.lua.
+    /// Write a policy's Slurm artefacts into a directory: job_submit.lua, accounts.sh.
     Emit(EmitArgs),
 }
 
@@ -35,25 +36,38 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
         eprintln!("error: cannot create {}: {e}", args.out.display());
         return USAGE;
     }
-    let path = args.out.join("job_submit.lua");
-    let out = match super::output(&path, &[&args.policy], args.force) {
-        Ok(out) => out,
-        Err(code) => return code,
-    };
+    // Every output checked before the work that fills them.
+    let mut outs = Vec::new();
+    for name in ["job_submit.lua", "accounts.sh"] {
+        match super::output(&args.out.join(name), &[&args.policy], args.force) {
+            Ok(out) => outs.push(out),
+            Err(code) => return code,
+        }
+    }
     let compiled = match super::compile_policy(&args.policy, EngineKind::Interp, color) {
         Ok(c) => c,
         Err(code) => return code,
     };
+    let file = args.policy.display().to_string();
     let policy = Policy { program: &compiled.program, hir: &compiled.policy };
-    let submit = gpol_slurm::submit::emit(policy, &args.policy.display().to_string());
-    if let Err(code) = super::write_output(&out, submit.lua.as_bytes(), None) {
-        return code;
+    let submit = gpol_slurm::submit::emit(policy, &file);
+    let accounts = gpol_slurm::accounts::emit(&compiled.policy, &file);
+    for (out, bytes) in outs.iter().zip([submit.lua.as_bytes(), accounts.script.as_bytes()]) {
+        if let Err(code) = super::write_output(out, bytes, None) {
+            return code;
+        }
     }
-    let compiled_rules = submit.rules.iter().filter(|r| r.condition.is_ok()).count();
+    let enforced = submit.rules.iter().filter(|r| r.condition.is_ok()).count();
     eprintln!(
-        "wrote {}: {compiled_rules} rule(s) enforced at submission, {} left to the scheduling loop",
-        out.path().display(),
-        submit.rules.len() - compiled_rules
+        "wrote {}: {enforced} rule(s) enforced at submission, {} left to the scheduling loop",
+        outs[0].path().display(),
+        submit.rules.len() - enforced
+    );
+    eprintln!(
+        "wrote {}: {} account(s), {} thing(s) Slurm's associations cannot express",
+        outs[1].path().display(),
+        accounts.script.lines().filter(|l| l.starts_with("sacctmgr")).count(),
+        accounts.unexpressed.len()
     );
     OK
 }

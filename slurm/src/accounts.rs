@@ -1,0 +1,200 @@
+//! `accounts.sh`: the policy's queue tree as Slurm accounts, in `sacctmgr` commands.
+//! Each queue is an account under its parent (the tree's roots under Slurm's `root`), its
+//! fair-share weight becomes the account's `Fairshare` shares, and its limit (or its
+//! guarantee plus borrow limit, when lower) the account's `GrpTRES`: the most its running
+//! jobs may hold together. What Slurm's
+//! associations cannot say — guarantees others may borrow, borrow and lend limits, limits
+//! per user, half-lives — is listed in the header: the scheduling loop enforces it.
+
+use gpol_compiler::hir::{Policy, Quota, Resource};
+use gpol_compiler::syntax::QuotaKind;
+
+/// The commands, and what Slurm cannot express, queue by queue.
+pub struct Accounts {
+    pub script: String,
+    pub unexpressed: Vec<String>,
+}
+
+/// A quota as Slurm TRES (`gres/gpu=16,cpu=64,mem=262144`; memory in MiB), and what of it
+/// Slurm cannot count (a fraction of a GPU).
+fn tres(quota: &Quota) -> (Vec<String>, Vec<String>) {
+    let (mut out, mut not) = (Vec::new(), Vec::new());
+    for (resource, &amount) in quota {
+        if !amount.is_finite() {
+            continue;
+        }
+        let (key, value) = match resource {
+            Resource::Gpu(None) => ("gres/gpu".to_string(), amount),
+            Resource::Gpu(Some(model)) => (format!("gres/gpu:{model}"), amount),
+            Resource::Cpu => ("cpu".to_string(), amount),
+            Resource::Mem => ("mem".to_string(), amount / (1u64 << 20) as f64),
+        };
+        if value.fract() != 0.0 || value < 0.0 {
+            not.push(format!("{resource} {amount} is not a whole count of {key}"));
+            continue;
+        }
+        out.push(format!("{key}={value}"));
+    }
+    (out, not)
+}
+
+/// The most a queue's running jobs may hold, per resource: its limit, and its guarantee
+/// plus its borrow limit, whichever is lower.
+fn cap(queue: &gpol_compiler::hir::Queue) -> Quota {
+    let mut cap = queue.quota(QuotaKind::Limit).cloned().unwrap_or_default();
+    if let (Some(g), Some(b)) = (queue.quota(QuotaKind::Guarantee), queue.quota(QuotaKind::BorrowLimit)) {
+        for (r, borrow) in b {
+            if let Some(guarantee) = g.get(r) {
+                let most = guarantee + borrow;
+                cap.entry(r.clone()).and_modify(|x| *x = x.min(most)).or_insert(most);
+            }
+        }
+    }
+    cap
+}
+
+/// An amount as a policy writes it: `64 gpu`, `32 gpu(h100)`, `512 cpu`, `8TiB`.
+fn amount(resource: &Resource, a: f64) -> String {
+    match resource {
+        Resource::Mem => {
+            let units = [(1u64 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB")];
+            match units.iter().find(|(u, _)| a >= *u as f64 && (a / *u as f64).fract() == 0.0) {
+                Some((u, name)) => format!("{}{name}", a / *u as f64),
+                None => format!("{a}B"),
+            }
+        }
+        r => format!("{a} {r}"),
+    }
+}
+
+/// Fair-share shares for each weight: the weights themselves when all are whole, else
+/// a hundred per unit of weight (rounded, at least 1).
+fn shares(policy: &Policy) -> Vec<u64> {
+    let whole = policy.queues.iter().all(|q| q.weight.fract() == 0.0 && q.weight >= 1.0);
+    let scale = if whole { 1.0 } else { 100.0 };
+    policy.queues.iter().map(|q| (q.weight * scale).round().clamp(1.0, 1e9) as u64).collect()
+}
+
+/// `accounts.sh` for a policy read from `file`.
+pub fn emit(policy: &Policy, file: &str) -> Accounts {
+    let mut unexpressed = Vec::new();
+    let mut lines = Vec::new();
+    if policy.has_implicit_queue() {
+        unexpressed.push("the policy declares no queues: there are no accounts to add".into());
+    } else {
+        let shares = shares(policy);
+        for (q, queue) in policy.queues.iter().enumerate() {
+            let parent = queue.parent.and_then(|p| policy.queues.get(p)).map_or("root", |p| p.name.as_str());
+            let mut line = format!(
+                "sacctmgr -i add account {} Parent={} Fairshare={} Description=\"gpol queue {}\"",
+                queue.name, parent, shares[q], queue.name
+            );
+            let cap = cap(queue);
+            if !cap.is_empty() {
+                let (tres, not) = tres(&cap);
+                if !tres.is_empty() {
+                    line.push_str(&format!(" GrpTRES={}", tres.join(",")));
+                }
+                unexpressed.extend(not.into_iter().map(|n| format!("queue {}: limit: {n}", queue.name)));
+            }
+            lines.push(line);
+            if queue.name.chars().any(|c| c.is_ascii_uppercase()) {
+                unexpressed.push(format!("queue {}: Slurm keeps account names in lower case", queue.name));
+            }
+            for (kind, what) in [
+                (QuotaKind::Guarantee, "a guarantee others may borrow while it is unused"),
+                (QuotaKind::BorrowLimit, "a borrow limit (only its cap, guarantee plus borrow limit, is in GrpTRES)"),
+                (QuotaKind::LendLimit, "a lend limit"),
+                (QuotaKind::UserLimit, "a limit per user"),
+            ] {
+                if let Some(q) = queue.quota(kind).filter(|q| !q.is_empty()) {
+                    let amounts: Vec<String> = q.iter().map(|(r, a)| amount(r, *a)).collect();
+                    unexpressed.push(format!("queue {}: {what} ({})", queue.name, amounts.join(", ")));
+                }
+            }
+            if queue.usage_half_life.is_some() {
+                unexpressed.push(format!(
+                    "queue {}: a usage half-life of its own (Slurm has one, PriorityDecayHalfLife, for all)",
+                    queue.name
+                ));
+            }
+        }
+    }
+    let mut script = format!(
+        "#!/bin/sh\n# The queue tree of policy {} as Slurm accounts, generated by `gpolc slurm emit` from\n# {file}. Do not edit: regenerate. `-i` answers every prompt; run with slurmdbd up.\n",
+        policy.name
+    );
+    if unexpressed.is_empty() {
+        script.push_str("# Slurm's associations express the whole tree.\n");
+    } else {
+        script.push_str("# Slurm's associations cannot express (`gpolc slurm run` enforces them):\n");
+        for u in &unexpressed {
+            script.push_str(&format!("#   {u}\n"));
+        }
+    }
+    script.push_str("set -e\n");
+    for l in lines {
+        script.push_str(&l);
+        script.push('\n');
+    }
+    Accounts { script, unexpressed }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpol_compiler::load::Checked;
+
+    fn policy(text: &str) -> Policy {
+        Checked::from_text("t.gpol", text).into_policy().unwrap_or_else(|_| panic!("checks")).policy
+    }
+
+    #[test]
+    fn queues_become_accounts_with_shares_and_limits() {
+        let p = policy(
+            "policy t\nqueue org {\n  queue a { weight 2; limit 16 gpu, 64 cpu, 256GiB; guarantee 8 gpu }\n  queue b { weight 1; limit 4 gpu(h100) }\n}\n",
+        );
+        let a = emit(&p, "t.gpol");
+        assert!(a.script.contains("sacctmgr -i add account org Parent=root Fairshare=1"), "{}", a.script);
+        assert!(
+            a.script.contains("add account a Parent=org Fairshare=2 Description=\"gpol queue a\" GrpTRES="),
+            "{}",
+            a.script
+        );
+        assert!(a.script.contains("gres/gpu=16"), "{}", a.script);
+        assert!(a.script.contains("mem=262144"), "{}", a.script);
+        assert!(a.script.contains("GrpTRES=gres/gpu:h100=4"), "{}", a.script);
+        assert!(
+            a.unexpressed.iter().any(|u| u.contains("queue a: a guarantee") && u.contains("8 gpu")),
+            "{:?}",
+            a.unexpressed
+        );
+        // Parents come before their children.
+        let (org, child) =
+            (a.script.find("account org ").unwrap_or(usize::MAX), a.script.find("account a ").unwrap_or(0));
+        assert!(org < child);
+    }
+
+    #[test]
+    fn a_borrow_limit_caps_the_account_at_guarantee_plus_borrowing() {
+        let p = policy(
+            "policy t\nqueue org {\n  queue a { guarantee 8 gpu, 1TiB; borrow_limit 4 gpu; limit 16 gpu }\n  queue b { guarantee 2 gpu }\n}\n",
+        );
+        let a = emit(&p, "t.gpol");
+        assert!(
+            a.script
+                .contains("add account a Parent=org Fairshare=1 Description=\"gpol queue a\" GrpTRES=gres/gpu=12\n"),
+            "{}",
+            a.script
+        );
+        assert!(a.unexpressed.iter().any(|u| u.contains("8 gpu, 1TiB")), "{:?}", a.unexpressed);
+    }
+
+    #[test]
+    fn fractional_weights_become_hundreds_of_shares() {
+        let p = policy("policy t\nqueue org {\n  queue a { weight 0.5 }\n  queue b { weight 1.5 }\n}\n");
+        let a = emit(&p, "t.gpol");
+        assert!(a.script.contains("add account a Parent=org Fairshare=50 "), "{}", a.script);
+        assert!(a.script.contains("add account b Parent=org Fairshare=150 "), "{}", a.script);
+    }
+}
