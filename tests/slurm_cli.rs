@@ -34,3 +34,29 @@ fn check_lists_what_slurm_cannot_enforce_at_submission() {
     assert!(said.contains("slurm enforces 0 rule(s) at submission"), "{said}");
     assert!(said.contains("not at submission: eviction by_priority"), "{said}");
 }
+
+#[test]
+fn with_a_cluster_emit_writes_the_topology_as_switches() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("slurm");
+    gpolc()
+        .args(["slurm", "emit", "policies/gangs.gpol", "--cluster", "sim/cluster.toml", "--out"])
+        .arg(&out)
+        .assert()
+        .code(0);
+    let topology = std::fs::read_to_string(out.join("topology.conf")).expect("written");
+    assert!(topology.contains("SwitchName=rack-h100-rack0 Nodes=h100-0,h100-1,h100-2,h100-3\n"), "{topology}");
+    assert!(topology.contains("SwitchName=gpol-top Switches=rack-h100-rack0,rack-h100-rack1,"), "{topology}");
+    // A cluster that cannot be read is an error, and nothing of it is written.
+    let other = dir.path().join("other");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[pool]]\nname = 3\n").expect("writable");
+    gpolc()
+        .args(["slurm", "emit", "policies/gangs.gpol", "--cluster"])
+        .arg(&bad)
+        .arg("--out")
+        .arg(&other)
+        .assert()
+        .code(2);
+    assert!(!other.join("topology.conf").exists());
+}

@@ -6,3 +6,4 @@ pub mod accounts;
 pub mod jobs;
 pub mod lua;
 pub mod submit;
+pub mod topology;

@@ -1,15 +1,18 @@
 //! `gpolc slurm`: a policy in a real Slurm. `emit` writes what Slurm takes from a policy
 //! at configuration time: `job_submit.lua` (the submit-time rules) and `accounts.sh` (the
-//! queue tree as `sacctmgr` commands).
+//! queue tree as `sacctmgr` commands) and, given a cluster, `topology.conf`.
 
-use super::{OK, USAGE};
+use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
+use gpol_compiler::limits::MAX_CLUSTER_BYTES;
 use gpol_slurm::lua::Policy;
+use gpol_slurm::topology::{self, Node};
 use std::path::PathBuf;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
-    /// Write a policy's Slurm artefacts into a directory: job_submit.lua, accounts.sh.
+    /// Write a policy's Slurm artefacts into a directory: job_submit.lua, accounts.sh and,
+    /// with --cluster, topology.conf.
     Emit(EmitArgs),
 }
 
@@ -20,6 +23,10 @@ pub struct EmitArgs {
     /// The directory to write into (created if missing).
     #[arg(long)]
     out: PathBuf,
+    /// The cluster (a cluster file, `sinfo --json`, `kubectl get nodes -o json`): also
+    /// write topology.conf, the policy's topology levels over its nodes.
+    #[arg(long, value_name = "FILE")]
+    cluster: Option<PathBuf>,
     /// Replace read-only output files.
     #[arg(long)]
     force: bool,
@@ -38,7 +45,11 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
     }
     // Every output checked before the work that fills them.
     let mut outs = Vec::new();
-    for name in ["job_submit.lua", "accounts.sh"] {
+    let names: &[&str] = match args.cluster {
+        Some(_) => &["job_submit.lua", "accounts.sh", "topology.conf"],
+        None => &["job_submit.lua", "accounts.sh"],
+    };
+    for name in names {
         match super::output(&args.out.join(name), &[&args.policy], args.force) {
             Ok(out) => outs.push(out),
             Err(code) => return code,
@@ -52,7 +63,32 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
     let policy = Policy { program: &compiled.program, hir: &compiled.policy };
     let submit = gpol_slurm::submit::emit(policy, &file);
     let accounts = gpol_slurm::accounts::emit(&compiled.policy, &file);
-    for (out, bytes) in outs.iter().zip([submit.lua.as_bytes(), accounts.script.as_bytes()]) {
+    let mut texts = vec![submit.lua.clone(), accounts.script.clone()];
+    if args.cluster.is_some() {
+        let cluster =
+            super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
+                .map_err(|_| USAGE);
+        let cluster = match cluster {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
+        let nodes: Vec<Node> =
+            cluster.nodes.iter().map(|n| Node { name: n.spec.name.clone(), topology: n.topology.clone() }).collect();
+        let place = args.cluster.as_ref().map_or(String::new(), |p| p.display().to_string());
+        match topology::emit(&compiled.policy.name, &compiled.policy.levels, &nodes, &place) {
+            Ok(Some(text)) => texts.push(text),
+            Ok(None) => {
+                eprintln!("note: the cluster has none of the policy's topology levels: topology.conf is not written");
+                outs.pop();
+            }
+            Err(e) => {
+                eprintln!("error: {place}: {}", e.0);
+                return FAILED;
+            }
+        }
+    }
+    for (out, text) in outs.iter().zip(&texts) {
+        let bytes = text.as_bytes();
         if let Err(code) = super::write_output(out, bytes, None) {
             return code;
         }
@@ -69,5 +105,8 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
         accounts.script.lines().filter(|l| l.starts_with("sacctmgr")).count(),
         accounts.unexpressed.len()
     );
+    if let Some(t) = outs.get(2) {
+        eprintln!("wrote {}", t.path().display());
+    }
     OK
 }
