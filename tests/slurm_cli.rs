@@ -45,8 +45,8 @@ fn with_a_cluster_emit_writes_the_topology_as_switches() {
         .assert()
         .code(0);
     let topology = std::fs::read_to_string(out.join("topology.conf")).expect("written");
-    assert!(topology.contains("SwitchName=rack-h100-rack0 Nodes=h100-0,h100-1,h100-2,h100-3\n"), "{topology}");
-    assert!(topology.contains("SwitchName=gpol-top Switches=rack-h100-rack0,rack-h100-rack1,"), "{topology}");
+    assert!(topology.contains("SwitchName=h100-rack0 Nodes=h100-0,h100-1,h100-2,h100-3\n"), "{topology}");
+    assert!(topology.contains("SwitchName=gpol-top Switches=h100-rack0,h100-rack1,"), "{topology}");
     // A cluster that cannot be read is an error, and nothing of it is written.
     let other = dir.path().join("other");
     let bad = dir.path().join("bad.toml");

@@ -16,11 +16,12 @@ pub struct Node {
 #[derive(Debug, PartialEq)]
 pub struct NotATree(pub String);
 
-/// A switch name: the level and the domain, in what Slurm accepts in a name.
+/// A switch name, in what Slurm accepts in a name: the domain, prefixed with its level
+/// unless it already names it (`rack-r1`, `h100-rack0`).
 fn switch(level: &str, domain: &str) -> String {
     let clean: String =
         domain.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
-    format!("{level}-{clean}")
+    if clean.contains(level) { clean } else { format!("{level}-{clean}") }
 }
 
 /// `topology.conf` for the policy's `levels` over `nodes`; `Ok(None)` when the policy

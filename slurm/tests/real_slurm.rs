@@ -1,0 +1,88 @@
+//! Against a real Slurm (Debian's slurm-wlm 22.05, started by `tests/slurm/cluster.sh` in
+//! a private network namespace: 16 nodes × 8 fake GPUs in two NVLink domains). `.ci/run`
+//! installs Slurm; where it is absent, or not run as root, the tests say so and return.
+
+use gpol_compiler::engine::EngineKind;
+use gpol_compiler::load::Checked;
+use gpol_slurm::lua::Policy;
+use gpol_slurm::submit;
+use gpol_slurm::topology::{self, Node};
+use std::path::Path;
+use std::process::Command;
+
+/// Whether Slurm can be started here, saying why not.
+fn slurm_here() -> bool {
+    let has = |tool: &str| {
+        Command::new("sh").args(["-c", &format!("command -v {tool}")]).output().is_ok_and(|o| o.status.success())
+    };
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let missing: Vec<&str> =
+        ["slurmctld", "slurmd", "munged", "sbatch", "unshare"].into_iter().filter(|t| !has(t)).collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "Slurm is not installed ({} missing): not tested against a real Slurm (apt-get install slurm-wlm munge)",
+            missing.join(", ")
+        );
+        return false;
+    }
+    if !root {
+        eprintln!("not root: a test Slurm cannot be started (daemons, device nodes, a network namespace)");
+        return false;
+    }
+    true
+}
+
+/// Runs `scenario` in a fresh test cluster given `files` (name, text); its output.
+fn in_slurm(files: &[(&str, String)], scenario: &str) -> String {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).expect("writable");
+    }
+    std::fs::write(dir.path().join("scenario.sh"), scenario).expect("writable");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm/cluster.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(dir.path())
+        .arg(dir.path().join("scenario.sh"))
+        .output()
+        .expect("bash runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        let log = std::fs::read_to_string(dir.path().join("work/log/slurmctld.log")).unwrap_or_default();
+        panic!("the test cluster failed:\n{text}\nslurmctld.log:\n{log}");
+    }
+    text
+}
+
+#[test]
+fn slurm_rejects_at_submission_what_the_policy_rejects_with_its_message_and_takes_its_topology() {
+    if !slurm_here() {
+        return;
+    }
+    let text = std::fs::read_to_string("../policies/gangs.gpol").expect("the example");
+    let policy =
+        Checked::from_text("gangs.gpol", &text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"));
+    let lua = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "gangs.gpol").lua;
+    // Two NVLink domains of eight nodes.
+    let nodes: Vec<Node> = (0..16)
+        .map(|i| Node { name: format!("gpu-{i}"), topology: vec![("nvlink_domain".into(), format!("nvl{}", i / 8))] })
+        .collect();
+    let topology = topology::emit("gangs", &policy.policy.levels, &nodes, "test").expect("a tree").expect("levels");
+    let said = in_slurm(
+        &[("job_submit.lua", lua), ("topology.conf", topology)],
+        "scontrol show topology\n\
+         sbatch -N 2 --gres=gpu:4 -o /dev/null --wrap 'sleep 1'; echo \"half nodes: rc=$?\"\n\
+         sbatch -N 2 --gres=gpu:8 -o /dev/null --wrap 'sleep 1'; echo \"whole nodes: rc=$?\"\n\
+         sbatch -N 1 --gres=gpu:2 -o /dev/null --wrap 'sleep 1'; echo \"one node: rc=$?\"\n",
+    );
+    // The policy's admit rule: multi-node jobs take whole nodes. The user sees its message.
+    assert!(said.contains("half nodes: rc=1"), "{said}");
+    assert!(
+        said.contains("sbatch: error: multi-node jobs request 8 cards per replica (gpol admit whole_node_replicas)"),
+        "{said}"
+    );
+    assert!(said.contains("whole nodes: rc=0") && said.contains("one node: rc=0"), "{said}");
+    // Slurm took the topology: a switch per NVLink domain, one above them.
+    assert!(said.contains("SwitchName=nvlink_domain-nvl0 Level=0"), "{said}");
+    assert!(said.contains("SwitchName=gpol-top Level=1"), "{said}");
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Starts a real Slurm (Debian's slurm-wlm 22.05) for one test, runs a scenario in it, and
+# stops it: `cluster.sh DIR SCENARIO`. DIR holds what the test gives Slurm —
+# job_submit.lua, and topology.conf if the test has one — and receives the work
+# directory (DIR/work: configuration, state, logs). SCENARIO is a shell script run inside
+# the cluster's network namespace with SLURM_CONF set; its output is this script's.
+#
+# The cluster: 16 nodes gpu-[0-15], 8 fake GPUs each (device nodes made with mknod), in two
+# NVLink blocks of eight nodes (the test's topology.conf says so to Slurm). Everything runs
+# inside a fresh network namespace with only loopback, by PID, and is killed on exit;
+# nothing outside DIR is written. Run as root (daemons, mknod, unshare).
+set -euo pipefail
+
+DIR=$(cd "$1" && pwd)
+SCENARIO=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+WORK=$DIR/work
+
+if [ "${3:-}" != "--inside" ]; then
+    exec unshare --net "$0" "$DIR" "$SCENARIO" --inside
+fi
+
+# Kill what this run started: every process in this fresh namespace but this script's
+# own session (the daemons and job steps run in sessions of their own).
+stop_daemons() {
+    set +e
+    local ns sid pids
+    ns=$(readlink /proc/$$/ns/net)
+    sid=$(ps -o sess= -p $$ | tr -d ' ')
+    list() {
+        ps -eo pid=,sess=,stat= | while read -r pid sess stat; do
+            [ "$sess" = "$sid" ] && continue
+            case $stat in Z*) continue ;; esac
+            [ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" = "$ns" ] && echo "$pid"
+        done
+    }
+    pids=$(list)
+    [ -n "$pids" ] && kill $pids 2>/dev/null
+    for _ in $(seq 20); do
+        pids=$(list)
+        [ -z "$pids" ] && return 0
+        sleep 0.25
+    done
+    kill -9 $pids 2>/dev/null
+    return 0
+}
+trap stop_daemons EXIT
+
+ip link set lo up
+ip addr add 127.0.0.2/8 dev lo 2>/dev/null || true
+
+rm -rf "$WORK"
+mkdir -p "$WORK"/{etc,run,log,state,spool,dev,munge}
+chmod 755 "$WORK" "$WORK/munge"
+for i in $(seq 0 7); do mknod "$WORK/dev/nvidia$i" c 1 3; done
+
+head -c 1024 /dev/urandom >"$WORK/munge/munge.key"
+chmod 400 "$WORK/munge/munge.key"
+munged --force --key-file="$WORK/munge/munge.key" --socket="$WORK/munge/munge.socket" \
+    --pid-file="$WORK/run/munged.pid" --log-file="$WORK/log/munged.log" \
+    --seed-file="$WORK/munge/munged.seed"
+
+HOST=$(hostname)
+topology=none
+if [ -f "$DIR/topology.conf" ]; then
+    cp "$DIR/topology.conf" "$WORK/etc/topology.conf"
+    topology=tree
+fi
+submit=""
+if [ -f "$DIR/job_submit.lua" ]; then
+    cp "$DIR/job_submit.lua" "$WORK/etc/job_submit.lua"
+    submit="JobSubmitPlugins=lua"
+fi
+{
+    cat <<EOF
+ClusterName=gpol
+SlurmctldHost=$HOST
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$WORK/munge/munge.socket
+CredType=cred/munge
+StateSaveLocation=$WORK/state
+SlurmdSpoolDir=$WORK/spool/%n
+SlurmctldPidFile=$WORK/run/slurmctld.pid
+SlurmdPidFile=$WORK/run/slurmd-%n.pid
+SlurmctldLogFile=$WORK/log/slurmctld.log
+SlurmdLogFile=$WORK/log/slurmd-%n.log
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+GresTypes=gpu
+TopologyPlugin=topology/$topology
+ReturnToService=2
+$submit
+EOF
+    for i in $(seq 0 15); do
+        echo "NodeName=gpu-$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$((17001 + i)) CPUs=64 RealMemory=512000 Gres=gpu:h100:8"
+    done
+    echo "PartitionName=gpu Nodes=gpu-[0-15] Default=YES MaxTime=INFINITE State=UP"
+} >"$WORK/etc/slurm.conf"
+cat >"$WORK/etc/gres.conf" <<EOF
+AutoDetect=off
+NodeName=gpu-[0-15] Name=gpu Type=h100 File=$WORK/dev/nvidia[0-7]
+EOF
+
+export SLURM_CONF=$WORK/etc/slurm.conf
+slurmctld
+for i in $(seq 0 15); do slurmd -N "gpu-$i"; done
+for _ in $(seq 120); do
+    idle=$(sinfo -h -N -t idle -o '%N' 2>/dev/null | sort -u | wc -l)
+    [ "$idle" -ge 16 ] && break
+    sleep 0.25
+done
+if [ "$idle" -lt 16 ]; then
+    echo "only $idle nodes came up; see $WORK/log" >&2
+    exit 1
+fi
+
+bash "$SCENARIO"
