@@ -6,11 +6,11 @@
 //! | gpol | Slurm |
 //! |---|---|
 //! | `queue` | the account (`--account`, else the user's default) |
-//! | `priority_class`, `priority` | the QOS, and the policy's value for a class of that name (0 without) |
+//! | `priority_class`, `priority` | the QOS when the policy has a class of that name, and its value (else none, 0) |
 //! | `whole_cards`, `allowed_models` | GPUs per node, and their type: `--gres=gpu[:TYPE]:N` (`tres_per_node`) |
 //! | `replicas`, `min_replicas` | `--nodes` (`min_nodes`; 1 when not given) |
 //! | `total_gpus` | `whole_cards × replicas` |
-//! | `cpu` | CPUs per node: `min_cpus ÷ nodes` (0 when not given) |
+//! | `cpu` | CPUs per node: `min_cpus ÷ nodes` (Slurm's default is one per node) |
 //! | `mem` | memory per node: `--mem` (`min_mem_per_node`, MiB), or `--mem-per-cpu` × CPUs |
 //! | `expected_duration` | `--time` (`time_limit`, minutes; absent when unlimited or not given) |
 //! | `name`, `user` | the job name, the user name |
@@ -22,7 +22,7 @@
 //! shards, MIG profiles, GPU memory) is not in the model: rules reading it are not compiled.
 
 use crate::lua;
-use gpol_compiler::spec::{JobSpec, Request};
+use gpol_compiler::spec::{self, JobSpec};
 
 /// `gpol.job(job_desc)`: the job as gpol's rules read it.
 pub const LUA_JOB: &str = r#"-- The job as gpol's rules read it, from Slurm's job_desc (docs/slurm.md, "The job model").
@@ -60,8 +60,10 @@ function gpol.job(job_desc)
   job.name = job_desc.name or ""
   job.user = job_desc.user_name or ""
   job.queue = job_desc.account or job_desc.default_account or ""
-  job.priority_class = job_desc.qos or job_desc.default_qos or ""
-  job.priority = gpol.classes[job.priority_class] or 0
+  -- A QOS that names none of the policy's classes gives no class.
+  local qos = job_desc.qos or job_desc.default_qos or ""
+  job.priority_class = gpol.classes[qos] and qos or ""
+  job.priority = gpol.classes[qos] or 0
   local cards, model = gpol.gpus(job_desc.tres_per_node or job_desc.gres)
   job.whole_cards = cards
   job.allowed_models = {}
@@ -88,77 +90,245 @@ end
 #[derive(Debug, PartialEq)]
 pub struct Inexact(pub &'static str);
 
-/// A job as Slurm's `job_desc` for it, a Lua table constructor: the way back of
-/// [`LUA_JOB`], for jobs Slurm can express exactly (whole cards, whole CPUs, memory in
-/// MiB, durations in minutes, at most one GPU model, labels without `,` or `=`).
+/// A Slurm job's request as `job_desc` (at submission) and `squeue --json` (after) show
+/// it: what the job model reads, in Slurm's units.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Request {
+    pub name: String,
+    pub user: String,
+    pub account: String,
+    pub qos: String,
+    /// `gres:gpu:4`, `gres:gpu:h100:8`, or empty.
+    pub tres_per_node: String,
+    /// Nodes asked for (at least 1).
+    pub nodes: u32,
+    /// CPUs over all nodes, when given.
+    pub cpus: Option<u64>,
+    pub mem_per_node_mib: Option<u64>,
+    pub mem_per_cpu_mib: Option<u64>,
+    pub time_limit_min: Option<u64>,
+    pub comment: String,
+}
+
+/// GPUs per node and their type from a TRES list (`gres:gpu:4`, `gres/gpu:a100:4`,
+/// `gpu:4`, comma-separated), as `gpol.gpus` reads it.
+pub fn gpus(tres: &str) -> (u32, Option<String>) {
+    let mut found = (0, None);
+    for item in tres.split(',') {
+        let spec = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
+        let (name, rest) = spec.split_once([':', '=']).unwrap_or((spec, ""));
+        if name != "gpu" {
+            continue;
+        }
+        found = match rest.split_once(':') {
+            Some((typ, n)) if !typ.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+                (n.parse().unwrap_or(0), Some(typ.to_string()))
+            }
+            _ if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()) => (rest.parse().unwrap_or(0), None),
+            _ if rest.is_empty() => (1, None),
+            _ => found,
+        };
+    }
+    found
+}
+
+/// Labels from a comment (`key=value,key=value`), as `gpol.labels` reads them.
+pub fn labels(comment: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for item in comment.split(',') {
+        let Some((k, v)) = item.split_once('=') else { continue };
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() {
+            continue;
+        }
+        out.retain(|(x, _)| x != k);
+        out.push((k.to_string(), v.to_string()));
+    }
+    out
+}
+
+impl Request {
+    /// The job gpol's rules read (the Rust half of [`LUA_JOB`]); `classes` are the
+    /// policy's priority classes (a QOS that names none gives no class).
+    pub fn job(&self, classes: &[(String, f64)]) -> JobSpec {
+        let mut j = JobSpec::named(self.name.clone());
+        j.user = Some(self.user.clone()).filter(|u| !u.is_empty());
+        j.queue = Some(self.account.clone()).filter(|a| !a.is_empty());
+        j.priority_class = classes.iter().find(|(c, _)| *c == self.qos).map(|(c, _)| c.clone());
+        let (cards, model) = gpus(&self.tres_per_node);
+        j.request = if cards > 0 { spec::Request::Whole(cards) } else { spec::Request::None };
+        j.models = if cards > 0 { model.into_iter().collect() } else { Vec::new() };
+        j.replicas = self.nodes.max(1);
+        let per_node_cpu = self.cpus.map_or(0, |c| c * 1000 / u64::from(j.replicas));
+        j.cpu_milli = per_node_cpu;
+        j.mem = match (self.mem_per_node_mib, self.mem_per_cpu_mib) {
+            (Some(m), _) => m << 20,
+            (None, Some(m)) => (m << 20) * per_node_cpu / 1000,
+            _ => 0,
+        };
+        j.duration_ms = self.time_limit_min.map(|m| m * 60_000);
+        let mut labels = labels(&self.comment);
+        let flag = |labels: &[(String, String)], f: &str| labels.iter().any(|(k, v)| k == f && v == "true");
+        (j.bursty, j.latency_critical, j.preemptible) =
+            (flag(&labels, "bursty"), flag(&labels, "latency_critical"), flag(&labels, "preemptible"));
+        labels.retain(|(k, v)| !v.is_empty() && !["bursty", "latency_critical", "preemptible"].contains(&k.as_str()));
+        j.labels = labels;
+        j
+    }
+
+    /// The request for a job, for jobs Slurm can express exactly (whole cards, whole CPUs,
+    /// memory in MiB, durations in minutes, at most one GPU model, labels without `,` or
+    /// `=`): the way back of [`Request::job`].
+    pub fn of(job: &JobSpec) -> Result<Request, Inexact> {
+        let replicas = job.replicas.max(1);
+        let mut r = Request {
+            name: job.name.clone(),
+            user: job.user.clone().unwrap_or_default(),
+            account: job.queue.clone().unwrap_or_default(),
+            qos: job.priority_class.clone().unwrap_or_default(),
+            nodes: replicas,
+            ..Request::default()
+        };
+        if job.priority.is_some() {
+            return Err(Inexact("a priority of its own (Slurm takes it from the QOS)"));
+        }
+        r.tres_per_node = match (job.request, job.models.as_slice()) {
+            (spec::Request::None, _) => String::new(),
+            (spec::Request::Whole(n), []) => format!("gres:gpu:{n}"),
+            (spec::Request::Whole(n), [m]) => format!("gres:gpu:{m}:{n}"),
+            (spec::Request::Whole(_), _) => return Err(Inexact("more than one GPU model")),
+            _ => return Err(Inexact("a fraction of a card or a MIG instance")),
+        };
+        if job.min_replicas.is_some_and(|m| m != replicas) {
+            return Err(Inexact("an elastic gang"));
+        }
+        if !job.cpu_milli.is_multiple_of(1000) {
+            return Err(Inexact("a fraction of a CPU"));
+        }
+        if job.cpu_milli == 0 {
+            return Err(Inexact("no CPU (Slurm gives every node at least one)"));
+        }
+        r.cpus = Some(job.cpu_milli / 1000 * u64::from(replicas));
+        if !job.mem.is_multiple_of(1 << 20) {
+            return Err(Inexact("memory that is not whole MiB"));
+        }
+        if job.mem > 0 {
+            r.mem_per_node_mib = Some(job.mem >> 20);
+        }
+        if let Some(d) = job.duration_ms {
+            if !d.is_multiple_of(60_000) || d == 0 {
+                return Err(Inexact("a duration that is not whole minutes"));
+            }
+            r.time_limit_min = Some(d / 60_000);
+        }
+        if job.utilization != 1.0 || job.gpu_mem != 0 {
+            return Err(Inexact("a utilization or GPU memory"));
+        }
+        let mut labels = job.labels.clone();
+        for (flag, on) in [("bursty", job.bursty), ("latency_critical", job.latency_critical), ("preemptible", job.preemptible)] {
+            if labels.iter().any(|(k, _)| k == flag) {
+                return Err(Inexact("a label named like a flag"));
+            }
+            if on {
+                labels.push((flag.to_string(), "true".to_string()));
+            }
+        }
+        let clean = |s: &str| !s.contains([',', '=']) && s.trim() == s && !s.is_empty();
+        if !labels.iter().all(|(k, v)| clean(k) && clean(v)) {
+            return Err(Inexact("a label with `,` or `=`, spaces, or no value"));
+        }
+        r.comment = labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+        Ok(r)
+    }
+
+    /// As Slurm's `job_desc` for it: a Lua table constructor.
+    pub fn lua_table(&self) -> String {
+        let mut fields = vec![format!("name = {}", lua::string(&self.name)), format!("min_nodes = {}", self.nodes)];
+        let mut text = |k: &str, v: &str| {
+            if !v.is_empty() {
+                fields.push(format!("{k} = {}", lua::string(v)));
+            }
+        };
+        text("user_name", &self.user);
+        text("account", &self.account);
+        text("qos", &self.qos);
+        text("tres_per_node", &self.tres_per_node);
+        text("comment", &self.comment);
+        for (k, v) in [
+            ("min_cpus", self.cpus),
+            ("min_mem_per_node", self.mem_per_node_mib),
+            ("min_mem_per_cpu", self.mem_per_cpu_mib),
+            ("time_limit", self.time_limit_min),
+        ] {
+            if let Some(v) = v {
+                fields.push(format!("{k} = {v}"));
+            }
+        }
+        format!("{{ {} }}", fields.join(", "))
+    }
+
+    /// `sbatch` options asking for it.
+    pub fn sbatch_args(&self) -> Vec<String> {
+        let mut a = vec![format!("--job-name={}", self.name), format!("--nodes={}", self.nodes)];
+        if !self.account.is_empty() {
+            a.push(format!("--account={}", self.account));
+        }
+        if !self.qos.is_empty() {
+            a.push(format!("--qos={}", self.qos));
+        }
+        if let Some(g) = self.tres_per_node.strip_prefix("gres:") {
+            a.push(format!("--gres={g}"));
+        }
+        if let Some(c) = self.cpus {
+            a.push(format!("--ntasks={}", self.nodes));
+            a.push(format!("--cpus-per-task={}", c / u64::from(self.nodes.max(1))));
+        }
+        if let Some(m) = self.mem_per_node_mib {
+            a.push(format!("--mem={m}"));
+        }
+        if let Some(m) = self.mem_per_cpu_mib {
+            a.push(format!("--mem-per-cpu={m}"));
+        }
+        if let Some(t) = self.time_limit_min {
+            a.push(format!("--time={t}"));
+        }
+        if !self.comment.is_empty() {
+            a.push(format!("--comment={}", self.comment));
+        }
+        a
+    }
+}
+
+/// A job as Slurm's `job_desc` for it (see [`Request::of`] for what can be expressed).
 pub fn job_desc(job: &JobSpec) -> Result<String, Inexact> {
-    let replicas = job.replicas.max(1);
-    let mut fields: Vec<(String, String)> = Vec::new();
-    let mut put = |k: &str, v: String| fields.push((k.to_string(), v));
-    put("name", lua::string(&job.name));
-    if let Some(u) = &job.user {
-        put("user_name", lua::string(u));
+    Request::of(job).map(|r| r.lua_table())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_read_as_the_lua_reads_them() {
+        assert_eq!(gpus("gres:gpu:4"), (4, None));
+        assert_eq!(gpus("gres/gpu:a100:8,gres:shard:2"), (8, Some("a100".into())));
+        assert_eq!(gpus("gpu"), (1, None));
+        assert_eq!(gpus(""), (0, None));
+        assert_eq!(labels("team=vision, tier = gold,junk,=x"), [("team".into(), "vision".into()), ("tier".into(), "gold".into())]);
     }
-    if let Some(q) = &job.queue {
-        put("account", lua::string(q));
+
+    #[test]
+    fn a_job_comes_back_from_its_request() {
+        let mut j = JobSpec::named("train");
+        (j.user, j.queue, j.priority_class) = (Some("alice".into()), Some("research".into()), Some("urgent".into()));
+        (j.request, j.models, j.replicas) = (spec::Request::Whole(8), vec!["h100".into()], 2);
+        (j.cpu_milli, j.mem, j.duration_ms) = (32_000, 64 << 30, Some(3_600_000));
+        (j.preemptible, j.labels) = (true, vec![("team".into(), "vision".into())]);
+        let r = Request::of(&j).expect("expressible");
+        assert_eq!(r.cpus, Some(64));
+        assert_eq!(r.job(&[("urgent".into(), 100.0)]), j);
+        assert!(r.sbatch_args().contains(&"--gres=gpu:h100:8".to_string()));
+        // A QOS the policy does not declare is no class.
+        assert_eq!(r.job(&[]).priority_class, None);
     }
-    if let Some(c) = &job.priority_class {
-        put("qos", lua::string(c));
-    }
-    if job.priority.is_some() {
-        return Err(Inexact("a priority of its own (Slurm takes it from the QOS)"));
-    }
-    match (job.request, job.models.as_slice()) {
-        (Request::None, _) => {}
-        (Request::Whole(n), []) => put("tres_per_node", lua::string(&format!("gres:gpu:{n}"))),
-        (Request::Whole(n), [m]) => put("tres_per_node", lua::string(&format!("gres:gpu:{m}:{n}"))),
-        (Request::Whole(_), _) => return Err(Inexact("more than one GPU model")),
-        _ => return Err(Inexact("a fraction of a card or a MIG instance")),
-    }
-    if job.min_replicas.is_some_and(|m| m != replicas) {
-        return Err(Inexact("an elastic gang"));
-    }
-    put("min_nodes", replicas.to_string());
-    if !job.cpu_milli.is_multiple_of(1000) {
-        return Err(Inexact("a fraction of a CPU"));
-    }
-    if job.cpu_milli > 0 {
-        put("min_cpus", (job.cpu_milli / 1000 * u64::from(replicas)).to_string());
-    }
-    if !job.mem.is_multiple_of(1 << 20) {
-        return Err(Inexact("memory that is not whole MiB"));
-    }
-    if job.mem > 0 {
-        put("min_mem_per_node", (job.mem >> 20).to_string());
-    }
-    if let Some(d) = job.duration_ms {
-        if !d.is_multiple_of(60_000) {
-            return Err(Inexact("a duration that is not whole minutes"));
-        }
-        put("time_limit", (d / 60_000).to_string());
-    }
-    if job.utilization != 1.0 || job.gpu_mem != 0 {
-        return Err(Inexact("a utilization or GPU memory"));
-    }
-    let mut labels = job.labels.clone();
-    for (flag, on) in
-        [("bursty", job.bursty), ("latency_critical", job.latency_critical), ("preemptible", job.preemptible)]
-    {
-        if labels.iter().any(|(k, _)| k == flag) {
-            return Err(Inexact("a label named like a flag"));
-        }
-        if on {
-            labels.push((flag.to_string(), "true".to_string()));
-        }
-    }
-    let clean = |s: &str| !s.contains([',', '=']) && s.trim() == s && !s.is_empty();
-    if !labels.iter().all(|(k, v)| clean(k) && (v.is_empty() || clean(v))) {
-        return Err(Inexact("a label with `,` or `=` or spaces"));
-    }
-    if !labels.is_empty() {
-        let text: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        put("comment", lua::string(&text.join(",")));
-    }
-    let body: Vec<String> = fields.into_iter().map(|(k, v)| format!("{k} = {v}")).collect();
-    Ok(format!("{{ {} }}", body.join(", ")))
 }
