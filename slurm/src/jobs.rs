@@ -225,7 +225,9 @@ impl Request {
             return Err(Inexact("a utilization or GPU memory"));
         }
         let mut labels = job.labels.clone();
-        for (flag, on) in [("bursty", job.bursty), ("latency_critical", job.latency_critical), ("preemptible", job.preemptible)] {
+        for (flag, on) in
+            [("bursty", job.bursty), ("latency_critical", job.latency_critical), ("preemptible", job.preemptible)]
+        {
             if labels.iter().any(|(k, _)| k == flag) {
                 return Err(Inexact("a label named like a flag"));
             }
@@ -314,7 +316,10 @@ mod tests {
         assert_eq!(gpus("gres/gpu:a100:8,gres:shard:2"), (8, Some("a100".into())));
         assert_eq!(gpus("gpu"), (1, None));
         assert_eq!(gpus(""), (0, None));
-        assert_eq!(labels("team=vision, tier = gold,junk,=x"), [("team".into(), "vision".into()), ("tier".into(), "gold".into())]);
+        assert_eq!(
+            labels("team=vision, tier = gold,junk,=x"),
+            [("team".into(), "vision".into()), ("tier".into(), "gold".into())]
+        );
     }
 
     #[test]

@@ -5,5 +5,6 @@
 pub mod accounts;
 pub mod jobs;
 pub mod lua;
+pub mod squeue;
 pub mod submit;
 pub mod topology;

@@ -4,9 +4,11 @@
 
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::load::Checked;
+use gpol_compiler::spec::{JobSpec, Request};
+use gpol_slurm::jobs::Request as SlurmRequest;
 use gpol_slurm::lua::Policy;
-use gpol_slurm::submit;
 use gpol_slurm::topology::{self, Node};
+use gpol_slurm::{squeue, submit};
 use std::path::Path;
 use std::process::Command;
 
@@ -32,8 +34,15 @@ fn slurm_here() -> bool {
     true
 }
 
-/// Runs `scenario` in a fresh test cluster given `files` (name, text); its output.
+/// Runs `scenario` in a fresh test cluster given `files` (name, text); its output and
+/// error output, together.
 fn in_slurm(files: &[(&str, String)], scenario: &str) -> String {
+    let (out, err) = in_slurm_apart(files, scenario);
+    format!("{out}{err}")
+}
+
+/// [`in_slurm`], its output and error output apart.
+fn in_slurm_apart(files: &[(&str, String)], scenario: &str) -> (String, String) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).expect("writable");
@@ -46,12 +55,13 @@ fn in_slurm(files: &[(&str, String)], scenario: &str) -> String {
         .arg(dir.path().join("scenario.sh"))
         .output()
         .expect("bash runs");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
     if !out.status.success() {
         let log = std::fs::read_to_string(dir.path().join("work/log/slurmctld.log")).unwrap_or_default();
-        panic!("the test cluster failed:\n{text}\nslurmctld.log:\n{log}");
+        panic!("the test cluster failed:\n{stdout}{stderr}\nslurmctld.log:\n{log}");
     }
-    text
+    (stdout, stderr)
 }
 
 #[test]
@@ -85,4 +95,59 @@ fn slurm_rejects_at_submission_what_the_policy_rejects_with_its_message_and_take
     // Slurm took the topology: a switch per NVLink domain, one above them.
     assert!(said.contains("SwitchName=nvlink_domain-nvl0 Level=0"), "{said}");
     assert!(said.contains("SwitchName=gpol-top Level=1"), "{said}");
+}
+
+/// Single quotes for the shell.
+fn quoted(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[test]
+fn jobs_come_back_from_squeue_as_they_were_submitted() {
+    if !slurm_here() {
+        return;
+    }
+    // Jobs of every shape the job model carries, submitted with `sbatch` from their
+    // requests; `squeue --json` read back through the same model gives the same jobs.
+    let mut jobs = Vec::new();
+    for (i, (cards, model, nodes, cpus, mem_gib, minutes, labels)) in [
+        (0, None, 1, 4, 0, None, vec![]),
+        (2, None, 1, 8, 16, Some(60), vec![("team", "vision")]),
+        (8, Some("h100"), 2, 32, 64, None, vec![("preemptible", "true")]),
+        (8, None, 16, 1, 0, Some(1440), vec![("bursty", "true"), ("tier", "gold")]),
+        (1, None, 3, 2, 1, Some(5), vec![("latency_critical", "true")]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut j = JobSpec::named(format!("job{i}"));
+        (j.user, j.queue) = (Some("root".into()), Some(format!("acct{}", i % 2)));
+        j.request = if cards > 0 { Request::Whole(cards) } else { Request::None };
+        j.models = model.into_iter().map(str::to_string).collect();
+        (j.replicas, j.cpu_milli, j.mem, j.duration_ms) =
+            (nodes, cpus * 1000, mem_gib << 30, minutes.map(|m| m * 60_000));
+        for (k, v) in labels {
+            match k {
+                "preemptible" => j.preemptible = true,
+                "bursty" => j.bursty = true,
+                "latency_critical" => j.latency_critical = true,
+                _ => j.labels.push((k.into(), v.into())),
+            }
+        }
+        jobs.push(j);
+    }
+    let mut scenario = String::new();
+    for j in &jobs {
+        let args: Vec<String> =
+            SlurmRequest::of(j).expect("expressible").sbatch_args().iter().map(|a| quoted(a)).collect();
+        scenario
+            .push_str(&format!("sbatch --parsable -o /dev/null {} --wrap 'sleep 300' >/dev/null\n", args.join(" ")));
+    }
+    scenario.push_str("squeue --json\n");
+    let (out, err) = in_slurm_apart(&[], &scenario);
+    let found = squeue::read(&out).unwrap_or_else(|e| panic!("{e:?}\n{out}\n{err}"));
+    assert_eq!(found.len(), jobs.len(), "{err}");
+    for (want, got) in jobs.iter().zip(&found) {
+        assert_eq!(&got.request.job(&[]), want, "{:?}", got.request);
+    }
 }

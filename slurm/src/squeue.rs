@@ -1,0 +1,152 @@
+//! Jobs as Slurm reports them: `squeue --json` of Slurm 22.05 (the openapi/v0.0.38
+//! data parser; slurmrestd's `GET /slurm/v0.0.38/jobs` answers the same document), read
+//! tolerantly: a field that is missing takes its default, and numbers written as the
+//! `{"set", "infinite", "number"}` objects of later data parsers are read too. Each job's
+//! request goes through the one job model ([`crate::jobs::Request`]).
+
+use crate::jobs::Request;
+use serde_json::Value;
+
+/// Nodes one hostlist may name at most (docs/limits.md: nodes in one cluster).
+pub const MAX_HOSTS: usize = gpol_compiler::limits::MAX_NODES as usize;
+
+/// A job Slurm knows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlurmJob {
+    pub id: u64,
+    /// `PENDING`, `RUNNING`, `COMPLETED`, …
+    pub state: String,
+    /// Why it waits (`Priority`, `Resources`, `JobHeldAdmin`, …).
+    pub reason: String,
+    /// The nodes it runs on, expanded.
+    pub nodes: Vec<String>,
+    pub request: Request,
+}
+
+/// What is wrong with the document, naming the job and field.
+#[derive(Debug, PartialEq)]
+pub struct BadJobs(pub String);
+
+/// A number, or a `{"set": true, "number": n}` object; `None` when unset or infinite.
+fn number(v: Option<&Value>) -> Option<u64> {
+    match v? {
+        Value::Number(n) => n.as_u64(),
+        Value::Object(o) => {
+            let set = o.get("set").and_then(Value::as_bool).unwrap_or(true);
+            let infinite = o.get("infinite").and_then(Value::as_bool).unwrap_or(false);
+            if set && !infinite { o.get("number").and_then(Value::as_u64) } else { None }
+        }
+        _ => None,
+    }
+}
+
+fn text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        // Later data parsers write some states as lists of flags.
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","),
+        _ => String::new(),
+    }
+}
+
+/// The jobs of a `squeue --json` document.
+pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
+    let doc: Value = serde_json::from_str(json).map_err(|e| BadJobs(format!("not JSON: {e}")))?;
+    let jobs = doc.get("jobs").and_then(Value::as_array).ok_or_else(|| BadJobs("no `jobs` list".into()))?;
+    jobs.iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let id = number(j.get("job_id")).ok_or_else(|| BadJobs(format!("job {}: no `job_id`", i + 1)))?;
+            let field = |k: &str| j.get(k);
+            // Slurm's "unlimited" time is a number past any real limit.
+            let time = number(field("time_limit")).filter(|&t| t < u64::from(u32::MAX) - 1);
+            let request = Request {
+                name: text(field("name")),
+                user: text(field("user_name")),
+                account: text(field("account")),
+                qos: text(field("qos")),
+                tres_per_node: text(field("tres_per_node")),
+                nodes: number(field("node_count")).map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+                cpus: number(field("cpus")),
+                mem_per_node_mib: number(field("memory_per_node")),
+                mem_per_cpu_mib: number(field("memory_per_cpu")),
+                time_limit_min: time,
+                comment: text(field("comment")),
+            };
+            let nodes = hosts(&text(field("nodes"))).map_err(|e| BadJobs(format!("job {id}: `nodes`: {e}")))?;
+            Ok(SlurmJob { id, state: text(field("job_state")), reason: text(field("state_reason")), nodes, request })
+        })
+        .collect()
+}
+
+/// The hosts a Slurm hostlist names: `gpu-[0-3,7],cpu-1` → gpu-0 … gpu-3, gpu-7, cpu-1
+/// (ranges keep their zero padding: `n[01-03]`), at most [`MAX_HOSTS`].
+pub fn hosts(list: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut rest = list.trim();
+    while !rest.is_empty() {
+        // One item: up to the first comma outside brackets.
+        let mut depth = 0;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| {
+                match c {
+                    '[' => depth += 1,
+                    ']' => depth -= 1,
+                    _ => {}
+                }
+                c == ',' && depth == 0
+            })
+            .map_or(rest.len(), |(i, _)| i);
+        let item = &rest[..end];
+        rest = rest[end..].trim_start_matches(',');
+        match (item.find('['), item.ends_with(']')) {
+            (Some(open), true) => {
+                let (prefix, body) = (&item[..open], &item[open + 1..item.len() - 1]);
+                for part in body.split(',') {
+                    let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+                    let width = lo.len();
+                    let (a, b) = (
+                        lo.parse::<u64>().map_err(|_| format!("`{item}`"))?,
+                        hi.parse::<u64>().map_err(|_| format!("`{item}`"))?,
+                    );
+                    if b < a || b - a >= MAX_HOSTS as u64 || out.len() + (b - a) as usize >= MAX_HOSTS {
+                        return Err(format!("`{item}` names more than {MAX_HOSTS} hosts or runs backwards"));
+                    }
+                    out.extend((a..=b).map(|n| format!("{prefix}{n:0width$}")));
+                }
+            }
+            (None, false) if !item.is_empty() => out.push(item.to_string()),
+            _ => return Err(format!("`{item}` is not a host or a range")),
+        }
+        if out.len() > MAX_HOSTS {
+            return Err(format!("more than {MAX_HOSTS} hosts"));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostlists_expand() {
+        assert_eq!(hosts("gpu-[0-2,7],cpu-1").expect("a list"), ["gpu-0", "gpu-1", "gpu-2", "gpu-7", "cpu-1"]);
+        assert_eq!(hosts("n[08-10]").expect("a list"), ["n08", "n09", "n10"]);
+        assert_eq!(hosts("").expect("empty"), Vec::<String>::new());
+        assert!(hosts("n[3-1]").is_err());
+        assert!(hosts("n[0-99999999]").is_err());
+        assert!(hosts("n[x]").is_err());
+    }
+
+    #[test]
+    fn numbers_of_later_data_parsers_are_read() {
+        let doc = r#"{"jobs": [{"job_id": {"set": true, "number": 7}, "time_limit": {"set": true, "infinite": true, "number": 0}, "node_count": {"set": true, "number": 2}, "job_state": ["PENDING"], "nodes": ""}]}"#;
+        let jobs = read(doc).expect("read");
+        assert_eq!((jobs[0].id, jobs[0].request.time_limit_min, jobs[0].request.nodes), (7, None, 2));
+        assert_eq!(jobs[0].state, "PENDING");
+        assert!(read(r#"{"jobs": [{"name": "x"}]}"#).expect_err("no id").0.contains("job 1: no `job_id`"));
+        assert!(read("[]").is_err());
+    }
+}
