@@ -60,3 +60,82 @@ fn with_a_cluster_emit_writes_the_topology_as_switches() {
         .code(2);
     assert!(!other.join("topology.conf").exists());
 }
+
+/// Whether a test Slurm can be started here (root, Slurm installed), saying why not.
+fn slurm_here() -> bool {
+    let has = |t: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let ok = root && ["slurmctld", "slurmd", "munged", "sbatch", "unshare"].iter().all(|t| has(t));
+    if !ok {
+        eprintln!("Slurm is not installed or this is not root: plan/apply are not tested against a real Slurm");
+    }
+    ok
+}
+
+#[test]
+fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() {
+    if !slurm_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = dir.path().join("quota.gpol");
+    std::fs::write(&policy, "policy quota\n\nqueue org {\n  queue a { limit 8 gpu }\n  queue b { limit 16 gpu }\n}\n")
+        .expect("writable");
+    let cluster = dir.path().join("cluster.toml");
+    std::fs::write(
+        &cluster,
+        "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n",
+    )
+    .expect("writable");
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let loop_ = format!("{} slurm", gpolc.display());
+    let p = policy.display();
+    let c = cluster.display();
+    // Jobs submitted held, marked as the loop's; queue a asks for more than its limit.
+    let scenario = format!(
+        "for spec in 'a 8' 'a 4' 'b 8'; do set -- $spec\n\
+           id=$(sbatch --parsable --hold -A $1 -N 1 --gres=gpu:$2 -o /dev/null --wrap 'sleep 600')\n\
+           scontrol update JobId=$id AdminComment='gpol: held: waiting for the scheduling loop'\n\
+         done\n\
+         echo '== plan'; {loop_} plan {p} --cluster {c}\n\
+         echo '== apply'; {loop_} apply {p} --cluster {c} >/dev/null; echo \"apply rc=$?\"\n\
+         for _ in $(seq 80); do [ \"$(squeue -h -t R | wc -l)\" -ge 2 ] && break; sleep 0.25; done\n\
+         echo '== plan again'; {loop_} plan {p} --cluster {c} 2>&1\n\
+         echo '== squeue'; squeue -h -o '%i %a %T %R %N'\n"
+    );
+    std::fs::write(dir.path().join("scenario.sh"), scenario).expect("writable");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("slurm/tests/slurm/cluster.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .arg(dir.path())
+        .arg(dir.path().join("scenario.sh"))
+        .output()
+        .expect("runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    let plan = said.split("== apply").next().unwrap_or_default();
+    // Job 1 fits queue a's limit and is placed; job 2 would take a past it and is held with
+    // the arithmetic; job 3 (queue b) is placed.
+    assert!(plan.contains("place job 1 (wrap) on gpu-"), "{said}");
+    assert!(
+        plan.contains("hold job 2 (wrap): queue `a` would exceed its gpu limit (holds 8, needs 4, limit 8)"),
+        "{said}"
+    );
+    assert!(plan.contains("place job 3 (wrap) on gpu-"), "{said}");
+    assert!(said.contains("apply rc=0"), "{said}");
+    // Applied: the placed jobs run where gpol put them, and a second plan changes nothing.
+    let again = said.split("== plan again").nth(1).unwrap_or_default();
+    assert!(again.contains("nothing to change"), "{said}");
+    let queue = said.split("== squeue").nth(1).unwrap_or_default();
+    assert!(queue.lines().any(|l| l.starts_with("1 a RUNNING")), "{said}");
+    assert!(queue.lines().any(|l| l.starts_with("3 b RUNNING")), "{said}");
+    assert!(queue.lines().any(|l| l.starts_with("2 a PENDING (JobHeldAdmin)")), "{said}");
+}

@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod jobs;
 pub mod lua;
+pub mod plan;
 pub mod squeue;
 pub mod submit;
 pub mod topology;

@@ -20,6 +20,17 @@ pub struct SlurmJob {
     pub reason: String,
     /// The nodes it runs on, expanded.
     pub nodes: Vec<String>,
+    /// The nodes it is pinned to (`ReqNodeList`), expanded.
+    pub required_nodes: Vec<String>,
+    /// Held (priority 0): by an administrator, or by `gpolc slurm run`.
+    pub held: bool,
+    /// The administrator's comment: where `gpolc slurm run` says why it holds a job.
+    pub admin_comment: String,
+    /// Seconds since the epoch it was submitted and started (0: not yet).
+    pub submit_time: u64,
+    pub start_time: u64,
+    /// How often it was requeued (evictions, to gpol).
+    pub restarts: u32,
     pub request: Request,
 }
 
@@ -73,8 +84,21 @@ pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
                 time_limit_min: time,
                 comment: text(field("comment")),
             };
-            let nodes = hosts(&text(field("nodes"))).map_err(|e| BadJobs(format!("job {id}: `nodes`: {e}")))?;
-            Ok(SlurmJob { id, state: text(field("job_state")), reason: text(field("state_reason")), nodes, request })
+            let list = |k: &str| hosts(&text(field(k))).map_err(|e| BadJobs(format!("job {id}: `{k}`: {e}")));
+            let reason = text(field("state_reason"));
+            Ok(SlurmJob {
+                id,
+                state: text(field("job_state")),
+                held: number(field("priority")) == Some(0) || reason.starts_with("JobHeld"),
+                reason,
+                nodes: list("nodes")?,
+                required_nodes: list("required_nodes")?,
+                admin_comment: text(field("admin_comment")),
+                submit_time: number(field("submit_time")).unwrap_or(0),
+                start_time: number(field("start_time")).unwrap_or(0),
+                restarts: number(field("restart_cnt")).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+                request,
+            })
         })
         .collect()
 }

@@ -1,16 +1,22 @@
-//! `gpolc slurm`: a policy in a real Slurm. `emit` writes what Slurm takes from a policy
+//! `gpolc slurm`: a policy in a real Slurm. `plan` and `apply` are one pass of the
+//! scheduling loop (what would change, and making it so). `emit` writes what Slurm takes from a policy
 //! at configuration time: `job_submit.lua` (the submit-time rules) and `accounts.sh` (the
 //! queue tree as `sacctmgr` commands) and, given a cluster, `topology.conf`.
 
 use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::limits::MAX_CLUSTER_BYTES;
+use gpol_compiler::spec::NodeSpec;
 use gpol_slurm::lua::Policy;
 use gpol_slurm::topology::{self, Node};
 use std::path::PathBuf;
 
 #[derive(clap::Subcommand)]
 pub enum Command {
+    /// Print what the scheduling loop would change in Slurm now (or in the given state).
+    Plan(PlanArgs),
+    /// Make the changes `plan` prints: pin, hold, release, requeue, cancel.
+    Apply(PlanArgs),
     /// Write a policy's Slurm artefacts into a directory: job_submit.lua, accounts.sh and,
     /// with --cluster, topology.conf.
     Emit(EmitArgs),
@@ -32,9 +38,116 @@ pub struct EmitArgs {
     force: bool,
 }
 
+#[derive(clap::Args)]
+pub struct PlanArgs {
+    /// The policy file.
+    policy: PathBuf,
+    /// Slurm's nodes as `sinfo --json` writes them (default: run `sinfo --json`).
+    #[arg(long, value_name = "FILE", conflicts_with = "cluster")]
+    sinfo: Option<PathBuf>,
+    /// The nodes as a cluster file instead, with their topology.
+    #[arg(long, value_name = "FILE")]
+    cluster: Option<PathBuf>,
+    /// Slurm's jobs as `squeue --json` writes them (default: run `squeue --json`).
+    #[arg(long, value_name = "FILE")]
+    squeue: Option<PathBuf>,
+}
+
 pub fn run(command: Command, color: bool) -> u8 {
     match command {
         Command::Emit(args) => emit(args, color),
+        Command::Plan(args) => plan(args, false, color),
+        Command::Apply(args) => plan(args, true, color),
+    }
+}
+
+/// Output of a Slurm command, or a file standing for it, within `limit` bytes.
+fn slurm_json(file: &Option<PathBuf>, command: &[&str], limit: u64) -> Result<(String, String), String> {
+    use std::io::Read;
+    if let Some(path) = file {
+        let bytes = gpol_compiler::files::read(path, limit).map_err(|e| e.to_string())?;
+        let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
+        return Ok((text, path.display().to_string()));
+    }
+    let mut child = std::process::Command::new(command[0])
+        .args(&command[1..])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("`{}` does not run: {e}", command.join(" ")))?;
+    let mut text = String::new();
+    if let Some(out) = child.stdout.take() {
+        out.take(limit + 1).read_to_string(&mut text).map_err(|e| format!("`{}`: {e}", command.join(" ")))?;
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if !status.success() || text.len() as u64 > limit {
+        return Err(format!("`{}` failed or wrote more than {limit} bytes", command.join(" ")));
+    }
+    Ok((text, format!("`{}`", command.join(" "))))
+}
+
+fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
+    use gpol_compiler::limits::MAX_INPUT_BYTES;
+    let compiled = match super::compile_policy(&args.policy, EngineKind::Interp, color) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let nodes = match &args.cluster {
+        Some(_) => {
+            super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
+                .map_err(|_| USAGE)
+        }
+        None => slurm_json(&args.sinfo, &["sinfo", "--json"], MAX_CLUSTER_BYTES)
+            .and_then(|(text, from)| gpol_sim::read_cluster(&text, &format!("{from}.json")).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                eprintln!("error: {e}");
+                USAGE
+            }),
+    };
+    let nodes: Vec<NodeSpec> = match nodes {
+        Ok(c) => c.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect(),
+        Err(code) => return code,
+    };
+    let jobs = slurm_json(&args.squeue, &["squeue", "--json"], MAX_INPUT_BYTES)
+        .and_then(|(text, from)| gpol_slurm::squeue::read(&text).map_err(|e| format!("{from}: {}", e.0)));
+    let jobs = match jobs {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return USAGE;
+        }
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let plan = gpol_slurm::plan::plan(&compiled, &nodes, &jobs, now);
+    for s in &plan.skipped {
+        eprintln!("note: not taken: {s}");
+    }
+    if plan.actions.is_empty() {
+        eprintln!("nothing to change: Slurm already does what the policy decides");
+        return OK;
+    }
+    let mut failed = 0;
+    for a in &plan.actions {
+        super::print(&format!("{}\n", a.describe()));
+        for c in a.commands() {
+            super::print(&format!("  {}\n", c.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")));
+            if apply {
+                let ok = std::process::Command::new(&c[0]).args(&c[1..]).status().is_ok_and(|s| s.success());
+                if !ok {
+                    eprintln!("error: `{}` failed", c.join(" "));
+                    failed += 1;
+                }
+            }
+        }
+    }
+    if failed > 0 { FAILED } else { OK }
+}
+
+/// A word as a shell reads it back.
+fn shell_word(w: &str) -> String {
+    if w.chars().all(|c| c.is_ascii_alphanumeric() || "-_=./,:@".contains(c)) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
     }
 }
 

@@ -1,0 +1,155 @@
+//! What the scheduling loop changes in Slurm: Slurm's state (nodes, and the jobs `squeue`
+//! reports) given to a gpol scheduler of the policy, one cycle run, and its decisions
+//! turned into Slurm actions — a job placed is pinned to its nodes (`ReqNodeList`), a job an
+//! admit rule or the quota holds back is held with the reason in its `AdminComment`, a job
+//! evicted is requeued, a job refused for good is cancelled. Idempotent by construction:
+//! what Slurm already shows (a job pinned to the same nodes, held for the same reason)
+//! is no action, so a plan right after its apply is empty; a job held by the loop for a
+//! reason that no longer holds is released.
+
+use crate::squeue::SlurmJob;
+use gpol_compiler::engine::CompiledPolicy;
+use gpol_compiler::spec::{History, NodeSpec};
+use gpol_runtime::Scheduler;
+use gpol_runtime::explain;
+use gpol_runtime::jobs::{JobId, Reason, State};
+
+/// What the loop writes in a job's `AdminComment` when it holds it.
+pub const HELD: &str = "gpol: held: ";
+
+/// One change to make in Slurm.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Pin a waiting job to the nodes gpol places it on.
+    Place { job: u64, name: String, nodes: Vec<String> },
+    /// Hold a waiting job, saying why.
+    Hold { job: u64, name: String, reason: String },
+    /// Release a job the loop held for a reason that no longer holds.
+    Release { job: u64, name: String },
+    /// Requeue a running job gpol evicts.
+    Requeue { job: u64, name: String, reason: String },
+    /// Cancel a job an admit rule refuses for good.
+    Cancel { job: u64, name: String, reason: String },
+}
+
+impl Action {
+    /// The commands that carry it out, in order (argv each).
+    pub fn commands(&self) -> Vec<Vec<String>> {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+        let comment =
+            |job: u64, text: &str| v(&["scontrol", "update", &format!("JobId={job}"), &format!("AdminComment={text}")]);
+        match self {
+            Action::Place { job, nodes, .. } => {
+                vec![v(&["scontrol", "update", &format!("JobId={job}"), &format!("ReqNodeList={}", nodes.join(","))])]
+            }
+            Action::Hold { job, reason, .. } => {
+                vec![comment(*job, &format!("{HELD}{reason}")), v(&["scontrol", "hold", &job.to_string()])]
+            }
+            Action::Release { job, .. } => vec![comment(*job, ""), v(&["scontrol", "release", &job.to_string()])],
+            Action::Requeue { job, reason, .. } => {
+                vec![comment(*job, &format!("gpol: requeued: {reason}")), v(&["scontrol", "requeue", &job.to_string()])]
+            }
+            Action::Cancel { job, reason, .. } => {
+                vec![comment(*job, &format!("gpol: cancelled: {reason}")), v(&["scancel", &job.to_string()])]
+            }
+        }
+    }
+
+    /// The action in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Action::Place { job, name, nodes } => format!("place job {job} ({name}) on {}", nodes.join(", ")),
+            Action::Hold { job, name, reason } => format!("hold job {job} ({name}): {reason}"),
+            Action::Release { job, name } => format!("release job {job} ({name}): what held it no longer does"),
+            Action::Requeue { job, name, reason } => format!("requeue job {job} ({name}): {reason}"),
+            Action::Cancel { job, name, reason } => format!("cancel job {job} ({name}): {reason}"),
+        }
+    }
+}
+
+/// A plan: the actions, and what of Slurm's state gpol could not take (with why).
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    pub skipped: Vec<String>,
+}
+
+/// The plan for Slurm's state: `nodes` (their domains at the policy's levels) and `jobs`,
+/// at `now` (seconds since the epoch, as Slurm's times).
+pub fn plan(policy: &CompiledPolicy, nodes: &[NodeSpec], jobs: &[SlurmJob], now: u64) -> Plan {
+    let mut out = Plan::default();
+    let mut s = Scheduler::new(policy.clone());
+    for n in nodes {
+        if let Err(e) = s.add_node(n) {
+            out.skipped.push(format!("node {}: {e}", n.name));
+        }
+    }
+    let classes = policy.policy.priority_classes.clone();
+    let ours = |j: &SlurmJob| !j.held || j.admin_comment.starts_with(HELD);
+    // Running jobs first, where they run; then the waiting ones, in Slurm's order.
+    let mut ids: Vec<(JobId, &SlurmJob)> = Vec::new();
+    for j in jobs.iter().filter(|j| j.state == "RUNNING") {
+        let spec = j.request.job(&classes);
+        let id = match s.submit(spec) {
+            Ok(id) => id,
+            Err(e) => {
+                out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name));
+                continue;
+            }
+        };
+        let at: Vec<usize> = j.nodes.iter().filter_map(|n| s.cluster().node(n)).collect();
+        let ran = now.saturating_sub(j.start_time).saturating_mul(1000);
+        let history = History { ran_ms: ran, since_checkpoint_ms: ran, evictions: j.restarts };
+        match s.start_on(id, &at, history) {
+            Ok(()) => ids.push((id, j)),
+            Err(e) => out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name)),
+        }
+    }
+    for j in jobs.iter().filter(|j| j.state == "PENDING" && ours(j)) {
+        match s.submit(j.request.job(&classes)) {
+            Ok(id) => ids.push((id, j)),
+            Err(e) => out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name)),
+        }
+    }
+    s.cycle();
+    for (id, j) in ids {
+        let name = j.request.name.clone();
+        let was_running = j.state == "RUNNING";
+        let held_by_us = j.held && j.admin_comment.starts_with(HELD);
+        match s.state(id) {
+            State::Running if was_running => {}
+            State::Running => {
+                let nodes: Vec<String> =
+                    (s.job(id).slots.iter()).map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
+                // Pinned first, then released: Slurm starts it where gpol placed it.
+                if j.required_nodes != nodes {
+                    out.actions.push(Action::Place { job: j.id, name: name.clone(), nodes });
+                }
+                if held_by_us {
+                    out.actions.push(Action::Release { job: j.id, name });
+                }
+            }
+            State::Pending(_) if was_running => {
+                let reason = "evicted for a job the policy puts first".to_string();
+                out.actions.push(Action::Requeue { job: j.id, name, reason });
+            }
+            State::Pending(Some(reason @ (Reason::Rule(_) | Reason::Quota(_)))) if !reason.is_filter() => {
+                let text = explain::reason_detail(&s, id, &reason).unwrap_or_else(|| explain::state_text(&s, id));
+                if !(held_by_us && j.admin_comment == format!("{HELD}{text}")) {
+                    out.actions.push(Action::Hold { job: j.id, name, reason: text });
+                }
+            }
+            State::Pending(_) => {
+                if held_by_us {
+                    out.actions.push(Action::Release { job: j.id, name });
+                }
+            }
+            State::Rejected(rule) => {
+                let reason = format!("refused by admit rule {}", policy.program.rule_name(rule));
+                out.actions.push(Action::Cancel { job: j.id, name, reason });
+            }
+            State::Finished | State::Withdrawn => {}
+        }
+    }
+    out
+}

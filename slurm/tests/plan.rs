@@ -1,0 +1,162 @@
+//! The scheduling loop's plan on Slurm states built by hand: placements pin jobs, quota
+//! and admit holds carry their reason, refusals for good cancel, evictions requeue, and
+//! a plan right after its apply is empty.
+
+use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_compiler::load::Checked;
+use gpol_compiler::spec::NodeSpec;
+use gpol_slurm::jobs::Request;
+use gpol_slurm::plan::{Action, HELD, plan};
+use gpol_slurm::squeue::SlurmJob;
+
+const POLICY: &str = r#"policy t
+
+queue org {
+  queue a { limit 8 gpu }
+  queue b { limit 8 gpu }
+}
+
+priority_class high = 100
+
+admit small "at most 16 GPUs" { job.total_gpus <= 16 gpu }
+
+preempt by_priority { when claimant.priority > victim.priority and victim.preemptible }
+"#;
+
+fn policy() -> CompiledPolicy {
+    Checked::from_text("t.gpol", POLICY).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"))
+}
+
+fn nodes() -> Vec<NodeSpec> {
+    (1..=2)
+        .map(|i| {
+            let mut n = NodeSpec::named(format!("n{i}"));
+            (n.cards, n.cpu_milli, n.mem) = (8, 64_000, 512 << 30);
+            n
+        })
+        .collect()
+}
+
+fn job(id: u64, account: &str, nodes: u32, gpus: u32, state: &str) -> SlurmJob {
+    SlurmJob {
+        id,
+        state: state.into(),
+        reason: String::new(),
+        nodes: Vec::new(),
+        required_nodes: Vec::new(),
+        held: false,
+        admin_comment: String::new(),
+        submit_time: 1000 + id,
+        start_time: 0,
+        restarts: 0,
+        request: Request {
+            name: format!("job{id}"),
+            user: "alice".into(),
+            account: account.into(),
+            tres_per_node: format!("gres:gpu:{gpus}"),
+            nodes,
+            cpus: Some(u64::from(nodes)),
+            ..Request::default()
+        },
+    }
+}
+
+/// Carries out a plan on the hand-built state, as Slurm would show it afterwards.
+fn apply(jobs: &mut Vec<SlurmJob>, actions: &[Action]) {
+    for a in actions {
+        match a {
+            Action::Place { job, nodes, .. } => {
+                let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
+                j.required_nodes = nodes.clone();
+            }
+            Action::Hold { job, reason, .. } => {
+                let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
+                (j.held, j.admin_comment) = (true, format!("{HELD}{reason}"));
+            }
+            Action::Release { job, .. } => {
+                let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
+                (j.held, j.admin_comment) = (false, String::new());
+            }
+            Action::Requeue { job, .. } => {
+                let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
+                (j.state, j.nodes, j.restarts) = ("PENDING".into(), Vec::new(), j.restarts + 1);
+            }
+            Action::Cancel { job, .. } => jobs.retain(|j| j.id != *job),
+        }
+    }
+}
+
+#[test]
+fn a_plan_places_holds_and_cancels_and_is_empty_once_applied() {
+    let p = policy();
+    let mut running = job(1, "a", 1, 8, "RUNNING");
+    running.nodes = vec!["n1".into()];
+    let mut jobs =
+        vec![running, job(2, "a", 1, 1, "PENDING"), job(3, "b", 1, 4, "PENDING"), job(4, "b", 4, 8, "PENDING")];
+    let first = plan(&p, &nodes(), &jobs, 2000);
+    assert!(first.skipped.is_empty(), "{:?}", first.skipped);
+    let words: Vec<String> = first.actions.iter().map(Action::describe).collect();
+    // Queue a is at its limit: job 2 is held, with the quota arithmetic.
+    assert!(
+        matches!(&first.actions[..], [Action::Hold { job: 2, reason, .. }, ..] if reason.contains("limit")),
+        "{words:#?}"
+    );
+    assert!(
+        first.actions.contains(&Action::Place { job: 3, name: "job3".into(), nodes: vec!["n2".into()] }),
+        "{words:#?}"
+    );
+    assert!(
+        first.actions.iter().any(|a| matches!(a, Action::Cancel { job: 4, reason, .. } if reason.contains("small"))),
+        "{words:#?}"
+    );
+    apply(&mut jobs, &first.actions);
+    let again = plan(&p, &nodes(), &jobs, 2010);
+    assert!(again.actions.is_empty(), "{:#?}", again.actions);
+    // Job 1 finishes: job 2 is no longer held back, and the loop releases and places it.
+    jobs.retain(|j| j.id != 1);
+    let later = plan(&p, &nodes(), &jobs, 2020);
+    assert!(later.actions.contains(&Action::Release { job: 2, name: "job2".into() }), "{:#?}", later.actions);
+    assert!(
+        later.actions.iter().any(|a| matches!(a, Action::Place { job: 2, nodes, .. } if nodes == &["n1"])),
+        "{:#?}",
+        later.actions
+    );
+    // Every action is carried out by scontrol or scancel on the job's id.
+    for a in first.actions.iter().chain(&later.actions) {
+        for c in a.commands() {
+            assert!(c[0] == "scontrol" || c[0] == "scancel");
+            assert!(c.iter().any(|w| w.contains(&a_id(a).to_string())));
+        }
+    }
+}
+
+fn a_id(a: &Action) -> u64 {
+    match a {
+        Action::Place { job, .. }
+        | Action::Hold { job, .. }
+        | Action::Release { job, .. }
+        | Action::Requeue { job, .. }
+        | Action::Cancel { job, .. } => *job,
+    }
+}
+
+#[test]
+fn a_higher_priority_job_requeues_a_preemptible_one() {
+    let p = policy();
+    let mut low = job(1, "a", 1, 8, "RUNNING");
+    (low.nodes, low.start_time, low.request.comment) = (vec!["n1".into()], 100, "preemptible=true".into());
+    let mut other = job(2, "b", 1, 8, "RUNNING");
+    other.nodes = vec!["n2".into()];
+    let mut high = job(3, "a", 1, 8, "PENDING");
+    high.request.qos = "high".into();
+    let mut jobs = vec![low, other, high];
+    // Queue a's limit is full with the low job: the high one evicts it (same queue).
+    let first = plan(&p, &nodes(), &jobs, 5000);
+    assert!(first.actions.iter().any(|a| matches!(a, Action::Requeue { job: 1, .. })), "{:#?}", first.actions);
+    assert!(
+        first.actions.iter().any(|a| matches!(a, Action::Place { job: 3, nodes, .. } if nodes == &["n1"])),
+        "{:#?}",
+        first.actions
+    );
+    apply(&mut jobs, &first.actions);
+}
