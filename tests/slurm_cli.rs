@@ -95,16 +95,19 @@ fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() 
         "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n",
     )
     .expect("writable");
+    // The policy's job_submit.lua, holding every admitted job for the loop.
+    gpolc().args(["slurm", "emit", "--hold-for-loop", "--out"]).arg(dir.path()).arg(&policy).assert().code(0);
     let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
     let loop_ = format!("{} slurm", gpolc.display());
     let p = policy.display();
     let c = cluster.display();
-    // Jobs submitted held, marked as the loop's; queue a asks for more than its limit.
+    // Jobs submitted as users do; the script holds them for the loop. Queue a asks for
+    // more than its limit.
     let scenario = format!(
         "for spec in 'a 8' 'a 4' 'b 8'; do set -- $spec\n\
-           id=$(sbatch --parsable --hold -A $1 -N 1 --gres=gpu:$2 -o /dev/null --wrap 'sleep 600')\n\
-           scontrol update JobId=$id AdminComment='gpol: held: waiting for the scheduling loop'\n\
+           sbatch --parsable -A $1 -N 1 --gres=gpu:$2 -o /dev/null --wrap 'sleep 600' >/dev/null\n\
          done\n\
+         echo '== held'; squeue -h -o '%i %T %R'\n\
          echo '== plan'; {loop_} plan {p} --cluster {c}\n\
          echo '== apply'; {loop_} apply {p} --cluster {c} >/dev/null; echo \"apply rc=$?\"\n\
          for _ in $(seq 80); do [ \"$(squeue -h -t R | wc -l)\" -ge 2 ] && break; sleep 0.25; done\n\
@@ -121,6 +124,9 @@ fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() 
         .expect("runs");
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{said}");
+    // Nothing ran before the loop said so.
+    let held = said.split("== held").nth(1).and_then(|t| t.split("== plan").next()).unwrap_or_default();
+    assert_eq!(held.lines().filter(|l| l.contains("PENDING (JobHeldUser)")).count(), 3, "{said}");
     let plan = said.split("== apply").next().unwrap_or_default();
     // Job 1 fits queue a's limit and is placed; job 2 would take a past it and is held with
     // the arithmetic; job 3 (queue b) is placed.

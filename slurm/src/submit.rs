@@ -67,8 +67,9 @@ pub fn rules(policy: Policy<'_>) -> Vec<Compiled> {
     out
 }
 
-/// `job_submit.lua` for a policy read from `file`.
-pub fn emit(policy: Policy<'_>, file: &str) -> Submit {
+/// `job_submit.lua` for a policy read from `file`; with `hold_for_loop`, every job the
+/// rules admit is also held for the scheduling loop, which places it (and releases it).
+pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool) -> Submit {
     let rules = rules(policy);
     let mut lua = String::new();
     let name = &policy.hir.name;
@@ -115,8 +116,15 @@ pub fn emit(policy: Policy<'_>, file: &str) -> Submit {
     }
     lua.push_str("}\n\n");
     lua.push_str(
-        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc)\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  return slurm.SUCCESS\nend\n\n",
+        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc)\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n",
     );
+    if hold_for_loop {
+        lua.push_str(&format!(
+            "  -- Held for the scheduling loop (`gpolc slurm apply`), which pins it to the nodes gpol\n  -- chooses and releases it.\n  job_desc.priority = 0\n  job_desc.admin_comment = {}\n",
+            lua::string(&format!("{}waiting for the scheduling loop", crate::plan::HELD))
+        ));
+    }
+    lua.push_str("  return slurm.SUCCESS\nend\n\n");
     lua.push_str("function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)\n  return slurm.SUCCESS\nend\n");
     Submit { lua, rules }
 }

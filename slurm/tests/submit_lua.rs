@@ -169,7 +169,7 @@ fn the_script_refuses_what_the_interpreter_refuses_with_the_rules_message() {
         let text = std::fs::read_to_string(Path::new("../policies").join(name)).expect("the example exists");
         let policy = compile(name, &text);
         let view = Policy { program: &policy.program, hir: &policy.policy };
-        let emitted = submit::emit(view, name);
+        let emitted = submit::emit(view, name, false);
         let compiled: Vec<String> =
             emitted.rules.iter().filter(|r| r.kind == "admit" && r.condition.is_ok()).map(|r| r.name.clone()).collect();
         let script = emitted.lua;
@@ -214,7 +214,7 @@ fn the_lua_built_ins_compute_what_gpols_do() {
     let values =
         [-2.5, -0.5, -0.0, 0.0, 0.49999999999999994, 0.5, 1.5, 2.5, -3.7, 7.0, 1e300, -1e-300, f64::INFINITY, f64::NAN];
     let policy = compile("t.gpol", "policy t\n");
-    let script = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "t.gpol").lua;
+    let script = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "t.gpol", false).lua;
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(dir.path().join("job_submit.lua"), script).expect("writable");
     let list: Vec<String> = values.iter().map(|&x| gpol_slurm::lua::number(x)).collect();

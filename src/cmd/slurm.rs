@@ -33,6 +33,10 @@ pub struct EmitArgs {
     /// write topology.conf, the policy's topology levels over its nodes.
     #[arg(long, value_name = "FILE")]
     cluster: Option<PathBuf>,
+    /// Also hold every job the rules admit, for the scheduling loop to place (gpol then
+    /// decides where and when every job runs).
+    #[arg(long)]
+    hold_for_loop: bool,
     /// Replace read-only output files.
     #[arg(long)]
     force: bool,
@@ -174,7 +178,7 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
     };
     let file = args.policy.display().to_string();
     let policy = Policy { program: &compiled.program, hir: &compiled.policy };
-    let submit = gpol_slurm::submit::emit(policy, &file);
+    let submit = gpol_slurm::submit::emit(policy, &file, args.hold_for_loop);
     let accounts = gpol_slurm::accounts::emit(&compiled.policy, &file);
     let mut texts = vec![submit.lua.clone(), accounts.script.clone()];
     if args.cluster.is_some() {
