@@ -12,7 +12,7 @@ use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::spec::{History, NodeSpec};
 use gpol_runtime::Scheduler;
 use gpol_runtime::explain;
-use gpol_runtime::jobs::{JobId, Reason, State};
+use gpol_runtime::jobs::{self, JobId, Reason};
 
 /// What the loop writes in a job's `AdminComment` when it holds it.
 pub const HELD: &str = "gpol: held: ";
@@ -74,9 +74,20 @@ pub struct Plan {
     pub skipped: Vec<String>,
 }
 
-/// The plan for Slurm's state: `nodes` (their domains at the policy's levels) and `jobs`,
-/// at `now` (seconds since the epoch, as Slurm's times).
-pub fn plan(policy: &CompiledPolicy, nodes: &[NodeSpec], jobs: &[SlurmJob], now: u64) -> Plan {
+/// Slurm's state as the loop reads it.
+pub struct State<'a> {
+    /// Nodes, with their domains at the policy's levels.
+    pub nodes: &'a [NodeSpec],
+    /// Nodes that take no new job (drained, down, not responding): their jobs run on.
+    pub unavailable: &'a [String],
+    pub jobs: &'a [SlurmJob],
+    /// Seconds since the epoch, as Slurm's times.
+    pub now: u64,
+}
+
+/// The plan for Slurm's state.
+pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
+    let State { nodes, unavailable, jobs, now } = *state;
     let mut out = Plan::default();
     let mut s = Scheduler::new(policy.clone());
     for n in nodes {
@@ -105,6 +116,12 @@ pub fn plan(policy: &CompiledPolicy, nodes: &[NodeSpec], jobs: &[SlurmJob], now:
             Err(e) => out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name)),
         }
     }
+    // Out of service only now: what runs there keeps its place.
+    for name in unavailable {
+        if let Some(id) = s.cluster().node(name) {
+            s.drain_node(id);
+        }
+    }
     for j in jobs.iter().filter(|j| j.state == "PENDING" && ours(j)) {
         match s.submit(j.request.job(&classes)) {
             Ok(id) => ids.push((id, j)),
@@ -117,8 +134,8 @@ pub fn plan(policy: &CompiledPolicy, nodes: &[NodeSpec], jobs: &[SlurmJob], now:
         let was_running = j.state == "RUNNING";
         let held_by_us = j.held && j.admin_comment.starts_with(HELD);
         match s.state(id) {
-            State::Running if was_running => {}
-            State::Running => {
+            jobs::State::Running if was_running => {}
+            jobs::State::Running => {
                 let nodes: Vec<String> =
                     (s.job(id).slots.iter()).map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
                 // Pinned first, then released: Slurm starts it where gpol placed it.
@@ -129,26 +146,26 @@ pub fn plan(policy: &CompiledPolicy, nodes: &[NodeSpec], jobs: &[SlurmJob], now:
                     out.actions.push(Action::Release { job: j.id, name });
                 }
             }
-            State::Pending(_) if was_running => {
+            jobs::State::Pending(_) if was_running => {
                 let reason = "evicted for a job the policy puts first".to_string();
                 out.actions.push(Action::Requeue { job: j.id, name, reason });
             }
-            State::Pending(Some(reason @ (Reason::Rule(_) | Reason::Quota(_)))) if !reason.is_filter() => {
+            jobs::State::Pending(Some(reason @ (Reason::Rule(_) | Reason::Quota(_)))) if !reason.is_filter() => {
                 let text = explain::reason_detail(&s, id, &reason).unwrap_or_else(|| explain::state_text(&s, id));
                 if !(held_by_us && j.admin_comment == format!("{HELD}{text}")) {
                     out.actions.push(Action::Hold { job: j.id, name, reason: text });
                 }
             }
-            State::Pending(_) => {
+            jobs::State::Pending(_) => {
                 if held_by_us {
                     out.actions.push(Action::Release { job: j.id, name });
                 }
             }
-            State::Rejected(rule) => {
+            jobs::State::Rejected(rule) => {
                 let reason = format!("refused by admit rule {}", policy.program.rule_name(rule));
                 out.actions.push(Action::Cancel { job: j.id, name, reason });
             }
-            State::Finished | State::Withdrawn => {}
+            jobs::State::Finished | jobs::State::Withdrawn => {}
         }
     }
     out

@@ -6,7 +6,7 @@ use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::NodeSpec;
 use gpol_slurm::jobs::Request;
-use gpol_slurm::plan::{Action, HELD, plan};
+use gpol_slurm::plan::{Action, HELD, State, plan};
 use gpol_slurm::squeue::SlurmJob;
 
 const POLICY: &str = r#"policy t
@@ -22,6 +22,12 @@ admit small "at most 16 GPUs" { job.total_gpus <= 16 gpu }
 
 preempt by_priority { when claimant.priority > victim.priority and victim.preemptible }
 "#;
+
+/// The plan for these jobs on the two nodes, `down` out of service.
+fn plan_of(p: &CompiledPolicy, jobs: &[SlurmJob], down: &[&str], now: u64) -> gpol_slurm::plan::Plan {
+    let (nodes, unavailable) = (nodes(), down.iter().map(|d| d.to_string()).collect::<Vec<_>>());
+    plan(p, &State { nodes: &nodes, unavailable: &unavailable, jobs, now })
+}
 
 fn policy() -> CompiledPolicy {
     Checked::from_text("t.gpol", POLICY).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"))
@@ -93,7 +99,7 @@ fn a_plan_places_holds_and_cancels_and_is_empty_once_applied() {
     running.nodes = vec!["n1".into()];
     let mut jobs =
         vec![running, job(2, "a", 1, 1, "PENDING"), job(3, "b", 1, 4, "PENDING"), job(4, "b", 4, 8, "PENDING")];
-    let first = plan(&p, &nodes(), &jobs, 2000);
+    let first = plan_of(&p, &jobs, &[], 2000);
     assert!(first.skipped.is_empty(), "{:?}", first.skipped);
     let words: Vec<String> = first.actions.iter().map(Action::describe).collect();
     // Queue a is at its limit: job 2 is held, with the quota arithmetic.
@@ -110,11 +116,11 @@ fn a_plan_places_holds_and_cancels_and_is_empty_once_applied() {
         "{words:#?}"
     );
     apply(&mut jobs, &first.actions);
-    let again = plan(&p, &nodes(), &jobs, 2010);
+    let again = plan_of(&p, &jobs, &[], 2010);
     assert!(again.actions.is_empty(), "{:#?}", again.actions);
     // Job 1 finishes: job 2 is no longer held back, and the loop releases and places it.
     jobs.retain(|j| j.id != 1);
-    let later = plan(&p, &nodes(), &jobs, 2020);
+    let later = plan_of(&p, &jobs, &[], 2020);
     assert!(later.actions.contains(&Action::Release { job: 2, name: "job2".into() }), "{:#?}", later.actions);
     assert!(
         later.actions.iter().any(|a| matches!(a, Action::Place { job: 2, nodes, .. } if nodes == &["n1"])),
@@ -151,7 +157,7 @@ fn a_higher_priority_job_requeues_a_preemptible_one() {
     high.request.qos = "high".into();
     let mut jobs = vec![low, other, high];
     // Queue a's limit is full with the low job: the high one evicts it (same queue).
-    let first = plan(&p, &nodes(), &jobs, 5000);
+    let first = plan_of(&p, &jobs, &[], 5000);
     assert!(first.actions.iter().any(|a| matches!(a, Action::Requeue { job: 1, .. })), "{:#?}", first.actions);
     assert!(
         first.actions.iter().any(|a| matches!(a, Action::Place { job: 3, nodes, .. } if nodes == &["n1"])),
@@ -159,4 +165,18 @@ fn a_higher_priority_job_requeues_a_preemptible_one() {
         first.actions
     );
     apply(&mut jobs, &first.actions);
+}
+
+#[test]
+fn a_node_out_of_service_takes_no_new_job_and_keeps_its_running_ones() {
+    let p = policy();
+    let mut running = job(1, "a", 1, 4, "RUNNING");
+    running.nodes = vec!["n1".into()];
+    let jobs = vec![running, job(2, "b", 1, 4, "PENDING")];
+    // With n1 drained, job 2 goes to n2 (it would share n1 otherwise: n1 comes first).
+    let drained = plan_of(&p, &jobs, &["n1"], 100);
+    assert!(drained.skipped.is_empty(), "{:?}", drained.skipped);
+    assert_eq!(drained.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n2".into()] }]);
+    let both = plan_of(&p, &jobs, &[], 100);
+    assert_eq!(both.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n1".into()] }]);
 }

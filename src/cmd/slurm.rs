@@ -107,8 +107,12 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
                 USAGE
             }),
     };
-    let nodes: Vec<NodeSpec> = match nodes {
-        Ok(c) => c.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect(),
+    let (nodes, unavailable): (Vec<NodeSpec>, Vec<String>) = match nodes {
+        // Drained or down from the start (sinfo's states): no new job goes there.
+        Ok(c) => (
+            c.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect(),
+            c.events.iter().filter(|e| e.at_ms == 0).map(|e| e.node.clone()).collect(),
+        ),
         Err(code) => return code,
     };
     let jobs = slurm_json(&args.squeue, &["squeue", "--json"], MAX_INPUT_BYTES)
@@ -121,7 +125,8 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
         }
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let plan = gpol_slurm::plan::plan(&compiled, &nodes, &jobs, now);
+    let state = gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now };
+    let plan = gpol_slurm::plan::plan(&compiled, &state);
     for s in &plan.skipped {
         eprintln!("note: not taken: {s}");
     }
