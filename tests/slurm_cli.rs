@@ -145,3 +145,54 @@ fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() 
     assert!(queue.lines().any(|l| l.starts_with("3 b RUNNING")), "{said}");
     assert!(queue.lines().any(|l| l.starts_with("2 a PENDING (JobHeldAdmin)")), "{said}");
 }
+
+#[test]
+fn the_loop_survives_a_slurmctld_restart_and_places_what_waits() {
+    if !slurm_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = dir.path().join("quota.gpol");
+    std::fs::write(&policy, "policy quota\n\nqueue org {\n  queue a { limit 8 gpu }\n  queue b { limit 16 gpu }\n}\n")
+        .expect("writable");
+    let cluster = dir.path().join("cluster.toml");
+    std::fs::write(
+        &cluster,
+        "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n",
+    )
+    .expect("writable");
+    gpolc().args(["slurm", "emit", "--hold-for-loop", "--out"]).arg(dir.path()).arg(&policy).assert().code(0);
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    // slurmctld goes down before the loop starts and comes back a moment later: the loop
+    // keeps going, places the waiting job, and later passes change nothing.
+    let scenario = format!(
+        "WORK=$(dirname \"$(dirname \"$SLURM_CONF\")\")\n\
+         sbatch --parsable -A b -N 1 --gres=gpu:8 -o /dev/null --wrap 'sleep 600' >/dev/null\n\
+         ctld=$(cat \"$WORK/run/slurmctld.pid\"); kill $ctld\n\
+         for _ in $(seq 100); do [ -e /proc/$ctld ] || break; sleep 0.1; done\n\
+         {g} slurm run {p} --cluster {c} --every 1 --passes 6 2>&1 &\n\
+         sleep 1.5; slurmctld\n\
+         wait\n\
+         for _ in $(seq 80); do [ \"$(squeue -h -t R | wc -l)\" -ge 1 ] && break; sleep 0.25; done\n\
+         echo '== squeue'; squeue -h -o '%i %a %T %R'\n",
+        g = gpolc.display(),
+        p = policy.display(),
+        c = cluster.display()
+    );
+    std::fs::write(dir.path().join("scenario.sh"), scenario).expect("writable");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("slurm/tests/slurm/cluster.sh");
+    let out = std::process::Command::new("bash")
+        .arg(script)
+        .arg(dir.path())
+        .arg(dir.path().join("scenario.sh"))
+        .output()
+        .expect("runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    // (Slurm's commands wait for slurmctld to come back, so a pass spans the restart.)
+    assert!(said.contains("pass 6: done"), "{said}");
+    assert!(said.contains("place job 1 (wrap) on gpu-"), "{said}");
+    assert_eq!(said.matches("place job 1").count(), 1, "{said}");
+    let queue = said.split("== squeue").nth(1).unwrap_or_default();
+    assert!(queue.lines().any(|l| l.starts_with("1 b RUNNING")), "{said}");
+}

@@ -17,6 +17,9 @@ pub enum Command {
     Plan(PlanArgs),
     /// Make the changes `plan` prints: pin, hold, release, requeue, cancel.
     Apply(PlanArgs),
+    /// The scheduling loop: `apply` again and again, reading Slurm's state afresh each
+    /// time (a pass that cannot read it, as while slurmctld restarts, is tried again).
+    Run(RunArgs),
     /// Write a policy's Slurm artefacts into a directory: job_submit.lua, accounts.sh and,
     /// with --cluster, topology.conf.
     Emit(EmitArgs),
@@ -57,12 +60,56 @@ pub struct PlanArgs {
     squeue: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    state: PlanArgs,
+    /// Seconds between passes.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    every: f64,
+    /// Stop after this many passes (default: run until interrupted).
+    #[arg(long)]
+    passes: Option<u64>,
+}
+
 pub fn run(command: Command, color: bool) -> u8 {
     match command {
         Command::Emit(args) => emit(args, color),
         Command::Plan(args) => plan(args, false, color),
         Command::Apply(args) => plan(args, true, color),
+        Command::Run(args) => run_loop(args, color),
     }
+}
+
+/// Passes of `apply` until interrupted (or `--passes`); the policy is compiled once.
+fn run_loop(args: RunArgs, color: bool) -> u8 {
+    if !(args.every.is_finite() && (0.1..=86_400.0).contains(&args.every)) {
+        eprintln!("error: --every takes seconds between 0.1 and 86400, not {}", args.every);
+        return USAGE;
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    if ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst)).is_err() {
+        eprintln!("note: Ctrl-C ends the loop abruptly (no handler could be set)");
+    }
+    let compiled = match super::compile_policy(&args.state.policy, EngineKind::Interp, color) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let mut n = 0u64;
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) && args.passes.is_none_or(|most| n < most) {
+        n += 1;
+        let code = pass(&compiled, &args.state, true);
+        eprintln!("pass {n}: {}", if code == OK { "done" } else { "failed; trying again" });
+        if args.passes.is_some_and(|most| n >= most) {
+            break;
+        }
+        let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(args.every);
+        while std::time::Instant::now() < until && !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    OK
 }
 
 /// Output of a Slurm command, or a file standing for it, within `limit` bytes.
@@ -90,11 +137,15 @@ fn slurm_json(file: &Option<PathBuf>, command: &[&str], limit: u64) -> Result<(S
 }
 
 fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
+    match super::compile_policy(&args.policy, EngineKind::Interp, color) {
+        Ok(compiled) => pass(&compiled, &args, apply),
+        Err(code) => code,
+    }
+}
+
+/// One pass: Slurm's state read afresh, the plan printed, and (with `apply`) made.
+fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply: bool) -> u8 {
     use gpol_compiler::limits::MAX_INPUT_BYTES;
-    let compiled = match super::compile_policy(&args.policy, EngineKind::Interp, color) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
     let nodes = match &args.cluster {
         Some(_) => {
             super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
@@ -126,7 +177,7 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let state = gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now };
-    let plan = gpol_slurm::plan::plan(&compiled, &state);
+    let plan = gpol_slurm::plan::plan(compiled, &state);
     for s in &plan.skipped {
         eprintln!("note: not taken: {s}");
     }
