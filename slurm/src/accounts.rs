@@ -77,6 +77,7 @@ fn shares(policy: &Policy) -> Vec<u64> {
 
 /// `accounts.sh` for a policy read from `file`.
 pub fn emit(policy: &Policy, file: &str) -> Accounts {
+    let file = crate::lua::comment(file);
     let mut unexpressed = Vec::new();
     let mut lines = Vec::new();
     if policy.has_implicit_queue() {

@@ -53,6 +53,12 @@ pub fn number(x: f64) -> String {
     }
 }
 
+/// Text for a comment line of a generated file: control characters (a newline would end
+/// the comment) become `?`.
+pub fn comment(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
 /// A Lua string literal (every byte outside printable ASCII escaped as `\ddd`).
 pub fn string(s: &str) -> String {
     let mut out = String::from("\"");

@@ -16,6 +16,8 @@ use gpol_runtime::jobs::{self, JobId, Reason};
 
 /// What the loop writes in a job's `AdminComment` when it holds it.
 pub const HELD: &str = "gpol: held: ";
+/// The hold `job_submit.lua --hold-for-loop` puts on every job: kept until gpol places it.
+pub const WAITING: &str = "gpol: held: waiting for the scheduling loop";
 
 /// One change to make in Slurm.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,7 +47,8 @@ impl Action {
             Action::Hold { job, reason, .. } => {
                 vec![comment(*job, &format!("{HELD}{reason}")), v(&["scontrol", "hold", &job.to_string()])]
             }
-            Action::Release { job, .. } => vec![comment(*job, ""), v(&["scontrol", "release", &job.to_string()])],
+            // Released first: a failure leaves the job held and marked as the loop's.
+            Action::Release { job, .. } => vec![v(&["scontrol", "release", &job.to_string()]), comment(*job, "")],
             Action::Requeue { job, reason, .. } => {
                 vec![comment(*job, &format!("gpol: requeued: {reason}")), v(&["scontrol", "requeue", &job.to_string()])]
             }
@@ -99,12 +102,15 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
     let ours = |j: &SlurmJob| !j.held || j.admin_comment.starts_with(HELD);
     // Running jobs first, where they run; then the waiting ones, in Slurm's order.
     let mut ids: Vec<(JobId, &SlurmJob)> = Vec::new();
-    for j in jobs.iter().filter(|j| j.state == "RUNNING") {
+    // Nodes of running jobs gpol cannot model take no new job (their room is not free).
+    let mut busy: Vec<String> = Vec::new();
+    for j in jobs.iter().filter(|j| j.is_running()) {
         let spec = j.request.job(&classes);
         let id = match s.submit(spec) {
             Ok(id) => id,
             Err(e) => {
-                out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name));
+                out.skipped.push(format!("job {} ({}): {e}; its nodes take no new job", j.id, j.request.name));
+                busy.extend(j.nodes.iter().cloned());
                 continue;
             }
         };
@@ -113,16 +119,19 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
         let history = History { ran_ms: ran, since_checkpoint_ms: ran, evictions: j.restarts };
         match s.start_on(id, &at, history) {
             Ok(()) => ids.push((id, j)),
-            Err(e) => out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name)),
+            Err(e) => {
+                out.skipped.push(format!("job {} ({}): {e}; its nodes take no new job", j.id, j.request.name));
+                busy.extend(j.nodes.iter().cloned());
+            }
         }
     }
     // Out of service only now: what runs there keeps its place.
-    for name in unavailable {
+    for name in unavailable.iter().chain(&busy) {
         if let Some(id) = s.cluster().node(name) {
             s.drain_node(id);
         }
     }
-    for j in jobs.iter().filter(|j| j.state == "PENDING" && ours(j)) {
+    for j in jobs.iter().filter(|j| j.is_pending() && ours(j)) {
         match s.submit(j.request.job(&classes)) {
             Ok(id) => ids.push((id, j)),
             Err(e) => out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name)),
@@ -131,15 +140,20 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
     s.cycle();
     for (id, j) in ids {
         let name = j.request.name.clone();
-        let was_running = j.state == "RUNNING";
+        let was_running = j.is_running();
         let held_by_us = j.held && j.admin_comment.starts_with(HELD);
         match s.state(id) {
             jobs::State::Running if was_running => {}
             jobs::State::Running => {
-                let nodes: Vec<String> =
+                // Slurm pins a set of nodes (one replica each), sorted.
+                let mut nodes: Vec<String> =
                     (s.job(id).slots.iter()).map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
+                nodes.sort();
+                nodes.dedup();
+                let mut pinned = j.required_nodes.clone();
+                pinned.sort();
                 // Pinned first, then released: Slurm starts it where gpol placed it.
-                if j.required_nodes != nodes {
+                if pinned != nodes {
                     out.actions.push(Action::Place { job: j.id, name: name.clone(), nodes });
                 }
                 if held_by_us {
@@ -156,8 +170,10 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
                     out.actions.push(Action::Hold { job: j.id, name, reason: text });
                 }
             }
+            // Waiting for room or its turn: a job held for a reason that no longer holds is
+            // released — unless it waits for the loop to place it (`--hold-for-loop`).
             jobs::State::Pending(_) => {
-                if held_by_us {
+                if held_by_us && j.admin_comment != WAITING {
                     out.actions.push(Action::Release { job: j.id, name });
                 }
             }

@@ -34,6 +34,22 @@ pub struct SlurmJob {
     pub request: Request,
 }
 
+impl SlurmJob {
+    /// The base state (later data parsers list flags: `PENDING,REQUEUED`).
+    fn base(&self) -> &str {
+        self.state.split(',').next().unwrap_or_default()
+    }
+
+    /// Running, or on its way in or out (its nodes are taken).
+    pub fn is_running(&self) -> bool {
+        matches!(self.base(), "RUNNING" | "CONFIGURING" | "COMPLETING" | "SUSPENDED")
+    }
+
+    pub fn is_pending(&self) -> bool {
+        self.base() == "PENDING"
+    }
+}
+
 /// What is wrong with the document, naming the job and field.
 #[derive(Debug, PartialEq)]
 pub struct BadJobs(pub String);

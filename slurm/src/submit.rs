@@ -71,6 +71,7 @@ pub fn rules(policy: Policy<'_>) -> Vec<Compiled> {
 /// rules admit is also held for the scheduling loop, which places it (and releases it).
 pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool) -> Submit {
     let rules = rules(policy);
+    let file = lua::comment(file);
     let mut lua = String::new();
     let name = &policy.hir.name;
     lua.push_str(&format!(
@@ -121,7 +122,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool) -> Submit {
     if hold_for_loop {
         lua.push_str(&format!(
             "  -- Held for the scheduling loop (`gpolc slurm apply`), which pins it to the nodes gpol\n  -- chooses and releases it.\n  job_desc.priority = 0\n  job_desc.admin_comment = {}\n",
-            lua::string(&format!("{}waiting for the scheduling loop", crate::plan::HELD))
+            lua::string(crate::plan::WAITING)
         ));
     }
     lua.push_str("  return slurm.SUCCESS\nend\n\n");

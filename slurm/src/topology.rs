@@ -27,6 +27,12 @@ fn switch(level: &str, domain: &str) -> String {
 /// `topology.conf` for the policy's `levels` over `nodes`; `Ok(None)` when the policy
 /// declares no levels the nodes have.
 pub fn emit(policy: &str, levels: &[String], nodes: &[Node], file: &str) -> Result<Option<String>, NotATree> {
+    let file = crate::lua::comment(file);
+    // Names go into the file bare: only what Slurm's host names allow.
+    let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if let Some(n) = nodes.iter().find(|n| !plain(&n.name)) {
+        return Err(NotATree(format!("node name {:?} cannot be written in topology.conf", n.name)));
+    }
     let used: Vec<&String> =
         levels.iter().filter(|l| nodes.iter().any(|n| n.topology.iter().any(|(x, _)| x == *l))).collect();
     if used.is_empty() {
@@ -43,6 +49,18 @@ pub fn emit(policy: &str, levels: &[String], nodes: &[Node], file: &str) -> Resu
             }
         }
         path.push(p);
+    }
+    // Two domains must not share a switch name (`a.b` and `a_b` clean to one).
+    let mut named: BTreeMap<String, (&str, &str)> = BTreeMap::new();
+    for n in nodes {
+        for (level, d) in n.topology.iter().filter(|(l, _)| used.contains(&l)) {
+            let name = switch(level, d);
+            if let Some((l2, d2)) = named.insert(name.clone(), (level, d))
+                && (l2, d2) != (level.as_str(), d.as_str())
+            {
+                return Err(NotATree(format!("{l2} {d2:?} and {level} {d:?} would both be switch {name}")));
+            }
+        }
     }
     // Each switch's parent must be one switch.
     let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
@@ -143,5 +161,14 @@ mod tests {
         let missing = vec![node("a1", &[("nvlink", "n1"), ("rack", "r1")]), node("a2", &[("rack", "r1")])];
         assert!(emit("p", &levels, &missing, "c").expect_err("a gap").0.contains("node a2 has no nvlink"));
         assert_eq!(emit("p", &[], &missing, "c"), Ok(None));
+        // Names that would not read back, and domains that would share a switch.
+        let odd = vec![node("a 1", &[("rack", "r1")])];
+        assert!(emit("p", &levels, &odd, "c").expect_err("a space").0.contains("cannot be written"));
+        let clash = vec![node("a1", &[("rack", "x.y")]), node("a2", &[("rack", "x_y")])];
+        assert!(emit("p", &levels, &clash, "c").expect_err("a clash").0.contains("would both be switch rack-x_y"));
+        // A file name cannot end the header's comment.
+        let ok = vec![node("a1", &[("rack", "r1")])];
+        let text = emit("p", &levels, &ok, "c\nSwitchName=evil").expect("a tree").expect("levels");
+        assert!(!text.lines().any(|l| l.starts_with("SwitchName=evil")), "{text}");
     }
 }

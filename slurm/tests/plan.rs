@@ -6,7 +6,7 @@ use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::NodeSpec;
 use gpol_slurm::jobs::Request;
-use gpol_slurm::plan::{Action, HELD, State, plan};
+use gpol_slurm::plan::{Action, HELD, State, WAITING, plan};
 use gpol_slurm::squeue::SlurmJob;
 
 const POLICY: &str = r#"policy t
@@ -179,4 +179,28 @@ fn a_node_out_of_service_takes_no_new_job_and_keeps_its_running_ones() {
     assert_eq!(drained.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n2".into()] }]);
     let both = plan_of(&p, &jobs, &[], 100);
     assert_eq!(both.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n1".into()] }]);
+}
+
+#[test]
+fn a_job_waiting_for_the_loop_stays_held_until_it_is_placed() {
+    let p = policy();
+    let mut full = job(1, "b", 2, 8, "RUNNING");
+    full.nodes = vec!["n1".into(), "n2".into()];
+    let mut waiting = job(2, "a", 1, 8, "PENDING");
+    (waiting.held, waiting.admin_comment) = (true, WAITING.to_string());
+    let mut jobs = vec![full, waiting];
+    // No room: it waits, still held for the loop (Slurm must not start it by itself).
+    let busy = plan_of(&p, &jobs, &[], 100);
+    assert!(busy.actions.is_empty(), "{:#?}", busy.actions);
+    // Room: pinned, then released.
+    jobs.retain(|j| j.id != 1);
+    let room = plan_of(&p, &jobs, &[], 110);
+    assert!(
+        matches!(&room.actions[..], [Action::Place { job: 2, .. }, Action::Release { job: 2, .. }]),
+        "{:#?}",
+        room.actions
+    );
+    // A release clears the mark only once the job is released.
+    let commands = room.actions[1].commands();
+    assert_eq!(commands[0], ["scontrol", "release", "2"]);
 }

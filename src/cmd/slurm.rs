@@ -96,10 +96,11 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let mut n = 0u64;
+    let (mut n, mut last) = (0u64, OK);
     while !stop.load(std::sync::atomic::Ordering::SeqCst) && args.passes.is_none_or(|most| n < most) {
         n += 1;
         let code = pass(&compiled, &args.state, true);
+        last = code;
         eprintln!("pass {n}: {}", if code == OK { "done" } else { "failed; trying again" });
         if args.passes.is_some_and(|most| n >= most) {
             break;
@@ -109,7 +110,7 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
-    OK
+    last
 }
 
 /// Output of a Slurm command, or a file standing for it, within `limit` bytes.
@@ -162,7 +163,11 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         // Drained or down from the start (sinfo's states): no new job goes there.
         Ok(c) => (
             c.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect(),
-            c.events.iter().filter(|e| e.at_ms == 0).map(|e| e.node.clone()).collect(),
+            c.events
+                .iter()
+                .filter(|e| e.at_ms == 0 && !matches!(e.kind, gpol_sim::spec::NodeEventKind::Restore))
+                .map(|e| e.node.clone())
+                .collect(),
         ),
         Err(code) => return code,
     };
@@ -187,14 +192,17 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
     }
     let mut failed = 0;
     for a in &plan.actions {
-        super::print(&format!("{}\n", a.describe()));
+        let words: String = a.describe().chars().map(|c| if c.is_control() { '?' } else { c }).collect();
+        super::print(&format!("{words}\n"));
         for c in a.commands() {
             super::print(&format!("  {}\n", c.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")));
             if apply {
                 let ok = std::process::Command::new(&c[0]).args(&c[1..]).status().is_ok_and(|s| s.success());
                 if !ok {
+                    // The rest of this action waits for the next pass.
                     eprintln!("error: `{}` failed", c.join(" "));
                     failed += 1;
+                    break;
                 }
             }
         }

@@ -16,7 +16,14 @@ SCENARIO=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 WORK=$DIR/work
 
 if [ "${3:-}" != "--inside" ]; then
-    exec unshare --net "$0" "$DIR" "$SCENARIO" --inside
+    # Fresh network and PID namespaces: whatever happens to this script (a test's timeout
+    # kills it), every daemon and job dies with the namespace's first process.
+    exec unshare --net --pid --fork --kill-child --mount-proc "$0" "$DIR" "$SCENARIO" --inside
+fi
+# Never inside the host's namespaces: what follows kills every process it can see.
+if [ "$(readlink /proc/self/ns/net)" = "$(readlink /proc/1/ns/net 2>/dev/null)" ] && [ "$$" != 1 ]; then
+    echo "cluster.sh: --inside only in a namespace of its own" >&2
+    exit 2
 fi
 
 # Kill what this run started: every process in this fresh namespace but this script's
