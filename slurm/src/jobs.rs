@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `queue` | the account (`--account`, else the user's default) |
 //! | `priority_class`, `priority` | the QOS when the policy has a class of that name, and its value (else none, 0) |
-//! | `whole_cards`, `allowed_models` | GPUs per node, and their type: `--gres=gpu[:TYPE]:N` (`tres_per_node`) |
+//! | `whole_cards`, `allowed_models` | GPUs per node, and their type: `--gres=gpu[:TYPE]:N` (`tres_per_node`), else `--gpus=[TYPE:]N` ÷ nodes, rounded up |
 //! | `replicas`, `min_replicas` | `--nodes` (`min_nodes`; 1 when not given) |
 //! | `total_gpus` | `whole_cards × replicas` |
 //! | `cpu` | CPUs per node: `min_cpus ÷ nodes` (Slurm's default is one per node) |
@@ -64,11 +64,16 @@ function gpol.job(job_desc)
   local qos = job_desc.qos or job_desc.default_qos or ""
   job.priority_class = gpol.classes[qos] and qos or ""
   job.priority = gpol.classes[qos] or 0
+  job.replicas = given(job_desc.min_nodes) and math.max(job_desc.min_nodes, 1) or 1
   local cards, model = gpol.gpus(job_desc.tres_per_node or job_desc.gres)
+  if cards == 0 then
+    -- `--gpus=N` over the whole job: N ÷ nodes per node, rounded up.
+    local total, m = gpol.gpus(job_desc.tres_per_job)
+    if total > 0 then cards, model = math.ceil(total / job.replicas), m end
+  end
   job.whole_cards = cards
   job.allowed_models = {}
   if model then job.allowed_models = { model } end
-  job.replicas = given(job_desc.min_nodes) and math.max(job_desc.min_nodes, 1) or 1
   job.min_replicas = job.replicas
   job.total_gpus = job.whole_cards * job.replicas
   job.cpu = given(job_desc.min_cpus) and job_desc.min_cpus / job.replicas or 0
@@ -100,6 +105,8 @@ pub struct Request {
     pub qos: String,
     /// `gres:gpu:4`, `gres:gpu:h100:8`, or empty.
     pub tres_per_node: String,
+    /// GPUs over the whole job (`--gpus=N`), read when none are asked per node.
+    pub tres_per_job: String,
     /// Nodes asked for (at least 1).
     pub nodes: u32,
     /// CPUs over all nodes, when given.
@@ -155,10 +162,14 @@ impl Request {
         j.user = Some(self.user.clone()).filter(|u| !u.is_empty());
         j.queue = Some(self.account.clone()).filter(|a| !a.is_empty());
         j.priority_class = classes.iter().find(|(c, _)| *c == self.qos).map(|(c, _)| c.clone());
-        let (cards, model) = gpus(&self.tres_per_node);
+        j.replicas = self.nodes.max(1);
+        let (mut cards, mut model) = gpus(&self.tres_per_node);
+        if cards == 0 {
+            let (total, m) = gpus(&self.tres_per_job);
+            (cards, model) = (total.div_ceil(j.replicas), m);
+        }
         j.request = if cards > 0 { spec::Request::Whole(cards) } else { spec::Request::None };
         j.models = if cards > 0 { model.into_iter().collect() } else { Vec::new() };
-        j.replicas = self.nodes.max(1);
         let per_node_cpu = self.cpus.map_or(0, |c| c * 1000 / u64::from(j.replicas));
         j.cpu_milli = per_node_cpu;
         j.mem = match (self.mem_per_node_mib, self.mem_per_cpu_mib) {
@@ -335,5 +346,10 @@ mod tests {
         assert!(r.sbatch_args().contains(&"--gres=gpu:h100:8".to_string()));
         // A QOS the policy does not declare is no class.
         assert_eq!(r.job(&[]).priority_class, None);
+        // GPUs asked for the whole job count per node.
+        let whole_job =
+            Request { tres_per_node: String::new(), tres_per_job: "gres:gpu:a100:12".into(), nodes: 2, ..r };
+        let j = whole_job.job(&[]);
+        assert_eq!((j.request, j.models), (spec::Request::Whole(6), vec!["a100".to_string()]));
     }
 }

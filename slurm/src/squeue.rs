@@ -93,6 +93,7 @@ pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
                 account: text(field("account")),
                 qos: text(field("qos")),
                 tres_per_node: text(field("tres_per_node")),
+                tres_per_job: text(field("tres_per_job")),
                 nodes: number(field("node_count")).map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX)),
                 cpus: number(field("cpus")),
                 mem_per_node_mib: number(field("memory_per_node")),
