@@ -138,6 +138,12 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
         }
     }
     s.cycle();
+    let view = crate::lua::Policy { program: &policy.program, hir: &policy.policy };
+    let at_submission: Vec<String> = crate::submit::rules(view)
+        .into_iter()
+        .filter(|r| r.kind == "admit" && r.condition.is_ok())
+        .map(|r| r.name)
+        .collect();
     for (id, j) in ids {
         let name = j.request.name.clone();
         let was_running = j.is_running();
@@ -177,9 +183,20 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
                     out.actions.push(Action::Release { job: j.id, name });
                 }
             }
+            // Refused for good: cancelled — unless job_submit.lua carries the rule and let the
+            // job through (Slurm filled in a default after submission, say): then held, for
+            // a person to look at, rather than cancelled on a disagreement.
             jobs::State::Rejected(rule) => {
-                let reason = format!("refused by admit rule {}", policy.program.rule_name(rule));
-                out.actions.push(Action::Cancel { job: j.id, name, reason });
+                let rule = policy.program.rule_name(rule);
+                let reason = format!("refused by admit rule {rule}");
+                if at_submission.contains(&rule) {
+                    let reason = format!("{reason}, which job_submit.lua let through");
+                    if j.admin_comment != format!("{HELD}{reason}") {
+                        out.actions.push(Action::Hold { job: j.id, name, reason });
+                    }
+                } else {
+                    out.actions.push(Action::Cancel { job: j.id, name, reason });
+                }
             }
             jobs::State::Finished | jobs::State::Withdrawn => {}
         }

@@ -111,8 +111,11 @@ fn a_plan_places_holds_and_cancels_and_is_empty_once_applied() {
         first.actions.contains(&Action::Place { job: 3, name: "job3".into(), nodes: vec!["n2".into()] }),
         "{words:#?}"
     );
+    // `small` is in job_submit.lua, which let job 4 through (it was built by hand here):
+    // held for a person to look at, not cancelled on the disagreement.
     assert!(
-        first.actions.iter().any(|a| matches!(a, Action::Cancel { job: 4, reason, .. } if reason.contains("small"))),
+        first.actions.iter().any(|a| matches!(a, Action::Hold { job: 4, reason, .. }
+            if reason.contains("small, which job_submit.lua let through"))),
         "{words:#?}"
     );
     apply(&mut jobs, &first.actions);
@@ -203,4 +206,20 @@ fn a_job_waiting_for_the_loop_stays_held_until_it_is_placed() {
     // A release clears the mark only once the job is released.
     let commands = room.actions[1].commands();
     assert_eq!(commands[0], ["scontrol", "release", "2"]);
+}
+
+#[test]
+fn a_job_refused_for_good_by_a_rule_slurm_cannot_check_is_cancelled() {
+    // A rule over what a Slurm request cannot carry (a MIG profile) is not in
+    // job_submit.lua: the loop is where it refuses, for good.
+    let text = "policy t\n\nadmit mig_only \"MIG jobs only\" { has(job.mig_profile) }\n";
+    let p = Checked::from_text("t.gpol", text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"));
+    let mut j = job(1, "", 1, 1, "PENDING");
+    j.request.account.clear();
+    let out = plan_of(&p, &[j], &[], 100);
+    assert!(
+        matches!(&out.actions[..], [Action::Cancel { job: 1, reason, .. }] if reason.contains("mig_only")),
+        "{:#?}",
+        out.actions
+    );
 }
