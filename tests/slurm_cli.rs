@@ -80,11 +80,9 @@ fn slurm_here() -> bool {
     ok
 }
 
-#[test]
-fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() {
-    if !slurm_here() {
-        return;
-    }
+/// A policy with two accounts' GPU limits, a cluster file of the test cluster's 16 nodes,
+/// and the policy's `job_submit.lua --hold-for-loop`, in a temporary directory.
+fn quota_cluster() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let policy = dir.path().join("quota.gpol");
     std::fs::write(&policy, "policy quota\n\nqueue org {\n  queue a { limit 8 gpu }\n  queue b { limit 16 gpu }\n}\n")
@@ -97,6 +95,26 @@ fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() 
     .expect("writable");
     // The policy's job_submit.lua, holding every admitted job for the loop.
     gpolc().args(["slurm", "emit", "--hold-for-loop", "--out"]).arg(dir.path()).arg(&policy).assert().code(0);
+    (dir, policy, cluster)
+}
+
+/// Runs `scenario` in a real test cluster given `dir`'s files; what it printed.
+fn in_test_cluster(dir: &std::path::Path, scenario: &str) -> String {
+    std::fs::write(dir.join("scenario.sh"), scenario).expect("writable");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("slurm/tests/slurm/cluster.sh");
+    let out =
+        std::process::Command::new("bash").arg(script).arg(dir).arg(dir.join("scenario.sh")).output().expect("runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    said
+}
+
+#[test]
+fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() {
+    if !slurm_here() {
+        return;
+    }
+    let (dir, policy, cluster) = quota_cluster();
     let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
     let loop_ = format!("{} slurm", gpolc.display());
     let p = policy.display();
@@ -114,16 +132,7 @@ fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() 
          echo '== plan again'; {loop_} plan {p} --cluster {c} 2>&1\n\
          echo '== squeue'; squeue -h -o '%i %a %T %R %N'\n"
     );
-    std::fs::write(dir.path().join("scenario.sh"), scenario).expect("writable");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("slurm/tests/slurm/cluster.sh");
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .arg(dir.path())
-        .arg(dir.path().join("scenario.sh"))
-        .output()
-        .expect("runs");
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{said}");
+    let said = in_test_cluster(dir.path(), &scenario);
     // Nothing ran before the loop said so.
     let held = said.split("== held").nth(1).and_then(|t| t.split("== plan").next()).unwrap_or_default();
     assert_eq!(held.lines().filter(|l| l.contains("PENDING (JobHeldUser)")).count(), 3, "{said}");
@@ -151,17 +160,7 @@ fn the_loop_survives_a_slurmctld_restart_and_places_what_waits() {
     if !slurm_here() {
         return;
     }
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let policy = dir.path().join("quota.gpol");
-    std::fs::write(&policy, "policy quota\n\nqueue org {\n  queue a { limit 8 gpu }\n  queue b { limit 16 gpu }\n}\n")
-        .expect("writable");
-    let cluster = dir.path().join("cluster.toml");
-    std::fs::write(
-        &cluster,
-        "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n",
-    )
-    .expect("writable");
-    gpolc().args(["slurm", "emit", "--hold-for-loop", "--out"]).arg(dir.path()).arg(&policy).assert().code(0);
+    let (dir, policy, cluster) = quota_cluster();
     let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
     // slurmctld goes down before the loop starts and comes back a moment later: the loop
     // keeps going, places the waiting job, and later passes change nothing.
@@ -179,16 +178,7 @@ fn the_loop_survives_a_slurmctld_restart_and_places_what_waits() {
         p = policy.display(),
         c = cluster.display()
     );
-    std::fs::write(dir.path().join("scenario.sh"), scenario).expect("writable");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("slurm/tests/slurm/cluster.sh");
-    let out = std::process::Command::new("bash")
-        .arg(script)
-        .arg(dir.path())
-        .arg(dir.path().join("scenario.sh"))
-        .output()
-        .expect("runs");
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{said}");
+    let said = in_test_cluster(dir.path(), &scenario);
     // (Slurm's commands wait for slurmctld to come back, so a pass spans the restart.)
     assert!(said.contains("pass 6: done"), "{said}");
     assert!(said.contains("place job 1 (wrap) on gpu-"), "{said}");
