@@ -486,7 +486,8 @@ impl fmt::Display for VTy {
 }
 
 impl Bin {
-    fn symbol(self) -> &'static str {
+    /// How the IR is printed (`gpolc ir`): `+`, `<=`, `===` (bit equality), `&&`.
+    pub fn symbol(self) -> &'static str {
         match self {
             Bin::Add => "+",
             Bin::Sub => "-",

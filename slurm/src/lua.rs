@@ -133,19 +133,14 @@ pub fn expr(n: &Node, policy: Policy<'_>) -> Result<String, Unsupported> {
         Kind::Neg(x) => format!("(-({}))", go(x)?),
         Kind::Bin(op, a, b) => {
             let (x, y) = (go(a)?, go(b)?);
+            // Arithmetic and ordering are spelt as gpol's IR spells them; equality and the
+            // connectives as Lua does.
             let op = match op {
-                Bin::Add => "+",
-                Bin::Sub => "-",
-                Bin::Mul => "*",
-                Bin::Div => "/",
-                Bin::Lt => "<",
-                Bin::Le => "<=",
-                Bin::Gt => ">",
-                Bin::Ge => ">=",
                 Bin::Eq | Bin::BitEq => "==",
                 Bin::Ne | Bin::BitNe => "~=",
                 Bin::And => "and",
                 Bin::Or => "or",
+                other => other.symbol(),
             };
             format!("({x} {op} {y})")
         }
