@@ -375,3 +375,27 @@ fn check_shows_eviction_cycles_and_names_the_proof_when_there_is_one() {
     let p = write(dir.path(), "mutated.gpol", &mutated);
     gpolc().args(["check", &p, "--color", "never", "--deny-warnings"]).assert().code(1);
 }
+
+#[test]
+fn sim_decisions_are_the_runs_own_record_job_by_job() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("decisions.jsonl");
+    let assert = gpolc().args(["sim", "--json", "--decisions"]).arg(&file).assert().code(0);
+    let report: serde_json::Value = serde_json::from_slice(&assert.get_output().stdout).expect("JSON");
+    let text = std::fs::read_to_string(&file).expect("written");
+    let decisions: Vec<gpol_sim::decisions::Decision> =
+        text.lines().map(|l| serde_json::from_str(l).expect("one decision per line")).collect();
+    let count = |kind: &str| decisions.iter().filter(|d| d.kind == kind).count() as u64;
+    // The same run the report sums up: every job finishes, each eviction is one line
+    // naming the job it made room for and the rule, and every start is a placement.
+    assert_eq!(Some(count("finished")), report["jobs"]["finished"].as_u64());
+    assert_eq!(Some(count("evicted")), report["preemption"]["evictions"].as_u64());
+    assert!(count("evicted") > 0, "the bundled run evicts");
+    assert_eq!(count("placed"), count("finished") + count("evicted"));
+    let evicted = decisions.iter().find(|d| d.kind == "evicted").expect("one");
+    assert!(evicted.by.is_some() && evicted.rule.as_deref() == Some("take_back"), "{evicted:?}");
+    assert!(decisions.iter().filter(|d| d.kind == "placed").all(|d| !d.nodes.is_empty()));
+    assert!(decisions.windows(2).all(|w| w[0].at_s <= w[1].at_s), "in the order they were made");
+    // One run only.
+    gpolc().args(["sim", "--seeds", "1..2", "--decisions"]).arg(dir.path().join("two.jsonl")).assert().code(2);
+}

@@ -91,3 +91,7 @@ pub const MAX_DIFF_SECONDS: u64 = 86_400;
 /// Cases of `gpolc diff`'s exhaustive small-cluster domain at most (`--bound`): each is
 /// 24 bytes held while they are played, so 2,000,000 take 48 MB.
 pub const MAX_DIFF_BOUND: u64 = 2_000_000;
+
+/// Bytes of the decisions one `gpolc sim --decisions` run records (held until the run
+/// ends, then written whole): about ten million decisions.
+pub const MAX_DECISIONS_BYTES: u64 = 1 << 30;

@@ -8,6 +8,7 @@
 
 pub mod core;
 
+pub mod decisions;
 pub mod generate;
 pub mod html;
 pub mod input;

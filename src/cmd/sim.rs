@@ -5,7 +5,7 @@
 
 use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
-use gpol_compiler::limits::{MAX_CLUSTER_BYTES, MAX_INPUT_BYTES};
+use gpol_compiler::limits::{MAX_CLUSTER_BYTES, MAX_DECISIONS_BYTES, MAX_INPUT_BYTES};
 use gpol_sim::{self as sim, Config, Control, Mode, SimError, report::Report};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -63,6 +63,10 @@ pub struct Args {
     /// every run is complete).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Also write every decision (placements, evictions, requeues, finishes, rejections)
+    /// to FILE as JSON Lines, one run only (docs/simulator.md).
+    #[arg(long, value_name = "FILE")]
+    decisions: Option<PathBuf>,
     /// Replace a read-only report file.
     #[arg(long)]
     force: bool,
@@ -98,6 +102,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         .map(PathBuf::as_path)
         .collect();
     let report = args.report.as_deref().map(|p| super::output(p, &inputs, args.force)).transpose()?;
+    let decisions = args.decisions.as_deref().map(|p| super::output(p, &inputs, args.force)).transpose()?;
     let cluster = read(&args.cluster, DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, sim::read_cluster)?;
     let workload = match &args.trace {
         Some(path) => open_trace(path)?,
@@ -123,6 +128,21 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::Relaxed));
     }
     let runs: Vec<(usize, u64)> = (0..policies.len()).flat_map(|p| seeds.iter().map(move |&s| (p, s))).collect();
+    if decisions.is_some() && runs.len() > 1 {
+        return Err(usage("--decisions records one run: one policy and one seed".into()));
+    }
+    // The decisions as JSON Lines, up to a limit (the run fails beyond it).
+    let lines = std::sync::Mutex::new((Vec::<u8>::new(), false));
+    let record = |s: &gpol_runtime::Scheduler, e: &gpol_runtime::scheduler::Event| {
+        let Some(d) = sim::decisions::Decision::of(s, e) else { return };
+        let mut guard = lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (text, over) = &mut *guard;
+        if *over || serde_json::to_writer(&mut *text, &d).is_err() {
+            return;
+        }
+        text.push(b'\n');
+        *over = text.len() as u64 > MAX_DECISIONS_BYTES;
+    };
     // Each run counts for a thousand steps of the bar.
     let bar = Progress::new(runs.len() as u64 * 1000, "simulating");
     let results: Vec<Result<Report, SimError>> = runs
@@ -135,7 +155,10 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
                 let before = seen.swap(now, Ordering::Relaxed);
                 bar.inc(now.saturating_sub(before));
             };
-            let control = Control::new(&progress, &cancel);
+            let mut control = Control::new(&progress, &cancel);
+            if decisions.is_some() {
+                control.on_event = Some(&record);
+            }
             sim::run(&policies[p].1, &cluster, &workload, &config, &control)
         })
         .collect();
@@ -186,6 +209,14 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
             FAILED
         })?;
         super::write_output(out, html.as_bytes(), None)?;
+    }
+    if let Some(out) = &decisions {
+        let (text, over) = lines.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if over {
+            eprintln!("error: the decisions pass {MAX_DECISIONS_BYTES} bytes: {} is not written", out.path().display());
+            return Err(FAILED);
+        }
+        super::write_output(out, &text, None)?;
     }
     Ok(())
 }
