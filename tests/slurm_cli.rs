@@ -141,7 +141,9 @@ fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() 
     // the arithmetic; job 3 (queue b) is placed.
     assert!(plan.contains("place job 1 (wrap) on gpu-"), "{said}");
     assert!(
-        plan.contains("hold job 2 (wrap): queue `a` would exceed its gpu limit (holds 8, needs 4, limit 8)"),
+        plan.contains(
+            "hold job 2 (wrap): waiting for the scheduling loop (queue `a` would exceed its gpu limit (holds 8, needs 4, limit 8))"
+        ),
         "{said}"
     );
     assert!(plan.contains("place job 3 (wrap) on gpu-"), "{said}");

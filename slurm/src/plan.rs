@@ -16,19 +16,24 @@ use gpol_runtime::jobs::{self, JobId, Reason};
 
 /// What the loop writes in a job's `AdminComment` when it holds it.
 pub const HELD: &str = "gpol: held: ";
-/// The hold `job_submit.lua --hold-for-loop` puts on every job: kept until gpol places it.
+/// What the loop writes in the `AdminComment` of a job it pins to nodes, until Slurm starts
+/// it: the job is then the loop's decision in flight, and the next pass counts it as
+/// started there rather than placing it afresh.
+pub const PLACED: &str = "gpol: placed";
+/// The hold `job_submit.lua --hold-for-loop` puts on every job, and the loop on every job
+/// it evicts (with why, in parentheses): kept until gpol places it.
 pub const WAITING: &str = "gpol: held: waiting for the scheduling loop";
 
 /// One change to make in Slurm.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Pin a waiting job to the nodes gpol places it on.
-    Place { job: u64, name: String, nodes: Vec<String> },
+    /// Pin a waiting job to the nodes gpol places it on, and release it if it is held.
+    Place { job: u64, name: String, nodes: Vec<String>, release: bool },
     /// Hold a waiting job, saying why.
     Hold { job: u64, name: String, reason: String },
     /// Release a job the loop held for a reason that no longer holds.
     Release { job: u64, name: String },
-    /// Requeue a running job gpol evicts.
+    /// Requeue a running job gpol evicts, held until gpol places it again.
     Requeue { job: u64, name: String, reason: String },
     /// Cancel a job an admit rule refuses for good.
     Cancel { job: u64, name: String, reason: String },
@@ -41,16 +46,24 @@ impl Action {
         let comment =
             |job: u64, text: &str| v(&["scontrol", "update", &format!("JobId={job}"), &format!("AdminComment={text}")]);
         match self {
-            Action::Place { job, nodes, .. } => {
-                vec![v(&["scontrol", "update", &format!("JobId={job}"), &format!("ReqNodeList={}", nodes.join(","))])]
+            // Pinned first, then released: Slurm starts it where gpol placed it.
+            Action::Place { job, nodes, release, .. } => {
+                let pin = format!("ReqNodeList={}", nodes.join(","));
+                let mut c = vec![v(&["scontrol", "update", &format!("JobId={job}"), &pin]), comment(*job, PLACED)];
+                if *release {
+                    c.push(v(&["scontrol", "release", &job.to_string()]));
+                }
+                c
             }
             Action::Hold { job, reason, .. } => {
                 vec![comment(*job, &format!("{HELD}{reason}")), v(&["scontrol", "hold", &job.to_string()])]
             }
             // Released first: a failure leaves the job held and marked as the loop's.
             Action::Release { job, .. } => vec![v(&["scontrol", "release", &job.to_string()]), comment(*job, "")],
+            // Requeued and held: the job waits for the loop to place it again, so Slurm
+            // cannot restart it on the room its eviction made for another.
             Action::Requeue { job, reason, .. } => {
-                vec![comment(*job, &format!("gpol: requeued: {reason}")), v(&["scontrol", "requeue", &job.to_string()])]
+                vec![comment(*job, &format!("{WAITING} ({reason})")), v(&["scontrol", "requeuehold", &job.to_string()])]
             }
             Action::Cancel { job, reason, .. } => {
                 vec![comment(*job, &format!("gpol: cancelled: {reason}")), v(&["scancel", &job.to_string()])]
@@ -61,7 +74,7 @@ impl Action {
     /// The action in words.
     pub fn describe(&self) -> String {
         match self {
-            Action::Place { job, name, nodes } => format!("place job {job} ({name}) on {}", nodes.join(", ")),
+            Action::Place { job, name, nodes, .. } => format!("place job {job} ({name}) on {}", nodes.join(", ")),
             Action::Hold { job, name, reason } => format!("hold job {job} ({name}): {reason}"),
             Action::Release { job, name } => format!("release job {job} ({name}): what held it no longer does"),
             Action::Requeue { job, name, reason } => format!("requeue job {job} ({name}): {reason}"),
@@ -100,56 +113,114 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
     }
     let classes = policy.policy.priority_classes.clone();
     let ours = |j: &SlurmJob| !j.held || j.admin_comment.starts_with(HELD);
-    // Running jobs first, where they run; then the waiting ones, in Slurm's order.
-    let mut ids: Vec<(JobId, &SlurmJob)> = Vec::new();
-    // Nodes of running jobs gpol cannot model take no new job (their room is not free).
-    let mut busy: Vec<String> = Vec::new();
-    for j in jobs.iter().filter(|j| j.is_running()) {
-        let spec = j.request.job(&classes);
-        let id = match s.submit(spec) {
-            Ok(id) => id,
-            Err(e) => {
-                out.skipped.push(format!("job {} ({}): {e}; its nodes take no new job", j.id, j.request.name));
-                busy.extend(j.nodes.iter().cloned());
-                continue;
-            }
-        };
-        let at: Vec<usize> = j.nodes.iter().filter_map(|n| s.cluster().node(n)).collect();
-        let ran = now.saturating_sub(j.start_time).saturating_mul(1000);
-        let history = History { ran_ms: ran, since_checkpoint_ms: ran, evictions: j.restarts };
-        match s.start_on(id, &at, history) {
-            Ok(()) => ids.push((id, j)),
-            Err(e) => {
-                out.skipped.push(format!("job {} ({}): {e}; its nodes take no new job", j.id, j.request.name));
-                busy.extend(j.nodes.iter().cloned());
-            }
+    let taken: Vec<&SlurmJob> = jobs.iter().filter(|j| j.is_running() || (j.is_pending() && ours(j))).collect();
+    // Placed by an earlier pass and released, not started yet: Slurm is about to start it
+    // on its nodes, so it counts as started there (else the loop could change its mind
+    // before Slurm acts, and place another job in its room).
+    let in_flight =
+        |j: &SlurmJob| j.is_pending() && !j.held && j.admin_comment == PLACED && !j.required_nodes.is_empty();
+    // The scheduler's clock replays Slurm's history: each job is submitted when Slurm says
+    // it was and running jobs start when they did, so waiting times, submission order and
+    // usage (what each queue's running jobs have used since they started) are Slurm's.
+    // The clock starts at the earliest submission, within the clock's limit.
+    let span_s = gpol_compiler::limits::MAX_CLOCK_MS / 1000;
+    let base = taken.iter().map(|j| j.submit_time).min().unwrap_or(now).clamp(now.saturating_sub(span_s), now);
+    let at_ms = |t: u64| (t.clamp(base, now) - base) * 1000;
+    let mut events: Vec<(u64, bool, usize)> = Vec::new();
+    for (i, j) in taken.iter().enumerate() {
+        let submitted = if j.is_running() { j.submit_time.min(j.start_time) } else { j.submit_time };
+        events.push((at_ms(submitted), false, i));
+        if j.is_running() {
+            events.push((at_ms(j.start_time), true, i));
+        } else if in_flight(j) {
+            events.push((at_ms(now), true, i));
         }
     }
+    // Submissions before starts at the same second, each in Slurm's job order.
+    events.sort_by_key(|&(t, start, i)| (t, start, taken[i].id));
+    let mut ids: Vec<Option<JobId>> = vec![None; taken.len()];
+    // Nodes of running jobs gpol cannot model take no new job (their room is not free).
+    let mut busy: Vec<String> = Vec::new();
+    for (t, start, i) in events {
+        let j = taken[i];
+        // Within the clock's limit by construction (`at_ms` is at most its span).
+        let _ = s.advance(t.saturating_sub(s.now_ms()));
+        let skip = |out: &mut Plan, busy: &mut Vec<String>, e: &dyn std::fmt::Display| {
+            if j.is_running() {
+                out.skipped.push(format!("job {} ({}): {e}; its nodes take no new job", j.id, j.request.name));
+                busy.extend(j.nodes.iter().cloned());
+            } else {
+                out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name));
+            }
+        };
+        match (start, ids[i]) {
+            (false, _) => match s.submit(j.request.job(&classes)) {
+                Ok(id) => ids[i] = Some(id),
+                Err(e) => skip(&mut out, &mut busy, &e),
+            },
+            (true, Some(id)) => {
+                let on = if j.is_running() { &j.nodes } else { &j.required_nodes };
+                let at: Vec<usize> = on.iter().filter_map(|n| s.cluster().node(n)).collect();
+                let history = History { ran_ms: 0, since_checkpoint_ms: 0, evictions: j.restarts };
+                if let Err(e) = s.start_on(id, &at, history) {
+                    s.withdraw(id);
+                    ids[i] = None;
+                    if j.is_running() {
+                        skip(&mut out, &mut busy, &e);
+                    } else {
+                        // Its nodes are not free yet (a job evicted for it still ends there).
+                        out.skipped.push(format!(
+                            "job {} ({}): waits for Slurm to start it on {}",
+                            j.id,
+                            j.request.name,
+                            on.join(",")
+                        ));
+                    }
+                }
+            }
+            (true, None) => {}
+        }
+    }
+    let _ = s.advance(at_ms(now).saturating_sub(s.now_ms()));
     // Out of service only now: what runs there keeps its place.
     for name in unavailable.iter().chain(&busy) {
         if let Some(id) = s.cluster().node(name) {
             s.drain_node(id);
         }
     }
-    for j in jobs.iter().filter(|j| j.is_pending() && ours(j)) {
-        match s.submit(j.request.job(&classes)) {
-            Ok(id) => ids.push((id, j)),
-            Err(e) => out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name)),
+    s.cycle();
+    // Why each evicted job was evicted: for whom, under which rule.
+    let slurm_id = |id: JobId| taken.iter().zip(&ids).find(|(_, i)| **i == Some(id)).map_or(0, |(j, _)| j.id);
+    let mut evicted: std::collections::HashMap<JobId, String> = std::collections::HashMap::new();
+    for e in s.take_log() {
+        if let gpol_runtime::scheduler::Event::Evicted { job, by, rule, .. } = e {
+            let by_name = &s.job(by).name;
+            let text = format!("evicted for job {} ({by_name}) under {}", slurm_id(by), policy.program.rule_name(rule));
+            evicted.insert(job, text);
         }
     }
-    s.cycle();
     let view = crate::lua::Policy { program: &policy.program, hir: &policy.policy };
     let at_submission: Vec<String> = crate::submit::rules(view)
         .into_iter()
         .filter(|r| r.kind == "admit" && r.condition.is_ok())
         .map(|r| r.name)
         .collect();
-    for (id, j) in ids {
+    for (id, j) in ids.into_iter().zip(&taken).filter_map(|(id, j)| Some((id?, *j))) {
         let name = j.request.name.clone();
         let was_running = j.is_running();
         let held_by_us = j.held && j.admin_comment.starts_with(HELD);
+        // Held until the loop places it (`--hold-for-loop`, or evicted): whatever else
+        // holds it back is said inside that hold, which is kept.
+        let for_loop = held_by_us && j.admin_comment.starts_with(WAITING);
+        let held_for = |text: String| if for_loop { format!("{} ({text})", &WAITING[HELD.len()..]) } else { text };
         match s.state(id) {
-            jobs::State::Running if was_running => {}
+            jobs::State::Running if was_running || in_flight(j) => {}
+            // Evicted before Slurm started it: held again.
+            jobs::State::Pending(_) if in_flight(j) => {
+                let reason = evicted.remove(&id).unwrap_or_else(|| "evicted".to_string());
+                let reason = format!("{} ({reason})", &WAITING[HELD.len()..]);
+                out.actions.push(Action::Hold { job: j.id, name, reason });
+            }
             jobs::State::Running => {
                 // Slurm pins a set of nodes (one replica each), sorted.
                 let mut nodes: Vec<String> =
@@ -158,28 +229,27 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
                 nodes.dedup();
                 let mut pinned = j.required_nodes.clone();
                 pinned.sort();
-                // Pinned first, then released: Slurm starts it where gpol placed it.
-                if pinned != nodes {
-                    out.actions.push(Action::Place { job: j.id, name: name.clone(), nodes });
-                }
-                if held_by_us {
-                    out.actions.push(Action::Release { job: j.id, name });
+                if pinned != nodes || j.admin_comment != PLACED || held_by_us {
+                    out.actions.push(Action::Place { job: j.id, name, nodes, release: held_by_us });
                 }
             }
             jobs::State::Pending(_) if was_running => {
-                let reason = "evicted for a job the policy puts first".to_string();
+                let reason = evicted.remove(&id).unwrap_or_else(|| "evicted".to_string());
                 out.actions.push(Action::Requeue { job: j.id, name, reason });
             }
             jobs::State::Pending(Some(reason @ (Reason::Rule(_) | Reason::Quota(_)))) if !reason.is_filter() => {
                 let text = explain::reason_detail(&s, id, &reason).unwrap_or_else(|| explain::state_text(&s, id));
-                if !(held_by_us && j.admin_comment == format!("{HELD}{text}")) {
-                    out.actions.push(Action::Hold { job: j.id, name, reason: text });
+                let reason = held_for(text);
+                if !(held_by_us && j.admin_comment == format!("{HELD}{reason}")) {
+                    out.actions.push(Action::Hold { job: j.id, name, reason });
                 }
             }
             // Waiting for room or its turn: a job held for a reason that no longer holds is
-            // released — unless it waits for the loop to place it (`--hold-for-loop`).
+            // released — or, held for the loop, keeps only that hold.
             jobs::State::Pending(_) => {
-                if held_by_us && j.admin_comment != WAITING {
+                if for_loop && j.admin_comment != WAITING {
+                    out.actions.push(Action::Hold { job: j.id, name, reason: WAITING[HELD.len()..].to_string() });
+                } else if held_by_us && !for_loop {
                     out.actions.push(Action::Release { job: j.id, name });
                 }
             }

@@ -6,7 +6,7 @@ use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::NodeSpec;
 use gpol_slurm::jobs::Request;
-use gpol_slurm::plan::{Action, HELD, State, WAITING, plan};
+use gpol_slurm::plan::{Action, HELD, PLACED, State, WAITING, plan};
 use gpol_slurm::squeue::SlurmJob;
 
 const POLICY: &str = r#"policy t
@@ -71,9 +71,10 @@ fn job(id: u64, account: &str, nodes: u32, gpus: u32, state: &str) -> SlurmJob {
 fn apply(jobs: &mut Vec<SlurmJob>, actions: &[Action]) {
     for a in actions {
         match a {
-            Action::Place { job, nodes, .. } => {
+            Action::Place { job, nodes, release, .. } => {
                 let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
-                j.required_nodes = nodes.clone();
+                (j.required_nodes, j.admin_comment) = (nodes.clone(), PLACED.into());
+                j.held &= !release;
             }
             Action::Hold { job, reason, .. } => {
                 let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
@@ -83,9 +84,10 @@ fn apply(jobs: &mut Vec<SlurmJob>, actions: &[Action]) {
                 let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
                 (j.held, j.admin_comment) = (false, String::new());
             }
-            Action::Requeue { job, .. } => {
+            Action::Requeue { job, reason, .. } => {
                 let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
                 (j.state, j.nodes, j.restarts) = ("PENDING".into(), Vec::new(), j.restarts + 1);
+                (j.held, j.admin_comment) = (true, format!("{WAITING} ({reason})"));
             }
             Action::Cancel { job, .. } => jobs.retain(|j| j.id != *job),
         }
@@ -108,7 +110,12 @@ fn a_plan_places_holds_and_cancels_and_is_empty_once_applied() {
         "{words:#?}"
     );
     assert!(
-        first.actions.contains(&Action::Place { job: 3, name: "job3".into(), nodes: vec!["n2".into()] }),
+        first.actions.contains(&Action::Place {
+            job: 3,
+            name: "job3".into(),
+            nodes: vec!["n2".into()],
+            release: false
+        }),
         "{words:#?}"
     );
     // `small` is in job_submit.lua, which let job 4 through (it was built by hand here):
@@ -124,9 +131,11 @@ fn a_plan_places_holds_and_cancels_and_is_empty_once_applied() {
     // Job 1 finishes: job 2 is no longer held back, and the loop releases and places it.
     jobs.retain(|j| j.id != 1);
     let later = plan_of(&p, &jobs, &[], 2020);
-    assert!(later.actions.contains(&Action::Release { job: 2, name: "job2".into() }), "{:#?}", later.actions);
     assert!(
-        later.actions.iter().any(|a| matches!(a, Action::Place { job: 2, nodes, .. } if nodes == &["n1"])),
+        later
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Place { job: 2, nodes, release: true, .. } if nodes == &["n1"])),
         "{:#?}",
         later.actions
     );
@@ -159,15 +168,88 @@ fn a_higher_priority_job_requeues_a_preemptible_one() {
     let mut high = job(3, "a", 1, 8, "PENDING");
     high.request.qos = "high".into();
     let mut jobs = vec![low, other, high];
-    // Queue a's limit is full with the low job: the high one evicts it (same queue).
+    // Queue a's limit is full with the low job: the high one evicts it (same queue), and
+    // the requeue says for whom and under which rule.
     let first = plan_of(&p, &jobs, &[], 5000);
-    assert!(first.actions.iter().any(|a| matches!(a, Action::Requeue { job: 1, .. })), "{:#?}", first.actions);
+    let requeue = first.actions.iter().find(|a| matches!(a, Action::Requeue { job: 1, .. })).expect("a requeue");
+    assert_eq!(
+        requeue,
+        &Action::Requeue { job: 1, name: "job1".into(), reason: "evicted for job 3 (job3) under by_priority".into() }
+    );
     assert!(
         first.actions.iter().any(|a| matches!(a, Action::Place { job: 3, nodes, .. } if nodes == &["n1"])),
         "{:#?}",
         first.actions
     );
+    // Requeued and held for the loop, so Slurm cannot restart it in the room it made.
+    let commands = requeue.commands();
+    assert_eq!(commands[1], ["scontrol", "requeuehold", "1"]);
+    assert!(commands[0][3].starts_with(&format!("AdminComment={WAITING} (evicted for job 3")), "{commands:?}");
     apply(&mut jobs, &first.actions);
+    // It waits for the loop, and now says why: job 3 takes queue a's limit.
+    let again = plan_of(&p, &jobs, &[], 5010);
+    assert_eq!(
+        again.actions,
+        [Action::Hold {
+            job: 1,
+            name: "job1".into(),
+            reason:
+                "waiting for the scheduling loop (queue `a` would exceed its gpu limit (holds 8, needs 8, limit 8))"
+                    .into()
+        }]
+    );
+    apply(&mut jobs, &again.actions);
+    assert!(plan_of(&p, &jobs, &[], 5020).actions.is_empty());
+    // Job 3 ends: the quota no longer holds job 1 back, and the loop places it.
+    jobs.retain(|j| j.id != 3);
+    let room = plan_of(&p, &jobs, &[], 5030);
+    assert!(matches!(&room.actions[..], [Action::Place { job: 1, release: true, .. }]), "{:#?}", room.actions);
+}
+
+#[test]
+fn jobs_wait_in_the_order_slurm_received_them() {
+    // One node, room for one of two 8-card jobs of the same queue: the one submitted
+    // first goes first, whatever order squeue lists them in.
+    let p = policy();
+    let mut later = job(2, "a", 1, 8, "PENDING");
+    let mut earlier = job(3, "a", 1, 8, "PENDING");
+    (later.submit_time, earlier.submit_time) = (1500, 1200);
+    let placed = |jobs: &[SlurmJob]| {
+        let out = plan_of(&p, jobs, &["n2"], 2000);
+        let placed: Vec<u64> = (out.actions.iter())
+            .filter_map(|a| match a {
+                Action::Place { job, .. } => Some(*job),
+                _ => None,
+            })
+            .collect();
+        placed
+    };
+    assert_eq!(placed(&[later.clone(), earlier.clone()]), [3]);
+    (later.submit_time, earlier.submit_time) = (1200, 1500);
+    assert_eq!(placed(&[later, earlier]), [2]);
+}
+
+#[test]
+fn queues_are_served_by_the_usage_their_running_jobs_have_accrued() {
+    // Two queues each run 4 cards on n1 and wait with 4 more; n2 has room for one. The
+    // queue whose job started later has used less, and goes first.
+    let text = "policy t\n\nqueue org {\n  queue a { }\n  queue b { }\n}\n\nqueue_order { queue.usage asc }\n";
+    let p = Checked::from_text("t.gpol", text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"));
+    let state = |a_started: u64, b_started: u64| {
+        let mut a = job(1, "a", 1, 4, "RUNNING");
+        (a.nodes, a.submit_time, a.start_time) = (vec!["n1".into()], 100, a_started);
+        let mut b = job(2, "b", 1, 4, "RUNNING");
+        (b.nodes, b.submit_time, b.start_time) = (vec!["n1".into()], 100, b_started);
+        let (mut a2, mut b2) = (job(3, "a", 1, 8, "PENDING"), job(4, "b", 1, 8, "PENDING"));
+        (a2.submit_time, b2.submit_time) = (1900, 1900);
+        vec![a, b, a2, b2]
+    };
+    let first = |jobs: &[SlurmJob]| match &plan_of(&p, jobs, &[], 2000).actions[..] {
+        [Action::Place { job, .. }] => *job,
+        other => panic!("{other:#?}"),
+    };
+    assert_eq!(first(&state(200, 1800)), 4, "b has run 200 s, a 1,800 s");
+    assert_eq!(first(&state(1800, 200)), 3, "a has run 200 s, b 1,800 s");
 }
 
 #[test]
@@ -179,9 +261,12 @@ fn a_node_out_of_service_takes_no_new_job_and_keeps_its_running_ones() {
     // With n1 drained, job 2 goes to n2 (it would share n1 otherwise: n1 comes first).
     let drained = plan_of(&p, &jobs, &["n1"], 100);
     assert!(drained.skipped.is_empty(), "{:?}", drained.skipped);
-    assert_eq!(drained.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n2".into()] }]);
+    assert_eq!(
+        drained.actions,
+        [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n2".into()], release: false }]
+    );
     let both = plan_of(&p, &jobs, &[], 100);
-    assert_eq!(both.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n1".into()] }]);
+    assert_eq!(both.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n1".into()], release: false }]);
 }
 
 #[test]
@@ -198,14 +283,12 @@ fn a_job_waiting_for_the_loop_stays_held_until_it_is_placed() {
     // Room: pinned, then released.
     jobs.retain(|j| j.id != 1);
     let room = plan_of(&p, &jobs, &[], 110);
-    assert!(
-        matches!(&room.actions[..], [Action::Place { job: 2, .. }, Action::Release { job: 2, .. }]),
-        "{:#?}",
-        room.actions
-    );
-    // A release clears the mark only once the job is released.
-    let commands = room.actions[1].commands();
-    assert_eq!(commands[0], ["scontrol", "release", "2"]);
+    assert!(matches!(&room.actions[..], [Action::Place { job: 2, release: true, .. }]), "{:#?}", room.actions);
+    // Pinned and marked as placed before it is released: Slurm can only start it there.
+    let commands = room.actions[0].commands();
+    assert!(commands[0][3].starts_with("ReqNodeList="), "{commands:?}");
+    assert_eq!(commands[1][3], format!("AdminComment={PLACED}"));
+    assert_eq!(commands[2], ["scontrol", "release", "2"]);
 }
 
 #[test]
@@ -221,5 +304,24 @@ fn a_job_refused_for_good_by_a_rule_slurm_cannot_check_is_cancelled() {
         matches!(&out.actions[..], [Action::Cancel { job: 1, reason, .. }] if reason.contains("mig_only")),
         "{:#?}",
         out.actions
+    );
+}
+
+#[test]
+fn a_placed_job_waiting_for_its_nodes_to_empty_is_left_where_it_is() {
+    // Job 1 was evicted for job 3 and is still ending on n1; job 3 is pinned there,
+    // released, not started yet. The loop neither moves job 3 nor evicts job 1 again.
+    let p = policy();
+    let mut ending = job(1, "a", 1, 8, "COMPLETING");
+    (ending.nodes, ending.admin_comment) = (vec!["n1".into()], format!("{WAITING} (evicted for job 3)"));
+    let mut placed = job(3, "a", 1, 8, "PENDING");
+    (placed.required_nodes, placed.admin_comment) = (vec!["n1".into()], PLACED.into());
+    placed.request.qos = "high".into();
+    let out = plan_of(&p, &[ending, placed], &[], 3000);
+    assert!(out.actions.is_empty(), "{:#?}", out.actions);
+    assert!(
+        out.skipped.iter().any(|s| s.contains("job 3 (job3): waits for Slurm to start it on n1")),
+        "{:?}",
+        out.skipped
     );
 }
