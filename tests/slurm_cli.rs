@@ -2,6 +2,9 @@
 
 use assert_cmd::Command;
 
+mod support;
+use support::slurm::{in_test_cluster, slurm_here};
+
 fn gpolc() -> Command {
     Command::cargo_bin("gpolc").expect("gpolc is built")
 }
@@ -61,25 +64,6 @@ fn with_a_cluster_emit_writes_the_topology_as_switches() {
     assert!(!other.join("topology.conf").exists());
 }
 
-/// Whether a test Slurm can be started here (root, Slurm installed), saying why not.
-fn slurm_here() -> bool {
-    let has = |t: &str| {
-        std::process::Command::new("sh")
-            .args(["-c", &format!("command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    let root = std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    let ok = root && ["slurmctld", "slurmd", "munged", "sbatch", "unshare"].iter().all(|t| has(t));
-    if !ok {
-        eprintln!("Slurm is not installed or this is not root: plan/apply are not tested against a real Slurm");
-    }
-    ok
-}
-
 /// A policy with two accounts' GPU limits, a cluster file of the test cluster's 16 nodes,
 /// and the policy's `job_submit.lua --hold-for-loop`, in a temporary directory.
 fn quota_cluster() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
@@ -96,17 +80,6 @@ fn quota_cluster() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf
     // The policy's job_submit.lua, holding every admitted job for the loop.
     gpolc().args(["slurm", "emit", "--hold-for-loop", "--out"]).arg(dir.path()).arg(&policy).assert().code(0);
     (dir, policy, cluster)
-}
-
-/// Runs `scenario` in a real test cluster given `dir`'s files; what it printed.
-fn in_test_cluster(dir: &std::path::Path, scenario: &str) -> String {
-    std::fs::write(dir.join("scenario.sh"), scenario).expect("writable");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("slurm/tests/slurm/cluster.sh");
-    let out =
-        std::process::Command::new("bash").arg(script).arg(dir).arg(dir.join("scenario.sh")).output().expect("runs");
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "{said}");
-    said
 }
 
 #[test]

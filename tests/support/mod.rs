@@ -1,0 +1,3 @@
+//! What several of the CLI's test files share.
+
+pub mod slurm;

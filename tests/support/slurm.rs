@@ -1,0 +1,32 @@
+//! A real Slurm for a test: whether one can start here, and a scenario run in one
+//! (slurm/tests/slurm/cluster.sh).
+
+/// Whether a test Slurm can be started here (root, Slurm installed), saying why not.
+pub fn slurm_here() -> bool {
+    let has = |t: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let ok = root && ["slurmctld", "slurmd", "munged", "sbatch", "unshare"].iter().all(|t| has(t));
+    if !ok {
+        eprintln!("Slurm is not installed or this is not root: this test does not run against a real Slurm");
+    }
+    ok
+}
+
+/// Runs `scenario` in a real test cluster given `dir`'s files; what it printed.
+pub fn in_test_cluster(dir: &std::path::Path, scenario: &str) -> String {
+    std::fs::write(dir.join("scenario.sh"), scenario).expect("writable");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("slurm/tests/slurm/cluster.sh");
+    let out =
+        std::process::Command::new("bash").arg(script).arg(dir).arg(dir.join("scenario.sh")).output().expect("runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    said
+}
