@@ -50,8 +50,9 @@ enum Fate {
 
 type Story = BTreeMap<String, Vec<(u64, Fate)>>;
 
-/// The scenario's story in `gpolc sim` and in a real Slurm, over `steps` steps.
-fn both(policy: &Path, jobs: &[TraceJob], steps: u64) -> (Story, Story) {
+/// The scenario's story in `gpolc sim` and in a real Slurm, over `steps` steps, and what
+/// the Slurm run printed.
+fn both(policy: &Path, jobs: &[TraceJob], steps: u64) -> (Story, Story, String) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let d = dir.path();
     std::fs::write(d.join("cluster.toml"), CLUSTER).expect("writable");
@@ -111,7 +112,7 @@ fn both(policy: &Path, jobs: &[TraceJob], steps: u64) -> (Story, Story) {
          # Until Slurm has done what was asked: nothing starting or ending, and every waiting\n\
          # job held (the loop holds all it does not place).\n\
          settle() {{ for _ in $(seq 160); do\n\
-           [ -z \"$(squeue -h -t CG,CF -o %i)\" ] && [ -z \"$(squeue -h -t PD -o %r | grep -v '^JobHeld')\" ] && return\n\
+           [ -z \"$(squeue -h -t CG,CF -o %i)\" ] && [ -z \"$(squeue -h -t PD -o %r | grep -v -e '^JobHeld' -e 'held state')\" ] && return\n\
            sleep 0.25; done; echo 'Slurm did not settle'; squeue; }}\n",
         g = quote(&gpolc.display().to_string()),
         p = quote(&policy.display().to_string()),
@@ -119,7 +120,7 @@ fn both(policy: &Path, jobs: &[TraceJob], steps: u64) -> (Story, Story) {
         d = quote(&d.display().to_string()),
     );
     for k in 0..steps {
-        script.push_str(&format!("echo '== step {k}'\n"));
+        script.push_str(&format!("echo \"== step {k} $(date +%s.%N)\"\n"));
         for name in finished.get(&k).into_iter().flatten() {
             script.push_str(&format!("scancel -n {}\n", quote(name)));
         }
@@ -140,6 +141,7 @@ fn both(policy: &Path, jobs: &[TraceJob], steps: u64) -> (Story, Story) {
         ));
     }
     let said = in_test_cluster(d, &script);
+    assert!(!said.contains("Slurm did not settle"), "{said}");
     let mut slurm = Story::new();
     let mut last: BTreeMap<String, (bool, u32)> = BTreeMap::new();
     for k in 0..steps {
@@ -165,7 +167,7 @@ fn both(policy: &Path, jobs: &[TraceJob], steps: u64) -> (Story, Story) {
             last.insert(j.request.name.clone(), (j.is_running(), j.restarts));
         }
     }
-    (sim, slurm)
+    (sim, slurm, said)
 }
 
 fn sorted(mut nodes: Vec<String>) -> Vec<String> {
@@ -179,8 +181,8 @@ fn agree(policy: &Path, jobs: &[TraceJob], steps: u64) -> Option<Story> {
     if !slurm_here() {
         return None;
     }
-    let (sim, slurm) = both(policy, jobs, steps);
-    assert_eq!(slurm, sim, "Slurm (left) did not do what gpolc sim (right) decided");
+    let (sim, slurm, said) = both(policy, jobs, steps);
+    assert_eq!(slurm, sim, "Slurm (left) did not do what gpolc sim (right) decided; the loop said:\n{said}");
     Some(sim)
 }
 

@@ -106,7 +106,10 @@ pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
             Ok(SlurmJob {
                 id,
                 state: text(field("job_state")),
-                held: number(field("priority")) == Some(0) || reason.starts_with("JobHeld"),
+                // `scontrol requeuehold` leaves "job requeued in held state".
+                held: number(field("priority")) == Some(0)
+                    || reason.starts_with("JobHeld")
+                    || reason.ends_with("held state"),
                 reason,
                 nodes: list("nodes")?,
                 required_nodes: list("required_nodes")?,
@@ -189,5 +192,13 @@ mod tests {
         assert_eq!(jobs[0].state, "PENDING");
         assert!(read(r#"{"jobs": [{"name": "x"}]}"#).expect_err("no id").0.contains("job 1: no `job_id`"));
         assert!(read("[]").is_err());
+    }
+
+    #[test]
+    fn a_job_requeued_and_held_reads_as_held() {
+        let doc = r#"{"jobs": [{"job_id": 1, "job_state": "PENDING", "priority": 5, "state_reason": "job requeued in held state"},
+                               {"job_id": 2, "job_state": "PENDING", "priority": 5, "state_reason": "Resources"}]}"#;
+        let jobs = read(doc).expect("read");
+        assert_eq!((jobs[0].held, jobs[1].held), (true, false));
     }
 }
