@@ -50,6 +50,27 @@ fn with_a_cluster_emit_writes_the_topology_as_switches() {
     let topology = std::fs::read_to_string(out.join("topology.conf")).expect("written");
     assert!(topology.contains("SwitchName=h100-rack0 Nodes=h100-0,h100-1,h100-2,h100-3\n"), "{topology}");
     assert!(topology.contains("SwitchName=gpol-top Switches=h100-rack0,h100-rack1,"), "{topology}");
+    // The bundled cluster has no `block`: no topology/block form unless a level is named.
+    assert!(!out.join("topology-block.conf").exists());
+    gpolc()
+        .args([
+            "slurm",
+            "emit",
+            "policies/gangs.gpol",
+            "--cluster",
+            "sim/cluster.toml",
+            "--block-level",
+            "rack",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .code(0);
+    let blocks = std::fs::read_to_string(out.join("topology-block.conf")).expect("written");
+    assert!(blocks.contains("\nBlockName=h100-rack0 Nodes=h100-0,h100-1,h100-2,h100-3\n"), "{blocks}");
+    assert!(blocks.ends_with("\nBlockSizes=4,8,16\n"), "{blocks}");
+    let unknown = ["slurm", "emit", "policies/gangs.gpol", "--cluster", "sim/cluster.toml", "--block-level", "row"];
+    gpolc().args(unknown).arg("--out").arg(dir.path().join("row")).assert().code(2);
     // A cluster that cannot be read is an error, and nothing of it is written.
     let other = dir.path().join("other");
     let bad = dir.path().join("bad.toml");

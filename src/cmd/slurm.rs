@@ -21,7 +21,7 @@ pub enum Command {
     /// time (a pass that cannot read it, as while slurmctld restarts, is tried again).
     Run(RunArgs),
     /// Write a policy's Slurm artefacts into a directory: job_submit.lua, accounts.sh and,
-    /// with --cluster, topology.conf.
+    /// with --cluster, topology.conf (and topology-block.conf for an NVLink block level).
     Emit(EmitArgs),
 }
 
@@ -40,6 +40,11 @@ pub struct EmitArgs {
     /// decides where and when every job runs).
     #[arg(long)]
     hold_for_loop: bool,
+    /// With --cluster, the topology level that is an NVLink block: also write
+    /// topology-block.conf, its `topology/block` form for Slurm 23.11+ (default: the
+    /// policy's level named `block`, if it has one).
+    #[arg(long, value_name = "LEVEL", requires = "cluster")]
+    block_level: Option<String>,
     /// Replace read-only output files.
     #[arg(long)]
     force: bool,
@@ -227,7 +232,7 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
     // Every output checked before the work that fills them.
     let mut outs = Vec::new();
     let names: &[&str] = match args.cluster {
-        Some(_) => &["job_submit.lua", "accounts.sh", "topology.conf"],
+        Some(_) => &["job_submit.lua", "accounts.sh", "topology.conf", "topology-block.conf"],
         None => &["job_submit.lua", "accounts.sh"],
     };
     for name in names {
@@ -244,7 +249,8 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
     let policy = Policy { program: &compiled.program, hir: &compiled.policy };
     let submit = gpol_slurm::submit::emit(policy, &file, args.hold_for_loop);
     let accounts = gpol_slurm::accounts::emit(&compiled.policy, &file);
-    let mut texts = vec![submit.lua.clone(), accounts.script.clone()];
+    // What to write in each output, in order; `None`: nothing for that one.
+    let mut texts = vec![Some(submit.lua.clone()), Some(accounts.script.clone())];
     if args.cluster.is_some() {
         let cluster =
             super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
@@ -256,21 +262,35 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
         let nodes: Vec<Node> =
             cluster.nodes.iter().map(|n| Node { name: n.spec.name.clone(), topology: n.topology.clone() }).collect();
         let place = args.cluster.as_ref().map_or(String::new(), |p| p.display().to_string());
-        match topology::emit(&compiled.policy.name, &compiled.policy.levels, &nodes, &place) {
-            Ok(Some(text)) => texts.push(text),
-            Ok(None) => {
-                eprintln!("note: the cluster has none of the policy's topology levels: topology.conf is not written");
-                outs.pop();
+        let levels = &compiled.policy.levels;
+        let block = args.block_level.clone().or_else(|| levels.iter().find(|l| *l == "block").cloned());
+        if let Some(level) = block.as_ref().filter(|b| !levels.contains(b)) {
+            let known = levels.join(", ");
+            eprintln!("error: --block-level {level}: the policy's topology levels are {known}");
+            return USAGE;
+        }
+        let tree = topology::emit(&compiled.policy.name, levels, &nodes, &place);
+        let blocks = match &block {
+            Some(level) => topology::emit_block(&compiled.policy.name, level, &nodes, &place),
+            None => Ok(None),
+        };
+        for written in [tree, blocks] {
+            match written {
+                Ok(text) => texts.push(text),
+                Err(e) => {
+                    eprintln!("error: {place}: {}", e.0);
+                    return FAILED;
+                }
             }
-            Err(e) => {
-                eprintln!("error: {place}: {}", e.0);
-                return FAILED;
-            }
+        }
+        if texts[2].is_none() {
+            eprintln!("note: the cluster has none of the policy's topology levels: topology.conf is not written");
         }
     }
     for (out, text) in outs.iter().zip(&texts) {
-        let bytes = text.as_bytes();
-        if let Err(code) = super::write_output(out, bytes, None) {
+        if let Some(text) = text
+            && let Err(code) = super::write_output(out, text.as_bytes(), None)
+        {
             return code;
         }
     }
@@ -286,8 +306,10 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
         accounts.script.lines().filter(|l| l.starts_with("sacctmgr")).count(),
         accounts.unexpressed.len()
     );
-    if let Some(t) = outs.get(2) {
-        eprintln!("wrote {}", t.path().display());
+    for (out, text) in outs.iter().zip(&texts).skip(2) {
+        if text.is_some() {
+            eprintln!("wrote {}", out.path().display());
+        }
     }
     OK
 }
