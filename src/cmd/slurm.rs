@@ -120,25 +120,13 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
 
 /// Output of a Slurm command, or a file standing for it, within `limit` bytes.
 fn slurm_json(file: &Option<PathBuf>, command: &[&str], limit: u64) -> Result<(String, String), String> {
-    use std::io::Read;
     if let Some(path) = file {
         let bytes = gpol_compiler::files::read(path, limit).map_err(|e| e.to_string())?;
         let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
         return Ok((text, path.display().to_string()));
     }
-    let mut child = std::process::Command::new(command[0])
-        .args(&command[1..])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("`{}` does not run: {e}", command.join(" ")))?;
-    let mut text = String::new();
-    if let Some(out) = child.stdout.take() {
-        out.take(limit + 1).read_to_string(&mut text).map_err(|e| format!("`{}`: {e}", command.join(" ")))?;
-    }
-    let status = child.wait().map_err(|e| e.to_string())?;
-    if !status.success() || text.len() as u64 > limit {
-        return Err(format!("`{}` failed or wrote more than {limit} bytes", command.join(" ")));
-    }
+    let argv: Vec<String> = command.iter().map(|w| w.to_string()).collect();
+    let text = gpol_slurm::command::run(&argv, gpol_slurm::command::TIMEOUT, limit)?;
     Ok((text, format!("`{}`", command.join(" "))))
 }
 
@@ -202,10 +190,9 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         for c in a.commands() {
             super::print(&format!("  {}\n", c.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")));
             if apply {
-                let ok = std::process::Command::new(&c[0]).args(&c[1..]).status().is_ok_and(|s| s.success());
-                if !ok {
+                if let Err(e) = gpol_slurm::command::run(&c, gpol_slurm::command::TIMEOUT, 1 << 20) {
                     // The rest of this action waits for the next pass.
-                    eprintln!("error: `{}` failed", c.join(" "));
+                    eprintln!("error: {e}");
                     failed += 1;
                     break;
                 }
