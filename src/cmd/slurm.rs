@@ -189,13 +189,11 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         super::print(&format!("{words}\n"));
         for c in a.commands() {
             super::print(&format!("  {}\n", c.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")));
-            if apply {
-                if let Err(e) = gpol_slurm::command::run(&c, gpol_slurm::command::TIMEOUT, 1 << 20) {
-                    // The rest of this action waits for the next pass.
-                    eprintln!("error: {e}");
-                    failed += 1;
-                    break;
-                }
+            // The rest of an action that fails waits for the next pass.
+            if apply && let Err(e) = gpol_slurm::command::run(&c, gpol_slurm::command::TIMEOUT, 1 << 20) {
+                eprintln!("error: {e}");
+                failed += 1;
+                break;
             }
         }
     }
