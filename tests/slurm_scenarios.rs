@@ -21,9 +21,34 @@ use support::slurm::{in_test_cluster, slurm_here};
 /// Seconds of simulated time between steps.
 const STEP_S: u64 = 60;
 
-/// The test cluster as `gpolc sim` reads it (slurm/tests/slurm/cluster.sh's nodes), with
-/// its racks of four nodes and NVLink blocks of eight.
-const CLUSTER: &str = "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\ntopology = { rack = 4, block = 8 }\n";
+/// A test cluster: as `gpolc sim` reads it, and as slurm/tests/slurm/cluster.sh starts it.
+struct Cluster {
+    toml: &'static str,
+    /// cluster.sh's `nodes.conf` (`None`: its 16 nodes gpu-[0-15]).
+    nodes: Option<&'static str>,
+    /// Shards per card of its time-sliced nodes.
+    shards_per_card: Option<u32>,
+}
+
+/// cluster.sh's 16 nodes with their racks of four nodes and NVLink blocks of eight.
+const BLOCKS: Cluster = Cluster {
+    toml: "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\ntopology = { rack = 4, block = 8 }\n",
+    nodes: None,
+    shards_per_card: None,
+};
+
+/// Twelve exclusive nodes and four time-sliced ones, each of whose cards Slurm shares as
+/// eight shards.
+const SHARDS: Cluster = Cluster {
+    toml: "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 12\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n\n\
+           [[pool]]\nname = \"ts\"\ncount = 4\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\nsharing = \"timeslice\"\nmax_clients = 8\n",
+    nodes: Some(
+        "gpu-0 gpu:h100:8\ngpu-1 gpu:h100:8\ngpu-2 gpu:h100:8\ngpu-3 gpu:h100:8\ngpu-4 gpu:h100:8\ngpu-5 gpu:h100:8\n\
+         gpu-6 gpu:h100:8\ngpu-7 gpu:h100:8\ngpu-8 gpu:h100:8\ngpu-9 gpu:h100:8\ngpu-10 gpu:h100:8\ngpu-11 gpu:h100:8\n\
+         ts-0 gpu:h100:8,shard:64\nts-1 gpu:h100:8,shard:64\nts-2 gpu:h100:8,shard:64\nts-3 gpu:h100:8,shard:64\n",
+    ),
+    shards_per_card: Some(8),
+};
 
 /// A job of `queue` arriving at `step`, asking for `cards` on each of `nodes` nodes (one
 /// CPU and 16 GiB each, which Slurm's defaults would otherwise decide).
@@ -52,10 +77,14 @@ type Story = BTreeMap<String, Vec<(u64, Fate)>>;
 
 /// The scenario's story in `gpolc sim` and in a real Slurm, over `steps` steps, and what
 /// the Slurm run printed.
-fn both(policy: &Path, jobs: &[TraceJob], steps: u64) -> (Story, Story, String) {
+fn both(policy: &Path, cluster: &Cluster, jobs: &[TraceJob], steps: u64) -> (Story, Story, String) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let d = dir.path();
-    std::fs::write(d.join("cluster.toml"), CLUSTER).expect("writable");
+    std::fs::write(d.join("cluster.toml"), cluster.toml).expect("writable");
+    if let Some(nodes) = cluster.nodes {
+        std::fs::write(d.join("nodes.conf"), nodes).expect("writable");
+    }
+    let shards_per_card = cluster.shards_per_card;
     std::fs::write(d.join("trace.csv"), trace::to_csv(jobs)).expect("writable");
     let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
     let run = |args: &[&std::ffi::OsStr]| {
@@ -126,7 +155,7 @@ fn both(policy: &Path, jobs: &[TraceJob], steps: u64) -> (Story, Story, String) 
         }
         script.push_str("settle\n");
         for j in jobs.iter().filter(|j| j.arrival_ms == k * STEP_S * 1000) {
-            let request = gpol_slurm::jobs::Request::of(&j.job).expect("a job Slurm can express");
+            let request = gpol_slurm::jobs::Request::of(&j.job, shards_per_card).expect("a job Slurm can express");
             let args: Vec<String> = request.sbatch_args().iter().map(|a| quote(a)).collect();
             script.push_str(&format!(
                 "sbatch --parsable {} -o /dev/null --wrap 'sleep 3600' >/dev/null 2>>\"$D/sbatch-{k}.txt\" || echo {} >>\"$D/rejected-{k}.txt\"\n",
@@ -177,11 +206,11 @@ fn sorted(mut nodes: Vec<String>) -> Vec<String> {
 }
 
 /// Runs a scenario in both and checks that Slurm did what gpol decided; gpol's story.
-fn agree(policy: &Path, jobs: &[TraceJob], steps: u64) -> Option<Story> {
+fn agree(policy: &Path, cluster: &Cluster, jobs: &[TraceJob], steps: u64) -> Option<Story> {
     if !slurm_here() {
         return None;
     }
-    let (sim, slurm, said) = both(policy, jobs, steps);
+    let (sim, slurm, said) = both(policy, cluster, jobs, steps);
     assert_eq!(slurm, sim, "Slurm (left) did not do what gpolc sim (right) decided; the loop said:\n{said}");
     Some(sim)
 }
@@ -224,7 +253,7 @@ fn fair_share_serves_the_account_that_has_used_less_first() {
     }
     jobs.push(job("a-late", 2, "a", 8, 1));
     jobs.push(job("b-late", 2, "b", 8, 1));
-    let Some(story) = agree(&policy, &jobs, 5) else { return };
+    let Some(story) = agree(&policy, &BLOCKS, &jobs, 5) else { return };
     assert_eq!(placed_at(&story, "b-late").first().map(|p| p.0), Some(3), "{story:#?}");
     assert_eq!(placed_at(&story, "a-late").first().map(|p| p.0), Some(4), "{story:#?}");
 }
@@ -241,7 +270,7 @@ fn training_packs_and_serving_spreads() {
         job("t-2", 1, "training", 4, 1),
         job("i-2", 1, "inference", 4, 1),
     ];
-    let Some(story) = agree(&policy, &jobs, 2) else { return };
+    let Some(story) = agree(&policy, &BLOCKS, &jobs, 2) else { return };
     let node = |j: &str| placed_at(&story, j).first().map(|p| p.1.to_vec()).unwrap_or_default();
     assert_eq!(node("t-0"), node("t-1"), "{story:#?}");
     assert_eq!(node("t-0"), node("t-2"), "{story:#?}");
@@ -259,7 +288,7 @@ fn a_gang_is_kept_inside_one_block_and_a_refused_shape_is_rejected_at_sbatch() {
     let mut jobs: Vec<TraceJob> = (0..6).map(|i| job(&format!("f-{i}"), 0, "finetune", 8, 1)).collect();
     jobs.push(job("gang", 1, "pretraining", 8, 5));
     jobs.push(job("halves", 1, "pretraining", 4, 2));
-    let Some(story) = agree(&policy, &jobs, 2) else { return };
+    let Some(story) = agree(&policy, &BLOCKS, &jobs, 2) else { return };
     let gang = placed_at(&story, "gang");
     assert_eq!(gang.len(), 1, "{story:#?}");
     let block = |n: &str| n.trim_start_matches("gpu-").parse::<u32>().map(|i| i / 8).unwrap_or(u32::MAX);
@@ -285,7 +314,7 @@ fn a_lender_takes_back_its_guarantee_by_requeueing_a_borrower() {
         })
         .collect();
     jobs.push(job("a-0", 1, "a", 8, 1));
-    let Some(story) = agree(&policy, &jobs, 3) else { return };
+    let Some(story) = agree(&policy, &BLOCKS, &jobs, 3) else { return };
     let evicted: Vec<&String> = story
         .iter()
         .filter(|(_, fates)| fates.iter().any(|(k, f)| *k == 1 && *f == Fate::Evicted))
@@ -293,4 +322,23 @@ fn a_lender_takes_back_its_guarantee_by_requeueing_a_borrower() {
         .collect();
     assert_eq!(evicted.len(), 1, "{story:#?}");
     assert_eq!(placed_at(&story, "a-0").first().map(|p| p.0), Some(1), "{story:#?}");
+}
+
+#[test]
+fn a_fraction_of_a_card_runs_as_shards_on_a_time_sliced_node() {
+    // policies/gpu_sharing.gpol: whole-card jobs take exclusive nodes; fractions of a card
+    // (Slurm shards: half a card is four of a card's eight) go to a time-sliced node and
+    // share it.
+    let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/gpu_sharing.gpol");
+    let fraction = |name: &str, step: u64, milli: u32| {
+        let mut j = job(name, step, "research", 1, 1);
+        j.job.request = Request::Fraction(milli);
+        j
+    };
+    let jobs = [job("whole", 0, "research", 8, 1), fraction("half", 0, 500), fraction("quarter", 1, 250)];
+    let Some(story) = agree(&policy, &SHARDS, &jobs, 2) else { return };
+    let node = |j: &str| placed_at(&story, j).first().map(|p| p.1.to_vec()).unwrap_or_default();
+    assert!(node("whole")[0].starts_with("gpu-"), "{story:#?}");
+    assert!(node("half")[0].starts_with("ts-"), "{story:#?}");
+    assert_eq!(node("half"), node("quarter"), "{story:#?}");
 }

@@ -16,10 +16,12 @@
 //! | `name`, `user` | the job name, the user name |
 //! | `labels` | `--comment "key=value,key=value"` |
 //! | `bursty`, `latency_critical`, `preemptible` | labels of those names set to `true` |
+//! | `gpu_fraction` | `--gres=shard:K` ÷ the cluster's shards per card (in the loop, which knows the nodes) |
 //! | `utilization` | 1 |
 //!
 //! What a job does not carry at submission (`id`, `submitted`, fractions of cards through
-//! shards, MIG profiles, GPU memory) is not in the model: rules reading it are not compiled.
+//! shards — the shards per card are the nodes' —, MIG profiles, GPU memory) is not in the
+//! Lua model: rules reading it are not compiled.
 
 use crate::lua;
 use gpol_compiler::spec::{self, JobSpec};
@@ -139,6 +141,18 @@ pub fn gpus(tres: &str) -> (u32, Option<String>) {
     found
 }
 
+/// Shards per node a TRES list asks for (`gres:shard:4`, `gres/shard:h100:4`).
+pub fn shards(tres: &str) -> u32 {
+    let mut found = 0;
+    for item in tres.split(',') {
+        let spec = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
+        let Some(rest) = spec.strip_prefix("shard").and_then(|r| r.strip_prefix([':', '='])) else { continue };
+        let count = rest.rsplit(':').next().unwrap_or_default();
+        found = count.parse().unwrap_or(found);
+    }
+    found
+}
+
 /// Labels from a comment (`key=value,key=value`), as `gpol.labels` reads them.
 pub fn labels(comment: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
@@ -156,8 +170,10 @@ pub fn labels(comment: &str) -> Vec<(String, String)> {
 
 impl Request {
     /// The job gpol's rules read (the Rust half of [`LUA_JOB`]); `classes` are the
-    /// policy's priority classes (a QOS that names none gives no class).
-    pub fn job(&self, classes: &[(String, f64)]) -> JobSpec {
+    /// policy's priority classes (a QOS that names none gives no class), and
+    /// `shards_per_card` the cluster's shards per GPU, which turn a request of shards into
+    /// a fraction of a card (a whole card or more of them: whole cards, rounded up).
+    pub fn job(&self, classes: &[(String, f64)], shards_per_card: Option<u32>) -> JobSpec {
         let mut j = JobSpec::named(self.name.clone());
         j.user = Some(self.user.clone()).filter(|u| !u.is_empty());
         j.queue = Some(self.account.clone()).filter(|a| !a.is_empty());
@@ -168,7 +184,16 @@ impl Request {
             let (total, m) = gpus(&self.tres_per_job);
             (cards, model) = (total.div_ceil(j.replicas), m);
         }
-        j.request = if cards > 0 { spec::Request::Whole(cards) } else { spec::Request::None };
+        let shards = shards(&self.tres_per_node);
+        j.request = match shards_per_card.filter(|&s| s > 0) {
+            _ if cards > 0 => spec::Request::Whole(cards),
+            Some(per_card) if shards > 0 && shards < per_card => {
+                let milli = (u64::from(shards) * 1000 / u64::from(per_card)).clamp(1, 999);
+                spec::Request::Fraction(u32::try_from(milli).unwrap_or(999))
+            }
+            Some(per_card) if shards > 0 => spec::Request::Whole(shards.div_ceil(per_card)),
+            _ => spec::Request::None,
+        };
         j.models = if cards > 0 { model.into_iter().collect() } else { Vec::new() };
         let per_node_cpu = self.cpus.map_or(0, |c| c * 1000 / u64::from(j.replicas));
         j.cpu_milli = per_node_cpu;
@@ -190,7 +215,9 @@ impl Request {
     /// The request for a job, for jobs Slurm can express exactly (whole cards, whole CPUs,
     /// memory in MiB, durations in minutes, at most one GPU model, labels without `,` or
     /// `=`): the way back of [`Request::job`].
-    pub fn of(job: &JobSpec) -> Result<Request, Inexact> {
+    /// A fraction of a card is `shard`s of the cluster's `shards_per_card`, when it is a
+    /// whole number of them.
+    pub fn of(job: &JobSpec, shards_per_card: Option<u32>) -> Result<Request, Inexact> {
         let replicas = job.replicas.max(1);
         let mut r = Request {
             name: job.name.clone(),
@@ -208,6 +235,12 @@ impl Request {
             (spec::Request::Whole(n), []) => format!("gres:gpu:{n}"),
             (spec::Request::Whole(n), [m]) => format!("gres:gpu:{m}:{n}"),
             (spec::Request::Whole(_), _) => return Err(Inexact("more than one GPU model")),
+            (spec::Request::Fraction(m), []) => match shards_per_card {
+                Some(s) if (u64::from(m) * u64::from(s)).is_multiple_of(1000) => {
+                    format!("gres:shard:{}", u64::from(m) * u64::from(s) / 1000)
+                }
+                _ => return Err(Inexact("a fraction of a card that is not a whole number of shards")),
+            },
             _ => return Err(Inexact("a fraction of a card or a MIG instance")),
         };
         if job.min_replicas.is_some_and(|m| m != replicas) {
@@ -314,7 +347,7 @@ impl Request {
 
 /// A job as Slurm's `job_desc` for it (see [`Request::of`] for what can be expressed).
 pub fn job_desc(job: &JobSpec) -> Result<String, Inexact> {
-    Request::of(job).map(|r| r.lua_table())
+    Request::of(job, None).map(|r| r.lua_table())
 }
 
 #[cfg(test)]
@@ -340,16 +373,31 @@ mod tests {
         (j.request, j.models, j.replicas) = (spec::Request::Whole(8), vec!["h100".into()], 2);
         (j.cpu_milli, j.mem, j.duration_ms) = (32_000, 64 << 30, Some(3_600_000));
         (j.preemptible, j.labels) = (true, vec![("team".into(), "vision".into())]);
-        let r = Request::of(&j).expect("expressible");
+        let r = Request::of(&j, None).expect("expressible");
         assert_eq!(r.cpus, Some(64));
-        assert_eq!(r.job(&[("urgent".into(), 100.0)]), j);
+        assert_eq!(r.job(&[("urgent".into(), 100.0)], None), j);
         assert!(r.sbatch_args().contains(&"--gres=gpu:h100:8".to_string()));
         // A QOS the policy does not declare is no class.
-        assert_eq!(r.job(&[]).priority_class, None);
+        assert_eq!(r.job(&[], None).priority_class, None);
         // GPUs asked for the whole job count per node.
         let whole_job =
             Request { tres_per_node: String::new(), tres_per_job: "gres:gpu:a100:12".into(), nodes: 2, ..r };
-        let j = whole_job.job(&[]);
+        let j = whole_job.job(&[], None);
         assert_eq!((j.request, j.models), (spec::Request::Whole(6), vec!["a100".to_string()]));
+    }
+
+    #[test]
+    fn shards_are_fractions_of_a_card() {
+        assert_eq!((shards("gres:shard:4"), shards("gres/shard:h100:16"), shards("gres:gpu:2")), (4, 16, 0));
+        let mut j = JobSpec::named("notebook");
+        (j.request, j.cpu_milli) = (spec::Request::Fraction(250), 1000);
+        let r = Request::of(&j, Some(8)).expect("two shards of eight");
+        assert_eq!(r.tres_per_node, "gres:shard:2");
+        assert_eq!(r.job(&[], Some(8)), j);
+        assert!(Request::of(&j, None).is_err() && Request::of(&j, Some(6)).is_err());
+        // Without the cluster's shards per card, or asking a card's worth or more.
+        assert_eq!(r.job(&[], None).request, spec::Request::None);
+        let all = Request { tres_per_node: "gres:shard:12".into(), ..r };
+        assert_eq!(all.job(&[], Some(8)).request, spec::Request::Whole(2));
     }
 }

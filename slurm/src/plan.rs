@@ -112,6 +112,22 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
         }
     }
     let classes = policy.policy.priority_classes.clone();
+    // Shards per card, which turn a job's shards into a fraction of a card: the nodes'
+    // (time-sliced through `shard` GRES), when they agree.
+    let mut per_card: Vec<u32> = (nodes.iter())
+        .filter(|n| n.sharing == gpol_compiler::spec::Sharing::Timeslice)
+        .map(|n| n.max_clients)
+        .collect();
+    per_card.sort_unstable();
+    per_card.dedup();
+    let shards_per_card = match per_card[..] {
+        [one] => Some(one),
+        [] => None,
+        _ => {
+            out.skipped.push("the time-sliced nodes differ in shards per card: shard requests are not read".into());
+            None
+        }
+    };
     let ours = |j: &SlurmJob| !j.held || j.admin_comment.starts_with(HELD);
     let taken: Vec<&SlurmJob> = jobs.iter().filter(|j| j.is_running() || (j.is_pending() && ours(j))).collect();
     // Placed by an earlier pass and released, not started yet: Slurm is about to start it
@@ -154,7 +170,7 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
             }
         };
         match (start, ids[i]) {
-            (false, _) => match s.submit(j.request.job(&classes)) {
+            (false, _) => match s.submit(j.request.job(&classes, shards_per_card)) {
                 Ok(id) => ids[i] = Some(id),
                 Err(e) => skip(&mut out, &mut busy, &e),
             },

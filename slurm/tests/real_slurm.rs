@@ -139,7 +139,7 @@ fn jobs_come_back_from_squeue_as_they_were_submitted() {
     let mut scenario = String::new();
     for j in &jobs {
         let args: Vec<String> =
-            SlurmRequest::of(j).expect("expressible").sbatch_args().iter().map(|a| quoted(a)).collect();
+            SlurmRequest::of(j, None).expect("expressible").sbatch_args().iter().map(|a| quoted(a)).collect();
         scenario
             .push_str(&format!("sbatch --parsable -o /dev/null {} --wrap 'sleep 300' >/dev/null\n", args.join(" ")));
     }
@@ -148,6 +148,6 @@ fn jobs_come_back_from_squeue_as_they_were_submitted() {
     let found = squeue::read(&out).unwrap_or_else(|e| panic!("{e:?}\n{out}\n{err}"));
     assert_eq!(found.len(), jobs.len(), "{err}");
     for (want, got) in jobs.iter().zip(&found) {
-        assert_eq!(&got.request.job(&[]), want, "{:?}", got.request);
+        assert_eq!(&got.request.job(&[], None), want, "{:?}", got.request);
     }
 }

@@ -6,7 +6,9 @@
 # the cluster's network namespace with SLURM_CONF set; its output is this script's.
 #
 # The cluster: 16 nodes gpu-[0-15], 8 fake GPUs each (device nodes made with mknod), in two
-# NVLink blocks of eight nodes (the test's topology.conf says so to Slurm). Everything runs
+# NVLink blocks of eight nodes (the test's topology.conf says so to Slurm) — or the nodes
+# DIR/nodes.conf lists, one per line: `NAME GRES` (`ts-0 gpu:h100:8,shard:64`: eight GPUs
+# shared as 64 shards). Everything runs
 # inside a fresh network namespace with only loopback, by PID, and is killed on exit;
 # nothing outside DIR is written. Run as root (daemons, mknod, unshare).
 set -euo pipefail
@@ -67,6 +69,12 @@ munged --force --key-file="$WORK/munge/munge.key" --socket="$WORK/munge/munge.so
     --seed-file="$WORK/munge/munged.seed"
 
 HOST=$(hostname)
+if [ -f "$DIR/nodes.conf" ]; then
+    cp "$DIR/nodes.conf" "$WORK/etc/nodes.list"
+else
+    for i in $(seq 0 15); do echo "gpu-$i gpu:h100:8"; done >"$WORK/etc/nodes.list"
+fi
+mapfile -t NODES < <(cut -d' ' -f1 "$WORK/etc/nodes.list")
 topology=none
 if [ -f "$DIR/topology.conf" ]; then
     cp "$DIR/topology.conf" "$WORK/etc/topology.conf"
@@ -100,30 +108,35 @@ AccountingStorageType=accounting_storage/none
 MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
-GresTypes=gpu
+GresTypes=gpu,shard
 TopologyPlugin=topology/$topology
 ReturnToService=2
 $submit
 EOF
-    for i in $(seq 0 15); do
-        echo "NodeName=gpu-$i NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$((17001 + i)) CPUs=64 RealMemory=512000 Gres=gpu:h100:8"
-    done
-    echo "PartitionName=gpu Nodes=gpu-[0-15] Default=YES MaxTime=INFINITE State=UP"
+    port=17001
+    while read -r name gres; do
+        echo "NodeName=$name NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=64 RealMemory=512000 Gres=$gres"
+        port=$((port + 1))
+    done <"$WORK/etc/nodes.list"
+    echo "PartitionName=gpu Nodes=$(IFS=,; echo "${NODES[*]}") Default=YES MaxTime=INFINITE State=UP"
 } >"$WORK/etc/slurm.conf"
-cat >"$WORK/etc/gres.conf" <<EOF
-AutoDetect=off
-NodeName=gpu-[0-15] Name=gpu Type=h100 File=$WORK/dev/nvidia[0-7]
-EOF
+{
+    echo "AutoDetect=off"
+    while read -r name gres; do
+        echo "NodeName=$name Name=gpu Type=h100 File=$WORK/dev/nvidia[0-7]"
+        case $gres in *shard:*) echo "NodeName=$name Name=shard Count=${gres##*shard:}" ;; esac
+    done <"$WORK/etc/nodes.list"
+} >"$WORK/etc/gres.conf"
 
 export SLURM_CONF=$WORK/etc/slurm.conf
 slurmctld
-for i in $(seq 0 15); do slurmd -N "gpu-$i"; done
+for name in "${NODES[@]}"; do slurmd -N "$name"; done
 for _ in $(seq 120); do
     idle=$(sinfo -h -N -t idle -o '%N' 2>/dev/null | sort -u | wc -l)
-    [ "$idle" -ge 16 ] && break
+    [ "$idle" -ge "${#NODES[@]}" ] && break
     sleep 0.25
 done
-if [ "$idle" -lt 16 ]; then
+if [ "$idle" -lt "${#NODES[@]}" ]; then
     echo "only $idle nodes came up; see $WORK/log" >&2
     exit 1
 fi
