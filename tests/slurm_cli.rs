@@ -182,3 +182,65 @@ fn the_loop_survives_a_slurmctld_restart_and_places_what_waits() {
     let queue = said.split("== squeue").nth(1).unwrap_or_default();
     assert!(queue.lines().any(|l| l.starts_with("1 b RUNNING")), "{said}");
 }
+
+#[test]
+fn node_lines_carry_the_policys_static_scores_as_weights_and_slurm_takes_them() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = dir.path().join("weights.gpol");
+    std::fs::write(
+        &policy,
+        "policy weights\n\n\
+         score prefer_h100 weight 2 { if node.gpu_model == \"h100\" then 1 else 0 }\n\
+         score zone_a weight 1 { if node.labels[\"zone\"] == \"a\" then 1 else 0 }\n\
+         score pack weight 1 { 1 - node.free_cards / max(node.cards, 1 gpu) }\n",
+    )
+    .expect("writable");
+    let cluster = dir.path().join("cluster.toml");
+    std::fs::write(
+        &cluster,
+        "name = \"t\"\n\n\
+         [[pool]]\nname = \"a\"\ncount = 2\ngpu_model = \"a100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\nlabels = { zone = \"a\" }\n\n\
+         [[pool]]\nname = \"h\"\ncount = 2\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\nsharing = \"timeslice\"\nmax_clients = 4\n\n\
+         [[pool]]\nname = \"b\"\ncount = 1\ngpu_model = \"a100\"\ngpus = 4\ncpu = 32\nmem = \"250GiB\"\nlabels = { zone = \"b\" }\n",
+    )
+    .expect("writable");
+    gpolc()
+        .args(["slurm", "emit"])
+        .arg(&policy)
+        .arg("--cluster")
+        .arg(&cluster)
+        .arg("--out")
+        .arg(dir.path())
+        .assert()
+        .code(0);
+    let lines = std::fs::read_to_string(dir.path().join("slurm-nodes.conf")).expect("written");
+    // h100 scores 2, a100 in zone a 1, the a100 in zone b 0: weights 1, 2, 3. `pack` reads
+    // free cards, which change: not a weight.
+    assert!(lines.contains("static scores\n# (Slurm fills the lowest weight first): prefer_h100, zone_a."), "{lines}");
+    assert!(lines.contains("applies: pack."), "{lines}");
+    let expected = [
+        "NodeName=a-0 CPUs=64 RealMemory=512000 Weight=2 Features=a100,zone-a Gres=gpu:a100:8",
+        "NodeName=a-1 CPUs=64 RealMemory=512000 Weight=2 Features=a100,zone-a Gres=gpu:a100:8",
+        "NodeName=h-0 CPUs=64 RealMemory=512000 Weight=1 Features=h100 Gres=gpu:h100:8,shard:32",
+        "NodeName=h-1 CPUs=64 RealMemory=512000 Weight=1 Features=h100 Gres=gpu:h100:8,shard:32",
+        "NodeName=b-0 CPUs=32 RealMemory=256000 Weight=3 Features=a100,zone-b Gres=gpu:a100:4",
+    ];
+    assert_eq!(lines.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>(), expected);
+    if !slurm_here() {
+        return;
+    }
+    // A real slurmctld takes the lines as they are (cluster.sh adds only each node's
+    // address), and a job Slurm places by itself goes to the lightest node.
+    std::fs::remove_file(dir.path().join("job_submit.lua")).expect("written");
+    let said = in_test_cluster(
+        dir.path(),
+        "sinfo -N -h -o '%N %w %f %G'\n\
+         sbatch --parsable -N 1 --gres=gpu:1 -o /dev/null --wrap 'sleep 600' >/dev/null\n\
+         for _ in $(seq 40); do [ -n \"$(squeue -h -t R)\" ] && break; sleep 0.25; done\n\
+         echo \"== ran on $(squeue -h -o %N)\"\n",
+    );
+    for want in ["a-0 2 a100,zone-a gpu:a100:8", "h-0 1 h100 gpu:h100:8,shard:h100:32", "b-0 3 a100,zone-b gpu:a100:4"] {
+        assert!(said.lines().any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == want), "{want}\n{said}");
+    }
+    assert!(said.contains("== ran on h-0"), "{said}");
+}

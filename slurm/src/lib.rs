@@ -6,6 +6,7 @@ pub mod accounts;
 pub mod command;
 pub mod jobs;
 pub mod lua;
+pub mod nodes;
 pub mod plan;
 pub mod squeue;
 pub mod submit;

@@ -21,7 +21,8 @@ pub enum Command {
     /// time (a pass that cannot read it, as while slurmctld restarts, is tried again).
     Run(RunArgs),
     /// Write a policy's Slurm artefacts into a directory: job_submit.lua, accounts.sh and,
-    /// with --cluster, topology.conf (and topology-block.conf for an NVLink block level).
+    /// with --cluster, slurm-nodes.conf and topology.conf (and topology-block.conf for an
+    /// NVLink block level).
     Emit(EmitArgs),
 }
 
@@ -33,7 +34,8 @@ pub struct EmitArgs {
     #[arg(long)]
     out: PathBuf,
     /// The cluster (a cluster file, `sinfo --json`, `kubectl get nodes -o json`): also
-    /// write topology.conf, the policy's topology levels over its nodes.
+    /// write slurm-nodes.conf (node lines with weights from the policy's static scores)
+    /// and topology.conf (the policy's topology levels over its nodes).
     #[arg(long, value_name = "FILE")]
     cluster: Option<PathBuf>,
     /// Also hold every job the rules admit, for the scheduling loop to place (gpol then
@@ -217,7 +219,7 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
     // Every output checked before the work that fills them.
     let mut outs = Vec::new();
     let names: &[&str] = match args.cluster {
-        Some(_) => &["job_submit.lua", "accounts.sh", "topology.conf", "topology-block.conf"],
+        Some(_) => &["job_submit.lua", "accounts.sh", "topology.conf", "topology-block.conf", "slurm-nodes.conf"],
         None => &["job_submit.lua", "accounts.sh"],
     };
     for name in names {
@@ -266,6 +268,14 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
                     eprintln!("error: {place}: {}", e.0);
                     return FAILED;
                 }
+            }
+        }
+        let specs: Vec<NodeSpec> = cluster.nodes.iter().map(|n| n.to_spec(levels)).collect();
+        match gpol_slurm::nodes::emit(&compiled, &specs, &place) {
+            Ok(fragment) => texts.push(Some(fragment.text)),
+            Err(e) => {
+                eprintln!("error: {place}: {e}");
+                return FAILED;
             }
         }
         if texts[2].is_none() {

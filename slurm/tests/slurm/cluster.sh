@@ -8,7 +8,8 @@
 # The cluster: 16 nodes gpu-[0-15], 8 fake GPUs each (device nodes made with mknod), in two
 # NVLink blocks of eight nodes (the test's topology.conf says so to Slurm) — or the nodes
 # DIR/nodes.conf lists, one per line: `NAME GRES` (`ts-0 gpu:h100:8,shard:64`: eight GPUs
-# shared as 64 shards). Everything runs
+# shared as 64 shards) — or the node lines of DIR/slurm-nodes.conf (`gpolc slurm emit`'s),
+# each given its address here. Everything runs
 # inside a fresh network namespace with only loopback, by PID, and is killed on exit;
 # nothing outside DIR is written. Run as root (daemons, mknod, unshare).
 set -euo pipefail
@@ -69,7 +70,14 @@ munged --force --key-file="$WORK/munge/munge.key" --socket="$WORK/munge/munge.so
     --seed-file="$WORK/munge/munged.seed"
 
 HOST=$(hostname)
-if [ -f "$DIR/nodes.conf" ]; then
+if [ -f "$DIR/slurm-nodes.conf" ]; then
+    # NAME GRES, then the line itself.
+    grep '^NodeName=' "$DIR/slurm-nodes.conf" | while read -r line; do
+        name=${line#NodeName=}; name=${name%% *}
+        gres=$(echo "$line" | tr ' ' '\n' | sed -n 's/^Gres=//p')
+        echo "$name ${gres:-none} $line"
+    done >"$WORK/etc/nodes.list"
+elif [ -f "$DIR/nodes.conf" ]; then
     cp "$DIR/nodes.conf" "$WORK/etc/nodes.list"
 else
     for i in $(seq 0 15); do echo "gpu-$i gpu:h100:8"; done >"$WORK/etc/nodes.list"
@@ -114,17 +122,28 @@ ReturnToService=2
 $submit
 EOF
     port=17001
-    while read -r name gres; do
-        echo "NodeName=$name NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=64 RealMemory=512000 Gres=$gres"
+    while read -r name gres line; do
+        at="NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port"
+        if [ -n "$line" ]; then
+            echo "$line $at"
+        else
+            echo "NodeName=$name $at CPUs=64 RealMemory=512000 Gres=$gres"
+        fi
         port=$((port + 1))
     done <"$WORK/etc/nodes.list"
     echo "PartitionName=gpu Nodes=$(IFS=,; echo "${NODES[*]}") Default=YES MaxTime=INFINITE State=UP"
 } >"$WORK/etc/slurm.conf"
 {
     echo "AutoDetect=off"
-    while read -r name gres; do
-        echo "NodeName=$name Name=gpu Type=h100 File=$WORK/dev/nvidia[0-7]"
-        case $gres in *shard:*) echo "NodeName=$name Name=shard Count=${gres##*shard:}" ;; esac
+    while read -r name gres _; do
+        # gpu:TYPE:N (at most the eight fake devices), and shard:N.
+        gpu=$(echo "$gres" | tr ',' '\n' | grep '^gpu:' || true)
+        if [ -n "$gpu" ]; then
+            IFS=: read -r _ type count <<<"$gpu"
+            echo "NodeName=$name Name=gpu Type=$type File=$WORK/dev/nvidia[0-$((count - 1))]"
+        fi
+        shard=$(echo "$gres" | tr ',' '\n' | sed -n 's/^shard://p')
+        [ -n "$shard" ] && echo "NodeName=$name Name=shard Count=$shard"
     done <"$WORK/etc/nodes.list"
 } >"$WORK/etc/gres.conf"
 
