@@ -239,8 +239,45 @@ fn node_lines_carry_the_policys_static_scores_as_weights_and_slurm_takes_them() 
          for _ in $(seq 40); do [ -n \"$(squeue -h -t R)\" ] && break; sleep 0.25; done\n\
          echo \"== ran on $(squeue -h -o %N)\"\n",
     );
-    for want in ["a-0 2 a100,zone-a gpu:a100:8", "h-0 1 h100 gpu:h100:8,shard:h100:32", "b-0 3 a100,zone-b gpu:a100:4"] {
+    for want in ["a-0 2 a100,zone-a gpu:a100:8", "h-0 1 h100 gpu:h100:8,shard:h100:32", "b-0 3 a100,zone-b gpu:a100:4"]
+    {
         assert!(said.lines().any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ") == want), "{want}\n{said}");
     }
     assert!(said.contains("== ran on h-0"), "{said}");
+}
+
+#[test]
+fn the_loop_keeps_off_a_drained_node_and_pins_again_a_job_whose_node_went_down() {
+    if !slurm_here() {
+        return;
+    }
+    let (dir, policy, cluster) = quota_cluster();
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    // The nodes' specs come from the cluster file, their states from Slurm, live. gpu-1
+    // fails (its slurmd dies, Slurm marks it down): Slurm requeues the job, to be eligible
+    // again a little later, and the loop pins it to another node.
+    let scenario = format!(
+        "WORK=$(dirname \"$(dirname \"$SLURM_CONF\")\")\n\
+         scontrol update nodename=gpu-0 state=drain reason=maintenance\n\
+         sbatch --parsable -A b -N 1 --gres=gpu:8 -o /dev/null --wrap 'sleep 600' >/dev/null\n\
+         {g} slurm apply {p} --cluster {c}\n\
+         for _ in $(seq 80); do [ -n \"$(squeue -h -t R)\" ] && break; sleep 0.25; done\n\
+         echo \"== first on $(squeue -h -o %N)\"\n\
+         kill \"$(cat \"$WORK/run/slurmd-gpu-1.pid\")\"\n\
+         scontrol update nodename=gpu-1 state=down reason=broken\n\
+         for _ in $(seq 80); do [ -n \"$(squeue -h -t PD)\" ] && break; sleep 0.25; done\n\
+         {g} slurm apply {p} --cluster {c}\n\
+         echo \"== then $(scontrol show job 1 | grep -o 'ReqNodeList=[^ ]*')\"\n\
+         {g} slurm plan {p} --cluster {c}\n",
+        g = gpolc.display(),
+        p = policy.display(),
+        c = cluster.display()
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    assert!(said.contains("place job 1 (wrap) on gpu-1\n"), "{said}");
+    assert!(said.contains("== first on gpu-1"), "{said}");
+    assert!(said.contains("place job 1 (wrap) on gpu-2\n"), "{said}");
+    assert!(said.contains("== then ReqNodeList=gpu-2"), "{said}");
+    // Pinned there and not yet started (Slurm's delay after a failure): no second thought.
+    assert!(said.trim_end().ends_with("nothing to change: Slurm already does what the policy decides"), "{said}");
 }

@@ -133,8 +133,14 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
     // Placed by an earlier pass and released, not started yet: Slurm is about to start it
     // on its nodes, so it counts as started there (else the loop could change its mind
     // before Slurm acts, and place another job in its room).
-    let in_flight =
-        |j: &SlurmJob| j.is_pending() && !j.held && j.admin_comment == PLACED && !j.required_nodes.is_empty();
+    // (Not when a node it is pinned to went out of service since: it is placed afresh.)
+    let in_flight = |j: &SlurmJob| {
+        j.is_pending()
+            && !j.held
+            && j.admin_comment == PLACED
+            && !j.required_nodes.is_empty()
+            && j.required_nodes.iter().all(|n| !unavailable.contains(n))
+    };
     // The scheduler's clock replays Slurm's history: each job is submitted when Slurm says
     // it was and running jobs start when they did, so waiting times, submission order and
     // usage (what each queue's running jobs have used since they started) are Slurm's.

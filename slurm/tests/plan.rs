@@ -325,3 +325,15 @@ fn a_placed_job_waiting_for_its_nodes_to_empty_is_left_where_it_is() {
         out.skipped
     );
 }
+
+#[test]
+fn a_placed_job_whose_node_went_down_is_placed_afresh() {
+    // Placed on n1 by an earlier pass; n1 went down before Slurm started it.
+    let p = policy();
+    let mut placed = job(1, "a", 1, 8, "PENDING");
+    (placed.required_nodes, placed.admin_comment) = (vec!["n1".into()], PLACED.into());
+    let out = plan_of(&p, &[placed.clone()], &["n1"], 100);
+    assert_eq!(out.actions, [Action::Place { job: 1, name: "job1".into(), nodes: vec!["n2".into()], release: false }]);
+    // With n1 in service it is left where it is.
+    assert!(plan_of(&p, &[placed], &[], 100).actions.is_empty());
+}

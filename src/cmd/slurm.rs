@@ -56,8 +56,9 @@ pub struct EmitArgs {
 pub struct PlanArgs {
     /// The policy file.
     policy: PathBuf,
-    /// Slurm's nodes as `sinfo --json` writes them (default: run `sinfo --json`).
-    #[arg(long, value_name = "FILE", conflicts_with = "cluster")]
+    /// Slurm's nodes as `sinfo --json` writes them (default: run `sinfo --json`; with
+    /// --cluster, only which nodes are down or drained is read from it).
+    #[arg(long, value_name = "FILE")]
     sinfo: Option<PathBuf>,
     /// The nodes as a cluster file instead, with their topology.
     #[arg(long, value_name = "FILE")]
@@ -142,30 +143,37 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
 /// One pass: Slurm's state read afresh, the plan printed, and (with `apply`) made.
 fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply: bool) -> u8 {
     use gpol_compiler::limits::MAX_INPUT_BYTES;
-    let nodes = match &args.cluster {
-        Some(_) => {
-            super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
-                .map_err(|_| USAGE)
-        }
-        None => slurm_json(&args.sinfo, &["sinfo", "--json"], MAX_CLUSTER_BYTES)
+    let sinfo = || {
+        slurm_json(&args.sinfo, &["sinfo", "--json"], MAX_CLUSTER_BYTES)
             .and_then(|(text, from)| gpol_sim::read_cluster(&text, &format!("{from}.json")).map_err(|e| e.to_string()))
             .map_err(|e| {
                 eprintln!("error: {e}");
                 USAGE
-            }),
+            })
     };
-    let (nodes, unavailable): (Vec<NodeSpec>, Vec<String>) = match nodes {
-        // Drained or down from the start (sinfo's states): no new job goes there.
-        Ok(c) => (
-            c.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect(),
-            c.events
-                .iter()
-                .filter(|e| e.at_ms == 0 && !matches!(e.kind, gpol_sim::spec::NodeEventKind::Restore))
-                .map(|e| e.node.clone())
-                .collect(),
-        ),
-        Err(code) => return code,
+    // The nodes: from the cluster file (with its topology) or from Slurm. Which are down
+    // or drained is Slurm's to say, live — unless the jobs are a file and no nodes are
+    // (a plan of recorded state).
+    let (cluster, live) = match &args.cluster {
+        Some(_) => {
+            let file =
+                super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster);
+            let live = if args.sinfo.is_some() || args.squeue.is_none() { Some(sinfo()) } else { None };
+            (file.map_err(|_| USAGE), live)
+        }
+        None => (sinfo(), None),
     };
+    let (cluster, live) = match (cluster, live.transpose()) {
+        (Ok(c), Ok(l)) => (c, l),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let nodes: Vec<NodeSpec> = cluster.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect();
+    // Drained or down now (sinfo's states): no new job goes there.
+    let unavailable: Vec<String> = (cluster.events.iter())
+        .chain(live.iter().flat_map(|l| &l.events))
+        .filter(|e| e.at_ms == 0 && !matches!(e.kind, gpol_sim::spec::NodeEventKind::Restore))
+        .map(|e| e.node.clone())
+        .collect();
     let jobs = slurm_json(&args.squeue, &["squeue", "--json"], MAX_INPUT_BYTES)
         .and_then(|(text, from)| gpol_slurm::squeue::read(&text).map_err(|e| format!("{from}: {}", e.0)));
     let jobs = match jobs {
