@@ -281,19 +281,26 @@ fn training_packs_and_serving_spreads() {
 
 #[test]
 fn a_gang_is_kept_inside_one_block_and_a_refused_shape_is_rejected_at_sbatch() {
-    // policies/gangs.gpol: six whole-node jobs fill racks, then a gang of five whole nodes
-    // (more than a rack) must start inside one NVLink block of eight; a gang of half
-    // nodes is refused by job_submit.lua, and by the simulation.
+    // policies/gangs.gpol: four whole-node jobs fill a rack, so a gang of five whole nodes
+    // (more than a rack) does not fit in the first NVLink block of eight and must start
+    // inside the second; a gang of half nodes is refused by job_submit.lua, and by the
+    // simulation; a gang of four whole nodes then starts inside the one free rack.
     let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/gangs.gpol");
-    let mut jobs: Vec<TraceJob> = (0..6).map(|i| job(&format!("f-{i}"), 0, "finetune", 8, 1)).collect();
+    let mut jobs: Vec<TraceJob> = (0..4).map(|i| job(&format!("f-{i}"), 0, "finetune", 8, 1)).collect();
     jobs.push(job("gang", 1, "pretraining", 8, 5));
     jobs.push(job("halves", 1, "pretraining", 4, 2));
-    let Some(story) = agree(&policy, &BLOCKS, &jobs, 2) else { return };
+    // A gang of four whole nodes (a rack's worth) must share a rack (of four, in a block).
+    jobs.push(job("gang4", 2, "finetune", 8, 4));
+    let Some(story) = agree(&policy, &BLOCKS, &jobs, 3) else { return };
     let gang = placed_at(&story, "gang");
     assert_eq!(gang.len(), 1, "{story:#?}");
-    let block = |n: &str| n.trim_start_matches("gpu-").parse::<u32>().map(|i| i / 8).unwrap_or(u32::MAX);
+    let index = |n: &str| n.trim_start_matches("gpu-").parse::<u32>().unwrap_or(u32::MAX);
     assert_eq!(gang[0].1.len(), 5, "{story:#?}");
-    assert!(gang[0].1.iter().all(|n| block(n) == block(&gang[0].1[0])), "{story:#?}");
+    assert!(gang[0].1.iter().all(|n| index(n) / 8 == 1), "{story:#?}");
+    let gang4 = placed_at(&story, "gang4");
+    assert_eq!(gang4.len(), 1, "{story:#?}");
+    assert_eq!(gang4[0].1.len(), 4, "{story:#?}");
+    assert!(gang4[0].1.iter().all(|n| index(n) / 4 == 1), "{story:#?}");
     assert_eq!(story.get("halves"), Some(&vec![(1, Fate::Rejected)]), "{story:#?}");
 }
 
