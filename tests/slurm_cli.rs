@@ -281,3 +281,48 @@ fn the_loop_keeps_off_a_drained_node_and_pins_again_a_job_whose_node_went_down()
     // Pinned there and not yet started (Slurm's delay after a failure): no second thought.
     assert!(said.trim_end().ends_with("nothing to change: Slurm already does what the policy decides"), "{said}");
 }
+
+#[test]
+fn without_holds_slurm_starts_waiting_jobs_in_the_policys_order() {
+    if !slurm_here() {
+        return;
+    }
+    // No job is held for the loop: Slurm starts jobs itself. Account a has used more, so
+    // when a node frees, b's waiting job must start first though a's came first — which
+    // Slurm does only because the loop gave the two their priorities.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = dir.path().join("usage.gpol");
+    std::fs::write(
+        &policy,
+        "policy usage\n\nqueue org {\n  queue a { }\n  queue b { }\n}\n\nqueue_order { queue.usage asc }\n",
+    )
+    .expect("writable");
+    let cluster = dir.path().join("cluster.toml");
+    std::fs::write(
+        &cluster,
+        "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n",
+    )
+    .expect("writable");
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let scenario = format!(
+        "run() {{ sbatch --parsable -J \"$1\" -A \"$2\" -N 1 --gres=gpu:8 --mem=1G -o /dev/null --wrap 'sleep 600' >/dev/null; }}\n\
+         for i in $(seq 0 11); do run a-$i a; done\n\
+         for _ in $(seq 80); do [ \"$(squeue -h -t R | wc -l)\" -ge 12 ] && break; sleep 0.25; done\n\
+         sleep 1; for i in 0 1 2 3; do run b-$i b; done\n\
+         for _ in $(seq 80); do [ \"$(squeue -h -t R | wc -l)\" -ge 16 ] && break; sleep 0.25; done\n\
+         sleep 1; run x a; run y b\n\
+         {g} slurm apply {p} --cluster {c}\n\
+         scancel -n a-0\n\
+         for _ in $(seq 120); do [ \"$(squeue -h -t R | wc -l)\" -ge 16 ] && break; sleep 0.25; done\n\
+         echo \"== running: $(squeue -h -t R -o %j | grep -E '^(x|y)$')\"\n\
+         echo \"== waiting: $(squeue -h -t PD -o %j)\"\n",
+        g = gpolc.display(),
+        p = policy.display(),
+        c = cluster.display()
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    assert!(said.contains("give job 18 (y) priority 1000000"), "{said}");
+    assert!(said.contains("give job 17 (x) priority 999999"), "{said}");
+    assert!(said.contains("== running: y\n"), "{said}");
+    assert!(said.contains("== waiting: x\n"), "{said}");
+}

@@ -37,7 +37,13 @@ pub enum Action {
     Requeue { job: u64, name: String, reason: String },
     /// Cancel a job an admit rule refuses for good.
     Cancel { job: u64, name: String, reason: String },
+    /// Give a job Slurm may start by itself its place in gpol's order.
+    Prioritize { job: u64, name: String, priority: u64 },
 }
+
+/// The priority the loop gives the waiting job gpol would start first; each next job one
+/// less (Slurm's priorities are 32-bit; 0 means held).
+pub const TOP_PRIORITY: u64 = 1_000_000;
 
 impl Action {
     /// The commands that carry it out, in order (argv each).
@@ -68,6 +74,9 @@ impl Action {
             Action::Cancel { job, reason, .. } => {
                 vec![comment(*job, &format!("gpol: cancelled: {reason}")), v(&["scancel", &job.to_string()])]
             }
+            Action::Prioritize { job, priority, .. } => {
+                vec![v(&["scontrol", "update", &format!("JobId={job}"), &format!("Priority={priority}")])]
+            }
         }
     }
 
@@ -79,6 +88,9 @@ impl Action {
             Action::Release { job, name } => format!("release job {job} ({name}): what held it no longer does"),
             Action::Requeue { job, name, reason } => format!("requeue job {job} ({name}): {reason}"),
             Action::Cancel { job, name, reason } => format!("cancel job {job} ({name}): {reason}"),
+            Action::Prioritize { job, name, priority } => {
+                format!("give job {job} ({name}) priority {priority}: its place in the policy's order")
+            }
         }
     }
 }
@@ -227,7 +239,7 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
         .filter(|r| r.kind == "admit" && r.condition.is_ok())
         .map(|r| r.name)
         .collect();
-    for (id, j) in ids.into_iter().zip(&taken).filter_map(|(id, j)| Some((id?, *j))) {
+    for (id, j) in ids.iter().zip(&taken).filter_map(|(id, j)| Some(((*id)?, *j))) {
         let name = j.request.name.clone();
         let was_running = j.is_running();
         let held_by_us = j.held && j.admin_comment.starts_with(HELD);
@@ -291,6 +303,27 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
                 }
             }
             jobs::State::Finished | jobs::State::Withdrawn => {}
+        }
+    }
+    // Jobs Slurm may start by itself (waiting, not held, not placed by the loop) are
+    // ranked as gpol would start them: Slurm's scheduler then follows the policy's order.
+    let by_id: std::collections::HashMap<JobId, &SlurmJob> =
+        ids.iter().zip(&taken).filter_map(|(id, j)| Some(((*id)?, *j))).collect();
+    let held_now: std::collections::HashSet<u64> = (out.actions.iter())
+        .filter_map(|a| match a {
+            Action::Hold { job, .. } | Action::Cancel { job, .. } | Action::Place { job, .. } => Some(*job),
+            _ => None,
+        })
+        .collect();
+    let free = s
+        .waiting_order()
+        .into_iter()
+        .filter_map(|id| by_id.get(&id).copied())
+        .filter(|j| j.is_pending() && !j.held && !in_flight(j) && !held_now.contains(&j.id));
+    for (rank, j) in free.enumerate() {
+        let priority = TOP_PRIORITY.saturating_sub(rank as u64).max(1);
+        if j.priority != priority {
+            out.actions.push(Action::Prioritize { job: j.id, name: j.request.name.clone(), priority });
         }
     }
     out

@@ -31,6 +31,8 @@ pub struct SlurmJob {
     pub start_time: u64,
     /// How often it was requeued (evictions, to gpol).
     pub restarts: u32,
+    /// Its priority in Slurm (0: held).
+    pub priority: u64,
     pub request: Request,
 }
 
@@ -117,6 +119,7 @@ pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
                 submit_time: number(field("submit_time")).unwrap_or(0),
                 start_time: number(field("start_time")).unwrap_or(0),
                 restarts: number(field("restart_cnt")).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+                priority: number(field("priority")).unwrap_or(0),
                 request,
             })
         })

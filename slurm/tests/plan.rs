@@ -6,7 +6,7 @@ use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::NodeSpec;
 use gpol_slurm::jobs::Request;
-use gpol_slurm::plan::{Action, HELD, PLACED, State, WAITING, plan};
+use gpol_slurm::plan::{Action, HELD, PLACED, State, TOP_PRIORITY, WAITING, plan};
 use gpol_slurm::squeue::SlurmJob;
 
 const POLICY: &str = r#"policy t
@@ -55,6 +55,7 @@ fn job(id: u64, account: &str, nodes: u32, gpus: u32, state: &str) -> SlurmJob {
         submit_time: 1000 + id,
         start_time: 0,
         restarts: 0,
+        priority: 1,
         request: Request {
             name: format!("job{id}"),
             user: "alice".into(),
@@ -90,6 +91,10 @@ fn apply(jobs: &mut Vec<SlurmJob>, actions: &[Action]) {
                 (j.held, j.admin_comment) = (true, format!("{WAITING} ({reason})"));
             }
             Action::Cancel { job, .. } => jobs.retain(|j| j.id != *job),
+            Action::Prioritize { job, priority, .. } => {
+                let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
+                j.priority = *priority;
+            }
         }
     }
 }
@@ -154,7 +159,8 @@ fn a_id(a: &Action) -> u64 {
         | Action::Hold { job, .. }
         | Action::Release { job, .. }
         | Action::Requeue { job, .. }
-        | Action::Cancel { job, .. } => *job,
+        | Action::Cancel { job, .. }
+        | Action::Prioritize { job, .. } => *job,
     }
 }
 
@@ -244,8 +250,9 @@ fn queues_are_served_by_the_usage_their_running_jobs_have_accrued() {
         (a2.submit_time, b2.submit_time) = (1900, 1900);
         vec![a, b, a2, b2]
     };
+    // The other waits, first in line for Slurm.
     let first = |jobs: &[SlurmJob]| match &plan_of(&p, jobs, &[], 2000).actions[..] {
-        [Action::Place { job, .. }] => *job,
+        [Action::Place { job, .. }, Action::Prioritize { priority: TOP_PRIORITY, .. }] => *job,
         other => panic!("{other:#?}"),
     };
     assert_eq!(first(&state(200, 1800)), 4, "b has run 200 s, a 1,800 s");
@@ -336,4 +343,28 @@ fn a_placed_job_whose_node_went_down_is_placed_afresh() {
     assert_eq!(out.actions, [Action::Place { job: 1, name: "job1".into(), nodes: vec!["n2".into()], release: false }]);
     // With n1 in service it is left where it is.
     assert!(plan_of(&p, &[placed], &[], 100).actions.is_empty());
+}
+
+#[test]
+fn jobs_slurm_may_start_itself_get_priorities_in_the_policys_order() {
+    // Both nodes full. Queue a has run longer than b: b's waiting job comes first, then
+    // a's two in the order they came.
+    let text = "policy t\n\nqueue org {\n  queue a { }\n  queue b { }\n}\n\nqueue_order { queue.usage asc }\n";
+    let p = Checked::from_text("t.gpol", text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"));
+    let mut a = job(1, "a", 1, 8, "RUNNING");
+    (a.nodes, a.start_time) = (vec!["n1".into()], 100);
+    let mut b = job(2, "b", 1, 8, "RUNNING");
+    (b.nodes, b.start_time) = (vec!["n2".into()], 1500);
+    let mut jobs = vec![a, b, job(3, "a", 1, 8, "PENDING"), job(4, "a", 1, 8, "PENDING"), job(5, "b", 1, 8, "PENDING")];
+    let out = plan_of(&p, &jobs, &[], 2000);
+    let given: Vec<(u64, u64)> = (out.actions.iter())
+        .map(|a| match a {
+            Action::Prioritize { job, priority, .. } => (*job, *priority),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(given, [(5, TOP_PRIORITY), (3, TOP_PRIORITY - 1), (4, TOP_PRIORITY - 2)]);
+    assert_eq!(out.actions[0].commands(), [["scontrol", "update", "JobId=5", "Priority=1000000"]]);
+    apply(&mut jobs, &out.actions);
+    assert!(plan_of(&p, &jobs, &[], 2010).actions.is_empty());
 }

@@ -38,6 +38,7 @@ impl Scheduler {
         self.quotas.advance_usage(self.now_ms);
         self.forget_irrelevant_starts();
         self.started_this_cycle.clear();
+        self.turns.clear();
         self.in_cycle = true;
         self.cycle_starts = self.starts;
         let mut turns = Turns::default();
@@ -53,6 +54,7 @@ impl Scheduler {
             if let (Some(Some(list)), Some(c)) = (turns.classes_by_leaf.get_mut(leaf), class) {
                 list.retain(|&x| x != c);
             }
+            self.turns.push(job);
             match self.attempt(job) {
                 Attempt::Placed => placed += 1,
                 Attempt::Rejected(rule) => {

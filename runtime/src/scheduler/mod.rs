@@ -131,6 +131,8 @@ pub struct Scheduler {
     /// While a cycle runs, the jobs it has started: none of them is a victim in the same
     /// cycle, so two jobs cannot evict each other back and forth without end inside one.
     pub(crate) started_this_cycle: HashSet<JobId>,
+    /// The jobs the last cycle gave a turn, in order.
+    pub(crate) turns: Vec<JobId>,
     pub(crate) in_cycle: bool,
     fair_tree: std::cell::RefCell<Option<FairTreeCache>>,
     /// Per queue, whether it borrows something the tree governs, and the quota version
@@ -267,6 +269,7 @@ impl Scheduler {
             victim_reads,
             queue_order_reads_head,
             started_this_cycle: HashSet::new(),
+            turns: Vec::new(),
             in_cycle: false,
             fair_tree: std::cell::RefCell::new(None),
             borrowing: std::cell::RefCell::new(None),
@@ -393,6 +396,26 @@ impl Scheduler {
     /// The clock as a signed time, to compare with jobs' times.
     pub(super) fn now(&self) -> i64 {
         i64::try_from(self.now_ms).unwrap_or(i64::MAX)
+    }
+
+    /// Every waiting job, best placed first: in the order the last cycle gave turns, each
+    /// job followed by the jobs it stands for (its class: waiting jobs the policy cannot
+    /// tell apart, which wait behind it in `job_order`), then the classes that had no turn.
+    /// What a scheduler that starts jobs by itself should follow (`gpolc slurm`'s
+    /// priorities).
+    pub fn waiting_order(&self) -> Vec<JobId> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let classes = self.turns.iter().filter_map(|&j| self.waiting.class_of(j)).chain(self.waiting.all());
+        for c in classes {
+            for rank in &self.waiting.class(c).members {
+                let job = waiting::job_of(rank);
+                if seen.insert(job) {
+                    out.push(job);
+                }
+            }
+        }
+        out
     }
 
     /// Moves the clock `ms` forward. It never passes [`MAX_CLOCK_MS`]: inputs are checked
