@@ -52,7 +52,7 @@ pub fn rules(policy: Policy<'_>) -> Vec<Compiled> {
     }
     for (kind, keys) in [("job_order", &p.job_order), ("queue_order", &p.queue_order)] {
         if !keys.is_empty() {
-            let why = "orders what waits: `gpolc slurm run` starts jobs held for it (`--hold-for-loop`) in this order";
+            let why = "orders what waits: `gpolc slurm run` starts the jobs held for it in this order, and gives the others priorities that follow it";
             out.push(Compiled {
                 kind,
                 name: format!("{} key(s)", keys.len()),
