@@ -326,3 +326,37 @@ fn without_holds_slurm_starts_waiting_jobs_in_the_policys_order() {
     assert!(said.contains("== running: y\n"), "{said}");
     assert!(said.contains("== waiting: x\n"), "{said}");
 }
+
+#[test]
+fn job_submit_lua_keeps_slurm_off_the_nodes_a_static_filter_refuses() {
+    if !slurm_here() {
+        return;
+    }
+    // policies/gpu_sharing.gpol: jobs of whole cards need unshared cards. With the cluster
+    // given, job_submit.lua excludes the time-sliced nodes from such a job, so Slurm — on
+    // its own, no loop running — never starts one there: the second whole-node job waits.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let cluster = dir.path().join("cluster.toml");
+    std::fs::write(
+        &cluster,
+        "name = \"t\"\n\n[[pool]]\nname = \"gpu\"\ncount = 1\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n\n\
+         [[pool]]\nname = \"ts\"\ncount = 2\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\nsharing = \"timeslice\"\nmax_clients = 8\n",
+    )
+    .expect("writable");
+    gpolc()
+        .args(["slurm", "emit", "policies/gpu_sharing.gpol", "--cluster"])
+        .arg(&cluster)
+        .arg("--out")
+        .arg(dir.path())
+        .assert()
+        .code(0);
+    let said = in_test_cluster(
+        dir.path(),
+        "for j in w1 w2; do sbatch --parsable -J $j -A research -N 1 --gres=gpu:8 -o /dev/null --wrap 'sleep 600' >/dev/null; done\n\
+         for _ in $(seq 40); do [ -n \"$(squeue -h -t R)\" ] && break; sleep 0.25; done; sleep 2\n\
+         echo \"== $(squeue -h -o '%j %T %N' | sort | tr '\\n' ';')\"\n\
+         echo \"== $(scontrol show job 2 | grep -o 'ExcNodeList=[^ ]*')\"\n",
+    );
+    assert!(said.contains("== w1 RUNNING gpu-0;w2 PENDING ;"), "{said}");
+    assert!(said.contains("== ExcNodeList=ts-[0-1]"), "{said}");
+}

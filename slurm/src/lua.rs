@@ -1,6 +1,8 @@
 //! gpol expressions as Lua 5.1 expressions, for the rules `job_submit.lua` carries. Only
 //! what a job carries at submission can be read (`job.*` fields Slurm's `job_desc` gives,
-//! its labels, its queue's attributes); anything else is [`Unsupported`], with why.
+//! its labels, its queue's attributes), and of a node what never changes (`node.*`
+//! static fields and labels, from the tables `gpolc slurm emit --cluster` writes);
+//! anything else is [`Unsupported`], with why.
 //!
 //! Lua 5.1's numbers are IEEE doubles, as gpol's, so arithmetic and comparisons agree bit
 //! for bit (NaN compares false, `~=` true); the built-ins are written in `gpol.*` helpers
@@ -10,7 +12,7 @@
 
 use gpol_compiler::hir::{self, Builtin};
 use gpol_compiler::ir::{AttrValue, Bin, Kind, Node, Program, VTy};
-use gpol_compiler::schema::{Record, Root};
+use gpol_compiler::schema::{Record, Root, Storage};
 use gpol_compiler::syntax::CompKind;
 use gpol_compiler::types::Ty;
 
@@ -94,6 +96,7 @@ pub fn expr(n: &Node, policy: Policy<'_>) -> Result<String, Unsupported> {
         Kind::Str(i) => string(program.literals.get(*i as usize).map_or("", String::as_str)),
         Kind::Local(l) => format!("l{l}"),
         Kind::Root(Root::Job) => "job".into(),
+        Kind::Root(Root::Node) => "node".into(),
         Kind::Root(r) => return no(format!("reads `{}`, which a job does not carry at submission", r.name())),
         Kind::Field { base, record, field } => {
             let f = record.fields().get(usize::from(*field)).ok_or_else(|| Unsupported("an unknown field".into()))?;
@@ -104,6 +107,10 @@ pub fn expr(n: &Node, policy: Policy<'_>) -> Result<String, Unsupported> {
                 }
                 // `job.queue.name`.
                 (_, Record::Queue) if f.name == "name" => go(base)?,
+                (Kind::Root(Root::Node), Record::Node) if f.storage == Storage::Static => format!("node.{}", f.name),
+                (Kind::Root(Root::Node), Record::Node) => {
+                    return no(format!("reads `node.{}`, which changes while the cluster runs", f.name));
+                }
                 _ => {
                     return no(format!(
                         "reads `{}.{}`, which a job does not carry at submission",
@@ -126,7 +133,14 @@ pub fn expr(n: &Node, policy: Policy<'_>) -> Result<String, Unsupported> {
                 {
                     format!("(job.labels[{}] or \"\")", string(key))
                 }
-                _ => return no("reads a node's labels, which a job does not carry at submission".into()),
+                _ => match (&labels.kind, program.node_labels.get(usize::from(*slot))) {
+                    (Kind::Field { base, record: Record::Node, .. }, Some(key))
+                        if matches!(base.kind, Kind::Root(Root::Node)) =>
+                    {
+                        format!("(node.labels[{}] or \"\")", string(key))
+                    }
+                    _ => return no("reads labels a job does not carry at submission".into()),
+                },
             }
         }
         Kind::Not(x) => format!("(not {})", go(x)?),
@@ -194,7 +208,9 @@ pub fn expr(n: &Node, policy: Policy<'_>) -> Result<String, Unsupported> {
             format!("{helper}({})", args.join(", "))
         }
         Kind::Domain { .. } | Kind::Mig { .. } => {
-            return no("reads a node, which a job does not carry at submission".into());
+            return no(
+                "reads a node's topology domain or free MIG instances, which job_submit.lua does not model".into()
+            );
         }
         Kind::Input(_) => return no("reads a test's input".into()),
     })

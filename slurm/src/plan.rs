@@ -234,7 +234,7 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
         }
     }
     let view = crate::lua::Policy { program: &policy.program, hir: &policy.policy };
-    let at_submission: Vec<String> = crate::submit::rules(view)
+    let at_submission: Vec<String> = crate::submit::rules(view, false)
         .into_iter()
         .filter(|r| r.kind == "admit" && r.condition.is_ok())
         .map(|r| r.name)

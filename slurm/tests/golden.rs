@@ -21,8 +21,13 @@ fn every_example_emits_its_golden_artefacts() {
         let text = std::fs::read_to_string(Path::new("../policies").join(&name)).expect("readable");
         let policy = Checked::from_text(&name, &text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("{name}"));
         let label = name.trim_start_matches("../slurm/tests/policies/").trim_end_matches(".gpol").to_string();
-        let lua =
-            submit::emit(Policy { program: &policy.program, hir: &policy.policy }, &format!("{label}.gpol"), false).lua;
+        let lua = submit::emit(
+            Policy { program: &policy.program, hir: &policy.policy },
+            &format!("{label}.gpol"),
+            false,
+            None,
+        )
+        .lua;
         insta::assert_snapshot!(format!("job_submit_{label}"), lua);
         let accounts = gpol_slurm::accounts::emit(&policy.policy, &format!("{label}.gpol")).script;
         insta::assert_snapshot!(format!("accounts_{label}"), accounts);

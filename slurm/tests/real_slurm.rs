@@ -72,7 +72,7 @@ fn slurm_rejects_at_submission_what_the_policy_rejects_with_its_message_and_take
     let text = std::fs::read_to_string("../policies/gangs.gpol").expect("the example");
     let policy =
         Checked::from_text("gangs.gpol", &text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"));
-    let lua = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "gangs.gpol", false).lua;
+    let lua = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "gangs.gpol", false, None).lua;
     // Two NVLink domains of eight nodes.
     let nodes: Vec<Node> = (0..16)
         .map(|i| Node { name: format!("gpu-{i}"), topology: vec![("nvlink_domain".into(), format!("nvl{}", i / 8))] })

@@ -169,7 +169,7 @@ fn the_script_refuses_what_the_interpreter_refuses_with_the_rules_message() {
         let text = std::fs::read_to_string(Path::new("../policies").join(name)).expect("the example exists");
         let policy = compile(name, &text);
         let view = Policy { program: &policy.program, hir: &policy.policy };
-        let emitted = submit::emit(view, name, false);
+        let emitted = submit::emit(view, name, false, None);
         let compiled: Vec<String> =
             emitted.rules.iter().filter(|r| r.kind == "admit" && r.condition.is_ok()).map(|r| r.name.clone()).collect();
         let script = emitted.lua;
@@ -214,7 +214,7 @@ fn the_lua_built_ins_compute_what_gpols_do() {
     let values =
         [-2.5, -0.5, -0.0, 0.0, 0.49999999999999994, 0.5, 1.5, 2.5, -3.7, 7.0, 1e300, -1e-300, f64::INFINITY, f64::NAN];
     let policy = compile("t.gpol", "policy t\n");
-    let script = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "t.gpol", false).lua;
+    let script = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "t.gpol", false, None).lua;
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(dir.path().join("job_submit.lua"), script).expect("writable");
     let list: Vec<String> = values.iter().map(|&x| gpol_slurm::lua::number(x)).collect();
@@ -257,4 +257,136 @@ end
             }
         }
     }
+}
+
+/// Filters over the job and what never changes of a node, of every kind the node table
+/// carries: model, labels, memory, CPUs, sharing.
+const NODE_FILTERS: &str = r#"policy node_filters
+
+filter big_jobs_on_h100 "jobs of 8 cards run on H100" { job.whole_cards < 8 gpu or node.gpu_model == "h100" }
+filter own_zone "a job labelled with a zone runs there" {
+  not has(job.labels["zone"]) or node.labels["zone"] == job.labels["zone"]
+}
+filter memory { job.mem <= node.mem }
+filter cores { job.cpu <= node.cpu }
+filter latency_critical_not_timesliced { not (job.latency_critical and node.sharing == timeslice) }
+"#;
+
+/// Nodes of every sort the filters tell apart.
+fn filter_nodes() -> Vec<gpol_compiler::spec::NodeSpec> {
+    use gpol_compiler::spec::{NodeSpec, Sharing};
+    let node = |name: &str, model: &str, zone: Option<&str>, cpu: u64, mem_gib: u64, sharing: Sharing| {
+        let mut n = NodeSpec::named(name);
+        (n.model, n.cards, n.cpu_milli, n.mem, n.sharing) = (model.into(), 8, cpu * 1000, mem_gib << 30, sharing);
+        if sharing == Sharing::Timeslice {
+            n.max_clients = 4;
+        }
+        n.labels = zone.map(|z| vec![("zone".to_string(), z.to_string())]).unwrap_or_default();
+        n
+    };
+    vec![
+        node("h1", "h100", Some("a"), 128, 2048, Sharing::Exclusive),
+        node("h2", "h100", Some("b"), 64, 512, Sharing::Timeslice),
+        node("a1", "a100", Some("a"), 256, 1024, Sharing::Exclusive),
+        node("a2", "a100", None, 32, 256, Sharing::Exclusive),
+    ]
+}
+
+#[test]
+fn static_filters_exclude_the_nodes_the_interpreter_refuses() {
+    if !lua_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let nodes = filter_nodes();
+    let (mut excluded_somewhere, mut compared) = (0, 0);
+    for (name, text) in [
+        ("node_filters.gpol", NODE_FILTERS.to_string()),
+        ("gpu_sharing.gpol", std::fs::read_to_string("../policies/gpu_sharing.gpol").expect("exists")),
+    ] {
+        let policy = compile(name, &text);
+        let view = Policy { program: &policy.program, hir: &policy.policy };
+        let table = submit::node_table(&policy, &nodes).expect("a table");
+        let emitted = submit::emit(view, name, false, Some(&table));
+        let compiled: Vec<&str> = emitted
+            .rules
+            .iter()
+            .filter(|r| r.kind == "filter" && r.condition.is_ok())
+            .map(|r| r.name.as_str())
+            .collect();
+        assert!(!compiled.is_empty(), "{name}: no filter compiled");
+        let (mut descs, mut expected) = (Vec::new(), Vec::new());
+        for mut job in jobs(&policy, 300) {
+            // The zones the nodes have, for the labels the filters read.
+            if let Some(l) = job.labels.iter_mut().find(|(k, _)| k == "zone") {
+                l.1 = if l.1.len() % 2 == 0 { "a".into() } else { "b".into() };
+            }
+            let Ok(desc) = jobs::job_desc(&job) else { continue };
+            // The reference: each node, refused when a compiled filter refuses it.
+            let mut s = Scheduler::new(policy.clone());
+            for n in &nodes {
+                s.add_node(n).expect("a node");
+            }
+            let Ok(id) = s.submit(job.clone()) else { continue };
+            let view = s.view(Some(id));
+            let ctx = s.ctx(&view);
+            let rec = s.job_rec(id);
+            let refused: Vec<String> = (s.node_records().iter().zip(&nodes))
+                .filter(|(node, _)| {
+                    let roots = Roots { job: Some(&rec), node: Some(node), ..Roots::default() };
+                    (policy.program.filters.iter())
+                        .filter(|f| compiled.contains(&f.name.as_str()))
+                        .any(|f| !interp::eval(&f.body, &ctx, &roots).b())
+                })
+                .map(|(_, n)| n.name.clone())
+                .collect();
+            descs.push(desc);
+            expected.push(refused);
+        }
+        assert!(descs.len() > 100, "{name}: only {} jobs", descs.len());
+        let (script, jobs_path, harness) =
+            (dir.path().join("s.lua"), dir.path().join("j.lua"), dir.path().join("h.lua"));
+        std::fs::write(&script, &emitted.lua).expect("writable");
+        std::fs::write(&jobs_path, format!("return {{\n{}\n}}\n", descs.join(",\n"))).expect("writable");
+        std::fs::write(
+            &harness,
+            r#"slurm = { SUCCESS = 0, ERROR = -1 }
+function slurm.log_user(fmt, ...) slurm.message = string.format(fmt, ...) end
+dofile(arg[1])
+for _, desc in ipairs(dofile(arg[2])) do
+  slurm.message = nil
+  local excluded = gpol.excluded(gpol.job(desc))
+  desc.exc_nodes = "x9"
+  local rc = slurm_job_submit(desc, {}, 0)
+  io.write(table.concat(excluded, ","), "\t", rc, "\t", desc.exc_nodes or "", "\t", slurm.message or "", "\n")
+end
+"#,
+        )
+        .expect("writable");
+        let out = Command::new("lua5.1").arg(&harness).arg(&script).arg(&jobs_path).output().expect("lua5.1 runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(text.lines().count(), expected.len(), "{name}");
+        for ((line, want), desc) in text.lines().zip(&expected).zip(&descs) {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let got: Vec<&str> = fields[0].split(',').filter(|n| !n.is_empty()).collect();
+            assert_eq!(got, *want, "{name}: {desc}");
+            compared += nodes.len();
+            if want.len() == nodes.len() {
+                // No node takes it: rejected, naming a filter.
+                assert_eq!(fields[1], "-1", "{name}: {line}");
+                assert!(
+                    fields[3].starts_with("no node of the cluster passes the policy's filters (gpol filter "),
+                    "{line}"
+                );
+            } else if want.is_empty() {
+                assert_eq!((fields[1], fields[2]), ("0", "x9"), "{name}: the user's own exclusions kept");
+            } else {
+                excluded_somewhere += 1;
+                assert_eq!((fields[1], fields[2]), ("0", format!("{},x9", want.join(",")).as_str()), "{name}");
+            }
+        }
+    }
+    assert!(excluded_somewhere > 50, "only {excluded_somewhere} jobs had nodes excluded");
+    assert!(compared > 1000, "only {compared} node answers compared");
 }

@@ -94,7 +94,7 @@ pub fn run(args: Args, color: bool) -> u8 {
                 }
                 if let (Some(Target::Slurm), Some(program), Some(policy)) = (args.target, &program, &checked.policy) {
                     let view = gpol_slurm::lua::Policy { program, hir: policy };
-                    targets.push((path, slurm_summary(&gpol_slurm::submit::rules(view))));
+                    targets.push((path, slurm_summary(&gpol_slurm::submit::rules(view, false))));
                 }
                 if args.costs
                     && let Some(program) = program

@@ -242,22 +242,41 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
     };
     let file = args.policy.display().to_string();
     let policy = Policy { program: &compiled.program, hir: &compiled.policy };
-    let submit = gpol_slurm::submit::emit(policy, &file, args.hold_for_loop);
+    let cluster = match &args.cluster {
+        Some(_) => {
+            match super::sim::read(
+                &args.cluster,
+                super::sim::DEFAULT_CLUSTER,
+                MAX_CLUSTER_BYTES,
+                gpol_sim::read_cluster,
+            ) {
+                Ok(c) => Some(c),
+                Err(_) => return USAGE,
+            }
+        }
+        None => None,
+    };
+    let place = args.cluster.as_ref().map_or(String::new(), |p| p.display().to_string());
+    let levels = &compiled.policy.levels;
+    let specs: Vec<NodeSpec> = cluster.iter().flat_map(|c| &c.nodes).map(|n| n.to_spec(levels)).collect();
+    // The nodes, for the filters job_submit.lua applies.
+    let node_table = match &cluster {
+        Some(_) => match gpol_slurm::submit::node_table(&compiled, &specs) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("error: {place}: {e}");
+                return FAILED;
+            }
+        },
+        None => None,
+    };
+    let submit = gpol_slurm::submit::emit(policy, &file, args.hold_for_loop, node_table.as_deref());
     let accounts = gpol_slurm::accounts::emit(&compiled.policy, &file);
     // What to write in each output, in order; `None`: nothing for that one.
     let mut texts = vec![Some(submit.lua.clone()), Some(accounts.script.clone())];
-    if args.cluster.is_some() {
-        let cluster =
-            super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
-                .map_err(|_| USAGE);
-        let cluster = match cluster {
-            Ok(c) => c,
-            Err(code) => return code,
-        };
+    if let Some(cluster) = &cluster {
         let nodes: Vec<Node> =
             cluster.nodes.iter().map(|n| Node { name: n.spec.name.clone(), topology: n.topology.clone() }).collect();
-        let place = args.cluster.as_ref().map_or(String::new(), |p| p.display().to_string());
-        let levels = &compiled.policy.levels;
         let block = args.block_level.clone().or_else(|| levels.iter().find(|l| *l == "block").cloned());
         if let Some(level) = block.as_ref().filter(|b| !levels.contains(b)) {
             let known = levels.join(", ");
@@ -278,7 +297,6 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
                 }
             }
         }
-        let specs: Vec<NodeSpec> = cluster.nodes.iter().map(|n| n.to_spec(levels)).collect();
         match gpol_slurm::nodes::emit(&compiled, &specs, &place) {
             Ok(fragment) => texts.push(Some(fragment.text)),
             Err(e) => {
