@@ -115,15 +115,24 @@ struct Said {
     message: String,
 }
 
-/// Runs the script on the jobs.
-fn lua(script: &str, descs: &[String], dir: &Path) -> Vec<Said> {
-    let (script_path, jobs_path, harness) = (dir.join("job_submit.lua"), dir.join("jobs.lua"), dir.join("harness.lua"));
+/// Runs `harness` (Lua: `arg[1]` is the script, `arg[2]` the file returning the
+/// `job_desc` tables) with a stub of Slurm's `slurm` table; what it printed.
+fn run_harness(script: &str, descs: &[String], harness: &str, dir: &Path) -> String {
+    let (script_path, jobs_path, harness_path) =
+        (dir.join("job_submit.lua"), dir.join("jobs.lua"), dir.join("harness.lua"));
     std::fs::write(&script_path, script).expect("writable");
     std::fs::write(&jobs_path, format!("return {{\n{}\n}}\n", descs.join(",\n"))).expect("writable");
-    std::fs::write(
-        &harness,
-        r#"slurm = { SUCCESS = 0, ERROR = -1 }
-function slurm.log_user(fmt, ...) slurm.message = string.format(fmt, ...) end
+    let stub = "slurm = { SUCCESS = 0, ERROR = -1 }\nfunction slurm.log_user(fmt, ...) slurm.message = string.format(fmt, ...) end\n";
+    std::fs::write(&harness_path, format!("{stub}{harness}")).expect("writable");
+    let out =
+        Command::new("lua5.1").arg(&harness_path).arg(&script_path).arg(&jobs_path).output().expect("lua5.1 runs");
+    assert!(out.status.success(), "lua5.1 failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs the script on the jobs.
+fn lua(script: &str, descs: &[String], dir: &Path) -> Vec<Said> {
+    let harness = r#"
 dofile(arg[1])
 for _, desc in ipairs(dofile(arg[2])) do
   slurm.message = nil
@@ -136,12 +145,8 @@ for _, desc in ipairs(dofile(arg[2])) do
   if (rc == slurm.ERROR) ~= (gpol.refused ~= nil) then error("return code and refusal disagree") end
   io.write(table.concat(answers, ",") .. "\t" .. (gpol.refused or "-") .. "\t" .. (slurm.message or "") .. "\n")
 end
-"#,
-    )
-    .expect("writable");
-    let out = Command::new("lua5.1").arg(&harness).arg(&script_path).arg(&jobs_path).output().expect("lua5.1 runs");
-    assert!(out.status.success(), "lua5.1 failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout)
+"#;
+    run_harness(script, descs, harness, dir)
         .lines()
         .map(|l| {
             let mut parts = l.split('\t');
@@ -344,15 +349,7 @@ fn static_filters_exclude_the_nodes_the_interpreter_refuses() {
             expected.push(refused);
         }
         assert!(descs.len() > 100, "{name}: only {} jobs", descs.len());
-        let (script, jobs_path, harness) =
-            (dir.path().join("s.lua"), dir.path().join("j.lua"), dir.path().join("h.lua"));
-        std::fs::write(&script, &emitted.lua).expect("writable");
-        std::fs::write(&jobs_path, format!("return {{\n{}\n}}\n", descs.join(",\n"))).expect("writable");
-        std::fs::write(
-            &harness,
-            r#"slurm = { SUCCESS = 0, ERROR = -1 }
-function slurm.log_user(fmt, ...) slurm.message = string.format(fmt, ...) end
-dofile(arg[1])
+        let harness = r#"dofile(arg[1])
 for _, desc in ipairs(dofile(arg[2])) do
   slurm.message = nil
   local excluded = gpol.excluded(gpol.job(desc))
@@ -360,12 +357,8 @@ for _, desc in ipairs(dofile(arg[2])) do
   local rc = slurm_job_submit(desc, {}, 0)
   io.write(table.concat(excluded, ","), "\t", rc, "\t", desc.exc_nodes or "", "\t", slurm.message or "", "\n")
 end
-"#,
-        )
-        .expect("writable");
-        let out = Command::new("lua5.1").arg(&harness).arg(&script).arg(&jobs_path).output().expect("lua5.1 runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+"#;
+        let text = run_harness(&emitted.lua, &descs, harness, dir.path());
         assert_eq!(text.lines().count(), expected.len(), "{name}");
         for ((line, want), desc) in text.lines().zip(&expected).zip(&descs) {
             let fields: Vec<&str> = line.split('\t').collect();
