@@ -3,7 +3,7 @@
 use assert_cmd::Command;
 
 mod support;
-use support::slurm::{in_test_cluster, slurm_here};
+use support::slurm::{SIXTEEN_NODES, in_test_cluster, slurm_here, write};
 
 fn gpolc() -> Command {
     Command::cargo_bin("gpolc").expect("gpolc is built")
@@ -23,8 +23,7 @@ fn emit_writes_job_submit_lua_and_says_what_it_enforces() {
     assert!(accounts.contains("sacctmgr -i add account pretraining Parent=cluster Fairshare=3"), "{accounts}");
     // A second run replaces its own output; a policy that does not check writes nothing.
     gpolc().args(["slurm", "emit", "policies/gangs.gpol", "--out"]).arg(&out).assert().code(0);
-    let bad = dir.path().join("bad.gpol");
-    std::fs::write(&bad, "policy bad\nadmit x { job.nothing }\n").expect("writable");
+    let bad = write(dir.path(), "bad.gpol", "policy bad\nadmit x { job.nothing }\n");
     let other = dir.path().join("other");
     gpolc().args(["slurm", "emit"]).arg(&bad).arg("--out").arg(&other).assert().code(1);
     assert!(!other.join("job_submit.lua").exists());
@@ -73,8 +72,7 @@ fn with_a_cluster_emit_writes_the_topology_as_switches() {
     gpolc().args(unknown).arg("--out").arg(dir.path().join("row")).assert().code(2);
     // A cluster that cannot be read is an error, and nothing of it is written.
     let other = dir.path().join("other");
-    let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "[[pool]]\nname = 3\n").expect("writable");
+    let bad = write(dir.path(), "bad.toml", "[[pool]]\nname = 3\n");
     gpolc()
         .args(["slurm", "emit", "policies/gangs.gpol", "--cluster"])
         .arg(&bad)
@@ -89,15 +87,12 @@ fn with_a_cluster_emit_writes_the_topology_as_switches() {
 /// and the policy's `job_submit.lua --hold-for-loop`, in a temporary directory.
 fn quota_cluster() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let policy = dir.path().join("quota.gpol");
-    std::fs::write(&policy, "policy quota\n\nqueue org {\n  queue a { limit 8 gpu }\n  queue b { limit 16 gpu }\n}\n")
-        .expect("writable");
-    let cluster = dir.path().join("cluster.toml");
-    std::fs::write(
-        &cluster,
-        "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n",
-    )
-    .expect("writable");
+    let policy = write(
+        dir.path(),
+        "quota.gpol",
+        "policy quota\n\nqueue org {\n  queue a { limit 8 gpu }\n  queue b { limit 16 gpu }\n}\n",
+    );
+    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
     // The policy's job_submit.lua, holding every admitted job for the loop.
     gpolc().args(["slurm", "emit", "--hold-for-loop", "--out"]).arg(dir.path()).arg(&policy).assert().code(0);
     (dir, policy, cluster)
@@ -186,24 +181,22 @@ fn the_loop_survives_a_slurmctld_restart_and_places_what_waits() {
 #[test]
 fn node_lines_carry_the_policys_static_scores_as_weights_and_slurm_takes_them() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let policy = dir.path().join("weights.gpol");
-    std::fs::write(
-        &policy,
+    let policy = write(
+        dir.path(),
+        "weights.gpol",
         "policy weights\n\n\
          score prefer_h100 weight 2 { if node.gpu_model == \"h100\" then 1 else 0 }\n\
          score zone_a weight 1 { if node.labels[\"zone\"] == \"a\" then 1 else 0 }\n\
          score pack weight 1 { 1 - node.free_cards / max(node.cards, 1 gpu) }\n",
-    )
-    .expect("writable");
-    let cluster = dir.path().join("cluster.toml");
-    std::fs::write(
-        &cluster,
+    );
+    let cluster = write(
+        dir.path(),
+        "cluster.toml",
         "name = \"t\"\n\n\
          [[pool]]\nname = \"a\"\ncount = 2\ngpu_model = \"a100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\nlabels = { zone = \"a\" }\n\n\
          [[pool]]\nname = \"h\"\ncount = 2\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\nsharing = \"timeslice\"\nmax_clients = 4\n\n\
          [[pool]]\nname = \"b\"\ncount = 1\ngpu_model = \"a100\"\ngpus = 4\ncpu = 32\nmem = \"250GiB\"\nlabels = { zone = \"b\" }\n",
-    )
-    .expect("writable");
+    );
     gpolc()
         .args(["slurm", "emit"])
         .arg(&policy)
@@ -291,18 +284,12 @@ fn without_holds_slurm_starts_waiting_jobs_in_the_policys_order() {
     // when a node frees, b's waiting job must start first though a's came first — which
     // Slurm does only because the loop gave the two their priorities.
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let policy = dir.path().join("usage.gpol");
-    std::fs::write(
-        &policy,
+    let policy = write(
+        dir.path(),
+        "usage.gpol",
         "policy usage\n\nqueue org {\n  queue a { }\n  queue b { }\n}\n\nqueue_order { queue.usage asc }\n",
-    )
-    .expect("writable");
-    let cluster = dir.path().join("cluster.toml");
-    std::fs::write(
-        &cluster,
-        "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n",
-    )
-    .expect("writable");
+    );
+    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
     let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
     let scenario = format!(
         "run() {{ sbatch --parsable -J \"$1\" -A \"$2\" -N 1 --gres=gpu:8 --mem=1G -o /dev/null --wrap 'sleep 600' >/dev/null; }}\n\
@@ -336,13 +323,12 @@ fn job_submit_lua_keeps_slurm_off_the_nodes_a_static_filter_refuses() {
     // given, job_submit.lua excludes the time-sliced nodes from such a job, so Slurm — on
     // its own, no loop running — never starts one there: the second whole-node job waits.
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let cluster = dir.path().join("cluster.toml");
-    std::fs::write(
-        &cluster,
+    let cluster = write(
+        dir.path(),
+        "cluster.toml",
         "name = \"t\"\n\n[[pool]]\nname = \"gpu\"\ncount = 1\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n\n\
          [[pool]]\nname = \"ts\"\ncount = 2\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\nsharing = \"timeslice\"\nmax_clients = 8\n",
-    )
-    .expect("writable");
+    );
     gpolc()
         .args(["slurm", "emit", "policies/gpu_sharing.gpol", "--cluster"])
         .arg(&cluster)

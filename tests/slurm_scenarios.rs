@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 mod support;
-use support::slurm::{in_test_cluster, slurm_here};
+use support::slurm::{in_test_cluster, slurm_here, write};
 
 /// Seconds of simulated time between steps.
 const STEP_S: u64 = 60;
@@ -80,12 +80,12 @@ type Story = BTreeMap<String, Vec<(u64, Fate)>>;
 fn both(policy: &Path, cluster: &Cluster, jobs: &[TraceJob], steps: u64) -> (Story, Story, String) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let d = dir.path();
-    std::fs::write(d.join("cluster.toml"), cluster.toml).expect("writable");
+    write(d, "cluster.toml", cluster.toml);
     if let Some(nodes) = cluster.nodes {
-        std::fs::write(d.join("nodes.conf"), nodes).expect("writable");
+        write(d, "nodes.conf", nodes);
     }
     let shards_per_card = cluster.shards_per_card;
-    std::fs::write(d.join("trace.csv"), trace::to_csv(jobs)).expect("writable");
+    write(d, "trace.csv", &trace::to_csv(jobs));
     let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
     let run = |args: &[&std::ffi::OsStr]| {
         let out = std::process::Command::new(&gpolc).args(args).output().expect("gpolc runs");
@@ -224,20 +224,15 @@ fn placed_at<'a>(story: &'a Story, job: &str) -> Vec<(u64, &'a [String])> {
         .collect()
 }
 
-fn write_policy(dir: &Path, text: &str) -> std::path::PathBuf {
-    let p = dir.join("policy.gpol");
-    std::fs::write(&p, text).expect("writable");
-    p
-}
-
 #[test]
 fn fair_share_serves_the_account_that_has_used_less_first() {
     // Accounts a and b run eight whole nodes each, a's from step 0 and b's from step 1, so
     // a has used more. Both then wait with one more job, a's submitted first; one node
     // frees at step 3 and goes to b, the next at step 4 to a.
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let policy = write_policy(
+    let policy = write(
         dir.path(),
+        "policy.gpol",
         "policy usage\n\nqueue org {\n  queue a { }\n  queue b { }\n}\n\nqueue_order { queue.usage asc }\n",
     );
     let mut jobs = Vec::new();
@@ -309,8 +304,9 @@ fn a_lender_takes_back_its_guarantee_by_requeueing_a_borrower() {
     // b borrows a's whole guarantee with preemptible jobs; a's job arrives and a borrower
     // is requeued to make room (and stays held for the loop, waiting).
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let policy = write_policy(
+    let policy = write(
         dir.path(),
+        "policy.gpol",
         "policy lend\n\nqueue org {\n  queue a { guarantee 64 gpu }\n  queue b { guarantee 64 gpu }\n}\n\nreclaim take_back { when victim.preemptible }\n",
     );
     let mut jobs: Vec<TraceJob> = (0..16)

@@ -30,3 +30,13 @@ pub fn in_test_cluster(dir: &std::path::Path, scenario: &str) -> String {
     assert!(out.status.success(), "{said}");
     said
 }
+
+/// The test cluster's 16 nodes gpu-[0-15] (cluster.sh's default) as a cluster file.
+pub const SIXTEEN_NODES: &str = "name = \"test\"\n\n[[pool]]\nname = \"gpu\"\ncount = 16\ngpu_model = \"h100\"\ngpus = 8\ncpu = 64\nmem = \"500GiB\"\n";
+
+/// Writes `text` to `dir/name`; the path.
+pub fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("writable");
+    path
+}
