@@ -23,6 +23,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../../../slurm/tests/slurm/common.sh
+. "$HERE/../../../slurm/tests/slurm/common.sh"
 OUT=${OUT:-$HERE/../fixtures/slurm}
 WORK=${WORK:-/tmp/gpol-slurm-capture}
 
@@ -103,40 +105,13 @@ chmod 755 "$WORK" "$WORK/munge"
 # Fake GPU device nodes: slurmd drops GPUs without a File= ("Removing file-less GPU").
 for i in $(seq 0 7); do mknod "$WORK/dev/nvidia$i" c 1 3; done
 
-# munged with its own key and socket, so the host's munge (if any) is untouched.
-head -c 1024 /dev/urandom >"$WORK/munge/munge.key"
-chmod 400 "$WORK/munge/munge.key"
-munged --force --key-file="$WORK/munge/munge.key" --socket="$WORK/munge/munge.socket" \
-    --pid-file="$WORK/run/munged.pid" --log-file="$WORK/log/munged.log" \
-    --seed-file="$WORK/munge/munged.seed"
+start_munge "$WORK"
 
 HOST=$(hostname)
-cat >"$WORK/etc/slurm.conf" <<EOF
-ClusterName=gpol
-SlurmctldHost=$HOST
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$WORK/munge/munge.socket
-CredType=cred/munge
-StateSaveLocation=$WORK/state
-SlurmdSpoolDir=$WORK/spool/%n
-SlurmctldPidFile=$WORK/run/slurmctld.pid
-SlurmdPidFile=$WORK/run/slurmd-%n.pid
-SlurmctldLogFile=$WORK/log/slurmctld.log
-SlurmdLogFile=$WORK/log/slurmd-%n.log
-# Nodes declare more CPUs and memory than this host has.
-SlurmdParameters=config_overrides
-ProctrackType=proctrack/pgid
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-GresTypes=gpu,shard
+{
+    slurm_conf_base "$WORK" "$HOST"
+    cat <<EOF
 TopologyPlugin=topology/tree
-ReturnToService=2
 # cpu-2 never starts: Slurm flags it NOT_RESPONDING after about this many seconds.
 SlurmdTimeout=10
 
@@ -151,6 +126,7 @@ PartitionName=gpu Nodes=a100-[1-2],h100-1,gpu-1 Default=YES MaxTime=INFINITE Sta
 PartitionName=cpu Nodes=cpu-[1-2] MaxTime=INFINITE State=UP
 PartitionName=all Nodes=ALL MaxTime=INFINITE State=UP
 EOF
+} >"$WORK/etc/slurm.conf"
 
 cat >"$WORK/etc/gres.conf" <<EOF
 AutoDetect=off

@@ -14,6 +14,9 @@
 # nothing outside DIR is written. Run as root (daemons, mknod, unshare).
 set -euo pipefail
 
+# shellcheck source=common.sh
+. "$(dirname "$0")/common.sh"
+
 DIR=$(cd "$1" && pwd)
 SCENARIO=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 WORK=$DIR/work
@@ -63,11 +66,7 @@ mkdir -p "$WORK"/{etc,run,log,state,spool,dev,munge}
 chmod 755 "$WORK" "$WORK/munge"
 for i in $(seq 0 7); do mknod "$WORK/dev/nvidia$i" c 1 3; done
 
-head -c 1024 /dev/urandom >"$WORK/munge/munge.key"
-chmod 400 "$WORK/munge/munge.key"
-munged --force --key-file="$WORK/munge/munge.key" --socket="$WORK/munge/munge.socket" \
-    --pid-file="$WORK/run/munged.pid" --log-file="$WORK/log/munged.log" \
-    --seed-file="$WORK/munge/munged.seed"
+start_munge "$WORK"
 
 HOST=$(hostname)
 if [ -f "$DIR/slurm-nodes.conf" ]; then
@@ -94,33 +93,9 @@ if [ -f "$DIR/job_submit.lua" ]; then
     submit="JobSubmitPlugins=lua"
 fi
 {
-    cat <<EOF
-ClusterName=gpol
-SlurmctldHost=$HOST
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$WORK/munge/munge.socket
-CredType=cred/munge
-StateSaveLocation=$WORK/state
-SlurmdSpoolDir=$WORK/spool/%n
-SlurmctldPidFile=$WORK/run/slurmctld.pid
-SlurmdPidFile=$WORK/run/slurmd-%n.pid
-SlurmctldLogFile=$WORK/log/slurmctld.log
-SlurmdLogFile=$WORK/log/slurmd-%n.log
-SlurmdParameters=config_overrides
-ProctrackType=proctrack/pgid
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-GresTypes=gpu,shard
-TopologyPlugin=topology/$topology
-ReturnToService=2
-$submit
-EOF
+    slurm_conf_base "$WORK" "$HOST"
+    echo "TopologyPlugin=topology/$topology"
+    echo "$submit"
     port=17001
     while read -r name gres line; do
         at="NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port"
