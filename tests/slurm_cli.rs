@@ -346,3 +346,102 @@ fn job_submit_lua_keeps_slurm_off_the_nodes_a_static_filter_refuses() {
     assert!(said.contains("== w1 RUNNING gpu-0;w2 PENDING ;"), "{said}");
     assert!(said.contains("== ExcNodeList=ts-[0-1]"), "{said}");
 }
+
+#[test]
+fn plan_mends_the_live_association_tree_and_then_has_nothing_to_change() {
+    if !support::slurm::accounting_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    write(dir.path(), "accounting", "");
+    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
+    let before = write(
+        dir.path(),
+        "before.gpol",
+        "policy tree\nqueue org {\n  queue a { weight 2; limit 16 gpu, 64 cpu, 256GiB }\n  queue b { weight 1 }\n}\n",
+    );
+    // a: more shares, fewer GPUs, no CPU or memory limit; b: a child queue c.
+    let after = write(
+        dir.path(),
+        "after.gpol",
+        "policy tree\nqueue org {\n  queue a { weight 3; limit 8 gpu }\n  queue b { weight 1\n    queue c { limit 4 gpu(h100) }\n  }\n}\n",
+    );
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let scenario = format!(
+        "g() {{ {g} slurm \"$1\" \"$2\" --cluster {c} --accounts 2>&1; }}\n\
+         show() {{ sacctmgr -n -P show associations format=Cluster,Account,ParentName,User,Share,GrpTRES; }}\n\
+         echo '== plan before'; g plan {before}\n\
+         echo '== apply before'; g apply {before}\n\
+         echo '== plan before again'; g plan {before}\n\
+         echo '== tree before'; show\n\
+         echo '== plan after'; g plan {after}\n\
+         echo '== apply after'; g apply {after}\n\
+         sacctmgr -i modify account where name=a set GrpTRES=node=2 >/dev/null\n\
+         echo '== plan after again'; g plan {after}\n\
+         echo '== tree after'; show; show >{dir}/tree.txt\n",
+        g = gpolc.display(),
+        c = cluster.display(),
+        before = before.display(),
+        after = after.display(),
+        dir = dir.path().display(),
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    let part = |name: &str| {
+        said.split(&format!("== {name}\n")).nth(1).and_then(|s| s.split("\n== ").next()).unwrap_or_default()
+    };
+    let first = part("plan before");
+    for line in [
+        "add account org under root in cluster gpol: Fairshare=1",
+        "add account a under org in cluster gpol: Fairshare=2, GrpTRES=gres/gpu=16,cpu=64,mem=262144",
+        "add account b under org in cluster gpol: Fairshare=1",
+    ] {
+        assert!(first.lines().any(|l| l == line), "{line}\n{said}");
+    }
+    assert!(part("apply before").contains("sacctmgr -i add account a Cluster=gpol Parent=org Fairshare=2"), "{said}");
+    assert!(part("plan before again").contains("nothing to change"), "{said}");
+    let tree = part("tree before");
+    assert!(tree.lines().any(|l| l == "gpol|a|org||2|cpu=64,gres/gpu=16,mem=256G"), "{said}");
+    let second = part("plan after");
+    assert!(
+        second.lines().any(|l| l == "change account a in cluster gpol: Fairshare 2 → 3, GrpTRES cpu=64,gres/gpu=16,mem=262144 → gres/gpu=8,cpu=-1,mem=-1"),
+        "{said}"
+    );
+    assert!(
+        second.lines().any(|l| l == "add account c under b in cluster gpol: Fairshare=1, GrpTRES=gres/gpu:h100=4"),
+        "{said}"
+    );
+    // Applied, the tree is the policy's; a limit the policy cannot name stays the administrator's.
+    assert!(part("plan after again").contains("nothing to change"), "{said}");
+    let tree = std::fs::read_to_string(dir.path().join("tree.txt")).expect("written");
+    let live = gpol_slurm::associations::read(&tree).expect("sacctmgr's output reads");
+    let a = live.iter().find(|x| x.account == "a").expect("account a");
+    assert_eq!(a.shares, "3");
+    assert_eq!(a.limits, [("gres/gpu".to_string(), 8), ("node".to_string(), 2)].into_iter().collect());
+    let c = live.iter().find(|x| x.account == "c").expect("account c");
+    assert_eq!((c.parent.as_str(), c.limits.get("gres/gpu:h100")), ("b", Some(&4)));
+}
+
+#[test]
+fn a_saved_association_tree_is_planned_against_and_a_bad_one_named() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = write(dir.path(), "t.gpol", "policy t\nqueue a { weight 2 }\nqueue b {}\n");
+    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
+    let squeue = write(dir.path(), "squeue.json", "{\"jobs\": []}");
+    let plan = |tree: &str| {
+        let tree = write(dir.path(), "tree.txt", tree);
+        let mut c = gpolc();
+        c.args(["slurm", "plan"]).arg(&policy).arg("--cluster").arg(&cluster).arg("--squeue").arg(&squeue);
+        c.arg(format!("--accounts={}", tree.display()));
+        c
+    };
+    let out = plan("gpol|root|||1|\ngpol|b|root||1|\n").assert().code(0);
+    let said = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(
+        said.lines().filter(|l| !l.starts_with(' ')).collect::<Vec<_>>(),
+        ["add account a under root in cluster gpol: Fairshare=2"],
+        "{said}"
+    );
+    let out = plan("gpol|root|||1|\ngpol|b|root|1|\n").assert().code(2);
+    let said = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(said.contains("tree.txt: line 2: 5 fields, not the 6 of"), "{said}");
+}

@@ -15,9 +15,40 @@ pub struct Accounts {
     pub unexpressed: Vec<String>,
 }
 
+/// A queue as the Slurm account the policy wants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Account {
+    pub name: String,
+    /// Its parent account (`root` for the tree's roots).
+    pub parent: String,
+    /// Its `Fairshare` shares.
+    pub shares: u64,
+    /// Its `GrpTRES`, in the policy's order: TRES name and whole count (memory in MiB).
+    pub limits: Vec<(String, u64)>,
+}
+
+impl Account {
+    /// `GrpTRES=gres/gpu=16,cpu=64`, or nothing without limits.
+    pub fn grp_tres(&self) -> Option<String> {
+        let items: Vec<String> = self.limits.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        (!items.is_empty()).then(|| format!("GrpTRES={}", items.join(",")))
+    }
+
+    /// The `sacctmgr` command that adds it (to `cluster`, or to every cluster).
+    pub fn add_command(&self, cluster: Option<&str>) -> Vec<String> {
+        let mut c: Vec<String> = ["sacctmgr", "-i", "add", "account", &self.name].map(String::from).into();
+        c.extend(cluster.map(|c| format!("Cluster={c}")));
+        c.push(format!("Parent={}", self.parent));
+        c.push(format!("Fairshare={}", self.shares));
+        c.push(format!("Description=gpol queue {}", self.name));
+        c.extend(self.grp_tres());
+        c
+    }
+}
+
 /// A quota as Slurm TRES (`gres/gpu=16,cpu=64,mem=262144`; memory in MiB), and what of it
 /// Slurm cannot count (a fraction of a GPU).
-fn tres(quota: &Quota) -> (Vec<String>, Vec<String>) {
+fn tres(quota: &Quota) -> (Vec<(String, u64)>, Vec<String>) {
     let (mut out, mut not) = (Vec::new(), Vec::new());
     for (resource, &amount) in quota {
         if !amount.is_finite() {
@@ -29,15 +60,18 @@ fn tres(quota: &Quota) -> (Vec<String>, Vec<String>) {
             Resource::Cpu => ("cpu".to_string(), amount),
             Resource::Mem => ("mem".to_string(), amount / (1u64 << 20) as f64),
         };
-        if value.fract() != 0.0 || value < 0.0 {
+        if value.fract() != 0.0 || !(0.0..=MAX_TRES).contains(&value) {
             not.push(format!("{resource} {amount} is not a whole count of {key}"));
             continue;
         }
-        out.push(format!("{key}={value}"));
+        out.push((key, value as u64));
     }
     (out, not)
 }
 
+/// The largest TRES count written (Slurm keeps them in 64 bits; past 2^53 a double is no
+/// longer whole).
+const MAX_TRES: f64 = 9_007_199_254_740_992.0;
 /// The most a queue's running jobs may hold, per resource: its limit, and its guarantee
 /// plus its borrow limit, whichever is lower.
 fn cap(queue: &gpol_compiler::hir::Queue) -> Quota {
@@ -75,54 +109,50 @@ fn shares(policy: &Policy) -> Vec<u64> {
     policy.queues.iter().map(|q| (q.weight * scale).round().clamp(1.0, 1e9) as u64).collect()
 }
 
+/// The accounts the policy's queues become, parents first, and what of the tree Slurm's
+/// associations cannot express.
+pub fn accounts(policy: &Policy) -> (Vec<Account>, Vec<String>) {
+    let (mut accounts, mut unexpressed) = (Vec::new(), Vec::new());
+    if policy.has_implicit_queue() {
+        unexpressed.push("the policy declares no queues: there are no accounts to add".into());
+        return (accounts, unexpressed);
+    }
+    let shares = shares(policy);
+    for (q, queue) in policy.queues.iter().enumerate() {
+        let parent = queue.parent.and_then(|p| policy.queues.get(p)).map_or("root", |p| p.name.as_str());
+        let (limits, not) = tres(&cap(queue));
+        unexpressed.extend(not.into_iter().map(|n| format!("queue {}: limit: {n}", queue.name)));
+        accounts.push(Account { name: queue.name.clone(), parent: parent.to_string(), shares: shares[q], limits });
+        if queue.name.chars().any(|c| c.is_ascii_uppercase()) {
+            unexpressed.push(format!("queue {}: Slurm keeps account names in lower case", queue.name));
+        }
+        for (kind, what) in [
+            (QuotaKind::Guarantee, "a guarantee others may borrow while it is unused"),
+            (QuotaKind::BorrowLimit, "a borrow limit (only its cap, guarantee plus borrow limit, is in GrpTRES)"),
+            (QuotaKind::LendLimit, "a lend limit"),
+            (QuotaKind::UserLimit, "a limit per user"),
+        ] {
+            if let Some(q) = queue.quota(kind).filter(|q| !q.is_empty()) {
+                let amounts: Vec<String> = q.iter().map(|(r, a)| amount(r, *a)).collect();
+                unexpressed.push(format!("queue {}: {what} ({})", queue.name, amounts.join(", ")));
+            }
+        }
+        if queue.usage_half_life.is_some() {
+            unexpressed.push(format!(
+                "queue {}: a usage half-life of its own (Slurm has one, PriorityDecayHalfLife, for all)",
+                queue.name
+            ));
+        }
+    }
+    (accounts, unexpressed)
+}
+
 /// `accounts.sh` for a policy read from `file`.
 pub fn emit(policy: &Policy, file: &str) -> Accounts {
     let file = crate::lua::comment(file);
-    let mut unexpressed = Vec::new();
-    let mut lines = Vec::new();
-    if policy.has_implicit_queue() {
-        unexpressed.push("the policy declares no queues: there are no accounts to add".into());
-    } else {
-        let shares = shares(policy);
-        for (q, queue) in policy.queues.iter().enumerate() {
-            let parent = queue.parent.and_then(|p| policy.queues.get(p)).map_or("root", |p| p.name.as_str());
-            let mut line = format!(
-                "sacctmgr -i add account {} Parent={} Fairshare={} Description=\"gpol queue {}\"",
-                queue.name, parent, shares[q], queue.name
-            );
-            let cap = cap(queue);
-            if !cap.is_empty() {
-                let (tres, not) = tres(&cap);
-                if !tres.is_empty() {
-                    line.push_str(&format!(" GrpTRES={}", tres.join(",")));
-                }
-                unexpressed.extend(not.into_iter().map(|n| format!("queue {}: limit: {n}", queue.name)));
-            }
-            lines.push(line);
-            if queue.name.chars().any(|c| c.is_ascii_uppercase()) {
-                unexpressed.push(format!("queue {}: Slurm keeps account names in lower case", queue.name));
-            }
-            for (kind, what) in [
-                (QuotaKind::Guarantee, "a guarantee others may borrow while it is unused"),
-                (QuotaKind::BorrowLimit, "a borrow limit (only its cap, guarantee plus borrow limit, is in GrpTRES)"),
-                (QuotaKind::LendLimit, "a lend limit"),
-                (QuotaKind::UserLimit, "a limit per user"),
-            ] {
-                if let Some(q) = queue.quota(kind).filter(|q| !q.is_empty()) {
-                    let amounts: Vec<String> = q.iter().map(|(r, a)| amount(r, *a)).collect();
-                    unexpressed.push(format!("queue {}: {what} ({})", queue.name, amounts.join(", ")));
-                }
-            }
-            if queue.usage_half_life.is_some() {
-                unexpressed.push(format!(
-                    "queue {}: a usage half-life of its own (Slurm has one, PriorityDecayHalfLife, for all)",
-                    queue.name
-                ));
-            }
-        }
-    }
+    let (accounts, unexpressed) = accounts(policy);
     let mut script = format!(
-        "#!/bin/sh\n# The queue tree of policy {} as Slurm accounts, generated by `gpolc slurm emit` from\n# {file}. Do not edit: regenerate. `-i` answers every prompt; run with slurmdbd up.\n",
+        "#!/bin/sh\n# The queue tree of policy {} as Slurm accounts, generated by `gpolc slurm emit` from\n# {file}. Do not edit: regenerate. `-i` answers every prompt; run with slurmdbd up.\n# `gpolc slurm plan --accounts` shows how the live tree differs, `apply --accounts` mends it.\n",
         policy.name
     );
     if unexpressed.is_empty() {
@@ -133,9 +163,18 @@ pub fn emit(policy: &Policy, file: &str) -> Accounts {
             script.push_str(&format!("#   {u}\n"));
         }
     }
+    // Slurm counts a GRES in GrpTRES only when slurm.conf names it.
+    let mut gres: Vec<&str> =
+        (accounts.iter().flat_map(|a| &a.limits)).map(|(k, _)| k.as_str()).filter(|k| k.starts_with("gres/")).collect();
+    gres.sort_unstable();
+    gres.dedup();
+    if !gres.is_empty() {
+        script.push_str(&format!("# The limits count GRES: slurm.conf needs AccountingStorageTRES={} (sacctmgr refuses\n# a GRES that Slurm does not count).\n", gres.join(",")));
+    }
     script.push_str("set -e\n");
-    for l in lines {
-        script.push_str(&l);
+    for a in &accounts {
+        let words: Vec<String> = a.add_command(None).iter().map(|w| crate::command::shell_word(w)).collect();
+        script.push_str(&words.join(" "));
         script.push('\n');
     }
     Accounts { script, unexpressed }
@@ -158,7 +197,7 @@ mod tests {
         let a = emit(&p, "t.gpol");
         assert!(a.script.contains("sacctmgr -i add account org Parent=root Fairshare=1"), "{}", a.script);
         assert!(
-            a.script.contains("add account a Parent=org Fairshare=2 Description=\"gpol queue a\" GrpTRES="),
+            a.script.contains("add account a Parent=org Fairshare=2 'Description=gpol queue a' GrpTRES="),
             "{}",
             a.script
         );
@@ -183,8 +222,7 @@ mod tests {
         );
         let a = emit(&p, "t.gpol");
         assert!(
-            a.script
-                .contains("add account a Parent=org Fairshare=1 Description=\"gpol queue a\" GrpTRES=gres/gpu=12\n"),
+            a.script.contains("add account a Parent=org Fairshare=1 'Description=gpol queue a' GrpTRES=gres/gpu=12\n"),
             "{}",
             a.script
         );

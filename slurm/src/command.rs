@@ -88,6 +88,15 @@ fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// A word as a shell reads it back (quoted when it holds anything but plain characters).
+pub fn shell_word(w: &str) -> String {
+    if !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_=./,:@".contains(c)) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

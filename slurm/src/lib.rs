@@ -3,6 +3,7 @@
 //! docs/slurm.md says what each artefact does and what Slurm cannot enforce.
 
 pub mod accounts;
+pub mod associations;
 pub mod command;
 pub mod jobs;
 pub mod lua;

@@ -39,6 +39,8 @@ pub enum Action {
     Cancel { job: u64, name: String, reason: String },
     /// Give a job Slurm may start by itself its place in gpol's order.
     Prioritize { job: u64, name: String, priority: u64 },
+    /// Mend the association tree where it differs from the policy's queue tree.
+    Account(crate::associations::Change),
 }
 
 /// The priority the loop gives the waiting job gpol would start first; each next job one
@@ -46,6 +48,19 @@ pub enum Action {
 pub const TOP_PRIORITY: u64 = 1_000_000;
 
 impl Action {
+    /// The job it acts on (none for an account).
+    pub fn job(&self) -> Option<u64> {
+        match self {
+            Action::Place { job, .. }
+            | Action::Hold { job, .. }
+            | Action::Release { job, .. }
+            | Action::Requeue { job, .. }
+            | Action::Cancel { job, .. }
+            | Action::Prioritize { job, .. } => Some(*job),
+            Action::Account(_) => None,
+        }
+    }
+
     /// The commands that carry it out, in order (argv each).
     pub fn commands(&self) -> Vec<Vec<String>> {
         let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<String>>();
@@ -77,6 +92,7 @@ impl Action {
             Action::Prioritize { job, priority, .. } => {
                 vec![v(&["scontrol", "update", &format!("JobId={job}"), &format!("Priority={priority}")])]
             }
+            Action::Account(change) => vec![change.command()],
         }
     }
 
@@ -91,6 +107,7 @@ impl Action {
             Action::Prioritize { job, name, priority } => {
                 format!("give job {job} ({name}) priority {priority}: its place in the policy's order")
             }
+            Action::Account(change) => change.describe(),
         }
     }
 }

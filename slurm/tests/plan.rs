@@ -95,6 +95,7 @@ fn apply(jobs: &mut Vec<SlurmJob>, actions: &[Action]) {
                 let j = jobs.iter_mut().find(|j| j.id == *job).expect("the job");
                 j.priority = *priority;
             }
+            Action::Account(_) => panic!("a job plan changes no account"),
         }
     }
 }
@@ -154,14 +155,7 @@ fn a_plan_places_holds_and_cancels_and_is_empty_once_applied() {
 }
 
 fn a_id(a: &Action) -> u64 {
-    match a {
-        Action::Place { job, .. }
-        | Action::Hold { job, .. }
-        | Action::Release { job, .. }
-        | Action::Requeue { job, .. }
-        | Action::Cancel { job, .. }
-        | Action::Prioritize { job, .. } => *job,
-    }
+    a.job().expect("a job plan acts on jobs")
 }
 
 #[test]

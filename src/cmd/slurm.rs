@@ -66,6 +66,11 @@ pub struct PlanArgs {
     /// Slurm's jobs as `squeue --json` writes them (default: run `squeue --json`).
     #[arg(long, value_name = "FILE")]
     squeue: Option<PathBuf>,
+    /// Also mend the association tree: accounts, shares and GrpTRES as the policy's queue
+    /// tree has them (read with `sacctmgr show associations`, or from FILE, its saved
+    /// `-n -P` output; needs slurmdbd).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
+    accounts: Option<Option<PathBuf>>,
 }
 
 #[derive(clap::Args)]
@@ -122,7 +127,7 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
 }
 
 /// Output of a Slurm command, or a file standing for it, within `limit` bytes.
-fn slurm_json(file: &Option<PathBuf>, command: &[&str], limit: u64) -> Result<(String, String), String> {
+fn slurm_output(file: &Option<PathBuf>, command: &[&str], limit: u64) -> Result<(String, String), String> {
     if let Some(path) = file {
         let bytes = gpol_compiler::files::read(path, limit).map_err(|e| e.to_string())?;
         let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
@@ -144,7 +149,7 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
 fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply: bool) -> u8 {
     use gpol_compiler::limits::MAX_INPUT_BYTES;
     let sinfo = || {
-        slurm_json(&args.sinfo, &["sinfo", "--json"], MAX_CLUSTER_BYTES)
+        slurm_output(&args.sinfo, &["sinfo", "--json"], MAX_CLUSTER_BYTES)
             .and_then(|(text, from)| gpol_sim::read_cluster(&text, &format!("{from}.json")).map_err(|e| e.to_string()))
             .map_err(|e| {
                 eprintln!("error: {e}");
@@ -174,7 +179,7 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         .filter(|e| e.at_ms == 0 && !matches!(e.kind, gpol_sim::spec::NodeEventKind::Restore))
         .map(|e| e.node.clone())
         .collect();
-    let jobs = slurm_json(&args.squeue, &["squeue", "--json"], MAX_INPUT_BYTES)
+    let jobs = slurm_output(&args.squeue, &["squeue", "--json"], MAX_INPUT_BYTES)
         .and_then(|(text, from)| gpol_slurm::squeue::read(&text).map_err(|e| format!("{from}: {}", e.0)));
     let jobs = match jobs {
         Ok(j) => j,
@@ -185,7 +190,24 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let state = gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now };
-    let plan = gpol_slurm::plan::plan(compiled, &state);
+    let mut plan = gpol_slurm::plan::plan(compiled, &state);
+    if let Some(file) = &args.accounts {
+        use gpol_slurm::associations::{self, SHOW};
+        let live = slurm_output(file, &SHOW, MAX_INPUT_BYTES)
+            .and_then(|(text, from)| associations::read(&text).map_err(|e| format!("{from}: {e}")));
+        match live {
+            Ok(live) => {
+                let (wanted, _) = gpol_slurm::accounts::accounts(&compiled.policy);
+                let changes = associations::diff(&wanted, &live);
+                // The accounts first: jobs may name them.
+                plan.actions.splice(0..0, changes.into_iter().map(gpol_slurm::plan::Action::Account));
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return USAGE;
+            }
+        }
+    }
     for s in &plan.skipped {
         eprintln!("note: not taken: {s}");
     }
@@ -198,7 +220,10 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         let words: String = a.describe().chars().map(|c| if c.is_control() { '?' } else { c }).collect();
         super::print(&format!("{words}\n"));
         for c in a.commands() {
-            super::print(&format!("  {}\n", c.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")));
+            super::print(&format!(
+                "  {}\n",
+                c.iter().map(|w| gpol_slurm::command::shell_word(w)).collect::<Vec<_>>().join(" ")
+            ));
             // The rest of an action that fails waits for the next pass.
             if apply && let Err(e) = gpol_slurm::command::run(&c, gpol_slurm::command::TIMEOUT, 1 << 20) {
                 eprintln!("error: {e}");
@@ -208,15 +233,6 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         }
     }
     if failed > 0 { FAILED } else { OK }
-}
-
-/// A word as a shell reads it back.
-fn shell_word(w: &str) -> String {
-    if w.chars().all(|c| c.is_ascii_alphanumeric() || "-_=./,:@".contains(c)) {
-        w.to_string()
-    } else {
-        format!("'{}'", w.replace('\'', "'\\''"))
-    }
 }
 
 fn emit(args: EmitArgs, color: bool) -> u8 {

@@ -20,6 +20,19 @@ pub fn slurm_here() -> bool {
     ok
 }
 
+/// Whether a test Slurm with accounting (slurmdbd over MariaDB) can start here, saying
+/// why not.
+pub fn accounting_here() -> bool {
+    let has = |t: &str| std::process::Command::new("sh").args(["-c", &format!("command -v {t}")]).output();
+    let ok = ["slurmdbd", "mariadbd", "mariadb-install-db", "sacctmgr"]
+        .iter()
+        .all(|t| has(t).is_ok_and(|o| o.status.success()));
+    if !ok {
+        eprintln!("slurmdbd or MariaDB is not installed: this test does not run against a real association tree");
+    }
+    ok && slurm_here()
+}
+
 /// Runs `scenario` in a real test cluster given `dir`'s files; what it printed.
 pub fn in_test_cluster(dir: &std::path::Path, scenario: &str) -> String {
     std::fs::write(dir.join("scenario.sh"), scenario).expect("writable");

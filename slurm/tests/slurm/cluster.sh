@@ -9,10 +9,13 @@
 # NVLink blocks of eight nodes (the test's topology.conf says so to Slurm) — or the nodes
 # DIR/nodes.conf lists, one per line: `NAME GRES` (`ts-0 gpu:h100:8,shard:64`: eight GPUs
 # shared as 64 shards) — or the node lines of DIR/slurm-nodes.conf (`gpolc slurm emit`'s),
-# each given its address here. Everything runs
+# each given its address here. With DIR/accounting (an empty file), accounting is on: a
+# MariaDB and a slurmdbd of the run's own, the cluster `gpol` registered, GPUs and shards
+# counted as TRES (AccountingStorageTRES), and `sacctmgr` usable. Everything runs
 # inside a fresh network namespace with only loopback, by PID, and is killed on exit;
 # nothing outside DIR is written. Run as root (daemons, mknod, unshare).
 set -euo pipefail
+[ -n "${GPOL_TRACE:-}" ] && set -x
 
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
@@ -58,6 +61,42 @@ stop_daemons() {
 }
 trap stop_daemons EXIT
 
+# start_accounting: MariaDB (its own data directory, on loopback) and slurmdbd, with the
+# cluster registered.
+start_accounting() {
+    mariadb-install-db --no-defaults --user=root --datadir="$WORK/mysql" --skip-test-db \
+        --auth-root-authentication-method=normal >"$WORK/log/mariadb-install.log" 2>&1
+    # A session of its own, so that the clean-up on exit kills it with the daemons.
+    setsid mariadbd --no-defaults --user=root --datadir="$WORK/mysql" --socket="$WORK/run/mysql.sock" \
+        --port=3306 --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$WORK/run/mariadb.pid" \
+        --log-error="$WORK/log/mariadb.log" </dev/null &
+    local sql=(mariadb --no-defaults --socket="$WORK/run/mysql.sock" -u root)
+    for _ in $(seq 120); do "${sql[@]}" -e 'select 1' >/dev/null 2>&1 && break; sleep 0.25; done
+    "${sql[@]}" -e "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'gpol';
+        GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
+    cat >"$WORK/etc/slurmdbd.conf" <<CONF
+AuthType=auth/munge
+AuthInfo=socket=$WORK/munge/munge.socket
+DbdHost=$HOST
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=3306
+StorageUser=slurm
+StoragePass=gpol
+StorageLoc=slurm_acct_db
+LogFile=$WORK/log/slurmdbd.log
+PidFile=$WORK/run/slurmdbd.pid
+CONF
+    chmod 600 "$WORK/etc/slurmdbd.conf"
+    slurmdbd
+    for _ in $(seq 120); do
+        sacctmgr -n show cluster >/dev/null 2>&1 && break
+        sleep 0.25
+    done
+    sacctmgr -i add cluster gpol >/dev/null
+}
+
 ip link set lo up
 ip addr add 127.0.0.2/8 dev lo 2>/dev/null || true
 
@@ -92,8 +131,16 @@ if [ -f "$DIR/job_submit.lua" ]; then
     cp "$DIR/job_submit.lua" "$WORK/etc/job_submit.lua"
     submit="JobSubmitPlugins=lua"
 fi
+accounting=""
+if [ -f "$DIR/accounting" ]; then
+    accounting="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=$HOST
+AccountingStoragePass=$WORK/munge/munge.socket
+AccountingStorageTRES=gres/gpu,gres/gpu:h100,gres/shard"
+fi
 {
-    slurm_conf_base "$WORK" "$HOST"
+    slurm_conf_base "$WORK" "$HOST" | if [ -n "$accounting" ]; then grep -v '^AccountingStorageType='; else cat; fi
+    echo "$accounting"
     echo "TopologyPlugin=topology/$topology"
     echo "$submit"
     port=17001
@@ -123,6 +170,7 @@ fi
 } >"$WORK/etc/gres.conf"
 
 export SLURM_CONF=$WORK/etc/slurm.conf
+[ -n "$accounting" ] && start_accounting
 slurmctld
 for name in "${NODES[@]}"; do slurmd -N "$name"; done
 for _ in $(seq 120); do

@@ -1,0 +1,281 @@
+//! The live association tree against the policy's: `sacctmgr show associations` read
+//! ([`SHOW`], one `|`-separated line per association), and the `sacctmgr` changes that
+//! make each cluster's accounts what [`crate::accounts`] derives from the policy — an
+//! account added where it is missing; its parent, `Fairshare` and `GrpTRES` set where
+//! they differ. Only the TRES the policy's quotas can name (`cpu`, `mem`, `gres/gpu`,
+//! `gres/gpu:TYPE`) are compared: other limits an administrator set are left alone, and
+//! so are accounts the policy does not name.
+
+use crate::accounts::Account;
+use std::collections::BTreeMap;
+
+/// The command whose output [`read`] takes.
+pub const SHOW: [&str; 6] =
+    ["sacctmgr", "-n", "-P", "show", "associations", "format=Cluster,Account,ParentName,User,Share,GrpTRES"];
+
+/// Lines of `sacctmgr` output read at most (docs/limits.md).
+pub const MAX_ASSOCIATIONS: usize = 1_000_000;
+
+/// One association of an account (not of a user under it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Association {
+    pub cluster: String,
+    pub account: String,
+    pub parent: String,
+    /// `Fairshare`: a number of shares, or `parent`.
+    pub shares: String,
+    /// `GrpTRES`, memory in MiB.
+    pub limits: BTreeMap<String, u64>,
+}
+
+/// The account associations of `sacctmgr`'s output (user associations skipped), or what
+/// is wrong with it, naming the line and field.
+pub fn read(text: &str) -> Result<Vec<Association>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        if i >= MAX_ASSOCIATIONS {
+            return Err(format!("more than {MAX_ASSOCIATIONS} lines"));
+        }
+        let fields: Vec<&str> = line.split('|').collect();
+        let [cluster, account, parent, user, shares, tres] = fields[..] else {
+            return Err(format!("line {}: {} fields, not the 6 of `{}`", i + 1, fields.len(), SHOW[5]));
+        };
+        if !user.is_empty() {
+            continue;
+        }
+        let limits = limits(tres).map_err(|e| format!("line {}: GrpTRES `{tres}`: {e}", i + 1))?;
+        let text = |s: &str| s.trim().to_string();
+        out.push(Association {
+            cluster: text(cluster),
+            account: text(account),
+            parent: text(parent),
+            shares: text(shares),
+            limits,
+        });
+    }
+    Ok(out)
+}
+
+/// `cpu=64,gres/gpu=16,mem=256G` as counts; memory, which sacctmgr writes with a unit
+/// (`M`, `G`, `T`, `P`; none is MiB), in MiB.
+fn limits(tres: &str) -> Result<BTreeMap<String, u64>, String> {
+    let mut out = BTreeMap::new();
+    for item in tres.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (key, value) = item.split_once('=').ok_or_else(|| format!("`{item}` is not NAME=COUNT"))?;
+        let (digits, scale) = match value.char_indices().last() {
+            Some((at, unit)) if key == "mem" && unit.is_ascii_alphabetic() => {
+                let power =
+                    "MGTP".find(unit.to_ascii_uppercase()).ok_or_else(|| format!("unknown unit in `{item}`"))?;
+                (&value[..at], 1024f64.powi(power as i32))
+            }
+            _ => (value, 1.0),
+        };
+        let n: f64 = digits.parse().map_err(|_| format!("`{item}`: not a count"))?;
+        if !(n.is_finite() && n >= 0.0) {
+            return Err(format!("`{item}`: not a count"));
+        }
+        out.insert(key.to_string(), (n * scale).round() as u64);
+    }
+    Ok(out)
+}
+
+/// The TRES a policy's quota can name: the ones compared.
+fn ours(key: &str) -> bool {
+    matches!(key, "cpu" | "mem" | "gres/gpu") || key.starts_with("gres/gpu:")
+}
+
+/// One change to a cluster's association tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// Add the account (parents come first).
+    Add { cluster: String, account: Account },
+    /// Set what differs: each setting as `sacctmgr` takes it, and what it was.
+    Modify { cluster: String, account: String, set: Vec<Setting> },
+}
+
+/// One setting of an account, and what Slurm had.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setting {
+    /// `Parent`, `Fairshare` or `GrpTRES`.
+    pub name: &'static str,
+    pub value: String,
+    pub was: String,
+}
+
+impl Change {
+    /// The `sacctmgr` command that makes it.
+    pub fn command(&self) -> Vec<String> {
+        match self {
+            Change::Add { cluster, account } => account.add_command(Some(cluster)),
+            Change::Modify { cluster, account, set } => {
+                let mut c: Vec<String> = ["sacctmgr", "-i", "modify", "account", "where"].map(String::from).into();
+                c.push(format!("name={account}"));
+                c.push(format!("cluster={cluster}"));
+                c.push("set".into());
+                c.extend(set.iter().map(|s| format!("{}={}", s.name, s.value)));
+                c
+            }
+        }
+    }
+
+    /// The change in words.
+    pub fn describe(&self) -> String {
+        match self {
+            Change::Add { cluster, account } => format!(
+                "add account {} under {} in cluster {cluster}: Fairshare={}{}",
+                account.name,
+                account.parent,
+                account.shares,
+                account.grp_tres().map(|t| format!(", {t}")).unwrap_or_default()
+            ),
+            Change::Modify { cluster, account, set } => {
+                let what: Vec<String> = set.iter().map(|s| format!("{} {} → {}", s.name, s.was, s.value)).collect();
+                format!("change account {account} in cluster {cluster}: {}", what.join(", "))
+            }
+        }
+    }
+}
+
+/// What makes every cluster's tree hold the wanted accounts: additions first (parents
+/// before children, as `wanted` lists them), then modifications. A cluster is one that has
+/// a `root` association.
+pub fn diff(wanted: &[Account], live: &[Association]) -> Vec<Change> {
+    let mut clusters: Vec<&str> = Vec::new();
+    for a in live.iter().filter(|a| a.account == "root") {
+        if !clusters.contains(&a.cluster.as_str()) {
+            clusters.push(&a.cluster);
+        }
+    }
+    let (mut adds, mut modifies) = (Vec::new(), Vec::new());
+    for cluster in clusters {
+        for want in wanted {
+            let Some(have) = live.iter().find(|a| a.cluster == cluster && a.account == want.name) else {
+                adds.push(Change::Add { cluster: cluster.to_string(), account: want.clone() });
+                continue;
+            };
+            let mut set = Vec::new();
+            if have.parent != want.parent {
+                set.push(Setting { name: "Parent", value: want.parent.clone(), was: have.parent.clone() });
+            }
+            if have.shares != want.shares.to_string() {
+                set.push(Setting { name: "Fairshare", value: want.shares.to_string(), was: have.shares.clone() });
+            }
+            // The policy's limits, and -1 (none) for a limit of ours it no longer sets.
+            let wanted_limits: BTreeMap<&str, u64> = want.limits.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            let mut tres: Vec<String> = (want.limits.iter())
+                .filter(|(k, v)| have.limits.get(k) != Some(v))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            tres.extend(
+                (have.limits.keys())
+                    .filter(|k| ours(k) && !wanted_limits.contains_key(k.as_str()))
+                    .map(|k| format!("{k}=-1")),
+            );
+            if !tres.is_empty() {
+                let was: Vec<String> =
+                    (have.limits.iter()).filter(|(k, _)| ours(k)).map(|(k, v)| format!("{k}={v}")).collect();
+                set.push(Setting {
+                    name: "GrpTRES",
+                    value: tres.join(","),
+                    was: if was.is_empty() { "none".into() } else { was.join(",") },
+                });
+            }
+            if !set.is_empty() {
+                modifies.push(Change::Modify { cluster: cluster.to_string(), account: want.name.clone(), set });
+            }
+        }
+    }
+    adds.extend(modifies);
+    adds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recorded from Slurm 22.05's sacctmgr (slurm/tests/slurm/cluster.sh with accounting).
+    const SHOWN: &str = "gpol|root|||1|\ngpol|root||root|1|\ngpol|org|root||1|\n\
+                         gpol|a|org||2|cpu=64,gres/gpu=16,mem=256G\ngpol|b|org||parent|\n";
+
+    fn account(name: &str, parent: &str, shares: u64, limits: &[(&str, u64)]) -> Account {
+        let limits = limits.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        Account { name: name.into(), parent: parent.into(), shares, limits }
+    }
+
+    #[test]
+    fn reads_account_associations_with_memory_in_mib() {
+        let got = read(SHOWN).expect("reads");
+        assert_eq!(got.iter().map(|a| a.account.as_str()).collect::<Vec<_>>(), ["root", "org", "a", "b"]);
+        let a = &got[2];
+        assert_eq!((a.parent.as_str(), a.shares.as_str()), ("org", "2"));
+        assert_eq!(a.limits, BTreeMap::from([("cpu".into(), 64), ("gres/gpu".into(), 16), ("mem".into(), 262_144)]));
+        assert_eq!(got[3].shares, "parent");
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        assert_eq!(
+            read("gpol|a|org\n").expect_err("short"),
+            "line 1: 3 fields, not the 6 of `format=Cluster,Account,ParentName,User,Share,GrpTRES`"
+        );
+        let e = read("gpol|root|||1|\ngpol|a|org||1|mem=3X\n").expect_err("unit");
+        assert!(e.starts_with("line 2: GrpTRES `mem=3X`: unknown unit"), "{e}");
+        assert!(read("gpol|a|org||1|cpu=lots\n").is_err());
+    }
+
+    #[test]
+    fn the_same_tree_needs_no_change() {
+        let live = read(SHOWN).expect("reads");
+        let wanted = [
+            account("org", "root", 1, &[]),
+            account("a", "org", 2, &[("gres/gpu", 16), ("cpu", 64), ("mem", 262_144)]),
+        ];
+        assert_eq!(diff(&wanted, &live), []);
+    }
+
+    #[test]
+    fn missing_accounts_are_added_and_differences_set() {
+        let live = read(SHOWN).expect("reads");
+        let wanted = [
+            account("org", "root", 1, &[]),
+            account("a", "org", 3, &[("gres/gpu", 8), ("mem", 262_144)]),
+            account("b", "org", 1, &[]),
+            account("c", "b", 1, &[("gres/gpu:h100", 4)]),
+        ];
+        let changes = diff(&wanted, &live);
+        let words: Vec<String> = changes.iter().map(Change::describe).collect();
+        assert_eq!(
+            words,
+            [
+                "add account c under b in cluster gpol: Fairshare=1, GrpTRES=gres/gpu:h100=4",
+                "change account a in cluster gpol: Fairshare 2 → 3, GrpTRES cpu=64,gres/gpu=16,mem=262144 → gres/gpu=8,cpu=-1",
+                "change account b in cluster gpol: Fairshare parent → 1",
+            ]
+        );
+        assert_eq!(
+            changes[1].command().join(" "),
+            "sacctmgr -i modify account where name=a cluster=gpol set Fairshare=3 GrpTRES=gres/gpu=8,cpu=-1"
+        );
+        assert_eq!(
+            changes[0].command().join(" "),
+            "sacctmgr -i add account c Cluster=gpol Parent=b Fairshare=1 Description=gpol queue c GrpTRES=gres/gpu:h100=4"
+        );
+    }
+
+    #[test]
+    fn limits_the_policy_cannot_name_are_left_alone() {
+        let live = read("gpol|root|||1|\ngpol|a|root||1|node=4,gres/gpu=8\n").expect("reads");
+        assert_eq!(
+            diff(&[account("a", "root", 1, &[])], &live)[0].describe(),
+            "change account a in cluster gpol: GrpTRES gres/gpu=8 → gres/gpu=-1"
+        );
+    }
+
+    #[test]
+    fn every_cluster_is_mended() {
+        let live = read("east|root|||1|\nwest|root|||1|\nwest|a|root||1|\n").expect("reads");
+        let changes = diff(&[account("a", "root", 1, &[])], &live);
+        assert_eq!(changes.len(), 1);
+        assert!(matches!(&changes[0], Change::Add { cluster, .. } if cluster == "east"));
+    }
+}
