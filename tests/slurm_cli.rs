@@ -15,7 +15,7 @@ fn emit_writes_job_submit_lua_and_says_what_it_enforces() {
     let out = dir.path().join("slurm");
     let assert = gpolc().args(["slurm", "emit", "policies/gangs.gpol", "--out"]).arg(&out).assert().code(0);
     let said = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
-    assert!(said.contains("1 rule(s) enforced at submission"), "{said}");
+    assert!(said.contains("2 rule(s) enforced at submission"), "{said}");
     let lua = std::fs::read_to_string(out.join("job_submit.lua")).expect("written");
     assert!(lua.contains("function slurm_job_submit(job_desc, part_list, submit_uid)"));
     assert!(lua.contains("name = \"whole_node_replicas\""));
@@ -308,8 +308,8 @@ fn without_holds_slurm_starts_waiting_jobs_in_the_policys_order() {
         c = cluster.display()
     );
     let said = in_test_cluster(dir.path(), &scenario);
-    assert!(said.contains("give job 18 (y) priority 1000000"), "{said}");
-    assert!(said.contains("give job 17 (x) priority 999999"), "{said}");
+    assert!(said.contains("give job 18 (y) priority 4000000000"), "{said}");
+    assert!(said.contains("give job 17 (x) priority 3999999999"), "{said}");
     assert!(said.contains("== running: y\n"), "{said}");
     assert!(said.contains("== waiting: x\n"), "{said}");
 }
@@ -444,4 +444,28 @@ fn a_saved_association_tree_is_planned_against_and_a_bad_one_named() {
     let out = plan("gpol|root|||1|\ngpol|b|root|1|\n").assert().code(2);
     let said = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(said.contains("tree.txt: line 2: 5 fields, not the 6 of"), "{said}");
+}
+
+#[test]
+fn the_leading_job_order_key_orders_jobs_slurm_starts_by_itself() {
+    if !slurm_here() {
+        return;
+    }
+    // Without the loop: the site factor job_submit.lua gives is each job's priority under
+    // priority/multifactor (Slurm's own weights set to zero here, so it alone shows).
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy =
+        write(dir.path(), "t.gpol", "policy t\njob_order { job.total_gpus / 1 gpu desc, job.submitted asc }\n");
+    gpolc().args(["slurm", "emit"]).arg(&policy).arg("--out").arg(dir.path()).assert().code(0);
+    write(
+        dir.path(),
+        "slurm-extra.conf",
+        "PriorityType=priority/multifactor\nPriorityWeightAge=0\nPriorityWeightFairshare=0\n\
+         PriorityWeightJobSize=0\nPriorityWeightPartition=0\nPriorityWeightQOS=0\n",
+    );
+    let scenario = "for g in 1 4 2; do sbatch --parsable --begin=now+1hour -N 1 --gres=gpu:$g -o /dev/null --wrap true >/dev/null; done\n\
+                    echo '== squeue'; squeue -h -o '%i %Q' | sort -n\n";
+    let said = in_test_cluster(dir.path(), scenario);
+    let queue = said.split("== squeue\n").nth(1).unwrap_or_default();
+    assert_eq!(queue.lines().collect::<Vec<_>>(), ["1 1000001000", "2 1000004000", "3 1000002000"], "{said}");
 }

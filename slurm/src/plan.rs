@@ -44,8 +44,10 @@ pub enum Action {
 }
 
 /// The priority the loop gives the waiting job gpol would start first; each next job one
-/// less (Slurm's priorities are 32-bit; 0 means held).
-pub const TOP_PRIORITY: u64 = 1_000_000;
+/// less. Slurm's priorities are 32-bit (0 means held); this is above any site factor
+/// job_submit.lua gives (at most 2,000,000,000) plus Slurm's own factors at usual weights,
+/// so jobs the loop has ordered come before jobs submitted since its last pass.
+pub const TOP_PRIORITY: u64 = 4_000_000_000;
 
 impl Action {
     /// The job it acts on (none for an account).

@@ -15,6 +15,9 @@ use gpol_compiler::schema::{FieldValue, Record, Storage, Sym};
 use gpol_compiler::spec::NodeSpec;
 use gpol_runtime::Scheduler;
 
+/// How the leading `job_order` key is listed when it becomes the site factor.
+pub const SITE_FACTOR: &str = "key 1 (as site_factor)";
+
 /// A rule and whether it was compiled: `Ok` with its Lua condition, or why not.
 pub struct Compiled {
     pub kind: &'static str,
@@ -66,14 +69,21 @@ pub fn rules(policy: Policy<'_>, with_nodes: bool) -> Vec<Compiled> {
         let name = format!("{kind} same {level}");
         out.push(Compiled { kind: "gang", name, condition: Err(Unsupported(why.into())) });
     }
-    for (kind, keys) in [("job_order", &p.job_order), ("queue_order", &p.queue_order)] {
-        if !keys.is_empty() {
+    // The leading job_order key, when it reads only what a job carries at submission,
+    // is Slurm's site factor: what Slurm's own scheduler orders by without the loop.
+    let site_factor = p.job_order.first().map(|k| lua::expr(&k.body.node, policy));
+    let first_static = matches!(site_factor, Some(Ok(_)));
+    if let Some(condition @ Ok(_)) = site_factor {
+        out.push(Compiled { kind: "job_order", name: SITE_FACTOR.into(), condition });
+    }
+    for (kind, keys, done) in
+        [("job_order", &p.job_order, usize::from(first_static)), ("queue_order", &p.queue_order, 0)]
+    {
+        let left = keys.len() - done;
+        if left > 0 {
             let why = "orders what waits: `gpolc slurm run` starts the jobs held for it in this order, and gives the others priorities that follow it";
-            out.push(Compiled {
-                kind,
-                name: format!("{} key(s)", keys.len()),
-                condition: Err(Unsupported(why.into())),
-            });
+            let name = if done > 0 { format!("{left} key(s) after the first") } else { format!("{left} key(s)") };
+            out.push(Compiled { kind, name, condition: Err(Unsupported(why.into())) });
         }
     }
     for v in &p.victims {
@@ -148,8 +158,19 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
     }
     lua.push_str("}\n\n");
     lua.push_str(EXCLUDE);
+    let key = rules.iter().find(|r| r.kind == "job_order" && r.name == SITE_FACTOR);
+    if let (Some(Compiled { condition: Ok(value), .. }), Some(first)) = (key, policy.program.job_order.first()) {
+        let sign = if first.dir == gpol_compiler::syntax::Direction::Desc { 1 } else { -1 };
+        lua.push_str(&format!(
+            "-- The leading job_order key ({}) as Slurm's site factor, which Slurm adds to the job's\n\
+             -- priority (higher starts first): 1,000,000,000 plus (desc) or minus (asc) the key's\n\
+             -- value in thousandths, rounded, within 0..2,000,000,000 (a priority below 1 would be 1).\n\
+             function gpol.site_factor(job)\n  local x = 1e9 + {sign} * ({value}) * 1000\n  if x ~= x then return 1e9 end\n  return gpol.clamp(gpol.round(x), 0, 2e9)\nend\n\n",
+            if sign > 0 { "desc" } else { "asc" }
+        ));
+    }
     lua.push_str(
-        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc)\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  if not gpol.exclude(job, job_desc) then\n    return slurm.ERROR\n  end\n",
+        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc)\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  if not gpol.exclude(job, job_desc) then\n    return slurm.ERROR\n  end\n  if gpol.site_factor then job_desc.site_factor = gpol.site_factor(job) end\n",
     );
     if hold_for_loop {
         lua.push_str(&format!(

@@ -358,7 +358,7 @@ fn jobs_slurm_may_start_itself_get_priorities_in_the_policys_order() {
         })
         .collect();
     assert_eq!(given, [(5, TOP_PRIORITY), (3, TOP_PRIORITY - 1), (4, TOP_PRIORITY - 2)]);
-    assert_eq!(out.actions[0].commands(), [["scontrol", "update", "JobId=5", "Priority=1000000"]]);
+    assert_eq!(out.actions[0].commands(), [["scontrol", "update", "JobId=5", "Priority=4000000000"]]);
     apply(&mut jobs, &out.actions);
     assert!(plan_of(&p, &jobs, &[], 2010).actions.is_empty());
 }

@@ -383,3 +383,59 @@ end
     assert!(excluded_somewhere > 50, "only {excluded_somewhere} jobs had nodes excluded");
     assert!(compared > 1000, "only {compared} node answers compared");
 }
+
+#[test]
+fn the_site_factor_is_the_leading_job_order_key_as_the_interpreter_computes_it() {
+    if !lua_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut compared = 0;
+    for (name, text) in [
+        (
+            "desc.gpol",
+            "policy desc\npriority_class urgent = 100\npriority_class normal = 10\n\
+             job_order { job.priority desc, job.submitted asc }\n"
+                .to_string(),
+        ),
+        (
+            "asc.gpol",
+            "policy asc\npriority_class urgent = 100\npriority_class normal = 10\n\
+             job_order { job.total_gpus / 1 gpu + job.cpu / 1000 cpu - job.priority / 3 asc, job.submitted asc }\n"
+                .to_string(),
+        ),
+    ] {
+        let policy = compile(name, &text);
+        let view = Policy { program: &policy.program, hir: &policy.policy };
+        let emitted = submit::emit(view, name, false, None);
+        assert!(emitted.rules.iter().any(|r| r.name == submit::SITE_FACTOR && r.condition.is_ok()), "{name}");
+        let key = &policy.program.job_order[0];
+        let sign = if key.dir == gpol_compiler::syntax::Direction::Desc { 1.0 } else { -1.0 };
+        let (mut descs, mut expected) = (Vec::new(), Vec::new());
+        for job in jobs(&policy, 300) {
+            let Ok(desc) = jobs::job_desc(&job) else { continue };
+            let mut s = Scheduler::new(policy.clone());
+            let Ok(id) = s.submit(job.clone()) else { continue };
+            let view = s.view(Some(id));
+            let ctx = s.ctx(&view);
+            let rec = s.job_rec(id);
+            let roots = Roots { job: Some(&rec), ..Roots::default() };
+            let value = interp::eval(&key.body, &ctx, &roots).f();
+            // 1e9 plus or minus thousandths, rounded half away from zero, within 0..2e9.
+            expected.push((1e9 + sign * value * 1000.0).round().clamp(0.0, 2e9));
+            descs.push(desc);
+        }
+        assert!(descs.len() > 100, "{name}: only {} jobs", descs.len());
+        let harness = "dofile(arg[1])\nfor _, desc in ipairs(dofile(arg[2])) do\n  slurm_job_submit(desc, {}, 0)\n  io.write(string.format('%.17g', desc.site_factor or -1), '\\n')\nend\n";
+        let text = run_harness(&emitted.lua, &descs, harness, dir.path());
+        let got: Vec<f64> = text.lines().map(|l| l.parse().expect("a number")).collect();
+        assert_eq!(got.len(), expected.len(), "{name}");
+        for ((g, want), desc) in got.iter().zip(&expected).zip(&descs) {
+            assert_eq!(g, want, "{name}: {desc}");
+        }
+        let distinct: std::collections::BTreeSet<u64> = got.iter().map(|&x| x as u64).collect();
+        assert!(distinct.len() > 1, "{name}: the jobs differ in their factor");
+        compared += got.len();
+    }
+    assert!(compared > 200);
+}

@@ -9,8 +9,9 @@
 # NVLink blocks of eight nodes (the test's topology.conf says so to Slurm) — or the nodes
 # DIR/nodes.conf lists, one per line: `NAME GRES` (`ts-0 gpu:h100:8,shard:64`: eight GPUs
 # shared as 64 shards) — or the node lines of DIR/slurm-nodes.conf (`gpolc slurm emit`'s),
-# each given its address here. With DIR/accounting (an empty file), accounting is on: a
-# MariaDB and a slurmdbd of the run's own, the cluster `gpol` registered, GPUs and shards
+# each given its address here. DIR/slurm-extra.conf, if any, is added to slurm.conf.
+# With DIR/accounting (an empty file), accounting is on: a MariaDB and a slurmdbd of the
+# run's own, the cluster `gpol` registered, GPUs (also as gres/gpu:h100) and shards
 # counted as TRES (AccountingStorageTRES), and `sacctmgr` usable. Everything runs
 # inside a fresh network namespace with only loopback, by PID, and is killed on exit;
 # nothing outside DIR is written. Run as root (daemons, mknod, unshare).
@@ -141,6 +142,8 @@ fi
 {
     slurm_conf_base "$WORK" "$HOST" | if [ -n "$accounting" ]; then grep -v '^AccountingStorageType='; else cat; fi
     echo "$accounting"
+    # The test's own settings (a priority plugin, say).
+    [ -f "$DIR/slurm-extra.conf" ] && cat "$DIR/slurm-extra.conf"
     echo "TopologyPlugin=topology/$topology"
     echo "$submit"
     port=17001
