@@ -469,3 +469,52 @@ fn the_leading_job_order_key_orders_jobs_slurm_starts_by_itself() {
     let queue = said.split("== squeue\n").nth(1).unwrap_or_default();
     assert_eq!(queue.lines().collect::<Vec<_>>(), ["1 1000001000", "2 1000004000", "3 1000002000"], "{said}");
 }
+
+#[test]
+fn slurmrestd_gives_the_loop_the_same_state_as_slurms_commands() {
+    if !slurm_here() {
+        return;
+    }
+    if std::process::Command::new("sh")
+        .args(["-c", "command -v slurmrestd"])
+        .output()
+        .is_ok_and(|o| !o.status.success())
+    {
+        eprintln!("slurmrestd is not installed: this test does not run against it");
+        return;
+    }
+    let (dir, policy, cluster) = quota_cluster();
+    // slurmrestd will not run as root, and its local authentication serves only its own
+    // user: it and the loop that reads it run as nobody, who must reach these files.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let scenario = format!(
+        "RUN=$(dirname \"$(dirname \"$SLURM_CONF\")\")/run; chmod 777 \"$RUN\"; SOCK=$RUN/rest.sock\n\
+         nobody() {{ setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"; }}\n\
+         setsid setpriv --reuid=65534 --regid=65534 --clear-groups slurmrestd -s openapi/v0.0.38 -a rest_auth/local \"unix:$SOCK\" </dev/null >\"$RUN/rest.log\" 2>&1 &\n\
+         for _ in $(seq 50); do [ -S \"$SOCK\" ] && break; sleep 0.1; done\n\
+         for i in 1 2; do sbatch --parsable -A a -N 1 --gres=gpu:8 -o /dev/null --wrap 'sleep 600' >/dev/null; done\n\
+         sbatch --parsable -A b -N 2 --gres=gpu:8 -o /dev/null --wrap 'sleep 600' >/dev/null\n\
+         echo '== commands'; {g} slurm plan {p} --cluster {c} 2>&1\n\
+         echo '== slurmrestd'; nobody {g} slurm plan {p} --cluster {c} --slurmrestd \"unix:$SOCK\" 2>&1\n\
+         echo '== nothing there'; nobody {g} slurm plan {p} --cluster {c} --slurmrestd \"unix:$RUN/none.sock\" 2>&1; echo \"rc $?\"\n\
+         echo '== end'\n",
+        g = gpolc.display(),
+        p = policy.display(),
+        c = cluster.display()
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    let part = |name: &str| {
+        said.split(&format!("== {name}\n")).nth(1).and_then(|s| s.split("\n== ").next()).unwrap_or_default()
+    };
+    let (commands, rest) = (part("commands"), part("slurmrestd"));
+    // The three jobs, placed or held by the quota, the same from either source.
+    assert!(commands.contains("place job 1 (wrap) on gpu-"), "{said}");
+    assert!(commands.contains("hold job 2 (wrap)"), "{said}");
+    assert!(commands.contains("place job 3 (wrap) on gpu-"), "{said}");
+    assert_eq!(rest, commands, "{said}");
+    let missing = part("nothing there");
+    assert!(missing.contains("error: http://localhost/slurm/v0.0.38/nodes (over "), "{said}");
+    assert!(missing.contains("rc 2"), "{said}");
+}

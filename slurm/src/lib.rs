@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod lua;
 pub mod nodes;
 pub mod plan;
+pub mod rest;
 pub mod squeue;
 pub mod submit;
 pub mod topology;

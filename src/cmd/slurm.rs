@@ -71,6 +71,15 @@ pub struct PlanArgs {
     /// `-n -P` output; needs slurmdbd).
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
     accounts: Option<Option<PathBuf>>,
+    /// Read nodes and jobs from slurmrestd instead of `sinfo`/`squeue`: `unix:PATH` (its
+    /// local authentication) or an http(s):// URL (with the JWT in SLURM_JWT, for the
+    /// user SLURM_USER_NAME, else USER).
+    #[arg(long, value_name = "ADDRESS")]
+    slurmrestd: Option<String>,
+    /// The OpenAPI version asked of slurmrestd (Slurm 22.05: v0.0.38; 23.11: v0.0.40;
+    /// 24.05: v0.0.41).
+    #[arg(long, value_name = "VERSION", default_value = gpol_slurm::rest::DEFAULT_VERSION, requires = "slurmrestd")]
+    rest_version: String,
 }
 
 #[derive(clap::Args)]
@@ -148,8 +157,30 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
 /// One pass: Slurm's state read afresh, the plan printed, and (with `apply`) made.
 fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply: bool) -> u8 {
     use gpol_compiler::limits::MAX_INPUT_BYTES;
+    let rest = match args.slurmrestd.as_deref().map(|a| gpol_slurm::rest::Rest::new(a, &args.rest_version)) {
+        Some(Ok(mut r)) => {
+            r.token = std::env::var("SLURM_JWT").ok().filter(|t| !t.is_empty());
+            r.user = std::env::var("SLURM_USER_NAME").or_else(|_| std::env::var("USER")).ok();
+            Some(r)
+        }
+        Some(Err(e)) => {
+            eprintln!("error: --slurmrestd: {e}");
+            return USAGE;
+        }
+        None => None,
+    };
+    // A saved file when given, else slurmrestd when given, else the command.
+    let state = |file: &Option<PathBuf>,
+                 command: &[&str],
+                 limit: u64,
+                 ask: fn(&gpol_slurm::rest::Rest, u64) -> Result<String, String>| {
+        match (file, &rest) {
+            (None, Some(r)) => ask(r, limit).map(|text| (text, format!("slurmrestd {}", r.version))),
+            _ => slurm_output(file, command, limit),
+        }
+    };
     let sinfo = || {
-        slurm_output(&args.sinfo, &["sinfo", "--json"], MAX_CLUSTER_BYTES)
+        state(&args.sinfo, &["sinfo", "--json"], MAX_CLUSTER_BYTES, gpol_slurm::rest::Rest::nodes)
             .and_then(|(text, from)| gpol_sim::read_cluster(&text, &format!("{from}.json")).map_err(|e| e.to_string()))
             .map_err(|e| {
                 eprintln!("error: {e}");
@@ -163,7 +194,8 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         Some(_) => {
             let file =
                 super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster);
-            let live = if args.sinfo.is_some() || args.squeue.is_none() { Some(sinfo()) } else { None };
+            let live =
+                if args.sinfo.is_some() || args.squeue.is_none() || rest.is_some() { Some(sinfo()) } else { None };
             (file.map_err(|_| USAGE), live)
         }
         None => (sinfo(), None),
@@ -179,7 +211,7 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         .filter(|e| e.at_ms == 0 && !matches!(e.kind, gpol_sim::spec::NodeEventKind::Restore))
         .map(|e| e.node.clone())
         .collect();
-    let jobs = slurm_output(&args.squeue, &["squeue", "--json"], MAX_INPUT_BYTES)
+    let jobs = state(&args.squeue, &["squeue", "--json"], MAX_INPUT_BYTES, gpol_slurm::rest::Rest::jobs)
         .and_then(|(text, from)| gpol_slurm::squeue::read(&text).map_err(|e| format!("{from}: {}", e.0)));
     let jobs = match jobs {
         Ok(j) => j,
