@@ -43,38 +43,6 @@ fi
 
 # --- inside the namespace -------------------------------------------------------------
 
-# Kill only what this script started: every process in this run's fresh network
-# namespace (slurmstepd and job steps have no pid file). TERM first; KILL what is left
-# after 10 s. This script's own session (its subshells) is skipped: daemons and job steps
-# run in sessions of their own.
-in_namespace() {
-    local ns=$1 sid pid sess stat
-    sid=$(ps -o sess= -p $$ | tr -d ' ')
-    ps -eo pid=,sess=,stat= | while read -r pid sess stat; do
-        [ "$sess" = "$sid" ] && continue
-        case $stat in Z*) continue ;; esac
-        [ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" = "$ns" ] && echo "$pid"
-    done
-}
-alive() {
-    local p
-    for p in "$@"; do
-        if [ -d "/proc/$p" ] && ! grep -q '^State:.*zombie' "/proc/$p/status" 2>/dev/null; then echo "$p"; fi
-    done
-}
-stop_namespace() {
-    local pids
-    pids=$(in_namespace "$1")
-    [ -n "$pids" ] || return 0
-    kill $pids 2>/dev/null
-    for _ in $(seq 20); do
-        pids=$(alive $pids)
-        [ -n "$pids" ] || return 0
-        sleep 0.5
-    done
-    kill -9 $pids 2>/dev/null
-    return 0
-}
 stop_daemons() {
     set +e
     stop_namespace "$(readlink /proc/$$/ns/net)"

@@ -37,27 +37,10 @@ if [ "$(readlink /proc/self/ns/net)" = "$(readlink /proc/1/ns/net 2>/dev/null)" 
 fi
 
 # Kill what this run started: every process in this fresh namespace but this script's
-# own session (the daemons and job steps run in sessions of their own).
+# own session.
 stop_daemons() {
     set +e
-    local ns sid pids
-    ns=$(readlink /proc/$$/ns/net)
-    sid=$(ps -o sess= -p $$ | tr -d ' ')
-    list() {
-        ps -eo pid=,sess=,stat= | while read -r pid sess stat; do
-            [ "$sess" = "$sid" ] && continue
-            case $stat in Z*) continue ;; esac
-            [ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" = "$ns" ] && echo "$pid"
-        done
-    }
-    pids=$(list)
-    [ -n "$pids" ] && kill $pids 2>/dev/null
-    for _ in $(seq 20); do
-        pids=$(list)
-        [ -z "$pids" ] && return 0
-        sleep 0.25
-    done
-    kill -9 $pids 2>/dev/null
+    stop_namespace "$(readlink /proc/$$/ns/net)"
     return 0
 }
 trap stop_daemons EXIT

@@ -45,3 +45,36 @@ GresTypes=gpu,shard
 ReturnToService=2
 CONF
 }
+
+# stop_namespace NS: kills what a run started — every process in its fresh network
+# namespace NS (slurmstepd and job steps have no pid file). TERM first; KILL what is left
+# after 10 s. The calling script's own session (its subshells) is skipped: daemons and
+# job steps run in sessions of their own.
+in_namespace() {
+    local ns=$1 sid pid sess stat
+    sid=$(ps -o sess= -p $$ | tr -d ' ')
+    ps -eo pid=,sess=,stat= | while read -r pid sess stat; do
+        [ "$sess" = "$sid" ] && continue
+        case $stat in Z*) continue ;; esac
+        [ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" = "$ns" ] && echo "$pid"
+    done
+}
+alive() {
+    local p
+    for p in "$@"; do
+        if [ -d "/proc/$p" ] && ! grep -q '^State:.*zombie' "/proc/$p/status" 2>/dev/null; then echo "$p"; fi
+    done
+}
+stop_namespace() {
+    local pids
+    pids=$(in_namespace "$1")
+    [ -n "$pids" ] || return 0
+    kill $pids 2>/dev/null
+    for _ in $(seq 40); do
+        pids=$(alive $pids)
+        [ -n "$pids" ] || return 0
+        sleep 0.25
+    done
+    kill -9 $pids 2>/dev/null
+    return 0
+}
