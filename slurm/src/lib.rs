@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod associations;
 pub mod command;
+pub mod hostlist;
 pub mod jobs;
 pub mod lua;
 pub mod nodes;

@@ -4,11 +4,9 @@
 //! `{"set", "infinite", "number"}` objects of later data parsers are read too. Each job's
 //! request goes through the one job model ([`crate::jobs::Request`]).
 
+use crate::hostlist;
 use crate::jobs::Request;
 use serde_json::Value;
-
-/// Nodes one hostlist may name at most (docs/limits.md: nodes in one cluster).
-pub const MAX_HOSTS: usize = gpol_compiler::limits::MAX_NODES as usize;
 
 /// A job Slurm knows.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,7 +101,8 @@ pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
                 time_limit_min: time,
                 comment: text(field("comment")),
             };
-            let list = |k: &str| hosts(&text(field(k))).map_err(|e| BadJobs(format!("job {id}: `{k}`: {e}")));
+            let list =
+                |k: &str| hostlist::expand(&text(field(k))).map_err(|e| BadJobs(format!("job {id}: `{k}`: {e}")));
             let reason = text(field("state_reason"));
             Ok(SlurmJob {
                 id,
@@ -126,66 +125,9 @@ pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
         .collect()
 }
 
-/// The hosts a Slurm hostlist names: `gpu-[0-3,7],cpu-1` → gpu-0 … gpu-3, gpu-7, cpu-1
-/// (ranges keep their zero padding: `n[01-03]`), at most [`MAX_HOSTS`].
-pub fn hosts(list: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut rest = list.trim();
-    while !rest.is_empty() {
-        // One item: up to the first comma outside brackets.
-        let mut depth = 0;
-        let end = rest
-            .char_indices()
-            .find(|&(_, c)| {
-                match c {
-                    '[' => depth += 1,
-                    ']' => depth -= 1,
-                    _ => {}
-                }
-                c == ',' && depth == 0
-            })
-            .map_or(rest.len(), |(i, _)| i);
-        let item = &rest[..end];
-        rest = rest[end..].trim_start_matches(',');
-        match (item.find('['), item.ends_with(']')) {
-            (Some(open), true) => {
-                let (prefix, body) = (&item[..open], &item[open + 1..item.len() - 1]);
-                for part in body.split(',') {
-                    let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-                    let width = lo.len();
-                    let (a, b) = (
-                        lo.parse::<u64>().map_err(|_| format!("`{item}`"))?,
-                        hi.parse::<u64>().map_err(|_| format!("`{item}`"))?,
-                    );
-                    if b < a || b - a >= MAX_HOSTS as u64 || out.len() + (b - a) as usize >= MAX_HOSTS {
-                        return Err(format!("`{item}` names more than {MAX_HOSTS} hosts or runs backwards"));
-                    }
-                    out.extend((a..=b).map(|n| format!("{prefix}{n:0width$}")));
-                }
-            }
-            (None, false) if !item.is_empty() => out.push(item.to_string()),
-            _ => return Err(format!("`{item}` is not a host or a range")),
-        }
-        if out.len() > MAX_HOSTS {
-            return Err(format!("more than {MAX_HOSTS} hosts"));
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hostlists_expand() {
-        assert_eq!(hosts("gpu-[0-2,7],cpu-1").expect("a list"), ["gpu-0", "gpu-1", "gpu-2", "gpu-7", "cpu-1"]);
-        assert_eq!(hosts("n[08-10]").expect("a list"), ["n08", "n09", "n10"]);
-        assert_eq!(hosts("").expect("empty"), Vec::<String>::new());
-        assert!(hosts("n[3-1]").is_err());
-        assert!(hosts("n[0-99999999]").is_err());
-        assert!(hosts("n[x]").is_err());
-    }
 
     #[test]
     fn numbers_of_later_data_parsers_are_read() {

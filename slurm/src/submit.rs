@@ -183,19 +183,26 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
     Submit { lua, rules }
 }
 
-/// The cluster's nodes as the Lua table `gpol.nodes`: for each node, every field that
-/// never changes (as the runtime's node record holds it) and its labels.
+/// The cluster's nodes as the Lua table `gpol.nodes`: classes of nodes alike in every
+/// field that never changes (as the runtime's node record holds it) and in their labels,
+/// each with those fields, `hosts` (its nodes as one Slurm hostlist) and `count`. A filter's verdict is the
+/// same for every node of a class, so a submission evaluates the filters once per class,
+/// not per node (a 100,000-node cluster is usually a few hundred classes). When a filter
+/// reads `node.name`, every node is a class of its own.
 pub fn node_table(policy: &CompiledPolicy, nodes: &[NodeSpec]) -> Result<String, String> {
     let mut s = Scheduler::new(policy.clone());
     for n in nodes {
         s.add_node(n).map_err(|e| format!("node {}: {e}", n.name))?;
     }
+    let by_name = policy.program.filters.iter().any(|f| f.body.node.reads(Record::Node, "name"));
     let name = |sym: Sym| lua::string(s.symbols().name(sym));
-    let mut out = String::from("{\n");
-    for rec in s.node_records() {
+    // Each class's fields, in order of first appearance, and its nodes' names.
+    let mut classes: Vec<(String, Vec<String>)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (rec, spec) in s.node_records().iter().zip(nodes) {
         let mut fields = Vec::new();
         for (i, f) in (0u16..).zip(Record::Node.fields()) {
-            if f.storage != Storage::Static {
+            if f.storage != Storage::Static || (f.name == "name" && !by_name) {
                 continue;
             }
             let value = match rec.field(i) {
@@ -215,7 +222,17 @@ pub fn node_table(policy: &CompiledPolicy, nodes: &[NodeSpec]) -> Result<String,
             };
             fields.push(format!("{} = {value}", f.name));
         }
-        out.push_str(&format!("  {{ {} }},\n", fields.join(", ")));
+        let fields = fields.join(", ");
+        let at = *index.entry(fields.clone()).or_insert_with(|| {
+            classes.push((fields, Vec::new()));
+            classes.len() - 1
+        });
+        classes[at].1.push(spec.name.clone());
+    }
+    let mut out = String::from("{\n");
+    for (fields, names) in classes {
+        let hosts = lua::string(&crate::hostlist::compress(&names));
+        out.push_str(&format!("  {{ {fields}, hosts = {hosts}, count = {} }},\n", names.len()));
     }
     out.push('}');
     Ok(out)
@@ -224,23 +241,27 @@ pub fn node_table(policy: &CompiledPolicy, nodes: &[NodeSpec]) -> Result<String,
 /// The nodes the static filters refuse, as `exc_nodes` (added to the user's own); a job
 /// that no node takes is rejected, naming the filter that refused the last node.
 const EXCLUDE: &str = r#"-- The nodes the filters refuse the job: excluded, so Slurm never gives it one.
+-- Each class of nodes alike is asked once; the result is hostlists, and how many nodes
+-- they name of how many there are.
 function gpol.excluded(job)
-  local out, refused_by = {}, nil
-  for _, node in ipairs(gpol.nodes) do
+  local out, refused_by, count, total = {}, nil, 0, 0
+  for _, class in ipairs(gpol.nodes) do
+    total = total + class.count
     for _, f in ipairs(gpol.filters) do
-      if not f.check(job, node) then
-        out[#out + 1] = node.name
+      if not f.check(job, class) then
+        out[#out + 1] = class.hosts
+        count = count + class.count
         refused_by = f.name
         break
       end
     end
   end
-  return out, refused_by
+  return out, refused_by, count, total
 end
 function gpol.exclude(job, job_desc)
   if #gpol.filters == 0 then return true end
-  local out, refused_by = gpol.excluded(job)
-  if #out > 0 and #out == #gpol.nodes then
+  local out, refused_by, count, total = gpol.excluded(job)
+  if count > 0 and count == total then
     slurm.log_user("%s", "no node of the cluster passes the policy's filters (gpol filter " .. refused_by .. ")")
     gpol.refused = refused_by
     return false
