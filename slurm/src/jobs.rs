@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `queue` | the account (`--account`, else the user's default) |
 //! | `priority_class`, `priority` | the QOS when the policy has a class of that name, and its value (else none, 0) |
-//! | `whole_cards`, `allowed_models` | GPUs per node, and their type: `--gres=gpu[:TYPE]:N` (`tres_per_node`), else `--gpus=[TYPE:]N` ÷ nodes, rounded up |
+//! | `whole_cards`, `allowed_models` | GPUs per node, and their type: `--gres=gpu[:TYPE]:N` (`tres_per_node`), else `--gpus=[TYPE:]N` ÷ nodes, rounded up, else `--gpus-per-task=[TYPE:]N` × `--ntasks-per-node`, or × `--ntasks` (1 when not given) ÷ nodes, rounded up |
 //! | `replicas`, `min_replicas` | `--nodes` (`min_nodes`; 1 when not given) |
 //! | `total_gpus` | `whole_cards × replicas` |
 //! | `cpu` | CPUs per node: `min_cpus ÷ nodes` (Slurm's default is one per node) |
@@ -30,6 +30,8 @@ use gpol_compiler::spec::{self, JobSpec};
 pub const LUA_JOB: &str = r#"-- The job as gpol's rules read it, from Slurm's job_desc (docs/slurm.md, "The job model").
 local NO_VAL = 4294967294
 local function given(v) return type(v) == "number" and v < NO_VAL end
+-- Counts Slurm keeps in 16 bits (tasks per node) are unset at NO_VAL16.
+local function given16(v) return type(v) == "number" and v < 65534 end
 
 -- GPUs per node and their type from "gres:gpu:4", "gres/gpu:a100:4", "gpu:4" (comma-separated).
 function gpol.gpus(tres)
@@ -73,6 +75,15 @@ function gpol.job(job_desc)
     local total, m = gpol.gpus(job_desc.tres_per_job)
     if total > 0 then cards, model = math.ceil(total / job.replicas), m end
   end
+  if cards == 0 then
+    -- `--gpus-per-task=N`: N × tasks per node, or N × tasks ÷ nodes, rounded up.
+    local per_task, m = gpol.gpus(job_desc.tres_per_task)
+    if per_task > 0 then
+      if given16(job_desc.ntasks_per_node) then cards = per_task * job_desc.ntasks_per_node
+      else cards = math.ceil(per_task * (given(job_desc.num_tasks) and job_desc.num_tasks or 1) / job.replicas) end
+      model = m
+    end
+  end
   job.whole_cards = cards
   job.allowed_models = {}
   if model then job.allowed_models = { model } end
@@ -109,6 +120,11 @@ pub struct Request {
     pub tres_per_node: String,
     /// GPUs over the whole job (`--gpus=N`), read when none are asked per node.
     pub tres_per_job: String,
+    /// GPUs per task (`--gpus-per-task=N`), read when none are asked per node or job.
+    pub tres_per_task: String,
+    /// Tasks over the whole job (`--ntasks`) and per node (`--ntasks-per-node`), when given.
+    pub tasks: Option<u64>,
+    pub tasks_per_node: Option<u64>,
     /// Nodes asked for (at least 1).
     pub nodes: u32,
     /// CPUs over all nodes, when given.
@@ -183,6 +199,14 @@ impl Request {
         if cards == 0 {
             let (total, m) = gpus(&self.tres_per_job);
             (cards, model) = (total.div_ceil(j.replicas), m);
+        }
+        if cards == 0 {
+            let (per_task, m) = gpus(&self.tres_per_task);
+            let per_node = match self.tasks_per_node {
+                Some(t) => u64::from(per_task) * t,
+                None => (u64::from(per_task) * self.tasks.unwrap_or(1)).div_ceil(u64::from(j.replicas)),
+            };
+            (cards, model) = (u32::try_from(per_node).unwrap_or(u32::MAX), m);
         }
         let shards = shards(&self.tres_per_node);
         j.request = match shards_per_card.filter(|&s| s > 0) {
@@ -299,8 +323,12 @@ impl Request {
         text("account", &self.account);
         text("qos", &self.qos);
         text("tres_per_node", &self.tres_per_node);
+        text("tres_per_job", &self.tres_per_job);
+        text("tres_per_task", &self.tres_per_task);
         text("comment", &self.comment);
         for (k, v) in [
+            ("num_tasks", self.tasks),
+            ("ntasks_per_node", self.tasks_per_node),
             ("min_cpus", self.cpus),
             ("min_mem_per_node", self.mem_per_node_mib),
             ("min_mem_per_cpu", self.mem_per_cpu_mib),

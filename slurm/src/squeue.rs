@@ -94,6 +94,10 @@ pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
                 qos: text(field("qos")),
                 tres_per_node: text(field("tres_per_node")),
                 tres_per_job: text(field("tres_per_job")),
+                tres_per_task: text(field("tres_per_task")),
+                tasks: number(field("tasks")),
+                // 0 when not given.
+                tasks_per_node: number(field("tasks_per_node")).filter(|&t| t > 0),
                 nodes: number(field("node_count")).map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX)),
                 cpus: number(field("cpus")),
                 mem_per_node_mib: number(field("memory_per_node")),

@@ -92,6 +92,24 @@ fn jobs_of_every_later_data_parser_read_as_in_22_05() {
         assert_eq!(spec_job.duration_ms, Some(3_600_000), "{version}");
         assert!(spec_job.preemptible && spec_job.labels == [("team".to_string(), "vision".to_string())], "{version}");
         assert_eq!(spec_job.queue.as_deref(), Some("research"), "{version}");
+        // `--gpus-per-task=2 --ntasks=8 --ntasks-per-node=4` on two nodes: 8 cards a node.
+        let per_task = record(
+            &spec,
+            version,
+            "job",
+            &[
+                ("job_id", json!(8)),
+                ("tres_per_node", json!("")),
+                ("tres_per_task", json!("gres/gpu:2")),
+                ("tasks", json!(8)),
+                ("tasks_per_node", json!(4)),
+                ("node_count", json!(2)),
+                ("job_state", json!("PENDING")),
+            ],
+        );
+        let jobs =
+            squeue::read(&json!({ "jobs": [per_task] }).to_string()).unwrap_or_else(|e| panic!("{version}: {e:?}"));
+        assert_eq!(jobs[0].request.job(&[], None).request, Cards::Whole(8), "{version}");
     }
 }
 

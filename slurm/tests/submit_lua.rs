@@ -453,3 +453,44 @@ fn the_site_factor_is_the_leading_job_order_key_as_the_interpreter_computes_it()
     }
     assert!(compared > 200);
 }
+
+#[test]
+fn gpus_per_task_read_alike_in_lua_and_rust() {
+    if !lua_available() {
+        return;
+    }
+    use gpol_slurm::jobs::Request;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = compile("t.gpol", "policy t\n");
+    let view = Policy { program: &policy.program, hir: &policy.policy };
+    let script = submit::emit(view, "t.gpol", false, None).lua;
+    let request = |nodes: u32, per_task: &str, tasks: Option<u64>, per_node: Option<u64>| Request {
+        name: "t".into(),
+        nodes,
+        tres_per_task: per_task.into(),
+        tasks,
+        tasks_per_node: per_node,
+        ..Request::default()
+    };
+    // (request, the cards per node and the model gpol reads)
+    let cases = [
+        (request(1, "gres:gpu:2", Some(4), None), 8, None),
+        (request(2, "gres:gpu:1", Some(4), Some(2)), 2, None),
+        (request(2, "gres:gpu:1", Some(5), None), 3, None),
+        (request(4, "gres:gpu:h100:2", None, None), 1, Some("h100")),
+        (request(2, "", Some(4), Some(2)), 0, None),
+    ];
+    let descs: Vec<String> = cases.iter().map(|(r, _, _)| r.lua_table()).collect();
+    let harness = "dofile(arg[1])\nfor _, desc in ipairs(dofile(arg[2])) do\n  local job = gpol.job(desc)\n  io.write(job.whole_cards, '\\t', job.allowed_models[1] or '-', '\\n')\nend\n";
+    let text = run_harness(&script, &descs, harness, dir.path());
+    assert_eq!(text.lines().count(), cases.len());
+    for (line, (r, cards, model)) in text.lines().zip(&cases) {
+        let job = r.job(&[], None);
+        let rust = match job.request {
+            gpol_compiler::spec::Request::Whole(n) => n,
+            _ => 0,
+        };
+        assert_eq!((rust, job.models.first().map(String::as_str)), (*cards, *model), "Rust: {r:?}");
+        assert_eq!(line, format!("{cards}\t{}", model.unwrap_or("-")), "Lua: {r:?}");
+    }
+}
