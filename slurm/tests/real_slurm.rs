@@ -83,7 +83,9 @@ fn slurm_rejects_at_submission_what_the_policy_rejects_with_its_message_and_take
         "scontrol show topology\n\
          sbatch -N 2 --gres=gpu:4 -o /dev/null --wrap 'sleep 1'; echo \"half nodes: rc=$?\"\n\
          sbatch -N 2 --gres=gpu:8 -o /dev/null --wrap 'sleep 1'; echo \"whole nodes: rc=$?\"\n\
-         sbatch -N 1 --gres=gpu:2 -o /dev/null --wrap 'sleep 1'; echo \"one node: rc=$?\"\n",
+         sbatch -N 1 --gres=gpu:2 -o /dev/null --wrap 'sleep 1'; echo \"one node: rc=$?\"\n\
+         sbatch -N 2 --ntasks-per-node=2 --gpus-per-task=2 -o /dev/null --wrap 'sleep 1'; echo \"half by task: rc=$?\"\n\
+         sbatch -N 2 --ntasks-per-node=2 --gpus-per-task=4 -o /dev/null --wrap 'sleep 1'; echo \"whole by task: rc=$?\"\n",
     );
     // The policy's admit rule: multi-node jobs take whole nodes. The user sees its message.
     assert!(said.contains("half nodes: rc=1"), "{said}");
@@ -92,6 +94,8 @@ fn slurm_rejects_at_submission_what_the_policy_rejects_with_its_message_and_take
         "{said}"
     );
     assert!(said.contains("whole nodes: rc=0") && said.contains("one node: rc=0"), "{said}");
+    // GPUs asked per task count per node: two tasks of 2 on a node is half of it.
+    assert!(said.contains("half by task: rc=1") && said.contains("whole by task: rc=0"), "{said}");
     // Slurm took the topology: a switch per NVLink domain, one above them.
     assert!(said.contains("SwitchName=nvlink_domain-nvl0 Level=0"), "{said}");
     assert!(said.contains("SwitchName=gpol-top Level=1"), "{said}");
