@@ -494,3 +494,50 @@ fn gpus_per_task_read_alike_in_lua_and_rust() {
         assert_eq!(line, format!("{cards}\t{}", model.unwrap_or("-")), "Lua: {r:?}");
     }
 }
+
+#[test]
+fn deep_expressions_compile_only_as_deep_as_lua_parses_them() {
+    if !lua_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (mut compiled, mut refused) = (0, 0);
+    // Nested `if`s (four parser levels each), and long chains that must stay flat: a sum
+    // and a list membership (an `or` chain) as long as gpol allows.
+    let mut policies: Vec<String> = (1..=60)
+        .step_by(3)
+        .map(|depth| {
+            let mut e = "1".to_string();
+            for i in 0..depth {
+                e = format!("if job.cpu > {i} cpu then {e} else {i}");
+            }
+            format!("policy deep\nadmit nested \"n\" {{ ({e}) >= 0 }}\n")
+        })
+        .collect();
+    policies.push(format!("policy sum\nadmit sum \"s\" {{ {} >= 0 cpu }}\n", vec!["job.cpu"; 84].join(" + ")));
+    let teams: Vec<String> = (0..200).map(|i| format!("\"t{i}\"")).collect();
+    policies.push(format!("policy teams\nadmit teams \"t\" {{ job.labels[\"team\"] in [{}] }}\n", teams.join(", ")));
+    for text in &policies {
+        // Past gpol's own limits: not a policy.
+        let Ok(policy) = Checked::from_text("deep.gpol", text).compile(EngineKind::Interp) else { continue };
+        let view = Policy { program: &policy.program, hir: &policy.policy };
+        let emitted = submit::emit(view, "deep.gpol", false, None);
+        let rule = &emitted.rules[0];
+        match &rule.condition {
+            Ok(lua) => {
+                assert!(gpol_slurm::lua::levels(lua) <= gpol_slurm::lua::MAX_LEVELS);
+                compiled += 1;
+            }
+            Err(why) => {
+                assert!(why.0.contains("more than Lua 5.1's parser takes"), "{}", why.0);
+                refused += 1;
+            }
+        }
+        // Whatever was compiled, Slurm's Lua loads the script and runs it.
+        let desc = "{ name = \"x\", user_name = \"u\", min_cpus = 2, comment = \"team=t7\" }".to_string();
+        let harness = "dofile(arg[1])\nfor _, desc in ipairs(dofile(arg[2])) do io.write(slurm_job_submit(desc, {}, 0), '\\n') end\n";
+        let said = run_harness(&emitted.lua, &[desc], harness, dir.path());
+        assert_eq!(said.trim(), "0", "{text}");
+    }
+    assert!(compiled >= 10 && refused >= 1, "compiled {compiled}, refused {refused}");
+}
