@@ -6,6 +6,7 @@
 
 use crate::hostlist;
 use crate::jobs::Request;
+use serde::Deserialize;
 use serde_json::Value;
 
 /// A job Slurm knows.
@@ -54,75 +55,132 @@ impl SlurmJob {
 #[derive(Debug, PartialEq)]
 pub struct BadJobs(pub String);
 
-/// A number, or a `{"set": true, "number": n}` object; `None` when unset or infinite.
-fn number(v: Option<&Value>) -> Option<u64> {
-    match v? {
-        Value::Number(n) => n.as_u64(),
-        Value::Object(o) => {
-            let set = o.get("set").and_then(Value::as_bool).unwrap_or(true);
-            let infinite = o.get("infinite").and_then(Value::as_bool).unwrap_or(false);
-            if set && !infinite { o.get("number").and_then(Value::as_u64) } else { None }
+/// A field as any data parser writes it: a number, a string, a list (of state flags), or
+/// a `{"set", "infinite", "number"}` struct; anything else is skipped.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Flex {
+    Number(serde_json::Number),
+    Text(String),
+    List(Vec<serde_json::Value>),
+    NoVal {
+        #[serde(default)]
+        set: Option<bool>,
+        #[serde(default)]
+        infinite: Option<bool>,
+        #[serde(default)]
+        number: Option<serde_json::Number>,
+    },
+    Other(serde::de::IgnoredAny),
+}
+
+/// The fields of a job the loop reads; every other field is skipped unread, so a pass
+/// holds the document's text and these, not a tree of all of it.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawJob {
+    job_id: Option<Flex>,
+    name: Option<Flex>,
+    user_name: Option<Flex>,
+    account: Option<Flex>,
+    qos: Option<Flex>,
+    tres_per_node: Option<Flex>,
+    tres_per_job: Option<Flex>,
+    tres_per_task: Option<Flex>,
+    tasks: Option<Flex>,
+    tasks_per_node: Option<Flex>,
+    node_count: Option<Flex>,
+    cpus: Option<Flex>,
+    memory_per_node: Option<Flex>,
+    memory_per_cpu: Option<Flex>,
+    time_limit: Option<Flex>,
+    comment: Option<Flex>,
+    job_state: Option<Flex>,
+    state_reason: Option<Flex>,
+    nodes: Option<Flex>,
+    required_nodes: Option<Flex>,
+    admin_comment: Option<Flex>,
+    submit_time: Option<Flex>,
+    start_time: Option<Flex>,
+    restart_cnt: Option<Flex>,
+    priority: Option<Flex>,
+}
+
+#[derive(Deserialize)]
+struct Document {
+    #[serde(default)]
+    jobs: Option<Vec<RawJob>>,
+}
+
+/// A number, or a `{"set": true, "number": n}` struct; `None` when unset or infinite.
+fn number(v: &Option<Flex>) -> Option<u64> {
+    match v.as_ref()? {
+        Flex::Number(n) => n.as_u64(),
+        Flex::NoVal { set, infinite, number } => {
+            if set.unwrap_or(true) && !infinite.unwrap_or(false) {
+                number.as_ref().and_then(|n| n.as_u64())
+            } else {
+                None
+            }
         }
         _ => None,
     }
 }
 
-fn text(v: Option<&Value>) -> String {
+fn text(v: &Option<Flex>) -> String {
     match v {
-        Some(Value::String(s)) => s.clone(),
+        Some(Flex::Text(s)) => s.clone(),
         // Later data parsers write some states as lists of flags.
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","),
+        Some(Flex::List(items)) => items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","),
         _ => String::new(),
     }
 }
 
 /// The jobs of a `squeue --json` document.
 pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
-    let doc: Value = serde_json::from_str(json).map_err(|e| BadJobs(format!("not JSON: {e}")))?;
-    let jobs = doc.get("jobs").and_then(Value::as_array).ok_or_else(|| BadJobs("no `jobs` list".into()))?;
-    jobs.iter()
+    let doc: Document = serde_json::from_str(json).map_err(|e| BadJobs(format!("not a job list: {e}")))?;
+    let jobs = doc.jobs.ok_or_else(|| BadJobs("no `jobs` list".into()))?;
+    jobs.into_iter()
         .enumerate()
         .map(|(i, j)| {
-            let id = number(j.get("job_id")).ok_or_else(|| BadJobs(format!("job {}: no `job_id`", i + 1)))?;
-            let field = |k: &str| j.get(k);
+            let id = number(&j.job_id).ok_or_else(|| BadJobs(format!("job {}: no `job_id`", i + 1)))?;
             // Slurm's "unlimited" time is a number past any real limit.
-            let time = number(field("time_limit")).filter(|&t| t < u64::from(u32::MAX) - 1);
+            let time = number(&j.time_limit).filter(|&t| t < u64::from(u32::MAX) - 1);
             let request = Request {
-                name: text(field("name")),
-                user: text(field("user_name")),
-                account: text(field("account")),
-                qos: text(field("qos")),
-                tres_per_node: text(field("tres_per_node")),
-                tres_per_job: text(field("tres_per_job")),
-                tres_per_task: text(field("tres_per_task")),
-                tasks: number(field("tasks")),
+                name: text(&j.name),
+                user: text(&j.user_name),
+                account: text(&j.account),
+                qos: text(&j.qos),
+                tres_per_node: text(&j.tres_per_node),
+                tres_per_job: text(&j.tres_per_job),
+                tres_per_task: text(&j.tres_per_task),
+                tasks: number(&j.tasks),
                 // 0 when not given.
-                tasks_per_node: number(field("tasks_per_node")).filter(|&t| t > 0),
-                nodes: number(field("node_count")).map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX)),
-                cpus: number(field("cpus")),
-                mem_per_node_mib: number(field("memory_per_node")),
-                mem_per_cpu_mib: number(field("memory_per_cpu")),
+                tasks_per_node: number(&j.tasks_per_node).filter(|&t| t > 0),
+                nodes: number(&j.node_count).map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+                cpus: number(&j.cpus),
+                mem_per_node_mib: number(&j.memory_per_node),
+                mem_per_cpu_mib: number(&j.memory_per_cpu),
                 time_limit_min: time,
-                comment: text(field("comment")),
+                comment: text(&j.comment),
             };
-            let list =
-                |k: &str| hostlist::expand(&text(field(k))).map_err(|e| BadJobs(format!("job {id}: `{k}`: {e}")));
-            let reason = text(field("state_reason"));
+            let list = |k: &str, v: &Option<Flex>| {
+                hostlist::expand(&text(v)).map_err(|e| BadJobs(format!("job {id}: `{k}`: {e}")))
+            };
+            let reason = text(&j.state_reason);
             Ok(SlurmJob {
                 id,
-                state: text(field("job_state")),
+                state: text(&j.job_state),
                 // `scontrol requeuehold` leaves "job requeued in held state".
-                held: number(field("priority")) == Some(0)
-                    || reason.starts_with("JobHeld")
-                    || reason.ends_with("held state"),
+                held: number(&j.priority) == Some(0) || reason.starts_with("JobHeld") || reason.ends_with("held state"),
                 reason,
-                nodes: list("nodes")?,
-                required_nodes: list("required_nodes")?,
-                admin_comment: text(field("admin_comment")),
-                submit_time: number(field("submit_time")).unwrap_or(0),
-                start_time: number(field("start_time")).unwrap_or(0),
-                restarts: number(field("restart_cnt")).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
-                priority: number(field("priority")).unwrap_or(0),
+                nodes: list("nodes", &j.nodes)?,
+                required_nodes: list("required_nodes", &j.required_nodes)?,
+                admin_comment: text(&j.admin_comment),
+                submit_time: number(&j.submit_time).unwrap_or(0),
+                start_time: number(&j.start_time).unwrap_or(0),
+                restarts: number(&j.restart_cnt).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+                priority: number(&j.priority).unwrap_or(0),
                 request,
             })
         })
