@@ -358,13 +358,15 @@ fn plan_mends_the_live_association_tree_and_then_has_nothing_to_change() {
     let before = write(
         dir.path(),
         "before.gpol",
-        "policy tree\nqueue org {\n  queue a { weight 2; limit 16 gpu, 64 cpu, 256GiB }\n  queue b { weight 1 }\n}\n",
+        "policy tree\npriority_class urgent = 100\npriority_class normal = 10\n\
+         queue org {\n  queue a { weight 2; limit 16 gpu, 64 cpu, 256GiB }\n  queue b { weight 1 }\n}\n",
     );
     // a: more shares, fewer GPUs, no CPU or memory limit; b: a child queue c.
     let after = write(
         dir.path(),
         "after.gpol",
-        "policy tree\nqueue org {\n  queue a { weight 3; limit 8 gpu }\n  queue b { weight 1\n    queue c { limit 4 gpu(h100) }\n  }\n}\n",
+        "policy tree\npriority_class urgent = 200\npriority_class normal = 10\n\
+         queue org {\n  queue a { weight 3; limit 8 gpu }\n  queue b { weight 1\n    queue c { limit 4 gpu(h100) }\n  }\n}\n",
     );
     let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
     let scenario = format!(
@@ -378,7 +380,8 @@ fn plan_mends_the_live_association_tree_and_then_has_nothing_to_change() {
          echo '== apply after'; g apply {after}\n\
          sacctmgr -i modify account where name=a set GrpTRES=node=2 >/dev/null\n\
          echo '== plan after again'; g plan {after}\n\
-         echo '== tree after'; show; show >{dir}/tree.txt\n",
+         echo '== tree after'; show; show >{dir}/tree.txt\n\
+         sacctmgr -n -P show qos format=Name,Priority >{dir}/qos.txt\n",
         g = gpolc.display(),
         c = cluster.display(),
         before = before.display(),
@@ -391,6 +394,9 @@ fn plan_mends_the_live_association_tree_and_then_has_nothing_to_change() {
     };
     let first = part("plan before");
     for line in [
+        // Slurm's own QOS `normal` (priority 0) takes the class's value; `urgent` is new.
+        "change QOS normal: priority 0 → 10 (priority class normal)",
+        "add QOS urgent with priority 100 (priority class urgent)",
         "add account org under root in cluster gpol: Fairshare=1",
         "add account a under org in cluster gpol: Fairshare=2, GrpTRES=gres/gpu=16,cpu=64,mem=262144",
         "add account b under org in cluster gpol: Fairshare=1",
@@ -410,6 +416,7 @@ fn plan_mends_the_live_association_tree_and_then_has_nothing_to_change() {
         second.lines().any(|l| l == "add account c under b in cluster gpol: Fairshare=1, GrpTRES=gres/gpu:h100=4"),
         "{said}"
     );
+    assert!(second.lines().any(|l| l == "change QOS urgent: priority 100 → 200 (priority class urgent)"), "{said}");
     // Applied, the tree is the policy's; a limit the policy cannot name stays the administrator's.
     assert!(part("plan after again").contains("nothing to change"), "{said}");
     let tree = std::fs::read_to_string(dir.path().join("tree.txt")).expect("written");
@@ -419,6 +426,9 @@ fn plan_mends_the_live_association_tree_and_then_has_nothing_to_change() {
     assert_eq!(a.limits, [("gres/gpu".to_string(), 8), ("node".to_string(), 2)].into_iter().collect());
     let c = live.iter().find(|x| x.account == "c").expect("account c");
     assert_eq!((c.parent.as_str(), c.limits.get("gres/gpu:h100")), ("b", Some(&4)));
+    let qos = std::fs::read_to_string(dir.path().join("qos.txt")).expect("written");
+    let qos = gpol_slurm::associations::read_qos(&qos).expect("sacctmgr's QOS read");
+    assert!(qos.contains(&("urgent".to_string(), 200)) && qos.contains(&("normal".to_string(), 10)), "{said}");
 }
 
 #[test]

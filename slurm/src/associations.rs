@@ -4,14 +4,19 @@
 //! account added where it is missing; its parent, `Fairshare` and `GrpTRES` set where
 //! they differ. Only the TRES the policy's quotas can name (`cpu`, `mem`, `gres/gpu`,
 //! `gres/gpu:TYPE`) are compared: other limits an administrator set are left alone, and
-//! so are accounts the policy does not name.
+//! so are accounts the policy does not name. The policy's priority classes are compared
+//! with Slurm's QOS the same way (`sacctmgr show qos`, [`SHOW_QOS`]): added, or their
+//! priority set.
 
-use crate::accounts::Account;
+use crate::accounts::{Account, Qos};
 use std::collections::BTreeMap;
 
 /// The command whose output [`read`] takes.
 pub const SHOW: [&str; 6] =
     ["sacctmgr", "-n", "-P", "show", "associations", "format=Cluster,Account,ParentName,User,Share,GrpTRES"];
+
+/// The command whose output [`read_qos`] takes.
+pub const SHOW_QOS: [&str; 6] = ["sacctmgr", "-n", "-P", "show", "qos", "format=Name,Priority"];
 
 /// Lines of `sacctmgr` output read at most (docs/limits.md).
 pub const MAX_ASSOCIATIONS: usize = 1_000_000;
@@ -56,6 +61,23 @@ pub fn read(text: &str) -> Result<Vec<Association>, String> {
     Ok(out)
 }
 
+/// Slurm's QOS and their priorities, from `sacctmgr`'s output.
+pub fn read_qos(text: &str) -> Result<Vec<(String, u64)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        if i >= MAX_ASSOCIATIONS {
+            return Err(format!("more than {MAX_ASSOCIATIONS} lines"));
+        }
+        let Some((name, priority)) = line.split_once('|') else {
+            return Err(format!("line {}: not NAME|PRIORITY (`{}`)", i + 1, SHOW_QOS[5]));
+        };
+        let priority =
+            priority.trim().parse().map_err(|_| format!("line {}: Priority `{priority}` is not a count", i + 1))?;
+        out.push((name.trim().to_string(), priority));
+    }
+    Ok(out)
+}
+
 /// `cpu=64,gres/gpu=16,mem=256G` as counts; memory, which sacctmgr writes with a unit
 /// (`M`, `G`, `T`, `P`; none is MiB), in MiB.
 fn limits(tres: &str) -> Result<BTreeMap<String, u64>, String> {
@@ -91,6 +113,10 @@ pub enum Change {
     Add { cluster: String, account: Account },
     /// Set what differs: each setting as `sacctmgr` takes it, and what it was.
     Modify { cluster: String, account: String, set: Vec<Setting> },
+    /// Add a QOS for a priority class.
+    AddQos(Qos),
+    /// Set a QOS's priority to its class's value.
+    SetQos { qos: Qos, was: u64 },
 }
 
 /// One setting of an account, and what Slurm had.
@@ -115,6 +141,12 @@ impl Change {
                 c.extend(set.iter().map(|s| format!("{}={}", s.name, s.value)));
                 c
             }
+            Change::AddQos(q) => q.add_command(),
+            Change::SetQos { qos, .. } => ["sacctmgr", "-i", "modify", "qos", "where"]
+                .into_iter()
+                .map(String::from)
+                .chain([format!("name={}", qos.name), "set".into(), format!("Priority={}", qos.priority)])
+                .collect(),
         }
     }
 
@@ -131,6 +163,10 @@ impl Change {
             Change::Modify { cluster, account, set } => {
                 let what: Vec<String> = set.iter().map(|s| format!("{} {} → {}", s.name, s.was, s.value)).collect();
                 format!("change account {account} in cluster {cluster}: {}", what.join(", "))
+            }
+            Change::AddQos(q) => format!("add QOS {} with priority {} (priority class {})", q.name, q.priority, q.name),
+            Change::SetQos { qos, was } => {
+                format!("change QOS {}: priority {was} → {} (priority class {})", qos.name, qos.priority, qos.name)
             }
         }
     }
@@ -187,6 +223,20 @@ pub fn diff(wanted: &[Account], live: &[Association]) -> Vec<Change> {
     }
     adds.extend(modifies);
     adds
+}
+
+/// What makes Slurm's QOS carry the policy's priority classes: each added, or its priority
+/// set. Other QOS are left alone.
+pub fn diff_qos(wanted: &[Qos], live: &[(String, u64)]) -> Vec<Change> {
+    let mut out = Vec::new();
+    for q in wanted {
+        match live.iter().find(|(name, _)| *name == q.name) {
+            None => out.push(Change::AddQos(q.clone())),
+            Some(&(_, was)) if was != q.priority => out.push(Change::SetQos { qos: q.clone(), was }),
+            Some(_) => {}
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -269,6 +319,28 @@ mod tests {
             diff(&[account("a", "root", 1, &[])], &live)[0].describe(),
             "change account a in cluster gpol: GrpTRES gres/gpu=8 → gres/gpu=-1"
         );
+    }
+
+    #[test]
+    fn priority_classes_become_qos_with_their_priority() {
+        let live = read_qos("normal|0\nurgent|50\nscavenger|0\n").expect("reads");
+        let wanted = [
+            Qos { name: "normal".into(), priority: 0 },
+            Qos { name: "urgent".into(), priority: 100 },
+            Qos { name: "batch".into(), priority: 10 },
+        ];
+        let changes = diff_qos(&wanted, &live);
+        let words: Vec<String> = changes.iter().map(Change::describe).collect();
+        assert_eq!(
+            words,
+            [
+                "change QOS urgent: priority 50 → 100 (priority class urgent)",
+                "add QOS batch with priority 10 (priority class batch)"
+            ]
+        );
+        assert_eq!(changes[0].command().join(" "), "sacctmgr -i modify qos where name=urgent set Priority=100");
+        assert_eq!(changes[1].command().join(" "), "sacctmgr -i add qos batch Priority=10");
+        assert!(read_qos("urgent|high\n").expect_err("not a count").contains("line 1: Priority `high`"));
     }
 
     #[test]

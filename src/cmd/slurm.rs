@@ -67,8 +67,9 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     squeue: Option<PathBuf>,
     /// Also mend the association tree: accounts, shares and GrpTRES as the policy's queue
-    /// tree has them (read with `sacctmgr show associations`, or from FILE, its saved
-    /// `-n -P` output; needs slurmdbd).
+    /// tree has them, and a QOS for each priority class (read with `sacctmgr show
+    /// associations` and `show qos`, or from FILE, the associations' saved `-n -P` output;
+    /// needs slurmdbd).
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
     accounts: Option<Option<PathBuf>>,
     /// Read nodes and jobs from slurmrestd instead of `sinfo`/`squeue`: `unix:PATH` (its
@@ -227,10 +228,22 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         use gpol_slurm::associations::{self, SHOW};
         let live = slurm_output(file, &SHOW, MAX_INPUT_BYTES)
             .and_then(|(text, from)| associations::read(&text).map_err(|e| format!("{from}: {e}")));
-        match live {
-            Ok(live) => {
+        // The QOS of the priority classes too, when the tree is read live.
+        let qos = match file {
+            None => slurm_output(&None, &associations::SHOW_QOS, MAX_INPUT_BYTES)
+                .and_then(|(text, from)| associations::read_qos(&text).map_err(|e| format!("{from}: {e}")))
+                .map(Some),
+            Some(_) => Ok(None),
+        };
+        match live.and_then(|live| qos.map(|qos| (live, qos))) {
+            Ok((live, qos)) => {
                 let (wanted, _) = gpol_slurm::accounts::accounts(&compiled.policy);
-                let changes = associations::diff(&wanted, &live);
+                let mut changes = associations::diff(&wanted, &live);
+                if let Some(qos) = qos {
+                    // QOS first: an account's QOS list may name them.
+                    let (wanted, _) = gpol_slurm::accounts::qos(&compiled.policy);
+                    changes.splice(0..0, associations::diff_qos(&wanted, &qos));
+                }
                 // The accounts first: jobs may name them.
                 plan.actions.splice(0..0, changes.into_iter().map(gpol_slurm::plan::Action::Account));
             }
