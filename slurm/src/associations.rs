@@ -239,6 +239,24 @@ pub fn diff_qos(wanted: &[Qos], live: &[(String, u64)]) -> Vec<Change> {
     out
 }
 
+/// Every change that makes Slurm's accounts (and, given `sacctmgr show qos`'s output, its
+/// QOS) the policy's: QOS first (an account's QOS list may name them), then the accounts
+/// as [`diff`] orders them. `associations` and `qos` are the outputs of [`SHOW`] and
+/// [`SHOW_QOS`].
+pub fn changes(
+    policy: &gpol_compiler::hir::Policy,
+    associations: &str,
+    qos: Option<&str>,
+) -> Result<Vec<Change>, String> {
+    let live = read(associations)?;
+    let mut out = match qos {
+        Some(text) => diff_qos(&crate::accounts::qos(policy).0, &read_qos(text)?),
+        None => Vec::new(),
+    };
+    out.extend(diff(&crate::accounts::accounts(policy).0, &live));
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

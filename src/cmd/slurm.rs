@@ -155,6 +155,22 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
     }
 }
 
+/// What makes Slurm's accounts and QOS the policy's: the association tree read live (and
+/// the QOS with it) or from a saved file (associations only).
+fn account_changes(
+    compiled: &gpol_compiler::engine::CompiledPolicy,
+    file: &Option<PathBuf>,
+) -> Result<Vec<gpol_slurm::associations::Change>, String> {
+    use gpol_compiler::limits::MAX_INPUT_BYTES;
+    use gpol_slurm::associations::{SHOW, SHOW_QOS, changes};
+    let (tree, from) = slurm_output(file, &SHOW, MAX_INPUT_BYTES)?;
+    let qos = match file {
+        None => Some(slurm_output(&None, &SHOW_QOS, MAX_INPUT_BYTES)?.0),
+        Some(_) => None,
+    };
+    changes(&compiled.policy, &tree, qos.as_deref()).map_err(|e| format!("{from}: {e}"))
+}
+
 /// One pass: Slurm's state read afresh, the plan printed, and (with `apply`) made.
 fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply: bool) -> u8 {
     use gpol_compiler::limits::MAX_INPUT_BYTES;
@@ -225,26 +241,9 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
     let state = gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now };
     let mut plan = gpol_slurm::plan::plan(compiled, &state);
     if let Some(file) = &args.accounts {
-        use gpol_slurm::associations::{self, SHOW};
-        let live = slurm_output(file, &SHOW, MAX_INPUT_BYTES)
-            .and_then(|(text, from)| associations::read(&text).map_err(|e| format!("{from}: {e}")));
-        // The QOS of the priority classes too, when the tree is read live.
-        let qos = match file {
-            None => slurm_output(&None, &associations::SHOW_QOS, MAX_INPUT_BYTES)
-                .and_then(|(text, from)| associations::read_qos(&text).map_err(|e| format!("{from}: {e}")))
-                .map(Some),
-            Some(_) => Ok(None),
-        };
-        match live.and_then(|live| qos.map(|qos| (live, qos))) {
-            Ok((live, qos)) => {
-                let (wanted, _) = gpol_slurm::accounts::accounts(&compiled.policy);
-                let mut changes = associations::diff(&wanted, &live);
-                if let Some(qos) = qos {
-                    // QOS first: an account's QOS list may name them.
-                    let (wanted, _) = gpol_slurm::accounts::qos(&compiled.policy);
-                    changes.splice(0..0, associations::diff_qos(&wanted, &qos));
-                }
-                // The accounts first: jobs may name them.
+        match account_changes(compiled, file) {
+            // The accounts first: jobs may name them.
+            Ok(changes) => {
                 plan.actions.splice(0..0, changes.into_iter().map(gpol_slurm::plan::Action::Account));
             }
             Err(e) => {
