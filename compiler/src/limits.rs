@@ -95,3 +95,39 @@ pub const MAX_DIFF_BOUND: u64 = 2_000_000;
 /// Bytes of the decisions one `gpolc sim --decisions` run records (held until the run
 /// ends, then written whole): about ten million decisions.
 pub const MAX_DECISIONS_BYTES: u64 = 1 << 30;
+
+// ---- Checks every reader shares ------------------------------------------------------
+
+/// A number of bytes read some other way, checked against the memory limit.
+pub fn within_bytes(b: f64, text: &str) -> Result<u64, String> {
+    if b > MAX_MEMORY_BYTES as f64 {
+        return Err(format!("`{text}` is too large, at most {}TiB", MAX_MEMORY_BYTES >> 40));
+    }
+    Ok(b as u64)
+}
+
+/// A number of cores read some other way, as milli-cores, checked against the limit.
+pub fn within_cores(cores: f64, text: &str) -> Result<u64, String> {
+    if cores > MAX_CPU_CORES as f64 {
+        return Err(format!("`{text}` is too large, at most {MAX_CPU_CORES} cores"));
+    }
+    Ok((cores * 1000.0).round() as u64)
+}
+
+/// A whole number from 0 to `max`: a fraction is an error, never rounded, and so is a
+/// value over the limit, never clamped.
+pub fn whole(value: f64, text: &str, max: u64) -> Result<u64, String> {
+    if !(value.is_finite() && value >= 0.0 && value.fract() == 0.0) {
+        return Err(format!("expected a whole number, found `{text}`"));
+    }
+    if value > max as f64 {
+        return Err(format!("`{text}` is too large, at most {max}"));
+    }
+    Ok(value as u64)
+}
+
+/// A count written as text (`8`, `1e3`), from 0 to `max`.
+pub fn count(text: &str, max: u64) -> Result<u64, String> {
+    let value: f64 = text.trim().parse().map_err(|_| format!("expected a whole number, found `{text}`"))?;
+    whole(value, text, max)
+}

@@ -22,6 +22,7 @@ pub mod reserve;
 pub mod scenario;
 pub mod scheduler;
 pub mod symbols;
+pub mod verdict;
 
 pub use gpol_compiler::schema;
 pub use gpol_compiler::spec::{History, JobSpec, MILLI, NodeSpec, Request, Sharing};

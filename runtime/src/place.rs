@@ -51,7 +51,7 @@ impl Scheduler {
     }
 
     /// The first admit rule that turns the job away now, if any.
-    fn first_refusing_admit(&self, job: JobId) -> Option<usize> {
+    pub(crate) fn first_refusing_admit(&self, job: JobId) -> Option<usize> {
         if self.policy.program.admit.is_empty() {
             return None;
         }
@@ -356,7 +356,7 @@ fn count_rejection(rejections: &mut [usize], filter: usize) {
 impl Scheduler {
     /// The filter a node the compiled pass rejected counts against: the first declared
     /// that rejects it (the pass stops at the cheapest), as `explain` reports it.
-    fn rejecting_filter(&self, ctx: &Ctx<'_>, rec: &JobRec<'_>, node: NodeId, r: &NodeResult) -> usize {
+    pub(crate) fn rejecting_filter(&self, ctx: &Ctx<'_>, rec: &JobRec<'_>, node: NodeId, r: &NodeResult) -> usize {
         let first = usize::from(r.rejected_by);
         let earlier = match self.recheck_filters.get(first) {
             Some(e) if !e.is_empty() => e,

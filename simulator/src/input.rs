@@ -1,7 +1,9 @@
 //! What the simulator's readers share: errors that name the file, line and field, and
 //! quantities written with the language's units (`80GiB`, `90m`).
 
-use gpol_compiler::limits::{MAX_CLOCK_MS, MAX_CPU_CORES, MAX_MEMORY_BYTES};
+// The range checks every reader shares live with the limits they check.
+use gpol_compiler::limits::MAX_CLOCK_MS;
+pub use gpol_compiler::limits::{count, whole, within_bytes, within_cores};
 use gpol_compiler::terminal::escape;
 use gpol_compiler::units::{Dim, Unit};
 use std::fmt;
@@ -91,43 +93,9 @@ pub fn bytes(text: &str) -> Result<u64, String> {
     within_bytes(b, text)
 }
 
-/// A number of bytes read some other way, checked against the memory limit.
-pub fn within_bytes(b: f64, text: &str) -> Result<u64, String> {
-    if b > MAX_MEMORY_BYTES as f64 {
-        return Err(format!("`{text}` is too large, at most {}TiB", MAX_MEMORY_BYTES >> 40));
-    }
-    Ok(b as u64)
-}
-
 /// CPU cores (fractions allowed) as milli-cores, at most the CPU limit.
 pub fn milli_cpu(text: &str) -> Result<u64, String> {
     within_cores(quantity(text, Dim::CPU)?, text)
-}
-
-/// A number of cores read some other way, as milli-cores, checked against the limit.
-pub fn within_cores(cores: f64, text: &str) -> Result<u64, String> {
-    if cores > MAX_CPU_CORES as f64 {
-        return Err(format!("`{text}` is too large, at most {MAX_CPU_CORES} cores"));
-    }
-    Ok((cores * 1000.0).round() as u64)
-}
-
-/// A whole number from 0 to `max`: a fraction is an error, never rounded, and so is a
-/// value over the limit, never clamped.
-pub fn whole(value: f64, text: &str, max: u64) -> Result<u64, String> {
-    if !(value.is_finite() && value >= 0.0 && value.fract() == 0.0) {
-        return Err(format!("expected a whole number, found `{text}`"));
-    }
-    if value > max as f64 {
-        return Err(format!("`{text}` is too large, at most {max}"));
-    }
-    Ok(value as u64)
-}
-
-/// A count written as text (`8`, `1e3`), from 0 to `max`.
-pub fn count(text: &str, max: u64) -> Result<u64, String> {
-    let value: f64 = text.trim().parse().map_err(|_| format!("expected a whole number, found `{text}`"))?;
-    whole(value, text, max)
 }
 
 /// Where each line of a text starts, counting `\n`, `\r\n` and a lone `\r` as line

@@ -1,16 +1,9 @@
 //! Clusters from Kubernetes: the output of `kubectl get nodes -o json` (a `List` of
-//! `Node`s). GPUs are the allocatable `nvidia.com/gpu` (or, under the MIG "mixed"
-//! strategy, `nvidia.com/mig-<profile>` instances); the model and card memory come from
-//! GPU feature discovery's `nvidia.com/gpu.product` and `nvidia.com/gpu.memory` labels,
-//! time-slicing or MPS from `nvidia.com/gpu.sharing-strategy` and
-//! `nvidia.com/gpu.replicas`, the zone from `topology.kubernetes.io/zone`. A cordoned
-//! node (`spec.unschedulable`) starts drained.
+//! `Node`s), each node mapped by `gpol_kubernetes::nodes` — the mapping the extender
+//! uses too. A cordoned node starts drained.
 
-use crate::input::{self, InputError};
+use crate::input::InputError;
 use crate::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
-use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_MEMORY_BYTES};
-use gpol_compiler::schema::MIG_PROFILES;
-use gpol_runtime::model::{NodeSpec, Sharing};
 use serde_json::Value;
 
 /// Whether JSON text looks like `kubectl get nodes -o json` output.
@@ -18,35 +11,6 @@ pub fn is_node_list(text: &str) -> bool {
     let head: String = text.chars().take(4096).collect();
     head.contains("\"kind\"")
         && (head.contains("\"NodeList\"") || head.contains("\"List\"") || head.contains("\"Node\""))
-}
-
-/// A Kubernetes quantity (`64`, `500m`, `256Gi`, `1e9`, `263567868Ki`) as a number.
-pub fn quantity(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let split = text.find(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E').unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let value: f64 = number.parse().ok()?;
-    let factor = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        _ => return None,
-    };
-    let v = value * factor;
-    (v.is_finite() && v >= 0.0).then_some(v)
 }
 
 /// Reads `kubectl get nodes -o json` output.
@@ -66,111 +30,14 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
     };
     let mut spec = ClusterSpec { name: file.to_string(), ..ClusterSpec::default() };
     for (i, item) in items.iter().enumerate() {
-        let err = |field: &str, m: String| InputError::new(file, None, Some(field), format!("item {i}: {m}"));
-        let name = item
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| err("metadata.name", "missing".into()))?
-            .to_string();
-        let err = |field: &str, m: String| InputError::new(file, None, Some(field), format!("node `{name}`: {m}"));
-        let labels: Vec<(String, String)> = item
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
-            .unwrap_or_default();
-        let label = |k: &str| labels.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
-        let resources = item.pointer("/status/allocatable").or_else(|| item.pointer("/status/capacity"));
-        // A resource as written, for messages.
-        let raw = |key: &str| {
-            resources.and_then(|r| r.get(key)).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
-        };
-        let amount = |key: &str| -> Result<Option<f64>, InputError> {
-            match raw(key) {
-                None => Ok(None),
-                Some(text) => quantity(&text)
-                    .map(Some)
-                    .ok_or_else(|| err(&format!("status.allocatable.{key}"), format!("`{text}` is not a quantity"))),
-            }
-        };
-        // Counts are whole and within their limits: never rounded, never clamped.
-        let counted = |key: &str, max: u64| -> Result<Option<u32>, InputError> {
-            let field = format!("status.allocatable.{key}");
-            match amount(key)? {
-                None => Ok(None),
-                Some(v) => input::whole(v, &raw(key).unwrap_or_default(), max)
-                    .map(|n| Some(n as u32))
-                    .map_err(|m| err(&field, m)),
-            }
-        };
-        let labelled = |key: &str, max: u64| -> Result<Option<u32>, InputError> {
-            let field = format!("metadata.labels.{key}");
-            label(key).map(|t| input::count(t, max).map(|n| n as u32).map_err(|m| err(&field, m))).transpose()
-        };
-        let cpu = amount("cpu")?.unwrap_or(0.0);
-        let cpu_milli =
-            input::within_cores(cpu, &raw("cpu").unwrap_or_default()).map_err(|m| err("status.allocatable.cpu", m))?;
-        let mem = amount("memory")?.unwrap_or(0.0).round();
-        let mem = input::within_bytes(mem, &raw("memory").unwrap_or_default())
-            .map_err(|m| err("status.allocatable.memory", m))?;
-        // Under time-slicing the plugin advertises each card once per replica.
-        let shares = u64::from(MAX_CARDS_PER_NODE) * u64::from(MAX_CLIENTS_PER_CARD);
-        let whole = counted("nvidia.com/gpu", shares)?.unwrap_or(0);
-        // MIG (mixed strategy): each card's instances, from the per-profile totals (at
-        // most seven per card).
-        let mut instances: Vec<(u8, u32)> = Vec::new();
-        for (p, profile) in MIG_PROFILES.iter().enumerate() {
-            let key = format!("nvidia.com/mig-{profile}");
-            if let Some(n) = counted(&key, 7 * u64::from(MAX_CARDS_PER_NODE))?.filter(|&n| n >= 1) {
-                instances.push((p as u8, n));
-            }
+        let node = gpol_kubernetes::nodes::node(item).map_err(|e| {
+            let message = if e.field == "metadata.name" { format!("item {i}: {}", e.message) } else { e.message };
+            InputError::new(file, None, Some(&e.field), message)
+        })?;
+        if node.cordoned {
+            spec.events.push(NodeEvent { at_ms: 0, node: node.spec.name.clone(), kind: NodeEventKind::Drain });
         }
-        let count = labelled("nvidia.com/gpu.count", u64::from(MAX_CARDS_PER_NODE))?;
-        let (cards, sharing, mig, max_clients) = if !instances.is_empty() {
-            let cards = count.unwrap_or(1).max(1);
-            let layout: Vec<u8> =
-                instances.iter().flat_map(|&(p, n)| std::iter::repeat_n(p, (n / cards) as usize)).collect();
-            (cards, Sharing::Mig, layout, 1)
-        } else {
-            let replicas = labelled("nvidia.com/gpu.replicas", u64::from(MAX_CLIENTS_PER_CARD))?.unwrap_or(1).max(1);
-            let strategy = label("nvidia.com/gpu.sharing-strategy").unwrap_or("none");
-            // Under sharing the plugin advertises `replicas` per card.
-            let shared = replicas > 1 && matches!(strategy, "time-slicing" | "mps");
-            let cards = if shared { count.unwrap_or(whole / replicas) } else { whole };
-            let sharing = match (shared, strategy) {
-                (true, "mps") => Sharing::Mps,
-                (true, _) => Sharing::Timeslice,
-                _ => Sharing::Exclusive,
-            };
-            (cards, sharing, Vec::new(), if shared { replicas } else { 1 })
-        };
-        if cards > MAX_CARDS_PER_NODE {
-            let m = format!("{cards} cards: too large, at most {MAX_CARDS_PER_NODE}");
-            return Err(err("status.allocatable.nvidia.com/gpu", m));
-        }
-        let model = label("nvidia.com/gpu.product").unwrap_or(if cards > 0 { "gpu" } else { "" }).to_string();
-        let card_mib = labelled("nvidia.com/gpu.memory", MAX_MEMORY_BYTES >> 20)?;
-        let card_mem = card_mib.map_or(0, |mib| u64::from(mib) << 20);
-        let topology =
-            label("topology.kubernetes.io/zone").map(|z| vec![("zone".to_string(), z.to_string())]).unwrap_or_default();
-        if item.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
-            spec.events.push(NodeEvent { at_ms: 0, node: name.clone(), kind: NodeEventKind::Drain });
-        }
-        spec.nodes.push(NodeDef {
-            spec: NodeSpec {
-                name,
-                model,
-                cards,
-                card_mem,
-                sharing,
-                mig,
-                max_clients,
-                cpu_milli,
-                mem,
-                domains: Vec::new(),
-                labels,
-            },
-            topology,
-        });
+        spec.nodes.push(NodeDef { spec: node.spec, topology: node.topology });
     }
     if spec.nodes.is_empty() {
         return Err(InputError::new(file, None, Some("items"), "the node list has no nodes"));
@@ -181,6 +48,7 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpol_runtime::model::Sharing;
 
     // A node list in the shape `kubectl get nodes -o json` prints, written for this test.
     const NODES: &str = r#"{
@@ -203,17 +71,6 @@ mod tests {
             "nvidia.com/mig-3g.40gb": "4", "nvidia.com/mig-1g.10gb": "2"}}},
         {"kind": "Node", "metadata": {"name": "cpu-d"}, "status": {"allocatable": {"cpu": "16", "memory": "64Gi"}}}
       ]}"#;
-
-    #[test]
-    fn quantities_follow_kubernetes_suffixes() {
-        assert_eq!(quantity("500m"), Some(0.5));
-        assert_eq!(quantity("2Ki"), Some(2048.0));
-        assert_eq!(quantity("1e3"), Some(1000.0));
-        assert_eq!(quantity("3G"), Some(3e9));
-        assert_eq!(quantity("12"), Some(12.0));
-        assert_eq!(quantity("lots"), None);
-        assert_eq!(quantity("5Zi"), None);
-    }
 
     #[test]
     fn kubectl_nodes_become_a_cluster() {
@@ -248,33 +105,5 @@ mod tests {
         assert_eq!(e.to_string(), "n.json: field `status.allocatable.cpu`: node `x`: `many` is not a quantity");
         let e = parse_nodes("{\"kind\": ", "n.json").expect_err("not json");
         assert_eq!(e.line, Some(1));
-    }
-
-    /// One node whose allocatable resources are `resources` (JSON members).
-    fn one(resources: &str) -> String {
-        format!(
-            r#"{{"kind": "List", "items": [{{"kind": "Node", "metadata": {{"name": "n"}},
-            "status": {{"allocatable": {{{resources}}}}}}}]}}"#
-        )
-    }
-
-    #[test]
-    fn oversized_and_fractional_counts_are_refused_not_clamped() {
-        let cases = [
-            (r#""nvidia.com/gpu": "1e12""#, "status.allocatable.nvidia.com/gpu", "is too large, at most 65536"),
-            (r#""nvidia.com/gpu": "2.7""#, "status.allocatable.nvidia.com/gpu", "expected a whole number"),
-            (r#""nvidia.com/gpu": "100""#, "status.allocatable.nvidia.com/gpu", "too large, at most 64"),
-            (r#""cpu": "1e300""#, "status.allocatable.cpu", "is too large, at most 100000 cores"),
-            (r#""memory": "1e30""#, "status.allocatable.memory", "is too large, at most 64TiB"),
-            (r#""nvidia.com/mig-1g.10gb": "1e18""#, "status.allocatable.nvidia.com/mig-1g.10gb", "is too large"),
-        ];
-        for (resources, field, message) in cases {
-            let e = parse_nodes(&one(resources), "nodes.json").expect_err(resources);
-            assert_eq!(e.field.as_deref(), Some(field), "{e}");
-            assert!(e.message.contains(message), "{resources}: {e}");
-            assert!(e.message.starts_with("node `n`: "), "{e}");
-        }
-        let ok = parse_nodes(&one(r#""nvidia.com/gpu": "8", "cpu": "64""#), "nodes.json").expect("a valid node");
-        assert_eq!((ok.nodes[0].spec.cards, ok.nodes[0].spec.cpu_milli), (8, 64_000));
     }
 }

@@ -1,0 +1,120 @@
+//! Each node's verdict for one job, for adapters that are asked node by node
+//! (kube-scheduler's extender): the same admit rules, quota, filters, exact fit and
+//! scores that [`Scheduler::decide`] applies, with every node's answer kept instead of
+//! only the best.
+
+use crate::fit;
+use crate::gang;
+use crate::jobs::{JobId, Reason};
+use crate::model::NodeId;
+use crate::quota::{self, Block};
+use crate::scheduler::Scheduler;
+use gpol_compiler::engine::NodeResult;
+use gpol_compiler::ir::RuleId;
+use std::cmp::Ordering;
+
+/// Why the job cannot start anywhere now, whatever the node.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Closed {
+    pub reason: Reason,
+    /// Nothing the cluster does changes it: a static admit rule turned the job away, or
+    /// it can never fit (no node could hold it even empty, or it asks for more than a
+    /// queue's limit). Evicting other work cannot help.
+    pub for_good: bool,
+}
+
+/// One node's answer for the job.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NodeVerdict {
+    /// The job fits there now; how the policy's scores rate the node.
+    Fits(NodeResult),
+    /// This filter rule turned the node away (the first declared that does).
+    Filtered(RuleId),
+    /// The node passes the filters but has too little free capacity now.
+    Full,
+    /// The node is out of service.
+    Down,
+    /// The job may not run on the node's GPU model.
+    Model,
+    /// The node is held for another job's reservation.
+    Reserved,
+    /// The quota for the node's GPU model would be exceeded.
+    Quota(Block),
+}
+
+impl Scheduler {
+    /// Whether the job may start at all now: its admit rules and its queue's quota.
+    pub fn gate(&self, job: JobId) -> Result<(), Closed> {
+        let program = &self.policy.program;
+        if let Some(i) = self.first_refusing_admit(job) {
+            let rule = RuleId::Admit(u16::try_from(i).unwrap_or(u16::MAX));
+            return Err(Closed { reason: Reason::Rule(rule), for_good: program.admit[i].is_static });
+        }
+        if let Some(never) = self.never_fits(job) {
+            return Err(Closed { reason: Reason::Unschedulable(never), for_good: true });
+        }
+        self.quota_count(job).map(|_| ()).map_err(|reason| Closed { reason, for_good: false })
+    }
+
+    /// Each node's verdict for one replica of the job, in the order of `among`; an id
+    /// that names no node is `Down`.
+    pub fn node_verdicts(&self, job: JobId, among: &[NodeId]) -> Vec<NodeVerdict> {
+        let view = self.placement_view(job);
+        let ctx = self.ctx(&view);
+        let rec = self.job_rec(job);
+        let j = &self.jobs[job];
+        let mut by_model: Vec<(gpol_compiler::schema::Sym, Result<(), Block>)> = Vec::new();
+        let mut verdicts = vec![NodeVerdict::Down; among.len()];
+        let mut at = 0;
+        self.scan(&ctx, &rec, Some(among), |i, r| {
+            // The scan shows the nodes in the order given, skipping ids that name none.
+            while among.get(at).is_some_and(|&n| n != i) {
+                at += 1;
+            }
+            let Some(slot) = verdicts.get_mut(at) else { return };
+            at += 1;
+            let node = &self.cluster.nodes[i];
+            *slot = if !r.feasible {
+                NodeVerdict::Filtered(RuleId::Filter(
+                    u16::try_from(self.rejecting_filter(&ctx, &rec, i, r)).unwrap_or(u16::MAX),
+                ))
+            } else if !node.up {
+                NodeVerdict::Down
+            } else if !(j.models.is_empty() || j.models.contains(&node.model)) {
+                NodeVerdict::Model
+            } else if self.reserved_for_other(i, job) {
+                NodeVerdict::Reserved
+            } else if !fit::fits(node, j) {
+                NodeVerdict::Full
+            } else if self.quotas.limits_models() {
+                let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
+                    Some((_, v)) => *v,
+                    None => {
+                        let demand = quota::replicas_demand(j, 1, Some(node.model));
+                        let v = self.quotas.admissible(j.queue, j.user, &demand);
+                        by_model.push((node.model, v));
+                        v
+                    }
+                };
+                match verdict {
+                    Ok(()) => NodeVerdict::Fits(*r),
+                    Err(block) => NodeVerdict::Quota(block),
+                }
+            } else {
+                NodeVerdict::Fits(*r)
+            };
+        });
+        verdicts
+    }
+
+    /// How two nodes that fit compare for the policy: `Less` when `a` is the better.
+    pub fn rank_nodes(&self, a: &NodeResult, b: &NodeResult) -> Ordering {
+        gang::rank(a, b, self.score_tiers())
+    }
+
+    /// The cards (and MIG instances) one replica of the job takes on `node`: by the
+    /// policy's `card_score` rules, else by best fit; `None` when it does not fit.
+    pub fn cards_for(&self, job: JobId, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {
+        self.choose_cards(job, node)
+    }
+}
