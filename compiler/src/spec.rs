@@ -227,6 +227,18 @@ impl NodeSpec {
     }
 }
 
+/// A node's domains for a policy with these topology `levels`, from its topology by
+/// level name (levels the policy does not read are left out).
+pub fn domains_at(topology: &[(String, String)], levels: &[String]) -> Vec<(u8, String)> {
+    topology
+        .iter()
+        .filter_map(|(level, name)| {
+            let i = levels.iter().position(|l| l == level)?;
+            Some((u8::try_from(i).ok()?, name.clone()))
+        })
+        .collect()
+}
+
 // ---------------------------------------------------------------- limits
 
 /// A field of a job or node over its documented limit (docs/limits.md), named as a

@@ -3,9 +3,12 @@
 //! written as it reads it; [`nodes`] maps a `Node` object to gpol's node, the one mapping
 //! every consumer of Kubernetes objects shares.
 
+pub mod cluster;
 pub mod extender;
 pub mod nodes;
+pub mod pods;
 pub mod quantity;
+pub mod verbs;
 
 use std::fmt;
 

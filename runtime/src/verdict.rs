@@ -112,6 +112,12 @@ impl Scheduler {
         gang::rank(a, b, self.score_tiers())
     }
 
+    /// How many score tiers the policy ranks nodes by (0 without tiers), for
+    /// [`crate::gang::rank`].
+    pub fn score_tier_count(&self) -> usize {
+        self.score_tiers()
+    }
+
     /// The cards (and MIG instances) one replica of the job takes on `node`: by the
     /// policy's `card_score` rules, else by best fit; `None` when it does not fit.
     pub fn cards_for(&self, job: JobId, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {

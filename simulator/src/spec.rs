@@ -27,14 +27,7 @@ impl NodeDef {
     /// The runtime's node description for a policy with these topology `levels`.
     pub fn to_spec(&self, levels: &[String]) -> NodeSpec {
         let mut spec = self.spec.clone();
-        spec.domains = self
-            .topology
-            .iter()
-            .filter_map(|(level, name)| {
-                let i = levels.iter().position(|l| l == level)?;
-                Some((u8::try_from(i).ok()?, name.clone()))
-            })
-            .collect();
+        spec.domains = gpol_compiler::spec::domains_at(&self.topology, levels);
         spec
     }
 }

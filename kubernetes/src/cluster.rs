@@ -1,0 +1,354 @@
+//! What the extender knows of the cluster: the nodes and the pods bound to them, kept as
+//! gpol's records (mapped by [`crate::nodes`] and [`crate::pods`]) and as a runtime
+//! [`Scheduler`] built from them. Pod events change the scheduler in place; a node
+//! change or a new policy marks it stale, and it is built again when next asked.
+//! Asking about a pod submits it, reads every node's verdict and takes it back.
+
+use crate::FieldError;
+use crate::nodes::{self, MappedNode};
+use crate::pods::{self, MappedPod, Phase};
+use gpol_compiler::engine::CompiledPolicy;
+use gpol_compiler::spec::{History, NodeSpec, domains_at};
+use gpol_runtime::jobs::{JobId, Reason};
+use gpol_runtime::model::NodeId;
+use gpol_runtime::verdict::{Closed, NodeVerdict};
+use gpol_runtime::{Scheduler, explain};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+
+/// The most nodes the extender keeps (and the most a request may name).
+pub const MAX_NODES: usize = gpol_compiler::limits::MAX_NODES as usize;
+/// The most bound pods the extender keeps.
+pub const MAX_PODS: usize = 1_000_000;
+
+/// The nodes and bound pods, and the scheduler built from them.
+pub struct Cluster {
+    policy: CompiledPolicy,
+    nodes: BTreeMap<String, MappedNode>,
+    /// Bound pods by UID.
+    pods: HashMap<String, MappedPod>,
+    built: Option<Built>,
+    /// Bound pods that did not fit on their node when last built (a stale cache).
+    unplaced: usize,
+    /// The clock rules read (`job.runtime`, `cluster.time`), in milliseconds.
+    now_ms: u64,
+}
+
+/// The scheduler and how its ids map to Kubernetes names.
+struct Built {
+    s: Scheduler,
+    node_ids: HashMap<String, NodeId>,
+    pod_jobs: HashMap<String, JobId>,
+    job_pods: HashMap<JobId, String>,
+}
+
+/// One pod's answer over a list of nodes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluation {
+    /// Why the pod cannot start anywhere, in words; `for_good` when no eviction helps.
+    pub closed: Option<(String, bool)>,
+    /// Per node asked about, in order.
+    pub nodes: Vec<Answer>,
+    /// How many score tiers the policy ranks by.
+    pub tiers: usize,
+}
+
+impl Evaluation {
+    /// How two fitting nodes compare for the policy: `Less` when `a` is the better.
+    pub fn compare(&self, a: &Rank, b: &Rank) -> std::cmp::Ordering {
+        gpol_runtime::gang::rank(&a.0, &b.0, self.tiers)
+    }
+}
+
+/// One node's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// The pod fits; the node's place in the policy's ranking (a key: lower is better).
+    Fits(Rank),
+    /// It does not, and why; `for_good` when no eviction on the node helps.
+    Fails { why: String, for_good: bool },
+}
+
+/// A fitting node's score as the policy ranks it: tiers first, then the weighted sum.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rank(pub gpol_compiler::engine::NodeResult);
+
+impl Cluster {
+    pub fn new(policy: CompiledPolicy) -> Cluster {
+        Cluster { policy, nodes: BTreeMap::new(), pods: HashMap::new(), built: None, unplaced: 0, now_ms: 0 }
+    }
+
+    /// Serves another policy from now on.
+    pub fn set_policy(&mut self, policy: CompiledPolicy) {
+        self.policy = policy;
+        self.built = None;
+    }
+
+    pub fn policy(&self) -> &CompiledPolicy {
+        &self.policy
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// Bound pods that did not fit on their node at the last build.
+    pub fn unplaced(&self) -> usize {
+        self.unplaced
+    }
+
+    /// A node added or changed; `Ok(false)` when nothing gpol reads changed.
+    pub fn apply_node(&mut self, object: &Value) -> Result<bool, FieldError> {
+        let node = nodes::node(object)?;
+        if self.nodes.get(&node.spec.name) == Some(&node) {
+            return Ok(false);
+        }
+        if !self.nodes.contains_key(&node.spec.name) && self.nodes.len() >= MAX_NODES {
+            return Err(FieldError::new("metadata.name", format!("more than {MAX_NODES} nodes")));
+        }
+        self.nodes.insert(node.spec.name.clone(), node);
+        self.built = None;
+        Ok(true)
+    }
+
+    pub fn delete_node(&mut self, name: &str) {
+        if self.nodes.remove(name).is_some() {
+            self.built = None;
+        }
+    }
+
+    /// Keeps exactly these nodes (a full list: a re-list of the watch, or the nodes of a
+    /// request that sends whole Node objects).
+    pub fn retain_nodes(&mut self, names: &std::collections::HashSet<&str>) {
+        let before = self.nodes.len();
+        self.nodes.retain(|n, _| names.contains(n.as_str()));
+        if self.nodes.len() != before {
+            self.built = None;
+        }
+    }
+
+    /// A pod added or changed: bound pods hold their node's resources until they end.
+    pub fn apply_pod(&mut self, object: &Value) -> Result<(), FieldError> {
+        let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
+        let pod = pods::pod(object, &classes)?;
+        match pod.phase {
+            Phase::Bound => {
+                if self.pods.get(&pod.uid).is_some_and(|p| p.node == pod.node) {
+                    return Ok(());
+                }
+                if self.pods.len() >= MAX_PODS {
+                    return Err(FieldError::new("metadata.uid", format!("more than {MAX_PODS} bound pods")));
+                }
+                self.delete_pod(&pod.uid);
+                if let Some(b) = &mut self.built
+                    && !start(b, &pod)
+                {
+                    self.unplaced += 1;
+                }
+                self.pods.insert(pod.uid.clone(), pod);
+            }
+            Phase::Pending | Phase::Ended => self.delete_pod(&pod.uid),
+        }
+        Ok(())
+    }
+
+    /// A pod gone (deleted, or ended): what it held is free.
+    pub fn delete_pod(&mut self, uid: &str) {
+        if self.pods.remove(uid).is_some()
+            && let Some(b) = &mut self.built
+            && let Some(job) = b.pod_jobs.remove(uid)
+        {
+            b.job_pods.remove(&job);
+            b.s.complete(job);
+            b.s.forget(job);
+        }
+    }
+
+    /// Moves the clock to `ms` (it never goes back).
+    pub fn set_clock(&mut self, ms: u64) {
+        self.now_ms = self.now_ms.max(ms);
+    }
+
+    /// The scheduler, built now if stale, its clock brought up to date.
+    fn built(&mut self) -> &mut Built {
+        let Cluster { policy, nodes, pods, built, unplaced, now_ms } = self;
+        let b = built.get_or_insert_with(|| {
+            let (b, missed) = build(policy, nodes, pods);
+            *unplaced = missed;
+            b
+        });
+        let behind = now_ms.saturating_sub(b.s.now_ms());
+        // Within the clock's limit: `set_clock` is given wall-clock time since start.
+        if behind > 0 && b.s.advance(behind).is_ok() {
+            b.s.take_log();
+        }
+        b
+    }
+
+    /// The pod's answer on each named node (unknown names fail).
+    pub fn evaluate(&mut self, pod: &Value, names: &[&str]) -> Result<Evaluation, FieldError> {
+        let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
+        let mapped = pods::pod(pod, &classes)?;
+        let b = self.built();
+        let s = &mut b.s;
+        let id = s.submit(mapped.job).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        let ids: Vec<Option<NodeId>> = names.iter().map(|n| b.node_ids.get(*n).copied()).collect();
+        let known: Vec<NodeId> = ids.iter().flatten().copied().collect();
+        let closed = s.gate(id).err().map(|c| (closed_text(s, id, c), c.for_good));
+        let mut verdicts = s.node_verdicts(id, &known).into_iter();
+        let nodes = ids
+            .iter()
+            .map(|id| match id {
+                None => Answer::Fails { why: "the extender does not know this node".into(), for_good: false },
+                Some(_) => match verdicts.next() {
+                    Some(v) => answer(s, v),
+                    None => Answer::Fails { why: "not evaluated".into(), for_good: false },
+                },
+            })
+            .collect();
+        let tiers = s.score_tier_count();
+        s.withdraw(id);
+        s.forget(id);
+        s.take_log();
+        Ok(Evaluation { closed, nodes, tiers })
+    }
+}
+
+impl Cluster {
+    /// Which of kube-scheduler's proposed preemptions (victim UIDs per node) the policy
+    /// stands behind: gpol's own victim search, when it frees one of the proposed nodes
+    /// by evicting only pods on that node; otherwise each proposal whose every victim the
+    /// policy's rules allow evicting for this pod. Nodes left out are not to be preempted on.
+    pub fn victims(
+        &mut self,
+        pod: &Value,
+        proposed: &BTreeMap<String, Vec<String>>,
+    ) -> Result<BTreeMap<String, Vec<String>>, FieldError> {
+        let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
+        let mapped = pods::pod(pod, &classes)?;
+        let b = self.built();
+        let id = b.s.submit(mapped.job).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        let mut agreed = BTreeMap::new();
+        let closed_for_good = b.s.gate(id).err().is_some_and(|c| c.for_good);
+        if !closed_for_good {
+            let search = b.s.victim_search_explained(id);
+            let node_of = |job: JobId| b.s.jobs()[job].slots.first().map(|slot| slot.node);
+            let own = search.eviction.as_ref().and_then(|e| {
+                let &[node] = e.replicas.as_slice() else { return None };
+                let name = &b.s.cluster().nodes[node].name;
+                let uids: Option<Vec<String>> = e
+                    .victims
+                    .iter()
+                    .map(|v| (node_of(v.job) == Some(node)).then(|| b.job_pods.get(&v.job).cloned()).flatten())
+                    .collect();
+                Some((name.clone(), uids?)).filter(|(n, u)| proposed.contains_key(n) && !u.is_empty())
+            });
+            match own {
+                Some((node, uids)) => {
+                    agreed.insert(node, uids);
+                }
+                None => {
+                    let allowed: std::collections::HashSet<&str> = search
+                        .considered
+                        .iter()
+                        .filter(|(_, v)| matches!(v, gpol_runtime::preempt::Verdict::Candidate { .. }))
+                        .filter_map(|(job, _)| b.job_pods.get(job).map(String::as_str))
+                        .collect();
+                    for (node, uids) in proposed {
+                        if !uids.is_empty() && uids.iter().all(|u| allowed.contains(u.as_str())) {
+                            agreed.insert(node.clone(), uids.clone());
+                        }
+                    }
+                }
+            }
+        }
+        b.s.withdraw(id);
+        b.s.forget(id);
+        b.s.take_log();
+        Ok(agreed)
+    }
+}
+
+/// Starts a bound pod on its node in the scheduler; false when it does not fit there.
+fn start(b: &mut Built, pod: &MappedPod) -> bool {
+    let Some(&node) = pod.node.as_ref().and_then(|n| b.node_ids.get(n)) else { return false };
+    let Ok(job) = b.s.submit(pod.job.clone()) else { return false };
+    match b.s.start_on(job, &[node], History::default()) {
+        Ok(()) => {
+            b.pod_jobs.insert(pod.uid.clone(), job);
+            b.job_pods.insert(job, pod.uid.clone());
+            b.s.take_log();
+            true
+        }
+        Err(_) => {
+            b.s.withdraw(job);
+            b.s.forget(job);
+            false
+        }
+    }
+}
+
+/// A scheduler running `policy` on the nodes, with the bound pods started on theirs;
+/// and how many pods did not fit.
+fn build(
+    policy: &CompiledPolicy,
+    nodes: &BTreeMap<String, MappedNode>,
+    pods: &HashMap<String, MappedPod>,
+) -> (Built, usize) {
+    let levels = &policy.program.levels;
+    let mut s = Scheduler::new(policy.clone());
+    let mut node_ids = HashMap::with_capacity(nodes.len());
+    for (name, n) in nodes {
+        let spec = NodeSpec { domains: domains_at(&n.topology, levels), ..n.spec.clone() };
+        // Every mapped node is within the limits `add_node` checks.
+        if let Ok(id) = s.add_node(&spec) {
+            if n.cordoned {
+                s.drain_node(id);
+            }
+            node_ids.insert(name.clone(), id);
+        }
+    }
+    let mut b = Built { s, node_ids, pod_jobs: HashMap::new(), job_pods: HashMap::new() };
+    let mut bound: Vec<&MappedPod> = pods.values().collect();
+    bound.sort_by(|x, y| (&x.node, &x.uid).cmp(&(&y.node, &y.uid)));
+    let missed = bound.into_iter().filter(|p| !start(&mut b, p)).count();
+    (b, missed)
+}
+
+fn closed_text(s: &Scheduler, job: JobId, c: Closed) -> String {
+    let program = &s.policy().program;
+    match c.reason {
+        Reason::Rule(rule) => rule_text(program, rule),
+        reason => explain::reason_detail(s, job, &reason).unwrap_or_else(|| reason.name(program)),
+    }
+}
+
+fn rule_text(program: &gpol_compiler::ir::Program, rule: gpol_compiler::ir::RuleId) -> String {
+    use gpol_compiler::ir::RuleId;
+    let r = match rule {
+        RuleId::Admit(i) => program.admit.get(usize::from(i)),
+        RuleId::Filter(i) => program.filters.get(usize::from(i)),
+        _ => None,
+    };
+    match r.and_then(|r| r.reason.as_deref()) {
+        Some(reason) => format!("{} ({reason})", program.rule_name(rule)),
+        None => program.rule_name(rule),
+    }
+}
+
+fn answer(s: &Scheduler, v: NodeVerdict) -> Answer {
+    let fails = |why: String, for_good| Answer::Fails { why, for_good };
+    match v {
+        NodeVerdict::Fits(r) => Answer::Fits(Rank(r)),
+        NodeVerdict::Filtered(rule) => fails(format!("filter {}", rule_text(&s.policy().program, rule)), false),
+        NodeVerdict::Full => fails("not enough free capacity".into(), false),
+        NodeVerdict::Down => fails("cordoned or out of service".into(), true),
+        NodeVerdict::Model => fails("the pod may not run on this GPU model".into(), true),
+        NodeVerdict::Reserved => fails("reserved for another job".into(), false),
+        NodeVerdict::Quota(block) => fails(explain::block_text(s, block), false),
+    }
+}

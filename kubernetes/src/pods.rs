@@ -1,0 +1,380 @@
+//! A Kubernetes `Pod` as gpol's job (one replica): one mapping, for the extender and for
+//! every other reader of pods. The table is docs/kubernetes.md's "The job model":
+//!
+//! | gpol | Pod |
+//! |---|---|
+//! | `name` | `namespace/name` |
+//! | `queue` | label `gpol.dev/queue`, else label `kueue.x-k8s.io/queue-name`, else the policy's only leaf queue |
+//! | `user` | label `gpol.dev/user`, else the namespace |
+//! | `priority_class`, `priority` | `spec.priorityClassName` when the policy has that class; `spec.priority` (else the class's value, else 0) |
+//! | `whole_cards` | `nvidia.com/gpu` (limits, or requests), summed over containers |
+//! | `gpu_fraction` | annotation `gpol.dev/gpu-fraction` (0–1) on a pod asking for one `nvidia.com/gpu` |
+//! | `mig_profile` | one `nvidia.com/mig-<profile>` |
+//! | `gpu_mem` | annotation `gpol.dev/gpu-memory` (a quantity, bytes) |
+//! | `cpu`, `mem` | `requests.cpu`, `requests.memory`: containers summed, or the largest init container if larger |
+//! | `allowed_models` | `nodeSelector` or required node affinity (`In`) on `nvidia.com/gpu.product` |
+//! | `bursty`, `latency_critical`, `preemptible` | labels `gpol.dev/bursty`, `gpol.dev/latency-critical`, `gpol.dev/preemptible` set to `"true"` |
+//! | `expected_duration` | annotation `gpol.dev/expected-duration` (seconds) |
+//! | `labels` | the pod's labels |
+//! | `replicas` | 1 (a pod is one replica: gangs need the runtime to own the cycle) |
+
+use crate::FieldError;
+use crate::quantity::quantity;
+use gpol_compiler::limits::{self, MAX_CARDS_PER_NODE, MAX_CLOCK_MS};
+use gpol_compiler::schema::MIG_PROFILES;
+use gpol_compiler::spec::{JobSpec, MILLI, Request};
+use serde_json::Value;
+
+/// Where the pod stands, as far as capacity goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Not bound to a node yet.
+    Pending,
+    /// Bound to a node and holding its resources.
+    Bound,
+    /// Succeeded or failed: holds nothing.
+    Ended,
+}
+
+/// A pod as gpol sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MappedPod {
+    pub uid: String,
+    pub namespace: String,
+    pub name: String,
+    /// `spec.nodeName`, once bound.
+    pub node: Option<String>,
+    pub phase: Phase,
+    pub job: JobSpec,
+}
+
+/// Label and annotation keys gpol reads on pods.
+pub mod keys {
+    pub const QUEUE: &str = "gpol.dev/queue";
+    pub const KUEUE_QUEUE: &str = "kueue.x-k8s.io/queue-name";
+    pub const USER: &str = "gpol.dev/user";
+    pub const GPU_FRACTION: &str = "gpol.dev/gpu-fraction";
+    pub const GPU_MEMORY: &str = "gpol.dev/gpu-memory";
+    pub const EXPECTED_DURATION: &str = "gpol.dev/expected-duration";
+    pub const BURSTY: &str = "gpol.dev/bursty";
+    pub const LATENCY_CRITICAL: &str = "gpol.dev/latency-critical";
+    pub const PREEMPTIBLE: &str = "gpol.dev/preemptible";
+    /// Written by `bind`: the cards (and MIG instances) the pod was given.
+    pub const CARDS: &str = "gpol.dev/cards";
+    pub const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
+}
+
+/// The policy facts the mapping needs: which priority classes it defines.
+pub trait Classes {
+    fn has_class(&self, name: &str) -> bool;
+}
+
+impl<F: Fn(&str) -> bool> Classes for F {
+    fn has_class(&self, name: &str) -> bool {
+        self(name)
+    }
+}
+
+/// Maps one `Pod` object; errors name the field and the pod.
+pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError> {
+    let text = |path: &str| item.pointer(path).and_then(Value::as_str);
+    let name = text("/metadata/name").ok_or_else(|| FieldError::new("metadata.name", "missing"))?.to_string();
+    let namespace = text("/metadata/namespace").unwrap_or("default").to_string();
+    let full = format!("{namespace}/{name}");
+    let err = |field: &str, m: String| FieldError::new(field, format!("pod `{full}`: {m}"));
+    let strings = |path: &str| -> Vec<(String, String)> {
+        item.pointer(path)
+            .and_then(Value::as_object)
+            .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+            .unwrap_or_default()
+    };
+    let labels = strings("/metadata/labels");
+    let annotations = strings("/metadata/annotations");
+    let label = |k: &str| labels.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    let annotation = |k: &str| annotations.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    let flag = |k: &str| label(k) == Some("true");
+
+    let resources = Resources::of(item).map_err(|(field, m)| err(&field, m))?;
+    let count = |key: &str, max: u64| -> Result<u32, FieldError> {
+        match resources.get(key) {
+            None => Ok(0),
+            Some(v) => limits::whole(v, &v.to_string(), max)
+                .map(|n| n as u32)
+                .map_err(|m| err(&format!("spec.containers[].resources.limits.{key}"), m)),
+        }
+    };
+    let cards = count("nvidia.com/gpu", u64::from(MAX_CARDS_PER_NODE))?;
+    let mut mig = None;
+    for (p, profile) in MIG_PROFILES.iter().enumerate() {
+        let key = format!("nvidia.com/mig-{profile}");
+        match count(&key, 1000)? {
+            0 => {}
+            1 if mig.is_none() => mig = Some(p as u8),
+            _ => {
+                let field = format!("spec.containers[].resources.limits.{key}");
+                return Err(err(&field, "a pod takes one MIG instance (gpol's job model); ask for one".into()));
+            }
+        }
+    }
+    let fraction = annotation(keys::GPU_FRACTION)
+        .map(|t| {
+            let field = format!("metadata.annotations.{}", keys::GPU_FRACTION);
+            let f: f64 = t.trim().parse().map_err(|_| err(&field, format!("expected a number, found `{t}`")))?;
+            let milli = (f * f64::from(MILLI)).round();
+            if !(1.0..f64::from(MILLI)).contains(&milli) {
+                return Err(err(&field, format!("`{t}` is not a share of a card (between 0.001 and 0.999)")));
+            }
+            if cards != 1 {
+                return Err(err(&field, format!("a share of a card needs `nvidia.com/gpu: 1`, not {cards}")));
+            }
+            Ok(milli as u32)
+        })
+        .transpose()?;
+    let request = match (mig, fraction, cards) {
+        (Some(_), _, c) if c > 0 => {
+            return Err(err(
+                "spec.containers[].resources.limits",
+                "asks for both whole GPUs and a MIG instance".into(),
+            ));
+        }
+        (Some(p), _, _) => Request::Mig(p),
+        (None, Some(m), _) => Request::Fraction(m),
+        (None, None, 0) => Request::None,
+        (None, None, c) => Request::Whole(c),
+    };
+    let cpu_milli =
+        limits::within_cores(resources.cpu, &resources.cpu.to_string()).map_err(|m| err("requests.cpu", m))?;
+    let mem = limits::within_bytes(resources.mem.round(), &resources.mem.to_string())
+        .map_err(|m| err("requests.memory", m))?;
+    let gpu_mem = annotation(keys::GPU_MEMORY)
+        .map(|t| {
+            let field = format!("metadata.annotations.{}", keys::GPU_MEMORY);
+            let b = quantity(t).ok_or_else(|| err(&field, format!("`{t}` is not a quantity")))?;
+            limits::within_bytes(b.round(), t).map_err(|m| err(&field, m))
+        })
+        .transpose()?
+        .unwrap_or(0);
+    let duration_ms = annotation(keys::EXPECTED_DURATION)
+        .map(|t| {
+            let field = format!("metadata.annotations.{}", keys::EXPECTED_DURATION);
+            let s: f64 = t.trim().parse().map_err(|_| err(&field, format!("expected seconds, found `{t}`")))?;
+            let ms = (s * 1000.0).round();
+            if !(ms.is_finite() && ms >= 0.0 && ms <= MAX_CLOCK_MS as f64) {
+                return Err(err(&field, format!("`{t}` is not a duration of at most 100 years")));
+            }
+            Ok(ms as u64)
+        })
+        .transpose()?;
+    let class = text("/spec/priorityClassName").filter(|c| !c.is_empty() && classes.has_class(c));
+    let priority = item.pointer("/spec/priority").and_then(Value::as_i64).map(|p| p as f64);
+    let node = text("/spec/nodeName").filter(|n| !n.is_empty()).map(str::to_string);
+    let phase = match text("/status/phase") {
+        Some("Succeeded" | "Failed") => Phase::Ended,
+        _ if node.is_some() => Phase::Bound,
+        _ => Phase::Pending,
+    };
+    let job = JobSpec {
+        name: full,
+        queue: label(keys::QUEUE).or(label(keys::KUEUE_QUEUE)).map(str::to_string),
+        user: Some(label(keys::USER).unwrap_or(&namespace).to_string()),
+        priority_class: class.map(str::to_string),
+        priority,
+        request,
+        gpu_mem,
+        cpu_milli,
+        mem,
+        models: models(item),
+        bursty: flag(keys::BURSTY),
+        latency_critical: flag(keys::LATENCY_CRITICAL),
+        preemptible: flag(keys::PREEMPTIBLE),
+        duration_ms,
+        labels,
+        ..JobSpec::default()
+    };
+    let uid = text("/metadata/uid").unwrap_or_default().to_string();
+    Ok(MappedPod { uid, namespace, name, node, phase, job })
+}
+
+/// The GPU models a pod is pinned to by `nodeSelector` or by required node affinity.
+fn models(item: &Value) -> Vec<String> {
+    if let Some(m) = item.pointer("/spec/nodeSelector").and_then(|s| s.get(keys::GPU_PRODUCT)).and_then(Value::as_str) {
+        return vec![m.to_string()];
+    }
+    let terms = item
+        .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .and_then(Value::as_array);
+    let mut models = Vec::new();
+    for term in terms.into_iter().flatten() {
+        // Terms are alternatives: a term that does not pin the model allows any.
+        let pinned = term.get("matchExpressions").and_then(Value::as_array).and_then(|exprs| {
+            exprs.iter().find(|e| {
+                e.get("key").and_then(Value::as_str) == Some(keys::GPU_PRODUCT)
+                    && e.get("operator").and_then(Value::as_str) == Some("In")
+            })
+        });
+        match pinned.and_then(|e| e.get("values")).and_then(Value::as_array) {
+            Some(values) => models.extend(values.iter().filter_map(Value::as_str).map(str::to_string)),
+            None => return Vec::new(),
+        }
+    }
+    models.sort();
+    models.dedup();
+    models
+}
+
+/// A pod's effective requests: containers summed, or an init container's if larger
+/// (init containers run one at a time, before the others), as Kubernetes counts them.
+struct Resources {
+    cpu: f64,
+    mem: f64,
+    extended: Vec<(String, f64)>,
+}
+
+impl Resources {
+    fn of(item: &Value) -> Result<Resources, (String, String)> {
+        let sum = Self::containers(item, "containers")?;
+        let init = Self::containers(item, "initContainers")?;
+        let mut r = sum;
+        r.cpu = r.cpu.max(init.cpu);
+        r.mem = r.mem.max(init.mem);
+        for (k, v) in init.extended {
+            match r.extended.iter_mut().find(|(key, _)| *key == k) {
+                Some((_, x)) => *x = x.max(v),
+                None => r.extended.push((k, v)),
+            }
+        }
+        Ok(r)
+    }
+
+    /// For `containers`, the sum; for `initContainers`, the largest of each resource.
+    fn containers(item: &Value, list: &str) -> Result<Resources, (String, String)> {
+        let mut r = Resources { cpu: 0.0, mem: 0.0, extended: Vec::new() };
+        let summed = list == "containers";
+        let add = |x: &mut f64, v: f64| *x = if summed { *x + v } else { x.max(v) };
+        let containers = item.pointer(&format!("/spec/{list}")).and_then(Value::as_array);
+        for (i, c) in containers.into_iter().flatten().enumerate() {
+            let requests = c.pointer("/resources/requests").and_then(Value::as_object);
+            let limits = c.pointer("/resources/limits").and_then(Value::as_object);
+            // A request not given defaults to the limit, as the API server fills it in.
+            let mut keys: Vec<&String> = requests.into_iter().chain(limits).flat_map(|m| m.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let (which, v) = match requests.and_then(|m| m.get(key)) {
+                    Some(v) => ("requests", v),
+                    None => ("limits", limits.and_then(|m| m.get(key)).unwrap_or(&Value::Null)),
+                };
+                let text = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+                let field = format!("spec.{list}[{i}].resources.{which}.{key}");
+                let amount = quantity(&text).ok_or_else(|| (field, format!("`{text}` is not a quantity")))?;
+                match key.as_str() {
+                    "cpu" => add(&mut r.cpu, amount),
+                    "memory" => add(&mut r.mem, amount),
+                    _ => match r.extended.iter_mut().find(|(k, _)| k == key) {
+                        Some((_, x)) => add(x, amount),
+                        None => r.extended.push((key.clone(), amount)),
+                    },
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    fn get(&self, key: &str) -> Option<f64> {
+        self.extended.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn any_class(_: &str) -> bool {
+        true
+    }
+
+    #[test]
+    fn a_training_pod_becomes_a_job() {
+        let p = json!({
+            "metadata": {"name": "train-0", "namespace": "ml", "uid": "u1",
+                "labels": {"gpol.dev/queue": "training", "gpol.dev/preemptible": "true", "team": "vision"},
+                "annotations": {"gpol.dev/expected-duration": "3600", "gpol.dev/gpu-memory": "40Gi"}},
+            "spec": {"priorityClassName": "high", "priority": 1000, "nodeName": "gpu-a",
+                "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+                "initContainers": [{"resources": {"requests": {"cpu": "8", "memory": "1Gi"}}}],
+                "containers": [
+                    {"resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"nvidia.com/gpu": "4"}}},
+                    {"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]},
+            "status": {"phase": "Running"}});
+        let m = pod(&p, &any_class).expect("a valid pod");
+        assert_eq!((m.uid.as_str(), m.node.as_deref(), m.phase), ("u1", Some("gpu-a"), Phase::Bound));
+        let j = m.job;
+        assert_eq!(j.name, "ml/train-0");
+        assert_eq!((j.queue.as_deref(), j.user.as_deref()), (Some("training"), Some("ml")));
+        assert_eq!((j.priority_class.as_deref(), j.priority), (Some("high"), Some(1000.0)));
+        assert_eq!(j.request, Request::Whole(4));
+        // The init container's 8 CPUs exceed the containers' 2.5; its memory does not.
+        assert_eq!((j.cpu_milli, j.mem), (8000, 9 << 30));
+        assert_eq!((j.gpu_mem, j.duration_ms), (40 << 30, Some(3_600_000)));
+        assert_eq!(j.models, vec!["NVIDIA-H100-80GB-HBM3".to_string()]);
+        assert!(j.preemptible && !j.bursty);
+        assert!(j.labels.contains(&("team".into(), "vision".into())));
+    }
+
+    #[test]
+    fn shares_mig_and_affinity() {
+        let p = json!({"metadata": {"name": "s", "annotations": {"gpol.dev/gpu-fraction": "0.25"},
+            "labels": {"kueue.x-k8s.io/queue-name": "serving"}},
+            "spec": {"priorityClassName": "unknown",
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["L4", "A10"]}]},
+                    {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["L4"]}]}]}}},
+                "containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}});
+        let m = pod(&p, &|c: &str| c == "high").expect("a valid pod");
+        assert_eq!((m.namespace.as_str(), m.phase), ("default", Phase::Pending));
+        assert_eq!(m.job.request, Request::Fraction(250));
+        assert_eq!(m.job.queue.as_deref(), Some("serving"));
+        // A class the policy does not define is no class.
+        assert_eq!(m.job.priority_class, None);
+        assert_eq!(m.job.models, vec!["A10".to_string(), "L4".to_string()]);
+        let p = json!({"metadata": {"name": "m"}, "spec": {"containers": [
+            {"resources": {"limits": {"nvidia.com/mig-3g.40gb": "1"}}}]}, "status": {"phase": "Succeeded"}});
+        let m = pod(&p, &any_class).expect("a valid pod");
+        let profile = MIG_PROFILES.iter().position(|p| *p == "3g.40gb").expect("a known profile") as u8;
+        assert_eq!((m.job.request, m.phase), (Request::Mig(profile), Phase::Ended));
+    }
+
+    #[test]
+    fn bad_pods_say_which_field() {
+        let cases = [
+            (json!({"metadata": {}}), "metadata.name", "missing"),
+            (
+                json!({"metadata": {"name": "p"}, "spec": {"containers": [{"resources": {"requests": {"cpu": "x"}}}]}}),
+                "spec.containers[0].resources.requests.cpu",
+                "`x` is not a quantity",
+            ),
+            (
+                json!({"metadata": {"name": "p"}, "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1.5"}}}]}}),
+                "spec.containers[].resources.limits.nvidia.com/gpu",
+                "expected a whole number",
+            ),
+            (
+                json!({"metadata": {"name": "p", "annotations": {"gpol.dev/gpu-fraction": "1.5"}},
+                    "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}),
+                "metadata.annotations.gpol.dev/gpu-fraction",
+                "not a share of a card",
+            ),
+            (
+                json!({"metadata": {"name": "p"}, "spec": {"containers": [{"resources": {"limits": {"nvidia.com/mig-1g.10gb": "2"}}}]}}),
+                "spec.containers[].resources.limits.nvidia.com/mig-1g.10gb",
+                "one MIG instance",
+            ),
+        ];
+        for (p, field, message) in cases {
+            let e = pod(&p, &any_class).expect_err(field);
+            assert_eq!(e.field, field, "{e}");
+            assert!(e.message.contains(message), "{e}");
+        }
+    }
+}

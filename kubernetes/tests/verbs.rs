@@ -1,0 +1,285 @@
+//! The extender's verbs on random clusters: filter answers every node of the request once
+//! (passed, failed or unresolvable) and passes only nodes it was asked about, in the form
+//! asked; prioritize scores every node within the extender's range; gpol's choice is the
+//! runtime's own decision on the same snapshot, and survives kube-scheduler's score merge
+//! at the documented weight; preempt stands behind only what the policy's rules allow.
+
+use gpol_compiler::engine::EngineKind;
+use gpol_kubernetes::cluster::Cluster;
+use gpol_kubernetes::extender::{ExtenderArgs, ExtenderPreemptionArgs, MetaPod, MetaVictims};
+use gpol_kubernetes::verbs;
+use gpol_runtime::place::Decision;
+use gpol_runtime::verdict::NodeVerdict;
+use gpol_runtime::{History, Scheduler};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+
+const POLICY: &str = r#"policy extender
+
+use std.pack
+
+queue org {
+  queue training { limit 24 gpu }
+  queue serving { }
+}
+
+priority_class high = 1000
+priority_class low = 0
+
+admit not_huge "at most 8 cards per pod" { job.whole_cards <= 8 gpu }
+
+filter serving_off_h100 "serving stays off H100s" {
+  job.queue.name != "serving" or node.gpu_model != "NVIDIA-H100-80GB-HBM3"
+}
+
+score a100_for_serving tier 1 {
+  if job.queue.name == "serving" and node.gpu_model == "NVIDIA-A100-SXM4-80GB" then 1 else 0
+}
+score fit tier 2 { std.pack.best_fit(job, node) }
+
+preempt by_priority { when claimant.priority > victim.priority and victim.preemptible }
+"#;
+
+/// The weight docs/kubernetes.md gives: 10 × weight beats the in-tree scores' largest
+/// difference (13 weight units of 0–100 with kube-scheduler's default plugins).
+const WEIGHT: i64 = 131;
+const IN_TREE_WEIGHTS: i64 = 13;
+
+fn cluster() -> Cluster {
+    Cluster::new(gpol_compiler::load::compile_text("extender.gpol", POLICY, EngineKind::Jit).expect("policy"))
+}
+
+fn node(name: &str, cards: u32, h100: bool, cordoned: bool) -> Value {
+    let product = if h100 { "NVIDIA-H100-80GB-HBM3" } else { "NVIDIA-A100-SXM4-80GB" };
+    json!({"kind": "Node", "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": product}},
+        "spec": {"unschedulable": cordoned},
+        "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": cards.to_string()}}})
+}
+
+fn pod(name: &str, cards: u32, queue: &str, node: Option<&str>, class: &str, preemptible: bool) -> Value {
+    json!({"metadata": {"name": name, "namespace": "ml", "uid": format!("uid-{name}"),
+            "labels": {"gpol.dev/queue": queue, "gpol.dev/preemptible": preemptible.to_string()}},
+        "spec": {"nodeName": node, "priorityClassName": class, "containers": [{"resources": {
+            "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": cards.to_string()}}}]},
+        "status": {"phase": if node.is_some() { "Running" } else { "Pending" }}})
+}
+
+#[derive(Clone, Debug)]
+struct World {
+    nodes: Vec<(u32, bool, bool)>,
+    bound: Vec<(u32, bool, usize)>,
+    ask: (u32, bool),
+    /// Indices into `nodes` the request names, repeats allowed.
+    asked: Vec<usize>,
+    whole_objects: bool,
+}
+
+fn world() -> impl Strategy<Value = World> {
+    prop::collection::vec((1u32..9, any::<bool>(), prop::bool::weighted(0.1)), 1..10)
+        .prop_flat_map(|nodes| {
+            let n = nodes.len();
+            (
+                Just(nodes),
+                prop::collection::vec((1u32..5, any::<bool>(), 0..n), 0..8),
+                (1u32..10, any::<bool>()),
+                prop::collection::vec(0..n, 0..(2 * n)),
+                any::<bool>(),
+            )
+        })
+        .prop_map(|(nodes, bound, ask, asked, whole_objects)| World { nodes, bound, ask, asked, whole_objects })
+}
+
+fn queue(serving: bool) -> &'static str {
+    if serving { "serving" } else { "training" }
+}
+
+/// The world as the extender's cluster, and the request for the asked pod.
+fn setup(w: &World) -> (Cluster, ExtenderArgs, Vec<String>) {
+    let mut c = cluster();
+    let objects: Vec<Value> = w
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, &(cards, h100, cordoned))| node(&format!("n{i}"), cards, h100, cordoned))
+        .collect();
+    for o in &objects {
+        c.apply_node(o).expect("valid node");
+    }
+    for (i, &(cards, serving, on)) in w.bound.iter().enumerate() {
+        c.apply_pod(&pod(&format!("b{i}"), cards, queue(serving), Some(&format!("n{on}")), "low", true))
+            .expect("valid pod");
+    }
+    let names: Vec<String> = w.asked.iter().map(|&i| format!("n{i}")).collect();
+    let p = pod("new", w.ask.0, queue(w.ask.1), None, "high", false);
+    let args = if w.whole_objects {
+        let items: Vec<Value> = w.asked.iter().map(|&i| objects[i].clone()).collect();
+        ExtenderArgs { pod: Some(p), nodes: Some(json!({"kind": "NodeList", "items": items})), node_names: None }
+    } else {
+        ExtenderArgs { pod: Some(p), nodes: None, node_names: Some(names.clone()) }
+    };
+    (c, args, names)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn every_node_answered_once_and_only_those_asked(w in world()) {
+        let (mut c, args, names) = setup(&w);
+        let r = verbs::filter(&mut c, &args).expect("a valid request");
+        let passed: Vec<String> = match (&r.node_names, &r.nodes) {
+            (Some(n), None) => { prop_assert!(!w.whole_objects); n.clone() }
+            (None, Some(list)) => {
+                prop_assert!(w.whole_objects);
+                list["items"].as_array().expect("items").iter()
+                    .map(|n| n["metadata"]["name"].as_str().expect("name").to_string()).collect()
+            }
+            other => { prop_assert!(false, "answered in neither or both forms: {other:?}"); unreachable!() }
+        };
+        let failed = r.failed_nodes.clone().unwrap_or_default();
+        let unresolvable = r.failed_and_unresolvable_nodes.clone().unwrap_or_default();
+        let asked: BTreeSet<&String> = names.iter().collect();
+        let mut all: Vec<&String> = passed.iter().chain(failed.keys()).chain(unresolvable.keys()).collect();
+        all.sort();
+        let distinct: Vec<&String> = asked.iter().copied().collect();
+        prop_assert_eq!(all, distinct, "each node once among passed, failed and unresolvable");
+
+        let scores = verbs::prioritize(&mut c, &args).expect("a valid request");
+        let scored: Vec<&String> = scores.iter().map(|h| &h.host).collect::<BTreeSet<_>>().into_iter().collect();
+        prop_assert_eq!(scores.len(), asked.len());
+        prop_assert_eq!(scored, asked.iter().copied().collect::<Vec<_>>());
+        for h in &scores {
+            prop_assert!((0..=10).contains(&h.score), "{h:?}");
+            // Only nodes that pass get a score above 0; some passing node gets 10.
+            if h.score > 0 { prop_assert!(passed.contains(&h.host), "{h:?} scored but filtered"); }
+        }
+        if !passed.is_empty() {
+            prop_assert!(scores.iter().any(|h| h.score == 10));
+        }
+    }
+
+    #[test]
+    fn gpol_choice_is_the_runtimes_and_survives_kubes_merge(
+        w in world(),
+        in_tree in prop::collection::vec(0i64..=100 * IN_TREE_WEIGHTS, 10),
+    ) {
+        // Every node asked about, once, by name.
+        let w = World { asked: (0..w.nodes.len()).collect(), whole_objects: false, ..w };
+        let (mut c, args, names) = setup(&w);
+        let scores = verbs::prioritize(&mut c, &args).expect("a valid request");
+        let best: BTreeSet<&str> = scores.iter().filter(|h| h.score == 10).map(|h| h.host.as_str()).collect();
+
+        // The same snapshot in the runtime, directly.
+        let mut s = Scheduler::new(gpol_compiler::load::compile_text("extender.gpol", POLICY, EngineKind::Jit).expect("policy"));
+        for (i, &(cards, h100, cordoned)) in w.nodes.iter().enumerate() {
+            let m = gpol_kubernetes::nodes::node(&node(&format!("n{i}"), cards, h100, cordoned)).expect("node");
+            let id = s.add_node(&m.spec).expect("node");
+            if cordoned { s.drain_node(id); }
+        }
+        // The cluster starts pods in (node, uid) order; so does this.
+        let mut bound: Vec<(String, String, &(u32, bool, usize))> =
+            w.bound.iter().enumerate().map(|(i, b)| (format!("n{}", b.2), format!("uid-b{i}"), b)).collect();
+        bound.sort();
+        let classes = |c: &str| c == "high" || c == "low";
+        for (node_name, uid, &(cards, serving, on)) in bound {
+            let name = uid.trim_start_matches("uid-");
+            let m = gpol_kubernetes::pods::pod(&pod(name, cards, queue(serving), Some(&node_name), "low", true), &classes).expect("pod");
+            let id = s.submit(m.job).expect("job");
+            if s.start_on(id, &[on], History::default()).is_err() { s.withdraw(id); }
+        }
+        let m = gpol_kubernetes::pods::pod(args.pod.as_ref().expect("pod"), &classes).expect("pod");
+        let id = s.submit(m.job).expect("job");
+        match s.decide(id) {
+            Decision::Place { replicas } => {
+                let chosen = names[replicas[0]].as_str();
+                // The extender's best are exactly the nodes the policy ranks equal to the
+                // runtime's choice.
+                let all: Vec<usize> = (0..names.len()).collect();
+                let verdicts = s.node_verdicts(id, &all);
+                let NodeVerdict::Fits(top) = verdicts[replicas[0]] else { panic!("the chosen node does not fit") };
+                let equal: BTreeSet<&str> = verdicts.iter().enumerate()
+                    .filter(|(_, v)| matches!(v, NodeVerdict::Fits(r) if s.rank_nodes(r, &top).is_eq()))
+                    .map(|(i, _)| names[i].as_str())
+                    .collect();
+                prop_assert_eq!(&best, &equal, "runtime chose {}", chosen);
+                // kube-scheduler's merge: in-tree scores plus score × weight × 10.
+                let total = |h: &gpol_kubernetes::extender::HostPriority, i: usize| in_tree[i] + h.score * WEIGHT * 10;
+                let top = scores.iter().enumerate().map(|(i, h)| total(h, i)).max().expect("nodes");
+                for (i, h) in scores.iter().enumerate() {
+                    if total(h, i) == top { prop_assert!(best.contains(h.host.as_str()), "kube would pick {}", h.host); }
+                }
+            }
+            _ => prop_assert!(best.is_empty(), "the runtime waits, the extender ranks {best:?} best"),
+        }
+    }
+}
+
+#[test]
+fn known_answers_name_the_rule_and_the_reason() {
+    let mut c = cluster();
+    for n in [node("h", 8, true, false), node("a", 2, false, false), node("off", 8, false, true)] {
+        c.apply_node(&n).expect("valid node");
+    }
+    let names = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    let serving = ExtenderArgs {
+        pod: Some(pod("s", 1, "serving", None, "high", false)),
+        nodes: None,
+        node_names: names(&["h", "a", "off", "ghost"]),
+    };
+    let r = verbs::filter(&mut c, &serving).expect("valid");
+    assert_eq!(r.node_names, names(&["a"]));
+    let failed = r.failed_nodes.expect("failed");
+    assert_eq!(failed["h"], "filter serving_off_h100 (serving stays off H100s)");
+    assert_eq!(failed["ghost"], "the extender does not know this node");
+    assert_eq!(r.failed_and_unresolvable_nodes.expect("unresolvable")["off"], "cordoned or out of service");
+    // A pod no admit rule lets in fails everywhere, for good.
+    let huge = ExtenderArgs {
+        pod: Some(pod("x", 9, "training", None, "high", false)),
+        nodes: None,
+        node_names: names(&["h", "a"]),
+    };
+    let r = verbs::filter(&mut c, &huge).expect("valid");
+    assert_eq!(r.node_names, names(&[]));
+    assert_eq!(r.failed_and_unresolvable_nodes.expect("unresolvable")["h"], "not_huge (at most 8 cards per pod)");
+    // A pod that names no queue, in a policy of several leaves, is a mapping error.
+    let mut nameless = pod("q", 1, "training", None, "high", false);
+    nameless["metadata"]["labels"] = json!({});
+    let r = verbs::filter(&mut c, &ExtenderArgs { pod: Some(nameless), nodes: None, node_names: names(&["a"]) })
+        .expect("valid");
+    assert!(r.failed_and_unresolvable_nodes.expect("unresolvable")["a"].contains("no queue given"));
+    // No pod: a bad request.
+    assert!(verbs::filter(&mut c, &ExtenderArgs::default()).is_err());
+    // Scores: a serving pod prefers the A100 node (tier 1).
+    let scores = verbs::prioritize(&mut c, &ExtenderArgs { node_names: names(&["h", "a"]), ..serving }).expect("valid");
+    assert_eq!(scores.iter().map(|h| (h.host.as_str(), h.score)).collect::<Vec<_>>(), vec![("h", 0), ("a", 10)]);
+}
+
+#[test]
+fn preemption_follows_the_policys_victim_rules() {
+    let mut c = cluster();
+    c.apply_node(&node("a", 4, false, false)).expect("node");
+    c.apply_node(&node("b", 4, false, false)).expect("node");
+    c.apply_pod(&pod("cheap", 4, "training", Some("a"), "low", true)).expect("pod");
+    c.apply_pod(&pod("kept", 4, "training", Some("b"), "low", false)).expect("pod");
+    let meta = |uids: &[&str]| MetaVictims {
+        pods: Some(uids.iter().map(|u| MetaPod { uid: u.to_string() }).collect()),
+        num_pdb_violations: 0,
+    };
+    let args = ExtenderPreemptionArgs {
+        pod: Some(pod("urgent", 4, "training", None, "high", false)),
+        node_name_to_victims: None,
+        node_name_to_meta_victims: Some(BTreeMap::from([
+            ("a".to_string(), meta(&["uid-cheap"])),
+            ("b".to_string(), meta(&["uid-kept"])),
+        ])),
+    };
+    let r = verbs::preempt(&mut c, &args).expect("valid");
+    // `kept` is not preemptible: node b is not offered; a is, with gpol's own victim.
+    let victims = r.node_name_to_meta_victims.expect("victims");
+    assert_eq!(victims.keys().collect::<Vec<_>>(), vec!["a"]);
+    assert_eq!(victims["a"].pods, Some(vec![MetaPod { uid: "uid-cheap".into() }]));
+    // A claimant of the same class may evict nobody.
+    let peer = ExtenderPreemptionArgs { pod: Some(pod("peer", 4, "training", None, "low", false)), ..args };
+    assert_eq!(verbs::preempt(&mut c, &peer).expect("valid").node_name_to_meta_victims, Some(BTreeMap::new()));
+}
