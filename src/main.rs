@@ -39,6 +39,8 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Measure what a policy costs: compile time and time per (job, node) in each engine.
     Bench(cmd::bench::Args),
+    /// Serve a policy as a kube-scheduler extender (filter, prioritize, preempt, bind).
+    Serve(cmd::serve::Args),
     /// A policy in a real Slurm: `emit` writes job_submit.lua.
     #[command(subcommand)]
     Slurm(cmd::slurm::Command),
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Sim(a) => cmd::sim::run(a, color),
         Command::Diff(a) => cmd::diff::run(a),
         Command::GenTrace(a) => cmd::gen_trace::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
         Command::Slurm(c) => cmd::slurm::run(c, color),
     };
     ExitCode::from(code)

@@ -46,12 +46,18 @@ impl Checked {
     /// its one diagnostic says where the bad byte is.
     pub fn from_file(path: &Path) -> Result<Checked, LoadError> {
         let bytes = crate::files::read(path, crate::limits::MAX_POLICY_BYTES).map_err(LoadError::File)?;
+        Ok(Checked::from_bytes(&path.display().to_string(), bytes))
+    }
+
+    /// Checks a policy file's contents, already read; `name` is what diagnostics call
+    /// the file.
+    pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Checked {
         let mut sources = SourceMap::new();
-        let (file, bad) = sources.add_bytes(path.display().to_string(), bytes);
-        Ok(match bad {
+        let (file, bad) = sources.add_bytes(name, bytes);
+        match bad {
             Some(d) => Checked { sources, file, diagnostics: vec![d], policy: None },
             None => Checked::from_sources(sources, file),
-        })
+        }
     }
 
     /// Checks a policy given as text; `name` is what diagnostics call the file.

@@ -22,6 +22,7 @@ pub const MAX_NODES: usize = gpol_compiler::limits::MAX_NODES as usize;
 pub const MAX_PODS: usize = 1_000_000;
 
 /// The nodes and bound pods, and the scheduler built from them.
+/// Sent between the server's threads (behind a mutex).
 pub struct Cluster {
     policy: CompiledPolicy,
     nodes: BTreeMap<String, MappedNode>,
@@ -33,6 +34,12 @@ pub struct Cluster {
     /// The clock rules read (`job.runtime`, `cluster.time`), in milliseconds.
     now_ms: u64,
 }
+
+// The server shares the cluster between threads: it must stay `Send`.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Cluster>();
+};
 
 /// The scheduler and how its ids map to Kubernetes names.
 struct Built {
@@ -346,6 +353,7 @@ fn answer(s: &Scheduler, v: NodeVerdict) -> Answer {
         NodeVerdict::Fits(r) => Answer::Fits(Rank(r)),
         NodeVerdict::Filtered(rule) => fails(format!("filter {}", rule_text(&s.policy().program, rule)), false),
         NodeVerdict::Full => fails("not enough free capacity".into(), false),
+        NodeVerdict::TooSmall => fails("too small for the pod even when empty".into(), true),
         NodeVerdict::Down => fails("cordoned or out of service".into(), true),
         NodeVerdict::Model => fails("the pod may not run on this GPU model".into(), true),
         NodeVerdict::Reserved => fails("reserved for another job".into(), false),

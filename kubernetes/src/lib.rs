@@ -5,9 +5,11 @@
 
 pub mod cluster;
 pub mod extender;
+pub mod metrics;
 pub mod nodes;
 pub mod pods;
 pub mod quantity;
+pub mod server;
 pub mod verbs;
 
 use std::fmt;

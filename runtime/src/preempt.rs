@@ -1213,7 +1213,7 @@ impl Reads {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct VictimReads {
     /// Per victim rule, what it reads that picks change.
-    rules: std::rc::Rc<[Reads]>,
+    rules: std::sync::Arc<[Reads]>,
     /// Whether `victim_order` reads queue or cluster state.
     order: bool,
     /// Whether any of them reads the queues' `_after` fields.

@@ -32,6 +32,8 @@ pub enum NodeVerdict {
     Filtered(RuleId),
     /// The node passes the filters but has too little free capacity now.
     Full,
+    /// The node could not hold the job even if it were empty.
+    TooSmall,
     /// The node is out of service.
     Down,
     /// The job may not run on the node's GPU model.
@@ -85,7 +87,7 @@ impl Scheduler {
             } else if self.reserved_for_other(i, job) {
                 NodeVerdict::Reserved
             } else if !fit::fits(node, j) {
-                NodeVerdict::Full
+                if fit::could_ever_fit(node, j) { NodeVerdict::Full } else { NodeVerdict::TooSmall }
             } else if self.quotas.limits_models() {
                 let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
                     Some((_, v)) => *v,

@@ -6,6 +6,7 @@ pub mod explain;
 pub mod fmt;
 pub mod gen_trace;
 pub mod ir;
+pub mod serve;
 pub mod sim;
 pub mod slurm;
 pub mod test;
