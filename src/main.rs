@@ -3,6 +3,12 @@
 
 mod cmd;
 
+// `gpolc serve` answers each request with thousands of small allocations (node names,
+// reasons, JSON): mimalloc takes a quarter off the time per request and most of the tail
+// (docs/performance.md, "The extender on loopback").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

@@ -13,8 +13,10 @@ use gpol_runtime::jobs::{JobId, Reason};
 use gpol_runtime::model::NodeId;
 use gpol_runtime::verdict::{Closed, NodeVerdict};
 use gpol_runtime::{Scheduler, explain};
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// The most nodes the extender keeps (and the most a request may name).
 pub const MAX_NODES: usize = gpol_compiler::limits::MAX_NODES as usize;
@@ -26,6 +28,8 @@ pub const MAX_PODS: usize = 1_000_000;
 pub struct Cluster {
     policy: CompiledPolicy,
     nodes: BTreeMap<String, MappedNode>,
+    /// Each node's `resourceVersion` as last mapped.
+    versions: FxHashMap<String, String>,
     /// Bound pods by UID.
     pods: HashMap<String, MappedPod>,
     built: Option<Built>,
@@ -33,6 +37,9 @@ pub struct Cluster {
     unplaced: usize,
     /// The clock rules read (`job.runtime`, `cluster.time`), in milliseconds.
     now_ms: u64,
+    /// Counts every change to what decisions read (nodes, pods, the policy).
+    generation: u64,
+    last: Option<Last>,
 }
 
 // The server shares the cluster between threads: it must stay `Send`.
@@ -44,18 +51,33 @@ const _: fn() = || {
 /// The scheduler and how its ids map to Kubernetes names.
 struct Built {
     s: Scheduler,
-    node_ids: HashMap<String, NodeId>,
+    node_ids: FxHashMap<String, NodeId>,
     pod_jobs: HashMap<String, JobId>,
     job_pods: HashMap<JobId, String>,
+}
+
+/// How long (in the cluster's clock) answers about a pod are given again unchanged.
+const REUSE_MS: u64 = 1000;
+
+/// The last pod worked out, and its answers.
+struct Last {
+    pod: Value,
+    generation: u64,
+    at_ms: u64,
+    closed: Option<(Arc<str>, bool)>,
+    tiers: usize,
+    /// By node id; `None` for nodes not asked about.
+    answers: Vec<Option<Answer>>,
 }
 
 /// One pod's answer over a list of nodes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Evaluation {
     /// Why the pod cannot start anywhere, in words; `for_good` when no eviction helps.
-    pub closed: Option<(String, bool)>,
-    /// Per node asked about, in order.
-    pub nodes: Vec<Answer>,
+    pub closed: Option<(Arc<str>, bool)>,
+    /// Per node asked about, in order; `None` for a name given again (answered at its
+    /// first place).
+    pub nodes: Vec<Option<Answer>>,
     /// How many score tiers the policy ranks by.
     pub tiers: usize,
 }
@@ -73,7 +95,7 @@ pub enum Answer {
     /// The pod fits; the node's place in the policy's ranking (a key: lower is better).
     Fits(Rank),
     /// It does not, and why; `for_good` when no eviction on the node helps.
-    Fails { why: String, for_good: bool },
+    Fails { why: Arc<str>, for_good: bool },
 }
 
 /// A fitting node's score as the policy ranks it: tiers first, then the weighted sum.
@@ -82,13 +104,23 @@ pub struct Rank(pub gpol_compiler::engine::NodeResult);
 
 impl Cluster {
     pub fn new(policy: CompiledPolicy) -> Cluster {
-        Cluster { policy, nodes: BTreeMap::new(), pods: HashMap::new(), built: None, unplaced: 0, now_ms: 0 }
+        Cluster {
+            policy,
+            nodes: BTreeMap::new(),
+            versions: FxHashMap::default(),
+            pods: HashMap::new(),
+            built: None,
+            unplaced: 0,
+            now_ms: 0,
+            generation: 0,
+            last: None,
+        }
     }
 
     /// Serves another policy from now on.
     pub fn set_policy(&mut self, policy: CompiledPolicy) {
         self.policy = policy;
-        self.built = None;
+        self.changed();
     }
 
     pub fn policy(&self) -> &CompiledPolicy {
@@ -110,7 +142,17 @@ impl Cluster {
 
     /// A node added or changed; `Ok(false)` when nothing gpol reads changed.
     pub fn apply_node(&mut self, object: &Value) -> Result<bool, FieldError> {
+        // The API server changes a Node's resourceVersion with every change: one seen
+        // already needs no mapping (requests sending whole Nodes repeat them every time).
+        let version = object.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|v| !v.is_empty());
+        let name = nodes::name(object)?;
+        if version.is_some() && self.versions.get(name).map(String::as_str) == version {
+            return Ok(false);
+        }
         let node = nodes::node(object)?;
+        if let Some(v) = version {
+            self.versions.insert(node.spec.name.clone(), v.to_string());
+        }
         if self.nodes.get(&node.spec.name) == Some(&node) {
             return Ok(false);
         }
@@ -118,13 +160,14 @@ impl Cluster {
             return Err(FieldError::new("metadata.name", format!("more than {MAX_NODES} nodes")));
         }
         self.nodes.insert(node.spec.name.clone(), node);
-        self.built = None;
+        self.changed();
         Ok(true)
     }
 
     pub fn delete_node(&mut self, name: &str) {
+        self.versions.remove(name);
         if self.nodes.remove(name).is_some() {
-            self.built = None;
+            self.changed();
         }
     }
 
@@ -133,8 +176,9 @@ impl Cluster {
     pub fn retain_nodes(&mut self, names: &std::collections::HashSet<&str>) {
         let before = self.nodes.len();
         self.nodes.retain(|n, _| names.contains(n.as_str()));
+        self.versions.retain(|n, _| names.contains(n.as_str()));
         if self.nodes.len() != before {
-            self.built = None;
+            self.changed();
         }
     }
 
@@ -151,6 +195,7 @@ impl Cluster {
                     return Err(FieldError::new("metadata.uid", format!("more than {MAX_PODS} bound pods")));
                 }
                 self.delete_pod(&pod.uid);
+                self.generation += 1;
                 if let Some(b) = &mut self.built
                     && !start(b, &pod)
                 {
@@ -165,14 +210,28 @@ impl Cluster {
 
     /// A pod gone (deleted, or ended): what it held is free.
     pub fn delete_pod(&mut self, uid: &str) {
-        if self.pods.remove(uid).is_some()
-            && let Some(b) = &mut self.built
+        if self.pods.remove(uid).is_none() {
+            return;
+        }
+        self.generation += 1;
+        if let Some(b) = &mut self.built
             && let Some(job) = b.pod_jobs.remove(uid)
         {
             b.job_pods.remove(&job);
             b.s.complete(job);
             b.s.forget(job);
         }
+    }
+
+    /// Something decisions read changed: the scheduler is built again when next asked.
+    fn changed(&mut self) {
+        self.built = None;
+        self.generation += 1;
+    }
+
+    /// Builds the scheduler now if stale, so that the next request does not wait for it.
+    pub fn warm(&mut self) {
+        self.built();
     }
 
     /// Moves the clock to `ms` (it never goes back).
@@ -182,7 +241,7 @@ impl Cluster {
 
     /// The scheduler, built now if stale, its clock brought up to date.
     fn built(&mut self) -> &mut Built {
-        let Cluster { policy, nodes, pods, built, unplaced, now_ms } = self;
+        let Cluster { policy, nodes, pods, built, unplaced, now_ms, .. } = self;
         let b = built.get_or_insert_with(|| {
             let (b, missed) = build(policy, nodes, pods);
             *unplaced = missed;
@@ -196,32 +255,67 @@ impl Cluster {
         b
     }
 
-    /// The pod's answer on each named node (unknown names fail).
+    /// The pod's answer on each named node (unknown names fail). kube-scheduler asks
+    /// prioritize right after filter, about the same pod and some of the same nodes: the
+    /// answers are kept and given again while nothing in the cluster has changed.
     pub fn evaluate(&mut self, pod: &Value, names: &[&str]) -> Result<Evaluation, FieldError> {
-        let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
-        let mapped = pods::pod(pod, &classes)?;
         let b = self.built();
-        let s = &mut b.s;
-        let id = s.submit(mapped.job).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
         let ids: Vec<Option<NodeId>> = names.iter().map(|n| b.node_ids.get(*n).copied()).collect();
-        let known: Vec<NodeId> = ids.iter().flatten().copied().collect();
-        let closed = s.gate(id).err().map(|c| (closed_text(s, id, c), c.for_good));
-        let mut verdicts = s.node_verdicts(id, &known).into_iter();
+        let (generation, now) = (self.generation, self.now_ms);
+        let reusable = self.last.as_ref().is_some_and(|l| {
+            l.generation == generation
+                && now.saturating_sub(l.at_ms) <= REUSE_MS
+                && l.pod == *pod
+                && ids.iter().flatten().all(|&i| l.answers.get(i).is_some_and(Option::is_some))
+        });
+        let last = match (reusable, &mut self.last) {
+            (true, Some(last)) => last,
+            _ => {
+                let known: Vec<NodeId> = ids.iter().flatten().copied().collect();
+                let last = self.work_out(pod, &known)?;
+                self.last.insert(last)
+            }
+        };
+        let unknown: Arc<str> = Arc::from("the extender does not know this node");
+        let mut seen = vec![false; self.nodes.len()];
+        let mut seen_unknown = rustc_hash::FxHashSet::default();
         let nodes = ids
             .iter()
-            .map(|id| match id {
-                None => Answer::Fails { why: "the extender does not know this node".into(), for_good: false },
-                Some(_) => match verdicts.next() {
-                    Some(v) => answer(s, v),
-                    None => Answer::Fails { why: "not evaluated".into(), for_good: false },
-                },
+            .zip(names)
+            .map(|(id, name)| {
+                let first = match id {
+                    Some(i) => seen.get_mut(*i).is_none_or(|s| !std::mem::replace(s, true)),
+                    None => seen_unknown.insert(*name),
+                };
+                first.then(|| match id.and_then(|i| last.answers.get(i)).and_then(Option::as_ref) {
+                    Some(a) => a.clone(),
+                    None => Answer::Fails { why: Arc::clone(&unknown), for_good: false },
+                })
             })
             .collect();
+        Ok(Evaluation { closed: last.closed.clone(), nodes, tiers: last.tiers })
+    }
+
+    /// Submits the pod, reads its verdict on each node and takes it back.
+    fn work_out(&mut self, pod: &Value, known: &[NodeId]) -> Result<Last, FieldError> {
+        let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
+        let mapped = pods::pod(pod, &classes)?;
+        let (generation, at_ms) = (self.generation, self.now_ms);
+        let s = &mut self.built().s;
+        let id = s.submit(mapped.job).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        let closed = s.gate(id).err().map(|c| (Arc::from(closed_text(s, id, c)), c.for_good));
+        let mut texts = Texts::default();
+        let mut answers = vec![None; s.cluster().nodes.len()];
+        for (&n, v) in known.iter().zip(s.node_verdicts(id, known)) {
+            if let Some(slot) = answers.get_mut(n) {
+                *slot = Some(texts.answer(s, v));
+            }
+        }
         let tiers = s.score_tier_count();
         s.withdraw(id);
         s.forget(id);
         s.take_log();
-        Ok(Evaluation { closed, nodes, tiers })
+        Ok(Last { pod: pod.clone(), generation, at_ms, closed, tiers, answers })
     }
 }
 
@@ -308,7 +402,7 @@ fn build(
 ) -> (Built, usize) {
     let levels = &policy.program.levels;
     let mut s = Scheduler::new(policy.clone());
-    let mut node_ids = HashMap::with_capacity(nodes.len());
+    let mut node_ids = FxHashMap::default();
     for (name, n) in nodes {
         let spec = NodeSpec { domains: domains_at(&n.topology, levels), ..n.spec.clone() };
         // Every mapped node is within the limits `add_node` checks.
@@ -347,16 +441,31 @@ fn rule_text(program: &gpol_compiler::ir::Program, rule: gpol_compiler::ir::Rule
     }
 }
 
-fn answer(s: &Scheduler, v: NodeVerdict) -> Answer {
-    let fails = |why: String, for_good| Answer::Fails { why, for_good };
-    match v {
-        NodeVerdict::Fits(r) => Answer::Fits(Rank(r)),
-        NodeVerdict::Filtered(rule) => fails(format!("filter {}", rule_text(&s.policy().program, rule)), false),
-        NodeVerdict::Full => fails("not enough free capacity".into(), false),
-        NodeVerdict::TooSmall => fails("too small for the pod even when empty".into(), true),
-        NodeVerdict::Down => fails("cordoned or out of service".into(), true),
-        NodeVerdict::Model => fails("the pod may not run on this GPU model".into(), true),
-        NodeVerdict::Reserved => fails("reserved for another job".into(), false),
-        NodeVerdict::Quota(block) => fails(explain::block_text(s, block), false),
+/// Each failing verdict's words, worked out once per evaluation (most nodes fail for
+/// one of a few reasons).
+#[derive(Default)]
+struct Texts(Vec<(NodeVerdict, Arc<str>, bool)>);
+
+impl Texts {
+    fn answer(&mut self, s: &Scheduler, v: NodeVerdict) -> Answer {
+        if let NodeVerdict::Fits(r) = v {
+            return Answer::Fits(Rank(r));
+        }
+        if let Some((_, why, for_good)) = self.0.iter().find(|(known, _, _)| *known == v) {
+            return Answer::Fails { why: Arc::clone(why), for_good: *for_good };
+        }
+        let (why, for_good) = match v {
+            NodeVerdict::Fits(_) => (String::new(), false),
+            NodeVerdict::Filtered(rule) => (format!("filter {}", rule_text(&s.policy().program, rule)), false),
+            NodeVerdict::Full => ("not enough free capacity".into(), false),
+            NodeVerdict::TooSmall => ("too small for the pod even when empty".into(), true),
+            NodeVerdict::Down => ("cordoned or out of service".into(), true),
+            NodeVerdict::Model => ("the pod may not run on this GPU model".into(), true),
+            NodeVerdict::Reserved => ("reserved for another job".into(), false),
+            NodeVerdict::Quota(block) => (explain::block_text(s, block), false),
+        };
+        let why: Arc<str> = Arc::from(why);
+        self.0.push((v, Arc::clone(&why), for_good));
+        Answer::Fails { why, for_good }
     }
 }

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The highest score prioritize gives (`MaxExtenderPriority`); kube-scheduler multiplies
 /// it by the extender's weight and by 10.
@@ -20,8 +21,8 @@ pub const MAX_EXTENDER_PRIORITY: i64 = 10;
 /// The lowest (`MinExtenderPriority`).
 pub const MIN_EXTENDER_PRIORITY: i64 = 0;
 
-/// Node name → why it failed.
-pub type FailedNodes = BTreeMap<String, String>;
+/// Node name → why it failed, in the order answered.
+pub type FailedNodes = indexmap::IndexMap<String, Arc<str>>;
 
 /// A filter or prioritize request: the pod, and the nodes as full objects
 /// (`nodeCacheCapable: false`) or as names (`true`).

@@ -221,7 +221,7 @@ async fn route(ext: Arc<Extender>, request: Request, limit: usize) -> Response {
 fn dispatch(ext: &Extender, verb: &str, body: &Bytes) -> Response {
     match verb {
         "filter" => ext.answer(verb, body, |c, args: ExtenderArgs, m| {
-            let r = verbs::filter(c, &args)?;
+            let r = verbs::filter(c, args)?;
             let passed = r.node_names.as_ref().map_or_else(
                 || r.nodes.as_ref().and_then(|n| n.get("items")).and_then(|i| i.as_array()).map_or(0, Vec::len),
                 Vec::len,
@@ -231,7 +231,7 @@ fn dispatch(ext: &Extender, verb: &str, body: &Bytes) -> Response {
             m.decided("unresolvable", r.failed_and_unresolvable_nodes.as_ref().map_or(0, |f| f.len()) as u64);
             Ok(r)
         }),
-        "prioritize" => ext.answer(verb, body, |c, args: ExtenderArgs, _| verbs::prioritize(c, &args)),
+        "prioritize" => ext.answer(verb, body, |c, args: ExtenderArgs, _| verbs::prioritize(c, args)),
         "preempt" => ext.answer(verb, body, |c, args: ExtenderPreemptionArgs, m| {
             let r = verbs::preempt(c, &args)?;
             m.decided("preemption_nodes", r.node_name_to_meta_victims.as_ref().map_or(0, |v| v.len()) as u64);

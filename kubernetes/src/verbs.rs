@@ -12,101 +12,117 @@ use crate::extender::{
     ExtenderArgs, ExtenderFilterResult, ExtenderPreemptionArgs, ExtenderPreemptionResult, FailedNodes, HostPriority,
     MAX_EXTENDER_PRIORITY, MetaPod, MetaVictims, Victims,
 };
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// A request kube-scheduler should not have sent: answered 400 with this message.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BadRequest(pub String);
 
-type Answers = (Vec<(usize, Answer)>, Option<(String, bool)>, usize);
-
-/// The nodes of a filter or prioritize request: names, and the objects when sent whole.
-struct Nodes<'a> {
-    names: Vec<&'a str>,
-    objects: Option<Vec<&'a Value>>,
+/// The nodes of a filter or prioritize request: names (taken from the request, to be
+/// given back in the answer), and the objects when sent whole.
+struct Nodes {
+    names: Vec<String>,
+    objects: Option<Vec<Value>>,
+    /// The rest of a sent `NodeList` (its kind, metadata), for the answer.
+    list: Option<serde_json::Map<String, Value>>,
 }
 
-fn nodes_of(args: &ExtenderArgs) -> Result<Nodes<'_>, BadRequest> {
-    match (&args.node_names, &args.nodes) {
-        (Some(names), _) => Ok(Nodes { names: names.iter().map(String::as_str).collect(), objects: None }),
-        (None, Some(list)) => {
-            let items = list.get("items").map_or(Ok(&[][..]), |i| match i {
-                Value::Array(items) => Ok(items.as_slice()),
-                Value::Null => Ok(&[][..]),
-                _ => Err(BadRequest("`Nodes.items` is not a list".into())),
-            })?;
-            let names = items
-                .iter()
-                .enumerate()
-                .map(|(i, n)| crate::nodes::name(n).map_err(|e| BadRequest(format!("`Nodes.items[{i}]`: {e}"))))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Nodes { names, objects: Some(items.iter().collect()) })
-        }
-        (None, None) => Ok(Nodes { names: Vec::new(), objects: None }),
+fn nodes_of(args: &mut ExtenderArgs) -> Result<Nodes, BadRequest> {
+    if let Some(names) = args.node_names.take() {
+        return Ok(Nodes { names, objects: None, list: None });
     }
+    let Some(list) = args.nodes.take() else { return Ok(Nodes { names: Vec::new(), objects: None, list: None }) };
+    let Value::Object(mut list) = list else { return Err(BadRequest("`Nodes` is not a NodeList".into())) };
+    let items = match list.remove("items") {
+        Some(Value::Array(items)) => items,
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) => return Err(BadRequest("`Nodes.items` is not a list".into())),
+    };
+    let names = items
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            crate::nodes::name(n).map(str::to_string).map_err(|e| BadRequest(format!("`Nodes.items[{i}]`: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Nodes { names, objects: Some(items), list: Some(list) })
 }
 
 fn pod_of(pod: &Option<Value>) -> Result<&Value, BadRequest> {
     pod.as_ref().ok_or_else(|| BadRequest("the request has no `Pod`".into()))
 }
 
+fn take_pod(args: &mut ExtenderArgs) -> Result<Value, BadRequest> {
+    args.pod.take().ok_or_else(|| BadRequest("the request has no `Pod`".into()))
+}
+
 /// Whole Node objects in a request bring the extender's nodes up to date; a node that
 /// cannot be mapped fails, unresolvable, with the reason.
-fn take_nodes(cluster: &mut Cluster, nodes: &Nodes<'_>) -> BTreeMap<String, String> {
-    let mut bad = BTreeMap::new();
+fn take_nodes(cluster: &mut Cluster, nodes: &Nodes) -> FxHashMap<String, Arc<str>> {
+    let mut bad = FxHashMap::default();
     for object in nodes.objects.iter().flatten() {
         if let Err(e) = cluster.apply_node(object)
             && let Ok(name) = crate::nodes::name(object)
         {
-            bad.insert(name.to_string(), e.to_string());
+            bad.insert(name.to_string(), Arc::from(e.to_string()));
         }
     }
     bad
 }
 
-/// Each distinct node of the request with its answer (first occurrence kept), why the pod
-/// cannot start anywhere if it cannot, and the policy's score tiers.
-fn answers(cluster: &mut Cluster, pod: &Value, nodes: &Nodes<'_>) -> Answers {
+/// Each node's answer, `None` for a repeated name; why the pod cannot start anywhere if
+/// it cannot; and the policy's score tiers.
+struct Answers {
+    nodes: Vec<Option<Answer>>,
+    closed: Option<(Arc<str>, bool)>,
+    tiers: usize,
+}
+
+fn answers(cluster: &mut Cluster, pod: &Value, nodes: &Nodes) -> Answers {
     let unmappable = take_nodes(cluster, nodes);
-    let mut seen = HashSet::new();
-    let distinct: Vec<usize> = (0..nodes.names.len()).filter(|&i| seen.insert(nodes.names[i])).collect();
-    let asked: Vec<&str> = distinct.iter().map(|&i| nodes.names[i]).filter(|n| !unmappable.contains_key(*n)).collect();
-    let evaluation = cluster.evaluate(pod, &asked);
-    let mut out = Vec::with_capacity(distinct.len());
-    match evaluation {
+    let names: Vec<&str> = nodes.names.iter().map(String::as_str).collect();
+    match cluster.evaluate(pod, &names) {
         Err(e) => {
-            let why = format!("the pod cannot be mapped: {e}");
-            out.extend(distinct.iter().map(|&i| (i, Answer::Fails { why: why.clone(), for_good: true })));
-            (out, None, 0)
+            let why: Arc<str> = Arc::from(format!("the pod cannot be mapped: {e}"));
+            let mut seen = FxHashSet::default();
+            let nodes = names
+                .iter()
+                .map(|n| seen.insert(*n).then(|| Answer::Fails { why: Arc::clone(&why), for_good: true }))
+                .collect();
+            Answers { nodes, closed: None, tiers: 0 }
         }
-        Ok(Evaluation { closed, nodes: mut answered, tiers }) => {
-            answered.reverse();
-            for &i in &distinct {
-                let answer = match unmappable.get(nodes.names[i]) {
-                    Some(why) => Answer::Fails { why: why.clone(), for_good: true },
-                    None => answered.pop().unwrap_or(Answer::Fails { why: "not evaluated".into(), for_good: false }),
-                };
-                out.push((i, answer));
+        Ok(Evaluation { closed, mut nodes, tiers }) => {
+            if !unmappable.is_empty() {
+                for (answer, name) in nodes.iter_mut().zip(&names) {
+                    if let (Some(a), Some(why)) = (answer.as_mut(), unmappable.get(*name)) {
+                        *a = Answer::Fails { why: Arc::clone(why), for_good: true };
+                    }
+                }
             }
-            (out, closed, tiers)
+            Answers { nodes, closed, tiers }
         }
     }
 }
 
 /// filter.
-pub fn filter(cluster: &mut Cluster, args: &ExtenderArgs) -> Result<ExtenderFilterResult, BadRequest> {
-    let pod = pod_of(&args.pod)?;
-    let nodes = nodes_of(args)?;
-    let (answers, closed, _) = answers(cluster, pod, &nodes);
-    let (mut failed, mut unresolvable) = (FailedNodes::new(), FailedNodes::new());
-    let mut passed = Vec::new();
-    for (i, answer) in answers {
-        let name = nodes.names[i].to_string();
+pub fn filter(cluster: &mut Cluster, mut args: ExtenderArgs) -> Result<ExtenderFilterResult, BadRequest> {
+    let pod = take_pod(&mut args)?;
+    let nodes = nodes_of(&mut args)?;
+    let Answers { nodes: answers, closed, .. } = answers(cluster, &pod, &nodes);
+    let n = answers.len();
+    let (mut failed, mut unresolvable) = (FailedNodes::with_capacity(n), FailedNodes::with_capacity(n));
+    let mut passed = Vec::with_capacity(n);
+    let Nodes { names, objects, list } = nodes;
+    let mut objects = objects.map(|o| o.into_iter().map(Some).collect::<Vec<_>>());
+    for (i, (answer, name)) in answers.into_iter().zip(names).enumerate() {
+        let Some(answer) = answer else { continue };
         match (&closed, answer) {
-            (Some((why, true)), _) => drop(unresolvable.insert(name, why.clone())),
-            (Some((why, false)), _) => drop(failed.insert(name, why.clone())),
-            (None, Answer::Fits(_)) => passed.push(i),
+            (Some((why, true)), _) => drop(unresolvable.insert(name, Arc::clone(why))),
+            (Some((why, false)), _) => drop(failed.insert(name, Arc::clone(why))),
+            (None, Answer::Fits(_)) => passed.push((i, name)),
             (None, Answer::Fails { why, for_good: true }) => drop(unresolvable.insert(name, why)),
             (None, Answer::Fails { why, for_good: false }) => drop(failed.insert(name, why)),
         }
@@ -117,38 +133,38 @@ pub fn filter(cluster: &mut Cluster, args: &ExtenderArgs) -> Result<ExtenderFilt
         ..ExtenderFilterResult::default()
     };
     // Answered in the form asked: kube-scheduler reads only that one.
-    match &nodes.objects {
-        None => result.node_names = Some(passed.iter().map(|&i| nodes.names[i].to_string()).collect()),
+    match objects.as_mut() {
+        None => result.node_names = Some(passed.into_iter().map(|(_, name)| name).collect()),
         Some(objects) => {
-            let mut list = args.nodes.clone().unwrap_or(Value::Null);
-            let items: Vec<Value> = passed.iter().map(|&i| objects[i].clone()).collect();
-            match &mut list {
-                Value::Object(o) => drop(o.insert("items".into(), Value::Array(items))),
-                _ => list = serde_json::json!({"apiVersion": "v1", "kind": "NodeList", "items": items}),
-            }
-            result.nodes = Some(list);
+            let items: Vec<Value> =
+                passed.iter().filter_map(|&(i, _)| objects.get_mut(i).and_then(Option::take)).collect();
+            let mut list = list.unwrap_or_default();
+            list.insert("items".into(), Value::Array(items));
+            result.nodes = Some(Value::Object(list));
         }
     }
     Ok(result)
 }
 
 /// prioritize: a score for every distinct node of the request.
-pub fn prioritize(cluster: &mut Cluster, args: &ExtenderArgs) -> Result<Vec<HostPriority>, BadRequest> {
-    let pod = pod_of(&args.pod)?;
-    let nodes = nodes_of(args)?;
-    let (answers, closed, tiers) = answers(cluster, pod, &nodes);
+pub fn prioritize(cluster: &mut Cluster, mut args: ExtenderArgs) -> Result<Vec<HostPriority>, BadRequest> {
+    let pod = take_pod(&mut args)?;
+    let nodes = nodes_of(&mut args)?;
+    let Answers { nodes: answers, closed, tiers } = answers(cluster, &pod, &nodes);
     let ranks: Vec<Option<gpol_compiler::engine::NodeResult>> = answers
         .iter()
-        .map(|(_, a)| match a {
+        .flatten()
+        .map(|a| match a {
             Answer::Fits(r) if closed.is_none() => Some(r.0),
             _ => None,
         })
         .collect();
-    let scores = extender_scores(&ranks, tiers);
+    let mut scores = extender_scores(&ranks, tiers).into_iter();
     Ok(answers
         .iter()
-        .zip(scores)
-        .map(|((i, _), score)| HostPriority { host: nodes.names[*i].to_string(), score })
+        .zip(nodes.names)
+        .filter(|(a, _)| a.is_some())
+        .map(|(_, host)| HostPriority { host, score: scores.next().unwrap_or(0) })
         .collect())
 }
 

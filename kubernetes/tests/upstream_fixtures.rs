@@ -71,8 +71,8 @@ fn messages_with_kubernetes_objects_keep_them_and_fold_only_the_protocols_keys()
     assert_eq!(a.nodes.as_ref().and_then(|n| n["items"][0]["metadata"]["name"].as_str()), Some("nodename"));
     let (a, b) = round_trip::<ExtenderFilterResult>(FILTER_RESULT);
     for r in [&a, &b] {
-        assert_eq!(r.failed_nodes.as_ref().map(|f| f["foo"].as_str()), Some("bar"));
-        assert_eq!(r.failed_and_unresolvable_nodes.as_ref().map(|f| f["baz"].as_str()), Some("qux"));
+        assert_eq!(r.failed_nodes.as_ref().map(|f| &*f["foo"]), Some("bar"));
+        assert_eq!(r.failed_and_unresolvable_nodes.as_ref().map(|f| &*f["baz"]), Some("qux"));
         assert_eq!(r.error, "myerror");
     }
     let (a, b) = round_trip::<ExtenderPreemptionArgs>(PREEMPTION_ARGS);

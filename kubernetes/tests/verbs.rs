@@ -127,7 +127,7 @@ proptest! {
     #[test]
     fn every_node_answered_once_and_only_those_asked(w in world()) {
         let (mut c, args, names) = setup(&w);
-        let r = verbs::filter(&mut c, &args).expect("a valid request");
+        let r = verbs::filter(&mut c, args.clone()).expect("a valid request");
         let passed: Vec<String> = match (&r.node_names, &r.nodes) {
             (Some(n), None) => { prop_assert!(!w.whole_objects); n.clone() }
             (None, Some(list)) => {
@@ -145,7 +145,7 @@ proptest! {
         let distinct: Vec<&String> = asked.iter().copied().collect();
         prop_assert_eq!(all, distinct, "each node once among passed, failed and unresolvable");
 
-        let scores = verbs::prioritize(&mut c, &args).expect("a valid request");
+        let scores = verbs::prioritize(&mut c, args.clone()).expect("a valid request");
         let scored: Vec<&String> = scores.iter().map(|h| &h.host).collect::<BTreeSet<_>>().into_iter().collect();
         prop_assert_eq!(scores.len(), asked.len());
         prop_assert_eq!(scored, asked.iter().copied().collect::<Vec<_>>());
@@ -167,7 +167,7 @@ proptest! {
         // Every node asked about, once, by name.
         let w = World { asked: (0..w.nodes.len()).collect(), whole_objects: false, ..w };
         let (mut c, args, names) = setup(&w);
-        let scores = verbs::prioritize(&mut c, &args).expect("a valid request");
+        let scores = verbs::prioritize(&mut c, args.clone()).expect("a valid request");
         let best: BTreeSet<&str> = scores.iter().filter(|h| h.score == 10).map(|h| h.host.as_str()).collect();
 
         // The same snapshot in the runtime, directly.
@@ -227,31 +227,31 @@ fn known_answers_name_the_rule_and_the_reason() {
         nodes: None,
         node_names: names(&["h", "a", "off", "ghost"]),
     };
-    let r = verbs::filter(&mut c, &serving).expect("valid");
+    let r = verbs::filter(&mut c, serving.clone()).expect("valid");
     assert_eq!(r.node_names, names(&["a"]));
     let failed = r.failed_nodes.expect("failed");
-    assert_eq!(failed["h"], "filter serving_off_h100 (serving stays off H100s)");
-    assert_eq!(failed["ghost"], "the extender does not know this node");
-    assert_eq!(r.failed_and_unresolvable_nodes.expect("unresolvable")["off"], "cordoned or out of service");
+    assert_eq!(&*failed["h"], "filter serving_off_h100 (serving stays off H100s)");
+    assert_eq!(&*failed["ghost"], "the extender does not know this node");
+    assert_eq!(&*r.failed_and_unresolvable_nodes.expect("unresolvable")["off"], "cordoned or out of service");
     // A pod no admit rule lets in fails everywhere, for good.
     let huge = ExtenderArgs {
         pod: Some(pod("x", 9, "training", None, "high", false)),
         nodes: None,
         node_names: names(&["h", "a"]),
     };
-    let r = verbs::filter(&mut c, &huge).expect("valid");
+    let r = verbs::filter(&mut c, huge).expect("valid");
     assert_eq!(r.node_names, names(&[]));
-    assert_eq!(r.failed_and_unresolvable_nodes.expect("unresolvable")["h"], "not_huge (at most 8 cards per pod)");
+    assert_eq!(&*r.failed_and_unresolvable_nodes.expect("unresolvable")["h"], "not_huge (at most 8 cards per pod)");
     // A pod that names no queue, in a policy of several leaves, is a mapping error.
     let mut nameless = pod("q", 1, "training", None, "high", false);
     nameless["metadata"]["labels"] = json!({});
-    let r = verbs::filter(&mut c, &ExtenderArgs { pod: Some(nameless), nodes: None, node_names: names(&["a"]) })
+    let r = verbs::filter(&mut c, ExtenderArgs { pod: Some(nameless), nodes: None, node_names: names(&["a"]) })
         .expect("valid");
     assert!(r.failed_and_unresolvable_nodes.expect("unresolvable")["a"].contains("no queue given"));
     // No pod: a bad request.
-    assert!(verbs::filter(&mut c, &ExtenderArgs::default()).is_err());
+    assert!(verbs::filter(&mut c, ExtenderArgs::default()).is_err());
     // Scores: a serving pod prefers the A100 node (tier 1).
-    let scores = verbs::prioritize(&mut c, &ExtenderArgs { node_names: names(&["h", "a"]), ..serving }).expect("valid");
+    let scores = verbs::prioritize(&mut c, ExtenderArgs { node_names: names(&["h", "a"]), ..serving }).expect("valid");
     assert_eq!(scores.iter().map(|h| (h.host.as_str(), h.score)).collect::<Vec<_>>(), vec![("h", 0), ("a", 10)]);
 }
 

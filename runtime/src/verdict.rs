@@ -67,6 +67,12 @@ impl Scheduler {
         let j = &self.jobs[job];
         let mut by_model: Vec<(gpol_compiler::schema::Sym, Result<(), Block>)> = Vec::new();
         let mut verdicts = vec![NodeVerdict::Down; among.len()];
+        // The nodes' free-capacity summaries decide most fits without walking cards.
+        let ask = fit::Ask::of(j);
+        let decides = fit::headroom_decides(&ask);
+        let fits = |i: NodeId| {
+            fit::may_fit(&self.cluster.headroom[i], &ask) && (decides || fit::fits(&self.cluster.nodes[i], j))
+        };
         let mut at = 0;
         self.scan(&ctx, &rec, Some(among), |i, r| {
             // The scan shows the nodes in the order given, skipping ids that name none.
@@ -86,7 +92,7 @@ impl Scheduler {
                 NodeVerdict::Model
             } else if self.reserved_for_other(i, job) {
                 NodeVerdict::Reserved
-            } else if !fit::fits(node, j) {
+            } else if !fits(i) {
                 if fit::could_ever_fit(node, j) { NodeVerdict::Full } else { NodeVerdict::TooSmall }
             } else if self.quotas.limits_models() {
                 let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
