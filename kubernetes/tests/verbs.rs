@@ -215,6 +215,51 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn preemption_answers_only_proposed_nodes_with_victims(
+        w in world(),
+        proposals in prop::collection::btree_map(0usize..10, prop::collection::vec(0usize..8, 1..4), 0..5),
+        high in any::<bool>(),
+    ) {
+        let (mut c, args, _) = setup(&w);
+        let mut pod = args.pod.clone().expect("pod");
+        pod["spec"]["priorityClassName"] = json!(if high { "high" } else { "low" });
+        let on_node = |node: usize| -> Vec<String> {
+            w.bound.iter().enumerate().filter(|(_, b)| b.2 == node).map(|(i, _)| format!("uid-b{i}")).collect()
+        };
+        let proposed: BTreeMap<String, MetaVictims> = proposals
+            .iter()
+            .filter(|(n, _)| **n < w.nodes.len())
+            .map(|(n, picks)| {
+                let here = on_node(*n);
+                let uids: Vec<MetaPod> = picks.iter().filter_map(|p| here.get(*p % here.len().max(1)).cloned()).map(|uid| MetaPod { uid }).collect();
+                (format!("n{n}"), MetaVictims { pods: Some(uids), num_pdb_violations: 0 })
+            })
+            .filter(|(_, v)| v.pods.as_ref().is_some_and(|p| !p.is_empty()))
+            .collect();
+        let r = verbs::preempt(&mut c, &ExtenderPreemptionArgs {
+            pod: Some(pod), node_name_to_victims: None, node_name_to_meta_victims: Some(proposed.clone()),
+        }).expect("a valid request");
+        for (node, victims) in r.node_name_to_meta_victims.unwrap_or_default() {
+            // Only nodes kube-scheduler proposed, each with victims, all running there.
+            prop_assert!(proposed.contains_key(&node), "{node} was not proposed");
+            let pods = victims.pods.unwrap_or_default();
+            prop_assert!(!pods.is_empty(), "{node} answered without victims");
+            let n: usize = node[1..].parse().expect("node index");
+            let here = on_node(n);
+            for p in &pods {
+                prop_assert!(here.contains(&p.uid), "{} does not run on {node}", p.uid);
+                // The policy evicts only preemptible pods of lower priority: every bound
+                // pod is `low` and preemptible, so only a `high` claimant gets any.
+                prop_assert!(high, "a `low` pod may not preempt `low` pods");
+            }
+        }
+    }
+}
+
 #[test]
 fn known_answers_name_the_rule_and_the_reason() {
     let mut c = cluster();
