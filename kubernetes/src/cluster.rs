@@ -320,6 +320,25 @@ impl Cluster {
 }
 
 impl Cluster {
+    /// The cards (and MIG instances) the pod would take on the node, as annotation
+    /// `gpol.dev/cards` records them: by the policy's `card_score` rules, else best fit.
+    pub fn assign(&mut self, pod: &Value, node: &str) -> Result<String, FieldError> {
+        let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
+        let mapped = pods::pod(pod, &classes)?;
+        let b = self.built();
+        let Some(&n) = b.node_ids.get(node) else {
+            return Err(FieldError::new("Node", format!("the extender does not know node `{node}`")));
+        };
+        let id = b.s.submit(mapped.job).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        let cards = b.s.cards_for(id, n);
+        b.s.withdraw(id);
+        b.s.forget(id);
+        b.s.take_log();
+        cards
+            .map(|c| pods::cards_text(&c))
+            .ok_or_else(|| FieldError::new("Node", format!("the pod does not fit on node `{node}` now")))
+    }
+
     /// Which of kube-scheduler's proposed preemptions (victim UIDs per node) the policy
     /// stands behind: gpol's own victim search, when it frees one of the proposed nodes
     /// by evicting only pods on that node; otherwise each proposal whose every victim the
@@ -378,7 +397,13 @@ impl Cluster {
 fn start(b: &mut Built, pod: &MappedPod) -> bool {
     let Some(&node) = pod.node.as_ref().and_then(|n| b.node_ids.get(n)) else { return false };
     let Ok(job) = b.s.submit(pod.job.clone()) else { return false };
-    match b.s.start_on(job, &[node], History::default()) {
+    // On the cards `bind` recorded, if it did (a pod bound by another scheduler has none:
+    // gpol's best fit stands in for the device plugin's choice).
+    let started = match &pod.cards {
+        Some(cards) => b.s.start_on_cards(job, node, cards, History::default()),
+        None => b.s.start_on(job, &[node], History::default()),
+    };
+    match started {
         Ok(()) => {
             b.pod_jobs.insert(pod.uid.clone(), job);
             b.job_pods.insert(job, pod.uid.clone());

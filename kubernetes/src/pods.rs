@@ -46,6 +46,37 @@ pub struct MappedPod {
     pub node: Option<String>,
     pub phase: Phase,
     pub job: JobSpec,
+    /// The cards (and MIG instances) `bind` gave it: annotation `gpol.dev/cards`.
+    pub cards: Option<Vec<(usize, Option<usize>)>>,
+}
+
+/// A card assignment as annotation `gpol.dev/cards` writes it: card indices on the node,
+/// comma-separated (`0,1`), and for a MIG instance the card and the instance's index in
+/// its layout (`3:1`).
+pub fn cards_text(cards: &[(usize, Option<usize>)]) -> String {
+    let one = |&(card, instance): &(usize, Option<usize>)| match instance {
+        Some(i) => format!("{card}:{i}"),
+        None => card.to_string(),
+    };
+    cards.iter().map(one).collect::<Vec<_>>().join(",")
+}
+
+/// Reads [`cards_text`]'s form back.
+pub fn parse_cards(text: &str) -> Result<Vec<(usize, Option<usize>)>, String> {
+    let index = |t: &str| -> Result<usize, String> {
+        t.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&i| i < MAX_CARDS_PER_NODE as usize * 8)
+            .ok_or_else(|| format!("`{t}` is not a card or instance index"))
+    };
+    text.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|part| match part.split_once(':') {
+            Some((card, instance)) => Ok((index(card)?, Some(index(instance)?))),
+            None => Ok((index(part)?, None)),
+        })
+        .collect()
 }
 
 /// Label and annotation keys gpol reads on pods.
@@ -165,6 +196,9 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
             Ok(ms as u64)
         })
         .transpose()?;
+    let cards = annotation(keys::CARDS)
+        .map(|t| parse_cards(t).map_err(|m| err(&format!("metadata.annotations.{}", keys::CARDS), m)))
+        .transpose()?;
     let class = text("/spec/priorityClassName").filter(|c| !c.is_empty() && classes.has_class(c));
     let priority = item.pointer("/spec/priority").and_then(Value::as_i64).map(|p| p as f64);
     let node = text("/spec/nodeName").filter(|n| !n.is_empty()).map(str::to_string);
@@ -192,7 +226,7 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
         ..JobSpec::default()
     };
     let uid = text("/metadata/uid").unwrap_or_default().to_string();
-    Ok(MappedPod { uid, namespace, name, node, phase, job })
+    Ok(MappedPod { uid, namespace, name, node, phase, job, cards })
 }
 
 /// The GPU models a pod is pinned to by `nodeSelector` or by required node affinity.
@@ -343,6 +377,16 @@ mod tests {
         let m = pod(&p, &any_class).expect("a valid pod");
         let profile = MIG_PROFILES.iter().position(|p| *p == "3g.40gb").expect("a known profile") as u8;
         assert_eq!((m.job.request, m.phase), (Request::Mig(profile), Phase::Ended));
+    }
+
+    #[test]
+    fn card_assignments_read_back_as_written() {
+        for cards in [vec![(0, None), (1, None)], vec![(3, Some(1))], vec![]] {
+            assert_eq!(parse_cards(&cards_text(&cards)), Ok(cards.clone()));
+        }
+        assert_eq!(cards_text(&[(0, None), (5, None)]), "0,5");
+        assert!(parse_cards("0,x").is_err());
+        assert!(parse_cards("99999").is_err());
     }
 
     #[test]

@@ -328,3 +328,33 @@ fn preemption_follows_the_policys_victim_rules() {
     let peer = ExtenderPreemptionArgs { pod: Some(pod("peer", 4, "training", None, "low", false)), ..args };
     assert_eq!(verbs::preempt(&mut c, &peer).expect("valid").node_name_to_meta_victims, Some(BTreeMap::new()));
 }
+
+#[test]
+fn recorded_card_assignments_hold_and_new_ones_follow_best_fit() {
+    let mut c = cluster();
+    // Four time-sliced cards, each shared by up to four pods.
+    let mut shared = node("a", 16, false, false);
+    shared["metadata"]["labels"]["nvidia.com/gpu.sharing-strategy"] = json!("time-slicing");
+    shared["metadata"]["labels"]["nvidia.com/gpu.replicas"] = json!("4");
+    shared["metadata"]["labels"]["nvidia.com/gpu.count"] = json!("4");
+    c.apply_node(&shared).expect("node");
+    // A half-card pod bound on card 3, as `bind` recorded it.
+    let mut half = pod("half", 1, "serving", Some("a"), "low", true);
+    half["metadata"]["annotations"] = json!({"gpol.dev/gpu-fraction": "0.5", "gpol.dev/cards": "3"});
+    c.apply_pod(&half).expect("pod");
+    assert_eq!(c.unplaced(), 0);
+    // Another half card packs onto card 3 (best fit); two whole cards take 0 and 1.
+    let mut other = pod("other", 1, "serving", None, "low", true);
+    other["metadata"]["annotations"] = json!({"gpol.dev/gpu-fraction": "0.5"});
+    assert_eq!(c.assign(&other, "a").expect("fits"), "3");
+    assert_eq!(c.assign(&pod("two", 2, "training", None, "low", true), "a").expect("fits"), "0,1");
+    // Four whole cards do not fit beside the half-used card; three do.
+    assert!(c.assign(&pod("four", 4, "training", None, "low", true), "a").is_err());
+    assert_eq!(c.assign(&pod("three", 3, "training", None, "low", true), "a").expect("fits"), "0,1,2");
+    // A recorded assignment that cannot hold (card 3 is half taken) leaves the pod unplaced.
+    let mut clash = pod("clash", 1, "training", Some("a"), "low", true);
+    clash["metadata"]["annotations"] = json!({"gpol.dev/cards": "3"});
+    c.apply_pod(&clash).expect("pod");
+    c.warm();
+    assert_eq!(c.unplaced(), 1);
+}

@@ -251,6 +251,21 @@ pub fn choose(node: &Node, job: &Job, score: Option<&dyn Fn(usize) -> f64>) -> O
     Some(cands)
 }
 
+/// Whether `chosen` is a valid choice of cards for one replica on the node: as many as it
+/// needs, distinct, each one it could use now.
+pub fn valid_choice(node: &Node, job: &Job, chosen: &[(usize, Option<usize>)]) -> bool {
+    let need = match job.request {
+        Request::Whole(k) => k as usize,
+        Request::None => 0,
+        _ => 1,
+    };
+    let cands = candidates(node, job);
+    let mut seen = chosen.to_vec();
+    seen.sort_unstable();
+    seen.dedup();
+    fits(node, job) && chosen.len() == need && seen.len() == need && chosen.iter().all(|c| cands.contains(c))
+}
+
 /// The slot one replica takes on the chosen cards.
 pub fn slot(node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
     let mut slot = Slot { node, cards: Vec::new(), instance: None };

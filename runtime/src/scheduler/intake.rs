@@ -174,7 +174,6 @@ impl Scheduler {
     /// Places a job directly, as already running (a scenario's `run`): one replica per
     /// listed node, cards by built-in best fit, quota charged without checks.
     pub fn start_on(&mut self, job: JobId, nodes: &[NodeId], history: History) -> Result<(), String> {
-        let History { ran_ms, since_checkpoint_ms, evictions } = history;
         for &n in nodes {
             let node = &self.cluster.nodes[n];
             if fit::choose(node, &self.jobs[job], None).is_none() {
@@ -182,6 +181,13 @@ impl Scheduler {
             }
             self.bind_replica(job, n, false);
         }
+        self.start_bound(job, nodes, history);
+        Ok(())
+    }
+
+    /// Marks a job whose replicas are bound as running, charged, with its history.
+    fn start_bound(&mut self, job: JobId, nodes: &[NodeId], history: History) {
+        let History { ran_ms, since_checkpoint_ms, evictions } = history;
         self.charge(job);
         self.note_start(job);
         let start = self.now() - i64::try_from(ran_ms).unwrap_or(i64::MAX);
@@ -194,6 +200,26 @@ impl Scheduler {
         j.checkpoint_ms = now - i64::try_from(since_checkpoint_ms.min(ran_ms)).unwrap_or(i64::MAX);
         j.evictions = evictions;
         self.log.push(Event::Placed { job, nodes: nodes.to_vec(), at_ms: self.now_ms });
+    }
+
+    /// Places a one-replica job directly on `node` on the given cards (and MIG instances),
+    /// as an adapter found it running: the cards must be free for it, else an error and
+    /// nothing changes.
+    pub fn start_on_cards(
+        &mut self,
+        job: JobId,
+        node: NodeId,
+        cards: &[(usize, Option<usize>)],
+        history: History,
+    ) -> Result<(), String> {
+        let Some(n) = self.cluster.nodes.get(node) else { return Err(format!("no node {node}")) };
+        if self.jobs[job].replicas != 1 || !fit::valid_choice(n, &self.jobs[job], cards) {
+            return Err(format!("job `{}` cannot take cards {cards:?} of node `{}`", self.jobs[job].name, n.name));
+        }
+        let slot = fit::bind(&mut self.cluster, node, &self.jobs[job], cards);
+        self.jobs[job].slots.push(slot);
+        self.refresh_node(node);
+        self.start_bound(job, &[node], history);
         Ok(())
     }
 
