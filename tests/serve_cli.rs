@@ -25,6 +25,7 @@ fn serve(policy: &Path, port: u16) -> Child {
         .args([
             "serve",
             &policy.display().to_string(),
+            "--no-api",
             "--listen",
             &format!("127.0.0.1:{port}"),
             "--reload-every",
@@ -119,7 +120,7 @@ fn a_policy_that_does_not_check_is_not_served() {
     let policy = dir.path().join("broken.gpol");
     std::fs::write(&policy, "policy broken\n\nscore x { node.nope }\n").expect("written");
     let out = Command::new(env!("CARGO_BIN_EXE_gpolc"))
-        .args(["serve", &policy.display().to_string()])
+        .args(["serve", &policy.display().to_string(), "--no-api"])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(1));

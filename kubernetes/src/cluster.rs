@@ -208,6 +208,14 @@ impl Cluster {
         Ok(())
     }
 
+    /// Keeps exactly these bound pods (by UID): a re-list of the watch.
+    pub fn retain_pods(&mut self, uids: &std::collections::HashSet<String>) {
+        let gone: Vec<String> = self.pods.keys().filter(|u| !uids.contains(*u)).cloned().collect();
+        for uid in gone {
+            self.delete_pod(&uid);
+        }
+    }
+
     /// A pod gone (deleted, or ended): what it held is free.
     pub fn delete_pod(&mut self, uid: &str) {
         if self.pods.remove(uid).is_none() {

@@ -3,6 +3,7 @@
 //! written as it reads it; [`nodes`] maps a `Node` object to gpol's node, the one mapping
 //! every consumer of Kubernetes objects shares.
 
+pub mod api;
 pub mod cluster;
 pub mod extender;
 pub mod metrics;

@@ -64,6 +64,8 @@ pub struct Extender {
     started: Instant,
     /// Whether the cluster's state is known (set by whoever feeds it).
     ready: std::sync::atomic::AtomicBool,
+    /// The API server, once connected: `bind` goes through it.
+    api: std::sync::OnceLock<kube::Client>,
 }
 
 impl Extender {
@@ -83,6 +85,7 @@ impl Extender {
             source: Mutex::new(bytes),
             started: Instant::now(),
             ready: std::sync::atomic::AtomicBool::new(false),
+            api: std::sync::OnceLock::new(),
         })
     }
 
@@ -90,6 +93,11 @@ impl Extender {
     /// leave it half-changed in a way that matters more than a stale cache: carry on.
     pub fn cluster(&self) -> MutexGuard<'_, Cluster> {
         self.cluster.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Binds pods through this API server from now on (the first connection stays).
+    pub fn connect(&self, client: kube::Client) {
+        let _ = self.api.set(client);
     }
 
     pub fn set_ready(&self, ready: bool) {
@@ -213,9 +221,41 @@ async fn route(ext: Arc<Extender>, request: Request, limit: usize) -> Response {
                     return plain(StatusCode::PAYLOAD_TOO_LARGE, m);
                 }
             };
-            dispatch(&ext, verb, &body)
+            match (verb, ext.api.get()) {
+                ("bind", Some(client)) => bind(&ext, client, &body).await,
+                _ => dispatch(&ext, verb, &body),
+            }
         }
     }
+}
+
+/// bind, through the API server.
+async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
+    let start = std::time::Instant::now();
+    let response = match extender::decode::<ExtenderBindingArgs>(body) {
+        Err(message) => {
+            tracing::warn!(verb = "bind", %message, "bad request");
+            (StatusCode::BAD_REQUEST, format!("bind: {message}\n")).into_response()
+        }
+        Ok(args) => {
+            let error = match crate::api::bind(client, ext, &args).await {
+                Ok(()) => {
+                    ext.metrics.decided("bound", 1);
+                    tracing::info!(pod = %args.pod_name, namespace = %args.pod_namespace, node = %args.node, "bound");
+                    String::new()
+                }
+                Err(e) => {
+                    ext.metrics.decided("bind_failed", 1);
+                    tracing::warn!(error = %e, "bind failed");
+                    e
+                }
+            };
+            let answer = ExtenderBindingResult { error };
+            ([(header::CONTENT_TYPE, "application/json")], extender::encode(&answer)).into_response()
+        }
+    };
+    ext.metrics.answered("bind", response.status().as_u16(), start.elapsed().as_secs_f64());
+    response
 }
 
 fn dispatch(ext: &Extender, verb: &str, body: &Bytes) -> Response {

@@ -4,6 +4,7 @@
 
 use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
+use gpol_kubernetes::api;
 use gpol_kubernetes::server::{self, Extender, Options};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -26,6 +27,10 @@ pub struct Args {
     /// How often to look at the policy file for changes, in seconds.
     #[arg(long, default_value_t = 2.0)]
     reload_every: f64,
+    /// Do not connect to the API server: nodes come whole in each request
+    /// (`nodeCacheCapable: false`), pods are not watched, `bind` is refused.
+    #[arg(long)]
+    no_api: bool,
     /// Log as JSON lines (for log collectors) rather than text.
     #[arg(long)]
     log_json: bool,
@@ -58,8 +63,6 @@ pub fn run(args: Args) -> u8 {
             return FAILED;
         }
     };
-    // Without a connection to the API server the nodes come whole in each request.
-    extender.set_ready(true);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -68,6 +71,22 @@ pub fn run(args: Args) -> u8 {
         }
     };
     runtime.block_on(async move {
+        if args.no_api {
+            // The nodes come whole in each request: nothing to wait for.
+            extender.set_ready(true);
+        } else {
+            match api::connect().await {
+                Ok(client) => {
+                    extender.connect(client.clone());
+                    tokio::spawn(api::watch(client, Arc::clone(&extender)));
+                }
+                Err(e) => {
+                    eprintln!("error: cannot reach the API server: {e}");
+                    eprintln!("(--no-api serves without it: nodes sent whole in each request, no bind)");
+                    return FAILED;
+                }
+            }
+        }
         let listener = match tokio::net::TcpListener::bind(args.listen).await {
             Ok(l) => l,
             Err(e) => {

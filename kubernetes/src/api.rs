@@ -1,0 +1,167 @@
+//! The connection to the API server: nodes and pods watched into the extender's cluster
+//! (so kube-scheduler may send node names only, `nodeCacheCapable: true`), and `bind` —
+//! the card assignment recorded on the pod, then the pod bound to its node.
+
+use crate::cluster::Cluster;
+use crate::extender::ExtenderBindingArgs;
+use crate::pods::keys;
+use crate::server::Extender;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// A client for the API server: in a pod, its service account; elsewhere, the kubeconfig
+/// (`KUBECONFIG`, `~/.kube/config`).
+pub async fn connect() -> Result<Client, String> {
+    Client::try_default().await.map_err(|e| e.to_string())
+}
+
+/// Where a watch stands: objects named during a re-list, and whether one has finished.
+#[derive(Default)]
+pub struct Sync {
+    relisting: Option<HashSet<String>>,
+    pub synced: bool,
+}
+
+/// Applies one node event; a node that cannot be mapped is logged and left out.
+pub fn node_event(cluster: &mut Cluster, sync: &mut Sync, event: Event<Value>) {
+    match event {
+        Event::Init => sync.relisting = Some(HashSet::new()),
+        Event::InitApply(node) | Event::Apply(node) => {
+            if let (Some(seen), Ok(name)) = (sync.relisting.as_mut(), crate::nodes::name(&node)) {
+                seen.insert(name.to_string());
+            }
+            if let Err(e) = cluster.apply_node(&node) {
+                tracing::warn!(error = %e, "a node cannot be mapped: left out");
+            }
+        }
+        Event::Delete(node) => {
+            if let Ok(name) = crate::nodes::name(&node) {
+                cluster.delete_node(name);
+            }
+        }
+        Event::InitDone => {
+            if let Some(seen) = sync.relisting.take() {
+                cluster.retain_nodes(&seen.iter().map(String::as_str).collect());
+            }
+            sync.synced = true;
+        }
+    }
+}
+
+/// Applies one pod event; a pod that cannot be mapped is logged and left out.
+pub fn pod_event(cluster: &mut Cluster, sync: &mut Sync, event: Event<Value>) {
+    let uid = |pod: &Value| pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+    match event {
+        Event::Init => sync.relisting = Some(HashSet::new()),
+        Event::InitApply(pod) | Event::Apply(pod) => {
+            if let Some(seen) = sync.relisting.as_mut() {
+                seen.insert(uid(&pod));
+            }
+            if let Err(e) = cluster.apply_pod(&pod) {
+                tracing::warn!(error = %e, "a pod cannot be mapped: left out");
+            }
+        }
+        Event::Delete(pod) => cluster.delete_pod(&uid(&pod)),
+        Event::InitDone => {
+            if let Some(seen) = sync.relisting.take() {
+                cluster.retain_pods(&seen);
+            }
+            sync.synced = true;
+        }
+    }
+}
+
+/// Keeps the extender's cluster in step with the API server's nodes and pods; the
+/// extender is ready once both have been listed. Runs until the process stops (the
+/// watches reconnect with backoff after errors).
+pub async fn watch(client: Client, ext: Arc<Extender>) {
+    let nodes = watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default()).default_backoff();
+    let pods = watcher::watcher(Api::<Pod>::all(client), watcher::Config::default()).default_backoff();
+    enum Change {
+        Node(Event<Value>),
+        Pod(Event<Value>),
+    }
+    let nodes = nodes.map(|e| e.map(|e| Change::Node(as_value(e))));
+    let pods = pods.map(|e| e.map(|e| Change::Pod(as_value(e))));
+    let mut changes = std::pin::pin!(futures::stream::select(nodes, pods));
+    let (mut node_sync, mut pod_sync) = (Sync::default(), Sync::default());
+    while let Some(change) = changes.next().await {
+        match change {
+            Ok(Change::Node(e)) => node_event(&mut ext.cluster(), &mut node_sync, e),
+            Ok(Change::Pod(e)) => pod_event(&mut ext.cluster(), &mut pod_sync, e),
+            Err(e) => tracing::warn!(error = %e, "watching the API server: retrying"),
+        }
+        if node_sync.synced && pod_sync.synced && !ext.is_ready() {
+            ext.cluster().warm();
+            ext.set_ready(true);
+            tracing::info!("nodes and pods listed: ready");
+        }
+    }
+}
+
+/// A watched object as the JSON the mappings read.
+fn as_value<K: serde::Serialize>(e: Event<K>) -> Event<Value> {
+    let v = |o: K| serde_json::to_value(o).unwrap_or(Value::Null);
+    match e {
+        Event::Apply(o) => Event::Apply(v(o)),
+        Event::InitApply(o) => Event::InitApply(v(o)),
+        Event::Delete(o) => Event::Delete(v(o)),
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+    }
+}
+
+/// Binds a pod: the cards the policy gives it on the node are written on the pod
+/// (annotation `gpol.dev/cards`, conditional on the pod being unchanged since it was
+/// read), then the pod is bound; the extender's cluster counts it at once. An error says
+/// what failed; kube-scheduler then retries the pod.
+pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -> Result<(), String> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &args.pod_namespace);
+    let who = format!("pod {}/{}", args.pod_namespace, args.pod_name);
+    let pod = pods.get(&args.pod_name).await.map_err(|e| format!("{who}: cannot read it: {e}"))?;
+    if !args.pod_uid.is_empty() && pod.metadata.uid.as_deref() != Some(args.pod_uid.as_str()) {
+        return Err(format!("{who}: it was replaced (UID {} asked for)", args.pod_uid));
+    }
+    if let Some(on) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+        return Err(format!("{who}: it is already bound, to {on}"));
+    }
+    let mut value = serde_json::to_value(&pod).map_err(|e| format!("{who}: {e}"))?;
+    let cards = ext.cluster().assign(&value, &args.node).map_err(|e| format!("{who}: {e}"))?;
+    // The resourceVersion makes the write conditional: a pod changed meanwhile is a conflict.
+    let patch =
+        json!({"metadata": {"resourceVersion": pod.metadata.resource_version, "annotations": {keys::CARDS: cards}}});
+    pods.patch(&args.pod_name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|e| format!("{who}: cannot record its cards: {e}"))?;
+    let binding = Binding {
+        metadata: ObjectMeta {
+            name: Some(args.pod_name.clone()),
+            namespace: Some(args.pod_namespace.clone()),
+            uid: pod.metadata.uid.clone(),
+            ..ObjectMeta::default()
+        },
+        target: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: Some(args.node.clone()),
+            ..ObjectReference::default()
+        },
+    };
+    pods.create_subresource::<Binding, Value>("binding", &args.pod_name, &PostParams::default(), &binding)
+        .await
+        .map_err(|e| format!("{who}: cannot bind it to {}: {e}", args.node))?;
+    // Counted now rather than when the watch reports it: the next decision sees it.
+    value["spec"]["nodeName"] = json!(args.node);
+    value["metadata"]["annotations"][keys::CARDS] = json!(cards);
+    value["status"]["phase"] = json!("Pending");
+    ext.cluster().apply_pod(&value).map_err(|e| format!("{who}: {e}"))?;
+    Ok(())
+}
