@@ -3,13 +3,16 @@
 //! written as it reads it; [`nodes`] maps a `Node` object to gpol's node, the one mapping
 //! every consumer of Kubernetes objects shares.
 
+#[cfg(feature = "serve")]
 pub mod api;
 pub mod cluster;
 pub mod extender;
+#[cfg(feature = "serve")]
 pub mod metrics;
 pub mod nodes;
 pub mod pods;
 pub mod quantity;
+#[cfg(feature = "serve")]
 pub mod server;
 pub mod verbs;
 
