@@ -161,6 +161,29 @@ fn ir_build_and_bench() {
 }
 
 #[test]
+fn build_writes_kueue_objects_and_names_what_kueue_cannot_enforce() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("objects.yaml").display().to_string();
+    let out = gpolc()
+        .args(["build", "--target", "kueue", "policies/preemption.gpol", "-o", &yaml, "--namespace", "ml"])
+        .args(["--cluster", "sim/cluster.toml"])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("[W0010] Warning: Kueue cannot enforce preempt `by_priority`"), "{err}");
+    assert!(err.contains("gpolc serve applies it when kube-scheduler preempts pods"), "{err}");
+    let text = std::fs::read_to_string(&yaml).unwrap_or_default();
+    assert!(text.contains("kind: ClusterQueue") && text.contains("namespace: ml"), "{text}");
+    assert!(!text.contains("unset"), "the cluster gives the roots' capacity: {text}");
+
+    let upper = write(dir.path(), "upper.gpol", "policy p\nqueue Team_A {\n  guarantee 1 gpu\n}\n");
+    let out = gpolc().args(["build", "--target", "kueue", &upper, "-o", &yaml, "--force"]).assert().code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("[E0044] Error: queue `Team_A` cannot be written as a Kueue object"), "{err}");
+    gpolc().args(["build", "--target", "kueue", &upper, "--namespace", "Bad_NS"]).assert().code(2);
+}
+
+#[test]
 fn test_command_runs_scenarios() {
     let out = gpolc().args(["test", "runtime/tests/scenarios/drf.gpol"]).assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();

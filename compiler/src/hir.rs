@@ -229,6 +229,12 @@ pub struct Queue {
 }
 
 impl Queue {
+    /// Whether the checker made it up: `default`, the one queue of a policy without a
+    /// tree. (Spans compare equal whatever their place, so the place is read.)
+    pub fn is_implicit(&self) -> bool {
+        (self.span.start, self.span.end) == (0, 0)
+    }
+
     pub fn quota(&self, kind: QuotaKind) -> Option<&Quota> {
         self.quotas.get(&QuotaKindKey(kind))
     }
@@ -369,7 +375,7 @@ impl Policy {
     /// Whether the policy declares no queues: its one queue, `default`, then takes every
     /// job, whatever queue the job names (so placement policies run on any workload).
     pub fn has_implicit_queue(&self) -> bool {
-        matches!(self.queues.as_slice(), [q] if q.span == Span::default())
+        matches!(self.queues.as_slice(), [q] if q.is_implicit())
     }
 }
 

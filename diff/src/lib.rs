@@ -709,7 +709,7 @@ fn changed_declarations(old: &Side, new: &Side) -> (Vec<RuleRef>, Vec<RuleRef>) 
         let p = s.policy();
         p.queues
             .iter()
-            .filter(|q| q.span != gpol_compiler::source::Span::default() || !p.has_implicit_queue())
+            .filter(|q| !q.is_implicit())
             .map(|q| {
                 let parent = q.parent.and_then(|i| p.queues.get(i)).map(|x| x.name.clone());
                 let attrs: Vec<(String, String)> = (q.attrs.iter())

@@ -1,12 +1,14 @@
 //! gpol policies in Kubernetes. [`extender`] is the kube-scheduler extender protocol on
 //! the wire (k8s.io/kube-scheduler/extender/v1), read as kube-scheduler writes it and
 //! written as it reads it; [`nodes`] maps a `Node` object to gpol's node, the one mapping
-//! every consumer of Kubernetes objects shares.
+//! every consumer of Kubernetes objects shares; [`kueue`] writes a policy's quota tree as
+//! Kueue's objects.
 
 #[cfg(feature = "serve")]
 pub mod api;
 pub mod cluster;
 pub mod extender;
+pub mod kueue;
 #[cfg(feature = "serve")]
 pub mod metrics;
 pub mod nodes;

@@ -13,6 +13,10 @@ use gpol_compiler::schema::MIG_PROFILES;
 use gpol_compiler::spec::{NodeSpec, Sharing};
 use serde_json::Value;
 
+/// The node label that names its GPU model (GPU feature discovery's); a ResourceFlavor
+/// of one model selects nodes by it.
+pub const MODEL_LABEL: &str = "nvidia.com/gpu.product";
+
 /// A node as gpol sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MappedNode {
@@ -107,7 +111,7 @@ pub fn node(item: &Value) -> Result<MappedNode, FieldError> {
         let m = format!("{cards} cards: too large, at most {MAX_CARDS_PER_NODE}");
         return Err(err("status.allocatable.nvidia.com/gpu", m));
     }
-    let model = label("nvidia.com/gpu.product").unwrap_or(if cards > 0 { "gpu" } else { "" }).to_string();
+    let model = label(MODEL_LABEL).unwrap_or(if cards > 0 { "gpu" } else { "" }).to_string();
     let card_mib = labelled("nvidia.com/gpu.memory", MAX_MEMORY_BYTES >> 20)?;
     let card_mem = card_mib.map_or(0, |mib| u64::from(mib) << 20);
     let topology =

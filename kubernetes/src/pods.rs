@@ -4,9 +4,9 @@
 //! | gpol | Pod |
 //! |---|---|
 //! | `name` | `namespace/name` |
-//! | `queue` | label `gpol.dev/queue`, else label `kueue.x-k8s.io/queue-name`, else the policy's only leaf queue |
+//! | `queue` | label `gpol.dev/queue`, else label `kueue.x-k8s.io/queue-name` (a LocalQueue named as `gpolc build --target kueue` names it: `team-a` is `team_a`), else the policy's only leaf queue |
 //! | `user` | label `gpol.dev/user`, else the namespace |
-//! | `priority_class`, `priority` | `spec.priorityClassName` when the policy has that class; `spec.priority` (else the class's value, else 0) |
+//! | `priority_class`, `priority` | `spec.priorityClassName` when the policy has that class, else label `kueue.x-k8s.io/priority-class` (named as the generated WorkloadPriorityClass) when it has that one; `spec.priority` (else the class's value, else 0) |
 //! | `whole_cards` | `nvidia.com/gpu` (limits, or requests), summed over containers |
 //! | `gpu_fraction` | annotation `gpol.dev/gpu-fraction` (0–1) on a pod asking for one `nvidia.com/gpu` |
 //! | `mig_profile` | one `nvidia.com/mig-<profile>` |
@@ -82,7 +82,10 @@ pub fn parse_cards(text: &str) -> Result<Vec<(usize, Option<usize>)>, String> {
 /// Label and annotation keys gpol reads on pods.
 pub mod keys {
     pub const QUEUE: &str = "gpol.dev/queue";
+    /// A LocalQueue named as `gpolc build --target kueue` names it (`team-a` for `team_a`).
     pub const KUEUE_QUEUE: &str = "kueue.x-k8s.io/queue-name";
+    /// A WorkloadPriorityClass, named as `gpolc build --target kueue` names it.
+    pub const KUEUE_PRIORITY_CLASS: &str = "kueue.x-k8s.io/priority-class";
     pub const USER: &str = "gpol.dev/user";
     pub const GPU_FRACTION: &str = "gpol.dev/gpu-fraction";
     pub const GPU_MEMORY: &str = "gpol.dev/gpu-memory";
@@ -199,7 +202,11 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
     let cards = annotation(keys::CARDS)
         .map(|t| parse_cards(t).map_err(|m| err(&format!("metadata.annotations.{}", keys::CARDS), m)))
         .transpose()?;
-    let class = text("/spec/priorityClassName").filter(|c| !c.is_empty() && classes.has_class(c));
+    let kueue_class = label(keys::KUEUE_PRIORITY_CLASS).map(crate::kueue::names::ident_of);
+    let class = text("/spec/priorityClassName")
+        .map(str::to_string)
+        .filter(|c| !c.is_empty() && classes.has_class(c))
+        .or(kueue_class.filter(|c| classes.has_class(c)));
     let priority = item.pointer("/spec/priority").and_then(Value::as_i64).map(|p| p as f64);
     let node = text("/spec/nodeName").filter(|n| !n.is_empty()).map(str::to_string);
     let phase = match text("/status/phase") {
@@ -209,9 +216,9 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
     };
     let job = JobSpec {
         name: full,
-        queue: label(keys::QUEUE).or(label(keys::KUEUE_QUEUE)).map(str::to_string),
+        queue: label(keys::QUEUE).map(str::to_string).or(label(keys::KUEUE_QUEUE).map(crate::kueue::names::ident_of)),
         user: Some(label(keys::USER).unwrap_or(&namespace).to_string()),
-        priority_class: class.map(str::to_string),
+        priority_class: class,
         priority,
         request,
         gpu_mem,
@@ -354,6 +361,19 @@ mod tests {
         assert_eq!(j.models, vec!["NVIDIA-H100-80GB-HBM3".to_string()]);
         assert!(j.preemptible && !j.bursty);
         assert!(j.labels.contains(&("team".into(), "vision".into())));
+    }
+
+    #[test]
+    fn kueue_names_map_back_to_the_policys() {
+        let p = json!({"metadata": {"name": "k", "labels": {"kueue.x-k8s.io/queue-name": "team-a",
+            "kueue.x-k8s.io/priority-class": "batch-low"}}, "spec": {"containers": []}});
+        let m = pod(&p, &|c: &str| c == "batch_low").expect("a valid pod");
+        assert_eq!((m.job.queue.as_deref(), m.job.priority_class.as_deref()), (Some("team_a"), Some("batch_low")));
+        // gpol's own label is taken as written, and wins.
+        let p = json!({"metadata": {"name": "k", "labels": {"kueue.x-k8s.io/queue-name": "team-a",
+            "gpol.dev/queue": "x-y"}}, "spec": {"priorityClassName": "batch_low", "containers": []}});
+        let m = pod(&p, &|c: &str| c == "batch_low").expect("a valid pod");
+        assert_eq!((m.job.queue.as_deref(), m.job.priority_class.as_deref()), (Some("x-y"), Some("batch_low")));
     }
 
     #[test]

@@ -1,40 +1,150 @@
-//! `gpolc build`: compile a policy to a relocatable object file with C symbols.
+//! `gpolc build`: compile a policy to a relocatable object file with C symbols, or
+//! (`--target kueue`) write its quota tree as Kueue's objects.
 
-use super::{FAILED, OK};
+use super::{FAILED, OK, USAGE};
+use gpol_compiler::diag::{Code, Diagnostic};
+use gpol_compiler::load::CheckedPolicy;
+use gpol_kubernetes::kueue::{self, Finding};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The policy file.
     policy: PathBuf,
-    /// Where to write the object file (default: the policy's name with `.o`).
+    /// What to build: `object` (a relocatable object file) or `kueue` (Kueue's objects
+    /// as YAML).
+    #[arg(long, default_value = "object")]
+    target: Target,
+    /// Where to write (default: the policy's name with `.o`, or `.kueue.yaml`).
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Replace a read-only output file.
     #[arg(long)]
     force: bool,
+    /// `kueue`: the cluster (as `gpolc sim` reads it), whose capacity a root queue's unset
+    /// guarantee is.
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    /// `kueue`: also write a LocalQueue per ClusterQueue in this namespace (repeatable).
+    #[arg(long = "namespace")]
+    namespaces: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Target {
+    Object,
+    Kueue,
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    let path = args.output.clone().unwrap_or_else(|| args.policy.with_extension("o"));
-    let out = match super::output(&path, &[&args.policy], args.force) {
+    let extension = match args.target {
+        Target::Object => "o",
+        Target::Kueue => "kueue.yaml",
+    };
+    let path = args.output.clone().unwrap_or_else(|| args.policy.with_extension(extension));
+    let mut inputs = vec![args.policy.as_path()];
+    inputs.extend(args.cluster.as_deref());
+    let out = match super::output(&path, &inputs, args.force) {
         Ok(out) => out,
         Err(code) => return code,
     };
-    let program = match super::check_policy(&args.policy, true, color).and_then(|c| super::lower(&c, color)) {
-        Ok(program) => program,
+    let checked = match super::check_policy(&args.policy, true, color) {
+        Ok(c) => c,
         Err(code) => return code,
     };
-    let bytes = match gpol_compiler::jit::object::object(&program) {
+    let bytes = match args.target {
+        Target::Object => object(&checked, color),
+        Target::Kueue => kueue_objects(&checked, &args, color),
+    };
+    let bytes = match bytes {
         Ok(b) => b,
-        Err(e) => {
-            eprintln!("error[E0040]: code generation failed: {e}");
-            return FAILED;
-        }
+        Err(code) => return code,
     };
     if let Err(code) = super::write_output(&out, &bytes, None) {
         return code;
     }
     eprintln!("wrote {} ({} bytes)", out.path().display(), bytes.len());
     OK
+}
+
+fn object(checked: &CheckedPolicy, color: bool) -> Result<Vec<u8>, u8> {
+    let program = super::lower(checked, color)?;
+    gpol_compiler::jit::object::object(&program).map_err(|e| {
+        eprintln!("error[E0040]: code generation failed: {e}");
+        FAILED
+    })
+}
+
+fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Vec<u8>, u8> {
+    for ns in &args.namespaces {
+        if !kueue::names::is_dns_subdomain(ns) || ns.contains('.') || ns.len() > 63 {
+            eprintln!(
+                "error: --namespace `{ns}`: not a Kubernetes namespace name (lower-case letters, digits and `-`)"
+            );
+            return Err(USAGE);
+        }
+    }
+    let capacity = match &args.cluster {
+        Some(_) => {
+            let cluster = super::sim::read(
+                &args.cluster,
+                ("", ""),
+                gpol_compiler::limits::MAX_CLUSTER_BYTES,
+                gpol_sim::read_cluster,
+            )?;
+            let nodes: Vec<_> = cluster.nodes.iter().map(|n| n.spec.clone()).collect();
+            Some(kueue::Capacity::of(&nodes))
+        }
+        None => None,
+    };
+    let options = kueue::Options { namespaces: args.namespaces.clone(), capacity };
+    let translation = kueue::translate(&checked.policy, &options);
+    let diagnostics: Vec<Diagnostic> = translation.findings.iter().filter_map(diagnostic).collect();
+    super::print_diagnostics(&checked.sources, &diagnostics, color);
+    // Findings about no one place (priority classes, models, settings), in the same shape.
+    for f in translation.findings.iter().filter(|f| f.span.is_none()) {
+        match f.enforcer {
+            Some(by) => eprintln!(
+                "[{}] Warning: Kueue cannot enforce {}\n    {}\n    Help: {}",
+                Code::KueueUnenforced,
+                f.construct,
+                f.message,
+                by.text()
+            ),
+            None => eprintln!(
+                "[{}] Error: {} cannot be written as a Kueue object\n    {}",
+                Code::KueueInvalid,
+                f.construct,
+                f.message
+            ),
+        }
+    }
+    if translation.findings.iter().any(Finding::is_error) {
+        return Err(FAILED);
+    }
+    let header = format!(
+        "Kueue objects for policy `{}` ({}), written by gpolc {} build --target kueue.",
+        checked.policy.name,
+        args.policy.display(),
+        env!("CARGO_PKG_VERSION")
+    );
+    kueue::yaml(&translation, &header).map(String::into_bytes).map_err(|e| {
+        eprintln!("error: {e}");
+        FAILED
+    })
+}
+
+/// A finding with a place in the policy, as a diagnostic.
+fn diagnostic(f: &Finding) -> Option<Diagnostic> {
+    let span = f.span?;
+    let code = if f.is_error() { Code::KueueInvalid } else { Code::KueueUnenforced };
+    let message = match f.enforcer {
+        Some(_) => format!("Kueue cannot enforce {}", f.construct),
+        None => format!("{} cannot be written as a Kueue object", f.construct),
+    };
+    let d = Diagnostic::new(code, span, message).label(f.message.clone());
+    Some(match f.enforcer {
+        Some(by) => d.help(by.text()),
+        None => d,
+    })
 }

@@ -314,6 +314,17 @@ scenario as a `test` block that passes on the policy; paste it to watch it happe
 Make the rules asymmetric: require a strictly higher priority, or evict across queues
 only by `reclaim` (a queue then takes back only what it was promised).";
 
+    KueueInvalid = "E0044", "cannot be written as Kueue objects",
+"`gpolc build --target kueue` writes the policy's queues, priority classes and GPU
+models as Kubernetes objects, whose names and values Kubernetes restricts: object names
+are lower-case letters, digits and `-` (a queue `team_a` becomes `team-a`; `Team_A`
+cannot), GPU models must be valid label values (they select nodes by
+`nvidia.com/gpu.product`), and Kueue's priorities are whole 32-bit numbers.
+
+    priority_class urgent = 1.5   // E0044: Kueue's priorities are whole numbers
+
+Rename the construct, or give the value Kueue can hold.";
+
     UnusedLet = "W0001", "unused let binding",
 "A `let` binding is never read. Remove it, or prefix its name with `_` to keep it.";
 
@@ -365,4 +376,21 @@ limit evictions across queues to `reclaim`.
     // W0009: two queues evict each other every two minutes
 
     preempt by_priority { when claimant.priority > victim.priority }   // proved";
+
+    KueueUnenforced = "W0010", "Kueue cannot enforce this construct",
+"`gpolc build --target kueue` writes what Kueue can hold of the policy: the quota tree
+(ClusterQueues, Cohorts, ResourceFlavors), priority classes and the preemption settings
+whose conditions a victim rule states exactly (`victim.priority < claimant.priority` is
+`LowerPriority`). Kueue admits by quota alone; everything else is named by this warning,
+with who enforces it instead:
+
+- `gpolc serve`, the kube-scheduler extender, pod by pod: admit, filter and score rules,
+  card scores, user limits;
+- `gpolc serve`'s preempt verb when kube-scheduler preempts pods: victim rules Kueue
+  cannot state (Kueue then gets the widest setting that evicts nothing the rule keeps,
+  often `Never`), victim costs and orders;
+- nothing yet: gangs, job and queue orders, reservations, which need gpol to own
+  admission (docs/kubernetes.md, the gated controller).
+
+docs/kubernetes.md has the table of what each construct becomes.";
 }

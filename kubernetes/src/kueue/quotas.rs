@@ -1,0 +1,270 @@
+//! The quota tree as Kueue's resource groups. gpol's tree is Kueue's hierarchical
+//! cohorts (docs/semantics.md, "Quotas"): a leaf queue is a ClusterQueue whose nominal
+//! quota is its guarantee; a parent is a Cohort whose own quota is its guarantee beyond
+//! its children's; `borrow_limit` (and `limit` above the guarantee) is the borrowing
+//! limit, `lend_limit` the lending limit. Every object of the tree gets the same groups,
+//! so each amount can be lent and borrowed flavor by flavor.
+
+use super::objects::{FlavorQuotas, ResourceGroup, ResourceQuota};
+use super::{Finding, names};
+use gpol_compiler::hir::{Policy, Queue, QueueId, Resource};
+use gpol_compiler::syntax::QuotaKind;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub const GPU: &str = "nvidia.com/gpu";
+pub const CPU: &str = "cpu";
+pub const MEMORY: &str = "memory";
+/// The flavor of CPU and memory: no node labels.
+pub const DEFAULT_FLAVOR: &str = "default-flavor";
+/// The flavor of GPUs of any model (a flavor belongs to one group only): no node labels.
+pub const ANY_GPU_FLAVOR: &str = "any-gpu";
+
+/// What the cluster holds, for a root whose unset guarantee is the cluster's capacity.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Capacity {
+    pub amounts: BTreeMap<Resource, f64>,
+}
+
+impl Capacity {
+    /// The capacity of these nodes: cards (in all and per model), cores and bytes.
+    pub fn of(nodes: &[gpol_runtime::NodeSpec]) -> Capacity {
+        let mut amounts = BTreeMap::new();
+        for n in nodes {
+            let cards = f64::from(n.cards);
+            *amounts.entry(Resource::Gpu(None)).or_insert(0.0) += cards;
+            *amounts.entry(Resource::Gpu(Some(n.model.clone()))).or_insert(0.0) += cards;
+            *amounts.entry(Resource::Cpu).or_insert(0.0) += n.cpu_milli as f64 / 1000.0;
+            *amounts.entry(Resource::Mem).or_insert(0.0) += n.mem as f64;
+        }
+        Capacity { amounts }
+    }
+}
+
+/// A flavor of a group: its name and the gpol resource of each covered resource.
+type Flavor = (String, Vec<Resource>);
+
+/// The layout every object of the tree shares: groups of (Kueue resource, flavor) columns.
+pub struct Layout {
+    /// Per group: covered resources, and its flavors.
+    groups: Vec<(Vec<&'static str>, Vec<Flavor>)>,
+    /// GPU models with a flavor of their own, in the order first quoted.
+    pub models: Vec<String>,
+}
+
+impl Layout {
+    /// The groups for the resources the tree quotes (user limits aside: Kueue has none).
+    pub fn of(policy: &Policy, findings: &mut Vec<Finding>) -> Layout {
+        let mut quoted: Vec<Resource> = Vec::new();
+        for q in &policy.queues {
+            for (kind, quota) in &q.quotas {
+                if kind.0 != QuotaKind::UserLimit {
+                    for r in quota.keys() {
+                        if !quoted.contains(r) {
+                            quoted.push(r.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let mut groups = Vec::new();
+        let host: Vec<(&'static str, Resource)> =
+            [(CPU, Resource::Cpu), (MEMORY, Resource::Mem)].into_iter().filter(|(_, r)| quoted.contains(r)).collect();
+        if !host.is_empty() {
+            let covered = host.iter().map(|(n, _)| *n).collect();
+            groups.push((covered, vec![(DEFAULT_FLAVOR.to_string(), host.into_iter().map(|(_, r)| r).collect())]));
+        }
+        let models: Vec<String> = quoted
+            .iter()
+            .filter_map(|r| match r {
+                Resource::Gpu(Some(m)) => Some(m.clone()),
+                _ => None,
+            })
+            .collect();
+        let any_model = quoted.contains(&Resource::Gpu(None));
+        if models.is_empty() && any_model {
+            groups.push((vec![GPU], vec![(ANY_GPU_FLAVOR.to_string(), vec![Resource::Gpu(None)])]));
+        } else if !models.is_empty() {
+            // Flavor names come out distinct or the translation has already failed.
+            let flavors = models
+                .iter()
+                .filter_map(|m| Some((names::flavor_name(m).ok()?, vec![Resource::Gpu(Some(m.clone()))])))
+                .collect();
+            groups.push((vec![GPU], flavors));
+            if any_model {
+                for q in policy.queues.iter().filter(|q| quotes(q, &Resource::Gpu(None))) {
+                    findings.push(Finding::unenforced(
+                        q.span,
+                        format!("queue `{}`: its GPU amounts of any model", q.name),
+                        "Kueue's quotas are per flavor, and this tree quotes GPU models, so each model is a flavor and the amounts across models are not Kueue's",
+                        super::Enforcer::Serve,
+                    ));
+                }
+            }
+        }
+        Layout { groups, models }
+    }
+
+    /// The flavors the layout names: (name, GPU model it selects).
+    pub fn flavors(&self) -> Vec<(String, Option<String>)> {
+        let mut out: Vec<(String, Option<String>)> = Vec::new();
+        for (_, flavors) in &self.groups {
+            for (name, columns) in flavors {
+                let model = columns.iter().find_map(|r| match r {
+                    Resource::Gpu(Some(m)) => Some(m.clone()),
+                    _ => None,
+                });
+                if !out.iter().any(|(n, _)| n == name) {
+                    out.push((name.clone(), model));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+}
+
+/// The amounts of one queue, resource by resource.
+pub struct Amounts {
+    pub nominal: f64,
+    pub borrowing: Option<f64>,
+    pub lending: Option<f64>,
+}
+
+/// Works out each queue's Kueue amounts from the tree.
+pub struct Tree<'p> {
+    policy: &'p Policy,
+    capacity: Option<&'p Capacity>,
+}
+
+impl<'p> Tree<'p> {
+    pub fn new(policy: &'p Policy, capacity: Option<&'p Capacity>) -> Tree<'p> {
+        Tree { policy, capacity }
+    }
+
+    /// The queue's resource groups; empty when it holds nothing of its own and sets no
+    /// limit (a Cohort then needs none).
+    pub fn groups(&self, layout: &Layout, q: QueueId, findings: &mut Vec<Finding>) -> Vec<ResourceGroup> {
+        let queue = &self.policy.queues[q];
+        let mut any = false;
+        let groups: Vec<ResourceGroup> = layout
+            .groups
+            .iter()
+            .map(|(covered, flavors)| ResourceGroup {
+                covered_resources: covered.iter().map(|c| c.to_string()).collect(),
+                flavors: flavors
+                    .iter()
+                    .map(|(name, columns)| FlavorQuotas {
+                        name: name.clone(),
+                        resources: covered
+                            .iter()
+                            .zip(columns)
+                            .map(|(kueue_name, r)| {
+                                let a = self.amounts(q, r, findings);
+                                any |= a.nominal > 0.0 || a.borrowing.is_some() || a.lending.is_some();
+                                ResourceQuota {
+                                    name: kueue_name.to_string(),
+                                    nominal_quota: quantity(r, a.nominal),
+                                    borrowing_limit: a.borrowing.map(|x| quantity(r, x)),
+                                    lending_limit: a.lending.map(|x| quantity(r, x)),
+                                }
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        if queue.children.is_empty() || any { groups } else { Vec::new() }
+    }
+
+    /// The amount as written (the checker fills a parent's unset guarantee with its
+    /// children's sum; that one is not written).
+    fn written(&self, q: QueueId, kind: QuotaKind, r: &Resource) -> Option<f64> {
+        let queue = &self.policy.queues[q];
+        if kind == QuotaKind::Guarantee && queue.unset_guarantee.contains(r) {
+            return None;
+        }
+        queue.quota(kind).and_then(|m| m.get(r)).copied()
+    }
+
+    /// The queue's guarantee as gpol counts it: written, else its children's sum (at a
+    /// root, at least the cluster's capacity when that is known).
+    fn guarantee(&self, q: QueueId, r: &Resource) -> f64 {
+        let queue = &self.policy.queues[q];
+        if let Some(g) = self.written(q, QuotaKind::Guarantee, r) {
+            return g;
+        }
+        let children: f64 = queue.children.iter().map(|&c| self.guarantee(c, r)).sum();
+        match (queue.parent, self.capacity.and_then(|c| c.amounts.get(r))) {
+            (None, Some(&cap)) => cap.max(children),
+            _ => children,
+        }
+    }
+
+    fn amounts(&self, q: QueueId, r: &Resource, findings: &mut Vec<Finding>) -> Amounts {
+        let queue = &self.policy.queues[q];
+        let guarantee = self.guarantee(q, r);
+        let children: f64 = queue.children.iter().map(|&c| self.guarantee(c, r)).sum();
+        let unset_root = queue.parent.is_none() && self.written(q, QuotaKind::Guarantee, r).is_none();
+        if unset_root && self.capacity.is_none() && (queue.children.is_empty() || children > 0.0) {
+            findings.push(Finding::capacity(queue, r));
+        }
+        let nominal = (guarantee - children).max(0.0);
+        let limit = self.written(q, QuotaKind::Limit, r);
+        let (borrowing, lending) = if queue.parent.is_some() {
+            let above = limit.map(|l| (l - guarantee).max(0.0));
+            let borrowing = [self.written(q, QuotaKind::BorrowLimit, r), above].into_iter().flatten().reduce(f64::min);
+            // A ClusterQueue cannot lend more than it holds; lending all is no limit.
+            let lending =
+                self.written(q, QuotaKind::LendLimit, r).filter(|&l| !queue.children.is_empty() || l < nominal);
+            (borrowing, lending)
+        } else {
+            if limit.is_some_and(|l| l < guarantee || self.written(q, QuotaKind::Guarantee, r).is_none()) {
+                findings.push(Finding::unenforced(
+                    queue.span,
+                    format!("queue `{}`: its {r} limit", queue.name),
+                    "a root's limit has no Kueue equivalent (a root Cohort or lone ClusterQueue cannot borrow)",
+                    super::Enforcer::Serve,
+                ));
+            }
+            (None, None)
+        };
+        Amounts { nominal, borrowing, lending }
+    }
+}
+
+/// Whether the queue quotes the resource in any way Kueue states.
+fn quotes(q: &Queue, r: &Resource) -> bool {
+    q.quotas.iter().any(|(k, m)| k.0 != QuotaKind::UserLimit && m.contains_key(r))
+}
+
+/// A Kubernetes quantity: cards and cores as numbers (fractions in thousandths), memory in
+/// binary units when exact.
+pub fn quantity(r: &Resource, x: f64) -> String {
+    match r {
+        Resource::Mem => {
+            let bytes = x.round().max(0.0) as u64;
+            let units = [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)];
+            units
+                .iter()
+                .find(|(_, shift)| bytes != 0 && bytes.is_multiple_of(1u64 << shift))
+                .map(|(unit, shift)| format!("{}{unit}", bytes >> shift))
+                .unwrap_or_else(|| bytes.to_string())
+        }
+        _ => number(x),
+    }
+}
+
+/// A non-negative number as a quantity: whole, or in thousandths (`500m`).
+pub fn number(x: f64) -> String {
+    let x = x.max(0.0);
+    if x.fract() == 0.0 && x < 1e15 { format!("{}", x as u64) } else { format!("{}m", (x * 1000.0).round() as u64) }
+}
+
+/// The resources a tree quotes that Kueue should not count, for the Configuration note.
+pub fn unquoted(layout: &Layout) -> BTreeSet<&'static str> {
+    let covered: BTreeSet<&str> = layout.groups.iter().flat_map(|(c, _)| c.iter().copied()).collect();
+    [CPU, MEMORY, GPU].into_iter().filter(|r| !covered.contains(r)).collect()
+}

@@ -1,0 +1,461 @@
+//! `gpolc build --target kueue`: every example policy's objects validate against Kueue's
+//! published CRD schemas (tests/fixtures/kueue/, unmodified) and the rules Kueue's
+//! webhook adds, and match a golden file; known answers for the quota tree, the
+//! preemption settings and the findings.
+
+use gpol_compiler::hir::Policy;
+use gpol_kubernetes::kueue::{self, Capacity, Finding, Options, Translation};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn policy_text(text: &str) -> Policy {
+    match gpol_compiler::load::Checked::from_text("test.gpol", text).into_policy() {
+        Ok(c) => c.policy,
+        Err(failed) => panic!("the test policy does not check:\n{failed}"),
+    }
+}
+
+fn policy_file(path: &Path) -> Policy {
+    match gpol_compiler::load::Checked::from_file(path).map(|c| c.into_policy()) {
+        Ok(Ok(c)) => c.policy,
+        Ok(Err(failed)) => panic!("{} does not check:\n{failed}", path.display()),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The objects as JSON values, through the YAML text the CLI writes.
+fn documents(t: &Translation) -> Vec<Value> {
+    let text = kueue::yaml(t, "test").expect("renders");
+    text.split("\n---\n")
+        .skip(1)
+        .map(|doc| serde_saphyr::from_str::<Value>(doc).unwrap_or_else(|e| panic!("not YAML: {e}\n{doc}")))
+        .collect()
+}
+
+/// Kueue's v1beta2 schema of each kind, from the CRDs kept as fixtures.
+struct Schemas {
+    by_kind: Vec<(String, jsonschema::Validator)>,
+}
+
+impl Schemas {
+    fn load() -> Schemas {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kueue");
+        let mut by_kind = Vec::new();
+        for file in ["clusterqueues", "cohorts", "resourceflavors", "workloadpriorityclasses", "localqueues"] {
+            let path = dir.join(format!("kueue.x-k8s.io_{file}.yaml"));
+            let text = std::fs::read_to_string(&path).expect("the Kueue CRD fixtures are in the repository");
+            let crd: Value = serde_saphyr::from_str(&text).expect("a CRD is YAML");
+            let kind = crd["spec"]["names"]["kind"].as_str().expect("kind").to_string();
+            let versions = crd["spec"]["versions"].as_array().expect("versions");
+            let v1beta2 = versions.iter().find(|v| v["name"] == "v1beta2").expect("v1beta2 is served");
+            assert_eq!(v1beta2["storage"], Value::Bool(true), "{kind}: v1beta2 is the storage version");
+            let schema = v1beta2["schema"]["openAPIV3Schema"].clone();
+            let validator = jsonschema::validator_for(&schema).expect("Kueue's schema compiles");
+            by_kind.push((kind, validator));
+        }
+        Schemas { by_kind }
+    }
+
+    /// Schema errors, then the rules Kueue's CEL expressions and webhook add.
+    fn problems(&self, doc: &Value) -> Vec<String> {
+        let kind = doc["kind"].as_str().unwrap_or_default();
+        let Some((_, validator)) = self.by_kind.iter().find(|(k, _)| k == kind) else {
+            return vec![format!("no schema for kind `{kind}`")];
+        };
+        let mut out: Vec<String> = validator.iter_errors(doc).map(|e| format!("{}: {e}", e.instance_path())).collect();
+        if doc["apiVersion"] != "kueue.x-k8s.io/v1beta2" {
+            out.push("apiVersion is not kueue.x-k8s.io/v1beta2".into());
+        }
+        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+        if !kueue::names::is_dns_subdomain(name) {
+            out.push(format!("name `{name}` is not a DNS-1123 subdomain"));
+        }
+        out.extend(webhook_rules(doc));
+        out
+    }
+}
+
+/// The rules beyond the OpenAPI schema: Kueue's CEL validations and its webhook's
+/// (docs: pkg/webhooks/clusterqueue_webhook.go, cohort_webhook.go).
+fn webhook_rules(doc: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let spec = &doc["spec"];
+    let kind = doc["kind"].as_str().unwrap_or_default();
+    let parent = match kind {
+        "ClusterQueue" => spec.get("cohortName"),
+        "Cohort" => spec.get("parentName"),
+        _ => return out,
+    };
+    let mut flavors_seen = Vec::new();
+    let mut resources_seen = Vec::new();
+    for group in spec["resourceGroups"].as_array().into_iter().flatten() {
+        let covered: Vec<&str> =
+            group["coveredResources"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        for r in &covered {
+            if resources_seen.contains(r) {
+                out.push(format!("resource `{r}` in two groups"));
+            }
+            resources_seen.push(r);
+        }
+        for flavor in group["flavors"].as_array().into_iter().flatten() {
+            let fname = flavor["name"].as_str().unwrap_or_default();
+            if flavors_seen.contains(&fname) {
+                out.push(format!("flavor `{fname}` in two groups"));
+            }
+            flavors_seen.push(fname);
+            let names: Vec<&str> =
+                flavor["resources"].as_array().into_iter().flatten().filter_map(|r| r["name"].as_str()).collect();
+            if names != covered {
+                out.push(format!("flavor `{fname}`: resources {names:?} are not the covered {covered:?} in order"));
+            }
+            for r in flavor["resources"].as_array().into_iter().flatten() {
+                let amount = |k: &str| r.get(k).map(|q| quantity(q).unwrap_or(-1.0));
+                for k in ["nominalQuota", "borrowingLimit", "lendingLimit"] {
+                    if amount(k).is_some_and(|a| a < 0.0) {
+                        out.push(format!("{fname}/{}: {k} is negative or not a quantity", r["name"]));
+                    }
+                }
+                if parent.is_none() && (r.get("borrowingLimit").is_some() || r.get("lendingLimit").is_some()) {
+                    out.push(format!("{fname}/{}: a limit without a parent", r["name"]));
+                }
+                let over = matches!((amount("lendingLimit"), amount("nominalQuota")), (Some(l), Some(n)) if l > n);
+                if kind == "ClusterQueue" && over {
+                    out.push(format!("{fname}/{}: lendingLimit above nominalQuota", r["name"]));
+                }
+            }
+        }
+    }
+    let p = &spec["preemption"];
+    if p["reclaimWithinCohort"] == "Never" && p["borrowWithinCohort"]["policy"] != "Never" {
+        out.push("reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never".into());
+    }
+    if kind == "ClusterQueue" && spec.get("namespaceSelector").is_none() {
+        out.push("no namespaceSelector: no namespace could use the ClusterQueue".into());
+    }
+    out
+}
+
+/// A Kubernetes quantity's value (the suffixes gpol writes).
+fn quantity(q: &Value) -> Option<f64> {
+    if let Some(n) = q.as_f64() {
+        return Some(n);
+    }
+    let s = q.as_str()?;
+    let (digits, factor) =
+        [("Ki", 1024f64), ("Mi", 1024f64.powi(2)), ("Gi", 1024f64.powi(3)), ("Ti", 1024f64.powi(4)), ("m", 1e-3)]
+            .iter()
+            .find_map(|(suffix, f)| s.strip_suffix(suffix).map(|d| (d, *f)))
+            .unwrap_or((s, 1.0));
+    digits.parse::<f64>().ok().map(|d| d * factor)
+}
+
+fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} `{name}` among {docs:#?}"))
+}
+
+fn quota<'a>(doc: &'a Value, flavor: &str, resource: &str) -> &'a Value {
+    doc["spec"]["resourceGroups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["flavors"].as_array().into_iter().flatten())
+        .filter(|f| f["name"] == flavor)
+        .flat_map(|f| f["resources"].as_array().into_iter().flatten())
+        .find(|r| r["name"] == resource)
+        .unwrap_or_else(|| panic!("no {flavor}/{resource} in {doc:#}"))
+}
+
+fn constructs(t: &Translation) -> Vec<String> {
+    t.findings.iter().map(|f| f.construct.clone()).collect()
+}
+
+#[test]
+fn every_example_policy_validates_against_kueues_schemas_and_matches_its_golden() {
+    let schemas = Schemas::load();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root().join("policies"))
+        .expect("policies/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "gpol"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 10, "the example policies are found");
+    let mut with_objects = 0;
+    for path in &paths {
+        let policy = policy_file(path);
+        let options = Options { namespaces: vec!["ml-team".into()], capacity: None };
+        let t = kueue::translate(&policy, &options);
+        assert!(!t.findings.iter().any(Finding::is_error), "{}: {:?}", path.display(), t.findings);
+        let docs = documents(&t);
+        for doc in &docs {
+            let problems = schemas.problems(doc);
+            assert!(
+                problems.is_empty(),
+                "{}: {} `{}`: {problems:#?}",
+                path.display(),
+                doc["kind"],
+                doc["metadata"]["name"]
+            );
+        }
+        with_objects += usize::from(docs.iter().any(|d| d["kind"] == "ClusterQueue"));
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        let text = kueue::yaml(&t, &format!("policies/{name}.gpol")).expect("renders");
+        insta::assert_snapshot!(format!("kueue_{name}"), text);
+    }
+    assert!(with_objects >= 5, "most example policies have queues: {with_objects}");
+}
+
+#[test]
+fn the_validation_fails_what_kueue_refuses() {
+    let schemas = Schemas::load();
+    let t = kueue::translate(&policy_text(CLASSIC), &Options::default());
+    let docs = documents(&t);
+    let cq = find(&docs, "ClusterQueue", "a").clone();
+    let mutate = |f: &dyn Fn(&mut Value)| {
+        let mut d = cq.clone();
+        f(&mut d);
+        schemas.problems(&d)
+    };
+    assert!(schemas.problems(&cq).is_empty());
+    assert!(!mutate(&|d| d["spec"]["queueingStrategy"] = "Fifo".into()).is_empty(), "an unknown enum value");
+    assert!(!mutate(&|d| d["spec"]["preemption"]["reclaimWithinCohort"] = "Never".into()).is_empty(), "CEL rule");
+    assert!(
+        !mutate(&|d| {
+            d["spec"].as_object_mut().map(|s| s.remove("cohortName"));
+        })
+        .is_empty(),
+        "limits without cohort"
+    );
+    assert!(!mutate(&|d| d["metadata"]["name"] = "Team_A".into()).is_empty(), "a name Kubernetes refuses");
+    assert!(!mutate(&|d| d["spec"]["resourceGroups"][0]["coveredResources"] = serde_json::json!([])).is_empty());
+}
+
+const CLASSIC: &str = "policy classic
+queue cohort {
+  guarantee 6 gpu
+  queue a {
+    guarantee 4 gpu
+    borrow_limit 2 gpu
+  }
+  queue b {
+    guarantee 2 gpu
+    lend_limit 1 gpu
+  }
+}
+priority_class low = 10
+priority_class high = 1000
+const threshold = 100
+preempt lower { when victim.priority < claimant.priority }
+reclaim lower_reclaim { when claimant.priority > victim.priority }
+borrow below { when victim.priority < claimant.priority and victim.priority <= threshold }
+";
+
+#[test]
+fn a_cohort_of_two_queues_with_classic_preemption() {
+    let t = kueue::translate(&policy_text(CLASSIC), &Options { namespaces: vec!["research".into()], capacity: None });
+    let docs = documents(&t);
+    let kinds: Vec<(&str, &str)> =
+        docs.iter().map(|d| (d["kind"].as_str().unwrap_or(""), d["metadata"]["name"].as_str().unwrap_or(""))).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("ResourceFlavor", "any-gpu"),
+            ("Cohort", "cohort"),
+            ("ClusterQueue", "a"),
+            ("ClusterQueue", "b"),
+            ("LocalQueue", "a"),
+            ("LocalQueue", "b"),
+            ("WorkloadPriorityClass", "low"),
+            ("WorkloadPriorityClass", "high"),
+        ]
+    );
+    let a = find(&docs, "ClusterQueue", "a");
+    assert_eq!(a["spec"]["cohortName"], "cohort");
+    assert_eq!(quota(a, "any-gpu", "nvidia.com/gpu")["nominalQuota"], "4");
+    assert_eq!(quota(a, "any-gpu", "nvidia.com/gpu")["borrowingLimit"], "2");
+    let b = find(&docs, "ClusterQueue", "b");
+    assert_eq!(quota(b, "any-gpu", "nvidia.com/gpu")["lendingLimit"], "1");
+    assert_eq!(
+        a["spec"]["preemption"],
+        serde_json::json!({
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "LowerPriority",
+            "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 100}
+        })
+    );
+    let cohort = find(&docs, "Cohort", "cohort");
+    assert!(cohort["spec"].get("resourceGroups").is_none(), "the cohort holds nothing of its own: {cohort}");
+    assert_eq!(find(&docs, "WorkloadPriorityClass", "high")["value"], 1000);
+    let lq = docs.iter().find(|d| d["kind"] == "LocalQueue" && d["metadata"]["name"] == "a").expect("a LocalQueue");
+    assert_eq!((&lq["metadata"]["namespace"], &lq["spec"]["clusterQueue"]), (&"research".into(), &"a".into()));
+    assert!(t.findings.is_empty(), "Kueue states all of it: {:?}", t.findings);
+    assert_eq!(t.configuration.iter().filter(|l| l.contains("IgnoreUndeclared")).count(), 1, "CPU and memory unquoted");
+}
+
+#[test]
+fn a_hierarchy_with_models_host_resources_and_a_known_capacity() {
+    let text = "policy tree
+queue org {
+  guarantee 16 gpu(h100)
+  queue research {
+    guarantee 4 gpu(h100), 2 gpu(a100), 64 cpu, 256GiB
+    limit 8 gpu(h100)
+    queue team_a {
+      guarantee 2 gpu(h100), 1 gpu(a100), 32 cpu, 128GiB
+      weight 2
+    }
+    queue team_b { guarantee 1 gpu(h100), 16 cpu, 64GiB }
+  }
+  queue serving {
+    guarantee 6 gpu(h100)
+    lend_limit 2 gpu(h100)
+    weight 0.5
+  }
+}
+";
+    let nodes: Vec<gpol_runtime::NodeSpec> = (0..4)
+        .map(|i| gpol_runtime::NodeSpec {
+            name: format!("n{i}"),
+            model: if i < 3 { "h100".into() } else { "a100".into() },
+            cards: 8,
+            ..Default::default()
+        })
+        .collect();
+    let t = kueue::translate(&policy_text(text), &Options { namespaces: vec![], capacity: Some(Capacity::of(&nodes)) });
+    let docs = documents(&t);
+    let schemas = Schemas::load();
+    for d in &docs {
+        assert!(schemas.problems(d).is_empty(), "{d:#}: {:?}", schemas.problems(d));
+    }
+    let h100 = find(&docs, "ResourceFlavor", "gpu-h100");
+    assert_eq!(h100["spec"]["nodeLabels"]["nvidia.com/gpu.product"], "h100");
+    // org: 16 written, children 4 + 6 promised: 6 of its own.
+    let org = find(&docs, "Cohort", "org");
+    assert_eq!(quota(org, "gpu-h100", "nvidia.com/gpu")["nominalQuota"], "6");
+    assert!(org["spec"].get("parentName").is_none());
+    // research: 4 written, children 2 + 1: 1 of its own; its limit 8 is 4 above.
+    let research = find(&docs, "Cohort", "research");
+    assert_eq!(research["spec"]["parentName"], "org");
+    assert_eq!(quota(research, "gpu-h100", "nvidia.com/gpu")["nominalQuota"], "1");
+    assert_eq!(quota(research, "gpu-h100", "nvidia.com/gpu")["borrowingLimit"], "4");
+    assert_eq!(quota(research, "default-flavor", "memory")["nominalQuota"], "64Gi");
+    // org's a100 guarantee is unset: the cluster's 8 cards, research promised 2.
+    assert_eq!(quota(org, "gpu-a100", "nvidia.com/gpu")["nominalQuota"], "6");
+    let team_a = find(&docs, "ClusterQueue", "team-a");
+    assert_eq!(team_a["spec"]["cohortName"], "research");
+    assert_eq!(quota(team_a, "default-flavor", "cpu")["nominalQuota"], "32");
+    assert_eq!(quota(team_a, "gpu-a100", "nvidia.com/gpu")["nominalQuota"], "1");
+    assert_eq!(team_a["spec"]["fairSharing"]["weight"], "2");
+    let serving = find(&docs, "ClusterQueue", "serving");
+    assert_eq!(quota(serving, "gpu-h100", "nvidia.com/gpu")["lendingLimit"], "2");
+    assert_eq!(serving["spec"]["fairSharing"]["weight"], "500m");
+    assert!(t.configuration.is_empty(), "every resource is quoted: {:?}", t.configuration);
+}
+
+#[test]
+fn an_unset_root_guarantee_without_the_cluster_is_named() {
+    let text = "policy p\nqueue root {\n  queue a { guarantee 2 gpu }\n  queue b { guarantee 2 gpu }\n}\n";
+    let t = kueue::translate(&policy_text(text), &Options::default());
+    assert_eq!(constructs(&t), ["queue `root`: its unset gpu guarantee"]);
+    let with_cluster = Options {
+        capacity: Some(Capacity::of(&[gpol_runtime::NodeSpec { cards: 10, ..Default::default() }])),
+        ..Options::default()
+    };
+    let docs = documents(&kueue::translate(&policy_text(text), &with_cluster));
+    assert_eq!(quota(find(&docs, "Cohort", "root"), "any-gpu", "nvidia.com/gpu")["nominalQuota"], "6");
+}
+
+#[test]
+fn rules_kueue_cannot_state_are_named_and_never_widened() {
+    let text = "policy p
+queue c {
+  guarantee 4 gpu
+  queue a {
+    guarantee 2 gpu
+    user_limit 1 gpu
+  }
+  queue b { guarantee 2 gpu }
+}
+filter fits { node.free_cards >= job.whole_cards }
+preempt gap { when claimant.priority - victim.priority >= 10 }
+reclaim newer { when victim.priority < claimant.priority or (victim.priority == claimant.priority and victim.submitted > claimant.submitted) }
+borrow any { when true }
+";
+    let t = kueue::translate(&policy_text(text), &Options::default());
+    let docs = documents(&t);
+    let p = &find(&docs, "ClusterQueue", "a")["spec"]["preemption"];
+    // `gap` cannot be stated: Never; `newer` reclaims only lower priorities in Kueue; `any`
+    // borrows only from lower priorities.
+    assert_eq!(
+        *p,
+        serde_json::json!({
+            "withinClusterQueue": "Never",
+            "reclaimWithinCohort": "LowerPriority",
+            "borrowWithinCohort": {"policy": "LowerPriority"}
+        })
+    );
+    let mut named = constructs(&t);
+    named.sort();
+    assert_eq!(
+        named,
+        ["borrow `any`", "filter `fits`", "preempt `gap`", "queue `a`: its user_limit", "reclaim `newer`"]
+    );
+    assert!(t.findings.iter().all(|f| f.span.is_some()), "each points at the policy");
+}
+
+#[test]
+fn a_protect_rule_turns_preemption_off_and_equal_priority_newer_is_stated() {
+    let text = "policy p
+queue c {
+  guarantee 4 gpu
+  queue a { guarantee 2 gpu }
+  queue b { guarantee 2 gpu }
+}
+preempt newer { when victim.priority < claimant.priority or (victim.submitted > claimant.submitted and claimant.priority == victim.priority) }
+reclaim all { when true }
+";
+    let t = kueue::translate(&policy_text(text), &Options::default());
+    let p = find(&documents(&t), "ClusterQueue", "a")["spec"]["preemption"].clone();
+    assert_eq!(p["withinClusterQueue"], "LowerOrNewerEqualPriority");
+    assert_eq!(p["reclaimWithinCohort"], "Any");
+    assert!(t.findings.is_empty(), "{:?}", t.findings);
+    let protected = format!("{text}protect serving {{ when victim.latency_critical }}\n");
+    let t = kueue::translate(&policy_text(&protected), &Options::default());
+    let p = find(&documents(&t), "ClusterQueue", "a")["spec"]["preemption"].clone();
+    assert_eq!(p["withinClusterQueue"], "Never");
+    assert_eq!(p["reclaimWithinCohort"], "Never");
+    assert_eq!(constructs(&t), ["protect `serving`"]);
+}
+
+#[test]
+fn fair_sharing_rules_become_kueues_configuration() {
+    let path = root().join("runtime/tests/scenarios/kueue_fair_sharing.gpol");
+    let t = kueue::translate(&policy_file(&path), &Options::default());
+    let config = t.configuration.join("\n");
+    assert!(
+        config.contains("preemptionStrategies:\n  - LessThanOrEqualToFinalShare\n  - LessThanInitialShare"),
+        "{config}"
+    );
+    let p = find(&documents(&t), "ClusterQueue", "a")["spec"]["preemption"].clone();
+    assert_eq!((&p["reclaimWithinCohort"], &p["borrowWithinCohort"]["policy"]), (&"Any".into(), &"Never".into()));
+}
+
+#[test]
+fn names_kubernetes_cannot_hold_are_errors() {
+    let text = "policy p\nqueue Team_A { guarantee 1 gpu }\npriority_class half = 1.5\n";
+    let t = kueue::translate(&policy_text(text), &Options::default());
+    let errors: Vec<&str> = t.findings.iter().filter(|f| f.is_error()).map(|f| f.construct.as_str()).collect();
+    assert_eq!(errors, ["queue `Team_A`", "priority class `half`"]);
+}
+
+#[test]
+fn placement_policies_have_no_queues_for_kueue() {
+    let t = kueue::translate(&policy_file(&root().join("policies/fgd.gpol")), &Options::default());
+    assert!(t.objects.is_empty());
+    assert!(constructs(&t).iter().any(|c| c == "policy `fgd`"), "{:?}", constructs(&t));
+}
