@@ -37,6 +37,8 @@ pub struct Cluster {
     unplaced: usize,
     /// The clock rules read (`job.runtime`, `cluster.time`), in milliseconds.
     now_ms: u64,
+    /// Unix time (ms) at clock zero, to read pods' timestamps; `None`: they are not read.
+    origin_ms: Option<i64>,
     /// Counts every change to what decisions read (nodes, pods, the policy).
     generation: u64,
     last: Option<Last>,
@@ -112,6 +114,7 @@ impl Cluster {
             built: None,
             unplaced: 0,
             now_ms: 0,
+            origin_ms: None,
             generation: 0,
             last: None,
         }
@@ -197,7 +200,7 @@ impl Cluster {
                 self.delete_pod(&pod.uid);
                 self.generation += 1;
                 if let Some(b) = &mut self.built
-                    && !start(b, &pod)
+                    && !start(b, &pod, self.origin_ms)
                 {
                     self.unplaced += 1;
                 }
@@ -242,6 +245,14 @@ impl Cluster {
         self.built();
     }
 
+    /// Ties the clock to Unix time: clock zero was at `unix_ms`. From then on a bound pod
+    /// has run since its `status.startTime` (`job.runtime`, what eviction rules read) and a
+    /// pending pod has waited since its `metadata.creationTimestamp` (`job.waiting`).
+    pub fn set_origin(&mut self, unix_ms: i64) {
+        self.origin_ms = Some(unix_ms);
+        self.changed();
+    }
+
     /// Moves the clock to `ms` (it never goes back).
     pub fn set_clock(&mut self, ms: u64) {
         self.now_ms = self.now_ms.max(ms);
@@ -249,9 +260,9 @@ impl Cluster {
 
     /// The scheduler, built now if stale, its clock brought up to date.
     fn built(&mut self) -> &mut Built {
-        let Cluster { policy, nodes, pods, built, unplaced, now_ms, .. } = self;
+        let Cluster { policy, nodes, pods, built, unplaced, now_ms, origin_ms, .. } = self;
         let b = built.get_or_insert_with(|| {
-            let (b, missed) = build(policy, nodes, pods);
+            let (b, missed) = build(policy, nodes, pods, *now_ms, *origin_ms);
             *unplaced = missed;
             b
         });
@@ -308,9 +319,10 @@ impl Cluster {
     fn work_out(&mut self, pod: &Value, known: &[NodeId]) -> Result<Last, FieldError> {
         let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
         let mapped = pods::pod(pod, &classes)?;
-        let (generation, at_ms) = (self.generation, self.now_ms);
+        let (generation, at_ms, origin) = (self.generation, self.now_ms, self.origin_ms);
         let s = &mut self.built().s;
-        let id = s.submit(mapped.job).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        let waited = since(origin, s.now_ms(), mapped.created_ms);
+        let id = s.submit_waited(mapped.job, waited).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
         let closed = s.gate(id).err().map(|c| (Arc::from(closed_text(s, id, c)), c.for_good));
         let mut texts = Texts::default();
         let mut answers = vec![None; s.cluster().nodes.len()];
@@ -333,11 +345,13 @@ impl Cluster {
     pub fn assign(&mut self, pod: &Value, node: &str) -> Result<String, FieldError> {
         let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
         let mapped = pods::pod(pod, &classes)?;
+        let origin = self.origin_ms;
         let b = self.built();
         let Some(&n) = b.node_ids.get(node) else {
             return Err(FieldError::new("Node", format!("the extender does not know node `{node}`")));
         };
-        let id = b.s.submit(mapped.job).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        let waited = since(origin, b.s.now_ms(), mapped.created_ms);
+        let id = b.s.submit_waited(mapped.job, waited).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
         let cards = b.s.cards_for(id, n);
         b.s.withdraw(id);
         b.s.forget(id);
@@ -358,8 +372,10 @@ impl Cluster {
     ) -> Result<BTreeMap<String, Vec<String>>, FieldError> {
         let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
         let mapped = pods::pod(pod, &classes)?;
+        let origin = self.origin_ms;
         let b = self.built();
-        let id = b.s.submit(mapped.job).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        let waited = since(origin, b.s.now_ms(), mapped.created_ms);
+        let id = b.s.submit_waited(mapped.job, waited).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
         let mut agreed = BTreeMap::new();
         let closed_for_good = b.s.gate(id).err().is_some_and(|c| c.for_good);
         if !closed_for_good {
@@ -401,15 +417,25 @@ impl Cluster {
     }
 }
 
-/// Starts a bound pod on its node in the scheduler; false when it does not fit there.
-fn start(b: &mut Built, pod: &MappedPod) -> bool {
+/// How long before clock `now_ms` a pod's Unix timestamp was (0 when unknown or later).
+fn since(origin: Option<i64>, now_ms: u64, at: Option<i64>) -> u64 {
+    let (Some(origin), Some(at)) = (origin, at) else { return 0 };
+    let now = origin.saturating_add(i64::try_from(now_ms).unwrap_or(i64::MAX));
+    u64::try_from(now.saturating_sub(at)).unwrap_or(0)
+}
+
+/// Starts a bound pod on its node in the scheduler, as running since its start time;
+/// false when it does not fit there.
+fn start(b: &mut Built, pod: &MappedPod, origin: Option<i64>) -> bool {
     let Some(&node) = pod.node.as_ref().and_then(|n| b.node_ids.get(n)) else { return false };
-    let Ok(job) = b.s.submit(pod.job.clone()) else { return false };
+    let waited = since(origin, b.s.now_ms(), pod.created_ms);
+    let Ok(job) = b.s.submit_waited(pod.job.clone(), waited) else { return false };
+    let history = History { ran_ms: since(origin, b.s.now_ms(), pod.started_ms), ..History::default() };
     // On the cards `bind` recorded, if it did (a pod bound by another scheduler has none:
     // gpol's best fit stands in for the device plugin's choice).
     let started = match &pod.cards {
-        Some(cards) => b.s.start_on_cards(job, node, cards, History::default()),
-        None => b.s.start_on(job, &[node], History::default()),
+        Some(cards) => b.s.start_on_cards(job, node, cards, history),
+        None => b.s.start_on(job, &[node], history),
     };
     match started {
         Ok(()) => {
@@ -432,9 +458,15 @@ fn build(
     policy: &CompiledPolicy,
     nodes: &BTreeMap<String, MappedNode>,
     pods: &HashMap<String, MappedPod>,
+    now_ms: u64,
+    origin: Option<i64>,
 ) -> (Built, usize) {
     let levels = &policy.program.levels;
     let mut s = Scheduler::new(policy.clone());
+    // At the cluster's time before pods start, so that each runs since its own start. (A
+    // clock beyond the runtime's limit stays behind, as `built` leaves it.)
+    let _ = s.advance(now_ms);
+    s.take_log();
     let mut node_ids = FxHashMap::default();
     for (name, n) in nodes {
         let spec = NodeSpec { domains: domains_at(&n.topology, levels), ..n.spec.clone() };
@@ -449,7 +481,7 @@ fn build(
     let mut b = Built { s, node_ids, pod_jobs: HashMap::new(), job_pods: HashMap::new() };
     let mut bound: Vec<&MappedPod> = pods.values().collect();
     bound.sort_by(|x, y| (&x.node, &x.uid).cmp(&(&y.node, &y.uid)));
-    let missed = bound.into_iter().filter(|p| !start(&mut b, p)).count();
+    let missed = bound.into_iter().filter(|p| !start(&mut b, p, origin)).count();
     (b, missed)
 }
 

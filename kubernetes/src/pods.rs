@@ -15,6 +15,8 @@
 //! | `allowed_models` | `nodeSelector` or required node affinity (`In`) on `nvidia.com/gpu.product` |
 //! | `bursty`, `latency_critical`, `preemptible` | labels `gpol.dev/bursty`, `gpol.dev/latency-critical`, `gpol.dev/preemptible` set to `"true"` |
 //! | `expected_duration` | annotation `gpol.dev/expected-duration` (seconds) |
+//! | `submitted`, `waiting` | since `metadata.creationTimestamp` |
+//! | `runtime` (a bound pod) | since `status.startTime` |
 //! | `labels` | the pod's labels |
 //! | `replicas` | 1 (a pod is one replica: gangs need the runtime to own the cycle) |
 
@@ -48,6 +50,12 @@ pub struct MappedPod {
     pub job: JobSpec,
     /// The cards (and MIG instances) `bind` gave it: annotation `gpol.dev/cards`.
     pub cards: Option<Vec<(usize, Option<usize>)>>,
+    /// When it was created (`metadata.creationTimestamp`), Unix milliseconds: its job has
+    /// waited since then.
+    pub created_ms: Option<i64>,
+    /// When its node started it (`status.startTime`), Unix milliseconds: its job has run
+    /// since then.
+    pub started_ms: Option<i64>,
 }
 
 /// A card assignment as annotation `gpol.dev/cards` writes it: card indices on the node,
@@ -214,6 +222,9 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
         _ if node.is_some() => Phase::Bound,
         _ => Phase::Pending,
     };
+    let created_ms =
+        timestamp(item, "/metadata/creationTimestamp").map_err(|m| err("metadata.creationTimestamp", m))?;
+    let started_ms = timestamp(item, "/status/startTime").map_err(|m| err("status.startTime", m))?;
     let job = JobSpec {
         name: full,
         queue: label(keys::QUEUE).map(str::to_string).or(label(keys::KUEUE_QUEUE).map(crate::kueue::names::ident_of)),
@@ -233,7 +244,14 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
         ..JobSpec::default()
     };
     let uid = text("/metadata/uid").unwrap_or_default().to_string();
-    Ok(MappedPod { uid, namespace, name, node, phase, job, cards })
+    Ok(MappedPod { uid, namespace, name, node, phase, job, cards, created_ms, started_ms })
+}
+
+/// An RFC 3339 time (`2026-11-27T06:31:36Z`) as Unix milliseconds; absent is `None`.
+fn timestamp(item: &Value, path: &str) -> Result<Option<i64>, String> {
+    let Some(text) = item.pointer(path).and_then(Value::as_str) else { return Ok(None) };
+    let at: jiff::Timestamp = text.parse().map_err(|e| format!("`{text}` is not an RFC 3339 time: {e}"))?;
+    Ok(Some(at.as_millisecond()))
 }
 
 /// The GPU models a pod is pinned to by `nodeSelector` or by required node affinity.

@@ -77,8 +77,11 @@ impl Extender {
             .compile(engine)
             .map_err(|f| f.to_string())?;
         let metrics = Metrics::default();
+        let mut cluster = Cluster::new(policy);
+        let unix_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        cluster.set_origin(i64::try_from(unix_now.as_millis()).unwrap_or(i64::MAX));
         Ok(Extender {
-            cluster: Mutex::new(Cluster::new(policy)),
+            cluster: Mutex::new(cluster),
             metrics,
             path,
             engine,

@@ -330,6 +330,59 @@ fn preemption_follows_the_policys_victim_rules() {
 }
 
 #[test]
+fn pods_run_since_their_start_time_and_wait_since_their_creation() {
+    let policy = "policy aging
+preempt settled { when victim.runtime >= 10m and claimant.waiting >= 5m }
+";
+    let mut c = Cluster::new(gpol_compiler::load::compile_text("aging.gpol", policy, EngineKind::Jit).expect("policy"));
+    // Clock zero at 12:00; the extender has run for a minute.
+    let noon = 1_795_000_000_000_i64 - 1_795_000_000_000_i64 % 86_400_000 + 12 * 3_600_000;
+    c.set_origin(noon);
+    c.set_clock(60_000);
+    let at = |ms: i64| {
+        let t = jiff::Timestamp::from_millisecond(ms).expect("a time");
+        t.to_string()
+    };
+    c.apply_node(&node("a", 4, false, false)).expect("node");
+    c.apply_node(&node("b", 4, false, false)).expect("node");
+    let started = |name: &str, node: &str, minutes_before: i64| {
+        let mut p = pod(name, 4, "default", Some(node), "", false);
+        p["status"]["startTime"] = at(noon + 60_000 - minutes_before * 60_000).into();
+        p
+    };
+    // Started an hour before the extender did, and one started just now.
+    c.apply_pod(&started("old", "a", 60)).expect("pod");
+    c.apply_pod(&started("new", "b", 2)).expect("pod");
+    let meta = |uids: &[&str]| MetaVictims {
+        pods: Some(uids.iter().map(|u| MetaPod { uid: u.to_string() }).collect()),
+        num_pdb_violations: 0,
+    };
+    let claimant = |minutes_waiting: i64| {
+        let mut p = pod("claimant", 4, "default", None, "", false);
+        p["metadata"]["creationTimestamp"] = at(noon + 60_000 - minutes_waiting * 60_000).into();
+        ExtenderPreemptionArgs {
+            pod: Some(p),
+            node_name_to_victims: None,
+            node_name_to_meta_victims: Some(BTreeMap::from([
+                ("a".to_string(), meta(&["uid-old"])),
+                ("b".to_string(), meta(&["uid-new"])),
+            ])),
+        }
+    };
+    // Waited 30 minutes: may evict the pod that ran an hour, not the one that ran 2 minutes.
+    let r = verbs::preempt(&mut c, &claimant(30)).expect("valid");
+    assert_eq!(r.node_name_to_meta_victims.expect("victims").keys().collect::<Vec<_>>(), vec!["a"]);
+    // Created a minute ago: it has not waited long enough to evict anyone.
+    let r = verbs::preempt(&mut c, &claimant(1)).expect("valid");
+    assert_eq!(r.node_name_to_meta_victims, Some(BTreeMap::new()));
+    // A malformed time is an error naming the field.
+    let mut bad = pod("bad", 1, "default", Some("a"), "", false);
+    bad["status"]["startTime"] = "yesterday".into();
+    let e = c.apply_pod(&bad).expect_err("refused");
+    assert_eq!(e.field, "status.startTime");
+}
+
+#[test]
 fn recorded_card_assignments_hold_and_new_ones_follow_best_fit() {
     let mut c = cluster();
     // Four time-sliced cards, each shared by up to four pods.

@@ -113,6 +113,14 @@ impl Scheduler {
 
     /// Adds a waiting job (see [`Scheduler::resolve`] for where it goes).
     pub fn submit(&mut self, spec: JobSpec) -> Result<JobId, SubmitError> {
+        self.submit_waited(spec, 0)
+    }
+
+    /// [`Scheduler::submit`] for a job that was submitted `waited_ms` before now, as an
+    /// adapter finds it (a pod created a while ago): `job.submitted` and `job.waiting`
+    /// count from then (before the clock's start, `submitted` is negative).
+    pub fn submit_waited(&mut self, spec: JobSpec, waited_ms: u64) -> Result<JobId, SubmitError> {
+        let since = self.now().saturating_sub(i64::try_from(waited_ms).unwrap_or(i64::MAX));
         if let Some(over) = spec.over_limit() {
             return Err(SubmitError::TooLarge { job: spec.name.clone(), over });
         }
@@ -146,8 +154,8 @@ impl Scheduler {
             bursty: spec.bursty,
             latency_critical: spec.latency_critical,
             preemptible: spec.preemptible,
-            submitted_ms: self.now(),
-            waiting_since_ms: self.now(),
+            submitted_ms: since,
+            waiting_since_ms: since,
             duration_ms: spec.duration_ms,
             utilization: spec.utilization,
             labels,
