@@ -459,3 +459,12 @@ fn placement_policies_have_no_queues_for_kueue() {
     assert!(t.objects.is_empty());
     assert!(constructs(&t).iter().any(|c| c == "policy `fgd`"), "{:?}", constructs(&t));
 }
+
+#[test]
+fn more_models_than_a_resource_group_holds_is_an_error() {
+    let amounts: Vec<String> = (0..65).map(|i| format!("1 gpu(m{i})")).collect();
+    let text = format!("policy p\nqueue r {{\n  queue a {{\n    guarantee {}\n  }}\n}}\n", amounts.join(", "));
+    let t = kueue::translate(&policy_text(&text), &Options::default());
+    let errors: Vec<&str> = t.findings.iter().filter(|f| f.is_error()).map(|f| f.message.as_str()).collect();
+    assert_eq!(errors, ["65 GPU models have quotas; a Kueue resource group holds at most 64"]);
+}

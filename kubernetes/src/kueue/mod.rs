@@ -138,6 +138,14 @@ fn tree(
         }
     }
     let layout = quotas::Layout::of(policy, findings);
+    if layout.models.len() > quotas::MAX_FLAVORS {
+        let m = format!(
+            "{} GPU models have quotas; a Kueue resource group holds at most {}",
+            layout.models.len(),
+            quotas::MAX_FLAVORS
+        );
+        findings.push(Finding::error(None, "the quota tree".into(), m));
+    }
     for model in &layout.models {
         if let Err(m) = names::flavor_name(model) {
             findings.push(Finding::error(None, format!("GPU model `{model}`"), m));

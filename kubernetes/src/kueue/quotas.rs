@@ -19,6 +19,9 @@ pub const DEFAULT_FLAVOR: &str = "default-flavor";
 /// The flavor of GPUs of any model (a flavor belongs to one group only): no node labels.
 pub const ANY_GPU_FLAVOR: &str = "any-gpu";
 
+/// Flavors a Kueue resource group holds (the CRD's `maxItems`).
+pub const MAX_FLAVORS: usize = 64;
+
 /// What the cluster holds, for a root whose unset guarantee is the cluster's capacity.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Capacity {
