@@ -61,12 +61,28 @@ impl Scheduler {
     /// Each node's verdict for one replica of the job, in the order of `among`; an id
     /// that names no node is `Down`.
     pub fn node_verdicts(&self, job: JobId, among: &[NodeId]) -> Vec<NodeVerdict> {
+        let mut verdicts = vec![NodeVerdict::Down; among.len()];
+        self.each_verdict(job, among, |at, v, _| verdicts[at] = v);
+        verdicts
+    }
+
+    /// [`Scheduler::node_verdicts`] with the engine's result on each node too (whether
+    /// it passed the filters and its scores, whatever the verdict), for adapters that
+    /// hand both on (the C ABI). An id that names no node is `Down` with a default result.
+    pub fn node_verdicts_with_results(&self, job: JobId, among: &[NodeId]) -> Vec<(NodeVerdict, NodeResult)> {
+        let mut out = vec![(NodeVerdict::Down, NodeResult::default()); among.len()];
+        self.each_verdict(job, among, |at, v, r| out[at] = (v, *r));
+        out
+    }
+
+    /// Calls `put(position in among, verdict, engine result)` for each node of `among`
+    /// that names a node.
+    fn each_verdict(&self, job: JobId, among: &[NodeId], mut put: impl FnMut(usize, NodeVerdict, &NodeResult)) {
         let view = self.placement_view(job);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
         let j = &self.jobs[job];
         let mut by_model: Vec<(gpol_compiler::schema::Sym, Result<(), Block>)> = Vec::new();
-        let mut verdicts = vec![NodeVerdict::Down; among.len()];
         // The nodes' free-capacity summaries decide most fits without walking cards.
         let ask = fit::Ask::of(j);
         let decides = fit::headroom_decides(&ask);
@@ -79,10 +95,13 @@ impl Scheduler {
             while among.get(at).is_some_and(|&n| n != i) {
                 at += 1;
             }
-            let Some(slot) = verdicts.get_mut(at) else { return };
+            if at >= among.len() {
+                return;
+            }
+            let here = at;
             at += 1;
             let node = &self.cluster.nodes[i];
-            *slot = if !r.feasible {
+            let verdict = if !r.feasible {
                 NodeVerdict::Filtered(RuleId::Filter(
                     u16::try_from(self.rejecting_filter(&ctx, &rec, i, r)).unwrap_or(u16::MAX),
                 ))
@@ -111,8 +130,8 @@ impl Scheduler {
             } else {
                 NodeVerdict::Fits(*r)
             };
+            put(here, verdict, r);
         });
-        verdicts
     }
 
     /// How two nodes that fit compare for the policy: `Less` when `a` is the better.

@@ -93,6 +93,16 @@ proptest! {
         let all: Vec<usize> = (0..nodes.len()).collect();
         let verdicts = s.node_verdicts(id, &all);
         prop_assert_eq!(verdicts.len(), nodes.len());
+        // With the engine's results: the same verdicts, a fit's result the engine's own.
+        let with_results = s.node_verdicts_with_results(id, &all);
+        prop_assert_eq!(with_results.iter().map(|(v, _)| *v).collect::<Vec<_>>(), verdicts.clone());
+        for (v, r) in &with_results {
+            match v {
+                NodeVerdict::Fits(fit) => prop_assert_eq!(fit, r),
+                NodeVerdict::Filtered(_) => prop_assert!(!r.feasible),
+                _ => prop_assert!(r.feasible),
+            }
+        }
         let decision = s.decide(id);
         match s.gate(id) {
             Err(closed) => match decision {

@@ -1,0 +1,231 @@
+//! A cluster as C holds it: a runtime [`Scheduler`] over the nodes given, the jobs
+//! started on them, and the clock. A job asked about is submitted, read and taken back
+//! (`withdraw`, `forget`, `take_log`), as the Kubernetes extender does, so asking
+//! changes nothing.
+
+use crate::error::Failure;
+use crate::types::{GpolAdmit, GpolNodeResult, GpolReason, GpolVerdict};
+use gpol_compiler::engine::CompiledPolicy;
+use gpol_compiler::ir::RuleId;
+use gpol_runtime::jobs::{JobId, Reason};
+use gpol_runtime::model::NodeId;
+use gpol_runtime::verdict::NodeVerdict;
+use gpol_runtime::{History, JobSpec, NodeSpec, Scheduler};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+
+/// A node as the cluster takes it: its description, and whether it is out of service.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeInput {
+    pub spec: NodeSpec,
+    pub cordoned: bool,
+}
+
+/// A cluster (opaque to C). Calls on one cluster take turns behind its lock, so it may
+/// be used from any thread; a call that panicked leaves the lock poisoned, and every
+/// later call fails with `GPOL_STATUS_PANIC`.
+pub struct GpolCluster {
+    inner: Mutex<Inner>,
+}
+
+pub struct Inner {
+    s: Scheduler,
+    nodes: HashMap<String, NodeId>,
+    /// Jobs started through `start`, not yet completed.
+    running: HashSet<JobId>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cluster of {} nodes, {} jobs started", self.node_count(), self.running.len())
+    }
+}
+
+impl std::fmt::Debug for GpolCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.inner.try_lock() {
+            Ok(inner) => write!(f, "GpolCluster({inner:?})"),
+            Err(_) => f.write_str("GpolCluster(in use or poisoned)"),
+        }
+    }
+}
+
+// C may hand a cluster to any thread.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<GpolCluster>();
+    send_sync::<crate::policy::GpolPolicy>();
+};
+
+impl GpolCluster {
+    /// A cluster running `policy` on these nodes, in this order (node `i` is result `i`
+    /// of [`Inner::filter_score`]).
+    pub fn new(policy: &CompiledPolicy, nodes: Vec<NodeInput>) -> Result<GpolCluster, Failure> {
+        let mut s = Scheduler::new(policy.clone());
+        let mut ids = HashMap::with_capacity(nodes.len());
+        for (i, n) in nodes.into_iter().enumerate() {
+            let id = s.add_node(&n.spec).map_err(|e| {
+                let what = format!("node `{}`: {}: {}", e.node, e.field, e.message);
+                Failure::refused(what).at(format!("[{i}]")).at("nodes")
+            })?;
+            if n.cordoned {
+                s.drain_node(id);
+            }
+            ids.insert(n.spec.name, id);
+        }
+        s.take_log();
+        Ok(GpolCluster { inner: Mutex::new(Inner { s, nodes: ids, running: HashSet::new() }) })
+    }
+
+    /// The cluster, for one call; an error if an earlier call panicked inside it.
+    pub fn lock(&self) -> Result<MutexGuard<'_, Inner>, Failure> {
+        self.inner.lock().map_err(|_| {
+            Failure::new(
+                crate::types::GpolStatus::Panic,
+                "an earlier call panicked inside this cluster; it can only be freed",
+            )
+        })
+    }
+}
+
+impl Inner {
+    pub fn node_count(&self) -> usize {
+        self.s.cluster().nodes.len()
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.s.now_ms()
+    }
+
+    /// The scheduler behind the cluster, to read.
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.s
+    }
+
+    /// Submits a job to ask about it.
+    fn probe(&mut self, job: JobSpec) -> Result<JobId, Failure> {
+        self.s.submit(job).map_err(|e| Failure::refused(e.to_string()).at("job"))
+    }
+
+    /// Takes a probe back: nothing of it stays.
+    fn take_back(&mut self, id: JobId) {
+        self.s.withdraw(id);
+        self.s.forget(id);
+        self.s.take_log();
+    }
+
+    /// Whether the job may start at all now.
+    pub fn admit(&mut self, job: JobSpec) -> Result<GpolAdmit, Failure> {
+        let id = self.probe(job)?;
+        let gate = self.s.gate(id);
+        self.take_back(id);
+        Ok(match gate {
+            Ok(()) => GpolAdmit { admitted: true, admit_rule: -1, reason: GpolReason::None, for_good: false },
+            Err(closed) => {
+                let (reason, admit_rule) = match closed.reason {
+                    Reason::Rule(RuleId::Admit(i)) => (GpolReason::AdmitRule, i32::from(i)),
+                    Reason::Rule(_) => (GpolReason::Filter, -1),
+                    Reason::Quota(_) => (GpolReason::Quota, -1),
+                    Reason::Unschedulable(_) => (GpolReason::Unschedulable, -1),
+                    Reason::Capacity => (GpolReason::Capacity, -1),
+                    Reason::Gang => (GpolReason::Gang, -1),
+                    Reason::Order => (GpolReason::Order, -1),
+                };
+                GpolAdmit { admitted: false, admit_rule, reason, for_good: closed.for_good }
+            }
+        })
+    }
+
+    /// Each node's result for one replica of the job, in the order the nodes were given.
+    pub fn filter_score(&mut self, job: JobSpec) -> Result<Vec<GpolNodeResult>, Failure> {
+        let id = self.probe(job)?;
+        let all: Vec<NodeId> = (0..self.node_count()).collect();
+        let verdicts = self.s.node_verdicts_with_results(id, &all);
+        let mut out: Vec<GpolNodeResult> = verdicts.iter().map(|(v, r)| node_result(*v, r)).collect();
+        // The fitting nodes in the policy's order; equals keep the order they were given.
+        let mut fits: Vec<usize> =
+            (0..verdicts.len()).filter(|&i| matches!(verdicts[i].0, NodeVerdict::Fits(_))).collect();
+        fits.sort_by(|&a, &b| self.s.rank_nodes(&verdicts[a].1, &verdicts[b].1).then(a.cmp(&b)));
+        for (rank, &i) in fits.iter().enumerate() {
+            out[i].rank = i32::try_from(rank).unwrap_or(i32::MAX);
+        }
+        self.take_back(id);
+        Ok(out)
+    }
+
+    /// Starts a job as already running, one replica on each named node; its id.
+    pub fn start(&mut self, job: JobSpec, nodes: &[String], history: History) -> Result<JobId, Failure> {
+        let replicas = job.replicas;
+        if nodes.is_empty() || nodes.len() > replicas as usize {
+            let what = format!("{} node names for a job of {replicas} replica(s): give 1 to {replicas}", nodes.len());
+            return Err(Failure::invalid(what).at("node_names"));
+        }
+        let mut ids = Vec::with_capacity(nodes.len());
+        for (i, name) in nodes.iter().enumerate() {
+            match self.nodes.get(name) {
+                Some(&id) => ids.push(id),
+                None => {
+                    let what = format!("the cluster has no node `{}`", gpol_compiler::diag::snippet(name));
+                    return Err(Failure::invalid(what).at(format!("[{i}]")).at("node_names"));
+                }
+            }
+        }
+        let id = self.s.submit(job).map_err(|e| Failure::refused(e.to_string()).at("job"))?;
+        if let Err(e) = self.s.start_on(id, &ids, history) {
+            self.take_back(id);
+            return Err(Failure::refused(e));
+        }
+        self.s.take_log();
+        self.running.insert(id);
+        Ok(id)
+    }
+
+    /// A job started with [`Inner::start`] ends: what it held is free.
+    pub fn complete(&mut self, id: u64) -> Result<(), Failure> {
+        let known = usize::try_from(id).ok().filter(|i| self.running.contains(i));
+        let Some(id) = known else {
+            return Err(Failure::invalid(format!("no running job has id {id}")).at("job_id"));
+        };
+        self.running.remove(&id);
+        self.s.complete(id);
+        self.s.forget(id);
+        self.s.take_log();
+        Ok(())
+    }
+
+    /// Moves the clock (milliseconds since the cluster was made) to `ms`; it never goes
+    /// back, nor past 100 years.
+    pub fn set_clock(&mut self, ms: u64) -> Result<(), Failure> {
+        let now = self.s.now_ms();
+        if ms < now {
+            return Err(Failure::invalid(format!("{ms} is before the clock's {now}: it never goes back")).at("ms"));
+        }
+        self.s.advance(ms - now).map_err(|e| Failure::too_large(e.to_string()).at("ms"))?;
+        self.s.take_log();
+        Ok(())
+    }
+}
+
+fn node_result(v: NodeVerdict, r: &gpol_compiler::engine::NodeResult) -> GpolNodeResult {
+    let (verdict, filter) = match v {
+        NodeVerdict::Fits(_) => (GpolVerdict::Fits, -1),
+        NodeVerdict::Filtered(RuleId::Filter(i)) => (GpolVerdict::Filtered, i32::from(i)),
+        NodeVerdict::Filtered(_) => (GpolVerdict::Filtered, -1),
+        NodeVerdict::Full => (GpolVerdict::Full, -1),
+        NodeVerdict::TooSmall => (GpolVerdict::TooSmall, -1),
+        NodeVerdict::Down => (GpolVerdict::Down, -1),
+        NodeVerdict::Model => (GpolVerdict::Model, -1),
+        NodeVerdict::Reserved => (GpolVerdict::Reserved, -1),
+        NodeVerdict::Quota(_) => (GpolVerdict::Quota, -1),
+    };
+    GpolNodeResult {
+        verdict,
+        filter,
+        rank: -1,
+        feasible: r.feasible,
+        rejected_by: r.rejected_by,
+        tiers: r.tiers,
+        score: r.score,
+        faults: r.faults,
+    }
+}

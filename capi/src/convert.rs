@@ -1,0 +1,356 @@
+//! C's records read into gpol's own (`GpolNode` → `NodeSpec`, `GpolJob` → `JobSpec`):
+//! every pointer checked for NULL and alignment, every count and string length checked
+//! against its limit before anything is read or allocated, every string checked for
+//! UTF-8, every enumeration value checked. Everything is copied: nothing returned
+//! borrows C's memory beyond the call.
+//!
+//! What cannot be checked is the caller's promise, stated once for every function here:
+//! a non-NULL pointer points to memory valid for reads of the count it comes with (or,
+//! for a string, up to its NUL or `GPOL_MAX_STRING_BYTES + 1` bytes, whichever is first),
+//! initialised, and not written by anyone while the call runs.
+
+// The one module besides `ffi` that reads through C's pointers.
+#![allow(unsafe_code)]
+
+use crate::cluster::NodeInput;
+use crate::error::Failure;
+use crate::types::{
+    GPOL_MAX_LIST, GPOL_MAX_MIG_INSTANCES, GPOL_MAX_STRING_BYTES, GpolDomain, GpolJob, GpolLabel, GpolNode,
+    GpolRequestKind, GpolSharing, GpolStatus,
+};
+use gpol_compiler::limits::MAX_ALLOWED_MODELS;
+use gpol_compiler::schema::{EnumKind, MIG_PROFILES};
+use gpol_compiler::spec::domains_at;
+use gpol_runtime::{History, JobSpec, NodeSpec, Request, Sharing};
+use std::ffi::c_char;
+
+/// A string, or `None` for NULL.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string, or to at least
+/// `GPOL_MAX_STRING_BYTES + 1` readable bytes (see the module's documentation).
+pub unsafe fn string(p: *const c_char) -> Result<Option<String>, Failure> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    let mut len = 0;
+    // SAFETY: by the caller's promise, every byte up to and including the NUL is
+    // readable; the loop stops at the NUL, or after `GPOL_MAX_STRING_BYTES + 1` bytes,
+    // which the promise also covers. `c_char` has alignment 1, and nothing writes the
+    // string during the call, so the reads do not race.
+    while unsafe { *p.add(len) } != 0 {
+        len += 1;
+        if len > GPOL_MAX_STRING_BYTES {
+            return Err(Failure::too_large(format!("longer than {GPOL_MAX_STRING_BYTES} bytes")));
+        }
+    }
+    // SAFETY: the `len` bytes before the NUL were just read one by one, so they are
+    // readable and initialised; the slice lives only until they are copied below, within
+    // the call, and nothing writes them meanwhile.
+    let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Ok(Some(s.to_owned())),
+        Err(e) => Err(Failure::new(GpolStatus::InvalidUtf8, format!("not UTF-8 (at byte {})", e.valid_up_to()))),
+    }
+}
+
+/// A string that may not be NULL.
+///
+/// # Safety
+/// As for [`string`].
+pub unsafe fn required(p: *const c_char) -> Result<String, Failure> {
+    // SAFETY: the caller's promise is `string`'s.
+    unsafe { string(p) }?.ok_or_else(Failure::null)
+}
+
+/// `n` records at `p`, at most `max` of them; `p` may be NULL when `n` is 0.
+///
+/// # Safety
+/// `p` is NULL, or valid for reads of `n` initialised values of `T`, which nothing
+/// writes while the returned slice is used; the caller uses it only within the call.
+/// `T` must be valid for every bit pattern (the input records are: raw pointers,
+/// integers and `double`s only).
+pub unsafe fn slice<'a, T>(p: *const T, n: usize, max: usize) -> Result<&'a [T], Failure> {
+    if n > max {
+        return Err(Failure::too_large(format!("{n} items, at most {max}")));
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Failure::null());
+    }
+    if !p.is_aligned() {
+        return Err(Failure::new(GpolStatus::NullPointer, "is not aligned for its type"));
+    }
+    // SAFETY: `p` is non-NULL and aligned (checked above) and, by the caller's promise,
+    // valid for reads of `n` initialised `T`s that nobody writes while the slice lives
+    // (a shared borrow, so no `&mut` aliases it); `n <= max`, and every `max` used here is
+    // small enough that `n * size_of::<T>()` is far below `isize::MAX`.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// The policy text: `n` bytes at `p` (not necessarily NUL-terminated), at most `max`.
+///
+/// # Safety
+/// As for [`slice()`].
+pub unsafe fn bytes(p: *const c_char, n: usize, max: usize) -> Result<Vec<u8>, Failure> {
+    // SAFETY: the caller's promise is `slice`'s; `u8` is valid for every bit pattern.
+    unsafe { slice(p.cast::<u8>(), n, max) }.map(<[u8]>::to_vec)
+}
+
+/// `n` strings (none NULL) at `p`.
+///
+/// # Safety
+/// As for [`slice()`], and each string as for [`string`].
+pub unsafe fn strings(p: *const *const c_char, n: usize, max: usize) -> Result<Vec<String>, Failure> {
+    // SAFETY: the caller's promise is `slice`'s; raw pointers are valid for every bit pattern.
+    let ptrs = unsafe { slice(p, n, max) }?;
+    ptrs.iter()
+        .enumerate()
+        // SAFETY: each pointer is a string by the caller's promise.
+        .map(|(i, &s)| unsafe { required(s) }.map_err(|e| e.at(format!("[{i}]"))))
+        .collect()
+}
+
+/// # Safety
+/// As for [`slice()`], and each label's strings as for [`string`].
+unsafe fn labels(p: *const GpolLabel, n: usize) -> Result<Vec<(String, String)>, Failure> {
+    // SAFETY: the caller's promise is `slice`'s.
+    let labels = unsafe { slice(p, n, GPOL_MAX_LIST) }?;
+    let mut out = Vec::with_capacity(labels.len());
+    for (i, l) in labels.iter().enumerate() {
+        let at = |e: Failure, field: &str| e.at(field).at(format!("[{i}]"));
+        // SAFETY: the caller's promise covers the labels' strings.
+        let key = unsafe { required(l.key) }.map_err(|e| at(e, "key"))?;
+        // SAFETY: as above.
+        let value = unsafe { required(l.value) }.map_err(|e| at(e, "value"))?;
+        out.push((key, value));
+    }
+    Ok(out)
+}
+
+/// # Safety
+/// As for [`slice()`], and each entry's strings as for [`string`].
+unsafe fn topology(p: *const GpolDomain, n: usize) -> Result<Vec<(String, String)>, Failure> {
+    // SAFETY: the caller's promise is `slice`'s.
+    let domains = unsafe { slice(p, n, GPOL_MAX_LIST) }?;
+    let mut out = Vec::with_capacity(domains.len());
+    for (i, d) in domains.iter().enumerate() {
+        let at = |e: Failure, field: &str| e.at(field).at(format!("[{i}]"));
+        // SAFETY: the caller's promise covers the entries' strings.
+        let level = unsafe { required(d.level) }.map_err(|e| at(e, "level"))?;
+        // SAFETY: as above.
+        let name = unsafe { required(d.name) }.map_err(|e| at(e, "name"))?;
+        out.push((level, name));
+    }
+    Ok(out)
+}
+
+fn flag(v: u8) -> bool {
+    v != 0
+}
+
+/// A MIG profile's index by name.
+fn mig_profile(name: &str) -> Result<u8, Failure> {
+    EnumKind::MigProfile.variant(name).ok_or_else(|| {
+        let known = MIG_PROFILES.join(", ");
+        Failure::invalid(format!("no MIG profile `{}`; gpol knows {known}", gpol_compiler::diag::snippet(name)))
+    })
+}
+
+/// A node, its domains named by the policy's topology `levels`.
+///
+/// # Safety
+/// Every pointer in `n` is as the module's documentation says.
+pub unsafe fn node(n: &GpolNode, levels: &[String]) -> Result<NodeInput, Failure> {
+    // SAFETY (for each read below): the pointers are the record's, covered by the
+    // caller's promise.
+    let name = unsafe { required(n.name) }.map_err(|e| e.at("name"))?;
+    // SAFETY: as above.
+    let model = unsafe { string(n.model) }.map_err(|e| e.at("model"))?.unwrap_or_else(|| "gpu".into());
+    let sharing = match n.sharing {
+        s if s == GpolSharing::Exclusive as u32 => Sharing::Exclusive,
+        s if s == GpolSharing::Mig as u32 => Sharing::Mig,
+        s if s == GpolSharing::Timeslice as u32 => Sharing::Timeslice,
+        s if s == GpolSharing::Mps as u32 => Sharing::Mps,
+        s => return Err(Failure::invalid(format!("{s} is not a GpolSharing")).at("sharing")),
+    };
+    // SAFETY: as above.
+    let mig_names = unsafe { strings(n.mig, n.n_mig, GPOL_MAX_MIG_INSTANCES) }.map_err(|e| e.at("mig"))?;
+    let mig = mig_names
+        .iter()
+        .enumerate()
+        .map(|(i, m)| mig_profile(m).map_err(|e| e.at(format!("[{i}]")).at("mig")))
+        .collect::<Result<Vec<u8>, Failure>>()?;
+    // SAFETY: as above.
+    let topology = unsafe { topology(n.topology, n.n_topology) }.map_err(|e| e.at("topology"))?;
+    // SAFETY: as above.
+    let labels = unsafe { labels(n.labels, n.n_labels) }.map_err(|e| e.at("labels"))?;
+    let spec = NodeSpec {
+        name,
+        model,
+        cards: n.cards,
+        card_mem: n.card_mem,
+        sharing,
+        mig,
+        max_clients: n.max_clients,
+        cpu_milli: n.cpu_milli,
+        mem: n.mem,
+        domains: domains_at(&topology, levels),
+        labels,
+    };
+    if let Some(over) = spec.over_limit() {
+        let field = match over.field {
+            "gpu_mem" => "card_mem",
+            "cpu" => "cpu_milli",
+            other => other,
+        };
+        return Err(Failure::too_large(format!("too large, at most {}", over.max)).at(field));
+    }
+    Ok(NodeInput { spec, cordoned: flag(n.cordoned) })
+}
+
+/// A job.
+///
+/// # Safety
+/// Every pointer in `j` is as the module's documentation says.
+pub unsafe fn job(j: &GpolJob) -> Result<JobSpec, Failure> {
+    // SAFETY (for each read below): the pointers are the record's, covered by the
+    // caller's promise.
+    let name = unsafe { required(j.name) }.map_err(|e| e.at("name"))?;
+    // SAFETY: as above.
+    let queue = unsafe { string(j.queue) }.map_err(|e| e.at("queue"))?;
+    // SAFETY: as above.
+    let user = unsafe { string(j.user) }.map_err(|e| e.at("user"))?;
+    // SAFETY: as above.
+    let priority_class = unsafe { string(j.priority_class) }.map_err(|e| e.at("priority_class"))?;
+    // SAFETY: as above.
+    let mig = unsafe { string(j.mig_profile) }.map_err(|e| e.at("mig_profile"))?;
+    let priority = match flag(j.has_priority) {
+        true if !j.priority.is_finite() => {
+            return Err(Failure::invalid(format!("{} is not a finite number", j.priority)).at("priority"));
+        }
+        true => Some(j.priority),
+        false => None,
+    };
+    let amount_zero = |kind: &str| match j.amount {
+        0 => Ok(()),
+        a => Err(Failure::invalid(format!("{a}, but a {kind} request has no amount: give 0")).at("amount")),
+    };
+    let no_profile =
+        |kind: &str| match &mig {
+            None => Ok(()),
+            Some(_) => Err(Failure::invalid(format!("set, but the request is {kind}, not GPOL_REQUEST_KIND_MIG"))
+                .at("mig_profile")),
+        };
+    let max_cards = gpol_compiler::limits::MAX_CARDS_PER_NODE;
+    let request = match j.request {
+        r if r == GpolRequestKind::None as u32 => {
+            amount_zero("CPU-only")?;
+            no_profile("GPOL_REQUEST_KIND_NONE")?;
+            Request::None
+        }
+        r if r == GpolRequestKind::Whole as u32 => {
+            no_profile("GPOL_REQUEST_KIND_WHOLE")?;
+            match j.amount {
+                0 => return Err(Failure::invalid("0 cards: a whole-card request asks for 1 or more").at("amount")),
+                a if a > max_cards => {
+                    return Err(Failure::too_large(format!("too large, at most {max_cards}")).at("amount"));
+                }
+                a => Request::Whole(a),
+            }
+        }
+        r if r == GpolRequestKind::Fraction as u32 => {
+            no_profile("GPOL_REQUEST_KIND_FRACTION")?;
+            match j.amount {
+                a @ 1..=999 => Request::Fraction(a),
+                a => {
+                    let what =
+                        format!("{a} milli-GPU: a fraction is 1 to 999 (a whole card is GPOL_REQUEST_KIND_WHOLE)");
+                    return Err(Failure::invalid(what).at("amount"));
+                }
+            }
+        }
+        r if r == GpolRequestKind::Mig as u32 => {
+            amount_zero("MIG")?;
+            let Some(profile) = &mig else {
+                return Err(Failure::null().at("mig_profile"));
+            };
+            Request::Mig(mig_profile(profile).map_err(|e| e.at("mig_profile"))?)
+        }
+        r => return Err(Failure::invalid(format!("{r} is not a GpolRequestKind")).at("request")),
+    };
+    if j.replicas == 0 {
+        return Err(Failure::invalid("0: a job has at least 1 replica").at("replicas"));
+    }
+    let min_replicas = match flag(j.has_min_replicas) {
+        true if j.min_replicas == 0 || j.min_replicas > j.replicas => {
+            let what = format!("{}: give 1 to replicas ({})", j.min_replicas, j.replicas);
+            return Err(Failure::invalid(what).at("min_replicas"));
+        }
+        true => Some(j.min_replicas),
+        false => None,
+    };
+    if !(j.utilization.is_finite() && (0.0..=1.0).contains(&j.utilization)) {
+        return Err(Failure::invalid(format!("{}: a share is 0 to 1", j.utilization)).at("utilization"));
+    }
+    // SAFETY: as above.
+    let models = unsafe { strings(j.models, j.n_models, MAX_ALLOWED_MODELS as usize) }.map_err(|e| e.at("models"))?;
+    // SAFETY: as above.
+    let labels = unsafe { labels(j.labels, j.n_labels) }.map_err(|e| e.at("labels"))?;
+    let spec = JobSpec {
+        name,
+        queue,
+        user,
+        priority_class,
+        priority,
+        request,
+        replicas: j.replicas,
+        min_replicas,
+        gpu_mem: j.gpu_mem,
+        cpu_milli: j.cpu_milli,
+        mem: j.mem,
+        models,
+        bursty: flag(j.bursty),
+        latency_critical: flag(j.latency_critical),
+        preemptible: flag(j.preemptible),
+        duration_ms: flag(j.has_duration_ms).then_some(j.duration_ms),
+        checkpoint_every_ms: flag(j.has_checkpoint_every_ms).then_some(j.checkpoint_every_ms),
+        utilization: j.utilization,
+        labels,
+    };
+    if let Some(over) = spec.over_limit() {
+        let field = match over.field {
+            "cards" => "amount",
+            "cpu" => "cpu_milli",
+            "models" => "n_models",
+            "duration" => "duration_ms",
+            "checkpoint" => "checkpoint_every_ms",
+            other => other,
+        };
+        return Err(Failure::too_large(format!("too large, at most {}", over.max)).at(field));
+    }
+    Ok(spec)
+}
+
+/// A running job's history; NULL: none.
+///
+/// # Safety
+/// `p` is NULL or points to a readable, aligned `GpolHistory`.
+pub unsafe fn history(p: *const crate::types::GpolHistory) -> Result<History, Failure> {
+    // SAFETY: the caller's promise is `slice`'s for one record.
+    let h = match unsafe { slice(p, usize::from(!p.is_null()), 1) }?.first() {
+        Some(h) => *h,
+        None => return Ok(History::default()),
+    };
+    if h.since_checkpoint_ms > h.ran_ms {
+        let what = format!("{} is more than ran_ms ({})", h.since_checkpoint_ms, h.ran_ms);
+        return Err(Failure::invalid(what).at("since_checkpoint_ms"));
+    }
+    let max = gpol_compiler::limits::MAX_CLOCK_MS;
+    if h.ran_ms > max {
+        return Err(Failure::too_large(format!("too large, at most {max} ms")).at("ran_ms"));
+    }
+    Ok(History { ran_ms: h.ran_ms, since_checkpoint_ms: h.since_checkpoint_ms, evictions: h.evictions })
+}
