@@ -181,6 +181,7 @@ fn build_writes_kueue_objects_and_names_what_kueue_cannot_enforce() {
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(err.contains("[E0044] Error: queue `Team_A` cannot be written as a Kueue object"), "{err}");
     gpolc().args(["build", "--target", "kueue", &upper, "--namespace", "Bad_NS"]).assert().code(2);
+    gpolc().args(["build", "policies/gangs.gpol", "--cluster", "sim/cluster.toml"]).assert().code(2);
 }
 
 #[test]

@@ -90,8 +90,12 @@ fn webhook_rules(doc: &Value) -> Vec<String> {
         "Cohort" => spec.get("parentName"),
         _ => return out,
     };
-    let mut flavors_seen = Vec::new();
+    let mut flavors_seen: Vec<&str> = Vec::new();
     let mut resources_seen = Vec::new();
+    let weight = spec["fairSharing"].get("weight").map(|w| quantity(w).unwrap_or(-1.0));
+    if let Some(w) = weight.filter(|&w| !(w == 0.0 || w > 1e-9)) {
+        out.push(format!("fairSharing.weight {w}: 0 or more than 1n"));
+    }
     for group in spec["resourceGroups"].as_array().into_iter().flatten() {
         let covered: Vec<&str> =
             group["coveredResources"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
@@ -104,7 +108,7 @@ fn webhook_rules(doc: &Value) -> Vec<String> {
         for flavor in group["flavors"].as_array().into_iter().flatten() {
             let fname = flavor["name"].as_str().unwrap_or_default();
             if flavors_seen.contains(&fname) {
-                out.push(format!("flavor `{fname}` in two groups"));
+                out.push(format!("flavor `{fname}` twice (in one group or two)"));
             }
             flavors_seen.push(fname);
             let names: Vec<&str> =
@@ -145,11 +149,17 @@ fn quantity(q: &Value) -> Option<f64> {
         return Some(n);
     }
     let s = q.as_str()?;
-    let (digits, factor) =
-        [("Ki", 1024f64), ("Mi", 1024f64.powi(2)), ("Gi", 1024f64.powi(3)), ("Ti", 1024f64.powi(4)), ("m", 1e-3)]
-            .iter()
-            .find_map(|(suffix, f)| s.strip_suffix(suffix).map(|d| (d, *f)))
-            .unwrap_or((s, 1.0));
+    let (digits, factor) = [
+        ("Ki", 1024f64),
+        ("Mi", 1024f64.powi(2)),
+        ("Gi", 1024f64.powi(3)),
+        ("Ti", 1024f64.powi(4)),
+        ("m", 1e-3),
+        ("n", 1e-9),
+    ]
+    .iter()
+    .find_map(|(suffix, f)| s.strip_suffix(suffix).map(|d| (d, *f)))
+    .unwrap_or((s, 1.0));
     digits.parse::<f64>().ok().map(|d| d * factor)
 }
 
@@ -467,4 +477,138 @@ fn more_models_than_a_resource_group_holds_is_an_error() {
     let t = kueue::translate(&policy_text(&text), &Options::default());
     let errors: Vec<&str> = t.findings.iter().filter(|f| f.is_error()).map(|f| f.message.as_str()).collect();
     assert_eq!(errors, ["65 GPU models have quotas; a Kueue resource group holds at most 64"]);
+}
+
+#[test]
+fn share_rules_are_kueues_only_in_a_flat_tree_and_only_for_borrowing() {
+    let flat = "policy p
+use std.fair
+queue c {
+  guarantee 4 gpu
+  queue a { guarantee 2 gpu }
+  queue b { guarantee 2 gpu }
+}
+reclaim any { when true }
+borrow fair { when std.fair.kueue_share_after(claimant.queue) <= std.fair.kueue_share_after(victim.queue) }
+";
+    let t = kueue::translate(&policy_text(flat), &Options::default());
+    assert!(t.findings.is_empty(), "{:?}", t.findings);
+    assert!(t.configuration.join("\n").contains("  - LessThanOrEqualToFinalShare"), "{:?}", t.configuration);
+    // The same rule by share on the reclaim side: Kueue reclaims within nominal whatever
+    // the shares.
+    let reclaim_by_share = flat.replace(
+        "reclaim any { when true }",
+        "reclaim fair_back { when std.fair.kueue_share_after(claimant.queue) <= std.fair.kueue_share_after(victim.queue) }",
+    );
+    let t = kueue::translate(&policy_text(&reclaim_by_share), &Options::default());
+    let p = find(&documents(&t), "ClusterQueue", "a")["spec"]["preemption"].clone();
+    assert_eq!(p["reclaimWithinCohort"], "Never");
+    assert!(t.configuration.iter().all(|l| !l.contains("fairSharing")), "{:?}", t.configuration);
+    let mut named = constructs(&t);
+    named.sort();
+    assert_eq!(named, ["borrow `fair`", "reclaim `fair_back`"]);
+    // Nested: Kueue compares subtrees' shares, and reclaims for borrowing sub-cohorts.
+    let nested = "policy p
+use std.fair
+queue c {
+  guarantee 4 gpu
+  queue x {
+    queue a { guarantee 1 gpu }
+    queue a2 { guarantee 1 gpu }
+  }
+  queue b { guarantee 2 gpu }
+}
+reclaim any { when true }
+borrow fair { when std.fair.kueue_share_after(claimant.queue) <= std.fair.kueue_share_after(victim.queue) }
+";
+    let t = kueue::translate(&policy_text(nested), &Options::default());
+    let p = find(&documents(&t), "ClusterQueue", "a")["spec"]["preemption"].clone();
+    assert_eq!((&p["reclaimWithinCohort"], &p["borrowWithinCohort"]["policy"]), (&"Never".into(), &"Never".into()));
+    assert!(t.configuration.iter().all(|l| !l.contains("fairSharing")), "{:?}", t.configuration);
+    let mut named = constructs(&t);
+    named.sort();
+    assert_eq!(named, ["borrow `fair`", "reclaim `any`"]);
+}
+
+#[test]
+fn queueing_is_inherited_and_weights_keep_their_value() {
+    let text = "policy p
+queue c {
+  guarantee 2 gpu
+  queueing strict
+  queue a {
+    guarantee 1 gpu
+    weight 0.0001
+  }
+  queue b {
+    guarantee 1 gpu
+    queueing best_effort
+    weight 1.5
+  }
+}
+";
+    let t = kueue::translate(&policy_text(text), &Options::default());
+    let docs = documents(&t);
+    let schemas = Schemas::load();
+    let a = find(&docs, "ClusterQueue", "a");
+    assert_eq!(a["spec"]["queueingStrategy"], "StrictFIFO", "from its parent");
+    assert_eq!(a["spec"]["fairSharing"]["weight"], "100000n");
+    let b = find(&docs, "ClusterQueue", "b");
+    assert_eq!(b["spec"]["queueingStrategy"], "BestEffortFIFO");
+    assert_eq!(b["spec"]["fairSharing"]["weight"], "1500m");
+    assert!(schemas.problems(a).is_empty() && schemas.problems(b).is_empty());
+}
+
+#[test]
+fn gpus_of_any_model_and_of_unquoted_models() {
+    // Models and any-model amounts: `any-gpu` comes last, and the sum is named.
+    let mixed = "policy p
+queue c {
+  guarantee 8 gpu, 4 gpu(h100)
+  queue a { guarantee 6 gpu, 4 gpu(h100) }
+  queue b { guarantee 2 gpu }
+}
+";
+    let t = kueue::translate(&policy_text(mixed), &Options::default());
+    let docs = documents(&t);
+    let a = find(&docs, "ClusterQueue", "a");
+    let flavors: Vec<&str> = a["spec"]["resourceGroups"][0]["flavors"]
+        .as_array()
+        .expect("flavors")
+        .iter()
+        .map(|f| f["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(flavors, ["gpu-h100", "any-gpu"]);
+    assert_eq!(quota(a, "any-gpu", "nvidia.com/gpu")["nominalQuota"], "6");
+    let mut named = constructs(&t);
+    named.sort();
+    assert_eq!(
+        named,
+        [
+            "queue `a`: its GPU amounts of any model beside model quotas",
+            "queue `b`: its GPU amounts of any model beside model quotas",
+            "queue `c`: its GPU amounts of any model beside model quotas",
+        ]
+    );
+    // Models alone: the other models' GPUs are out of Kueue's reach, and it says so.
+    let models_only = "policy p\nqueue c {\n  guarantee 4 gpu(h100)\n  queue a { guarantee 4 gpu(h100) }\n}\n";
+    let t = kueue::translate(&policy_text(models_only), &Options::default());
+    assert_eq!(constructs(&t), ["GPUs of models without a quota"]);
+    // Two models, one flavor name: an error, and no objects.
+    let clash = "policy p\nqueue c {\n  guarantee 2 gpu(H100), 2 gpu(h100)\n  queue a { guarantee 2 gpu(H100), 2 gpu(h100) }\n}\n";
+    let t = kueue::translate(&policy_text(clash), &Options::default());
+    assert!(
+        t.findings.iter().any(|f| f.is_error() && f.message == "two GPU models give flavor `gpu-h100`"),
+        "{:?}",
+        t.findings
+    );
+    assert!(t.objects.is_empty(), "no half translation");
+}
+
+#[test]
+fn an_unset_root_guarantee_is_named_even_when_no_child_is_promised_any() {
+    let text = "policy p\nqueue r {\n  queue a { limit 8 gpu }\n  queue b { limit 4 gpu }\n}\n";
+    let t = kueue::translate(&policy_text(text), &Options::default());
+    let f = t.findings.iter().find(|f| f.construct == "queue `r`: its unset gpu guarantee").expect("named");
+    assert_eq!(f.enforcer, Some(kueue::Enforcer::Nobody), "Kueue is stricter there: nobody gives it back");
 }

@@ -37,6 +37,10 @@ enum Target {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
+    if args.target == Target::Object && (args.cluster.is_some() || !args.namespaces.is_empty()) {
+        eprintln!("error: --cluster and --namespace are for --target kueue");
+        return USAGE;
+    }
     let extension = match args.target {
         Target::Object => "o",
         Target::Kueue => "kueue.yaml",
@@ -92,7 +96,15 @@ fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Ve
                 gpol_compiler::limits::MAX_CLUSTER_BYTES,
                 gpol_sim::read_cluster,
             )?;
-            let nodes: Vec<_> = cluster.nodes.iter().map(|n| n.spec.clone()).collect();
+            // The nodes in service: a cordoned node starts drained (an event at time 0).
+            let drained = |name: &str| {
+                cluster
+                    .events
+                    .iter()
+                    .any(|e| e.at_ms == 0 && e.node == name && e.kind == gpol_sim::spec::NodeEventKind::Drain)
+            };
+            let nodes: Vec<_> =
+                cluster.nodes.iter().filter(|n| !drained(&n.spec.name)).map(|n| n.spec.clone()).collect();
             Some(kueue::Capacity::of(&nodes))
         }
         None => None,

@@ -46,10 +46,8 @@ pub enum Enforcer {
     /// preemption of workloads does not ask it).
     ServePreempt,
     /// Nothing yet: it needs gpol's runtime to own admission (the gated controller of
-    /// docs/kubernetes.md, not built).
+    /// docs/kubernetes.md, not built), or Kueue is stricter than the policy there.
     Nobody,
-    /// Kueue, once its Configuration has the lines in [`Translation::configuration`].
-    Configuration,
 }
 
 impl Enforcer {
@@ -62,7 +60,6 @@ impl Enforcer {
             Enforcer::Nobody => {
                 "nothing enforces it on Kubernetes yet: it needs gpol to own admission (docs/kubernetes.md, the gated controller)"
             }
-            Enforcer::Configuration => "Kueue enforces it with the Configuration printed with the objects",
         }
     }
 }
@@ -91,12 +88,12 @@ impl Finding {
         self.enforcer.is_none()
     }
 
-    fn capacity(queue: &Queue, r: &Resource) -> Finding {
+    fn unset_root_guarantee(queue: &Queue, r: &Resource) -> Finding {
         Finding::unenforced(
             queue.span,
             format!("queue `{}`: its unset {r} guarantee", queue.name),
-            "at a root, gpol takes an unset guarantee as the cluster's capacity, which Kueue must be given as a number; without `--cluster` the Kueue objects hold only what the queues are promised",
-            Enforcer::Serve,
+            "at a root, gpol takes an unset guarantee as the cluster's capacity, which Kueue must be given as a number: without `--cluster` the Kueue objects hold only what the queues are promised, and Kueue refuses work gpol would admit",
+            Enforcer::Nobody,
         )
     }
 }
@@ -118,6 +115,11 @@ pub fn translate(policy: &Policy, options: &Options) -> Translation {
     }
     priority_classes(policy, &mut objects, &mut findings);
     unenforced_rules(policy, &mut findings);
+    dedup_findings(&mut findings);
+    // Objects with names Kubernetes refuses would be half a translation.
+    if findings.iter().any(Finding::is_error) {
+        objects.clear();
+    }
     Translation { objects, findings, configuration }
 }
 
@@ -170,7 +172,25 @@ fn tree(
         configuration.push("resources:".into());
         configuration.push("  quotaCheckStrategy: IgnoreUndeclared".into());
     }
-    let preemption = preemption::settings(policy, findings, configuration);
+    let settings = preemption::settings(policy, findings);
+    let share_order = conditions::is_kueue_share_order(policy, &policy.queue_order)
+        && preemption::is_flat(policy)
+        && (settings.preemption.reclaim_within_cohort == objects::ReclaimWithinCohort::Never
+            || !settings.strategies.is_empty());
+    if !policy.queue_order.is_empty() && !share_order {
+        let m = "Kueue orders admission across ClusterQueues only by fair-sharing share (here not: a nested tree, or turning it on would add evictions)";
+        let span = policy.queue_order[0].expr.span;
+        findings.push(Finding::unenforced(span, "`queue_order`".into(), m, Enforcer::Nobody));
+    }
+    if !settings.strategies.is_empty() || share_order {
+        let strategies =
+            if settings.strategies.is_empty() { preemption::DEFAULT_STRATEGIES.to_vec() } else { settings.strategies };
+        configuration.push("# fair sharing: the policy's share rules".into());
+        configuration.push("fairSharing:".into());
+        configuration.push("  preemptionStrategies:".into());
+        configuration.extend(strategies.iter().map(|s| format!("  - {s}")));
+    }
+    let preemption = settings.preemption;
     let tree = quotas::Tree::new(policy, options.capacity.as_ref());
     let name_of = |q: usize| object_names.get(&policy.queues[q].name).cloned().unwrap_or_default();
     let order = pre_order(policy);
@@ -187,7 +207,7 @@ fn tree(
     let leaves: Vec<usize> = order.iter().copied().filter(|&q| policy.queues[q].children.is_empty()).collect();
     for &q in &leaves {
         let queue = &policy.queues[q];
-        let strategy = match queue.queueing.unwrap_or(policy.settings.queueing) {
+        let strategy = match queueing(policy, q) {
             Queueing::Strict => QueueingStrategy::StrictFIFO,
             Queueing::BestEffort => QueueingStrategy::BestEffortFIFO,
         };
@@ -210,7 +230,18 @@ fn tree(
         }
     }
     queue_findings(policy, findings);
-    dedup_findings(findings);
+}
+
+/// A queue's queueing: its own, else its nearest ancestor's, else the policy's.
+fn queueing(policy: &Policy, mut q: usize) -> Queueing {
+    loop {
+        let queue = &policy.queues[q];
+        match (queue.queueing, queue.parent) {
+            (Some(setting), _) => return setting,
+            (None, Some(parent)) => q = parent,
+            (None, None) => return policy.settings.queueing,
+        }
+    }
 }
 
 /// Queues parents first, siblings in declaration order.
@@ -319,18 +350,18 @@ fn unenforced_rules(policy: &Policy, findings: &mut Vec<Finding>) {
         let span = policy.job_order[0].expr.span;
         findings.push(Finding::unenforced(span, "`job_order`".into(), m, Enforcer::Nobody));
     }
-    if !policy.queue_order.is_empty() && !conditions::is_kueue_share_order(policy, &policy.queue_order) {
-        let m = "Kueue orders admission across ClusterQueues only by fair-sharing share";
-        let span = policy.queue_order[0].expr.span;
-        findings.push(Finding::unenforced(span, "`queue_order`".into(), m, Enforcer::Nobody));
-    }
     if !policy.victim_order.is_empty() {
         let m =
             "Kueue takes victims in its own order (borrowing queues first, lowest priority, most recently admitted)";
         let span = policy.victim_order[0].expr.span;
         findings.push(Finding::unenforced(span, "`victim_order`".into(), m, Enforcer::ServePreempt));
     }
+    // A rule Kueue does not state at all was named already; its cost is no news.
+    let named: Vec<String> = findings.iter().map(|f| f.construct.clone()).collect();
     for v in policy.victims.iter().filter(|v| v.cost.is_some() && v.kind != VictimKind::Protect) {
+        if named.contains(&format!("{} `{}`", v.kind.keyword(), v.name)) {
+            continue;
+        }
         let m = "Kueue has no eviction costs";
         let c = format!("{} `{}`: its cost", v.kind.keyword(), v.name);
         findings.push(Finding::unenforced(v.span, c, m, Enforcer::ServePreempt));

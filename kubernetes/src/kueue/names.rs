@@ -6,10 +6,16 @@
 /// Longest object name Kubernetes accepts (a DNS-1123 subdomain).
 pub const MAX_NAME: usize = 253;
 
+/// Longest name of a queue or priority class: pods name their LocalQueue and
+/// WorkloadPriorityClass in a label value, at most 63 characters.
+pub const MAX_LABELLED_NAME: usize = 63;
+
 /// The object name of a gpol identifier, or why it cannot have one.
 pub fn object_name(ident: &str) -> Result<String, String> {
     let name = ident.replace('_', "-");
-    if is_dns_subdomain(&name) {
+    if name.len() > MAX_LABELLED_NAME {
+        Err(format!("`{ident}` is longer than {MAX_LABELLED_NAME} characters, which a label naming it cannot hold"))
+    } else if is_dns_subdomain(&name) {
         Ok(name)
     } else if name.chars().any(|c| c.is_ascii_uppercase()) {
         Err(format!("`{ident}` has upper-case letters, which Kubernetes object names cannot hold"))
@@ -67,7 +73,8 @@ mod tests {
         assert_eq!(ident_of("team-a"), "team_a");
         assert!(object_name("Team").is_err());
         assert!(object_name("_hidden").is_err(), "a leading hyphen is not a valid name");
-        assert!(object_name(&"a".repeat(254)).is_err());
+        assert!(object_name(&"a".repeat(63)).is_ok());
+        assert!(object_name(&"a".repeat(64)).is_err(), "pods name it in a label value");
     }
 
     #[test]

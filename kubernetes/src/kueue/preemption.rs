@@ -4,6 +4,10 @@
 //! finding: Kueue must never evict a job the policy keeps. Rules of one kind add up, as
 //! in gpol (a victim any of them allows may go), and a `protect` rule, which Kueue cannot
 //! state, turns every setting to `Never`.
+//!
+//! `borrow` rules by fair-sharing share are Kueue's preemption-based fair sharing, a
+//! Configuration block rather than a ClusterQueue field, and exact only where Kueue and
+//! gpol compare the same queues' shares: every ClusterQueue directly under its root.
 
 use super::conditions::{self, Condition};
 use super::objects::{BorrowPolicy, BorrowWithinCohort, Preemption, ReclaimWithinCohort, WithinClusterQueue};
@@ -15,46 +19,91 @@ use gpol_compiler::syntax::VictimKind;
 const STRATEGIES: [(Condition, &str); 2] =
     [(Condition::FinalShare, "LessThanOrEqualToFinalShare"), (Condition::InitialShare, "LessThanInitialShare")];
 
-/// The settings every ClusterQueue of the policy gets.
-pub fn settings(policy: &Policy, findings: &mut Vec<Finding>, configuration: &mut Vec<String>) -> Preemption {
+/// Kueue's default strategies, for a Configuration that turns fair sharing on for its
+/// admission order alone (no ClusterQueue reclaims, so none preempts by share).
+pub const DEFAULT_STRATEGIES: [&str; 2] = ["LessThanOrEqualToFinalShare", "LessThanInitialShare"];
+
+/// The settings every ClusterQueue gets, and Kueue's fair-sharing strategies when the
+/// policy's `borrow` rules are them.
+pub struct Settings {
+    pub preemption: Preemption,
+    pub strategies: Vec<&'static str>,
+}
+
+pub fn settings(policy: &Policy, findings: &mut Vec<Finding>) -> Settings {
     let mut p = Preemption::default();
     let mut shares = Vec::new();
+    let flat = is_flat(policy);
     for rule in &policy.victims {
         let c = conditions::condition(policy, &rule.when);
+        let by_share = matches!(c, Condition::FinalShare | Condition::InitialShare);
         match rule.kind {
             VictimKind::Preempt => p.within_cluster_queue = p.within_cluster_queue.max(within(rule, c, findings)),
-            VictimKind::Reclaim | VictimKind::Borrow
-                if matches!(c, Condition::FinalShare | Condition::InitialShare) =>
-            {
-                shares.push(c);
-                if rule.kind == VictimKind::Reclaim {
-                    p.reclaim_within_cohort = ReclaimWithinCohort::Any;
-                }
+            VictimKind::Reclaim if by_share => {
+                let m = "Kueue's fair sharing reclaims for a claimant within its nominal quota whatever the shares (only borrowing claimants are held to them), so this rule stays `Never`";
+                findings.push(unstated(rule, m));
             }
             VictimKind::Reclaim => p.reclaim_within_cohort = p.reclaim_within_cohort.max(reclaim(rule, c, findings)),
+            VictimKind::Borrow if by_share && flat => shares.push((rule, c)),
+            VictimKind::Borrow if by_share => {
+                let m = "Kueue compares the shares of the subtrees just below the two queues' common Cohort, gpol those of the queues themselves: the same only when every ClusterQueue sits directly under its root, so this rule stays `Never`";
+                findings.push(unstated(rule, m));
+            }
             VictimKind::Borrow => p.borrow_within_cohort = widest(&p.borrow_within_cohort, &borrow(rule, c, findings)),
             VictimKind::Protect => {}
         }
     }
-    if !shares.is_empty() {
-        fair_sharing(policy, &shares, &mut p, findings, configuration);
+    if p.reclaim_within_cohort != ReclaimWithinCohort::Never && !flat {
+        for rule in policy.victims.iter().filter(|v| v.kind == VictimKind::Reclaim) {
+            let m = "in nested Cohorts Kueue also reclaims for a claimant whose own ClusterQueue borrows, once its sub-cohort is within its quota, where gpol requires every queue on the claimant's side to end within its guarantee, so `reclaimWithinCohort` stays `Never`";
+            findings.push(unstated(rule, m));
+        }
+        p.reclaim_within_cohort = ReclaimWithinCohort::Never;
     }
-    if p.reclaim_within_cohort == ReclaimWithinCohort::Never && p.borrow_within_cohort.policy != BorrowPolicy::Never {
-        if let Some(rule) = policy.victims.iter().find(|v| v.kind == VictimKind::Borrow) {
-            let m = "Kueue lets a borrowing claimant evict only where it may also reclaim (no `reclaim` rule here), so the ClusterQueues do not";
+    let needs_reclaim = |p: &Preemption| p.reclaim_within_cohort == ReclaimWithinCohort::Never;
+    if needs_reclaim(&p) {
+        for (rule, _) in shares.drain(..) {
+            let m = "Kueue's fair sharing evicts across ClusterQueues only where they may reclaim (no `reclaim` rule Kueue states here), so this rule is not Kueue's";
+            findings.push(unstated(rule, m));
+        }
+    }
+    if !shares.is_empty() && p.borrow_within_cohort.policy != BorrowPolicy::Never {
+        for rule in policy.victims.iter().filter(|v| v.kind == VictimKind::Borrow) {
+            if !shares.iter().any(|(r, _)| std::ptr::eq(*r, rule)) {
+                let m = "with fair sharing Kueue ignores `borrowWithinCohort`, so this rule is not Kueue's";
+                findings.push(unstated(rule, m));
+            }
+        }
+        p.borrow_within_cohort = BorrowWithinCohort::default();
+    }
+    if needs_reclaim(&p) && p.borrow_within_cohort.policy != BorrowPolicy::Never {
+        for rule in policy.victims.iter().filter(|v| v.kind == VictimKind::Borrow) {
+            let m = "Kueue lets a borrowing claimant evict only where it may also reclaim (no `reclaim` rule Kueue states here), so `borrowWithinCohort` stays `Never`";
             findings.push(unstated(rule, m));
         }
         p.borrow_within_cohort = BorrowWithinCohort::default();
     }
+    let mut strategies: Vec<&'static str> =
+        STRATEGIES.iter().filter(|(c, _)| shares.iter().any(|(_, s)| s == c)).map(|(_, name)| *name).collect();
     let protect: Vec<&VictimRule> = policy.victims.iter().filter(|v| v.kind == VictimKind::Protect).collect();
-    if !protect.is_empty() && p != Preemption::default() {
+    if !protect.is_empty() && (p != Preemption::default() || !strategies.is_empty()) {
         for rule in protect {
             let m = "Kueue cannot exempt jobs from preemption, so that it never evicts a job this rule keeps, the ClusterQueues preempt nothing";
             findings.push(unstated(rule, m));
         }
         p = Preemption::default();
+        strategies.clear();
     }
-    p
+    Settings { preemption: p, strategies }
+}
+
+/// Whether every leaf queue sits directly under a root (or is one).
+pub fn is_flat(policy: &Policy) -> bool {
+    policy
+        .queues
+        .iter()
+        .filter(|q| q.children.is_empty())
+        .all(|q| q.parent.is_none_or(|p| policy.queues[p].parent.is_none()))
 }
 
 fn unstated(rule: &VictimRule, message: &str) -> Finding {
@@ -132,34 +181,5 @@ fn widest(a: &BorrowWithinCohort, b: &BorrowWithinCohort) -> BorrowWithinCohort 
             policy: BorrowPolicy::LowerPriority,
             max_priority_threshold: a.max_priority_threshold.zip(b.max_priority_threshold).map(|(x, y)| x.max(y)),
         },
-    }
-}
-
-/// Kueue's preemption-based fair sharing: a Configuration block, not a ClusterQueue
-/// field. It ignores `borrowWithinCohort`, which must then stay `Never`.
-fn fair_sharing(
-    policy: &Policy,
-    shares: &[Condition],
-    p: &mut Preemption,
-    findings: &mut Vec<Finding>,
-    configuration: &mut Vec<String>,
-) {
-    configuration.push("# the policy's share rules: victims by fair-sharing share".into());
-    configuration.push("fairSharing:".into());
-    configuration.push("  preemptionStrategies:".into());
-    for (c, name) in STRATEGIES {
-        if shares.contains(&c) {
-            configuration.push(format!("  - {name}"));
-        }
-    }
-    if p.borrow_within_cohort.policy != BorrowPolicy::Never {
-        for rule in policy.victims.iter().filter(|v| v.kind == VictimKind::Borrow) {
-            let c = conditions::condition(policy, &rule.when);
-            if !matches!(c, Condition::FinalShare | Condition::InitialShare) {
-                let m = "with fair sharing Kueue ignores `borrowWithinCohort`, so this rule is not Kueue's";
-                findings.push(unstated(rule, m));
-            }
-        }
-        p.borrow_within_cohort = BorrowWithinCohort::default();
     }
 }

@@ -84,25 +84,44 @@ impl Layout {
             })
             .collect();
         let any_model = quoted.contains(&Resource::Gpu(None));
-        if models.is_empty() && any_model {
-            groups.push((vec![GPU], vec![(ANY_GPU_FLAVOR.to_string(), vec![Resource::Gpu(None)])]));
-        } else if !models.is_empty() {
-            // Flavor names come out distinct or the translation has already failed.
-            let flavors = models
-                .iter()
-                .filter_map(|m| Some((names::flavor_name(m).ok()?, vec![Resource::Gpu(Some(m.clone()))])))
-                .collect();
-            groups.push((vec![GPU], flavors));
-            if any_model {
-                for q in policy.queues.iter().filter(|q| quotes(q, &Resource::Gpu(None))) {
-                    findings.push(Finding::unenforced(
-                        q.span,
-                        format!("queue `{}`: its GPU amounts of any model", q.name),
-                        "Kueue's quotas are per flavor, and this tree quotes GPU models, so each model is a flavor and the amounts across models are not Kueue's",
-                        super::Enforcer::Serve,
-                    ));
+        let mut flavors: Vec<Flavor> = Vec::new();
+        for m in &models {
+            match names::flavor_name(m) {
+                Ok(name) if flavors.iter().any(|(n, _)| *n == name) => {
+                    let m = format!("two GPU models give flavor `{name}`");
+                    findings.push(Finding::error(None, "the quota tree".into(), m));
                 }
+                Ok(name) => flavors.push((name, vec![Resource::Gpu(Some(m.clone()))])),
+                Err(_) => {} // reported with the model's other checks
             }
+        }
+        if any_model {
+            // Tried after the model flavors: GPUs of any model, the other models' included.
+            flavors.push((ANY_GPU_FLAVOR.to_string(), vec![Resource::Gpu(None)]));
+        }
+        if !flavors.is_empty() {
+            groups.push((vec![GPU], flavors));
+        }
+        if !models.is_empty() && any_model {
+            for q in policy.queues.iter().filter(|q| quotes(q, &Resource::Gpu(None))) {
+                findings.push(Finding::unenforced(
+                    q.span,
+                    format!("queue `{}`: its GPU amounts of any model beside model quotas", q.name),
+                    "Kueue's quotas are per flavor: the any-model amounts are flavor `any-gpu`, tried after the model flavors, so a queue may hold its model amounts and its any-model amount together, where gpol's any-model amount caps all its GPUs",
+                    super::Enforcer::Serve,
+                ));
+            }
+        } else if !models.is_empty() {
+            let listed: Vec<String> = models.iter().map(|m| format!("gpu({m})")).collect();
+            findings.push(Finding {
+                span: None,
+                construct: "GPUs of models without a quota".into(),
+                message: format!(
+                    "Kueue places GPU work only on its flavors, here {}: other models' GPUs, which gpol does not limit, are out of Kueue's reach (quote `gpu` to add flavor `any-gpu`)",
+                    listed.join(", ")
+                ),
+                enforcer: Some(super::Enforcer::Nobody),
+            });
         }
         Layout { groups, models }
     }
@@ -122,10 +141,6 @@ impl Layout {
             }
         }
         out
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.groups.is_empty()
     }
 }
 
@@ -211,9 +226,10 @@ impl<'p> Tree<'p> {
         let guarantee = self.guarantee(q, r);
         let children: f64 = queue.children.iter().map(|&c| self.guarantee(c, r)).sum();
         let unset_root = queue.parent.is_none() && self.written(q, QuotaKind::Guarantee, r).is_none();
-        if unset_root && self.capacity.is_none() && (queue.children.is_empty() || children > 0.0) {
-            findings.push(Finding::capacity(queue, r));
+        if unset_root && self.capacity.is_none() {
+            findings.push(Finding::unset_root_guarantee(queue, r));
         }
+        // Never below zero: the checker refuses a guarantee below its children's.
         let nominal = (guarantee - children).max(0.0);
         let limit = self.written(q, QuotaKind::Limit, r);
         let (borrowing, lending) = if queue.parent.is_some() {
@@ -260,10 +276,18 @@ pub fn quantity(r: &Resource, x: f64) -> String {
     }
 }
 
-/// A non-negative number as a quantity: whole, or in thousandths (`500m`).
+/// A non-negative number as a quantity: whole, in thousandths (`500m`) when exact, else
+/// in billionths (`1500n`), Kubernetes' finest unit.
 pub fn number(x: f64) -> String {
     let x = x.max(0.0);
-    if x.fract() == 0.0 && x < 1e15 { format!("{}", x as u64) } else { format!("{}m", (x * 1000.0).round() as u64) }
+    let milli = x * 1000.0;
+    if x.fract() == 0.0 && x < 1e15 {
+        format!("{}", x as u64)
+    } else if (milli - milli.round()).abs() < 1e-9 && milli < 1e15 {
+        format!("{}m", milli.round() as u64)
+    } else {
+        format!("{}n", (x * 1e9).round().min(9e18) as u64)
+    }
 }
 
 /// The resources a tree quotes that Kueue should not count, for the Configuration note.
