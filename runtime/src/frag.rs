@@ -6,50 +6,109 @@
 //! capacity is fragmented for it; otherwise the free capacity of the cards it cannot use
 //! is (cards partly taken, for whole-card shapes; cards with less free than the share,
 //! for fractional ones; cards without a free instance of the profile, for MIG). A shape
-//! that asks for no GPU can use none of it.
+//! that asks for no GPU can use none of it, nor can a shape whose GPU models the node's
+//! is not one of.
+//!
+//! The popular shapes are built as the ATC '23 simulator builds its task types: jobs keyed
+//! by what one replica asks of GPUs and CPU and by the GPU models it allows (host memory
+//! is no part of a shape), counted over the whole trace with CPU-only jobs, taken most
+//! popular first until they cover a share of the jobs (95 % by default), weights
+//! renormalised.
 
 use crate::fit::{self, Ask};
 use crate::jobs::Request;
 use crate::model::{Card, MILLI, Node, mig_milli};
-use gpol_compiler::schema::{Opt, ShapeRec};
+use gpol_compiler::schema::{Opt, ShapeRec, Sym};
 use std::collections::BTreeMap;
 
-/// How many shapes make `cluster.task_shapes` unless a run says otherwise.
+/// How many shapes a test's jobs make `cluster.task_shapes` (its own workload).
 pub const DEFAULT_SHAPES: usize = 16;
 
+/// The share of a trace's jobs its popular shapes cover unless a run says otherwise
+/// (the ATC '23 study's 95 %).
+pub const DEFAULT_COVERAGE: f64 = 0.95;
+
 /// A request shape of the workload and its share of the jobs.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TaskShape {
     pub ask: Ask,
+    /// The GPU models it may run on; empty: any.
+    pub models: Vec<Sym>,
     pub weight: f64,
 }
 
-/// The `max` most common per-replica shapes of the jobs' requests, weights renormalised
-/// to sum to 1; ties go to the smaller shape, so the result does not depend on job order.
-pub fn task_shapes(asks: impl IntoIterator<Item = Ask>, max: usize) -> Vec<TaskShape> {
-    task_shapes_counted(asks.into_iter().map(|a| (a, 1)), max)
+/// What makes two jobs of a trace the same task type: one replica's GPU request, GPU
+/// memory and CPU, and the GPU models allowed (sorted). Host memory is no part of it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ShapeKey {
+    pub ask: Ask,
+    pub models: Vec<String>,
 }
 
-/// [`task_shapes`] of asks already counted: each ask with how many jobs make it.
-pub fn task_shapes_counted(asks: impl IntoIterator<Item = (Ask, u64)>, max: usize) -> Vec<TaskShape> {
-    // Keyed so that iteration runs from the smallest shape up.
-    type Key = (u64, u8, u32, u64, u64, u64);
-    let mut counts: BTreeMap<Key, (Ask, u64)> = BTreeMap::new();
-    for (ask, n) in asks {
-        let (kind, arg) = match ask.request {
-            Request::None => (0, 0),
-            Request::Fraction(m) => (1, m),
-            Request::Mig(p) => (2, u32::from(p)),
-            Request::Whole(k) => (3, k),
-        };
-        counts.entry((ask.request.milli(), kind, arg, ask.gpu_mem, ask.cpu_milli, ask.mem)).or_insert((ask, 0)).1 += n;
+impl ShapeKey {
+    pub fn of_spec(job: &gpol_compiler::spec::JobSpec) -> ShapeKey {
+        let mut models = job.models.clone();
+        models.sort();
+        models.dedup();
+        ShapeKey { ask: Ask { mem: 0, ..Ask::of_spec(job) }, models }
     }
-    let mut shapes: Vec<(Ask, u64)> = counts.into_values().collect();
-    // Stable: equal counts keep the key order (smaller shapes first).
-    shapes.sort_by_key(|s| std::cmp::Reverse(s.1));
-    shapes.truncate(max);
+}
+
+/// The order shapes are listed in when equally popular: smallest first.
+type Order = (u64, u8, u32, u64, u64, u64);
+
+fn order(ask: &Ask) -> Order {
+    let (kind, arg) = match ask.request {
+        Request::None => (0, 0),
+        Request::Fraction(m) => (1, m),
+        Request::Mig(p) => (2, u32::from(p)),
+        Request::Whole(k) => (3, k),
+    };
+    (ask.request.milli(), kind, arg, ask.gpu_mem, ask.cpu_milli, ask.mem)
+}
+
+/// A trace's popular shapes: counted shapes taken most popular first (ties: the smaller
+/// shape) until they cover `coverage` of the jobs, at most `max`, weights renormalised.
+/// `intern` names the models as the cluster's nodes do.
+pub fn popular_shapes(
+    counted: impl IntoIterator<Item = (ShapeKey, u64)>,
+    coverage: f64,
+    max: usize,
+    mut intern: impl FnMut(&str) -> Sym,
+) -> Vec<TaskShape> {
+    let mut shapes: Vec<(ShapeKey, u64)> = counted.into_iter().filter(|(_, n)| *n > 0).collect();
+    shapes.sort_by(|a, b| {
+        b.1.cmp(&a.1).then_with(|| (order(&a.0.ask), &a.0.models).cmp(&(order(&b.0.ask), &b.0.models)))
+    });
     let total: u64 = shapes.iter().map(|(_, n)| n).sum();
-    shapes.into_iter().map(|(ask, n)| TaskShape { ask, weight: n as f64 / total.max(1) as f64 }).collect()
+    let goal = coverage.clamp(0.0, 1.0) * total as f64;
+    let mut covered = 0u64;
+    let mut kept = 0;
+    while kept < shapes.len() && kept < max && (kept == 0 || (covered as f64) < goal) {
+        covered += shapes[kept].1;
+        kept += 1;
+    }
+    shapes.truncate(kept);
+    shapes
+        .into_iter()
+        .map(|(key, n)| TaskShape {
+            ask: key.ask,
+            models: key.models.iter().map(|m| intern(m)).collect(),
+            weight: n as f64 / covered.max(1) as f64,
+        })
+        .collect()
+}
+
+/// The `max` most common per-replica shapes of a test's jobs (any model), weights
+/// renormalised to sum to 1; ties go to the smaller shape, so the result does not depend
+/// on job order.
+pub fn task_shapes(asks: impl IntoIterator<Item = Ask>, max: usize) -> Vec<TaskShape> {
+    let mut counts: BTreeMap<Order, (Ask, u64)> = BTreeMap::new();
+    for ask in asks {
+        counts.entry(order(&ask)).or_insert((ask, 0)).1 += 1;
+    }
+    let counted = counts.into_values().map(|(ask, n)| (ShapeKey { ask, models: Vec::new() }, n));
+    popular_shapes(counted, 1.0, max, |_| Sym(0))
 }
 
 /// The records rules read as `cluster.task_shapes`.
@@ -104,10 +163,19 @@ pub fn fragmented(node: &Node, ask: &Ask) -> u64 {
     if enough { total - usable_free } else { total }
 }
 
+/// [`fragmented`] for a shape that may allow only some GPU models: on a node of another
+/// model it can use nothing.
+pub fn fragmented_shape(node: &Node, shape: &TaskShape) -> u64 {
+    if !shape.models.is_empty() && !shape.models.contains(&node.model) {
+        return if node.up { node.free_milli() } else { 0 };
+    }
+    fragmented(node, &shape.ask)
+}
+
 /// Expected fragmentation of the nodes for the workload (milli): each shape's
 /// fragmented capacity, weighted by the shape's share.
 pub fn expected(nodes: &[Node], shapes: &[TaskShape]) -> f64 {
-    nodes.iter().map(|n| shapes.iter().map(|s| s.weight * fragmented(n, &s.ask) as f64).sum::<f64>()).sum()
+    nodes.iter().map(|n| shapes.iter().map(|s| s.weight * fragmented_shape(n, s) as f64).sum::<f64>()).sum()
 }
 
 /// Free capacity (milli) no shape of `asks` can use: on each node, the least any of
@@ -209,8 +277,12 @@ mod tests {
         // No GPU asked: none of it is usable. Host too small: all of it.
         assert_eq!(fragmented(&n, &ask(Request::None, 0)), 2900);
         assert_eq!(fragmented(&n, &ask(Request::Fraction(100), 9000)), 2900);
-        let shapes = [TaskShape { ask: whole(1), weight: 0.5 }, TaskShape { ask: whole(3), weight: 0.5 }];
+        let shape = |a, weight| TaskShape { ask: a, models: vec![], weight };
+        let shapes = [shape(whole(1), 0.5), shape(whole(3), 0.5)];
         assert_eq!(expected(std::slice::from_ref(&n), &shapes), 1900.0);
+        // A shape for another model can use none of it.
+        let elsewhere = TaskShape { models: vec![Sym(n.model.0 + 1)], ..shape(whole(1), 1.0) };
+        assert_eq!(expected(std::slice::from_ref(&n), &[elsewhere]), 2900.0);
         assert_eq!(unusable(std::slice::from_ref(&n), &[whole(1), ask(Request::Fraction(200), 0)]), 0);
         assert_eq!(unusable(std::slice::from_ref(&n), &[whole(1)]), 900);
     }
@@ -256,5 +328,35 @@ mod tests {
         assert!((shapes[0].weight - 0.8).abs() < 1e-12);
         // The tie between the 0.5 and the 8-card shape goes to the smaller.
         assert_eq!(shapes[1].ask.request, Request::Fraction(500));
+    }
+
+    #[test]
+    fn a_traces_shapes_cover_a_share_of_its_jobs() {
+        let key = |request, models: &[&str]| ShapeKey {
+            ask: ask(request, 0),
+            models: models.iter().map(|m| m.to_string()).collect(),
+        };
+        // 50 one-card jobs, 30 on V100 only, 15 CPU-only, 5 eight-card.
+        let counted = vec![
+            (key(Request::Whole(1), &[]), 50),
+            (key(Request::Whole(1), &["V100"]), 30),
+            (key(Request::None, &[]), 15),
+            (key(Request::Whole(8), &[]), 5),
+        ];
+        let mut names = Vec::new();
+        let mut intern = |m: &str| {
+            names.push(m.to_string());
+            Sym(7)
+        };
+        // 95 % takes the CPU-only shape too (50 + 30 + 15 = 95), not the last 5 %.
+        let shapes = popular_shapes(counted.clone(), 0.95, 64, &mut intern);
+        assert_eq!(shapes.len(), 3);
+        assert_eq!((shapes[1].models.as_slice(), shapes[2].ask.request), (&[Sym(7)][..], Request::None));
+        assert!((shapes[0].weight - 50.0 / 95.0).abs() < 1e-12, "renormalised over what is kept");
+        assert_eq!(names, ["V100"]);
+        // 96 % needs the fourth; a cap stops sooner; the most popular is always kept.
+        assert_eq!(popular_shapes(counted.clone(), 0.96, 64, |_| Sym(0)).len(), 4);
+        assert_eq!(popular_shapes(counted.clone(), 0.96, 2, |_| Sym(0)).len(), 2);
+        assert_eq!(popular_shapes(counted, 0.0, 64, |_| Sym(0)).len(), 1);
     }
 }

@@ -41,6 +41,7 @@ fn shape() -> impl Strategy<Value = TaskShape> {
     let request = prop_oneof![8 => request(), 1 => Just(Request::None)];
     (request, 0u64..6, 1u32..10).prop_map(|(request, cpu, weight)| TaskShape {
         ask: Ask { request, gpu_mem: 0, cpu_milli: cpu * 1000, mem: 0 },
+        models: vec![],
         weight: f64::from(weight),
     })
 }
@@ -72,7 +73,8 @@ fn case() -> impl Strategy<Value = Case> {
         prop::collection::vec((1u32..=8, 1u32..=4, 2u64..=24), 1..5),
         prop::collection::vec((request(), 0u64..4, 0usize..8), 0..16),
         prop::collection::vec(shape(), 0..8),
-        (request(), 0u64..4),
+        // Jobs of no GPU too: the CPU they take can leave a shape no room.
+        (prop_oneof![6 => request(), 1 => Just(Request::None)], 0u64..8),
     )
 }
 
@@ -103,7 +105,7 @@ fn agrees(kind: EngineKind, case: &Case) -> Result<(), TestCaseError> {
         let _ = s.start_on(id, &[node % nodes.len()], History::default());
     }
     let total: f64 = shapes.iter().map(|t| t.weight).sum();
-    let shapes: Vec<TaskShape> = shapes.iter().map(|t| TaskShape { weight: t.weight / total, ..*t }).collect();
+    let shapes: Vec<TaskShape> = shapes.iter().map(|t| TaskShape { weight: t.weight / total, ..t.clone() }).collect();
     s.set_task_shapes(frag::shape_records(&shapes));
     let id = s.submit(job(*request, *cpu)).map_err(|e| TestCaseError::fail(e.to_string()))?;
 
@@ -119,6 +121,7 @@ fn agrees(kind: EngineKind, case: &Case) -> Result<(), TestCaseError> {
             continue;
         }
         let expected = match job.request {
+            Request::None => oracle(s.cluster(), n, job, &[], &shapes),
             Request::Whole(_) => {
                 let chosen = fit::choose(node, job, None).ok_or_else(|| TestCaseError::fail("fits but no cards"))?;
                 oracle(s.cluster(), n, job, &chosen, &shapes)
@@ -155,8 +158,8 @@ proptest! {
 /// A hand-computed case: the paper's example of a share that strands a card's remainder.
 #[test]
 fn a_share_that_strands_a_remainder_grows_fragmentation() {
-    let shapes =
-        vec![TaskShape { ask: Ask { request: Request::Fraction(500), gpu_mem: 0, cpu_milli: 0, mem: 0 }, weight: 1.0 }];
+    let ask = Ask { request: Request::Fraction(500), gpu_mem: 0, cpu_milli: 0, mem: 0 };
+    let shapes = vec![TaskShape { ask, models: vec![], weight: 1.0 }];
     // One card with 0.5 free: a 0.2 share leaves 0.3, which no half-card job can use.
     let case: Case = (vec![(1, 4, 8)], vec![(Request::Fraction(500), 0, 0)], shapes, (Request::Fraction(200), 0));
     agrees(EngineKind::Jit, &case).expect("agrees");
@@ -171,4 +174,24 @@ fn a_share_that_strands_a_remainder_grows_fragmentation() {
     s.policy().engine().filter_score(&s.ctx(&view), &s.job_rec(id), s.node_records(), &mut out);
     // Before: 0.5 free, all usable: 0. After: 0.3 free, none usable: 0.3.
     assert!(((0.5 - out[0].score) * SCALE - 0.3).abs() < 1e-9, "score {}", out[0].score);
+}
+
+/// A hand-computed case: a job of no GPU takes the CPU a one-card shape needed, so the
+/// node's two free cards are stranded.
+#[test]
+fn a_cpu_only_job_that_takes_a_shapes_cores_strands_the_cards() {
+    let ask = Ask { request: Request::Whole(1), gpu_mem: 0, cpu_milli: 4000, mem: 0 };
+    let shapes = vec![TaskShape { ask, models: vec![], weight: 1.0 }];
+    let case: Case = (vec![(2, 1, 6)], vec![], shapes.clone(), (Request::None, 3));
+    agrees(EngineKind::Jit, &case).expect("agrees");
+    agrees(EngineKind::Interp, &case).expect("agrees");
+    let mut s = Scheduler::new(compiled(EngineKind::Jit));
+    s.add_node(&node("n".into(), 2, 1, 6)).expect("node");
+    s.set_task_shapes(frag::shape_records(&shapes));
+    let id = s.submit(job(Request::None, 3)).expect("submit");
+    let view = s.view(Some(id));
+    let mut out = vec![NodeResult::default(); 1];
+    s.policy().engine().filter_score(&s.ctx(&view), &s.job_rec(id), s.node_records(), &mut out);
+    // Before: 6 cores and two free cards, all usable: 0. After: 3 cores, no shape fits: 2.
+    assert!(((0.5 - out[0].score) * SCALE - 2.0).abs() < 1e-9, "score {}", out[0].score);
 }

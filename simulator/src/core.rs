@@ -44,13 +44,14 @@ pub struct Config {
     pub retry_ms: u64,
     /// Chart resolution: the series keep between this many and twice as many points.
     pub points: usize,
-    /// How many of the workload's most common shapes make `cluster.task_shapes`.
-    pub task_shapes: usize,
+    /// The share of the workload's jobs its most popular shapes, `cluster.task_shapes`,
+    /// cover (at most `MAX_TASK_SHAPES` of them).
+    pub shape_coverage: f64,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { mode: Mode::Timed, seed: 1, retry_ms: 60_000, points: 300, task_shapes: frag::DEFAULT_SHAPES }
+        Config { mode: Mode::Timed, seed: 1, retry_ms: 60_000, points: 300, shape_coverage: frag::DEFAULT_COVERAGE }
     }
 }
 
@@ -244,7 +245,11 @@ impl<'a> Sim<'a> {
         }
         resolve_all(&s, workload)?;
         let summary = workload.summary();
-        let shapes = frag::task_shapes_counted(summary.asks.iter().map(|(a, n)| (*a, *n)), config.task_shapes);
+        let max = gpol_compiler::limits::MAX_TASK_SHAPES as usize;
+        // A model no node has matches none: `Sym(0)` names nothing.
+        let known = |m: &str| s.symbols().get(m).unwrap_or(gpol_compiler::schema::Sym(0));
+        let counted = summary.shapes.iter().map(|(k, n)| (k.clone(), *n));
+        let shapes = frag::popular_shapes(counted, config.shape_coverage, max, known);
         s.set_task_shapes(frag::shape_records(&shapes));
         let leaves: Vec<QueueId> = (0..s.quotas().queues.len()).filter(|&q| s.quotas().queues[q].is_leaf()).collect();
         let capacity_milli = cluster.total_gpus() * u64::from(MILLI);

@@ -8,7 +8,7 @@
 use crate::input::InputError;
 use crate::trace::{self, Rows, TraceJob};
 use gpol_compiler::files::{self, Stamp};
-use gpol_runtime::fit::Ask;
+use gpol_runtime::frag::ShapeKey;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::io::BufReader;
@@ -37,8 +37,8 @@ pub struct Summary {
     pub jobs: u64,
     pub first_arrival_ms: u64,
     pub last_arrival_ms: u64,
-    /// How many jobs ask for each per-replica shape.
-    pub asks: HashMap<Ask, u64>,
+    /// How many jobs make each task shape (per replica, the ATC '23 simulator's key).
+    pub shapes: HashMap<ShapeKey, u64>,
     /// The priority classes jobs name, sorted.
     pub classes: Vec<String>,
     /// The first job (in arrival order) of each queue and priority class named together:
@@ -53,7 +53,7 @@ impl Summary {
         }
         self.jobs += 1;
         self.last_arrival_ms = self.last_arrival_ms.max(j.arrival_ms);
-        *self.asks.entry(j.ask()).or_default() += 1;
+        *self.shapes.entry(ShapeKey::of_spec(&j.job)).or_default() += 1;
         if routes.insert((j.job.queue.clone(), j.job.priority_class.clone())) {
             self.routes.push(j.clone());
         }

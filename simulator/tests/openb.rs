@@ -77,3 +77,25 @@ fn best_fit_fills_the_openb_cluster_to_130_percent() {
     assert!(fill.arrived.windows(2).all(|w| w[0] < w[1]));
     assert!(fill.allocated.windows(2).all(|w| w[0] <= w[1] + 1e-12));
 }
+
+#[test]
+fn the_default_traces_task_shapes_are_the_reference_simulators() {
+    let Some(dir) = data_dir() else { return };
+    let (name, text) = read(&dir, "openb_pod_list_default.csv");
+    let w = sim::read_trace(&text, &name).unwrap();
+    let counted = w.summary().shapes.iter().map(|(k, n)| (k.clone(), *n));
+    let shapes = gpol_runtime::frag::popular_shapes(counted, 0.95, 64, |_| gpol_compiler::schema::Sym(1));
+    // The ATC '23 simulator's log for this trace: 35 task types covering 95.3 % of pods.
+    let total = w.len() as f64;
+    let covered: u64 = w
+        .summary()
+        .shapes
+        .iter()
+        .filter(|(k, _)| shapes.iter().any(|s| s.ask == k.ask && s.models.is_empty() == k.models.is_empty()))
+        .map(|(_, n)| n)
+        .sum();
+    eprintln!("{} shapes, {:.1} % of {total} jobs", shapes.len(), covered as f64 / total * 100.0);
+    assert_eq!(shapes.len(), 35);
+    assert!((covered as f64 / total - 0.953).abs() < 0.0005, "{covered} of {total}");
+    assert!(shapes.iter().any(|s| s.ask.request == gpol_runtime::Request::None), "CPU-only jobs are a shape");
+}

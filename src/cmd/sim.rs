@@ -43,6 +43,11 @@ pub struct Args {
     /// until the requested GPUs reach PCT percent of capacity.
     #[arg(long, value_name = "PCT")]
     fill: Option<f64>,
+    /// `cluster.task_shapes` (fragmentation-aware scores): the trace's most popular
+    /// shapes until they cover PCT percent of its jobs (at most 64), as the ATC '23
+    /// simulator builds its task types.
+    #[arg(long, value_name = "PCT", default_value_t = 95.0)]
+    shape_coverage: f64,
     /// Seed of the fill order and of `hash01`.
     #[arg(long, default_value_t = 1, conflicts_with = "seeds")]
     seed: u64,
@@ -94,6 +99,11 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         Some(pct) => return Err(usage(format!("--fill takes a positive percentage, not {pct}"))),
         None => Mode::Timed,
     };
+    if !(0.0..=100.0).contains(&args.shape_coverage) {
+        eprintln!("error: --shape-coverage takes a percentage from 0 to 100, not {}", args.shape_coverage);
+        return Err(USAGE);
+    }
+    let shape_coverage = args.shape_coverage / 100.0;
     // The report's path and the inputs first, so a bad one is reported before any work.
     let inputs: Vec<&std::path::Path> = [&args.policy, &args.cluster, &args.trace]
         .into_iter()
@@ -148,7 +158,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     let results: Vec<Result<Report, SimError>> = runs
         .par_iter()
         .map(|&(p, seed)| {
-            let config = Config { mode, seed, retry_ms, ..Config::default() };
+            let config = Config { mode, seed, retry_ms, shape_coverage, ..Config::default() };
             let seen = AtomicU64::new(0);
             let progress = |done: f64| {
                 let now = (done.clamp(0.0, 1.0) * 1000.0) as u64;
