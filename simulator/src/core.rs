@@ -34,6 +34,18 @@ pub enum Mode {
     Fill { target: f64 },
 }
 
+/// How fill mode reaches its target once the trace's jobs have all come.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sampling {
+    /// The whole trace again in a fresh order, pass after pass, until the target.
+    #[default]
+    Passes,
+    /// As the ATC '23 simulator tunes its workload: the shuffled trace topped up with jobs
+    /// drawn with replacement until the next would pass the target, or, when the trace
+    /// alone passes it, random jobs removed until it does not.
+    Replacement,
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub mode: Mode,
@@ -47,11 +59,20 @@ pub struct Config {
     /// The share of the workload's jobs its most popular shapes, `cluster.task_shapes`,
     /// cover (at most `MAX_TASK_SHAPES` of them).
     pub shape_coverage: f64,
+    /// Fill mode: how the workload reaches its target.
+    pub sampling: Sampling,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { mode: Mode::Timed, seed: 1, retry_ms: 60_000, points: 300, shape_coverage: frag::DEFAULT_COVERAGE }
+        Config {
+            mode: Mode::Timed,
+            seed: 1,
+            retry_ms: 60_000,
+            points: 300,
+            shape_coverage: frag::DEFAULT_COVERAGE,
+            sampling: Sampling::Passes,
+        }
     }
 }
 
@@ -639,11 +660,16 @@ impl<'a> Sim<'a> {
         // in a fresh order (a pass that asks for no GPU at all ends the run).
         let mut pass = 0;
         let mut n = 0usize;
+        let sampled = self.config.sampling == Sampling::Replacement;
+        let mut drawn = vec![0usize; jobs.len()];
         'fill: loop {
             order.shuffle(&mut rng);
+            if sampled {
+                order = tuned(order, &jobs, goal, &mut rng);
+            }
             let before = arrived;
             for &index in &order {
-                if arrived as f64 >= goal {
+                if arrived as f64 >= goal && !sampled {
                     break 'fill;
                 }
                 n += 1;
@@ -653,7 +679,14 @@ impl<'a> Sim<'a> {
                     }
                     (control.progress)(arrived as f64 / goal.max(1.0));
                 }
-                self.fill_one(&jobs[index], pass, &mut arrived, &mut failed, control)?;
+                // A job drawn again is a repeat of the trace's job, as a later pass's is.
+                let repeat = if sampled {
+                    drawn[index] += 1;
+                    drawn[index] - 1
+                } else {
+                    pass
+                };
+                self.fill_one(&jobs[index], repeat, &mut arrived, &mut failed, control)?;
                 let share = arrived as f64 / capacity.max(1.0);
                 if share >= next_point {
                     curve.arrived.push(share);
@@ -662,7 +695,7 @@ impl<'a> Sim<'a> {
                     next_point = share + 0.01;
                 }
             }
-            if arrived == before {
+            if arrived == before || sampled {
                 break;
             }
             pass += 1;
@@ -877,4 +910,31 @@ fn resolve_all(s: &Scheduler, workload: &Workload) -> Result<(), InputError> {
         })?;
     }
     Ok(())
+}
+
+/// The shuffled trace tuned to `goal` milli-GPU as the ATC '23 simulator tunes it: topped
+/// up with jobs drawn with replacement until the next would pass the goal (jobs of no GPU
+/// never do), or, when the trace alone passes it, random jobs removed until it does not.
+fn tuned(mut order: Vec<usize>, jobs: &[TraceJob], goal: f64, rng: &mut rand_pcg::Pcg64Mcg) -> Vec<usize> {
+    use rand::RngExt;
+    let milli = |i: usize| jobs[i].milli() as f64;
+    let mut total: f64 = order.iter().map(|&i| milli(i)).sum();
+    if jobs.is_empty() || jobs.iter().all(|j| j.milli() == 0) {
+        return order;
+    }
+    if total <= goal {
+        loop {
+            let i = rng.random_range(0..jobs.len());
+            if total + milli(i) > goal {
+                return order;
+            }
+            total += milli(i);
+            order.push(i);
+        }
+    }
+    while total > goal && !order.is_empty() {
+        let at = rng.random_range(0..order.len());
+        total -= milli(order.remove(at));
+    }
+    order
 }

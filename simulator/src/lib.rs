@@ -22,7 +22,7 @@ pub mod summary;
 pub mod trace;
 pub mod workload;
 
-pub use core::{Config, Control, Mode, SimError, run};
+pub use core::{Config, Control, Mode, Sampling, SimError, run};
 pub use workload::Workload;
 
 use input::InputError;

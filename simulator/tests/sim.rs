@@ -6,7 +6,7 @@ use gpol_runtime::Request;
 use gpol_sim::report::Report;
 use gpol_sim::spec::{ClusterSpec, parse_toml};
 use gpol_sim::trace::{TraceJob, parse};
-use gpol_sim::{Config, Control, Mode, Workload, run};
+use gpol_sim::{Config, Control, Mode, Sampling, Workload, run};
 use proptest::prelude::*;
 use std::sync::atomic::AtomicBool;
 
@@ -131,6 +131,31 @@ fn fill_mode_stops_at_the_target_and_withdraws_what_does_not_fit() {
     assert!((fill.failed - 0.6).abs() < 1e-9);
     // 0.4 free on each card, usable by no 0.6 shape: all of it is fragmented.
     assert!((r.fragmentation - 0.4).abs() < 1e-9);
+}
+
+#[test]
+fn fill_by_sampling_with_replacement_stops_before_the_job_that_would_pass_the_target() {
+    // Two one-GPU cards; jobs of 0.4 and 0.3 GPU, four of them: 1.4 GPUs, below 1.5 × 2.
+    let two = "[[pool]]\nname = \"n\"\ncount = 2\ngpu_model = \"t4\"\ngpus = 1\nsharing = \"mps\"\nmax_clients = 8\ncpu = 64\nmem = \"32GiB\"\n";
+    let trace = "name,arrival,gpu_fraction\na,0,0.4\nb,0,0.4\nc,0,0.3\nd,0,0.3\n";
+    for seed in 0..20 {
+        let config =
+            Config { mode: Mode::Fill { target: 1.5 }, seed, sampling: Sampling::Replacement, ..Config::default() };
+        let r = simulate(&policy(FIFO, EngineKind::Jit), &cluster(two), &workload(trace), &config);
+        let fill = r.fill.as_ref().expect("a fill curve");
+        let arrived = fill.arrived.last().copied().unwrap_or(0.0) * 2.0;
+        // Topped up from 1.4 with draws of 0.3 or 0.4 until the next would pass 3.0: it
+        // ends within 0.4 of the goal, never above it, with every original job and repeats.
+        assert!(arrived <= 3.0 + 1e-9 && arrived > 2.6 - 1e-9, "seed {seed}: {arrived}");
+        assert!(r.jobs.total > 4, "seed {seed}: repeats were drawn");
+    }
+    // A trace above the target loses random jobs until it is not.
+    let trace: String = std::iter::once("name,arrival,gpu_fraction\n".to_string())
+        .chain((0..10).map(|i| format!("j{i},0,0.6\n")))
+        .collect();
+    let config = Config { mode: Mode::Fill { target: 1.5 }, sampling: Sampling::Replacement, ..Config::default() };
+    let r = simulate(&policy(FIFO, EngineKind::Jit), &cluster(two), &workload(&trace), &config);
+    assert_eq!(r.jobs.total, 5, "3.0 GPUs of 0.6 jobs");
 }
 
 #[test]

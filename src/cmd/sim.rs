@@ -43,6 +43,12 @@ pub struct Args {
     /// until the requested GPUs reach PCT percent of capacity.
     #[arg(long, value_name = "PCT")]
     fill: Option<f64>,
+    /// Fill mode: once the trace has come, `passes` sends it again in a fresh order;
+    /// `replacement` tops it up with jobs drawn with replacement until the next would pass
+    /// the target (or drops random jobs when the trace alone passes it), as the ATC '23
+    /// simulator does.
+    #[arg(long, value_enum, default_value = "passes")]
+    fill_sampling: FillSampling,
     /// `cluster.task_shapes` (fragmentation-aware scores): the trace's most popular
     /// shapes until they cover PCT percent of its jobs (at most 64), as the ATC '23
     /// simulator builds its task types.
@@ -75,6 +81,12 @@ pub struct Args {
     /// Replace a read-only report file.
     #[arg(long)]
     force: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum FillSampling {
+    Passes,
+    Replacement,
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
@@ -158,7 +170,11 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     let results: Vec<Result<Report, SimError>> = runs
         .par_iter()
         .map(|&(p, seed)| {
-            let config = Config { mode, seed, retry_ms, shape_coverage, ..Config::default() };
+            let sampling = match args.fill_sampling {
+                FillSampling::Passes => sim::Sampling::Passes,
+                FillSampling::Replacement => sim::Sampling::Replacement,
+            };
+            let config = Config { mode, seed, retry_ms, shape_coverage, sampling, ..Config::default() };
             let seen = AtomicU64::new(0);
             let progress = |done: f64| {
                 let now = (done.clamp(0.0, 1.0) * 1000.0) as u64;
