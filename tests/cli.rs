@@ -423,3 +423,19 @@ fn sim_decisions_are_the_runs_own_record_job_by_job() {
     // One run only.
     gpolc().args(["sim", "--seeds", "1..2", "--decisions"]).arg(dir.path().join("two.jsonl")).assert().code(2);
 }
+
+#[test]
+fn a_timed_replay_of_an_openb_pod_list_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let pods = write(
+        dir.path(),
+        "pods.csv",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
+         p-0,1000,1024,1,1000,,LS,Running,100,1100,200\n",
+    );
+    let out = gpolc().args(["sim", "policies/best_fit.gpol", "--trace", &pods]).assert().success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("warning: the trace is an openb pod list") && err.contains("--fill 130"), "{err}");
+    let out = gpolc().args(["sim", "policies/best_fit.gpol", "--trace", &pods, "--fill", "130"]).assert().success();
+    assert!(!String::from_utf8_lossy(&out.get_output().stderr).contains("openb pod list"));
+}

@@ -34,6 +34,9 @@ pub enum Mode {
     Fill { target: f64 },
 }
 
+/// The note on a timed replay of an openb pod list.
+pub const OPENB_TIMED: &str = "the trace is an openb pod list, a snapshot of a cluster's pods without usable run times: replayed in time, nearly nothing runs. Run it in fill mode (`--fill 130`), as the ATC '23 study does";
+
 /// How fill mode reaches its target once the trace's jobs have all come.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Sampling {
@@ -258,6 +261,9 @@ impl<'a> Sim<'a> {
             notes.push(format!(
                 "the cluster spec gives no `{level}` topology: each node is a `{level}` domain of its own"
             ));
+        }
+        if config.mode == Mode::Timed && workload.is_openb() {
+            notes.push(OPENB_TIMED.to_string());
         }
         for def in &cluster.nodes {
             s.add_node(&def.to_spec(&levels)).map_err(|e| {

@@ -76,10 +76,12 @@ fn read_any_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputEr
 /// Reads a trace held in memory, in whichever format it is: an openb pod list (CSV), or
 /// gpol's native CSV or JSON Lines.
 pub fn read_trace(text: &str, file: &str) -> Result<Workload, InputError> {
-    let jobs = if openb::is_pod_list(text) { openb::parse_pods(text, file)? } else { trace::parse(text, file)? };
+    let openb = openb::is_pod_list(text);
+    let jobs = if openb { openb::parse_pods(text, file)? } else { trace::parse(text, file)? };
     // Whatever the format, the one job model's limits hold (docs/limits.md).
     let jobs = jobs.into_iter().map(|j| workload::checked(j, file)).collect::<Result<Vec<_>, _>>()?;
-    Ok(Workload::from_jobs(file, jobs))
+    let workload = Workload::from_jobs(file, jobs);
+    Ok(if openb { workload.from_openb() } else { workload })
 }
 
 /// Reads the trace at `path` (at most `max_bytes`), named `file` in errors: a native

@@ -21,6 +21,8 @@ pub struct Workload {
     pub name: String,
     source: Source,
     summary: Summary,
+    /// An openb pod list: a snapshot of a cluster's pods, without usable run times.
+    openb: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +63,18 @@ impl Summary {
 }
 
 impl Workload {
+    /// Marks the workload as read from an openb pod list.
+    pub fn from_openb(mut self) -> Workload {
+        self.openb = true;
+        self
+    }
+
+    /// Whether it was read from an openb pod list, whose pods carry no usable run times:
+    /// replayed in time, nearly nothing would run. Fill mode is what such a list is for.
+    pub fn is_openb(&self) -> bool {
+        self.openb
+    }
+
     /// A workload of jobs in memory, ordered here by arrival (ties keep their order).
     pub fn from_jobs(name: impl Into<String>, mut jobs: Vec<TraceJob>) -> Workload {
         jobs.sort_by_key(|j| j.arrival_ms);
@@ -74,7 +88,7 @@ impl Workload {
             }
         }
         summary.classes = classes.into_iter().collect();
-        Workload { name: name.into(), source: Source::Held(jobs), summary }
+        Workload { name: name.into(), source: Source::Held(jobs), summary, openb: false }
     }
 
     /// Reads the native trace at `path` (at most `max_bytes`) once, checking every row;
@@ -112,7 +126,7 @@ impl Workload {
         }
         unique_names(path, name, max_bytes, stamp, names)?;
         let source = Source::File { path: path.to_path_buf(), max_bytes, stamp };
-        Ok(Workload { name: name.to_string(), source, summary })
+        Ok(Workload { name: name.to_string(), source, summary, openb: false })
     }
 
     /// What a pass over the jobs found.

@@ -281,3 +281,19 @@ proptest! {
         prop_assert_eq!(&a, &json(&interp));
     }
 }
+
+#[test]
+fn a_timed_replay_of_an_openb_pod_list_says_to_fill_instead() {
+    let pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
+        p-0,1000,1024,1,1000,,LS,Running,100,1100,200\n\
+        p-1,1000,1024,1,500,,BE,Running,50,,\n";
+    let w = gpol_sim::read_trace(pods, "pods.csv").expect("an openb pod list");
+    assert!(w.is_openb());
+    assert!(!workload("name,arrival,gpus\nx,0,1\n").is_openb());
+    let p = policy(FIFO, EngineKind::Jit);
+    let timed = simulate(&p, &cluster(ONE_NODE), &w, &Config::default());
+    assert!(timed.notes.iter().any(|n| n == gpol_sim::core::OPENB_TIMED), "{:?}", timed.notes);
+    let fill = Config { mode: Mode::Fill { target: 1.3 }, ..Config::default() };
+    let filled = simulate(&p, &cluster(ONE_NODE), &w, &fill);
+    assert!(!filled.notes.iter().any(|n| n == gpol_sim::core::OPENB_TIMED), "{:?}", filled.notes);
+}

@@ -130,6 +130,9 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         Some(path) => open_trace(path)?,
         None => read(&None, DEFAULT_TRACE, MAX_INPUT_BYTES, sim::read_trace)?,
     };
+    if mode == Mode::Timed && workload.is_openb() {
+        eprintln!("warning: {}", sim::core::OPENB_TIMED);
+    }
     let paths: Vec<Option<&PathBuf>> = match (&args.policy, args.compare.is_empty()) {
         (None, false) => args.compare.iter().map(Some).collect(),
         (policy, _) => std::iter::once(policy.as_ref()).chain(args.compare.iter().map(Some)).collect(),
