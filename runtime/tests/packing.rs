@@ -195,3 +195,29 @@ fn a_cpu_only_job_that_takes_a_shapes_cores_strands_the_cards() {
     // Before: 6 cores and two free cards, all usable: 0. After: 3 cores, no shape fits: 2.
     assert!(((0.5 - out[0].score) * SCALE - 2.0).abs() < 1e-9, "score {}", out[0].score);
 }
+
+/// `std.pack.node_order` is the ATC '23 simulator's tie-break: one fixed random order of
+/// the nodes per seed, the same in both engines.
+#[test]
+fn node_order_is_a_fixed_random_order_per_seed() {
+    let text = "policy order\n\nuse std.pack\n\nscore order tier 1 { std.pack.node_order(node) }\n";
+    let first = |seed: u64, kind: EngineKind| {
+        let mut s = Scheduler::new(support::compiled("order.gpol", text, kind));
+        s.set_seed(seed);
+        for i in 0..16 {
+            s.add_node(&node(format!("n{i}"), 1, 1, 8)).expect("node");
+        }
+        let id = s.submit(job(Request::Whole(1), 0)).expect("submit");
+        match s.decide(id) {
+            gpol_runtime::place::Decision::Place { replicas } => replicas[0],
+            other => panic!("placed nowhere: {other:?}"),
+        }
+    };
+    let picks: Vec<usize> = (1..=10).map(|seed| first(seed, EngineKind::Jit)).collect();
+    for (seed, &pick) in (1..=10).zip(&picks) {
+        assert_eq!(first(seed, EngineKind::Jit), pick, "seed {seed}: the same order again");
+        assert_eq!(first(seed, EngineKind::Interp), pick, "seed {seed}: both engines");
+    }
+    let distinct: std::collections::BTreeSet<usize> = picks.iter().copied().collect();
+    assert!(distinct.len() >= 4, "seeds draw different orders: {picks:?}");
+}
