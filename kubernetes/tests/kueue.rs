@@ -610,5 +610,5 @@ fn an_unset_root_guarantee_is_named_even_when_no_child_is_promised_any() {
     let text = "policy p\nqueue r {\n  queue a { limit 8 gpu }\n  queue b { limit 4 gpu }\n}\n";
     let t = kueue::translate(&policy_text(text), &Options::default());
     let f = t.findings.iter().find(|f| f.construct == "queue `r`: its unset gpu guarantee").expect("named");
-    assert_eq!(f.enforcer, Some(kueue::Enforcer::Nobody), "Kueue is stricter there: nobody gives it back");
+    assert_eq!(f.enforcer, Some(kueue::Enforcer::Stricter), "Kueue is stricter there");
 }

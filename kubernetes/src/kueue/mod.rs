@@ -46,8 +46,11 @@ pub enum Enforcer {
     /// preemption of workloads does not ask it).
     ServePreempt,
     /// Nothing yet: it needs gpol's runtime to own admission (the gated controller of
-    /// docs/kubernetes.md, not built), or Kueue is stricter than the policy there.
+    /// docs/kubernetes.md, not built).
     Nobody,
+    /// Nobody can: Kueue is stricter than the policy there (it refuses work gpol would
+    /// admit) until the objects are given what they lack.
+    Stricter,
 }
 
 impl Enforcer {
@@ -60,6 +63,7 @@ impl Enforcer {
             Enforcer::Nobody => {
                 "nothing enforces it on Kubernetes yet: it needs gpol to own admission (docs/kubernetes.md, the gated controller)"
             }
+            Enforcer::Stricter => "Kueue is stricter than the policy here: it will refuse work gpol admits",
         }
     }
 }
@@ -92,8 +96,8 @@ impl Finding {
         Finding::unenforced(
             queue.span,
             format!("queue `{}`: its unset {r} guarantee", queue.name),
-            "at a root, gpol takes an unset guarantee as the cluster's capacity, which Kueue must be given as a number: without `--cluster` the Kueue objects hold only what the queues are promised, and Kueue refuses work gpol would admit",
-            Enforcer::Nobody,
+            "at a root, gpol takes an unset guarantee as the cluster's capacity, which Kueue must be given as a number: without `--cluster` (or the guarantee written) the Kueue objects hold only what the queues are promised",
+            Enforcer::Stricter,
         )
     }
 }
@@ -173,12 +177,17 @@ fn tree(
         configuration.push("  quotaCheckStrategy: IgnoreUndeclared".into());
     }
     let settings = preemption::settings(policy, findings);
-    let share_order = conditions::is_kueue_share_order(policy, &policy.queue_order)
+    let by_share = conditions::is_kueue_share_order(policy, &policy.queue_order);
+    let share_order = by_share
         && preemption::is_flat(policy)
         && (settings.preemption.reclaim_within_cohort == objects::ReclaimWithinCohort::Never
             || !settings.strategies.is_empty());
     if !policy.queue_order.is_empty() && !share_order {
-        let m = "Kueue orders admission across ClusterQueues only by fair-sharing share (here not: a nested tree, or turning it on would add evictions)";
+        let m = if by_share {
+            "Kueue's fair-sharing order compares subtrees in nested Cohorts, and turning it on here would add evictions by share the rules do not allow"
+        } else {
+            "Kueue orders admission across ClusterQueues only by fair-sharing share"
+        };
         let span = policy.queue_order[0].expr.span;
         findings.push(Finding::unenforced(span, "`queue_order`".into(), m, Enforcer::Nobody));
     }

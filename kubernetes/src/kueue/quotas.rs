@@ -120,7 +120,7 @@ impl Layout {
                     "Kueue places GPU work only on its flavors, here {}: other models' GPUs, which gpol does not limit, are out of Kueue's reach (quote `gpu` to add flavor `any-gpu`)",
                     listed.join(", ")
                 ),
-                enforcer: Some(super::Enforcer::Nobody),
+                enforcer: Some(super::Enforcer::Stricter),
             });
         }
         Layout { groups, models }
@@ -254,9 +254,11 @@ impl<'p> Tree<'p> {
     }
 }
 
-/// Whether the queue quotes the resource in any way Kueue states.
+/// Whether the queue itself quotes the resource in any way Kueue states (a parent's
+/// guarantee the checker filled in with its children's sum is not the parent's).
 fn quotes(q: &Queue, r: &Resource) -> bool {
-    q.quotas.iter().any(|(k, m)| k.0 != QuotaKind::UserLimit && m.contains_key(r))
+    let filled = |k: QuotaKind| k == QuotaKind::Guarantee && q.unset_guarantee.contains(r);
+    q.quotas.iter().any(|(k, m)| k.0 != QuotaKind::UserLimit && !filled(k.0) && m.contains_key(r))
 }
 
 /// A Kubernetes quantity: cards and cores as numbers (fractions in thousandths), memory in
