@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /* The layout of the records below: an object's `gpol_layout_hash` must equal it. */
-#define GPOL_RECORDS_LAYOUT_HASH UINT64_C(0xa98a62683a363f66)
+#define GPOL_RECORDS_LAYOUT_HASH UINT64_C(0x6ef5ce602b13e439)
 
 /* Topology levels a node record holds a domain for. */
 #define GPOL_RECORDS_MAX_LEVELS 8
@@ -70,6 +70,8 @@ typedef struct GpolCardRec {
     double free;
     /* Jobs sharing the card. */
     double clients;
+    /* Whole cards per replica of the job holding this card (0 when free, shared or partitioned). [GPUs] */
+    double holder_cards;
     /* Most jobs that may share the card. */
     double max_clients;
     /* Free MIG instances per profile on this card. [per MIG profile, in the order of gpol's mig_profile enum] */
@@ -90,6 +92,8 @@ typedef struct GpolShapeRec {
     double mem;
     /* Share of the workload with this shape; weights sum to 1. */
     double weight;
+    /* GPU models the shape's jobs may run on (empty: any). */
+    GpolSymList allowed_models;
 } GpolShapeRec;
 
 /* One topology domain (a rack, an NVLink domain, …) with aggregate free capacity; reached as `node.LEVEL`. */
@@ -340,16 +344,18 @@ _Static_assert(offsetof(GpolCardRec, mem) == 16, "GpolCardRec.mem is at byte 16 
 _Static_assert(offsetof(GpolCardRec, free_mem) == 24, "GpolCardRec.free_mem is at byte 24 in gpol");
 _Static_assert(offsetof(GpolCardRec, free) == 32, "GpolCardRec.free is at byte 32 in gpol");
 _Static_assert(offsetof(GpolCardRec, clients) == 40, "GpolCardRec.clients is at byte 40 in gpol");
-_Static_assert(offsetof(GpolCardRec, max_clients) == 48, "GpolCardRec.max_clients is at byte 48 in gpol");
-_Static_assert(offsetof(GpolCardRec, free_mig) == 56, "GpolCardRec.free_mig is at byte 56 in gpol");
-_Static_assert(sizeof(GpolCardRec) == 104, "GpolCardRec is 104 bytes in gpol");
+_Static_assert(offsetof(GpolCardRec, holder_cards) == 48, "GpolCardRec.holder_cards is at byte 48 in gpol");
+_Static_assert(offsetof(GpolCardRec, max_clients) == 56, "GpolCardRec.max_clients is at byte 56 in gpol");
+_Static_assert(offsetof(GpolCardRec, free_mig) == 64, "GpolCardRec.free_mig is at byte 64 in gpol");
+_Static_assert(sizeof(GpolCardRec) == 112, "GpolCardRec is 112 bytes in gpol");
 _Static_assert(offsetof(GpolShapeRec, whole_cards) == 0, "GpolShapeRec.whole_cards is at byte 0 in gpol");
 _Static_assert(offsetof(GpolShapeRec, gpu_fraction) == 8, "GpolShapeRec.gpu_fraction is at byte 8 in gpol");
 _Static_assert(offsetof(GpolShapeRec, mig_profile) == 16, "GpolShapeRec.mig_profile is at byte 16 in gpol");
 _Static_assert(offsetof(GpolShapeRec, cpu) == 24, "GpolShapeRec.cpu is at byte 24 in gpol");
 _Static_assert(offsetof(GpolShapeRec, mem) == 32, "GpolShapeRec.mem is at byte 32 in gpol");
 _Static_assert(offsetof(GpolShapeRec, weight) == 40, "GpolShapeRec.weight is at byte 40 in gpol");
-_Static_assert(sizeof(GpolShapeRec) == 48, "GpolShapeRec is 48 bytes in gpol");
+_Static_assert(offsetof(GpolShapeRec, allowed_models) == 48, "GpolShapeRec.allowed_models is at byte 48 in gpol");
+_Static_assert(sizeof(GpolShapeRec) == 64, "GpolShapeRec is 64 bytes in gpol");
 _Static_assert(offsetof(GpolDomainRec, name) == 0, "GpolDomainRec.name is at byte 0 in gpol");
 _Static_assert(offsetof(GpolDomainRec, nodes) == 8, "GpolDomainRec.nodes is at byte 8 in gpol");
 _Static_assert(offsetof(GpolDomainRec, cards) == 16, "GpolDomainRec.cards is at byte 16 in gpol");

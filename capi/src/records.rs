@@ -38,7 +38,7 @@ fn size(r: Record) -> usize {
         Record::Queue => size_of::<QueueRec>(),
         Record::Domain => size_of::<DomainRec>(),
         Record::Cluster => size_of::<ClusterRec>(),
-        Record::Shape => size_of::<ShapeRec>(),
+        Record::Shape => size_of::<ShapeRec<'static>>(),
         Record::Resources => size_of::<Resources>(),
     }
 }

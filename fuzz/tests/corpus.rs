@@ -91,3 +91,113 @@ fn generated_policies_check_clean() {
     assert_eq!(clean, 300);
     assert!(rich > 150, "{rich} of 300 have two rules or more");
 }
+
+/// A fixed number of byte-level mutations of a target's inputs: the in-process smoke run
+/// CI gives every target on each `cargo test` (AFL++'s coverage-guided campaigns are
+/// `fuzz/run SECONDS`, docs/fuzzing.md). Deterministic: a failure names the round, and
+/// the same round fails again.
+fn mutated(target: &str, run: fn(&[u8]), rounds: u64) {
+    let seeds: Vec<Vec<u8>> = inputs(target)
+        .iter()
+        .filter_map(|f| std::fs::read(f).ok())
+        .filter(|b| b.len() < 64 * 1024)
+        .chain((0..8).filter(|_| target == "engines").map(choices))
+        .collect();
+    for round in 0..rounds {
+        let mut rng = Xorshift(round.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
+        let mut data = seeds[rng.below(seeds.len())].clone();
+        for _ in 0..=rng.below(4) {
+            let other = &seeds[rng.below(seeds.len())];
+            mutate(&mut data, other, &mut rng);
+        }
+        if let Err(panic) = std::panic::catch_unwind(|| run(&data)) {
+            let file = std::env::temp_dir().join(format!("gpol-fuzz-{target}-{round}"));
+            let _ = std::fs::write(&file, &data);
+            std::panic::resume_unwind(Box::new(format!(
+                "{target}: mutation round {round} failed (input saved to {}; copy it into \
+                 fuzz/findings/{target}/ to keep it): {panic:?}",
+                file.display()
+            )));
+        }
+    }
+}
+
+struct Xorshift(u64);
+
+impl Xorshift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in 0..n (0 when n is 0).
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+    }
+}
+
+/// One of AFL's havoc steps: flip a bit, write a telling byte, delete, duplicate or
+/// splice in a piece of another input, or cut the end off.
+fn mutate(data: &mut Vec<u8>, other: &[u8], rng: &mut Xorshift) {
+    const TELLING: &[u8] = b"\0\xff\n\r\t ,;:{}[]()\"'#=-.0123456789e|";
+    let at = rng.below(data.len() + 1);
+    let len = 1 + rng.below(32);
+    let end = (at + len).min(data.len());
+    match rng.below(6) {
+        0 if !data.is_empty() => {
+            let i = at.min(data.len() - 1);
+            data[i] ^= 1 << rng.below(8);
+        }
+        1 if !data.is_empty() => {
+            let i = at.min(data.len() - 1);
+            data[i] = TELLING[rng.below(TELLING.len())];
+        }
+        2 => {
+            data.drain(at..end);
+        }
+        3 => {
+            let piece = data[at..end].to_vec();
+            data.splice(at..at, piece.iter().copied().cycle().take(piece.len() * (1 + rng.below(8))));
+        }
+        4 if !other.is_empty() => {
+            let from = rng.below(other.len());
+            let to = (from + 1 + rng.below(256)).min(other.len());
+            data.splice(at..at, other[from..to].iter().copied());
+        }
+        _ => data.truncate(at),
+    }
+}
+
+#[test]
+fn check_mutations() {
+    mutated("check", gpol_fuzz::check, 3000);
+}
+
+#[test]
+fn engines_mutations() {
+    mutated("engines", gpol_fuzz::engines, 300);
+}
+
+#[test]
+fn trace_mutations() {
+    mutated("trace", gpol_fuzz::trace, 3000);
+}
+
+#[test]
+fn cluster_mutations() {
+    mutated("cluster", gpol_fuzz::cluster, 3000);
+}
+
+/// The smoke run reaches inputs the corpus does not hold: a bug planted behind a byte no
+/// seed policy contains (NUL) is found.
+#[test]
+#[should_panic(expected = "mutation round")]
+fn mutations_find_a_planted_bug() {
+    fn planted(data: &[u8]) {
+        assert!(!data.contains(&0), "planted");
+    }
+    assert!(inputs("check").iter().all(|f| !std::fs::read(f).unwrap_or_default().contains(&0)));
+    mutated("check", planted, 3000);
+}

@@ -297,7 +297,10 @@ pub fn release(cluster: &mut Cluster, job: &Job, slot: &Slot) {
 pub fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
     cluster.add_to_domains(slot.node, -1);
     let n = &mut cluster.nodes[slot.node];
-    let whole = matches!(job.request, Request::Whole(_));
+    let whole = match job.request {
+        Request::Whole(k) => Some(k),
+        _ => None,
+    };
     if take {
         n.free_cpu_milli -= job.cpu_milli;
         n.free_mem -= job.mem;
@@ -310,11 +313,13 @@ pub fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
         if take {
             card.free_milli -= milli;
             card.clients += 1;
-            card.free_mem = if whole { 0 } else { card.free_mem - job.gpu_mem };
+            card.holder_cards = whole.unwrap_or(0);
+            card.free_mem = if whole.is_some() { 0 } else { card.free_mem - job.gpu_mem };
         } else {
             card.free_milli += milli;
             card.clients -= 1;
-            card.free_mem = if whole { card.mem } else { card.free_mem + job.gpu_mem };
+            card.holder_cards = 0;
+            card.free_mem = if whole.is_some() { card.mem } else { card.free_mem + job.gpu_mem };
         }
     }
     if let Some((ci, ii)) = slot.instance {

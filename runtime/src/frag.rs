@@ -18,7 +18,7 @@
 use crate::fit::{self, Ask};
 use crate::jobs::Request;
 use crate::model::{Card, MILLI, Node, mig_milli};
-use gpol_compiler::schema::{Opt, ShapeRec, Sym};
+use gpol_compiler::schema::{Opt, ShapeRec, ShapeTable, Sym};
 use std::collections::BTreeMap;
 
 /// How many shapes a test's jobs make `cluster.task_shapes` (its own workload).
@@ -112,26 +112,25 @@ pub fn task_shapes(asks: impl IntoIterator<Item = Ask>, max: usize) -> Vec<TaskS
 }
 
 /// The records rules read as `cluster.task_shapes`.
-pub fn shape_records(shapes: &[TaskShape]) -> Vec<ShapeRec> {
-    shapes
-        .iter()
-        .map(|s| {
-            let (whole, fraction, mig) = match s.ask.request {
-                Request::Whole(k) => (f64::from(k), 0.0, None),
-                Request::Fraction(m) => (0.0, f64::from(m) / f64::from(MILLI), None),
-                Request::Mig(p) => (0.0, 0.0, Some(p)),
-                Request::None => (0.0, 0.0, None),
-            };
-            ShapeRec {
-                whole_cards: whole,
-                gpu_fraction: fraction,
-                mig_profile: mig.map_or(Opt::default(), Opt::some),
-                cpu: s.ask.cpu_milli as f64 / 1000.0,
-                mem: s.ask.mem as f64,
-                weight: s.weight,
-            }
-        })
-        .collect()
+pub fn shape_records(shapes: &[TaskShape]) -> ShapeTable {
+    ShapeTable::new(shapes.iter().map(|s| {
+        let (whole, fraction, mig) = match s.ask.request {
+            Request::Whole(k) => (f64::from(k), 0.0, None),
+            Request::Fraction(m) => (0.0, f64::from(m) / f64::from(MILLI), None),
+            Request::Mig(p) => (0.0, 0.0, Some(p)),
+            Request::None => (0.0, 0.0, None),
+        };
+        let record = ShapeRec {
+            whole_cards: whole,
+            gpu_fraction: fraction,
+            mig_profile: mig.map_or(Opt::default(), Opt::some),
+            cpu: s.ask.cpu_milli as f64 / 1000.0,
+            mem: s.ask.mem as f64,
+            weight: s.weight,
+            ..ShapeRec::default()
+        };
+        (record, s.models.clone())
+    }))
 }
 
 /// Free GPU capacity of a card, milli (free MIG instances count at their charge).

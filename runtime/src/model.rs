@@ -68,6 +68,8 @@ pub struct Card {
     pub free_milli: u32,
     /// Jobs using the card (time-slicing and MPS allow several).
     pub clients: u32,
+    /// Whole cards per replica of the job holding the card (0 when free or shared).
+    pub holder_cards: u32,
     pub mem: u64,
     pub free_mem: u64,
     /// The card's MIG instances (empty unless the node is partitioned).
@@ -331,6 +333,7 @@ impl Cluster {
             .map(|_| Card {
                 free_milli: MILLI,
                 clients: 0,
+                holder_cards: 0,
                 mem: spec.card_mem,
                 free_mem: spec.card_mem,
                 instances: spec.mig.iter().map(|p| Instance { profile: *p, used: false }).collect(),

@@ -22,6 +22,7 @@ pub fn card_rec(c: &Card, index: usize, node: &Node) -> CardRec {
         free_mem: c.free_mem as f64,
         free: if c.instances.is_empty() { gpus(u64::from(c.free_milli)) } else { 0.0 },
         clients: f64::from(c.clients),
+        holder_cards: f64::from(c.holder_cards),
         max_clients: f64::from(node.max_clients),
         free_mig: c.free_mig(),
     }

@@ -11,7 +11,7 @@ use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::hir::{self, Expect, Step, TestName};
 use gpol_compiler::interp::{self, Roots, Val};
 use gpol_compiler::ir::VTy;
-use gpol_compiler::schema::{Record, ShapeRec};
+use gpol_compiler::schema::{Record, ShapeTable};
 use gpol_compiler::source::Span;
 use std::collections::HashMap;
 
@@ -176,7 +176,7 @@ pub fn engines_agree(policy: &hir::Policy, test: &hir::Test) -> Result<(), Strin
 }
 
 /// A test's workload is its jobs: their popular shapes are `cluster.task_shapes`.
-fn test_shapes(test: &hir::Test) -> Vec<ShapeRec> {
+fn test_shapes(test: &hir::Test) -> ShapeTable {
     let asks = test.steps.iter().filter_map(|step| match step {
         Step::Submit(j) | Step::Run(j, _, _) => Some(Ask::of_spec(j)),
         _ => None,

@@ -155,6 +155,7 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
     // Cards: shares and clients add up to what the running jobs hold; no MIG instance is
     // held twice; fractions never span cards; CPU adds up.
     let mut held: HashMap<(usize, usize), (u32, u32)> = HashMap::new();
+    let mut whole: HashMap<(usize, usize), u32> = HashMap::new();
     let mut instances: HashMap<(usize, usize, usize), usize> = HashMap::new();
     let mut cpu: HashMap<usize, u64> = HashMap::new();
     for j in s.jobs() {
@@ -183,6 +184,9 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
                 let e = held.entry((slot.node, card)).or_insert((0, 0));
                 e.0 += milli;
                 e.1 += 1;
+                if let Request::Whole(k) = j.request {
+                    whole.insert((slot.node, card), k);
+                }
             }
             if let Some((card, inst)) = slot.instance {
                 *instances.entry((slot.node, card, inst)).or_insert(0) += 1;
@@ -195,6 +199,13 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
         }
         for (ci, c) in n.cards.iter().enumerate() {
             let (milli, clients) = held.get(&(ni, ci)).copied().unwrap_or((0, 0));
+            let holder = whole.get(&(ni, ci)).copied().unwrap_or(0);
+            if c.holder_cards != holder {
+                return Err(format!(
+                    "node {} card {ci}: holder_cards {} but a job of {holder} holds it",
+                    n.name, c.holder_cards
+                ));
+            }
             if c.free_milli > MILLI || c.free_milli + milli != MILLI || c.clients != clients {
                 return Err(format!(
                     "node {} card {ci}: free {} clients {} but jobs hold {milli} in {clients}",

@@ -71,6 +71,9 @@ pub fn build_c(cc: &str, dir: &Path, source: &str, extra: &[&Path]) -> PathBuf {
         .arg("-L")
         .arg(&lib)
         .arg("-lgpol")
+        // DT_RPATH, not DT_RUNPATH: cargo puts target/<profile>/ on LD_LIBRARY_PATH, which
+        // would win over a RUNPATH with whatever stale libgpol `cargo build` left there.
+        .arg("-Wl,--disable-new-dtags")
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .arg("-lm")
         .arg("-o")

@@ -163,7 +163,7 @@ impl CV {
 fn stride(e: Elem) -> usize {
     match e {
         Elem::Inline(Record::Card) => size_of::<CardRec>(),
-        Elem::Inline(Record::Shape) => size_of::<ShapeRec>(),
+        Elem::Inline(Record::Shape) => size_of::<ShapeRec<'static>>(),
         Elem::Inline(_) => 0,
         Elem::Value(s) => clif(s.vty())[0].bytes() as usize,
     }

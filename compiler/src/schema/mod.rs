@@ -9,7 +9,7 @@ use crate::units::Dim;
 
 pub use records::{
     CardRec, ClusterRec, DomainRec, FieldValue, JobRec, LIST_LEN, LIST_PTR, List, MAX_LEVELS, MigCounts, NodeRec,
-    NodeTable, Opt, QueueRec, Repr, Resources, ShapeRec, Sym,
+    NodeTable, Opt, QueueRec, Repr, Resources, ShapeRec, ShapeTable, Sym,
 };
 
 /// The kinds of record rules can see.
@@ -282,7 +282,7 @@ pub fn layout_hash() -> u64 {
         size_of::<QueueRec>(),
         size_of::<DomainRec>(),
         size_of::<ClusterRec>(),
-        size_of::<ShapeRec>(),
+        size_of::<ShapeRec<'static>>(),
         size_of::<Resources>()
     );
     for r in Record::ALL {

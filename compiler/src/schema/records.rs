@@ -187,6 +187,73 @@ impl Clone for NodeTable {
     }
 }
 
+/// The workload's task shapes with their model allow-lists, owned: the records rules read
+/// as `cluster.task_shapes`, kept by whoever evaluates rules for as long as the workload
+/// stays the same. Built once and never changed, so, as in [`NodeTable`], the records
+/// point into one allocation the table owns through a raw pointer and are lent out only
+/// through `&self`.
+pub struct ShapeTable {
+    models: *mut [Sym],
+    records: Vec<ShapeRec<'static>>,
+}
+
+impl ShapeTable {
+    /// The shapes in order, each with its allow-list (`record`'s own list is ignored).
+    pub fn new(shapes: impl IntoIterator<Item = (ShapeRec<'static>, Vec<Sym>)>) -> ShapeTable {
+        let (mut records, mut models, mut spans) = (Vec::new(), Vec::new(), Vec::new());
+        for (record, allowed) in shapes {
+            spans.push((models.len(), allowed.len()));
+            models.extend(allowed);
+            records.push(record);
+        }
+        let models: *mut [Sym] = Box::into_raw(models.into_boxed_slice());
+        let base = models as *const Sym;
+        for (record, (start, len)) in records.iter_mut().zip(spans) {
+            // `wrapping_add` stays within (or one past) the allocation: `start + len` is at
+            // most its length. The pointer is non-null and aligned, as `into_raw` made it.
+            record.allowed_models = List { ptr: base.wrapping_add(start), len, _borrow: PhantomData };
+        }
+        ShapeTable { models, records }
+    }
+
+    pub fn records(&self) -> &[ShapeRec<'_>] {
+        &self.records
+    }
+}
+
+impl Default for ShapeTable {
+    fn default() -> Self {
+        ShapeTable::new([])
+    }
+}
+
+impl Clone for ShapeTable {
+    fn clone(&self) -> Self {
+        ShapeTable::new(self.records.iter().map(|r| (*r, r.allowed_models.as_slice().to_vec())))
+    }
+}
+
+impl std::fmt::Debug for ShapeTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.records).finish()
+    }
+}
+
+impl Drop for ShapeTable {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from `Box::into_raw` in `new` and is freed only here,
+        // once; records, and so every list into it, are lent only through `&self`, so no
+        // borrow outlives the table.
+        unsafe { drop(Box::from_raw(self.models)) }
+    }
+}
+
+// SAFETY: the table owns its model list as a `Box<[Sym]>` would (nothing else frees or
+// writes it), and `Sym` is plain data.
+unsafe impl Send for ShapeTable {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for ShapeTable {}
+
 /// A record with empty lists: its own lists borrow something else.
 fn strip(r: NodeRec<'_>) -> NodeRec<'static> {
     NodeRec { cards_list: List::default(), labels: List::default(), ..r }
@@ -240,7 +307,7 @@ pub enum FieldValue<'r, 'a> {
     OptQueue(Opt<u32>),
     Resources(&'r Resources),
     Cards(&'a [CardRec]),
-    Shapes(&'a [ShapeRec]),
+    Shapes(&'a [ShapeRec<'a>]),
     Syms(&'a [Sym]),
     Labels(&'a [Sym]),
     Mig(&'r MigCounts),
@@ -275,7 +342,7 @@ macro_rules! kind {
     (ty opt_queue) => { Opt<u32> };
     (ty resources) => { Resources };
     (ty cards) => { List<'a, CardRec> };
-    (ty shapes) => { List<'a, ShapeRec> };
+    (ty shapes) => { List<'a, ShapeRec<'a>> };
     (ty strings) => { List<'a, Sym> };
     (ty labels) => { List<'a, Sym> };
     (ty mig) => { MigCounts };
@@ -438,6 +505,7 @@ records! {
         free_mem: num(BYTES), Cycle, "Unallocated card memory.";
         free: num(GPU), Cycle, "Unallocated share of the card (1 gpu when idle).";
         clients: num(NONE), Cycle, "Jobs sharing the card.";
+        holder_cards: num(GPU), Cycle, "Whole cards per replica of the job holding this card (0 when free, shared or partitioned).";
         max_clients: num(NONE), Static, "Most jobs that may share the card.";
         free_mig: mig, Cycle, "Free MIG instances per profile on this card.";
     }
@@ -489,13 +557,14 @@ records! {
     }
 
     /// A popular request shape of the current workload.
-    SHAPE: ShapeRec {
+    SHAPE: ShapeRec<'a> {
         whole_cards: num(GPU), Static, "Whole cards per replica.";
         gpu_fraction: num(GPU), Static, "Fraction of one card per replica.";
         mig_profile: opt_enum(MigProfile), Static, "MIG profile, if any.";
         cpu: num(CPU), Static, "CPU cores per replica.";
         mem: num(BYTES), Static, "Host memory per replica.";
         weight: num(NONE), Static, "Share of the workload with this shape; weights sum to 1.";
+        allowed_models: strings, Static, "GPU models the shape's jobs may run on (empty: any).";
     }
 
     /// An amount of each resource: a quota, an allocation.
@@ -557,6 +626,22 @@ mod tests {
         check_table::<ShapeRec>(Record::Shape, |i| shape.field(i).map(|v| format!("{v:?}")));
         let res = Resources::default();
         check_table::<Resources>(Record::Resources, |i| res.field(i).map(|v| format!("{v:?}")));
+    }
+
+    #[test]
+    fn shape_tables_own_their_allow_lists() {
+        let shape = |weight: f64| ShapeRec { weight, ..ShapeRec::default() };
+        let table =
+            ShapeTable::new([(shape(0.5), vec![Sym(3), Sym(4)]), (shape(0.25), vec![]), (shape(0.25), vec![Sym(9)])]);
+        let copy = table.clone();
+        drop(table);
+        let r = copy.records();
+        assert_eq!(r.len(), 3);
+        assert_eq!(r[0].allowed_models.as_slice(), &[Sym(3), Sym(4)]);
+        assert!(r[1].allowed_models.is_empty());
+        assert_eq!(r[2].allowed_models.as_slice(), &[Sym(9)]);
+        assert_eq!(r[2].weight, 0.25);
+        assert!(ShapeTable::default().records().is_empty());
     }
 
     #[test]

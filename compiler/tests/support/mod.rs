@@ -50,7 +50,7 @@ fn mig() -> impl Strategy<Value = MigCounts> {
 pub struct Inputs {
     pub jobs: Vec<OwnedJob>,
     pub nodes: Vec<OwnedNode>,
-    pub shapes: Vec<ShapeRec>,
+    pub shapes: Vec<OwnedShape>,
     pub queues: Vec<QueueRec>,
     pub domains: Vec<DomainRec>,
     pub cluster: (f64, f64, Resources, Resources),
@@ -63,6 +63,12 @@ pub struct OwnedJob {
     rec: JobRec<'static>,
     models: Vec<Sym>,
     labels: Vec<Sym>,
+}
+
+#[derive(Debug, Clone)]
+pub struct OwnedShape {
+    rec: ShapeRec<'static>,
+    models: Vec<Sym>,
 }
 
 #[derive(Debug, Clone)]
@@ -122,6 +128,7 @@ fn card() -> impl Strategy<Value = CardRec> {
         free_mem: mem / 2.0,
         free,
         clients,
+        holder_cards: clients.abs().floor(),
         max_clients: 4.0,
         free_mig,
     })
@@ -173,13 +180,18 @@ pub fn inputs() -> impl Strategy<Value = Inputs> {
         prop::collection::vec(job(), 1..4),
         prop::collection::vec(node(), 0..4),
         prop::collection::vec(
-            (num(), num(), (any::<bool>(), 0u8..7), num()).prop_map(|(w, f, (m, p), weight)| ShapeRec {
-                whole_cards: w,
-                gpu_fraction: f,
-                mig_profile: Opt { value: p, present: m },
-                weight,
-                ..ShapeRec::default()
-            }),
+            (num(), num(), (any::<bool>(), 0u8..7), num(), prop::collection::vec(sym(), 0..3)).prop_map(
+                |(w, f, (m, p), weight, models)| OwnedShape {
+                    rec: ShapeRec {
+                        whole_cards: w,
+                        gpu_fraction: f,
+                        mig_profile: Opt { value: p, present: m },
+                        weight,
+                        ..ShapeRec::default()
+                    },
+                    models,
+                },
+            ),
             0..3,
         ),
         prop::collection::vec(queue(), 0..4),
@@ -242,8 +254,10 @@ pub fn check_engines(p: &Program, interp: &dyn Engine, jit: &dyn Engine, inputs:
         .iter()
         .map(|n| NodeRec { cards_list: List::new(&n.cards), labels: List::new(&n.labels), ..n.rec })
         .collect();
+    let shapes: Vec<ShapeRec<'_>> =
+        inputs.shapes.iter().map(|s| ShapeRec { allowed_models: List::new(&s.models), ..s.rec }).collect();
     let (time, count, total, free) = inputs.cluster;
-    let cluster = ClusterRec { time, nodes: count, total, free, task_shapes: List::new(&inputs.shapes) };
+    let cluster = ClusterRec { time, nodes: count, total, free, task_shapes: List::new(&shapes) };
     let ctx = Ctx {
         cluster: &cluster,
         queues: &inputs.queues,

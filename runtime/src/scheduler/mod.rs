@@ -33,7 +33,7 @@ use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::interp::Ctx;
 use gpol_compiler::ir::RuleId;
 use gpol_compiler::limits::MAX_CLOCK_MS;
-use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, ShapeRec, Sym};
+use gpol_compiler::schema::{ClusterRec, DomainRec, JobRec, List, NodeTable, QueueRec, ShapeTable, Sym};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// The runtime: a cluster, its quota tree and its jobs, scheduled by a compiled policy.
@@ -116,7 +116,7 @@ pub struct Scheduler {
     queue_cache: std::cell::RefCell<Option<(CacheKey, Vec<QueueRec>)>>,
     /// The workload's popular request shapes (`cluster.task_shapes`), set by whoever
     /// knows the workload (the simulator, from its trace).
-    task_shapes: Vec<ShapeRec>,
+    task_shapes: ShapeTable,
     /// How many replicas of each shape the nodes in service could hold if they were
     /// empty: it changes only when a node joins, leaves or returns to service.
     room_when_empty: std::cell::RefCell<HashMap<usize, u64>>,
@@ -261,7 +261,7 @@ impl Scheduler {
             short_gangs: BTreeSet::new(),
             reservations: BTreeMap::new(),
             reserved: HashMap::new(),
-            task_shapes: Vec::new(),
+            task_shapes: ShapeTable::default(),
             retry_interval_ms: 0,
             queue_cache: std::cell::RefCell::new(None),
             room_when_empty: std::cell::RefCell::new(HashMap::new()),
@@ -444,7 +444,7 @@ impl Scheduler {
     }
 
     /// Sets the popular request shapes rules see as `cluster.task_shapes`.
-    pub fn set_task_shapes(&mut self, shapes: Vec<ShapeRec>) {
+    pub fn set_task_shapes(&mut self, shapes: ShapeTable) {
         self.task_shapes = shapes;
         self.touch();
     }
@@ -466,7 +466,7 @@ impl Scheduler {
             nodes: self.cluster.capacity.nodes as f64,
             total: res(self.cluster.capacity),
             free: res(self.cluster.free),
-            task_shapes: List::new(&self.task_shapes),
+            task_shapes: List::new(self.task_shapes.records()),
         }
     }
 
