@@ -99,3 +99,50 @@ fn the_default_traces_task_shapes_are_the_reference_simulators() {
     assert!((covered as f64 / total - 0.953).abs() < 0.0005, "{covered} of {total}");
     assert!(shapes.iter().any(|s| s.ask.request == gpol_runtime::Request::None), "CPU-only jobs are a shape");
 }
+
+/// The reproduction in CI's size (docs/reproductions/atc23.md has all 17 traces × 10
+/// seeds): the six policies of policies/atc23/ on the default trace, seed 42, filled to
+/// 130 % as the study fills. Known answers are the study's own medians over its seeds 42–51
+/// (its repository's experiments/analysis/expected_results/analysis_allo_discrete.csv at
+/// 130 % arrived); one seed of gpol's lands within a point of each, and the policies come
+/// in the study's order but for GPU packing and GPU clustering, which it separates by a
+/// quarter of a point.
+#[test]
+fn the_atc23_policies_allocate_as_the_study_reports() {
+    let Some(dir) = data_dir() else { return };
+    let (cname, ctext) = read(&dir, "openb_node_list_gpu_node.csv");
+    let (tname, ttext) = read(&dir, "openb_pod_list_default.csv");
+    let cluster = sim::read_cluster(&ctext, &cname).unwrap();
+    let workload = sim::read_trace(&ttext, &tname).unwrap();
+    let study = [
+        ("random", 0.8739),
+        ("dot_product", 0.9080),
+        ("gpu_clustering", 0.9180),
+        ("gpu_packing", 0.9206),
+        ("best_fit", 0.9311),
+        ("fgd", 0.9540),
+    ];
+    let cancel = AtomicBool::new(false);
+    let control = Control::new(&|_| {}, &cancel);
+    let config = Config {
+        mode: Mode::Fill { target: 1.3 },
+        seed: 42,
+        sampling: sim::Sampling::Replacement,
+        ..Config::default()
+    };
+    let mut got = Vec::new();
+    for (name, expected) in study {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../policies/atc23/{name}.gpol"));
+        let compiled = gpol_compiler::load::compile_file(&path, EngineKind::Jit).unwrap();
+        let r = sim::run(&compiled, &cluster, &workload, &config, &control).unwrap();
+        let allocated = 1.0 - r.fill.as_ref().expect("a fill curve").unallocated;
+        eprintln!("{name}: {:.2} % (the study: {:.2} %)", allocated * 100.0, expected * 100.0);
+        assert!((allocated - expected).abs() < 0.01, "{name}: {allocated} against the study's {expected}");
+        got.push(allocated);
+    }
+    // random < dot product < {clustering, packing} < best fit < FGD.
+    assert!(
+        got[0] < got[1] && got[1] < got[2].min(got[3]) && got[2].max(got[3]) < got[4] && got[4] < got[5],
+        "{got:?}"
+    );
+}
