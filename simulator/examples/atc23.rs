@@ -174,6 +174,11 @@ fn main() -> Result<(), String> {
             }
         }
     }
+    let study = match &args.reference {
+        Some(p) => reference(p)?,
+        None => BTreeMap::new(),
+    };
+    let per_trace = policies.len() * (args.seeds.0..=args.seeds.1).count();
     let next = AtomicUsize::new(0);
     let results: Mutex<BTreeMap<(usize, usize), Vec<Report>>> = Mutex::new(BTreeMap::new());
     let cancel = AtomicBool::new(false);
@@ -192,12 +197,15 @@ fn main() -> Result<(), String> {
                     match sim::run(&policies[t.policy].2, &cluster, &workloads[t.trace], &config, &control) {
                         Ok(r) => {
                             eprintln!("{} {} seed {}", args.traces[t.trace], policies[t.policy].0, t.seed);
-                            results
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .entry((t.trace, t.policy))
-                                .or_default()
-                                .push(r);
+                            let mut all = results.lock().unwrap_or_else(|e| e.into_inner());
+                            all.entry((t.trace, t.policy)).or_default().push(r);
+                            // A finished trace's rows go to standard error at once, so a
+                            // long run interrupted keeps what it has.
+                            let done: usize =
+                                (0..policies.len()).map(|p| all.get(&(t.trace, p)).map_or(0, Vec::len)).sum();
+                            if done == per_trace {
+                                eprint!("{}", trace_rows(&args, &policies, &all, &study, t.trace));
+                            }
                         }
                         Err(e) => eprintln!("{} {} seed {}: {e}", args.traces[t.trace], policies[t.policy].0, t.seed),
                     }
@@ -206,10 +214,6 @@ fn main() -> Result<(), String> {
         }
     });
     let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    let study = match &args.reference {
-        Some(p) => reference(p)?,
-        None => BTreeMap::new(),
-    };
     print_allocation(&args, &policies, &results, &study);
     print_fragmentation(&args, &policies, &results);
     Ok(())
@@ -225,18 +229,32 @@ fn print_allocation(
 ) {
     println!("| trace | policy | gpol 100 % | study 100 % | gpol 130 % | study 130 % | Δ 130 % |");
     println!("|---|---|---|---|---|---|---|");
-    for (ti, trace) in args.traces.iter().enumerate() {
-        for (pi, (name, key, _)) in policies.iter().enumerate() {
-            let runs = results.get(&(ti, pi)).map_or(&[][..], Vec::as_slice);
-            let g100 = median(runs.iter().map(|r| allocated_at(r, 1.0)).collect());
-            let g130 = median(runs.iter().map(|r| allocated_at(r, 1.3)).collect());
-            let s = key.and_then(|k| study.get(&(trace.clone(), k.to_string())));
-            let pct = |v: f64| if v.is_nan() { "–".to_string() } else { format!("{:.2}", v * 100.0) };
-            let (s100, s130) = s.map_or(("–".into(), "–".into()), |(a, b)| (pct(*a), pct(*b)));
-            let delta = s.map_or("–".into(), |(_, b)| format!("{:+.2}", (g130 - b) * 100.0));
-            println!("| {trace} | {name} | {} | {s100} | {} | {s130} | {delta} |", pct(g100), pct(g130));
-        }
+    for ti in 0..args.traces.len() {
+        print!("{}", trace_rows(args, policies, results, study, ti));
     }
+}
+
+/// One trace's rows of the allocation table.
+fn trace_rows(
+    args: &Args,
+    policies: &Policies,
+    results: &BTreeMap<(usize, usize), Vec<Report>>,
+    study: &StudyMedians,
+    ti: usize,
+) -> String {
+    let trace = &args.traces[ti];
+    let mut out = String::new();
+    for (pi, (name, key, _)) in policies.iter().enumerate() {
+        let runs = results.get(&(ti, pi)).map_or(&[][..], Vec::as_slice);
+        let g100 = median(runs.iter().map(|r| allocated_at(r, 1.0)).collect());
+        let g130 = median(runs.iter().map(|r| allocated_at(r, 1.3)).collect());
+        let s = key.and_then(|k| study.get(&(trace.clone(), k.to_string())));
+        let pct = |v: f64| if v.is_nan() { "–".to_string() } else { format!("{:.2}", v * 100.0) };
+        let (s100, s130) = s.map_or(("–".into(), "–".into()), |(a, b)| (pct(*a), pct(*b)));
+        let delta = s.map_or("–".into(), |(_, b)| format!("{:+.2}", (g130 - b) * 100.0));
+        out.push_str(&format!("| {trace} | {name} | {} | {s100} | {} | {s130} | {delta} |\n", pct(g100), pct(g130)));
+    }
+    out
 }
 
 /// The median expected fragmentation (share of capacity) at every tenth of capacity
