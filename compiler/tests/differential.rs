@@ -515,9 +515,19 @@ proptest! {
 
 /// Every example policy, compiled once by both engines.
 fn example_engines() -> Vec<(String, Arc<Program>, InterpEngine, gpol_compiler::jit::JitEngine)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies");
-    let mut paths: Vec<_> =
-        std::fs::read_dir(&dir).expect("it compiles").filter_map(|e| e.ok().map(|e| e.path())).collect();
+    // policies/ and its folders (policies/atc23/).
+    let mut folders = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies")];
+    let mut paths = Vec::new();
+    while let Some(dir) = folders.pop() {
+        for path in std::fs::read_dir(&dir).expect("the examples").filter_map(|e| e.ok().map(|e| e.path())) {
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "gpol") {
+                paths.push(path);
+            }
+        }
+    }
+    assert!(paths.iter().any(|p| p.ends_with("atc23/fgd.gpol")), "the reference policies are found");
     paths.sort();
     paths
         .into_iter()
