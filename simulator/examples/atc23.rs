@@ -88,8 +88,10 @@ fn args() -> Result<Args, String> {
     Ok(args)
 }
 
+/// A file's text, within gpolc's input limit and refusing what is not a regular file.
 fn read(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    let bytes = gpol_compiler::files::read(path, gpol_compiler::limits::MAX_INPUT_BYTES).map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
 }
 
 /// The allocated share when the arrived request first reaches `share` of capacity.

@@ -25,6 +25,14 @@ fn read(dir: &std::path::Path, file: &str) -> (String, String) {
     (path.display().to_string(), std::fs::read_to_string(&path).expect("the file is readable"))
 }
 
+/// The study's cluster (every GPU node) and its default pod list.
+fn default_trace(dir: &std::path::Path) -> (sim::spec::ClusterSpec, sim::Workload) {
+    let (cname, ctext) = read(dir, "openb_node_list_gpu_node.csv");
+    let (tname, ttext) = read(dir, "openb_pod_list_default.csv");
+    let cluster = sim::read_cluster(&ctext, &cname).expect("the cluster imports");
+    (cluster, sim::read_trace(&ttext, &tname).expect("the trace imports"))
+}
+
 #[test]
 fn every_openb_file_imports() {
     let Some(dir) = data_dir() else { return };
@@ -58,10 +66,7 @@ fn every_openb_file_imports() {
 #[test]
 fn best_fit_fills_the_openb_cluster_to_130_percent() {
     let Some(dir) = data_dir() else { return };
-    let (cname, ctext) = read(&dir, "openb_node_list_gpu_node.csv");
-    let (tname, ttext) = read(&dir, "openb_pod_list_default.csv");
-    let cluster = sim::read_cluster(&ctext, &cname).unwrap();
-    let workload = sim::read_trace(&ttext, &tname).unwrap();
+    let (cluster, workload) = default_trace(&dir);
     let text = include_str!("../../policies/best_fit.gpol");
     let compiled = gpol_compiler::load::compile_text("best_fit.gpol", text, EngineKind::Jit).unwrap();
     let cancel = AtomicBool::new(false);
@@ -110,10 +115,7 @@ fn the_default_traces_task_shapes_are_the_reference_simulators() {
 #[test]
 fn the_atc23_policies_allocate_as_the_study_reports() {
     let Some(dir) = data_dir() else { return };
-    let (cname, ctext) = read(&dir, "openb_node_list_gpu_node.csv");
-    let (tname, ttext) = read(&dir, "openb_pod_list_default.csv");
-    let cluster = sim::read_cluster(&ctext, &cname).unwrap();
-    let workload = sim::read_trace(&ttext, &tname).unwrap();
+    let (cluster, workload) = default_trace(&dir);
     let study = [
         ("random", 0.8739),
         ("dot_product", 0.9080),
