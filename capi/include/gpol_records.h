@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /* The layout of the records below: an object's `gpol_layout_hash` must equal it. */
-#define GPOL_RECORDS_LAYOUT_HASH UINT64_C(0x6ef5ce602b13e439)
+#define GPOL_RECORDS_LAYOUT_HASH UINT64_C(0x276c04bcab3e84ae)
 
 /* Topology levels a node record holds a domain for. */
 #define GPOL_RECORDS_MAX_LEVELS 8
@@ -75,7 +75,7 @@ typedef struct GpolCardRec {
     /* Most jobs that may share the card. */
     double max_clients;
     /* Free MIG instances per profile on this card. [per MIG profile, in the order of gpol's mig_profile enum] */
-    double free_mig[6];
+    double free_mig[58];
 } GpolCardRec;
 
 /* A popular request shape of the current workload (`cluster.task_shapes`). */
@@ -84,7 +84,7 @@ typedef struct GpolShapeRec {
     double whole_cards;
     /* Fraction of one card per replica. [GPUs] */
     double gpu_fraction;
-    /* MIG profile, if any. [mig_profile: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb] */
+    /* MIG profile, if any. [mig_profile: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb, 1g.5gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb, 1g.6gb, 2g.12gb, 4g.24gb, 1g.12gb, 1g.24gb, 2g.24gb, 3g.47gb, 4g.47gb, 7g.94gb, 3g.48gb, 4g.48gb, 7g.96gb, 1g.18gb, 1g.36gb, 2g.36gb, 3g.72gb, 4g.72gb, 7g.144gb, 1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb, 1g.23gb, 1g.45gb, 2g.45gb, 3g.90gb, 4g.90gb, 7g.180gb, 1g.47gb, 2g.47gb, 3g.93gb, 4g.93gb, 7g.186gb, 1g.34gb, 1g.67gb, 2g.67gb, 3g.135gb, 4g.135gb, 7g.269gb, 1g.70gb, 2g.70gb, 3g.139gb, 4g.139gb, 7g.278gb, 2g.48gb, 4g.96gb] */
     GpolOptU8 mig_profile;
     /* CPU cores per replica. [cores] */
     double cpu;
@@ -193,7 +193,7 @@ typedef struct GpolNodeRec {
     /* The largest free fraction on any single card. [GPUs] */
     double largest_free_fraction;
     /* Free MIG instances per profile: `node.free_mig[1g.10gb]`. [per MIG profile, in the order of gpol's mig_profile enum] */
-    double free_mig[6];
+    double free_mig[58];
     /* Memory per card. [bytes] */
     double gpu_mem;
     /* How the node's cards are shared. [sharing: exclusive, mig, timeslice, mps] */
@@ -232,13 +232,13 @@ typedef struct GpolJobRec {
     double whole_cards;
     /* Fraction of one card per replica (0 unless fractional). [GPUs] */
     double gpu_fraction;
-    /* The MIG profile requested per replica, if any. [mig_profile: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb] */
+    /* The MIG profile requested per replica, if any. [mig_profile: 1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb, 1g.5gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb, 1g.6gb, 2g.12gb, 4g.24gb, 1g.12gb, 1g.24gb, 2g.24gb, 3g.47gb, 4g.47gb, 7g.94gb, 3g.48gb, 4g.48gb, 7g.96gb, 1g.18gb, 1g.36gb, 2g.36gb, 3g.72gb, 4g.72gb, 7g.144gb, 1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb, 1g.23gb, 1g.45gb, 2g.45gb, 3g.90gb, 4g.90gb, 7g.180gb, 1g.47gb, 2g.47gb, 3g.93gb, 4g.93gb, 7g.186gb, 1g.34gb, 1g.67gb, 2g.67gb, 3g.135gb, 4g.135gb, 7g.269gb, 1g.70gb, 2g.70gb, 3g.139gb, 4g.139gb, 7g.278gb, 2g.48gb, 4g.96gb] */
     GpolOptU8 mig_profile;
     /* Replicas of a gang (1 for a single-node job). */
     double replicas;
     /* Fewest replicas the job can start with (elastic gangs). */
     double min_replicas;
-    /* GPUs over all replicas (a MIG profile counts slices/7). [GPUs] */
+    /* GPUs over all replicas (a MIG profile counts its compute slices of its GPU's, 3/7 for 3g.40gb). [GPUs] */
     double total_gpus;
     /* GPU memory needed per replica on its card(s). [bytes] */
     double gpu_mem;
@@ -347,7 +347,7 @@ _Static_assert(offsetof(GpolCardRec, clients) == 40, "GpolCardRec.clients is at 
 _Static_assert(offsetof(GpolCardRec, holder_cards) == 48, "GpolCardRec.holder_cards is at byte 48 in gpol");
 _Static_assert(offsetof(GpolCardRec, max_clients) == 56, "GpolCardRec.max_clients is at byte 56 in gpol");
 _Static_assert(offsetof(GpolCardRec, free_mig) == 64, "GpolCardRec.free_mig is at byte 64 in gpol");
-_Static_assert(sizeof(GpolCardRec) == 112, "GpolCardRec is 112 bytes in gpol");
+_Static_assert(sizeof(GpolCardRec) == 528, "GpolCardRec is 528 bytes in gpol");
 _Static_assert(offsetof(GpolShapeRec, whole_cards) == 0, "GpolShapeRec.whole_cards is at byte 0 in gpol");
 _Static_assert(offsetof(GpolShapeRec, gpu_fraction) == 8, "GpolShapeRec.gpu_fraction is at byte 8 in gpol");
 _Static_assert(offsetof(GpolShapeRec, mig_profile) == 16, "GpolShapeRec.mig_profile is at byte 16 in gpol");
@@ -401,16 +401,16 @@ _Static_assert(offsetof(GpolNodeRec, free_cards) == 40, "GpolNodeRec.free_cards 
 _Static_assert(offsetof(GpolNodeRec, free_gpu) == 48, "GpolNodeRec.free_gpu is at byte 48 in gpol");
 _Static_assert(offsetof(GpolNodeRec, largest_free_fraction) == 56, "GpolNodeRec.largest_free_fraction is at byte 56 in gpol");
 _Static_assert(offsetof(GpolNodeRec, free_mig) == 64, "GpolNodeRec.free_mig is at byte 64 in gpol");
-_Static_assert(offsetof(GpolNodeRec, gpu_mem) == 112, "GpolNodeRec.gpu_mem is at byte 112 in gpol");
-_Static_assert(offsetof(GpolNodeRec, sharing) == 120, "GpolNodeRec.sharing is at byte 120 in gpol");
-_Static_assert(offsetof(GpolNodeRec, max_clients) == 128, "GpolNodeRec.max_clients is at byte 128 in gpol");
-_Static_assert(offsetof(GpolNodeRec, cpu) == 136, "GpolNodeRec.cpu is at byte 136 in gpol");
-_Static_assert(offsetof(GpolNodeRec, cpu_free) == 144, "GpolNodeRec.cpu_free is at byte 144 in gpol");
-_Static_assert(offsetof(GpolNodeRec, mem) == 152, "GpolNodeRec.mem is at byte 152 in gpol");
-_Static_assert(offsetof(GpolNodeRec, mem_free) == 160, "GpolNodeRec.mem_free is at byte 160 in gpol");
-_Static_assert(offsetof(GpolNodeRec, cards_list) == 168, "GpolNodeRec.cards_list is at byte 168 in gpol");
-_Static_assert(offsetof(GpolNodeRec, domains) == 184, "GpolNodeRec.domains is at byte 184 in gpol");
-_Static_assert(sizeof(GpolNodeRec) == 216, "GpolNodeRec is 216 bytes in gpol");
+_Static_assert(offsetof(GpolNodeRec, gpu_mem) == 528, "GpolNodeRec.gpu_mem is at byte 528 in gpol");
+_Static_assert(offsetof(GpolNodeRec, sharing) == 536, "GpolNodeRec.sharing is at byte 536 in gpol");
+_Static_assert(offsetof(GpolNodeRec, max_clients) == 544, "GpolNodeRec.max_clients is at byte 544 in gpol");
+_Static_assert(offsetof(GpolNodeRec, cpu) == 552, "GpolNodeRec.cpu is at byte 552 in gpol");
+_Static_assert(offsetof(GpolNodeRec, cpu_free) == 560, "GpolNodeRec.cpu_free is at byte 560 in gpol");
+_Static_assert(offsetof(GpolNodeRec, mem) == 568, "GpolNodeRec.mem is at byte 568 in gpol");
+_Static_assert(offsetof(GpolNodeRec, mem_free) == 576, "GpolNodeRec.mem_free is at byte 576 in gpol");
+_Static_assert(offsetof(GpolNodeRec, cards_list) == 584, "GpolNodeRec.cards_list is at byte 584 in gpol");
+_Static_assert(offsetof(GpolNodeRec, domains) == 600, "GpolNodeRec.domains is at byte 600 in gpol");
+_Static_assert(sizeof(GpolNodeRec) == 632, "GpolNodeRec is 632 bytes in gpol");
 _Static_assert(offsetof(GpolJobRec, id) == 0, "GpolJobRec.id is at byte 0 in gpol");
 _Static_assert(offsetof(GpolJobRec, name) == 4, "GpolJobRec.name is at byte 4 in gpol");
 _Static_assert(offsetof(GpolJobRec, user) == 8, "GpolJobRec.user is at byte 8 in gpol");

@@ -183,6 +183,8 @@ pub unsafe fn node(n: &GpolNode, levels: &[String]) -> Result<NodeInput, Failure
         .enumerate()
         .map(|(i, m)| mig_profile(m).map_err(|e| e.at(format!("[{i}]")).at("mig")))
         .collect::<Result<Vec<u8>, Failure>>()?;
+    // The C ABI gives one layout, every card's.
+    let mig = if mig.is_empty() { Vec::new() } else { vec![mig] };
     // SAFETY: as above.
     let topology = unsafe { topology(n.topology, n.n_topology) }.map_err(|e| e.at("topology"))?;
     // SAFETY: as above.

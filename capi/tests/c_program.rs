@@ -262,7 +262,11 @@ fn node_spec(n: &Node, levels: &[String]) -> NodeSpec {
         cards: n.cards,
         card_mem: n.card_mem,
         sharing: n.sharing,
-        mig: n.mig.iter().map(|m| EnumKind::MigProfile.variant(m).expect("a profile")).collect(),
+        mig: if n.mig.is_empty() {
+            Vec::new()
+        } else {
+            vec![n.mig.iter().map(|m| EnumKind::MigProfile.variant(m).expect("a profile")).collect()]
+        },
         max_clients: n.max_clients,
         cpu_milli: n.cpu_milli,
         mem: n.mem,

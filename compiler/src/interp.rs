@@ -206,7 +206,7 @@ impl<'a> Interp<'_, 'a> {
                 let counts = self.eval(counts);
                 let profile = self.eval(profile);
                 match (counts, profile) {
-                    (Val::Mig(m), Val::U(p)) => Val::F(m.get(usize::from(p)).copied().unwrap_or(0.0)),
+                    (Val::Mig(m), Val::U(p)) => Val::F(m.get(usize::from(p))),
                     (counts, profile) => {
                         never!("MIG counts {counts:?} indexed by {profile:?}");
                         Val::F(0.0)

@@ -23,6 +23,7 @@ pub mod jit;
 pub mod limits;
 pub mod load;
 pub mod lower;
+pub mod mig;
 mod never;
 pub mod ops;
 pub mod parse;

@@ -12,7 +12,7 @@ use crate::limits::{
     MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_CLOCK_MS, MAX_CPU_CORES, MAX_MEMORY_BYTES,
     MAX_REPLICAS,
 };
-use crate::schema::{EnumKind, MIG_SLICES};
+use crate::schema::EnumKind;
 
 /// A GPU is 1000 milli-GPU.
 pub const MILLI: u32 = 1000;
@@ -43,10 +43,10 @@ impl Request {
     }
 }
 
-/// What a MIG instance is charged in quota: its compute slices of seven (D2).
+/// What a MIG instance is charged in quota: its compute slices of its GPU's (D2), on the
+/// first GPU with the profile ([`crate::mig::nominal_milli`]).
 pub fn mig_milli(profile: u8) -> u32 {
-    let slices = u32::from(MIG_SLICES.get(usize::from(profile)).copied().unwrap_or(7));
-    (MILLI * slices).div_ceil(7)
+    crate::mig::nominal_milli(profile)
 }
 
 /// A job as it is submitted.
@@ -188,8 +188,8 @@ pub struct NodeSpec {
     /// Memory of each card, bytes.
     pub card_mem: u64,
     pub sharing: Sharing,
-    /// MIG instances of each card (the same layout on every card).
-    pub mig: Vec<u8>,
+    /// MIG instances of the cards: one layout for every card, or one per card.
+    pub mig: Vec<Vec<u8>>,
     /// Jobs that may share one card (time-slicing and MPS).
     pub max_clients: u32,
     pub cpu_milli: u64,
@@ -221,6 +221,53 @@ impl Default for NodeSpec {
 }
 
 impl NodeSpec {
+    /// Card `i`'s MIG layout (empty when the node has none).
+    pub fn mig_layout(&self, card: usize) -> &[u8] {
+        match self.mig.as_slice() {
+            [every] => every,
+            per_card => per_card.get(card).map_or(&[], Vec::as_slice),
+        }
+    }
+
+    /// The MIG table the node's cards follow, its layouts checked against it: `None` for
+    /// a node not shared by MIG. The error says what is wrong, for the `mig` field.
+    pub fn mig_gpu(&self) -> Result<Option<&'static crate::mig::Gpu>, String> {
+        match (self.sharing, self.mig.is_empty()) {
+            (Sharing::Mig, true) => Err("a MIG node needs a layout of instances".into()),
+            (_, false) if self.sharing != Sharing::Mig => {
+                Err("a MIG layout on a node that is not shared by MIG".into())
+            }
+            (_, true) => Ok(None),
+            _ => {
+                if self.mig.len() != 1 && self.mig.len() != self.cards as usize {
+                    return Err(format!(
+                        "{} layouts for {} cards: give one for every card or one per card",
+                        self.mig.len(),
+                        self.cards
+                    ));
+                }
+                let mut profiles: Vec<u8> = self.mig.iter().flatten().copied().collect();
+                profiles.sort_unstable();
+                profiles.dedup();
+                let gpu = crate::mig::gpu_for(&self.model, self.card_mem, &profiles)?;
+                for (i, layout) in self.mig.iter().enumerate() {
+                    if !gpu.fits(layout) {
+                        let names: Vec<&str> = layout.iter().map(|&p| crate::mig::name(p)).collect();
+                        let card = if self.mig.len() == 1 { String::new() } else { format!(" (card {i})") };
+                        return Err(format!(
+                            "the layout [{}]{card} does not fit on one {} {} GB card ({} compute slices, NVIDIA's placement rules)",
+                            names.join(", "),
+                            gpu.model,
+                            gpu.memory_gb,
+                            gpu.compute_slices
+                        ));
+                    }
+                }
+                Ok(Some(gpu))
+            }
+        }
+    }
+
     /// A node of this name with the defaults elsewhere.
     pub fn named(name: impl Into<String>) -> NodeSpec {
         NodeSpec { name: name.into(), ..NodeSpec::default() }
@@ -389,10 +436,11 @@ impl NodeSpec {
         let mut p = vec![format!("model {}", quoted(&self.model)), format!("cards {}", self.cards)];
         p.push(format!("gpu_mem {}", bytes_text(self.card_mem)));
         p.push(format!("sharing {}", self.sharing.name()));
-        if !self.mig.is_empty() {
-            let names: Vec<&str> =
-                self.mig.iter().map(|&i| *crate::schema::MIG_PROFILES.get(usize::from(i)).unwrap_or(&"?")).collect();
-            p.push(format!("mig [{}]", names.join(", ")));
+        let layout = |l: &[u8]| format!("[{}]", l.iter().map(|&i| crate::mig::name(i)).collect::<Vec<_>>().join(", "));
+        match self.mig.as_slice() {
+            [] => {}
+            [every] => p.push(format!("mig {}", layout(every))),
+            per_card => p.push(format!("mig [{}]", per_card.iter().map(|l| layout(l)).collect::<Vec<_>>().join(", "))),
         }
         p.push(format!("max_clients {}", self.max_clients));
         p.push(format!("cpu {}", milli_text(self.cpu_milli)));

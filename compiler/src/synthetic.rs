@@ -6,7 +6,7 @@ use crate::interp::Ctx;
 use crate::ir::Program;
 use crate::ops::hash01;
 use crate::schema::{
-    CardRec, ClusterRec, DomainRec, EnumKind, JobRec, List, NodeRec, QueueRec, Resources, ShapeRec, Sym,
+    CardRec, ClusterRec, DomainRec, EnumKind, JobRec, List, MigCounts, NodeRec, QueueRec, Resources, ShapeRec, Sym,
 };
 use std::sync::LazyLock;
 
@@ -92,7 +92,12 @@ impl Cluster {
                 free_cards,
                 free_gpu,
                 largest_free_fraction: largest,
-                free_mig: [r(i, 4) * 7.0, 0.0, 0.0, 1.0, 0.0, 0.0].map(f64::floor),
+                free_mig: {
+                    let mut m = MigCounts::default();
+                    m.0[0] = (r(i, 4) * 7.0).floor();
+                    m.0[3] = 1.0;
+                    m
+                },
                 gpu_mem: 80.0 * 1024.0 * 1024.0 * 1024.0,
                 sharing: mode,
                 max_clients: 4.0,

@@ -196,8 +196,8 @@ card_score emptiest { card.free / 1 gpu }
     for kind in [EngineKind::Interp, EngineKind::Jit] {
         let p = compile(policy.clone(), kind).unwrap();
         let cards = [CardRec { free: 1.0, ..CardRec::default() }, CardRec { free: 0.25, ..CardRec::default() }];
-        let mut free_mig = [0.0; 6];
-        free_mig[profile] = 2.0;
+        let mut free_mig = gpol_compiler::schema::MigCounts::default();
+        free_mig.0[profile] = 2.0;
         let rack = p.program.levels.iter().position(|l| l == "rack").unwrap_or(0);
         let mut domains = [0u32; 8];
         domains[rack] = 1;

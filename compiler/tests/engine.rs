@@ -89,7 +89,7 @@ fn sharing_filters_reject_with_the_right_rule() {
         let profile = EnumKind::MigProfile.variant("1g.10gb").unwrap_or(0);
         let mig_job = JobRec { mig_profile: Opt::some(profile), ..JobRec::default() };
         let mut with_slice = node(1.0, 0.0, "mig");
-        with_slice.free_mig[usize::from(profile)] = 1.0;
+        with_slice.free_mig.0[usize::from(profile)] = 1.0;
         let nodes = [with_slice, node(1.0, 0.0, "mig")];
         p.engine().filter_score(&w.ctx(&p), &mig_job, &nodes, &mut out);
         assert!(out[0].feasible);

@@ -32,14 +32,14 @@ fn node() -> impl Strategy<Value = NodeSpec> {
         0u32..17,
         bytes.clone(),
         0usize..4,
-        prop::sample::select(layouts),
+        (prop::sample::select(layouts.clone()), any::<bool>()),
         1u32..9,
         0u64..2_000_000,
         bytes,
         prop::option::of(text()),
         prop::collection::btree_map(text(), text(), 0..3).prop_map(|m| m.into_iter().collect::<Vec<_>>()),
     )
-        .prop_map(|(model, cards, card_mem, mode, layout, max_clients, cpu_milli, mem, rack, labels)| {
+        .prop_map(move |(model, cards, card_mem, mode, layout, max_clients, cpu_milli, mem, rack, labels)| {
             let sharing = [Sharing::Exclusive, Sharing::Mig, Sharing::Timeslice, Sharing::Mps][mode];
             NodeSpec {
                 name: String::new(),
@@ -47,7 +47,14 @@ fn node() -> impl Strategy<Value = NodeSpec> {
                 cards,
                 card_mem,
                 sharing,
-                mig: if sharing == Sharing::Mig { layout } else { Vec::new() },
+                // One layout for every card, or (on two cards or more) one per card.
+                mig: match (sharing, layout) {
+                    (Sharing::Mig, (_, true)) if cards >= 2 => {
+                        (0..cards as usize).map(|i| layouts[i % layouts.len()].clone()).collect()
+                    }
+                    (Sharing::Mig, (l, _)) => vec![l],
+                    _ => Vec::new(),
+                },
                 max_clients,
                 cpu_milli,
                 mem,

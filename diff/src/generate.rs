@@ -217,7 +217,7 @@ impl NodeDraw {
         if let Some((sharing, clients, layout)) = self.sharing {
             n.sharing = sharing;
             match sharing {
-                Sharing::Mig => n.mig = mig_layout(layout),
+                Sharing::Mig => n.mig = vec![mig_layout(layout)],
                 _ => n.max_clients = clients,
             }
         }
@@ -472,7 +472,7 @@ fn assemble(
         // Shared cards and MIG instances are held by several jobs: up to all of them.
         let most = match node.sharing {
             Sharing::Exclusive => 1,
-            Sharing::Mig => node.mig.len().max(1) * node.cards as usize,
+            Sharing::Mig => (0..node.cards as usize).map(|c| node.mig_layout(c).len()).sum::<usize>().max(1),
             _ => (node.max_clients * node.cards) as usize,
         };
         for k in 0..(1 + holders.index(most)).min(16) {
@@ -505,7 +505,7 @@ fn running_job(d: &RunDraw, name: String, node: &NodeSpec, k: usize, vocab: &Voc
         Sharing::Exclusive => Request::Whole(node.cards.saturating_sub(d.free).max(1)),
         // The k-th instance of the layout (each card has the layout), or a share of a
         // card small enough for every client the card takes.
-        Sharing::Mig => Request::Mig(*node.mig.get(k % node.mig.len().max(1))?),
+        Sharing::Mig => Request::Mig(*node.mig_layout(0).get(k % node.mig_layout(0).len().max(1))?),
         _ => {
             let share = (1000 / node.max_clients.max(1)).clamp(1, 500);
             Request::Fraction(if d.smaller_share { share.min(250) } else { share })

@@ -73,7 +73,7 @@ pub fn world(point: &BTreeMap<String, V>, vocab: &Vocab, prefix: &str) -> World 
     if let Some(V::Enum(s)) = point.get("node.sharing") {
         node.sharing = Sharing::from_enum(*s);
         match node.sharing {
-            Sharing::Mig => node.mig = vec![3, 3],
+            Sharing::Mig => node.mig = vec![vec![3, 3]],
             Sharing::Timeslice | Sharing::Mps => node.max_clients = 4,
             Sharing::Exclusive => {}
         }

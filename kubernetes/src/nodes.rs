@@ -93,7 +93,7 @@ pub fn node(item: &Value) -> Result<MappedNode, FieldError> {
         let cards = count.unwrap_or(1).max(1);
         let layout: Vec<u8> =
             instances.iter().flat_map(|&(p, n)| std::iter::repeat_n(p, (n / cards) as usize)).collect();
-        (cards, Sharing::Mig, layout, 1)
+        (cards, Sharing::Mig, vec![layout], 1)
     } else {
         let replicas = labelled("nvidia.com/gpu.replicas", u64::from(MAX_CLIENTS_PER_CARD))?.unwrap_or(1).max(1);
         let strategy = label("nvidia.com/gpu.sharing-strategy").unwrap_or("none");

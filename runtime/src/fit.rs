@@ -2,9 +2,7 @@
 //! and binding and releasing it. Free shares on different cards never add up.
 
 use crate::jobs::{Job, Request, Slot};
-use crate::model::{Card, CardsFree, Cluster, Headroom, Instance, MILLI, Node, NodeId, mig_memory_gib};
-
-const GIB: u64 = 1024 * 1024 * 1024;
+use crate::model::{Card, CardsFree, Cluster, Headroom, Instance, MILLI, Node, NodeId, mig_memory_bytes};
 
 /// How many times `need` fits in `amount`: unlimited when nothing is needed.
 fn per(amount: u64, need: u64) -> u64 {
@@ -31,7 +29,7 @@ fn takes_fraction(node: &Node, card: &Card, milli: u32, job: &Ask) -> bool {
 
 /// Whether a MIG instance can take a replica asking for `profile`.
 fn takes_instance(inst: &Instance, profile: u8, job: &Ask) -> bool {
-    !inst.used && inst.profile == profile && mig_memory_gib(profile) * GIB >= job.gpu_mem
+    !inst.used && inst.profile == profile && mig_memory_bytes(profile) >= job.gpu_mem
 }
 
 /// What exact fit reads of one replica's request: jobs, and the workload's task shapes
@@ -110,9 +108,7 @@ pub fn capacity_when_empty(node: &Node, job: &Job) -> u32 {
         Request::Mig(p) => node
             .cards
             .iter()
-            .map(|c| {
-                c.instances.iter().filter(|i| i.profile == p && mig_memory_gib(p) * GIB >= job.gpu_mem).count() as u64
-            })
+            .map(|c| c.instances.iter().filter(|i| i.profile == p && mig_memory_bytes(p) >= job.gpu_mem).count() as u64)
             .sum(),
     };
     u32::try_from(host.min(gpu)).unwrap_or(u32::MAX)
@@ -132,7 +128,7 @@ pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
             Request::Mig(p) => node
                 .cards
                 .iter()
-                .any(|c| c.instances.iter().any(|i| i.profile == p) && mig_memory_gib(p) * GIB >= job.gpu_mem),
+                .any(|c| c.instances.iter().any(|i| i.profile == p) && mig_memory_bytes(p) >= job.gpu_mem),
         }
 }
 
@@ -144,7 +140,7 @@ fn summary_allows(free: &CardsFree, request: Request) -> bool {
         Request::None => true,
         Request::Whole(k) => free.cards >= k,
         Request::Fraction(m) => free.largest_milli >= m,
-        Request::Mig(p) => free.mig & 1u16.checked_shl(u32::from(p)).unwrap_or(0) != 0,
+        Request::Mig(p) => free.mig & 1u64.checked_shl(u32::from(p)).unwrap_or(0) != 0,
     }
 }
 
@@ -157,7 +153,7 @@ pub fn may_fit(room: &Headroom, job: &Ask) -> bool {
         && summary_allows(&room.cards, job.request)
         && match job.request {
             Request::Whole(_) => room.card_mem >= job.gpu_mem,
-            Request::Mig(p) => mig_memory_gib(p) * GIB >= job.gpu_mem,
+            Request::Mig(p) => mig_memory_bytes(p) >= job.gpu_mem,
             Request::Fraction(_) | Request::None => true,
         }
 }

@@ -17,7 +17,7 @@
 
 use crate::fit::{self, Ask};
 use crate::jobs::Request;
-use crate::model::{Card, MILLI, Node, mig_milli};
+use crate::model::{Card, MILLI, Node};
 use gpol_compiler::schema::{Opt, ShapeRec, ShapeTable, Sym};
 use std::collections::BTreeMap;
 
@@ -138,7 +138,7 @@ fn card_free(card: &Card) -> u64 {
     if card.instances.is_empty() {
         u64::from(card.free_milli)
     } else {
-        card.instances.iter().filter(|i| !i.used).map(|i| u64::from(mig_milli(i.profile))).sum()
+        card.instances.iter().filter(|i| !i.used).map(|i| u64::from(i.milli)).sum()
     }
 }
 

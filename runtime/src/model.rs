@@ -4,60 +4,25 @@
 
 use crate::symbols::Symbols;
 use gpol_compiler::limits::MAX_NODES;
-use gpol_compiler::schema::{MAX_LEVELS, MIG_PROFILES, MIG_SLICES, Sym};
+use gpol_compiler::schema::{MAX_LEVELS, MigCounts, Sym};
 pub use gpol_compiler::spec::{MILLI, NodeSpec, Sharing, mig_milli};
 use std::collections::{BTreeSet, HashMap};
 
 pub type NodeId = usize;
 pub type DomainId = u32;
 
-/// Memory of a MIG instance in GiB, from its name (`3g.40gb`: 40).
-pub fn mig_memory_gib(profile: u8) -> u64 {
-    MIG_PROFILES
-        .get(usize::from(profile))
-        .and_then(|p| p.split('.').nth(1))
-        .and_then(|m| m.trim_end_matches("gb").parse().ok())
-        .unwrap_or(0)
-}
-
-/// The memory slots (of eight) an instance spans and where it may start, following the
-/// A100/H100 80 GB placement rules.
-fn mig_slots(profile: u8) -> (u32, &'static [u32]) {
-    match MIG_PROFILES.get(usize::from(profile)).copied() {
-        Some("1g.10gb") => (1, &[0, 1, 2, 3, 4, 5, 6]),
-        Some("1g.20gb") => (2, &[0, 2, 4, 6]),
-        Some("2g.20gb") => (2, &[0, 2, 4]),
-        Some("3g.40gb") => (4, &[0, 4]),
-        Some("4g.40gb") => (4, &[0]),
-        _ => (8, &[0]),
-    }
-}
-
-/// Whether instances of these profiles can be placed together on one GPU: at most seven
-/// compute slices, and non-overlapping memory slots at allowed starting positions.
-pub fn mig_layout_fits(profiles: &[u8]) -> bool {
-    let compute: u32 = profiles.iter().map(|p| u32::from(MIG_SLICES.get(usize::from(*p)).copied().unwrap_or(8))).sum();
-    if compute > 7 {
-        return false;
-    }
-    // Largest first, then place each where it fits (backtracking; at most seven items).
-    let mut order: Vec<u8> = profiles.to_vec();
-    order.sort_by_key(|p| std::cmp::Reverse(mig_slots(*p).0));
-    fn place(items: &[u8], used: u8) -> bool {
-        let Some((&first, rest)) = items.split_first() else { return true };
-        let (size, starts) = mig_slots(first);
-        starts.iter().any(|&s| {
-            let mask: u16 = ((1u16 << size) - 1) << s;
-            mask <= 0xFF && (u16::from(used) & mask) == 0 && place(rest, used | mask as u8)
-        })
-    }
-    place(&order, 0)
+/// Memory of a MIG instance, bytes: the GB its name gives, read as GiB (NVIDIA's
+/// `40gb` instance of an 80 GB card has about 40 GiB).
+pub fn mig_memory_bytes(profile: u8) -> u64 {
+    gpol_compiler::mig::memory_gb(profile) << 30
 }
 
 /// One MIG instance of a card.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Instance {
     pub profile: u8,
+    /// Its share of the card in milli-GPU: its compute slices of the card's.
+    pub milli: u32,
     pub used: bool,
 }
 
@@ -82,10 +47,10 @@ impl Card {
         self.instances.is_empty() && self.clients == 0 && self.free_milli == MILLI
     }
 
-    pub fn free_mig(&self) -> [f64; 6] {
-        let mut counts = [0.0; 6];
+    pub fn free_mig(&self) -> MigCounts {
+        let mut counts = MigCounts::default();
         for i in self.instances.iter().filter(|i| !i.used) {
-            if let Some(c) = counts.get_mut(usize::from(i.profile)) {
+            if let Some(c) = counts.0.get_mut(usize::from(i.profile)) {
                 *c += 1.0;
             }
         }
@@ -131,7 +96,7 @@ pub struct CardsFree {
     /// Unallocated milli-GPU (see [`Node::free_milli`]).
     pub milli: u64,
     /// Bit `p` set when a free MIG instance of profile `p` exists.
-    pub mig: u16,
+    pub mig: u64,
 }
 
 impl Node {
@@ -145,9 +110,9 @@ impl Node {
 
     /// [`Node::free`] counted from the cards.
     pub fn counted_free(&self) -> CardsFree {
-        let mut mig = 0u16;
+        let mut mig = 0u64;
         for i in self.cards.iter().flat_map(|c| &c.instances).filter(|i| !i.used) {
-            mig |= 1u16.checked_shl(u32::from(i.profile)).unwrap_or(0);
+            mig |= 1u64.checked_shl(u32::from(i.profile)).unwrap_or(0);
         }
         CardsFree {
             cards: self.cards.iter().filter(|c| c.whole_free()).count() as u32,
@@ -170,7 +135,7 @@ impl Node {
                 if c.instances.is_empty() {
                     u64::from(c.free_milli)
                 } else {
-                    c.instances.iter().filter(|i| !i.used).map(|i| u64::from(mig_milli(i.profile))).sum()
+                    c.instances.iter().filter(|i| !i.used).map(|i| u64::from(i.milli)).sum()
                 }
             })
             .sum()
@@ -190,11 +155,11 @@ impl Node {
             .unwrap_or(0)
     }
 
-    pub fn free_mig(&self) -> [f64; 6] {
-        let mut total = [0.0; 6];
-        for c in &self.cards {
-            for (t, v) in total.iter_mut().zip(c.free_mig()) {
-                *t += v;
+    pub fn free_mig(&self) -> MigCounts {
+        let mut total = MigCounts::default();
+        for i in self.cards.iter().flat_map(|c| &c.instances).filter(|i| !i.used) {
+            if let Some(c) = total.0.get_mut(usize::from(i.profile)) {
+                *c += 1.0;
             }
         }
         total
@@ -310,18 +275,7 @@ impl Cluster {
         if let Some(over) = spec.over_limit() {
             return Err(err(over.field, format!("too large, at most {}", over.max)));
         }
-        match (spec.sharing, spec.mig.is_empty()) {
-            (Sharing::Mig, true) => return Err(err("mig", "a MIG node needs a layout of instances".into())),
-            (Sharing::Mig, false) => {
-                if !mig_layout_fits(&spec.mig) {
-                    let names: Vec<&str> =
-                        spec.mig.iter().filter_map(|p| MIG_PROFILES.get(usize::from(*p)).copied()).collect();
-                    return Err(err("mig", format!("the layout [{}] does not fit on one GPU", names.join(", "))));
-                }
-            }
-            (_, false) => return Err(err("mig", "a MIG layout on a node that is not shared by MIG".into())),
-            (_, true) => {}
-        }
+        let mig_gpu = spec.mig_gpu().map_err(|m| err("mig", m))?;
         if spec.max_clients == 0 {
             return Err(err("max_clients", "must be at least 1".into()));
         }
@@ -329,14 +283,21 @@ impl Cluster {
             Sharing::Timeslice | Sharing::Mps => spec.max_clients,
             _ => 1,
         };
-        let cards = (0..spec.cards)
-            .map(|_| Card {
+        let cards = (0..spec.cards as usize)
+            .map(|i| Card {
                 free_milli: MILLI,
                 clients: 0,
                 holder_cards: 0,
                 mem: spec.card_mem,
                 free_mem: spec.card_mem,
-                instances: spec.mig.iter().map(|p| Instance { profile: *p, used: false }).collect(),
+                instances: match mig_gpu {
+                    Some(gpu) => spec
+                        .mig_layout(i)
+                        .iter()
+                        .map(|&profile| Instance { profile, milli: gpu.milli(profile), used: false })
+                        .collect(),
+                    None => Vec::new(),
+                },
             })
             .collect();
         let id = self.nodes.len();
@@ -512,16 +473,36 @@ mod tests {
     }
 
     #[test]
-    fn mig_layouts_follow_the_slot_rules() {
-        assert!(mig_layout_fits(&[p("7g.80gb")]));
-        assert!(mig_layout_fits(&[p("4g.40gb"), p("3g.40gb")]));
-        assert!(mig_layout_fits(&[p("3g.40gb"), p("3g.40gb")]));
-        assert!(mig_layout_fits(&[p("3g.40gb"), p("2g.20gb"), p("1g.10gb"), p("1g.10gb")]));
-        assert!(mig_layout_fits(&[p("1g.10gb"); 7]));
-        assert!(!mig_layout_fits(&[p("1g.10gb"); 8]), "eight compute slices");
-        assert!(!mig_layout_fits(&[p("7g.80gb"), p("1g.10gb")]));
-        assert!(!mig_layout_fits(&[p("4g.40gb"), p("4g.40gb")]), "a 4g instance starts only at slot 0");
-        assert!(!mig_layout_fits(&[p("1g.20gb"); 5]), "ten memory slots");
+    fn cards_get_their_own_layouts_charged_by_their_gpus_slices() {
+        let mut c = Cluster::new(vec![]);
+        let mut syms = Symbols::default();
+        let a30 = NodeSpec {
+            name: "a30".into(),
+            model: "a30".into(),
+            cards: 2,
+            card_mem: 24 << 30,
+            sharing: Sharing::Mig,
+            mig: vec![vec![p("4g.24gb")], vec![p("2g.12gb"), p("1g.6gb"), p("1g.6gb")]],
+            ..NodeSpec::default()
+        };
+        let n = c.add_node(&a30, &mut syms).expect("a valid A30 node");
+        let layouts: Vec<Vec<(u8, u32)>> =
+            c.nodes[n].cards.iter().map(|c| c.instances.iter().map(|i| (i.profile, i.milli)).collect()).collect();
+        assert_eq!(
+            layouts,
+            vec![vec![(p("4g.24gb"), 1000)], vec![(p("2g.12gb"), 500), (p("1g.6gb"), 250), (p("1g.6gb"), 250)]]
+        );
+        assert_eq!(c.nodes[n].free_milli(), 2000);
+        assert_eq!(c.nodes[n].free_mig().get(usize::from(p("1g.6gb"))), 2.0);
+        let three = NodeSpec { name: "three".into(), cards: 3, ..a30.clone() };
+        let e = c.add_node(&three, &mut syms).expect_err("two layouts for three cards");
+        assert_eq!(
+            (e.field, e.message.as_str()),
+            ("mig", "2 layouts for 3 cards: give one for every card or one per card")
+        );
+        let h100 = NodeSpec { name: "h".into(), model: "h100".into(), card_mem: 80 << 30, ..a30 };
+        let e = c.add_node(&h100, &mut syms).expect_err("A30 profiles on an H100");
+        assert!(e.message.starts_with("h100 (80 GB) has no MIG profile 1g.6gb"), "{}", e.message);
     }
 
     #[test]
@@ -570,6 +551,7 @@ mod tests {
         assert_eq!(mig_milli(p("1g.10gb")), 143);
         assert_eq!(mig_milli(p("3g.40gb")), 429);
         assert_eq!(mig_milli(p("7g.80gb")), 1000);
-        assert_eq!(mig_memory_gib(p("3g.40gb")), 40);
+        assert_eq!(mig_milli(p("2g.12gb")), 500, "an A30 profile: two slices of four");
+        assert_eq!(mig_memory_bytes(p("3g.40gb")), 40 << 30);
     }
 }

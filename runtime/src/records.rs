@@ -42,7 +42,7 @@ pub fn node_rec(n: &Node) -> NodeRec<'static> {
         free_cards: up(f64::from(n.free_cards())),
         free_gpu: up(gpus(n.free_milli())),
         largest_free_fraction: up(gpus(u64::from(n.largest_free_milli()))),
-        free_mig: if n.up { n.free_mig() } else { [0.0; 6] },
+        free_mig: if n.up { n.free_mig() } else { Default::default() },
         gpu_mem: n.cards.first().map_or(0.0, |c| c.mem as f64),
         sharing: n.sharing.as_enum(),
         max_clients: f64::from(n.max_clients),

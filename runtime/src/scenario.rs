@@ -299,17 +299,6 @@ fn check(
                     TestName::Node(l, _) => (*l, VTy::Ref(Record::Node)),
                 })
                 .collect();
-            let body = match gpol_compiler::lower::lower_expectation(&s.policy.policy, expr, &inputs) {
-                Ok(body) => body,
-                Err(too_large) => {
-                    return Some(Failure {
-                        span,
-                        expected: "the condition to hold".into(),
-                        actual: too_large.diagnostic(&s.policy.policy).message,
-                        explain: String::new(),
-                    });
-                }
-            };
             let view = s.view(None);
             let ctx = s.ctx(&view);
             let job_recs: HashMap<&str, gpol_compiler::schema::JobRec<'_>> =
@@ -325,17 +314,49 @@ fn check(
                     }
                 })
                 .collect();
-            let holds = interp::eval_with_inputs(&body, &ctx, &Roots::default(), &vals).b();
-            if holds {
-                None
-            } else {
-                Some(Failure {
-                    span,
-                    expected: "the condition to hold".into(),
-                    actual: "it does not".into(),
-                    explain: String::new(),
-                })
+            let eval = |e: &hir::Expr| {
+                gpol_compiler::lower::lower_expectation(&s.policy.policy, e, &inputs)
+                    .map(|body| interp::eval_with_inputs(&body, &ctx, &Roots::default(), &vals))
+            };
+            let failure = |actual: String| Failure {
+                span,
+                expected: "the condition to hold".into(),
+                actual,
+                explain: String::new(),
+            };
+            match eval(expr) {
+                Err(too_large) => Some(failure(too_large.diagnostic(&s.policy.policy).message)),
+                Ok(v) if v.b() => None,
+                // A failed comparison says what each side came to.
+                Ok(_) => Some(failure(match &expr.kind {
+                    hir::ExprKind::Binary(op, a, b) if op.is_comparison() => match (eval(a), eval(b)) {
+                        (Ok(l), Ok(r)) => format!(
+                            "the left side is {}, the right side {}",
+                            value_text(&l, &a.ty, s.symbols()),
+                            value_text(&r, &b.ty, s.symbols())
+                        ),
+                        _ => "it does not".into(),
+                    },
+                    _ => "it does not".into(),
+                })),
             }
         }
+    }
+}
+
+/// A scalar test value as a reader would write it: `0.7 gpu`, `true`, `"a100"`.
+fn value_text(v: &Val<'_>, ty: &gpol_compiler::types::Ty, symbols: &crate::symbols::Symbols) -> String {
+    use gpol_compiler::types::Ty;
+    match (v, ty) {
+        (Val::F(x), Ty::Num(d)) if d.is_none() => format!("{x}"),
+        (Val::F(x), Ty::Num(d)) => format!("{x} {d}"),
+        (Val::B(b), _) => b.to_string(),
+        (Val::S(sym), _) => format!("{:?}", symbols.name(*sym)),
+        (Val::U(u), Ty::Enum(e)) => e.variants().get(usize::from(*u)).map_or_else(|| u.to_string(), |n| n.to_string()),
+        (Val::OptF(o), Ty::Optional(inner)) => match o.get() {
+            Some(x) => value_text(&Val::F(x), inner, symbols),
+            None => "none".into(),
+        },
+        _ => format!("{ty}"),
     }
 }

@@ -10,7 +10,7 @@ use gpol_compiler::schema::EnumKind;
 use gpol_compiler::syntax::QuotaKind;
 use gpol_runtime::fit::{self, Ask};
 use gpol_runtime::jobs::State;
-use gpol_runtime::model::{Headroom, mig_layout_fits, mig_milli};
+use gpol_runtime::model::{Headroom, mig_milli};
 use gpol_runtime::place::Decision;
 use gpol_runtime::quota::{self, Quotas, Res};
 use gpol_runtime::symbols::Symbols;
@@ -53,23 +53,46 @@ fn profile(name: &str) -> u8 {
     EnumKind::MigProfile.variant(name).unwrap_or(0)
 }
 
+/// A MIG layout of `gpu`: the picked profiles that still fit, in turn.
+fn layout(gpu: &gpol_compiler::mig::Gpu, picks: &[usize]) -> Vec<u8> {
+    let mut l = Vec::new();
+    for &k in picks {
+        let Some(p) = gpu.slots.get(k % gpu.slots.len()).and_then(|s| gpol_compiler::mig::profile(s.profile)) else {
+            continue;
+        };
+        l.push(p);
+        if !gpu.fits(&l) {
+            l.pop();
+        }
+    }
+    l
+}
+
 fn node() -> impl Strategy<Value = NodeSpec> {
-    let layouts = vec![
-        vec![profile("7g.80gb")],
-        vec![profile("3g.40gb"), profile("3g.40gb")],
-        vec![profile("4g.40gb"), profile("2g.20gb"), profile("1g.10gb")],
-        vec![profile("1g.10gb"); 7],
-    ];
+    let gpus = gpol_compiler::mig::GPUS.len();
+    let picks = prop::collection::vec(prop::collection::vec(0usize..8, 1..8), 1..3);
     let card_mem = prop::sample::select(vec![40u64 << 30, 80 << 30]);
-    (0usize..4, 1u32..9, prop::sample::select(layouts), 1u32..5, 4u64..129, 0u8..3, card_mem).prop_map(
-        |(mode, cards, mig, clients, cpu, rack, card_mem)| {
+    (0usize..4, 1u32..9, (0..gpus, picks), 1u32..5, 4u64..129, 0u8..3, card_mem).prop_map(
+        |(mode, cards, (gpu, picks), clients, cpu, rack, card_mem)| {
             let sharing = [Sharing::Exclusive, Sharing::Mig, Sharing::Timeslice, Sharing::Mps][mode];
+            // MIG nodes are of a GPU with MIG, every table in turn, with one layout for
+            // every card or (two picks) one per card.
+            let gpu = &gpol_compiler::mig::GPUS[gpu];
+            let mig: Vec<Vec<u8>> = match picks.as_slice() {
+                [every] => vec![layout(gpu, every)],
+                per_card => (0..cards as usize).map(|c| layout(gpu, &per_card[c % per_card.len()])).collect(),
+            };
+            let is_mig = sharing == Sharing::Mig;
             NodeSpec {
-                model: if cards % 2 == 0 { "h100".into() } else { "a100".into() },
+                model: match (is_mig, cards % 2) {
+                    (true, _) => gpu.model.into(),
+                    (false, 0) => "h100".into(),
+                    (false, _) => "a100".into(),
+                },
                 cards,
-                card_mem,
+                card_mem: if is_mig { u64::from(gpu.memory_gb) << 30 } else { card_mem },
                 sharing,
-                mig: if sharing == Sharing::Mig { mig } else { Vec::new() },
+                mig: if is_mig { mig } else { Vec::new() },
                 max_clients: clients,
                 cpu_milli: cpu * 1000,
                 mem: 1 << 40,
@@ -316,7 +339,7 @@ fn play(policy: &CompiledPolicy, nodes: &[NodeSpec], events: &[Event]) -> Result
     let mut s = Scheduler::new(policy.clone());
     for (i, n) in nodes.iter().enumerate() {
         let spec = NodeSpec { name: format!("n{i}"), ..n.clone() };
-        prop_assert!(mig_layout_fits(&spec.mig) || spec.mig.is_empty());
+        prop_assert!(spec.mig_gpu().is_ok(), "{:?}", spec.mig_gpu());
         s.add_node(&spec).map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
     let mut submitted = 0;

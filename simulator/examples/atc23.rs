@@ -5,12 +5,16 @@
 //!
 //! ```sh
 //! cargo run --release -p gpol-sim --example atc23 -- ../shared/data/alibaba-gpu-2023 \
-//!     [--reference analysis_allo_discrete.csv] [--traces default,cpu050] [--seeds 42..51]
+//!     [--reference analysis_allo_discrete.csv] [--traces default,cpu050] [--seeds 42..51] \
+//!     [--baselines fgd,best_fit] [--policy my.gpol] [--threads 2]
 //! ```
 //!
 //! `--reference` reads the study's own results (its repository's
 //! `experiments/analysis/expected_results/analysis_allo_discrete.csv`) and adds its
-//! medians beside gpol's. Runs go in parallel on every core.
+//! medians beside gpol's. `--baselines` runs only some of the six; `--policy` adds a
+//! policy of one's own, and with the reference FGD among the baselines a last table
+//! shows each added policy's median against it, trace by trace. Runs go in parallel on
+//! every core unless `--threads` says otherwise.
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_sim::report::Report;
@@ -57,6 +61,8 @@ struct Args {
     traces: Vec<String>,
     seeds: (u64, u64),
     extra: Vec<PathBuf>,
+    baselines: Vec<String>,
+    threads: Option<usize>,
 }
 
 fn args() -> Result<Args, String> {
@@ -67,6 +73,8 @@ fn args() -> Result<Args, String> {
         traces: TRACES.iter().map(|t| t.to_string()).collect(),
         seeds: (42, 51),
         extra: Vec::new(),
+        baselines: POLICIES.iter().map(|(f, _)| f.to_string()).collect(),
+        threads: None,
     };
     let mut data = None;
     while let Some(a) = it.next() {
@@ -75,6 +83,8 @@ fn args() -> Result<Args, String> {
             "--reference" => args.reference = Some(value()?.into()),
             "--traces" => args.traces = value()?.split(',').map(str::to_string).collect(),
             "--policy" => args.extra.push(value()?.into()),
+            "--baselines" => args.baselines = value()?.split(',').map(str::to_string).collect(),
+            "--threads" => args.threads = Some(value()?.parse().map_err(|_| "--threads N")?),
             "--seeds" => {
                 let v = value()?;
                 let (a, b) = v.split_once("..").ok_or("--seeds A..B")?;
@@ -84,7 +94,14 @@ fn args() -> Result<Args, String> {
             _ => return Err(format!("unexpected argument {a}")),
         }
     }
-    args.data = data.ok_or("usage: atc23 DATA_DIR [--reference CSV] [--traces a,b] [--seeds A..B] [--policy P]")?;
+    args.data = data.ok_or(
+        "usage: atc23 DATA_DIR [--reference CSV] [--traces a,b] [--seeds A..B] [--baselines a,b] [--policy P] [--threads N]",
+    )?;
+    if let Some(b) = args.baselines.iter().find(|b| !POLICIES.iter().any(|(f, _)| f == b)) {
+        return Err(format!(
+            "--baselines: no study policy {b} (one of random, dot_product, gpu_clustering, gpu_packing, best_fit, fgd)"
+        ));
+    }
     Ok(args)
 }
 
@@ -153,6 +170,7 @@ fn main() -> Result<(), String> {
     let mut policies: Vec<(String, Option<&str>, CompiledPolicy)> = Vec::new();
     let files = POLICIES
         .iter()
+        .filter(|(f, _)| args.baselines.iter().any(|b| b == f))
         .map(|(f, r)| (root.join(format!("policies/atc23/{f}.gpol")), Some(*r)))
         .chain(args.extra.iter().map(|p| (p.clone(), None)));
     for (path, study) in files {
@@ -184,7 +202,7 @@ fn main() -> Result<(), String> {
     let next = AtomicUsize::new(0);
     let results: Mutex<BTreeMap<(usize, usize), Vec<Report>>> = Mutex::new(BTreeMap::new());
     let cancel = AtomicBool::new(false);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -218,6 +236,7 @@ fn main() -> Result<(), String> {
     let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     print_allocation(&args, &policies, &results, &study);
     print_fragmentation(&args, &policies, &results);
+    print_versus_fgd(&args, &policies, &results);
     Ok(())
 }
 
@@ -291,5 +310,37 @@ fn print_fragmentation(args: &Args, policies: &Policies, results: &BTreeMap<(usi
             })
             .collect();
         println!("| {name} | {} |", cells.join(" | "));
+    }
+}
+
+/// Each added policy's median allocation at 130 % arrived against the reference FGD's,
+/// trace by trace, when both ran.
+fn print_versus_fgd(args: &Args, policies: &Policies, results: &BTreeMap<(usize, usize), Vec<Report>>) {
+    let Some(fgd) = policies.iter().position(|(_, key, _)| *key == Some("06-FGD")) else { return };
+    for (pi, (name, key, _)) in policies.iter().enumerate() {
+        if key.is_some() {
+            continue;
+        }
+        println!("\nMedian allocation at 130 % arrived (% of the GPUs), `{name}` against the reference FGD:\n");
+        println!("| trace | reference FGD | {name} | Δ |");
+        println!("|---|---|---|---|");
+        let (mut ahead, mut behind) = (0, 0);
+        for (ti, trace) in args.traces.iter().enumerate() {
+            let at = |p: usize| {
+                let runs = results.get(&(ti, p)).map_or(&[][..], Vec::as_slice);
+                median(runs.iter().map(|r| allocated_at(r, 1.3)).collect()) * 100.0
+            };
+            let (base, ours) = (at(fgd), at(pi));
+            let delta = ours - base;
+            // Medians print to two places: a difference below half a hundredth is level.
+            if delta >= 0.005 {
+                ahead += 1;
+            } else if delta <= -0.005 {
+                behind += 1;
+            }
+            println!("| {trace} | {base:.2} | {ours:.2} | {delta:+.2} |");
+        }
+        let level = args.traces.len() - ahead - behind;
+        println!("\nAhead on {ahead}, level on {level}, behind on {behind} of {} traces.", args.traces.len());
     }
 }

@@ -89,7 +89,7 @@ mod tests {
         let c = &spec.nodes[2];
         assert_eq!((c.spec.cards, c.spec.sharing), (2, Sharing::Mig));
         // Per card: two 3g.40gb and one 1g.10gb.
-        assert_eq!(c.spec.mig, vec![0, 3, 3]);
+        assert_eq!(c.spec.mig, vec![vec![0, 3, 3]]);
         assert_eq!((spec.nodes[3].spec.cards, spec.nodes[3].spec.model.as_str()), (0, ""));
     }
 

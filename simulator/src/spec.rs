@@ -118,7 +118,7 @@ struct RawPool {
     gpu_mem: Option<Quantity>,
     sharing: Option<String>,
     #[serde(default)]
-    mig: Vec<String>,
+    mig: MigLayouts,
     max_clients: Option<u32>,
     cpu: Option<Quantity>,
     mem: Option<Quantity>,
@@ -130,6 +130,21 @@ struct RawPool {
 
 fn one() -> u32 {
     1
+}
+
+/// A pool's MIG instances: one layout for every card (`[3g.40gb, 3g.40gb]`) or one per
+/// card (`[[3g.40gb, 3g.40gb], [7g.80gb]]`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum MigLayouts {
+    Every(Vec<String>),
+    PerCard(Vec<Vec<String>>),
+}
+
+impl Default for MigLayouts {
+    fn default() -> MigLayouts {
+        MigLayouts::Every(Vec::new())
+    }
 }
 
 #[derive(Deserialize)]
@@ -200,23 +215,28 @@ fn pool_nodes(p: &RawPool) -> Result<Vec<NodeDef>, (&'static str, String)> {
             }
         },
     };
-    let mig = p
-        .mig
-        .iter()
-        .map(|m| {
-            MIG_PROFILES.iter().position(|x| x == m).map(|i| i as u8).ok_or_else(|| {
-                ("mig", format!("`{m}` is not a MIG profile; expected one of {}", MIG_PROFILES.join(", ")))
-            })
+    let profile = |m: &String| {
+        gpol_compiler::mig::profile(m).ok_or_else(|| {
+            (
+                "mig",
+                format!(
+                    "`{m}` is not a MIG profile; docs/schema.md lists every GPU's (e.g. {})",
+                    MIG_PROFILES[..6].join(", ")
+                ),
+            )
         })
-        .collect::<Result<Vec<u8>, _>>()?;
+    };
+    let layout = |l: &Vec<String>| l.iter().map(profile).collect::<Result<Vec<u8>, _>>();
+    let mig = match &p.mig {
+        MigLayouts::Every(l) if l.is_empty() => Vec::new(),
+        MigLayouts::Every(l) => vec![layout(l)?],
+        MigLayouts::PerCard(ls) => ls.iter().map(layout).collect::<Result<Vec<_>, _>>()?,
+    };
     if p.gpus > MAX_CARDS_PER_NODE {
         return Err(("gpus", format!("{} is too large, at most {MAX_CARDS_PER_NODE}", p.gpus)));
     }
     if let Some(m) = p.max_clients.filter(|&m| m > MAX_CLIENTS_PER_CARD) {
         return Err(("max_clients", format!("{m} is too large, at most {MAX_CLIENTS_PER_CARD}")));
-    }
-    if p.mig.len() > 7 {
-        return Err(("mig", format!("{} instances: a card has at most 7", p.mig.len())));
     }
     if p.gpus > 0 && p.gpu_model.is_empty() {
         return Err(("gpu_model", "a pool with GPUs needs a gpu_model".into()));
@@ -229,6 +249,8 @@ fn pool_nodes(p: &RawPool) -> Result<Vec<NodeDef>, (&'static str, String)> {
     let card_mem = quantity(&p.gpu_mem, "gpu_mem", defaults.card_mem, input::bytes)?;
     let cpu_milli = quantity(&p.cpu, "cpu", defaults.cpu_milli, input::milli_cpu)?;
     let mem = quantity(&p.mem, "mem", defaults.mem, input::bytes)?;
+    let probe = NodeSpec { model: p.gpu_model.clone(), cards: p.gpus, card_mem, sharing, mig: mig.clone(), ..defaults };
+    probe.mig_gpu().map_err(|m| ("mig", m))?;
     for (level, g) in &p.topology {
         if matches!(g, Grouping::Size(0)) {
             return Err(("topology", format!("level `{level}`: a domain holds at least one node")));
@@ -318,6 +340,23 @@ kind = "drain"
         let d = NodeSpec::default();
         assert_eq!((n.card_mem, n.cpu_milli, n.mem, n.max_clients), (d.card_mem, d.cpu_milli, d.mem, d.max_clients));
         assert_eq!((n.model.as_str(), n.cards, n.sharing), ("t4", 2, Sharing::Exclusive));
+    }
+
+    #[test]
+    fn mig_pools_take_one_layout_or_one_per_card_of_their_gpus_profiles() {
+        let pool = |mig: &str| {
+            format!(
+                "[[pool]]\nname = \"m\"\ngpu_model = \"a100\"\ngpu_mem = \"40GiB\"\ngpus = 2\nsharing = \"mig\"\nmig = {mig}\n"
+            )
+        };
+        let p = |name: &str| gpol_compiler::mig::profile(name).expect("a profile");
+        let every = parse_toml(&pool(r#"["3g.20gb", "3g.20gb"]"#), "c.toml").expect("valid spec");
+        assert_eq!(every.nodes[0].spec.mig, vec![vec![p("3g.20gb"), p("3g.20gb")]]);
+        let per_card = parse_toml(&pool(r#"[["7g.40gb"], ["1g.5gb", "2g.10gb"]]"#), "c.toml").expect("valid spec");
+        assert_eq!(per_card.nodes[0].spec.mig, vec![vec![p("7g.40gb")], vec![p("1g.5gb"), p("2g.10gb")]]);
+        let e = parse_toml(&pool(r#"["3g.40gb"]"#), "c.toml").expect_err("an 80 GB profile on a 40 GB A100");
+        assert_eq!((e.line, e.field.as_deref()), (Some(1), Some("mig")));
+        assert!(e.message.contains("a100 (40 GB) has no MIG profile 3g.40gb"), "{e}");
     }
 
     #[test]

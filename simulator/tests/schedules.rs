@@ -71,7 +71,7 @@ fn node() -> impl Strategy<Value = NodeSpec> {
             model: if h100 { "h100".into() } else { "a100".into() },
             cards,
             sharing,
-            mig: if sharing == Sharing::Mig { vec![mig("3g.40gb"), mig("3g.40gb")] } else { Vec::new() },
+            mig: if sharing == Sharing::Mig { vec![vec![mig("3g.40gb"), mig("3g.40gb")]] } else { Vec::new() },
             max_clients: if sharing == Sharing::Timeslice { 4 } else { 1 },
             domains: vec![(0, format!("r{rack}"))],
             ..NodeSpec::default()

@@ -493,16 +493,24 @@ impl Checker<'_> {
                 self.fold_const(&e, "a test property")
             }
             Kind::MigList | Kind::StrList => {
-                let elem = if matches!(kind, Kind::MigList) { Ty::Enum(EnumKind::MigProfile) } else { Ty::Str };
+                let mig = matches!(kind, Kind::MigList);
+                let elem = if mig { Ty::Enum(EnumKind::MigProfile) } else { Ty::Str };
+                let list = Ty::List(Box::new(elem.clone()));
                 let mut scope = Scope::new(m, Context::Const);
                 let e = self.expr(&mut scope, value);
-                if e.ty == elem {
-                    return self.fold_const(&e, "a test property").map(|v| Value::List(vec![v]));
+                // A MIG layout card by card: a list of layouts.
+                if mig && e.ty == Ty::List(Box::new(list.clone())) {
+                    return self.fold_const(&e, "a test property");
                 }
-                if !self.expect_type(&e, &Ty::List(Box::new(elem)), &format!("`{}`", name.name)) {
-                    return None;
-                }
-                self.fold_const(&e, "a test property")
+                let items = if e.ty == elem {
+                    self.fold_const(&e, "a test property").map(|v| Value::List(vec![v]))
+                } else if self.expect_type(&e, &list, &format!("`{}`", name.name)) {
+                    self.fold_const(&e, "a test property")
+                } else {
+                    None
+                };
+                // One layout: every card's.
+                if mig { items.map(|v| Value::List(vec![v])) } else { items }
             }
         }
     }
@@ -592,11 +600,15 @@ impl Checker<'_> {
                 ("cards", Value::Num(x)) => n.cards = self.whole(x, name, value, MAX_CARDS_PER_NODE),
                 ("gpu_mem", Value::Num(x)) => n.card_mem = self.bytes(x, name, value),
                 ("sharing", Value::Enum(_, i)) => n.sharing = Sharing::from_enum(i),
-                ("mig", Value::List(items)) => {
-                    n.mig = items
-                        .into_iter()
-                        .filter_map(|i| if let Value::Enum(_, p) = i { Some(p) } else { None })
-                        .collect()
+                ("mig", Value::List(layouts)) => {
+                    let profiles = |l: Value| match l {
+                        Value::List(items) => items
+                            .into_iter()
+                            .filter_map(|i| if let Value::Enum(_, p) = i { Some(p) } else { None })
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    n.mig = layouts.into_iter().map(profiles).collect()
                 }
                 ("max_clients", Value::Num(x)) => {
                     n.max_clients = self.whole(x, name, value, MAX_CLIENTS_PER_CARD).max(1)
@@ -610,30 +622,17 @@ impl Checker<'_> {
         n
     }
 
-    /// A MIG layout belongs to MIG nodes and fits in a card's seven compute slices.
+    /// A MIG layout belongs to MIG nodes and fits the node's GPU (docs/schema.md, "MIG").
     fn check_mig_layout(&mut self, n: &NodeSpec, at: Span, sharing_given: bool) {
-        let mig = Sharing::Mig;
-        let slices: u32 =
-            n.mig.iter().map(|p| u32::from(crate::schema::MIG_SLICES.get(usize::from(*p)).copied().unwrap_or(0))).sum();
-        let problem = if n.sharing == mig && n.mig.is_empty() {
-            Some((
-                "a MIG node needs a layout".to_string(),
-                "add `mig [PROFILE, …]`, the instances of each card".to_string(),
-            ))
-        } else if n.sharing != mig && !n.mig.is_empty() {
-            let how = if sharing_given { "set `sharing mig`" } else { "add `sharing mig`" };
-            Some(("a MIG layout on a node that is not shared by MIG".to_string(), how.to_string()))
-        } else if slices > 7 {
-            Some((
-                format!("this MIG layout needs {slices} compute slices; a card has 7"),
-                "remove instances until they fit".to_string(),
-            ))
+        let Err(message) = n.mig_gpu() else { return };
+        let help = if n.mig.is_empty() {
+            "add `mig [PROFILE, …]` (every card) or `mig [[…], […]]` (card by card)".to_string()
+        } else if n.sharing != Sharing::Mig {
+            (if sharing_given { "set `sharing mig`" } else { "add `sharing mig`" }).to_string()
         } else {
-            None
+            "docs/schema.md lists each GPU's MIG profiles and how many fit".to_string()
         };
-        if let Some((message, help)) = problem {
-            self.err(Diagnostic::new(Code::TestScenario, at, message).label("invalid MIG layout").help(help));
-        }
+        self.err(Diagnostic::new(Code::TestScenario, at, message).label("invalid MIG layout").help(help));
     }
 
     /// A count of a scenario: a whole number from 0 to `max`.

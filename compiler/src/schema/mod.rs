@@ -113,11 +113,8 @@ impl EnumKind {
     }
 }
 
-/// MIG profiles gpol knows (A100/H100 80GB shapes): name, compute slices of 7, memory GiB.
-pub const MIG_PROFILES: &[&str] = &["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"];
-
-/// Compute slices (of 7) of each MIG profile, in the order of [`MIG_PROFILES`].
-pub const MIG_SLICES: &[u8] = &[1, 1, 2, 3, 4, 7];
+/// MIG profiles gpol knows, every data-centre GPU's ([`crate::mig`]).
+pub const MIG_PROFILES: &[&str] = crate::mig::PROFILES;
 
 /// When a field's value is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -367,6 +364,37 @@ pub fn markdown() -> String {
     for e in [EnumKind::Sharing, EnumKind::MigProfile] {
         let vs: Vec<String> = e.variants().iter().map(|v| format!("`{v}`")).collect();
         out.push_str(&format!("- `{}`: {}\n", e.name(), vs.join(", ")));
+    }
+    out.push_str(&mig_tables());
+    out
+}
+
+/// The MIG section: each GPU's profiles, from [`crate::mig::GPUS`].
+fn mig_tables() -> String {
+    let mut out = String::from(
+        "\n## MIG\n\n\
+         A MIG node's cards follow its GPU's table: the node's model and card memory pick it (the \
+         variant nearest the card memory); a node of a model with no table (a test's default `gpu`) \
+         follows the first GPU below that has every profile of its layout. A layout fits when each \
+         profile is the GPU's, within its count, the compute slices add up to at most the GPU's and \
+         the memory slices do not overlap, each instance starting where NVIDIA's placement rules \
+         allow. An instance is charged its compute slices of the card's (`3g` of 7: 0.429 gpu; `2g` of \
+         4: 0.5); a job asking for a profile is charged as on the first GPU below that has it. Sources: \
+         NVIDIA's MIG user guide, \"Supported MIG Profiles\" (A30, A100, H100, H100 NVL, H100 on \
+         GH200, H200, B200, RTX PRO 6000) and, for GPUs it does not table (GH200 144 GB, H20, GB200, \
+         B300, GB300), the default configuration of NVIDIA's mig-parted. Media-extension variants \
+         (`+me`) are read as their base profile.\n\n\
+         | model | memory | compute slices | profiles (instances at most) |\n|---|---|---|---|\n",
+    );
+    for g in crate::mig::GPUS {
+        let profiles: Vec<String> = g.slots.iter().map(|s| format!("`{}` ×{}", s.profile, s.max)).collect();
+        out.push_str(&format!(
+            "| `{}` | {} GB | {} | {} |\n",
+            g.model,
+            g.memory_gb,
+            g.compute_slices,
+            profiles.join(", ")
+        ));
     }
     out
 }

@@ -292,7 +292,22 @@ unsafe impl<T: Sync> Sync for List<'_, T> {}
 pub use crate::limits::MAX_LEVELS;
 
 /// Free MIG instances per profile, indexed by the `mig_profile` enum value.
-pub type MigCounts = [f64; 6];
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MigCounts(pub [f64; crate::mig::PROFILE_COUNT]);
+
+impl Default for MigCounts {
+    fn default() -> MigCounts {
+        MigCounts([0.0; crate::mig::PROFILE_COUNT])
+    }
+}
+
+impl MigCounts {
+    /// The count of a profile (0 for an index past the last profile).
+    pub fn get(&self, profile: usize) -> f64 {
+        self.0.get(profile).copied().unwrap_or(0.0)
+    }
+}
 
 /// A field's value, as the interpreter reads it.
 #[derive(Clone, Copy, Debug)]
@@ -455,7 +470,7 @@ records! {
         mig_profile: opt_enum(MigProfile), Static, "The MIG profile requested per replica, if any.";
         replicas: num(NONE), Static, "Replicas of a gang (1 for a single-node job).";
         min_replicas: num(NONE), Static, "Fewest replicas the job can start with (elastic gangs).";
-        total_gpus: num(GPU), Derived, "GPUs over all replicas (a MIG profile counts slices/7).";
+        total_gpus: num(GPU), Derived, "GPUs over all replicas (a MIG profile counts its compute slices of its GPU's, 3/7 for 3g.40gb).";
         gpu_mem: num(BYTES), Static, "GPU memory needed per replica on its card(s).";
         allowed_models: strings, Static, "GPU models the job may run on (empty: any).";
         cpu: num(CPU), Static, "CPU cores per replica.";

@@ -43,7 +43,14 @@ fn sym() -> impl Strategy<Value = Sym> {
 }
 
 fn mig() -> impl Strategy<Value = MigCounts> {
-    prop::array::uniform6(num())
+    // A few profiles' counts set (every profile is reachable; most are zero, as on a node).
+    prop::collection::vec((0..gpol_compiler::mig::PROFILE_COUNT, num()), 0..8).prop_map(|set| {
+        let mut m = MigCounts::default();
+        for (i, x) in set {
+            m.0[i] = x;
+        }
+        m
+    })
 }
 
 #[derive(Debug, Clone)]
