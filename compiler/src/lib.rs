@@ -24,6 +24,7 @@ pub mod limits;
 pub mod load;
 pub mod lower;
 pub mod mig;
+pub mod models;
 mod never;
 pub mod ops;
 pub mod parse;

@@ -205,11 +205,19 @@ fn starts(size: u8, compute: u32, total: u8) -> Vec<u8> {
 }
 
 /// The table a node's cards are read against: its model's (the variant nearest its card
-/// memory) when gpol has one, else the first GPU holding every profile of `layout`.
+/// memory; with no card memory, the first variant holding the layout) when gpol has one,
+/// else the first GPU holding every profile of `layout`.
 pub fn gpu_for(model: &str, card_mem: u64, layout: &[u8]) -> Result<&'static Gpu, String> {
     // NVIDIA's "80GB" is nearer 80 GiB than 80 GB (an H100 reports 81,559 MiB).
     let gb = card_mem as f64 / f64::from(1u32 << 30);
     let variants = GPUS.iter().filter(|g| g.model == model);
+    // Card memory unknown: the model's first variant with the whole layout.
+    let has_all = |g: &&Gpu| layout.iter().all(|&p| g.slot(p).is_some());
+    if card_mem == 0
+        && let Some(g) = variants.clone().find(has_all)
+    {
+        return Ok(g);
+    }
     if let Some(g) =
         variants.min_by(|a, b| (f64::from(a.memory_gb) - gb).abs().total_cmp(&(f64::from(b.memory_gb) - gb).abs()))
     {
@@ -297,5 +305,6 @@ mod tests {
         let e = gpu_for("gpu", 80 << 30, &[p("1g.5gb"), p("1g.6gb")]).expect_err("no such GPU");
         assert_eq!(e, "no GPU has the MIG profiles 1g.5gb, 1g.6gb together");
         assert_eq!((nominal_milli(p("3g.40gb")), nominal_milli(p("4g.24gb"))), (429, 1000));
+        assert_eq!(gpu_for("a100", 0, &[p("3g.40gb")]).map(|g| g.memory_gb), Ok(80), "no card memory: by the layout");
     }
 }

@@ -1,21 +1,45 @@
 //! A Kubernetes `Node` as gpol's node: one mapping, used by `gpolc sim`'s kubectl
-//! importer and by the extender alike. GPUs are the allocatable `nvidia.com/gpu` (or,
-//! under the MIG "mixed" strategy, `nvidia.com/mig-<profile>` instances); the model and
-//! card memory come from GPU feature discovery's `nvidia.com/gpu.product` and
-//! `nvidia.com/gpu.memory` labels, time-slicing or MPS from
-//! `nvidia.com/gpu.sharing-strategy` and `nvidia.com/gpu.replicas`, the zone from
-//! `topology.kubernetes.io/zone`. A cordoned node (`spec.unschedulable`) is marked so.
+//! importer and by the extender alike. It reads what NVIDIA's GPU operator publishes
+//! (device plugin resources, GPU feature discovery labels):
+//!
+//! - GPUs: `nvidia.com/gpu`; under time-slicing or MPS (`nvidia.com/gpu.sharing-strategy`,
+//!   `nvidia.com/gpu.replicas`; `nvidia.com/gpu.shared` when renamed) each card is
+//!   advertised once per replica and becomes one shared card; the physical count is
+//!   `nvidia.com/gpu.count`.
+//! - MIG, mixed strategy: `nvidia.com/mig-<profile>` instances, laid out on the
+//!   `nvidia.com/gpu.count` cards as they fit the GPU's table ([`gpol_compiler::mig`]).
+//! - MIG, single strategy (`nvidia.com/mig.strategy: single`, a product ending in
+//!   `-MIG-<profile>`): `nvidia.com/gpu` counts instances of that one profile, each card
+//!   holding as many as fit.
+//! - The model from `nvidia.com/gpu.product` through gpol's model table
+//!   ([`gpol_compiler::models`]), the card memory from `nvidia.com/gpu.memory` (MiB; under
+//!   the single strategy it is the instance's, so the GPU table gives the card's).
+//! - Topology levels from label keys ([`TOPOLOGY_KEYS`] by default; adapters may pass
+//!   their own), the NVLink clique included.
+//!
+//! What cannot be mapped is a warning naming the node and the field, never dropped
+//! silently. A cordoned node (`spec.unschedulable`) is marked so.
 
 use crate::FieldError;
 use crate::quantity::quantity;
 use gpol_compiler::limits::{self, MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_MEMORY_BYTES};
-use gpol_compiler::schema::MIG_PROFILES;
 use gpol_compiler::spec::{NodeSpec, Sharing};
+use gpol_compiler::{mig, models};
 use serde_json::Value;
 
 /// The node label that names its GPU model (GPU feature discovery's); a ResourceFlavor
 /// of one model selects nodes by it.
 pub const MODEL_LABEL: &str = "nvidia.com/gpu.product";
+
+/// Topology levels and the node labels they come from, by default: the well-known zone
+/// and region, GKE's blocks, NVIDIA's NVLink clique (`<cluster uuid>.<clique id>`).
+pub const TOPOLOGY_KEYS: &[(&str, &str)] = &[
+    ("region", "topology.kubernetes.io/region"),
+    ("zone", "topology.kubernetes.io/zone"),
+    ("block", "cloud.google.com/gce-topology-block"),
+    ("subblock", "cloud.google.com/gce-topology-subblock"),
+    ("nvlink", "nvidia.com/gpu.clique"),
+];
 
 /// A node as gpol sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,6 +50,8 @@ pub struct MappedNode {
     pub topology: Vec<(String, String)>,
     /// `spec.unschedulable`: no new work goes there.
     pub cordoned: bool,
+    /// What was read with a loss, each naming the node and field.
+    pub warnings: Vec<FieldError>,
 }
 
 /// The node's name (`metadata.name`).
@@ -33,8 +59,17 @@ pub fn name(item: &Value) -> Result<&str, FieldError> {
     item.pointer("/metadata/name").and_then(Value::as_str).ok_or_else(|| FieldError::new("metadata.name", "missing"))
 }
 
-/// Maps one `Node` object; errors name the field and the node.
+/// Maps one `Node` object with the default topology keys; errors name the field and the
+/// node.
 pub fn node(item: &Value) -> Result<MappedNode, FieldError> {
+    node_with(item, TOPOLOGY_KEYS)
+}
+
+/// Maps one `Node` object, its topology levels read from `topology_keys` (level, label).
+pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
+    item: &Value,
+    topology_keys: &[(L, K)],
+) -> Result<MappedNode, FieldError> {
     let name = name(item)?.to_string();
     let err = |field: &str, m: String| FieldError::new(field, format!("node `{name}`: {m}"));
     let labels: Vec<(String, String)> = item
@@ -76,30 +111,107 @@ pub fn node(item: &Value) -> Result<MappedNode, FieldError> {
     let mem = amount("memory")?.unwrap_or(0.0).round();
     let mem = limits::within_bytes(mem, &raw("memory").unwrap_or_default())
         .map_err(|m| err("status.allocatable.memory", m))?;
+    let mut warnings = Vec::new();
+    let mut warn = |field: &str, m: String| warnings.push(FieldError::new(field, format!("node `{name}`: {m}")));
+    let product = label(MODEL_LABEL).map(models::normalise);
+    let card_mib = labelled("nvidia.com/gpu.memory", MAX_MEMORY_BYTES >> 20)?;
+    // Without GPU feature discovery's memory label, the memory the product name gives.
+    let named_mem = product.as_ref().and_then(|m| m.memory_gb).map_or(0, |gb| u64::from(gb) << 30);
+    let mut card_mem = card_mib.map_or(named_mem, |mib| u64::from(mib) << 20);
+    let count = labelled("nvidia.com/gpu.count", u64::from(MAX_CARDS_PER_NODE) * 7)?;
     // Under time-slicing the plugin advertises each card once per replica.
     let shares = u64::from(MAX_CARDS_PER_NODE) * u64::from(MAX_CLIENTS_PER_CARD);
     let whole = counted("nvidia.com/gpu", shares)?.unwrap_or(0);
-    // MIG (mixed strategy): each card's instances, from the per-profile totals (at most
-    // seven per card).
+    let renamed = counted("nvidia.com/gpu.shared", shares)?.unwrap_or(0);
+    let model = product.as_ref().map(|m| m.name.clone());
+    // MIG, mixed strategy: instances per profile, `+me` variants (`mig-1g.10gb.me`) read
+    // as their base profile.
     let mut instances: Vec<(u8, u32)> = Vec::new();
-    for (p, profile) in MIG_PROFILES.iter().enumerate() {
-        let key = format!("nvidia.com/mig-{profile}");
-        if let Some(n) = counted(&key, 7 * u64::from(MAX_CARDS_PER_NODE))?.filter(|&n| n >= 1) {
-            instances.push((p as u8, n));
+    for (key, _) in resources.and_then(Value::as_object).into_iter().flatten() {
+        let Some(profile) = key.strip_prefix("nvidia.com/mig-") else { continue };
+        let field = format!("status.allocatable.{key}");
+        let Some(n) = counted(key, 7 * u64::from(MAX_CARDS_PER_NODE))?.filter(|&n| n >= 1) else { continue };
+        let base = profile.strip_suffix(".me").unwrap_or(profile);
+        match mig::profile(base) {
+            Some(p) => {
+                if base != profile {
+                    warn(&field, format!("media-extension instances are modelled as {base}"));
+                }
+                instances.push((p, n));
+            }
+            None => {
+                warn(&field, format!("{n} instances of `{profile}`, a MIG profile gpol has no table for: left out"))
+            }
         }
     }
-    let count = labelled("nvidia.com/gpu.count", u64::from(MAX_CARDS_PER_NODE))?;
+    let single = product.as_ref().and_then(|m| m.mig_profile.clone());
     let (cards, sharing, mig, max_clients) = if !instances.is_empty() {
-        let cards = count.unwrap_or(1).max(1);
-        let layout: Vec<u8> =
-            instances.iter().flat_map(|&(p, n)| std::iter::repeat_n(p, (n / cards) as usize)).collect();
-        (cards, Sharing::Mig, vec![layout], 1)
+        if whole > 0 {
+            let m = format!(
+                "{whole} GPUs without MIG beside MIG instances: gpol gives a node one sharing mode, so they are left out"
+            );
+            warn("status.allocatable.nvidia.com/gpu", m);
+        }
+        match mixed_layout(&instances, model.as_deref().unwrap_or("gpu"), card_mem, count, &mut warn) {
+            (0, _) => (0, Sharing::Exclusive, Vec::new(), 1),
+            (cards, layouts) => (cards, Sharing::Mig, layouts, 1),
+        }
+    } else if let Some(profile) = single.filter(|_| whole > 0) {
+        // Single strategy: `nvidia.com/gpu` counts instances of the product's profile;
+        // every card holds as many as fit.
+        let field = format!("metadata.labels.{MODEL_LABEL}");
+        let model_name = model.clone().unwrap_or_else(|| "gpu".into());
+        let named_gb = product.as_ref().and_then(|m| m.memory_gb).map_or(0.0, f64::from);
+        let table = |p: u8| {
+            // The model's variant with the profile, nearest the memory its name gives;
+            // else the first GPU with the profile.
+            let has = |g: &&mig::Gpu| g.slot(p).is_some();
+            let own = mig::GPUS.iter().filter(|g| g.model == model_name).filter(has);
+            own.min_by(|a, b| {
+                (f64::from(a.memory_gb) - named_gb).abs().total_cmp(&(f64::from(b.memory_gb) - named_gb).abs())
+            })
+            .or_else(|| mig::GPUS.iter().find(has))
+        };
+        match mig::profile(&profile).map(|p| (p, table(p))) {
+            Some((p, Some(gpu))) => {
+                let per_card = u32::from(gpu.slot(p).map_or(1, |s| s.max)).max(1);
+                let cards = whole.div_ceil(per_card);
+                let layouts: Vec<Vec<u8>> =
+                    (0..cards).map(|c| vec![p; (whole - c * per_card).min(per_card) as usize]).collect();
+                card_mem = u64::from(gpu.memory_gb) << 30;
+                let layouts = if layouts.windows(2).all(|w| w[0] == w[1]) {
+                    layouts.into_iter().take(1).collect()
+                } else {
+                    layouts
+                };
+                (cards, Sharing::Mig, layouts, 1)
+            }
+            _ => {
+                warn(
+                    &field,
+                    format!("the MIG profile `{profile}` has no table in gpol: its {whole} instances are left out"),
+                );
+                (0, Sharing::Exclusive, Vec::new(), 1)
+            }
+        }
     } else {
         let replicas = labelled("nvidia.com/gpu.replicas", u64::from(MAX_CLIENTS_PER_CARD))?.unwrap_or(1).max(1);
         let strategy = label("nvidia.com/gpu.sharing-strategy").unwrap_or("none");
-        // Under sharing the plugin advertises `replicas` per card.
+        // Under sharing the plugin advertises `replicas` per card (as `nvidia.com/gpu.shared`
+        // when it renames shared resources).
         let shared = replicas > 1 && matches!(strategy, "time-slicing" | "mps");
-        let cards = if shared { count.unwrap_or(whole / replicas) } else { whole };
+        let advertised = whole.max(renamed);
+        let cards = if shared { count.unwrap_or(advertised / replicas) } else { whole };
+        if shared && count.is_none() && advertised % replicas != 0 {
+            let m = format!("{advertised} shares of {replicas} replicas each: {} cards assumed", advertised / replicas);
+            warn("status.allocatable.nvidia.com/gpu", m);
+        }
+        if !shared && renamed > 0 {
+            warn(
+                "status.allocatable.nvidia.com/gpu.shared",
+                format!("{renamed} shared GPUs but no sharing strategy label: left out"),
+            );
+        }
         let sharing = match (shared, strategy) {
             (true, "mps") => Sharing::Mps,
             (true, _) => Sharing::Timeslice,
@@ -111,11 +223,18 @@ pub fn node(item: &Value) -> Result<MappedNode, FieldError> {
         let m = format!("{cards} cards: too large, at most {MAX_CARDS_PER_NODE}");
         return Err(err("status.allocatable.nvidia.com/gpu", m));
     }
-    let model = label(MODEL_LABEL).unwrap_or(if cards > 0 { "gpu" } else { "" }).to_string();
-    let card_mib = labelled("nvidia.com/gpu.memory", MAX_MEMORY_BYTES >> 20)?;
-    let card_mem = card_mib.map_or(0, |mib| u64::from(mib) << 20);
-    let topology =
-        label("topology.kubernetes.io/zone").map(|z| vec![("zone".to_string(), z.to_string())]).unwrap_or_default();
+    if let Some(m) = product.as_ref().filter(|m| !m.known) {
+        let raw = label(MODEL_LABEL).unwrap_or_default();
+        warn(
+            &format!("metadata.labels.{MODEL_LABEL}"),
+            format!("`{raw}` is not in gpol's model table: read as `{}`", m.name),
+        );
+    }
+    let model = model.unwrap_or_else(|| if cards > 0 { "gpu".into() } else { String::new() });
+    let topology: Vec<(String, String)> = topology_keys
+        .iter()
+        .filter_map(|(level, key)| Some((level.as_ref().to_string(), label(key.as_ref())?.to_string())))
+        .collect();
     let cordoned = item.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
     Ok(MappedNode {
         spec: NodeSpec {
@@ -133,7 +252,74 @@ pub fn node(item: &Value) -> Result<MappedNode, FieldError> {
         },
         topology,
         cordoned,
+        warnings,
     })
+}
+
+/// Lays MIG instances (profile, count) out on a node's cards: largest first, the cards
+/// taken in turn, each instance on the first from there where it still fits the GPU's
+/// table; on `count` cards when GPU feature discovery gives it (else as few as hold
+/// them). What fits nowhere is a warning.
+fn mixed_layout(
+    instances: &[(u8, u32)],
+    model: &str,
+    card_mem: u64,
+    count: Option<u32>,
+    warn: &mut impl FnMut(&str, String),
+) -> (u32, Vec<Vec<u8>>) {
+    let field = "status.allocatable";
+    let profiles: Vec<u8> = instances.iter().map(|(p, _)| *p).collect();
+    let gpu = match mig::gpu_for(model, card_mem, &profiles) {
+        Ok(g) => g,
+        Err(m) => {
+            warn(field, format!("{m}: its MIG instances are left out"));
+            return (0, Vec::new());
+        }
+    };
+    let mut order: Vec<(u8, u32)> = instances.to_vec();
+    order.sort_by_key(|(p, _)| std::cmp::Reverse(gpu.slot(*p).map_or(0, |s| s.memory)));
+    let limit = count.unwrap_or(MAX_CARDS_PER_NODE) as usize;
+    let mut cards: Vec<Vec<u8>> = vec![Vec::new(); count.unwrap_or(0) as usize];
+    // Round the cards (MIG manager gives every card the same layout): instance k of a
+    // profile tries card k first, then the next ones.
+    let mut next = 0;
+    for (p, n) in order {
+        let mut left_out = 0;
+        for _ in 0..n {
+            let k = cards.len().max(1);
+            let fits =
+                (0..cards.len()).map(|i| (next + i) % k).find(|&i| gpu.fits(&[cards[i].as_slice(), &[p]].concat()));
+            next = fits.map_or(next, |i| i + 1);
+            match fits {
+                Some(i) => cards[i].push(p),
+                None if cards.len() < limit => cards.push(vec![p]),
+                None => left_out += 1,
+            }
+        }
+        if left_out > 0 {
+            let m = format!(
+                "{left_out} of {n} {} instances do not fit on {} {} {} GB cards: left out",
+                mig::name(p),
+                cards.len(),
+                gpu.model,
+                gpu.memory_gb
+            );
+            warn(&format!("{field}.nvidia.com/mig-{}", mig::name(p)), m);
+        }
+    }
+    // Cards GPU feature discovery counts but no instance was found on: MIG-enabled and
+    // empty, they take no job.
+    let empty = cards.iter().filter(|c| c.is_empty()).count();
+    if empty > 0 {
+        warn(
+            "metadata.labels.nvidia.com/gpu.count",
+            format!("{empty} cards have no MIG instance advertised: left out"),
+        );
+        cards.retain(|c| !c.is_empty());
+    }
+    let cards_n = cards.len() as u32;
+    let layouts = if cards.windows(2).all(|w| w[0] == w[1]) { cards.into_iter().take(1).collect() } else { cards };
+    (cards_n, layouts)
 }
 
 #[cfg(test)]
@@ -145,6 +331,111 @@ mod tests {
         let text =
             format!(r#"{{"kind": "Node", "metadata": {{"name": "n"}}, "status": {{"allocatable": {{{resources}}}}}}}"#);
         serde_json::from_str(&text).expect("test node")
+    }
+
+    /// A node with these labels and allocatable resources (JSON members).
+    fn labelled(labels: &str, resources: &str) -> Value {
+        let text = format!(
+            r#"{{"kind": "Node", "metadata": {{"name": "n", "labels": {{{labels}}}}}, "status": {{"allocatable": {{"cpu": "64", {resources}}}}}}}"#
+        );
+        serde_json::from_str(&text).expect("test node")
+    }
+
+    fn p(name: &str) -> u8 {
+        mig::profile(name).expect("a profile")
+    }
+
+    fn messages(n: &MappedNode) -> Vec<String> {
+        n.warnings.iter().map(|w| format!("{}: {}", w.field, w.message)).collect()
+    }
+
+    #[test]
+    fn mig_single_strategy_counts_instances_of_the_products_profile_on_physical_cards() {
+        // 8 H100s with MIG manager's all-1g.10gb, as GPU feature discovery labels them.
+        let n = node(&labelled(
+            r#""nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",
+               "nvidia.com/gpu.count": "56", "nvidia.com/gpu.memory": "9984""#,
+            r#""nvidia.com/gpu": "56""#,
+        ))
+        .expect("maps");
+        let s = &n.spec;
+        assert_eq!((s.model.as_str(), s.cards, s.sharing, s.card_mem), ("h100", 8, Sharing::Mig, 80 << 30));
+        assert_eq!(s.mig, vec![vec![p("1g.10gb"); 7]]);
+        assert!(n.warnings.is_empty(), "{:?}", messages(&n));
+        // An A100 40 GB's 1g.10gb spans two memory slices: four to a card.
+        let a = node(&labelled(
+            r#""nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.10gb""#,
+            r#""nvidia.com/gpu": "8""#,
+        ))
+        .expect("maps");
+        assert_eq!((a.spec.cards, a.spec.mig.clone(), a.spec.card_mem), (2, vec![vec![p("1g.10gb"); 4]], 40 << 30));
+    }
+
+    #[test]
+    fn mig_mixed_strategy_lays_every_instance_out_on_the_cards() {
+        // 8 A100 40 GB with all-balanced: 2×1g.5gb, 2g.10gb, 3g.20gb per card.
+        let n = node(&labelled(
+            r#""nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+               "nvidia.com/gpu.count": "8", "nvidia.com/gpu.memory": "40960""#,
+            r#""nvidia.com/mig-1g.5gb": "16", "nvidia.com/mig-2g.10gb": "8", "nvidia.com/mig-3g.20gb": "8""#,
+        ))
+        .expect("maps");
+        assert_eq!((n.spec.model.as_str(), n.spec.cards), ("a100", 8));
+        assert_eq!(n.spec.mig, vec![vec![p("3g.20gb"), p("2g.10gb"), p("1g.5gb"), p("1g.5gb")]]);
+        assert!(n.warnings.is_empty(), "{:?}", messages(&n));
+        // Three 3g.40gb on two H100s: two on one card, one on the other (not two in all).
+        let h100 = r#""nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "2", "nvidia.com/gpu.memory": "81559""#;
+        let three = node(&labelled(h100, r#""nvidia.com/mig-3g.40gb": "3""#)).expect("maps");
+        assert_eq!(three.spec.mig, vec![vec![p("3g.40gb"), p("3g.40gb")], vec![p("3g.40gb")]]);
+        assert!(three.warnings.is_empty(), "{:?}", messages(&three));
+        // What cannot fit is said, not dropped silently; so are media extensions.
+        let five = node(&labelled(h100, r#""nvidia.com/mig-3g.40gb": "5""#)).expect("maps");
+        assert_eq!(
+            messages(&five),
+            [
+                "status.allocatable.nvidia.com/mig-3g.40gb: node `n`: 1 of 5 3g.40gb instances do not fit on 2 h100 80 GB cards: left out"
+            ]
+        );
+        let me =
+            node(&labelled(h100, r#""nvidia.com/mig-3g.40gb": "3", "nvidia.com/mig-1g.10gb.me": "1""#)).expect("maps");
+        assert_eq!(me.spec.mig, vec![vec![p("3g.40gb"), p("3g.40gb")], vec![p("3g.40gb"), p("1g.10gb")]]);
+        assert_eq!(
+            messages(&me),
+            [
+                "status.allocatable.nvidia.com/mig-1g.10gb.me: node `n`: media-extension instances are modelled as 1g.10gb"
+            ]
+        );
+    }
+
+    #[test]
+    fn shared_cards_come_from_replicas_and_topology_from_label_keys() {
+        let labels = r#""nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED", "nvidia.com/gpu.count": "8",
+            "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing",
+            "topology.kubernetes.io/zone": "z1", "nvidia.com/gpu.clique": "7b968a6d.1", "example.com/rack": "r7""#;
+        let n = node(&labelled(labels, r#""nvidia.com/gpu": "32""#)).expect("maps");
+        let s = &n.spec;
+        assert_eq!((s.model.as_str(), s.cards, s.sharing, s.max_clients), ("h100", 8, Sharing::Timeslice, 4));
+        assert_eq!(
+            n.topology,
+            [("zone".to_string(), "z1".to_string()), ("nvlink".to_string(), "7b968a6d.1".to_string())]
+        );
+        let racked =
+            node_with(&labelled(labels, r#""nvidia.com/gpu": "32""#), &[("rack", "example.com/rack")]).expect("maps");
+        assert_eq!(racked.topology, [("rack".to_string(), "r7".to_string())]);
+        // renameByDefault: the shares are `nvidia.com/gpu.shared`, under MPS here.
+        let renamed = node(&labelled(
+            r#""nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "mps""#,
+            r#""nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "16""#,
+        ))
+        .expect("maps");
+        assert_eq!((renamed.spec.model.as_str(), renamed.spec.cards, renamed.spec.sharing), ("l4", 4, Sharing::Mps));
+        let odd = node(&labelled(r#""nvidia.com/gpu.product": "Acme-X9""#, r#""nvidia.com/gpu": "2""#)).expect("maps");
+        assert_eq!(
+            messages(&odd),
+            [
+                "metadata.labels.nvidia.com/gpu.product: node `n`: `Acme-X9` is not in gpol's model table: read as `acme-x9`"
+            ]
+        );
     }
 
     #[test]

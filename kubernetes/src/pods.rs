@@ -12,7 +12,7 @@
 //! | `mig_profile` | one `nvidia.com/mig-<profile>` |
 //! | `gpu_mem` | annotation `gpol.dev/gpu-memory` (a quantity, bytes) |
 //! | `cpu`, `mem` | `requests.cpu`, `requests.memory`: containers summed, or the largest init container if larger |
-//! | `allowed_models` | `nodeSelector` or required node affinity (`In`) on `nvidia.com/gpu.product` |
+//! | `allowed_models` | `nodeSelector` or required node affinity (`In`) on `nvidia.com/gpu.product`, through gpol's model table (`NVIDIA-H100-80GB-HBM3` is `h100`); pinned to a MIG-single product (`…-MIG-1g.10gb`), each `nvidia.com/gpu` is an instance of that profile |
 //! | `bursty`, `latency_critical`, `preemptible` | labels `gpol.dev/bursty`, `gpol.dev/latency-critical`, `gpol.dev/preemptible` set to `"true"` |
 //! | `expected_duration` | annotation `gpol.dev/expected-duration` (seconds) |
 //! | `submitted`, `waiting` | since `metadata.creationTimestamp` |
@@ -172,6 +172,22 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
             Ok(milli as u32)
         })
         .transpose()?;
+    let models = models(item);
+    // A pod pinned to a single-strategy MIG product (`…-MIG-1g.10gb`) gets one instance
+    // of that profile per `nvidia.com/gpu`: the device plugin hands out instances there.
+    let single = match models.as_slice() {
+        [m] => gpol_compiler::models::normalise(m).mig_profile.and_then(|p| gpol_compiler::mig::profile(&p)),
+        _ => None,
+    };
+    let mig = match (mig, single, cards) {
+        (None, Some(p), 1) => Some(p),
+        (None, Some(_), c) if c > 1 => {
+            let m = format!("asks for {c} GPUs on a MIG product; a replica takes one MIG instance");
+            return Err(err("spec.containers[].resources.limits.nvidia.com/gpu", m));
+        }
+        (m, _, _) => m,
+    };
+    let cards = if mig.is_some() && single.is_some() { 0 } else { cards };
     let request = match (mig, fraction, cards) {
         (Some(_), _, c) if c > 0 => {
             return Err(err(
@@ -235,7 +251,7 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
         gpu_mem,
         cpu_milli,
         mem,
-        models: models(item),
+        models: models.iter().map(|m| gpol_compiler::models::name(m)).collect(),
         bursty: flag(keys::BURSTY),
         latency_critical: flag(keys::LATENCY_CRITICAL),
         preemptible: flag(keys::PREEMPTIBLE),
@@ -376,7 +392,7 @@ mod tests {
         // The init container's 8 CPUs exceed the containers' 2.5; its memory does not.
         assert_eq!((j.cpu_milli, j.mem), (8000, 9 << 30));
         assert_eq!((j.gpu_mem, j.duration_ms), (40 << 30, Some(3_600_000)));
-        assert_eq!(j.models, vec!["NVIDIA-H100-80GB-HBM3".to_string()]);
+        assert_eq!(j.models, vec!["h100".to_string()], "the product through gpol's model table");
         assert!(j.preemptible && !j.bursty);
         assert!(j.labels.contains(&("team".into(), "vision".into())));
     }
@@ -409,12 +425,23 @@ mod tests {
         assert_eq!(m.job.queue.as_deref(), Some("serving"));
         // A class the policy does not define is no class.
         assert_eq!(m.job.priority_class, None);
-        assert_eq!(m.job.models, vec!["A10".to_string(), "L4".to_string()]);
+        assert_eq!(m.job.models, vec!["a10".to_string(), "l4".to_string()]);
         let p = json!({"metadata": {"name": "m"}, "spec": {"containers": [
             {"resources": {"limits": {"nvidia.com/mig-3g.40gb": "1"}}}]}, "status": {"phase": "Succeeded"}});
         let m = pod(&p, &any_class).expect("a valid pod");
         let profile = MIG_PROFILES.iter().position(|p| *p == "3g.40gb").expect("a known profile") as u8;
         assert_eq!((m.job.request, m.phase), (Request::Mig(profile), Phase::Ended));
+        // Under the single strategy a pod asks for `nvidia.com/gpu` on a MIG product.
+        let single = |gpus: u32| {
+            json!({"metadata": {"name": "one"}, "spec": {
+                "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"},
+                "containers": [{"resources": {"limits": {"nvidia.com/gpu": gpus}}}]}})
+        };
+        let m = pod(&single(1), &any_class).expect("a valid pod");
+        let small = MIG_PROFILES.iter().position(|p| *p == "1g.10gb").expect("a known profile") as u8;
+        assert_eq!((m.job.request, m.job.models.clone()), (Request::Mig(small), vec!["h100".to_string()]));
+        let e = pod(&single(2), &any_class).expect_err("two instances for one replica");
+        assert!(e.message.contains("asks for 2 GPUs on a MIG product"), "{e}");
     }
 
     #[test]

@@ -23,7 +23,7 @@ fn mapped(v: &Value) -> gpol_runtime::NodeSpec {
 #[test]
 fn a_whole_gpu_node_recorded_on_gke() {
     let n = mapped(&recorded("runai-t4-whole-gpu.node.yaml"));
-    assert_eq!((n.name.as_str(), n.model.as_str(), n.cards), ("qa-mig-worker-gpu-1", "Tesla-T4", 2));
+    assert_eq!((n.name.as_str(), n.model.as_str(), n.cards), ("qa-mig-worker-gpu-1", "t4", 2));
     // GPU feature discovery's `nvidia.com/gpu.memory` is MiB; allocatable, not capacity.
     assert_eq!(n.card_mem, 15360 << 20);
     assert_eq!((n.cpu_milli, n.mem), (32_000, 123_560_520 * 1024));
@@ -37,7 +37,7 @@ fn a_vgpu_node_from_kubectl_get_nodes() {
     let items = list["items"].as_array().expect("items");
     assert_eq!(items.len(), 1);
     let n = mapped(&items[0]);
-    assert_eq!((n.name.as_str(), n.model.as_str(), n.cards, n.card_mem), ("nori", "NVIDIA-A16-4Q", 1, 4096 << 20));
+    assert_eq!((n.name.as_str(), n.model.as_str(), n.cards, n.card_mem), ("nori", "a16", 1, 4096 << 20));
     // `sharing-strategy: none` with one replica, and a `mig.strategy: single` label on a
     // card that is not MIG-capable: one exclusive card.
     assert_eq!((n.sharing, n.max_clients, n.mig.len()), (gpol_runtime::Sharing::Exclusive, 1, 0));
@@ -46,17 +46,22 @@ fn a_vgpu_node_from_kubectl_get_nodes() {
 
 #[test]
 fn a_mig_node_recorded_three_times_keeps_its_host_facts() {
-    for file in [
-        "runai-a100-mig-mixed-3-instances.node.yaml",
-        "runai-a100-mig-mixed-4-instances.node.yaml",
-        "runai-a100-mig-mixed-7g-40gb.node.yaml",
-    ] {
-        let n = mapped(&recorded(file));
-        assert_eq!((n.name.as_str(), n.model.as_str()), ("qa-mig-worker-gpu-a100", "NVIDIA-A100-SXM4-40GB"), "{file}");
+    let p = |name: &str| gpol_compiler::mig::profile(name).expect("a profile");
+    let layouts = [
+        ("runai-a100-mig-mixed-3-instances.node.yaml", vec![p("2g.10gb"), p("1g.5gb"), p("1g.5gb")]),
+        ("runai-a100-mig-mixed-4-instances.node.yaml", vec![p("2g.10gb"), p("1g.5gb"), p("1g.5gb"), p("1g.5gb")]),
+        ("runai-a100-mig-mixed-7g-40gb.node.yaml", vec![p("7g.40gb")]),
+    ];
+    for (file, layout) in layouts {
+        let mapped = nodes::node(&recorded(file)).unwrap_or_else(|e| panic!("a recorded node maps: {e}"));
+        let n = &mapped.spec;
+        assert_eq!((n.name.as_str(), n.model.as_str()), ("qa-mig-worker-gpu-a100", "a100"), "{file}");
         assert_eq!((n.card_mem, n.cpu_milli, n.mem), (40960 << 20, 12_000, 87_425_380 * 1024), "{file}");
-        // Its instances are A100-40GB profiles (1g.5gb, 2g.10gb, 7g.40gb), which gpol's
-        // MIG table does not hold yet (issue 18: every data-centre model's profiles); what
-        // the mapping makes of them is asserted there, not here.
+        // The A100 40 GB's own profiles, on its one card, as the device plugin advertises
+        // them (zero counts are no instances), with nothing left out.
+        assert_eq!((n.cards, n.sharing, &n.mig), (1, gpol_runtime::Sharing::Mig, &vec![layout]), "{file}");
+        assert!(mapped.warnings.is_empty(), "{file}: {:?}", mapped.warnings);
+        assert_eq!(n.mig_gpu().map(|g| g.map(|g| g.memory_gb)), Ok(Some(40)), "{file}");
     }
 }
 

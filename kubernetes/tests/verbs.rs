@@ -30,7 +30,7 @@ priority_class low = 0
 admit not_huge "at most 8 cards per pod" { job.whole_cards <= 8 gpu }
 
 filter serving_off_h100 "serving stays off H100s" {
-  job.queue.name != "serving" or node.gpu_model != "NVIDIA-H100-80GB-HBM3"
+  job.queue.name != "serving" or node.gpu_model != "h100"
 }
 
 score a100_for_serving tier 1 {

@@ -1,6 +1,6 @@
 //! Clusters from Kubernetes: the output of `kubectl get nodes -o json` (a `List` of
 //! `Node`s), each node mapped by `gpol_kubernetes::nodes` — the mapping the extender
-//! uses too. A cordoned node starts drained.
+//! uses too, with its warnings. A cordoned node starts drained.
 
 use crate::input::InputError;
 use crate::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
@@ -34,6 +34,9 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
             let message = if e.field == "metadata.name" { format!("item {i}: {}", e.message) } else { e.message };
             InputError::new(file, None, Some(&e.field), message)
         })?;
+        for w in node.warnings {
+            spec.warnings.push(InputError::new(file, None, Some(&w.field), w.message));
+        }
         if node.cordoned {
             spec.events.push(NodeEvent { at_ms: 0, node: node.spec.name.clone(), kind: NodeEventKind::Drain });
         }
@@ -79,7 +82,7 @@ mod tests {
         assert_eq!(spec.nodes.len(), 4);
         let a = &spec.nodes[0];
         assert_eq!((a.spec.cards, a.spec.cpu_milli, a.spec.sharing), (8, 191_500, Sharing::Exclusive));
-        assert_eq!(a.spec.model, "NVIDIA-H100-80GB-HBM3");
+        assert_eq!(a.spec.model, "h100", "the product through gpol's model table");
         assert_eq!(a.spec.card_mem, 81_559 << 20);
         assert_eq!(a.spec.mem, 2_113_442_540 * 1024);
         assert_eq!(a.topology, vec![("zone".to_string(), "us-east-1a".to_string())]);
@@ -88,8 +91,16 @@ mod tests {
         assert_eq!(spec.events, vec![NodeEvent { at_ms: 0, node: "gpu-b".into(), kind: NodeEventKind::Drain }]);
         let c = &spec.nodes[2];
         assert_eq!((c.spec.cards, c.spec.sharing), (2, Sharing::Mig));
-        // Per card: two 3g.40gb and one 1g.10gb.
-        assert_eq!(c.spec.mig, vec![vec![0, 3, 3]]);
+        // Two 3g.40gb fill a card's eight memory slices: the 1g.10gb instances the node
+        // advertises cannot be there, and the warning says so.
+        assert_eq!(c.spec.mig, vec![vec![3, 3]]);
+        let warnings: Vec<String> = spec.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            warnings,
+            [
+                "nodes.json: field `status.allocatable.nvidia.com/mig-1g.10gb`: node `mig-c`: 2 of 2 1g.10gb instances do not fit on 2 a100 80 GB cards: left out"
+            ]
+        );
         assert_eq!((spec.nodes[3].spec.cards, spec.nodes[3].spec.model.as_str()), (0, ""));
     }
 

@@ -14,6 +14,9 @@ pub struct ClusterSpec {
     pub name: String,
     pub nodes: Vec<NodeDef>,
     pub events: Vec<NodeEvent>,
+    /// What an importer read with a loss (a MIG instance that fits no card, a model
+    /// gpol's table does not know), each naming the file, node and field.
+    pub warnings: Vec<crate::input::InputError>,
 }
 
 /// One node, with its topology by level name (the policy decides which levels it reads).

@@ -167,6 +167,7 @@ fn as_trace(policy: &CompiledPolicy, nodes: &[NodeSpec], jobs: &[TraceJob]) -> R
             })
             .collect(),
         events: Vec::new(),
+        warnings: Vec::new(),
     };
     let read = trace::parse(&trace::to_csv(jobs), "generated.csv").map_err(|e| TestCaseError::fail(e.to_string()))?;
     let workload = Workload::from_jobs("generated.csv", read);

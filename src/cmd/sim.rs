@@ -126,6 +126,9 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     let report = args.report.as_deref().map(|p| super::output(p, &inputs, args.force)).transpose()?;
     let decisions = args.decisions.as_deref().map(|p| super::output(p, &inputs, args.force)).transpose()?;
     let cluster = read(&args.cluster, DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, sim::read_cluster)?;
+    for w in &cluster.warnings {
+        eprintln!("warning: {w}");
+    }
     let workload = match &args.trace {
         Some(path) => open_trace(path)?,
         None => read(&None, DEFAULT_TRACE, MAX_INPUT_BYTES, sim::read_trace)?,
