@@ -59,11 +59,8 @@ const fn s(profile: &'static str, memory: u8, max: u8) -> Slot {
     Slot { profile, memory, max }
 }
 
-/// The seven-slice layout every 8-memory-slice GPU shares, with its profile names.
-const fn seven(one: &'static str, one_big: &'static str, two: &'static str, three: &'static str) -> [Slot; 4] {
-    [s(one, 1, 7), s(one_big, 2, 4), s(two, 2, 3), s(three, 4, 2)]
-}
-
+/// A seven-slice GPU: its 1g (one memory slice), 1g (two), 2g, 3g, 4g and 7g profiles,
+/// which every such GPU lays out alike (NVIDIA's tables differ only in the names).
 macro_rules! gpu7 {
     ($model:literal, $gb:literal, $one:literal, $one_big:literal, $two:literal, $three:literal, $four:literal, $seven:literal) => {
         Gpu {
@@ -71,10 +68,20 @@ macro_rules! gpu7 {
             memory_gb: $gb,
             compute_slices: 7,
             memory_slices: 8,
-            slots: &{
-                let [a, b, c, d] = seven($one, $one_big, $two, $three);
-                [a, b, c, d, s($four, 4, 1), s($seven, 8, 1)]
-            },
+            slots: &[s($one, 1, 7), s($one_big, 2, 4), s($two, 2, 3), s($three, 4, 2), s($four, 4, 1), s($seven, 8, 1)],
+        }
+    };
+}
+
+/// A four-slice GPU (four memory slices too): its 1g, 2g and 4g profiles.
+macro_rules! gpu4 {
+    ($model:literal, $gb:literal, $one:literal, $two:literal, $four:literal) => {
+        Gpu {
+            model: $model,
+            memory_gb: $gb,
+            compute_slices: 4,
+            memory_slices: 4,
+            slots: &[s($one, 1, 4), s($two, 2, 2), s($four, 4, 1)],
         }
     };
 }
@@ -84,27 +91,8 @@ macro_rules! gpu7 {
 pub const GPUS: &[Gpu] = &[
     gpu7!("a100", 80, "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
     gpu7!("h100", 80, "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
-    Gpu {
-        model: "a100",
-        memory_gb: 40,
-        compute_slices: 7,
-        memory_slices: 8,
-        slots: &[
-            s("1g.5gb", 1, 7),
-            s("1g.10gb", 2, 4),
-            s("2g.10gb", 2, 3),
-            s("3g.20gb", 4, 2),
-            s("4g.20gb", 4, 1),
-            s("7g.40gb", 8, 1),
-        ],
-    },
-    Gpu {
-        model: "a30",
-        memory_gb: 24,
-        compute_slices: 4,
-        memory_slices: 4,
-        slots: &[s("1g.6gb", 1, 4), s("2g.12gb", 2, 2), s("4g.24gb", 4, 1)],
-    },
+    gpu7!("a100", 40, "1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
+    gpu4!("a30", 24, "1g.6gb", "2g.12gb", "4g.24gb"),
     gpu7!("h100", 94, "1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"),
     gpu7!("gh200", 96, "1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"),
     gpu7!("h100", 96, "1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"),
@@ -115,13 +103,7 @@ pub const GPUS: &[Gpu] = &[
     gpu7!("gb200", 186, "1g.23gb", "1g.47gb", "2g.47gb", "3g.93gb", "4g.93gb", "7g.186gb"),
     gpu7!("b300", 269, "1g.34gb", "1g.67gb", "2g.67gb", "3g.135gb", "4g.135gb", "7g.269gb"),
     gpu7!("gb300", 278, "1g.35gb", "1g.70gb", "2g.70gb", "3g.139gb", "4g.139gb", "7g.278gb"),
-    Gpu {
-        model: "rtx-pro-6000",
-        memory_gb: 96,
-        compute_slices: 4,
-        memory_slices: 4,
-        slots: &[s("1g.24gb", 1, 4), s("2g.48gb", 2, 2), s("4g.96gb", 4, 1)],
-    },
+    gpu4!("rtx-pro-6000", 96, "1g.24gb", "2g.48gb", "4g.96gb"),
 ];
 
 /// A profile's index in [`PROFILES`].
@@ -161,6 +143,11 @@ impl Gpu {
     /// this GPU within its count, at most its compute slices in all, on memory slices
     /// that do not overlap, each starting where NVIDIA's placement rules allow.
     pub fn fits(&self, layout: &[u8]) -> bool {
+        // Every instance takes a compute slice: a longer layout never fits (and a long
+        // one from a malformed input is turned away before any quadratic work).
+        if layout.len() > usize::from(self.compute_slices) {
+            return false;
+        }
         let mut slots = Vec::with_capacity(layout.len());
         for &p in layout {
             let Some(slot) = self.slot(p) else { return false };
@@ -170,7 +157,7 @@ impl Gpu {
             slots.push((slot.memory, compute(p)));
         }
         let compute_used: u32 = slots.iter().map(|(_, c)| c).sum();
-        if compute_used > u32::from(self.compute_slices) || layout.len() > usize::from(self.compute_slices) {
+        if compute_used > u32::from(self.compute_slices) {
             return false;
         }
         // Largest first, each where it may start (backtracking over at most seven).
@@ -208,19 +195,12 @@ fn starts(size: u8, compute: u32, total: u8) -> Vec<u8> {
 /// memory; with no card memory, the first variant holding the layout) when gpol has one,
 /// else the first GPU holding every profile of `layout`.
 pub fn gpu_for(model: &str, card_mem: u64, layout: &[u8]) -> Result<&'static Gpu, String> {
-    // NVIDIA's "80GB" is nearer 80 GiB than 80 GB (an H100 reports 81,559 MiB).
-    let gb = card_mem as f64 / f64::from(1u32 << 30);
     let variants = GPUS.iter().filter(|g| g.model == model);
-    // Card memory unknown: the model's first variant with the whole layout.
-    let has_all = |g: &&Gpu| layout.iter().all(|&p| g.slot(p).is_some());
-    if card_mem == 0
-        && let Some(g) = variants.clone().find(has_all)
-    {
-        return Ok(g);
-    }
-    if let Some(g) =
-        variants.min_by(|a, b| (f64::from(a.memory_gb) - gb).abs().total_cmp(&(f64::from(b.memory_gb) - gb).abs()))
-    {
+    let holds = |g: &&Gpu| layout.iter().all(|&p| g.slot(p).is_some());
+    // NVIDIA's "80GB" is nearer 80 GiB than 80 GB (an H100 reports 81,559 MiB).
+    let gib = card_mem as f64 / f64::from(1u32 << 30);
+    let chosen = if card_mem == 0 { variants.clone().find(holds) } else { nearest(variants.clone(), gib) };
+    if let Some(g) = chosen {
         return match layout.iter().find(|&&p| g.slot(p).is_none()) {
             None => Ok(g),
             Some(&p) => Err(format!(
@@ -231,10 +211,29 @@ pub fn gpu_for(model: &str, card_mem: u64, layout: &[u8]) -> Result<&'static Gpu
             )),
         };
     }
-    GPUS.iter().find(|g| layout.iter().all(|&p| g.slot(p).is_some())).ok_or_else(|| {
+    GPUS.iter().find(holds).ok_or_else(|| {
         let names: Vec<&str> = layout.iter().map(|&p| name(p)).collect();
         format!("no GPU has the MIG profiles {} together", names.join(", "))
     })
+}
+
+/// The table of a card seen only through one instance profile (a MIG "single strategy"
+/// node, whose memory label is the instance's): the model's variant with the profile
+/// nearest `memory_gb` (the memory the product name gives, if any), else the first GPU
+/// with the profile.
+pub fn gpu_for_profile(model: &str, memory_gb: Option<u32>, profile: u8) -> Option<&'static Gpu> {
+    let has = |g: &&Gpu| g.slot(profile).is_some();
+    let own = GPUS.iter().filter(|g| g.model == model).filter(has);
+    let chosen = match memory_gb {
+        Some(gb) => nearest(own, f64::from(gb)),
+        None => own.clone().next(),
+    };
+    chosen.or_else(|| GPUS.iter().find(has))
+}
+
+/// The GPU whose memory is nearest `gib` (the first of equals).
+fn nearest<'a>(gpus: impl Iterator<Item = &'a Gpu>, gib: f64) -> Option<&'a Gpu> {
+    gpus.min_by(|a, b| (f64::from(a.memory_gb) - gib).abs().total_cmp(&(f64::from(b.memory_gb) - gib).abs()))
 }
 
 /// What a job asking for one instance of `profile` is charged in GPU quota before it is
@@ -306,5 +305,10 @@ mod tests {
         assert_eq!(e, "no GPU has the MIG profiles 1g.5gb, 1g.6gb together");
         assert_eq!((nominal_milli(p("3g.40gb")), nominal_milli(p("4g.24gb"))), (429, 1000));
         assert_eq!(gpu_for("a100", 0, &[p("3g.40gb")]).map(|g| g.memory_gb), Ok(80), "no card memory: by the layout");
+        let single = |model, gb, profile| gpu_for_profile(model, gb, p(profile)).map(|g| (g.model, g.memory_gb));
+        assert_eq!(single("a100", Some(40), "1g.10gb"), Some(("a100", 40)), "the name's memory picks the variant");
+        assert_eq!(single("a100", None, "1g.10gb"), Some(("a100", 80)));
+        assert_eq!(single("gh200", Some(480), "1g.12gb"), Some(("gh200", 96)), "only the 96 GB GH200 has it");
+        assert_eq!(single("acme", None, "1g.6gb"), Some(("a30", 24)));
     }
 }

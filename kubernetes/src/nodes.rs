@@ -161,30 +161,14 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
         // every card holds as many as fit.
         let field = format!("metadata.labels.{MODEL_LABEL}");
         let model_name = model.clone().unwrap_or_else(|| "gpu".into());
-        let named_gb = product.as_ref().and_then(|m| m.memory_gb).map_or(0.0, f64::from);
-        let table = |p: u8| {
-            // The model's variant with the profile, nearest the memory its name gives;
-            // else the first GPU with the profile.
-            let has = |g: &&mig::Gpu| g.slot(p).is_some();
-            let own = mig::GPUS.iter().filter(|g| g.model == model_name).filter(has);
-            own.min_by(|a, b| {
-                (f64::from(a.memory_gb) - named_gb).abs().total_cmp(&(f64::from(b.memory_gb) - named_gb).abs())
-            })
-            .or_else(|| mig::GPUS.iter().find(has))
-        };
-        match mig::profile(&profile).map(|p| (p, table(p))) {
+        let named_gb = product.as_ref().and_then(|m| m.memory_gb);
+        match mig::profile(&profile).map(|p| (p, mig::gpu_for_profile(&model_name, named_gb, p))) {
             Some((p, Some(gpu))) => {
                 let per_card = u32::from(gpu.slot(p).map_or(1, |s| s.max)).max(1);
                 let cards = whole.div_ceil(per_card);
-                let layouts: Vec<Vec<u8>> =
-                    (0..cards).map(|c| vec![p; (whole - c * per_card).min(per_card) as usize]).collect();
+                let layouts = (0..cards).map(|c| vec![p; (whole - c * per_card).min(per_card) as usize]).collect();
                 card_mem = u64::from(gpu.memory_gb) << 30;
-                let layouts = if layouts.windows(2).all(|w| w[0] == w[1]) {
-                    layouts.into_iter().take(1).collect()
-                } else {
-                    layouts
-                };
-                (cards, Sharing::Mig, layouts, 1)
+                (cards, Sharing::Mig, one_if_alike(layouts), 1)
             }
             _ => {
                 warn(
@@ -317,9 +301,15 @@ fn mixed_layout(
         );
         cards.retain(|c| !c.is_empty());
     }
-    let cards_n = cards.len() as u32;
-    let layouts = if cards.windows(2).all(|w| w[0] == w[1]) { cards.into_iter().take(1).collect() } else { cards };
-    (cards_n, layouts)
+    (cards.len() as u32, one_if_alike(cards))
+}
+
+/// Per-card layouts as one for every card when they are all alike.
+fn one_if_alike(mut layouts: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    if layouts.windows(2).all(|w| w[0] == w[1]) {
+        layouts.truncate(1);
+    }
+    layouts
 }
 
 #[cfg(test)]

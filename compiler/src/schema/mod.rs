@@ -366,6 +366,25 @@ pub fn markdown() -> String {
         out.push_str(&format!("- `{}`: {}\n", e.name(), vs.join(", ")));
     }
     out.push_str(&mig_tables());
+    out.push_str(&model_table());
+    out
+}
+
+/// The GPU models section: [`crate::models::TABLE`].
+fn model_table() -> String {
+    let mut out = String::from(
+        "\n## GPU models\n\n\
+         Importers read a GPU's product name (GPU feature discovery's `nvidia.com/gpu.product`, \
+         `nvidia-smi`'s name) as gpol's model name: lower case, without an `NVIDIA`/`Tesla` prefix, a \
+         `-SHARED` suffix or a `-MIG-<profile>` part, then the first stem below that the name is or \
+         starts (followed by `-`): `NVIDIA-H100-80GB-HBM3` is `h100`. A name matching no stem is kept \
+         (cleaned) with a warning. Kubernetes nodes and pods' model pins go through it; traces and \
+         cluster files name models as gpol does already.\n\n\
+         | product stem | model |\n|---|---|\n",
+    );
+    for (stem, model) in crate::models::TABLE {
+        out.push_str(&format!("| `{stem}` | `{model}` |\n"));
+    }
     out
 }
 
