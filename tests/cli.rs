@@ -345,6 +345,50 @@ fn sim_reads_a_slurm_node_list() {
     assert_eq!(report["queueing_delay"][0]["max"].as_f64(), Some(540.0), "{report}");
 }
 
+#[test]
+fn sim_takes_slurms_topology_conf_for_a_slurm_node_list() {
+    // Three replicas of 4 GPUs need a100-1 (8) and h100-1 (4), the only GPU nodes up; the
+    // gang must stay under one switch. Under one leaf switch it starts; under two, never.
+    let dir = tempfile::tempdir().unwrap();
+    let policy =
+        write(dir.path(), "p.gpol", "policy switches\ntopology switch\nqueue team {}\ngang { require same switch }\n");
+    let trace = write(dir.path(), "t.csv", "name,arrival,duration,gpus,replicas\ng,0,600,4,3\n");
+    let run = |conf: &str| {
+        let topology = write(dir.path(), "topology.conf", conf);
+        let out = gpolc()
+            .args([
+                "sim",
+                &policy,
+                "--json",
+                "--cluster",
+                "simulator/tests/fixtures/slurm/sinfo.json",
+                "--trace",
+                &trace,
+            ])
+            .args(["--slurm-topology", &topology])
+            .assert()
+            .success();
+        let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        (report["jobs"]["finished"].as_u64(), String::from_utf8_lossy(&out.get_output().stderr).into_owned())
+    };
+    let (finished, stderr) = run("SwitchName=leaf Nodes=a100-[1-2],cpu-[1-2],gpu-1,h100-1\n");
+    assert_eq!(finished, Some(1), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let (finished, stderr) = run(
+        "SwitchName=s1 Nodes=a100-[1-2],cpu-[1-2],gpu-1\nSwitchName=s2 Nodes=h100-1,h100-9\nSwitchName=top Switches=s[1-2]\n",
+    );
+    assert_eq!(finished, Some(0), "{stderr}");
+    assert!(stderr.contains("1 nodes it names are not in the cluster: h100-9"), "{stderr}");
+    // A mistake names the file, line and key.
+    let bad = write(dir.path(), "bad.conf", "SwitchName=s1 Nodes=a100-1\nSwitchName=s2 Nodes=a100-1\n");
+    let out = gpolc()
+        .args(["sim", "--cluster", "simulator/tests/fixtures/slurm/sinfo.json", "--slurm-topology", &bad])
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("bad.conf:2: field `Nodes`: node `a100-1` is already under switch `s1`"), "{stderr}");
+}
+
 /// `bench --nodes` takes 1 to the cluster limit: more is "too large", none measures
 /// nothing; neither is clamped.
 #[test]

@@ -16,7 +16,44 @@ pub struct ClusterSpec {
     pub events: Vec<NodeEvent>,
     /// What an importer read with a loss (a MIG instance that fits no card, a model
     /// gpol's table does not know), each naming the file, node and field.
-    pub warnings: Vec<crate::input::InputError>,
+    pub warnings: Vec<InputError>,
+}
+
+impl ClusterSpec {
+    /// Adds topology read from elsewhere (a Slurm `topology.conf`): each named node's
+    /// domains, replacing levels of the same name. Nodes the topology leaves out, and
+    /// names it has that the cluster does not, are warnings naming `file`.
+    pub fn add_topology(&mut self, topology: &BTreeMap<String, Vec<(String, String)>>, file: &str) {
+        let mut outside = Vec::new();
+        for n in &mut self.nodes {
+            match topology.get(&n.spec.name) {
+                Some(domains) => {
+                    n.topology.retain(|(level, _)| !domains.iter().any(|(l, _)| l == level));
+                    n.topology.extend(domains.iter().cloned());
+                }
+                None => outside.push(n.spec.name.as_str()),
+            }
+        }
+        let some = |names: &[&str]| {
+            let shown: Vec<&str> = names.iter().take(3).copied().collect();
+            let more = if names.len() > 3 { format!(" and {} more", names.len() - 3) } else { String::new() };
+            format!("{}{more}", shown.join(", "))
+        };
+        if !outside.is_empty() {
+            let m = format!(
+                "{} nodes are in no domain of it (each is its own domain at every level): {}",
+                outside.len(),
+                some(&outside)
+            );
+            self.warnings.push(InputError::new(file, None, None, m));
+        }
+        let unknown: Vec<&str> =
+            topology.keys().filter(|k| !self.nodes.iter().any(|n| &n.spec.name == *k)).map(String::as_str).collect();
+        if !unknown.is_empty() {
+            let m = format!("{} nodes it names are not in the cluster: {}", unknown.len(), some(&unknown));
+            self.warnings.push(InputError::new(file, None, None, m));
+        }
+    }
 }
 
 /// One node, with its topology by level name (the policy decides which levels it reads).

@@ -35,6 +35,10 @@ pub struct Args {
     /// bundled sim/cluster.toml).
     #[arg(long)]
     cluster: Option<PathBuf>,
+    /// Slurm's `topology.conf` (topology/tree or topology/block) for the cluster's nodes:
+    /// levels `switch`, `switch2`, … or `block`, `block<size>`.
+    #[arg(long, value_name = "FILE")]
+    slurm_topology: Option<PathBuf>,
     /// The workload: gpol's CSV or JSON Lines trace, or an openb pod list (default: the
     /// bundled sim/trace.csv).
     #[arg(long)]
@@ -117,7 +121,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     }
     let shape_coverage = args.shape_coverage / 100.0;
     // The report's path and the inputs first, so a bad one is reported before any work.
-    let inputs: Vec<&std::path::Path> = [&args.policy, &args.cluster, &args.trace]
+    let inputs: Vec<&std::path::Path> = [&args.policy, &args.cluster, &args.slurm_topology, &args.trace]
         .into_iter()
         .flatten()
         .chain(&args.compare)
@@ -125,7 +129,11 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         .collect();
     let report = args.report.as_deref().map(|p| super::output(p, &inputs, args.force)).transpose()?;
     let decisions = args.decisions.as_deref().map(|p| super::output(p, &inputs, args.force)).transpose()?;
-    let cluster = read(&args.cluster, DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, sim::read_cluster)?;
+    let mut cluster = read(&args.cluster, DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, sim::read_cluster)?;
+    if let Some(path) = &args.slurm_topology {
+        let topology = read(&Some(path.clone()), ("", ""), MAX_CLUSTER_BYTES, slurm_topology)?;
+        cluster.add_topology(&topology.nodes, &path.display().to_string());
+    }
     for w in &cluster.warnings {
         eprintln!("warning: {w}");
     }
@@ -254,6 +262,14 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
 }
 
 /// Reads an input file (or the bundled default) with `parse`, reporting errors.
+/// Slurm's `topology.conf`, its errors as the simulator's input errors.
+fn slurm_topology(text: &str, file: &str) -> Result<gpol_slurm::topology::read::Topology, sim::input::InputError> {
+    gpol_slurm::topology::read::read(text).map_err(|e| {
+        let line = Some(e.line).filter(|&l| l > 0);
+        sim::input::InputError::new(file, line, Some(e.key.as_str()).filter(|k| !k.is_empty()), e.message)
+    })
+}
+
 pub(super) fn read<T>(
     path: &Option<PathBuf>,
     default: (&str, &str),

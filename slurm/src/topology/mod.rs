@@ -5,6 +5,8 @@
 //! more switch joins the largest level's, so that Slurm, like gpol, may place a job
 //! across them unless the policy requires otherwise.
 
+pub mod read;
+
 use std::collections::BTreeMap;
 
 /// A node and its domain at each level, by level name.
