@@ -389,6 +389,39 @@ fn sim_takes_slurms_topology_conf_for_a_slurm_node_list() {
     assert!(stderr.contains("bad.conf:2: field `Nodes`: node `a100-1` is already under switch `s1`"), "{stderr}");
 }
 
+#[test]
+fn sim_takes_topology_levels_from_node_labels() {
+    // Two 4-GPU nodes from `kubectl get nodes -o json`; a gang of two 4-GPU replicas must
+    // stay in one rack, which only the nodes' own label says.
+    let dir = tempfile::tempdir().unwrap();
+    let node = |name: &str, rack: &str| {
+        format!(
+            r#"{{"kind": "Node", "metadata": {{"name": "{name}", "labels": {{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "example.com/rack": "{rack}"}}}},
+               "status": {{"allocatable": {{"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "4"}}}}}}"#
+        )
+    };
+    let policy =
+        write(dir.path(), "p.gpol", "policy racks\ntopology rack\nqueue team {}\ngang { require same rack }\n");
+    let trace = write(dir.path(), "t.csv", "name,arrival,duration,gpus,replicas\ng,0,600,4,2\n");
+    let run = |racks: (&str, &str), key: &str| {
+        let nodes = format!(r#"{{"kind": "List", "items": [{}, {}]}}"#, node("n1", racks.0), node("n2", racks.1));
+        let cluster = write(dir.path(), "nodes.json", &nodes);
+        let out = gpolc()
+            .args(["sim", &policy, "--json", "--cluster", &cluster, "--trace", &trace])
+            .args(["--topology-label", &format!("rack={key}")])
+            .assert()
+            .success();
+        let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        (report["jobs"]["finished"].as_u64(), String::from_utf8_lossy(&out.get_output().stderr).into_owned())
+    };
+    assert_eq!(run(("r1", "r1"), "example.com/rack").0, Some(1));
+    assert_eq!(run(("r1", "r2"), "example.com/rack").0, Some(0));
+    let (finished, stderr) = run(("r1", "r1"), "example.com/row");
+    assert_eq!(finished, Some(0), "no label, every node its own rack");
+    assert!(stderr.contains("warning: --topology-label: no node has the label `example.com/row`"), "{stderr}");
+    gpolc().args(["sim", "--topology-label", "rack"]).assert().code(2);
+}
+
 /// `bench --nodes` takes 1 to the cluster limit: more is "too large", none measures
 /// nothing; neither is clamped.
 #[test]

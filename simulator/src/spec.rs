@@ -20,6 +20,26 @@ pub struct ClusterSpec {
 }
 
 impl ClusterSpec {
+    /// Adds topology levels from node labels: `(level, key)` makes each node's value of
+    /// label `key` its domain at `level` (replacing what the importer gave). A key no
+    /// node has is a warning naming `origin`.
+    pub fn add_label_levels(&mut self, keys: &[(String, String)], origin: &str) {
+        for (level, key) in keys {
+            let mut found = false;
+            for n in &mut self.nodes {
+                if let Some((_, value)) = n.spec.labels.iter().find(|(k, _)| k == key) {
+                    n.topology.retain(|(l, _)| l != level);
+                    n.topology.push((level.clone(), value.clone()));
+                    found = true;
+                }
+            }
+            if !found {
+                let m = format!("no node has the label `{key}`: level `{level}` is empty");
+                self.warnings.push(InputError::new(origin, None, None, m));
+            }
+        }
+    }
+
     /// Adds topology read from elsewhere (a Slurm `topology.conf`): each named node's
     /// domains, replacing levels of the same name. Nodes the topology leaves out, and
     /// names it has that the cluster does not, are warnings naming `file`.

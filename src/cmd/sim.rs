@@ -39,6 +39,10 @@ pub struct Args {
     /// levels `switch`, `switch2`, … or `block`, `block<size>`.
     #[arg(long, value_name = "FILE")]
     slurm_topology: Option<PathBuf>,
+    /// A topology level from a node label, LEVEL=KEY (`rack=example.com/rack`): each
+    /// node's value of the label is its domain at LEVEL. Repeatable.
+    #[arg(long, value_name = "LEVEL=KEY", value_parser = level_key)]
+    topology_label: Vec<(String, String)>,
     /// The workload: gpol's CSV or JSON Lines trace, or an openb pod list (default: the
     /// bundled sim/trace.csv).
     #[arg(long)]
@@ -134,6 +138,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         let topology = read(&Some(path.clone()), ("", ""), MAX_CLUSTER_BYTES, slurm_topology)?;
         cluster.add_topology(&topology.nodes, &path.display().to_string());
     }
+    cluster.add_label_levels(&args.topology_label, "--topology-label");
     for w in &cluster.warnings {
         eprintln!("warning: {w}");
     }
@@ -262,6 +267,14 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
 }
 
 /// Reads an input file (or the bundled default) with `parse`, reporting errors.
+/// `--topology-label LEVEL=KEY`.
+fn level_key(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((level, key)) if !level.is_empty() && !key.is_empty() => Ok((level.to_string(), key.to_string())),
+        _ => Err(format!("expected LEVEL=KEY (rack=example.com/rack), found `{text}`")),
+    }
+}
+
 /// Slurm's `topology.conf`, its errors as the simulator's input errors.
 fn slurm_topology(text: &str, file: &str) -> Result<gpol_slurm::topology::read::Topology, sim::input::InputError> {
     gpol_slurm::topology::read::read(text).map_err(|e| {
