@@ -422,6 +422,30 @@ fn sim_takes_topology_levels_from_node_labels() {
     gpolc().args(["sim", "--topology-label", "rack"]).assert().code(2);
 }
 
+#[test]
+fn a_queue_without_a_guarantee_neither_borrows_nor_lends() {
+    // `free` has no guarantee: what it holds is not "borrowed" (null in JSON, – in the
+    // table); `owned`, guaranteed 4 GPUs, borrows what it holds above them.
+    let dir = tempfile::tempdir().unwrap();
+    let policy =
+        write(dir.path(), "p.gpol", "policy p\nqueue all {\n  queue owned { guarantee 4 gpu }\n  queue free {}\n}\n");
+    let trace = write(dir.path(), "t.csv", "name,arrival,duration,gpus,queue\na,0,3600,8,owned\nb,0,3600,8,free\n");
+    let out = gpolc().args(["sim", &policy, "--json", "--trace", &trace]).assert().success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let queue = |name: &str| {
+        report["queues"].as_array().and_then(|qs| qs.iter().find(|q| q["name"] == name)).cloned().unwrap_or_default()
+    };
+    assert_eq!(queue("free")["borrowed_gpu_hours"], serde_json::Value::Null, "{report}");
+    assert_eq!(queue("free")["lent_gpu_hours"], serde_json::Value::Null, "{report}");
+    assert_eq!(queue("owned")["borrowed_gpu_hours"].as_f64(), Some(4.0), "{report}");
+    let out = gpolc().args(["sim", &policy, "--trace", &trace]).assert().success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    // Right-aligned like the numbers above it.
+    let line = |start: &str| stdout.lines().find(|l| l.starts_with(start)).unwrap_or_default().to_string();
+    let (head, free) = (line("queue "), line("free "));
+    assert!(free.ends_with("  –") && free.chars().count() == head.chars().count(), "{stdout}");
+}
+
 /// `bench --nodes` takes 1 to the cluster limit: more is "too large", none measures
 /// nothing; neither is clamped.
 #[test]

@@ -815,16 +815,18 @@ impl<'a> Sim<'a> {
                 let queue = &self.s.quotas().queues[q];
                 let stats = Stats::of_sorted(delays(&o.starts, &|s| s.queue as usize == q));
                 let held = self.s.jobs().iter().filter(|j| j.queue == q);
+                let guarantee_gpus = queue.get(&queue.guarantee, Res::Gpu) as f64 / 1000.0;
+                let guaranteed = |v: f64| (guarantee_gpus > 0.0).then_some(v);
                 QueueSummary {
                     name: queue.name.clone(),
                     jobs: o.submitted_in[q],
                     finished: o.finished_in[q] + held.filter(|j| j.state == State::Finished).count() as u64,
-                    guarantee_gpus: queue.get(&queue.guarantee, Res::Gpu) as f64 / 1000.0,
+                    guarantee_gpus,
                     mean_gpus: mean(base),
                     mean_share: mean(base) / gpus.max(1.0),
                     mean_fair_share: mean(base + 2) / gpus.max(1.0),
-                    borrowed_gpu_hours: integral(base + 3),
-                    lent_gpu_hours: integral(base + 4),
+                    borrowed_gpu_hours: guaranteed(integral(base + 3)),
+                    lent_gpu_hours: guaranteed(integral(base + 4)),
                     delay_p50_s: stats.as_ref().map(|s| s.p50),
                     delay_p95_s: stats.as_ref().map(|s| s.p95),
                 }

@@ -161,9 +161,11 @@ pub struct QueueSummary {
     /// Time-averaged share of capacity held, and fair (demand-capped) share.
     pub mean_share: f64,
     pub mean_fair_share: f64,
-    /// GPU-hours held above the guarantee, and guarantee lent to queues that borrowed.
-    pub borrowed_gpu_hours: f64,
-    pub lent_gpu_hours: f64,
+    /// GPU-hours held above the guarantee, and guarantee lent to queues that borrowed;
+    /// `None` for a queue with no guarantee, which neither borrows nor lends: all it
+    /// holds is what others leave.
+    pub borrowed_gpu_hours: Option<f64>,
+    pub lent_gpu_hours: Option<f64>,
     pub delay_p50_s: Option<f64>,
     pub delay_p95_s: Option<f64>,
 }

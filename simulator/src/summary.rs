@@ -70,8 +70,10 @@ fn table(rows: &[Vec<String>], indent: &str, numbers: bool) -> String {
         let mut line = String::from(indent);
         for (c, cell) in r.iter().enumerate() {
             let pad = widths[c] - cell.chars().count();
-            let numeric =
-                numbers && c > 0 && cell.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '+');
+            // Numbers, and "–" for none, right-aligned.
+            let numeric = numbers
+                && c > 0
+                && (cell == "–" || cell.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '+'));
             if c > 0 {
                 line.push_str("  ");
             }
@@ -210,8 +212,8 @@ pub fn render(r: &Report) -> String {
                 number(q.mean_gpus, 1),
                 percent(q.mean_share),
                 percent(q.mean_fair_share),
-                number(q.borrowed_gpu_hours, 0),
-                number(q.lent_gpu_hours, 0),
+                q.borrowed_gpu_hours.map_or("–".into(), |h| number(h, 0)),
+                q.lent_gpu_hours.map_or("–".into(), |h| number(h, 0)),
             ]);
         }
         out.push('\n');
