@@ -285,6 +285,30 @@ fn sim_compares_policies_over_seeds_side_by_side() {
 }
 
 #[test]
+fn sim_compare_shows_each_queues_delays_and_gpus() {
+    // One 8-GPU node, two 8-GPU jobs of one hour: whichever queue goes first waits 0s,
+    // the other 1h. The queues tie on share, so declaration order decides, and the two
+    // policies declare them in opposite orders.
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = write(dir.path(), "c.toml", "[[pool]]\nname = \"n\"\ngpu_model = \"h100\"\ngpus = 8\n");
+    let trace = write(dir.path(), "t.csv", "name,arrival,duration,gpus,queue\na,0,3600,8,a\nb,0,3600,8,b\n");
+    let first = write(dir.path(), "p1.gpol", "policy first\nqueue all {\n  queue a {}\n  queue b {}\n}\n");
+    let second = write(dir.path(), "p2.gpol", "policy second\nqueue all {\n  queue b {}\n  queue a {}\n}\n");
+    let out = gpolc()
+        .args(["sim", &first, "--compare", &second, "--cluster", &cluster, "--trace", &trace])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let row = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap_or_default();
+        line[name.len()..].split_whitespace().map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(row("queue a delay p95"), ["0s", "1h", "+1h"], "{text}");
+    assert_eq!(row("queue b delay p50"), ["1h", "0s", "-1h"], "{text}");
+    assert_eq!(row("queue a mean GPUs"), ["4.0", "4.0", "0.0"], "{text}");
+}
+
+#[test]
 fn sim_names_the_file_line_and_field_of_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("bad.csv");

@@ -330,29 +330,76 @@ pub fn compare(runs: &[(String, Vec<Report>)]) -> String {
     }
     let mut rows = vec![header];
     for m in metrics(fill) {
-        let mut row = vec![m.name.to_string()];
-        let mut first = None;
-        for (i, (_, reports)) in runs.iter().enumerate() {
-            let values: Vec<f64> = reports.iter().filter_map(|r| (m.value)(r)).collect();
-            if values.is_empty() {
-                row.push("-".into());
-                if i > 0 {
-                    row.push(String::new());
-                }
-                continue;
-            }
-            let n = values.len() as f64;
-            let mean = values.iter().sum::<f64>() / n;
-            let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
-            row.push(if values.len() > 1 { format!("{} ± {}", (m.show)(mean), (m.show)(sd)) } else { (m.show)(mean) });
-            match first {
-                None => first = Some(mean),
-                Some(base) => row.push((m.delta)(mean - base)),
-            }
-        }
-        rows.push(row);
+        rows.push(compare_row(m.name.to_string(), runs, &m.value, m.show, m.delta));
+    }
+    if !fill {
+        per_group_rows(runs, &mut rows);
     }
     table(&rows, "", true)
+}
+
+/// Each queue's and priority class's queueing delay (p50, p95, p99) and each queue's
+/// mean GPUs held, for every group any run has, in the first run's order.
+fn per_group_rows(runs: &[(String, Vec<Report>)], rows: &mut Vec<Vec<String>>) {
+    let ddur = |x: f64| if x < 0.0 { format!("-{}", duration(-x)) } else { signed(duration(x), x) };
+    let mut groups: Vec<&str> = Vec::new();
+    let mut queues: Vec<&str> = Vec::new();
+    for r in runs.iter().flat_map(|(_, r)| r) {
+        for d in r.queueing_delay.iter().filter(|d| d.group != "all") {
+            if !groups.contains(&d.group.as_str()) {
+                groups.push(&d.group);
+            }
+        }
+        for q in &r.queues {
+            if !queues.contains(&q.name.as_str()) {
+                queues.push(&q.name);
+            }
+        }
+    }
+    let percentiles: [(&str, fn(&Stats) -> f64); 3] = [("p50", |s| s.p50), ("p95", |s| s.p95), ("p99", |s| s.p99)];
+    for group in groups {
+        for (label, f) in percentiles {
+            let value = |r: &Report| r.queueing_delay.iter().find(|d| d.group == group).map(|d| f(&d.stats));
+            rows.push(compare_row(format!("{group} delay {label}"), runs, &value, duration, ddur));
+        }
+    }
+    for queue in queues {
+        let value = |r: &Report| r.queues.iter().find(|q| q.name == queue).map(|q| q.mean_gpus);
+        let dgpus = |x: f64| signed(number(x, 1), x);
+        rows.push(compare_row(format!("queue {queue} mean GPUs"), runs, &value, |x| number(x, 1), dgpus));
+    }
+}
+
+/// One metric across the runs: each run's mean over its seeds (± the standard deviation
+/// when there are several), and each later run's difference from the first.
+fn compare_row(
+    name: String,
+    runs: &[(String, Vec<Report>)],
+    value: &dyn Fn(&Report) -> Option<f64>,
+    show: fn(f64) -> String,
+    delta: fn(f64) -> String,
+) -> Vec<String> {
+    let mut row = vec![name];
+    let mut first = None;
+    for (i, (_, reports)) in runs.iter().enumerate() {
+        let values: Vec<f64> = reports.iter().filter_map(value).collect();
+        if values.is_empty() {
+            row.push("-".into());
+            if i > 0 {
+                row.push(String::new());
+            }
+            continue;
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+        row.push(if values.len() > 1 { format!("{} ± {}", show(mean), show(sd)) } else { show(mean) });
+        match first {
+            None => first = Some(mean),
+            Some(base) => row.push(delta(mean - base)),
+        }
+    }
+    row
 }
 
 #[cfg(test)]
