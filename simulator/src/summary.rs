@@ -356,10 +356,14 @@ fn per_group_rows(runs: &[(String, Vec<Report>)], rows: &mut Vec<Vec<String>>) {
             }
         }
     }
-    let percentiles: [(&str, fn(&Stats) -> f64); 3] = [("p50", |s| s.p50), ("p95", |s| s.p95), ("p99", |s| s.p99)];
     for group in groups {
-        for (label, f) in percentiles {
-            let value = |r: &Report| r.queueing_delay.iter().find(|d| d.group == group).map(|d| f(&d.stats));
+        for label in ["p50", "p95", "p99"] {
+            let pick = |s: &Stats| match label {
+                "p50" => s.p50,
+                "p95" => s.p95,
+                _ => s.p99,
+            };
+            let value = |r: &Report| r.queueing_delay.iter().find(|d| d.group == group).map(|d| pick(&d.stats));
             rows.push(compare_row(format!("{group} delay {label}"), runs, &value, duration, ddur));
         }
     }
