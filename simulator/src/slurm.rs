@@ -6,7 +6,8 @@
 //! objects; those are accepted, but only 22.05 output was tested against a real Slurm.
 //!
 //! Per node: `cpus`, `real_memory` (MiB), GPUs from `gres` (`gpu:a100:8(S:0-1)`; the model
-//! is the GRES type, or `gpu` when untyped), sharing from `shard` (time-slicing) or `mps`
+//! is the GRES type through gpol's model table, `a100_80g` and `nvidia_h100` as `a100` and
+//! `h100`, or `gpu` when untyped), sharing from `shard` (time-slicing) or `mps`
 //! GRES, `features` and `partitions` as labels, and the state: a drained node starts
 //! drained, a down or unresponsive one starts failed. The node JSON carries no topology
 //! (topology/tree switches are not in it) and no GPU memory.
@@ -275,7 +276,7 @@ impl Gres {
         let typed: Vec<&(String, u64)> = self.gpus.iter().filter(|(_, n)| *n > 0).collect();
         let (model, cards) = match typed.as_slice() {
             [] => return Ok(Gpus { model: String::new(), cards: 0, sharing: Sharing::Exclusive, max_clients: 1 }),
-            [(t, n)] => (if t.is_empty() { "gpu".to_string() } else { t.to_lowercase() }, *n),
+            [(t, n)] => (if t.is_empty() { "gpu".to_string() } else { gpol_compiler::models::name(t) }, *n),
             several => {
                 let list: Vec<String> =
                     several.iter().map(|(t, n)| format!("{n} {}", if t.is_empty() { "untyped" } else { t })).collect();
@@ -326,6 +327,8 @@ mod tests {
         assert_eq!(gpus("gpu:8").expect("untyped").model, "gpu");
         assert_eq!(gpus("gpu").expect("bare").cards, 1);
         assert_eq!(gpus("gpu:H100").expect("type, no count").model, "h100");
+        assert_eq!(gpus("gpu:a100_80g:4").expect("a site's own type").model, "a100", "through the model table");
+        assert_eq!(gpus("gpu:nvidia_h100_80gb_hbm3:8").expect("the product as a type").model, "h100");
         // The same type bound to two sockets, and commas inside the socket list.
         assert_eq!(gpus("gpu:a100:4(S:0),gpu:a100:4(S:1)").expect("split").cards, 8);
         assert_eq!(gpus("gpu:4(S:0,2),nic:2").expect("parens").cards, 4);

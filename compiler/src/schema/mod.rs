@@ -378,8 +378,8 @@ fn model_table() -> String {
          `nvidia-smi`'s name) as gpol's model name: lower case, without an `NVIDIA`/`Tesla` prefix, a \
          `-SHARED` suffix or a `-MIG-<profile>` part, then the first stem below that the name is or \
          starts (followed by `-`): `NVIDIA-H100-80GB-HBM3` is `h100`. A name matching no stem is kept \
-         (cleaned) with a warning. Kubernetes nodes and pods' model pins go through it; traces and \
-         cluster files name models as gpol does already.\n\n\
+         (cleaned) with a warning. Kubernetes nodes and pods' model pins and Slurm GRES types go \
+         through it; traces and cluster files name models as gpol does already.\n\n\
          | product stem | model |\n|---|---|\n",
     );
     for (stem, model) in crate::models::TABLE {
