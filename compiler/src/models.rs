@@ -2,8 +2,8 @@
 //! GPU feature discovery's `nvidia.com/gpu.product` label: `NVIDIA-H100-80GB-HBM3`,
 //! `NVIDIA-A100-SXM4-40GB-MIG-3g.20gb`, `Tesla-V100-SXM2-16GB-SHARED`) into the short
 //! names policies write (`gpu(h100)`, `node.gpu_model == "h100"`). Kubernetes nodes,
-//! pods' allow-lists and the GRES types of Slurm node lists are read through [`normalise`]. docs/schema.md ("GPU models") prints
-//! the table.
+//! pods' allow-lists and the GRES types of Slurm node lists are read through
+//! [`normalise`]. docs/schema.md ("GPU models") prints the table.
 
 /// Product-name stems, most specific first, and gpol's name for each. A product matches
 /// when its cleaned name (lower case, no `nvidia`/`tesla` prefix, `_` and spaces as `-`)
