@@ -143,22 +143,26 @@ impl Gpu {
     /// this GPU within its count, at most its compute slices in all, on memory slices
     /// that do not overlap, each starting where NVIDIA's placement rules allow.
     pub fn fits(&self, layout: &[u8]) -> bool {
-        // Every instance takes a compute slice: a longer layout never fits (and a long
-        // one from a malformed input is turned away before any quadratic work).
-        if layout.len() > usize::from(self.compute_slices) {
-            return false;
+        self.misfit(layout).is_none()
+    }
+
+    /// Why a layout does not fit on one GPU ([`Gpu::fits`]), or `None` when it does.
+    pub fn misfit(&self, layout: &[u8]) -> Option<String> {
+        let compute_used: u32 = layout.iter().map(|&p| compute(p)).sum();
+        // Every instance takes a compute slice: this also turns a long layout from a
+        // malformed input away before any quadratic work.
+        if compute_used > u32::from(self.compute_slices) || layout.len() > usize::from(self.compute_slices) {
+            return Some(format!("it needs {compute_used} compute slices; a card has {}", self.compute_slices));
         }
         let mut slots = Vec::with_capacity(layout.len());
         for &p in layout {
-            let Some(slot) = self.slot(p) else { return false };
+            let Some(slot) = self.slot(p) else {
+                return Some(format!("{} is not one of this GPU's profiles", name(p)));
+            };
             if layout.iter().filter(|&&q| q == p).count() > usize::from(slot.max) {
-                return false;
+                return Some(format!("a card holds at most {} {}", slot.max, slot.profile));
             }
             slots.push((slot.memory, compute(p)));
-        }
-        let compute_used: u32 = slots.iter().map(|(_, c)| c).sum();
-        if compute_used > u32::from(self.compute_slices) {
-            return false;
         }
         // Largest first, each where it may start (backtracking over at most seven).
         slots.sort_by_key(|(m, _)| std::cmp::Reverse(*m));
@@ -170,7 +174,12 @@ impl Gpu {
                 used & mask == 0 && place(rest, used | mask, total)
             })
         }
-        place(&slots, 0, total)
+        let memory: u8 = slots.iter().map(|(m, _)| m).sum();
+        (!place(&slots, 0, total)).then(|| {
+            format!(
+                "its instances need {memory} of the card's {total} memory slices where NVIDIA's placement rules let them start"
+            )
+        })
     }
 }
 
@@ -277,6 +286,16 @@ mod tests {
         assert!(!h100.fits(&[p("4g.40gb"), p("4g.40gb")]), "a 4g instance starts only at 0");
         assert!(!h100.fits(&[p("1g.20gb"); 5]), "ten memory slices");
         assert!(!h100.fits(&[p("1g.5gb")]), "an A100 40 GB profile");
+        let why = |layout: &[u8]| h100.misfit(layout).unwrap_or_default();
+        assert_eq!(why(&[p("7g.80gb"), p("1g.10gb")]), "it needs 8 compute slices; a card has 7");
+        assert_eq!(why(&[p("3g.40gb"); 3]), "it needs 9 compute slices; a card has 7");
+        assert_eq!(why(&[p("4g.40gb"), p("2g.20gb")]), "");
+        assert_eq!(why(&[p("4g.40gb"); 2]), "it needs 8 compute slices; a card has 7");
+        assert_eq!(why(&[p("1g.20gb"); 5]), "a card holds at most 4 1g.20gb");
+        assert_eq!(
+            why(&[p("3g.40gb"), p("3g.40gb"), p("1g.10gb")]),
+            "its instances need 9 of the card's 8 memory slices where NVIDIA's placement rules let them start"
+        );
         let a100_40 = gpu_for("a100", 40 << 30, &[]).expect("a100 40");
         assert_eq!(a100_40.memory_gb, 40);
         assert!(a100_40.fits(&[p("3g.20gb"), p("2g.10gb"), p("1g.5gb"), p("1g.5gb")]));

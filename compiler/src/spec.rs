@@ -251,15 +251,22 @@ impl NodeSpec {
                 profiles.dedup();
                 let gpu = crate::mig::gpu_for(&self.model, self.card_mem, &profiles)?;
                 for (i, layout) in self.mig.iter().enumerate() {
-                    if !gpu.fits(layout) {
+                    if let Some(why) = gpu.misfit(layout) {
                         let names: Vec<&str> = layout.iter().map(|&p| crate::mig::name(p)).collect();
                         let card = if self.mig.len() == 1 { String::new() } else { format!(" (card {i})") };
+                        // A model with no table of its own is read as the first GPU with
+                        // the profiles: say so.
+                        let read_as = if gpu.model == self.model {
+                            String::new()
+                        } else {
+                            format!(
+                                " (by the {} {} GB's rules: model `{}` has no MIG table)",
+                                gpu.model, gpu.memory_gb, self.model
+                            )
+                        };
                         return Err(format!(
-                            "the layout [{}]{card} does not fit on one {} {} GB card ({} compute slices, NVIDIA's placement rules)",
-                            names.join(", "),
-                            gpu.model,
-                            gpu.memory_gb,
-                            gpu.compute_slices
+                            "the layout [{}]{card} does not fit on one card: {why}{read_as}",
+                            names.join(", ")
                         ));
                     }
                 }
