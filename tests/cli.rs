@@ -306,6 +306,39 @@ fn sim_compare_shows_each_queues_delays_and_gpus() {
     assert_eq!(row("queue a delay p95"), ["0s", "1h", "+1h"], "{text}");
     assert_eq!(row("queue b delay p50"), ["1h", "0s", "-1h"], "{text}");
     assert_eq!(row("queue a mean GPUs"), ["4.0", "4.0", "0.0"], "{text}");
+    assert_eq!(row("queue a evictions"), ["0", "0", "0"], "{text}");
+    assert_eq!(row("queue b GPU-hours lost"), ["0.0", "0.0", "0.0"], "{text}");
+}
+
+#[test]
+fn sim_prices_idle_unused_and_lost_gpu_hours() {
+    // The bundled cluster: 64 H100 and 64 A100 cards. H100s at 2.50 an hour, the rest at
+    // 1.00: the summary, the JSON and the comparison carry the cost.
+    let out = gpolc().args(["sim", "--price", "h100=2.50", "--price", "1", "--json"]).assert().success();
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let cost = &report["cost"];
+    assert_eq!(cost["price_per_gpu_hour"], serde_json::json!({ "a100": 1.0, "h100": 2.5 }));
+    let hours = |model: &str, field: &str| report["gpu_hours_by_model"][model][field].as_f64().unwrap_or(f64::NAN);
+    let idle = hours("h100", "idle") * 2.5 + hours("a100", "idle");
+    assert!((cost["idle"].as_f64().unwrap_or(0.0) - idle).abs() < 1e-6 * idle, "{cost}");
+    assert!(idle > 0.0);
+    let out = gpolc().args(["sim", "--price", "h100=2.50"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let line = text.lines().find(|l| l.starts_with("cost")).unwrap_or_default();
+    assert!(line.contains("idle ") && line.contains("(per GPU-hour: h100 2.50)"), "{text}");
+    assert!(text.contains("no price for GPU model a100: its GPU-hours are not in the cost"), "{text}");
+    let out = gpolc()
+        .args(["sim", "--compare", "policies/borrowing.gpol", "policies/best_fit.gpol", "--price", "2"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.lines().any(|l| l.starts_with("cost of idle GPUs")), "{text}");
+    let out = gpolc().args(["sim", "--price", "h100=cheap"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("expected MODEL=PRICE (h100=2.50) or PRICE, found `h100=cheap`"), "{stderr}");
+    let out = gpolc().args(["sim", "--price", "b200=4"]).assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("warning: --price: field `b200`: no node has GPU model `b200`"), "{stderr}");
 }
 
 #[test]

@@ -16,7 +16,7 @@ use gpol_runtime::fair_share::water_fill;
 use gpol_runtime::fit::Ask;
 use gpol_runtime::frag::{self, TaskShape};
 use gpol_runtime::jobs::{JobId, QueueId, State};
-use gpol_runtime::model::MILLI;
+use gpol_runtime::model::{MILLI, NodeId};
 use gpol_runtime::quota::Res;
 use gpol_runtime::scheduler::{Event, Scheduler};
 use rand::SeedableRng;
@@ -150,7 +150,8 @@ struct Run {
     /// An index into the workload's priority classes.
     class: Option<u32>,
     remaining_ms: Option<u64>,
-    placed_milli: u64,
+    /// The node of each replica it runs, while it runs.
+    placed: Vec<NodeId>,
     /// Bumped at every stop, so a completion scheduled before it is recognised as stale.
     epoch: u32,
     first_start_ms: Option<u64>,
@@ -171,6 +172,9 @@ struct Outcomes {
     /// Per queue, jobs submitted and jobs finished.
     submitted_in: Vec<u64>,
     finished_in: Vec<u64>,
+    /// Per queue, evictions of its jobs and GPU-seconds of work they lost.
+    evicted_in: Vec<u64>,
+    lost_gpu_s_in: Vec<f64>,
     /// Jobs that ended without starting, by reason.
     never: BTreeMap<String, NeverScheduled>,
 }
@@ -209,6 +213,14 @@ struct Sim<'a> {
     capacity_milli: u64,
     allocated_milli: u64,
     used_milli: f64,
+    /// The same per GPU model: each node's model (an index into `models`), and per model
+    /// the capacity, allocation and use, and the GPU-seconds of work lost.
+    node_model: Vec<usize>,
+    models: Vec<String>,
+    model_capacity_milli: Vec<u64>,
+    model_allocated_milli: Vec<u64>,
+    model_used_milli: Vec<f64>,
+    model_lost_gpu_s: Vec<f64>,
     pending_milli: Vec<u64>,
     pending_asks: HashMap<Ask, u32>,
     fragmented_milli: u64,
@@ -234,6 +246,8 @@ const DEVIATION: usize = 5;
 const FIXED: usize = 6;
 /// Per leaf queue: allocated, guarantee, fair, borrowed, lent.
 const PER_QUEUE: usize = 5;
+/// Per GPU model, after the queues': capacity, allocated, used.
+const PER_MODEL: usize = 3;
 
 impl<'a> Sim<'a> {
     fn new(
@@ -280,8 +294,24 @@ impl<'a> Sim<'a> {
         s.set_task_shapes(frag::shape_records(&shapes));
         let leaves: Vec<QueueId> = (0..s.quotas().queues.len()).filter(|&q| s.quotas().queues[q].is_leaf()).collect();
         let capacity_milli = cluster.total_gpus() * u64::from(MILLI);
+        let mut models: Vec<String> = Vec::new();
+        let node_model: Vec<usize> = cluster
+            .nodes
+            .iter()
+            .map(|n| match models.iter().position(|m| *m == n.spec.model) {
+                Some(i) => i,
+                None => {
+                    models.push(n.spec.model.clone());
+                    models.len() - 1
+                }
+            })
+            .collect();
+        let mut model_capacity_milli = vec![0; models.len()];
+        for (n, &m) in cluster.nodes.iter().zip(&node_model) {
+            model_capacity_milli[m] += u64::from(n.spec.cards) * u64::from(MILLI);
+        }
         let nq = s.quotas().queues.len();
-        let signals = FIXED + PER_QUEUE * leaves.len();
+        let signals = FIXED + PER_QUEUE * leaves.len() + PER_MODEL * models.len();
         let start_ms = summary.first_arrival_ms;
         let mut sim = Sim {
             workload,
@@ -295,6 +325,8 @@ impl<'a> Sim<'a> {
                 completions: Vec::with_capacity(usize::try_from(workload.len()).unwrap_or(0)),
                 submitted_in: vec![0; nq],
                 finished_in: vec![0; nq],
+                evicted_in: vec![0; nq],
+                lost_gpu_s_in: vec![0.0; nq],
                 ..Outcomes::default()
             },
             leaves,
@@ -303,6 +335,12 @@ impl<'a> Sim<'a> {
             capacity_milli,
             allocated_milli: 0,
             used_milli: 0.0,
+            model_allocated_milli: vec![0; models.len()],
+            model_used_milli: vec![0.0; models.len()],
+            model_lost_gpu_s: vec![0.0; models.len()],
+            model_capacity_milli,
+            node_model,
+            models,
             pending_milli: vec![0; nq],
             pending_asks: HashMap::new(),
             fragmented_milli: 0,
@@ -427,6 +465,7 @@ impl<'a> Sim<'a> {
                 self.s.fail_node(node);
                 if !std::mem::replace(&mut self.failed[node], true) {
                     self.capacity_milli -= cards;
+                    self.model_capacity_milli[self.node_model[node]] -= cards;
                 }
             }
             NodeEventKind::Drain => self.s.drain_node(node),
@@ -434,6 +473,7 @@ impl<'a> Sim<'a> {
                 self.s.restore_node(node);
                 if std::mem::replace(&mut self.failed[node], false) {
                     self.capacity_milli += cards;
+                    self.model_capacity_milli[self.node_model[node]] += cards;
                 }
             }
         }
@@ -456,13 +496,12 @@ impl<'a> Sim<'a> {
                 Event::Placed { job, nodes, .. } => {
                     progress = true;
                     self.wait(job, -1);
-                    let j = &self.s.jobs()[job];
-                    let milli = j.request.milli() * nodes.len() as u64;
-                    self.allocated_milli += milli;
-                    self.used_milli += milli as f64 * j.utilization;
-                    let queue = u32::try_from(j.queue).unwrap_or(u32::MAX);
+                    for &node in &nodes {
+                        self.hold(job, node, 1);
+                    }
+                    let queue = u32::try_from(self.s.jobs()[job].queue).unwrap_or(u32::MAX);
                     let Some(run) = self.runs.get_mut(&job) else { continue };
-                    run.placed_milli = milli;
+                    run.placed = nodes;
                     if run.first_start_ms.is_none() {
                         run.first_start_ms = Some(now);
                         let delay_ms = now.saturating_sub(run.arrival_ms);
@@ -472,14 +511,11 @@ impl<'a> Sim<'a> {
                         completion((job, run.epoch), now + rest);
                     }
                 }
-                Event::Grown { job, .. } => {
+                Event::Grown { job, node, .. } => {
                     progress = true;
-                    let j = &self.s.jobs()[job];
-                    let milli = j.request.milli();
-                    self.allocated_milli += milli;
-                    self.used_milli += milli as f64 * j.utilization;
+                    self.hold(job, node, 1);
                     if let Some(run) = self.runs.get_mut(&job) {
-                        run.placed_milli += milli;
+                        run.placed.push(node);
                     }
                 }
                 Event::Finished { job, .. } => {
@@ -488,15 +524,18 @@ impl<'a> Sim<'a> {
                 }
                 Event::Requeued { job, kept_ms, lost_gpu_s, .. } => {
                     progress = true;
+                    self.lose(job, None, lost_gpu_s);
                     self.stopped(job);
                     self.requeued(job, kept_ms, lost_gpu_s);
                     self.preemption.requeues += 1;
                 }
                 Event::Evicted { job, rule, kept_ms, lost_gpu_s, .. } => {
                     progress = true;
+                    self.lose(job, None, lost_gpu_s);
                     self.stopped(job);
                     self.requeued(job, kept_ms, lost_gpu_s);
                     self.preemption.evictions += 1;
+                    self.outcomes.evicted_in[self.s.jobs()[job].queue] += 1;
                     *self.preemption.by_rule.entry(self.s.policy().program.rule_name(rule)).or_default() += 1;
                 }
                 Event::Rejected { job, .. } => {
@@ -504,17 +543,19 @@ impl<'a> Sim<'a> {
                     ended.push(job);
                 }
                 Event::Reserved { .. } => self.preemption.reservations += 1,
-                Event::Shrunk { job, rule, lost_gpu_s, .. } => {
+                Event::Shrunk { job, rule, node, lost_gpu_s, .. } => {
                     progress = true;
-                    let j = &self.s.jobs()[job];
-                    let milli = j.request.milli();
-                    self.allocated_milli = self.allocated_milli.saturating_sub(milli);
-                    self.used_milli -= milli as f64 * j.utilization;
-                    if let Some(run) = self.runs.get_mut(&job) {
-                        run.placed_milli = run.placed_milli.saturating_sub(milli);
+                    self.lose(job, Some(node), lost_gpu_s);
+                    let released = self.runs.get_mut(&job).and_then(|r| {
+                        let i = r.placed.iter().position(|&n| n == node)?;
+                        Some(r.placed.swap_remove(i))
+                    });
+                    if released.is_some() {
+                        self.hold(job, node, -1);
                     }
                     self.lost_gpu_s += lost_gpu_s;
                     self.preemption.evictions += 1;
+                    self.outcomes.evicted_in[self.s.jobs()[job].queue] += 1;
                     *self.preemption.by_rule.entry(self.s.policy().program.rule_name(rule)).or_default() += 1;
                 }
             }
@@ -569,10 +610,46 @@ impl<'a> Sim<'a> {
     /// A running job stopped: it no longer holds its GPUs.
     fn stopped(&mut self, job: JobId) {
         let Some(run) = self.runs.get_mut(&job) else { return };
-        let milli = std::mem::take(&mut run.placed_milli);
+        let nodes = std::mem::take(&mut run.placed);
         run.epoch += 1;
-        self.allocated_milli -= milli;
-        self.used_milli = (self.used_milli - milli as f64 * self.s.job(job).utilization).max(0.0);
+        for node in nodes {
+            self.hold(job, node, -1);
+        }
+    }
+
+    /// One replica of `job` starts (`sign` 1) or stops (-1) holding its request on `node`.
+    fn hold(&mut self, job: JobId, node: NodeId, sign: i8) {
+        let j = &self.s.jobs()[job];
+        let (milli, utilization) = (j.request.milli(), j.utilization);
+        let m = self.node_model.get(node).copied().unwrap_or(0);
+        let (total, by_model) = (&mut self.allocated_milli, &mut self.model_allocated_milli[m]);
+        let (used, used_by_model) = (&mut self.used_milli, &mut self.model_used_milli[m]);
+        if sign > 0 {
+            *total += milli;
+            *by_model += milli;
+            *used += milli as f64 * utilization;
+            *used_by_model += milli as f64 * utilization;
+        } else {
+            *total = total.saturating_sub(milli);
+            *by_model = by_model.saturating_sub(milli);
+            *used = (*used - milli as f64 * utilization).max(0.0);
+            *used_by_model = (*used_by_model - milli as f64 * utilization).max(0.0);
+        }
+    }
+
+    /// Books `lost_gpu_s` of `job`'s work to its queue and to the models it ran on: the
+    /// replica on `node`'s, or all its replicas' in proportion.
+    fn lose(&mut self, job: JobId, node: Option<NodeId>, lost_gpu_s: f64) {
+        self.outcomes.lost_gpu_s_in[self.s.jobs()[job].queue] += lost_gpu_s;
+        let nodes = match (node, self.runs.get(&job)) {
+            (Some(n), _) => vec![n],
+            (None, Some(run)) => run.placed.clone(),
+            (None, None) => Vec::new(),
+        };
+        for n in &nodes {
+            let m = self.node_model.get(*n).copied().unwrap_or(0);
+            self.model_lost_gpu_s[m] += lost_gpu_s / nodes.len() as f64;
+        }
     }
 
     /// A stopped job waits again with the work it kept.
@@ -604,7 +681,7 @@ impl<'a> Sim<'a> {
             self.fragmented_at_ms = Some(now);
         }
         let gpus = |milli: u64| milli as f64 / f64::from(MILLI);
-        let mut v = vec![0.0; FIXED + PER_QUEUE * self.leaves.len()];
+        let mut v = vec![0.0; FIXED + PER_QUEUE * self.leaves.len() + PER_MODEL * self.models.len()];
         v[CAPACITY] = gpus(self.capacity_milli);
         v[ALLOCATED] = gpus(self.allocated_milli);
         v[USED] = self.used_milli / f64::from(MILLI);
@@ -640,7 +717,18 @@ impl<'a> Sim<'a> {
             v[base + 3] = borrowed[i] / 1000.0;
             v[base + 4] = unused[i] * lent_ratio / 1000.0;
         }
+        for m in 0..self.models.len() {
+            let base = self.model_signals() + PER_MODEL * m;
+            v[base] = gpus(self.model_capacity_milli[m]);
+            v[base + 1] = gpus(self.model_allocated_milli[m]);
+            v[base + 2] = self.model_used_milli[m] / f64::from(MILLI);
+        }
         v
+    }
+
+    /// The first of the per-model signals.
+    fn model_signals(&self) -> usize {
+        FIXED + PER_QUEUE * self.leaves.len()
     }
 
     /// How long a fragmentation measurement stands: it costs a pass over every node,
@@ -758,6 +846,26 @@ impl<'a> Sim<'a> {
             lost: self.lost_gpu_s / 3600.0,
         };
         self.preemption.gpu_hours_lost = gpu_hours.lost;
+        let gpu_hours_by_model: BTreeMap<String, GpuHours> = self
+            .models
+            .iter()
+            .enumerate()
+            .map(|(m, name)| {
+                let base = self.model_signals() + PER_MODEL * m;
+                let (capacity, allocated, used) = (integral(base), integral(base + 1), integral(base + 2));
+                let lost = self.model_lost_gpu_s[m] / 3600.0;
+                let h = GpuHours {
+                    capacity,
+                    allocated,
+                    used,
+                    idle: capacity - allocated,
+                    allocated_unused: allocated - used,
+                    lost,
+                };
+                (name.clone(), h)
+            })
+            .collect();
+        let cost = self.cluster.prices.cost(&gpu_hours_by_model);
         let share = |x: f64| if gpu_hours.capacity > 0.0 { x / gpu_hours.capacity } else { 0.0 };
         let span_ms = self.series.integral(CAPACITY) / (self.capacity_milli as f64 / 1000.0).max(1e-9);
         let mean = |i: usize| if span_ms > 0.0 { self.series.integral(i) / span_ms } else { 0.0 };
@@ -829,6 +937,8 @@ impl<'a> Sim<'a> {
                     lent_gpu_hours: guaranteed(integral(base + 4)),
                     delay_p50_s: stats.as_ref().map(|s| s.p50),
                     delay_p95_s: stats.as_ref().map(|s| s.p95),
+                    evictions: o.evicted_in[q],
+                    lost_gpu_hours: o.lost_gpu_s_in[q] / 3600.0,
                 }
             })
             .collect();
@@ -866,6 +976,8 @@ impl<'a> Sim<'a> {
             allocation: share(gpu_hours.allocated),
             utilization: share(gpu_hours.used),
             gpu_hours,
+            gpu_hours_by_model,
+            cost,
             fragmentation,
             fair_share_deviation: mean(DEVIATION),
             queueing_delay,

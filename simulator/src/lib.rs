@@ -14,6 +14,7 @@ pub mod html;
 pub mod input;
 pub mod k8s;
 pub mod openb;
+pub mod prices;
 pub mod report;
 pub mod series;
 pub mod slurm;

@@ -20,6 +20,10 @@ pub struct Report {
     /// Simulated time from the first arrival to the last event, seconds.
     pub makespan_s: f64,
     pub gpu_hours: GpuHours,
+    /// The same GPU-hours per GPU model (as the nodes name it).
+    pub gpu_hours_by_model: BTreeMap<String, GpuHours>,
+    /// What those GPU-hours cost at the cluster's prices; `None` when it has none.
+    pub cost: Option<Cost>,
     /// Time-averaged shares of the GPU capacity.
     pub allocation: f64,
     pub utilization: f64,
@@ -65,6 +69,24 @@ pub struct GpuHours {
     pub allocated_unused: f64,
     /// Work lost to evictions and node failures (since the jobs' last checkpoints).
     pub lost: f64,
+}
+
+/// GPU-hours turned into money: each model's hours times its price per GPU-hour, in
+/// whatever currency the prices are in.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Cost {
+    /// The price per GPU-hour of each model of the cluster that has one.
+    pub price_per_gpu_hour: BTreeMap<String, f64>,
+    pub capacity: f64,
+    pub allocated: f64,
+    /// Capacity nobody had allocated.
+    pub idle: f64,
+    /// Allocated but not used.
+    pub allocated_unused: f64,
+    /// Work lost to evictions and node failures.
+    pub lost: f64,
+    /// Models of the cluster without a price: their hours are in none of these sums.
+    pub unpriced: Vec<String>,
 }
 
 /// Distribution of a duration, seconds (nearest-rank percentiles).
@@ -168,6 +190,10 @@ pub struct QueueSummary {
     pub lent_gpu_hours: Option<f64>,
     pub delay_p50_s: Option<f64>,
     pub delay_p95_s: Option<f64>,
+    /// Evictions of the queue's jobs (a shrunk elastic gang counts once per replica).
+    pub evictions: u64,
+    /// Work its jobs lost to evictions and node failures.
+    pub lost_gpu_hours: f64,
 }
 
 /// Jobs that never started, grouped by why.

@@ -2,6 +2,7 @@
 //! the node list every importer produces.
 
 use crate::input::{self, InputError};
+use crate::prices::Prices;
 use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_NODES};
 use gpol_compiler::schema::{EnumKind, MIG_PROFILES};
 use gpol_runtime::model::{NodeSpec, Sharing};
@@ -14,12 +15,35 @@ pub struct ClusterSpec {
     pub name: String,
     pub nodes: Vec<NodeDef>,
     pub events: Vec<NodeEvent>,
+    /// What a GPU-hour of each model costs (none: the report has no cost).
+    pub prices: Prices,
     /// What an importer read with a loss (a MIG instance that fits no card, a model
     /// gpol's table does not know), each naming the file, node and field.
     pub warnings: Vec<InputError>,
 }
 
 impl ClusterSpec {
+    /// Sets prices per GPU-hour (`model`, price) from `origin` (`--price`); a model no
+    /// node has is a warning naming `origin`.
+    pub fn add_prices(&mut self, prices: &[(String, f64)], origin: &str) -> Result<(), InputError> {
+        let mut added = Prices::default();
+        for (model, price) in prices {
+            added.set(model, *price).map_err(|m| InputError::new(origin, None, Some(model), m))?;
+            self.prices.set(model, *price).map_err(|m| InputError::new(origin, None, Some(model), m))?;
+        }
+        self.warn_unmatched(&added, origin, |_| None);
+        Ok(())
+    }
+
+    /// A warning for each model `prices` names that no node has.
+    fn warn_unmatched(&mut self, prices: &Prices, origin: &str, line: impl Fn(&str) -> Option<usize>) {
+        let models: Vec<&str> = self.nodes.iter().map(|n| n.spec.model.as_str()).collect();
+        for key in prices.unmatched(&models) {
+            let m = format!("no node has GPU model `{key}`: its price is not used");
+            self.warnings.push(InputError::new(origin, line(key), Some(key), m));
+        }
+    }
+
     /// Adds topology levels from node labels: `(level, key)` makes each node's value of
     /// label `key` its domain at `level` (replacing what the importer gave). A key no
     /// node has is a warning naming `origin`.
@@ -137,6 +161,9 @@ struct RawSpec {
     pools: Vec<toml::Spanned<RawPool>>,
     #[serde(default, rename = "event")]
     events: Vec<toml::Spanned<RawEvent>>,
+    /// Price per GPU-hour by model; `default` for every model without its own.
+    #[serde(default)]
+    prices: BTreeMap<toml::Spanned<String>, f64>,
 }
 
 /// A number, or a string with a unit.
@@ -258,6 +285,14 @@ pub fn parse_toml(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
     if spec.nodes.is_empty() {
         return Err(InputError::new(file, None, Some("pool"), "the cluster has no nodes: add a [[pool]]"));
     }
+    for (model, &price) in &raw.prices {
+        let line = Some(lines.line_of(model.span().start));
+        let field = format!("prices.{}", model.get_ref());
+        spec.prices.set(model.get_ref(), price).map_err(|m| InputError::new(file, line, Some(&field), m))?;
+    }
+    let prices = spec.prices.clone();
+    let line_of = |key: &str| raw.prices.keys().find(|k| k.get_ref() == key).map(|k| lines.line_of(k.span().start));
+    spec.warn_unmatched(&prices, file, line_of);
     Ok(spec)
 }
 

@@ -169,6 +169,21 @@ pub fn render(r: &Report) -> String {
                 percent(r.fragmentation)
             ),
         ]);
+        if let Some(c) = &r.cost {
+            let prices: Vec<String> =
+                c.price_per_gpu_hour.iter().map(|(m, p)| format!("{m} {}", number(*p, 2))).collect();
+            head.push(vec![
+                "cost".into(),
+                format!(
+                    "idle {} · allocated but unused {} · lost work {} · of {} for the capacity (per GPU-hour: {})",
+                    number(c.idle, 2),
+                    number(c.allocated_unused, 2),
+                    number(c.lost, 2),
+                    number(c.capacity, 2),
+                    if prices.is_empty() { "none".to_string() } else { prices.join(", ") }
+                ),
+            ]);
+        }
         head.push(vec!["fair share".into(), format!("deviation {} (time-averaged)", percent(r.fair_share_deviation))]);
         let p = &r.preemption;
         let rules: Vec<String> = p.by_rule.iter().map(|(k, v)| format!("{k}: {v}")).collect();
@@ -199,9 +214,21 @@ pub fn render(r: &Report) -> String {
     }
     if r.fill.is_none() && !r.queues.is_empty() {
         let mut rows = vec![
-            ["queue", "jobs", "done", "guarantee", "mean GPUs", "share", "fair", "borrowed GPU-h", "lent GPU-h"]
-                .map(str::to_string)
-                .to_vec(),
+            [
+                "queue",
+                "jobs",
+                "done",
+                "guarantee",
+                "mean GPUs",
+                "share",
+                "fair",
+                "borrowed GPU-h",
+                "lent GPU-h",
+                "evictions",
+                "lost GPU-h",
+            ]
+            .map(str::to_string)
+            .to_vec(),
         ];
         for q in &r.queues {
             rows.push(vec![
@@ -214,6 +241,8 @@ pub fn render(r: &Report) -> String {
                 percent(q.mean_fair_share),
                 q.borrowed_gpu_hours.map_or("–".into(), |h| number(h, 0)),
                 q.lent_gpu_hours.map_or("–".into(), |h| number(h, 0)),
+                number(q.evictions as f64, 0),
+                number(q.lost_gpu_hours, 1),
             ]);
         }
         out.push('\n');
@@ -235,9 +264,14 @@ pub fn render(r: &Report) -> String {
             .collect();
         out.push_str(&table(&rows, "  ", true));
     }
-    if !r.notes.is_empty() {
+    let unpriced = r
+        .cost
+        .as_ref()
+        .filter(|c| !c.unpriced.is_empty())
+        .map(|c| format!("no price for GPU model {}: its GPU-hours are not in the cost", c.unpriced.join(", ")));
+    if !r.notes.is_empty() || unpriced.is_some() {
         out.push_str("\nnotes\n");
-        for n in &r.notes {
+        for n in r.notes.iter().chain(&unpriced) {
             let _ = writeln!(out, "  - {n}");
         }
     }
@@ -266,6 +300,8 @@ fn metrics(fill: bool) -> Vec<Metric> {
     let dcount = |x: f64| signed(number(x, 0), x);
     let hours = |x: f64| number(x, 1);
     let dhours = |x: f64| signed(number(x, 1), x);
+    let money = |x: f64| number(x, 2);
+    let dmoney = |x: f64| signed(number(x, 2), x);
     fn delay(r: &Report, f: fn(&Stats) -> f64) -> Option<f64> {
         r.queueing_delay.iter().find(|d| d.group == "all").map(|d| f(&d.stats))
     }
@@ -305,6 +341,14 @@ fn metrics(fill: bool) -> Vec<Metric> {
         Metric { name: "makespan", value: |r| Some(r.makespan_s), show: dur, delta: ddur },
         Metric { name: "evictions", value: |r| Some(r.preemption.evictions as f64), show: count, delta: dcount },
         Metric { name: "GPU-hours lost", value: |r| Some(r.gpu_hours.lost), show: hours, delta: dhours },
+        Metric { name: "cost of idle GPUs", value: |r| r.cost.as_ref().map(|c| c.idle), show: money, delta: dmoney },
+        Metric {
+            name: "cost allocated, unused",
+            value: |r| r.cost.as_ref().map(|c| c.allocated_unused),
+            show: money,
+            delta: dmoney,
+        },
+        Metric { name: "cost of lost work", value: |r| r.cost.as_ref().map(|c| c.lost), show: money, delta: dmoney },
         Metric { name: "jobs finished", value: |r| Some(r.jobs.finished as f64), show: count, delta: dcount },
         Metric {
             name: "jobs never started",
@@ -367,10 +411,18 @@ fn per_group_rows(runs: &[(String, Vec<Report>)], rows: &mut Vec<Vec<String>>) {
             rows.push(compare_row(format!("{group} delay {label}"), runs, &value, duration, ddur));
         }
     }
+    let tenth = |x: f64| number(x, 1);
+    let dtenth = |x: f64| signed(number(x, 1), x);
+    let count = |x: f64| number(x, 0);
+    let dcount = |x: f64| signed(number(x, 0), x);
     for queue in queues {
-        let value = |r: &Report| r.queues.iter().find(|q| q.name == queue).map(|q| q.mean_gpus);
-        let dgpus = |x: f64| signed(number(x, 1), x);
-        rows.push(compare_row(format!("queue {queue} mean GPUs"), runs, &value, |x| number(x, 1), dgpus));
+        let find = |r: &Report| r.queues.iter().find(|q| q.name == queue).cloned();
+        let gpus = |r: &Report| find(r).map(|q| q.mean_gpus);
+        rows.push(compare_row(format!("queue {queue} mean GPUs"), runs, &gpus, tenth, dtenth));
+        let evictions = |r: &Report| find(r).map(|q| q.evictions as f64);
+        rows.push(compare_row(format!("queue {queue} evictions"), runs, &evictions, count, dcount));
+        let lost = |r: &Report| find(r).map(|q| q.lost_gpu_hours);
+        rows.push(compare_row(format!("queue {queue} GPU-hours lost"), runs, &lost, tenth, dtenth));
     }
 }
 

@@ -166,8 +166,7 @@ fn as_trace(policy: &CompiledPolicy, nodes: &[NodeSpec], jobs: &[TraceJob]) -> R
                 topology: n.domains.iter().map(|(_, d)| ("rack".to_string(), d.clone())).collect(),
             })
             .collect(),
-        events: Vec::new(),
-        warnings: Vec::new(),
+        ..ClusterSpec::default()
     };
     let read = trace::parse(&trace::to_csv(jobs), "generated.csv").map_err(|e| TestCaseError::fail(e.to_string()))?;
     let workload = Workload::from_jobs("generated.csv", read);

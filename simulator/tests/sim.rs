@@ -90,6 +90,10 @@ fn an_eviction_loses_the_work_since_the_last_checkpoint() {
     assert_eq!(r.preemption.evictions, 1);
     assert_eq!(r.preemption.by_rule.get("by_priority"), Some(&1));
     assert!((r.gpu_hours.lost * 3600.0 - 20.0).abs() < 1e-6, "{:?}", r.gpu_hours);
+    // Booked to the queue of the job that lost it.
+    let lost: Vec<(&str, u64, f64)> =
+        r.queues.iter().map(|q| (q.name.as_str(), q.evictions, (q.lost_gpu_hours * 3600.0).round())).collect();
+    assert_eq!(lost, vec![("default", 1, 20.0)]);
     assert_eq!(r.makespan_s, 160.0);
     assert_eq!(r.jobs.finished, 2);
     assert_eq!(delay(&r, "class high"), 0.0);
@@ -245,6 +249,15 @@ proptest! {
         prop_assert!(never <= c.pending + c.rejected + c.withdrawn + c.finished);
         prop_assert!(r.gpu_hours.allocated <= r.gpu_hours.capacity * (1.0 + 1e-9) + 1e-9);
         prop_assert!(r.gpu_hours.used <= r.gpu_hours.allocated + 1e-9);
+        // Per model and per queue, the same totals.
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(1.0);
+        let by_model = |f: fn(&gpol_sim::report::GpuHours) -> f64| r.gpu_hours_by_model.values().map(f).sum::<f64>();
+        prop_assert!(close(by_model(|h| h.capacity), r.gpu_hours.capacity));
+        prop_assert!(close(by_model(|h| h.allocated), r.gpu_hours.allocated), "{:?} vs {:?}", r.gpu_hours_by_model, r.gpu_hours);
+        prop_assert!(close(by_model(|h| h.used), r.gpu_hours.used));
+        prop_assert!(close(by_model(|h| h.lost), r.gpu_hours.lost));
+        prop_assert_eq!(r.queues.iter().map(|q| q.evictions).sum::<u64>(), r.preemption.evictions);
+        prop_assert!(close(r.queues.iter().map(|q| q.lost_gpu_hours).sum(), r.gpu_hours.lost));
         for (a, cap) in r.series.allocated.iter().zip(&r.series.capacity) {
             prop_assert!(*a <= *cap + 1e-9, "allocated {} of {}", a, cap);
         }
@@ -296,4 +309,44 @@ fn a_timed_replay_of_an_openb_pod_list_says_to_fill_instead() {
     let fill = Config { mode: Mode::Fill { target: 1.3 }, ..Config::default() };
     let filled = simulate(&p, &cluster(ONE_NODE), &w, &fill);
     assert!(!filled.notes.iter().any(|n| n == gpol_sim::core::OPENB_TIMED), "{:?}", filled.notes);
+}
+
+#[test]
+fn idle_unused_and_lost_gpu_hours_cost_each_models_price() {
+    // An H100 node and an A100 node, 2 cards each, for 100 s: `a` (2 GPUs, half used)
+    // runs on the H100s, `b` (1 GPU for 50 s, fully used) on an A100.
+    let spec = "[prices]\nh100 = 3.60\nNVIDIA-A100-SXM4-80GB = 1.80\nh200 = 9\n\n\
+                [[pool]]\nname = \"h\"\ngpu_model = \"h100\"\ngpus = 2\n\n\
+                [[pool]]\nname = \"a\"\ngpu_model = \"a100\"\ngpus = 2\n";
+    let c = cluster(spec);
+    // The price of a model no node has is a warning naming its line and key.
+    let w: Vec<String> = c.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(w, vec!["cluster.toml:4: field `h200`: no node has GPU model `h200`: its price is not used"]);
+    let trace = "name,arrival,duration,gpus,utilization,models\n\
+                 a,0,100,2,0.5,h100\n\
+                 b,0,50,1,1.0,a100\n";
+    let r = simulate(&policy(FIFO, EngineKind::Jit), &c, &workload(trace), &Config::default());
+    // Over 100 s: h100 2 cards, 200 GPU-s allocated, 100 used; a100 2 cards, 50 allocated.
+    let h = |s: f64| s / 3600.0;
+    let cost = r.cost.as_ref().expect("priced");
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(close(cost.capacity, h(200.0) * 3.6 + h(200.0) * 1.8), "{cost:?}");
+    assert!(close(cost.idle, h(150.0) * 1.8), "{cost:?}");
+    assert!(close(cost.allocated_unused, h(100.0) * 3.6), "{cost:?}");
+    assert_eq!(cost.price_per_gpu_hour.get("a100"), Some(&1.8));
+    assert!(cost.unpriced.is_empty());
+    let h100 = &r.gpu_hours_by_model["h100"];
+    assert!(close(h100.allocated * 3600.0, 200.0) && close(h100.used * 3600.0, 100.0), "{h100:?}");
+    // Without prices, no cost.
+    let plain = cluster(ONE_NODE);
+    assert_eq!(
+        simulate(
+            &policy(FIFO, EngineKind::Jit),
+            &plain,
+            &workload("name,arrival,duration,gpus\na,0,1,1\n"),
+            &Config::default()
+        )
+        .cost,
+        None
+    );
 }

@@ -43,6 +43,11 @@ pub struct Args {
     /// node's value of the label is its domain at LEVEL. Repeatable.
     #[arg(long, value_name = "LEVEL=KEY", value_parser = level_key)]
     topology_label: Vec<(String, String)>,
+    /// What a GPU-hour of a model costs, MODEL=PRICE (`h100=2.50`), or PRICE for every
+    /// model without its own: the report prices idle, unused and lost GPU-hours.
+    /// Repeatable; replaces the cluster spec's `[prices]`.
+    #[arg(long, value_name = "MODEL=PRICE", value_parser = sim::prices::Prices::parse_arg)]
+    price: Vec<(String, f64)>,
     /// The workload: gpol's CSV or JSON Lines trace, or an openb pod list (default: the
     /// bundled sim/trace.csv).
     #[arg(long)]
@@ -139,6 +144,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         cluster.add_topology(&topology.nodes, &path.display().to_string());
     }
     cluster.add_label_levels(&args.topology_label, "--topology-label");
+    cluster.add_prices(&args.price, "--price").map_err(|e| usage(e.to_string()))?;
     for w in &cluster.warnings {
         eprintln!("warning: {w}");
     }
