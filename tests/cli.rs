@@ -365,12 +365,18 @@ fn sim_writes_a_self_contained_report_with_charts() {
     gpolc().args(["sim", "--trace"]).arg(&trace).arg("--report").arg(&report).assert().success();
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
-    for title in
-        ["Allocation vs utilization", "Queue shares vs guarantees", "Queueing delay", "Fragmentation over time"]
-    {
+    for title in [
+        "Allocation vs utilization",
+        "Waiting demand",
+        "Queue GPUs vs guarantees",
+        "Queueing delay",
+        "Fragmentation over time",
+    ] {
         assert!(html.contains(title), "missing {title}");
     }
-    assert_eq!(html.matches("<svg").count(), 4);
+    // No eviction, no eviction timeline.
+    assert!(!html.contains("Evictions over time"));
+    assert_eq!(html.matches("<svg").count(), 5);
     // Self-contained: no scripts, nothing loaded from elsewhere.
     assert!(!html.contains("<script") && !html.contains("href=") && !html.contains("src="));
     // A failed run writes no report.
@@ -500,7 +506,11 @@ fn a_queue_without_a_guarantee_neither_borrows_nor_lends() {
     // Right-aligned like the numbers above it.
     let line = |start: &str| stdout.lines().find(|l| l.starts_with(start)).unwrap_or_default().to_string();
     let (head, free) = (line("queue "), line("free "));
-    assert!(free.ends_with("  –") && free.chars().count() == head.chars().count(), "{stdout}");
+    let cells: Vec<&str> = free.split_whitespace().collect();
+    assert_eq!(cells.get(7..9), Some(&["–", "–"][..]), "{stdout}");
+    let lent_end = head.find("lent GPU-h").map(|i| head[..i].chars().count() + "lent GPU-h".len());
+    let dash_end = free.rfind('–').map(|i| free[..i].chars().count() + 1);
+    assert_eq!(dash_end, lent_end, "{stdout}");
 }
 
 /// `bench --nodes` takes 1 to the cluster limit: more is "too large", none measures

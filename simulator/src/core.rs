@@ -243,7 +243,9 @@ const USED: usize = 2;
 const PENDING: usize = 3;
 const FRAGMENTED: usize = 4;
 const DEVIATION: usize = 5;
-const FIXED: usize = 6;
+/// Counted, not sampled: evictions per second of each bucket.
+const EVICTIONS: usize = 6;
+const FIXED: usize = 7;
 /// Per leaf queue: allocated, guarantee, fair, borrowed, lent.
 const PER_QUEUE: usize = 5;
 /// Per GPU model, after the queues': capacity, allocated, used.
@@ -536,6 +538,7 @@ impl<'a> Sim<'a> {
                     self.requeued(job, kept_ms, lost_gpu_s);
                     self.preemption.evictions += 1;
                     self.outcomes.evicted_in[self.s.jobs()[job].queue] += 1;
+                    self.series.count(now, EVICTIONS);
                     *self.preemption.by_rule.entry(self.s.policy().program.rule_name(rule)).or_default() += 1;
                 }
                 Event::Rejected { job, .. } => {
@@ -556,6 +559,7 @@ impl<'a> Sim<'a> {
                     self.lost_gpu_s += lost_gpu_s;
                     self.preemption.evictions += 1;
                     self.outcomes.evicted_in[self.s.jobs()[job].queue] += 1;
+                    self.series.count(now, EVICTIONS);
                     *self.preemption.by_rule.entry(self.s.policy().program.rule_name(rule)).or_default() += 1;
                 }
             }
@@ -937,6 +941,7 @@ impl<'a> Sim<'a> {
                     lent_gpu_hours: guaranteed(integral(base + 4)),
                     delay_p50_s: stats.as_ref().map(|s| s.p50),
                     delay_p95_s: stats.as_ref().map(|s| s.p95),
+                    delay_percentiles: report::percentiles_sorted(delays(&o.starts, &|s| s.queue as usize == q)),
                     evictions: o.evicted_in[q],
                     lost_gpu_hours: o.lost_gpu_s_in[q] / 3600.0,
                 }
@@ -951,6 +956,7 @@ impl<'a> Sim<'a> {
             series.pending_gpus.push(v[PENDING]);
             series.fragmented.push(v[FRAGMENTED]);
             series.fair_share_deviation.push(v[DEVIATION]);
+            series.evictions_per_hour.push(v[EVICTIONS] * 3600.0);
             for (i, &q) in self.leaves.iter().enumerate() {
                 let base = FIXED + PER_QUEUE * i;
                 let qs = series.queues.entry(self.s.quotas().queues[q].name.clone()).or_default();

@@ -190,6 +190,9 @@ pub struct QueueSummary {
     pub lent_gpu_hours: Option<f64>,
     pub delay_p50_s: Option<f64>,
     pub delay_p95_s: Option<f64>,
+    /// The queue's delay distribution: percentiles 0, 1, …, 100 (seconds; empty when
+    /// none of its jobs started).
+    pub delay_percentiles: Vec<f64>,
     /// Evictions of the queue's jobs (a shrunk elastic gang counts once per replica).
     pub evictions: u64,
     /// Work its jobs lost to evictions and node failures.
@@ -218,6 +221,8 @@ pub struct Series {
     pub pending_gpus: Vec<f64>,
     pub fragmented: Vec<f64>,
     pub fair_share_deviation: Vec<f64>,
+    /// Evictions (and shrunk replicas) per hour.
+    pub evictions_per_hour: Vec<f64>,
     /// Per leaf queue: GPUs held, guarantee, and demand-capped fair amount.
     pub queues: BTreeMap<String, QueueSeries>,
 }

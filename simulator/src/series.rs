@@ -42,6 +42,23 @@ impl Series {
         }
     }
 
+    /// Counts one event of signal `i` at `at_ms`: the bucket's value is then the events
+    /// per second over the time it covers, as exact under merges as the averages are.
+    pub fn count(&mut self, at_ms: u64, i: usize) {
+        let mut b = (at_ms / self.width_ms) as usize;
+        while b >= self.max {
+            self.merge();
+            b = (at_ms / self.width_ms) as usize;
+        }
+        while self.sums.len() <= b {
+            self.sums.push(vec![0.0; self.signals]);
+            self.covered.push(0);
+        }
+        if let Some(v) = self.sums[b].get_mut(i) {
+            *v += 1000.0;
+        }
+    }
+
     /// Halves the resolution: bucket pairs merge.
     fn merge(&mut self) {
         let sums = std::mem::take(&mut self.sums);
@@ -102,5 +119,21 @@ mod tests {
         s.add(8000, 1_000_000, &[0.0]);
         assert!(s.points().len() <= 4);
         assert_eq!(s.integral(0), 11_000.0);
+    }
+
+    #[test]
+    fn counted_events_are_a_rate_per_second_of_the_bucket() {
+        let mut s = Series::new(2, 2);
+        s.add(0, 2000, &[1.0, 0.0]);
+        s.count(500, 1);
+        s.count(1500, 1);
+        s.count(1600, 1);
+        assert_eq!(s.points(), vec![(0.0, vec![1.0, 1.0]), (1.0, vec![1.0, 2.0])]);
+        // An event past the last bucket merges as time does; the rate stays exact.
+        s.count(7000, 1);
+        s.add(2000, 8000, &[1.0, 0.0]);
+        assert_eq!(s.width_ms(), 2000);
+        assert_eq!(s.points()[0], (0.0, vec![1.0, 1.5]));
+        assert_eq!(s.points()[3], (6.0, vec![1.0, 0.5]));
     }
 }

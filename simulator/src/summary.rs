@@ -70,10 +70,7 @@ fn table(rows: &[Vec<String>], indent: &str, numbers: bool) -> String {
         let mut line = String::from(indent);
         for (c, cell) in r.iter().enumerate() {
             let pad = widths[c] - cell.chars().count();
-            // Numbers, and "–" for none, right-aligned.
-            let numeric = numbers
-                && c > 0
-                && (cell == "–" || cell.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '+'));
+            let numeric = numbers && c > 0 && is_number(cell);
             if c > 0 {
                 line.push_str("  ");
             }
@@ -103,12 +100,77 @@ fn stats_row(name: &str, s: &Stats) -> Vec<String> {
     ]
 }
 
-/// The summary of one run.
-pub fn render(r: &Report) -> String {
+/// What the summary shows, as data: the terminal renders it as text, the HTML report as
+/// tables.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// One line saying what ran.
+    pub headline: Option<String>,
+    pub tables: Vec<Table>,
+    pub notes: Vec<String>,
+}
+
+/// One table: rows of cells, the first the column names when `header` is set.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Table {
+    /// A line above the table (`never started`).
+    pub title: Option<String>,
+    pub rows: Vec<Vec<String>>,
+    pub header: bool,
+    /// Cells after the first that read as numbers align right.
+    pub numbers: bool,
+    /// A comparison's: per row, which way its metric improves (empty otherwise).
+    pub better: Vec<Better>,
+}
+
+impl Table {
+    fn new(rows: Vec<Vec<String>>, header: bool, numbers: bool) -> Table {
+        Table { title: None, rows, header, numbers, better: Vec::new() }
+    }
+}
+
+/// Whether a cell after the first aligns right: numbers, deltas, and "–" for none.
+pub fn is_number(cell: &str) -> bool {
+    cell == "–" || cell.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '+')
+}
+
+/// The summary as text, tables a blank line apart.
+pub fn text(s: &Summary) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "policy {} · cluster {} ({} nodes, {} GPUs) · trace {} · {} · seed {}\n",
+    if let Some(h) = &s.headline {
+        let _ = writeln!(out, "{h}\n");
+    }
+    for (i, t) in s.tables.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let indent = match &t.title {
+            Some(title) => {
+                let _ = writeln!(out, "{title}");
+                "  "
+            }
+            None => "",
+        };
+        out.push_str(&table(&t.rows, indent, t.numbers));
+    }
+    if !s.notes.is_empty() {
+        out.push_str("\nnotes\n");
+        for n in &s.notes {
+            let _ = writeln!(out, "  - {n}");
+        }
+    }
+    out
+}
+
+/// The summary of one run, as text.
+pub fn render(r: &Report) -> String {
+    text(&summary(r))
+}
+
+/// The summary of one run.
+pub fn summary(r: &Report) -> Summary {
+    let headline = format!(
+        "policy {} · cluster {} ({} nodes, {} GPUs) · trace {} · {} · seed {}",
         r.policy,
         r.cluster,
         number(r.nodes as f64, 0),
@@ -117,6 +179,7 @@ pub fn render(r: &Report) -> String {
         r.mode,
         r.seed
     );
+    let mut out = Summary { headline: Some(headline), ..Summary::default() };
     let j = &r.jobs;
     let mut head = vec![vec![
         "jobs".to_string(),
@@ -199,7 +262,7 @@ pub fn render(r: &Report) -> String {
             ),
         ]);
     }
-    out.push_str(&table(&head, "", false));
+    out.tables.push(Table::new(head, false, false));
     if r.fill.is_none() && (!r.queueing_delay.is_empty() || r.completion_time.is_some()) {
         let mut rows = vec![["", "jobs", "mean", "p50", "p95", "p99", "max"].map(str::to_string).to_vec()];
         rows[0][0] = "queueing delay".into();
@@ -209,8 +272,7 @@ pub fn render(r: &Report) -> String {
         if let Some(c) = &r.completion_time {
             rows.push(stats_row("completion time", c));
         }
-        out.push('\n');
-        out.push_str(&table(&rows, "", true));
+        out.tables.push(Table::new(rows, true, true));
     }
     if r.fill.is_none() && !r.queues.is_empty() {
         let mut rows = vec![
@@ -245,11 +307,9 @@ pub fn render(r: &Report) -> String {
                 number(q.lost_gpu_hours, 1),
             ]);
         }
-        out.push('\n');
-        out.push_str(&table(&rows, "", true));
+        out.tables.push(Table::new(rows, true, true));
     }
     if !r.never_scheduled.is_empty() {
-        out.push_str("\nnever started\n");
         let rows: Vec<Vec<String>> = r
             .never_scheduled
             .iter()
@@ -262,19 +322,14 @@ pub fn render(r: &Report) -> String {
                 ]
             })
             .collect();
-        out.push_str(&table(&rows, "  ", true));
+        out.tables.push(Table { title: Some("never started".into()), ..Table::new(rows, false, true) });
     }
     let unpriced = r
         .cost
         .as_ref()
         .filter(|c| !c.unpriced.is_empty())
         .map(|c| format!("no price for GPU model {}: its GPU-hours are not in the cost", c.unpriced.join(", ")));
-    if !r.notes.is_empty() || unpriced.is_some() {
-        out.push_str("\nnotes\n");
-        for n in r.notes.iter().chain(&unpriced) {
-            let _ = writeln!(out, "  - {n}");
-        }
-    }
+    out.notes = r.notes.iter().cloned().chain(unpriced).collect();
     out
 }
 
@@ -285,6 +340,16 @@ struct Metric {
     value: fn(&Report) -> Option<f64>,
     show: fn(f64) -> String,
     delta: fn(f64) -> String,
+    better: Better,
+}
+
+/// Which way a metric improves: what the report's highlighting of a delta says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+    /// Neither (a queue's GPUs: more for one is less for another).
+    Neither,
 }
 
 fn signed(text: String, x: f64) -> String {
@@ -307,54 +372,131 @@ fn metrics(fill: bool) -> Vec<Metric> {
     }
     if fill {
         return vec![
-            Metric { name: "allocated", value: |r| r.fill.as_ref().map(|f| 1.0 - f.unallocated), show: pct, delta: pt },
+            Metric {
+                name: "allocated",
+                value: |r| r.fill.as_ref().map(|f| 1.0 - f.unallocated),
+                show: pct,
+                delta: pt,
+                better: Better::Higher,
+            },
             Metric {
                 name: "did not fit (of arrived)",
                 value: |r| r.fill.as_ref().map(|f| f.failed),
                 show: pct,
                 delta: pt,
+                better: Better::Lower,
             },
-            Metric { name: "fragmentation", value: |r| Some(r.fragmentation), show: pct, delta: pt },
+            Metric {
+                name: "fragmentation",
+                value: |r| Some(r.fragmentation),
+                show: pct,
+                delta: pt,
+                better: Better::Lower,
+            },
             Metric {
                 name: "jobs placed",
                 value: |r| Some((r.jobs.running + r.jobs.finished) as f64),
                 show: count,
                 delta: dcount,
+                better: Better::Higher,
             },
         ];
     }
     vec![
-        Metric { name: "allocation", value: |r| Some(r.allocation), show: pct, delta: pt },
-        Metric { name: "utilization", value: |r| Some(r.utilization), show: pct, delta: pt },
-        Metric { name: "idle GPU-hours", value: |r| Some(r.gpu_hours.idle), show: hours, delta: dhours },
-        Metric { name: "fragmentation", value: |r| Some(r.fragmentation), show: pct, delta: pt },
-        Metric { name: "fair-share deviation", value: |r| Some(r.fair_share_deviation), show: pct, delta: pt },
-        Metric { name: "queueing delay p50", value: |r| delay(r, |s| s.p50), show: dur, delta: ddur },
-        Metric { name: "queueing delay p95", value: |r| delay(r, |s| s.p95), show: dur, delta: ddur },
-        Metric { name: "queueing delay p99", value: |r| delay(r, |s| s.p99), show: dur, delta: ddur },
+        Metric { name: "allocation", value: |r| Some(r.allocation), show: pct, delta: pt, better: Better::Higher },
+        Metric { name: "utilization", value: |r| Some(r.utilization), show: pct, delta: pt, better: Better::Higher },
+        Metric {
+            name: "idle GPU-hours",
+            value: |r| Some(r.gpu_hours.idle),
+            show: hours,
+            delta: dhours,
+            better: Better::Lower,
+        },
+        Metric { name: "fragmentation", value: |r| Some(r.fragmentation), show: pct, delta: pt, better: Better::Lower },
+        Metric {
+            name: "fair-share deviation",
+            value: |r| Some(r.fair_share_deviation),
+            show: pct,
+            delta: pt,
+            better: Better::Lower,
+        },
+        Metric {
+            name: "queueing delay p50",
+            value: |r| delay(r, |s| s.p50),
+            show: dur,
+            delta: ddur,
+            better: Better::Lower,
+        },
+        Metric {
+            name: "queueing delay p95",
+            value: |r| delay(r, |s| s.p95),
+            show: dur,
+            delta: ddur,
+            better: Better::Lower,
+        },
+        Metric {
+            name: "queueing delay p99",
+            value: |r| delay(r, |s| s.p99),
+            show: dur,
+            delta: ddur,
+            better: Better::Lower,
+        },
         Metric {
             name: "completion time p50",
             value: |r| r.completion_time.as_ref().map(|s| s.p50),
             show: dur,
             delta: ddur,
+            better: Better::Lower,
         },
-        Metric { name: "makespan", value: |r| Some(r.makespan_s), show: dur, delta: ddur },
-        Metric { name: "evictions", value: |r| Some(r.preemption.evictions as f64), show: count, delta: dcount },
-        Metric { name: "GPU-hours lost", value: |r| Some(r.gpu_hours.lost), show: hours, delta: dhours },
-        Metric { name: "cost of idle GPUs", value: |r| r.cost.as_ref().map(|c| c.idle), show: money, delta: dmoney },
+        Metric { name: "makespan", value: |r| Some(r.makespan_s), show: dur, delta: ddur, better: Better::Lower },
+        Metric {
+            name: "evictions",
+            value: |r| Some(r.preemption.evictions as f64),
+            show: count,
+            delta: dcount,
+            better: Better::Lower,
+        },
+        Metric {
+            name: "GPU-hours lost",
+            value: |r| Some(r.gpu_hours.lost),
+            show: hours,
+            delta: dhours,
+            better: Better::Lower,
+        },
+        Metric {
+            name: "cost of idle GPUs",
+            value: |r| r.cost.as_ref().map(|c| c.idle),
+            show: money,
+            delta: dmoney,
+            better: Better::Lower,
+        },
         Metric {
             name: "cost allocated, unused",
             value: |r| r.cost.as_ref().map(|c| c.allocated_unused),
             show: money,
             delta: dmoney,
+            better: Better::Lower,
         },
-        Metric { name: "cost of lost work", value: |r| r.cost.as_ref().map(|c| c.lost), show: money, delta: dmoney },
-        Metric { name: "jobs finished", value: |r| Some(r.jobs.finished as f64), show: count, delta: dcount },
+        Metric {
+            name: "cost of lost work",
+            value: |r| r.cost.as_ref().map(|c| c.lost),
+            show: money,
+            delta: dmoney,
+            better: Better::Lower,
+        },
+        Metric {
+            name: "jobs finished",
+            value: |r| Some(r.jobs.finished as f64),
+            show: count,
+            delta: dcount,
+            better: Better::Higher,
+        },
         Metric {
             name: "jobs never started",
             value: |r| Some(r.never_scheduled.iter().map(|n| n.jobs).sum::<u64>() as f64),
             show: count,
             delta: dcount,
+            better: Better::Lower,
         },
     ]
 }
@@ -363,6 +505,11 @@ fn metrics(fill: bool) -> Vec<Metric> {
 /// (± its standard deviation when there are several seeds), and each policy's delta
 /// from the first.
 pub fn compare(runs: &[(String, Vec<Report>)]) -> String {
+    text(&comparison(runs))
+}
+
+/// [`compare`] as data: one table, its first row the column names.
+pub fn comparison(runs: &[(String, Vec<Report>)]) -> Summary {
     let fill = runs.iter().flat_map(|(_, r)| r).any(|r| r.fill.is_some());
     let seeds = runs.first().map_or(0, |(_, r)| r.len());
     let mut header = vec![format!("{} seed{}", seeds, if seeds == 1 { "" } else { "s" })];
@@ -372,19 +519,20 @@ pub fn compare(runs: &[(String, Vec<Report>)]) -> String {
             header.push("Δ".into());
         }
     }
-    let mut rows = vec![header];
+    let mut t = Table { better: vec![Better::Neither], ..Table::new(vec![header], true, true) };
     for m in metrics(fill) {
-        rows.push(compare_row(m.name.to_string(), runs, &m.value, m.show, m.delta));
+        t.rows.push(compare_row(m.name.to_string(), runs, &m.value, m.show, m.delta));
+        t.better.push(m.better);
     }
     if !fill {
-        per_group_rows(runs, &mut rows);
+        per_group_rows(runs, &mut t);
     }
-    table(&rows, "", true)
+    Summary { tables: vec![t], ..Summary::default() }
 }
 
 /// Each queue's and priority class's queueing delay (p50, p95, p99) and each queue's
 /// mean GPUs held, for every group any run has, in the first run's order.
-fn per_group_rows(runs: &[(String, Vec<Report>)], rows: &mut Vec<Vec<String>>) {
+fn per_group_rows(runs: &[(String, Vec<Report>)], t: &mut Table) {
     let ddur = |x: f64| if x < 0.0 { format!("-{}", duration(-x)) } else { signed(duration(x), x) };
     let mut groups: Vec<&str> = Vec::new();
     let mut queues: Vec<&str> = Vec::new();
@@ -408,7 +556,8 @@ fn per_group_rows(runs: &[(String, Vec<Report>)], rows: &mut Vec<Vec<String>>) {
                 _ => s.p99,
             };
             let value = |r: &Report| r.queueing_delay.iter().find(|d| d.group == group).map(|d| pick(&d.stats));
-            rows.push(compare_row(format!("{group} delay {label}"), runs, &value, duration, ddur));
+            t.rows.push(compare_row(format!("{group} delay {label}"), runs, &value, duration, ddur));
+            t.better.push(Better::Lower);
         }
     }
     let tenth = |x: f64| number(x, 1);
@@ -418,11 +567,14 @@ fn per_group_rows(runs: &[(String, Vec<Report>)], rows: &mut Vec<Vec<String>>) {
     for queue in queues {
         let find = |r: &Report| r.queues.iter().find(|q| q.name == queue).cloned();
         let gpus = |r: &Report| find(r).map(|q| q.mean_gpus);
-        rows.push(compare_row(format!("queue {queue} mean GPUs"), runs, &gpus, tenth, dtenth));
+        t.rows.push(compare_row(format!("queue {queue} mean GPUs"), runs, &gpus, tenth, dtenth));
+        t.better.push(Better::Neither);
         let evictions = |r: &Report| find(r).map(|q| q.evictions as f64);
-        rows.push(compare_row(format!("queue {queue} evictions"), runs, &evictions, count, dcount));
+        t.rows.push(compare_row(format!("queue {queue} evictions"), runs, &evictions, count, dcount));
+        t.better.push(Better::Lower);
         let lost = |r: &Report| find(r).map(|q| q.lost_gpu_hours);
-        rows.push(compare_row(format!("queue {queue} GPU-hours lost"), runs, &lost, tenth, dtenth));
+        t.rows.push(compare_row(format!("queue {queue} GPU-hours lost"), runs, &lost, tenth, dtenth));
+        t.better.push(Better::Lower);
     }
 }
 
