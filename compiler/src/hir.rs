@@ -310,6 +310,8 @@ pub struct Settings {
     pub reserve_after: Option<f64>,
     /// How usage is counted.
     pub billing: Billing,
+    /// The time zone rules read the time of day in (an IANA name); `None`: UTC.
+    pub timezone: Option<String>,
 }
 
 /// What a second of holding resources adds to usage (Slurm's `TRESBillingWeights`): the

@@ -8,6 +8,7 @@
 //! of what rules can see; [`spec`] the one description of a job and a node.
 
 pub mod check;
+pub mod clock;
 pub mod cost;
 pub mod cycles;
 pub mod diag;

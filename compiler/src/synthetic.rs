@@ -132,6 +132,8 @@ impl Cluster {
             hashes: (0..=program.literals.len() as u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect(),
             record: ClusterRec {
                 time: 3600.0,
+                time_of_day: 3600.0,
+                weekday: 1.0,
                 nodes: n as f64,
                 total,
                 free: total,

@@ -463,6 +463,9 @@ fn build(
 ) -> (Built, usize) {
     let levels = &policy.program.levels;
     let mut s = Scheduler::new(policy.clone());
+    if let Some(origin) = origin {
+        s.start_clock_at_unix_ms(origin);
+    }
     // At the cluster's time before pods start, so that each runs since its own start. (A
     // clock beyond the runtime's limit stays behind, as `built` leaves it.)
     let _ = s.advance(now_ms);

@@ -64,6 +64,9 @@ pub struct Config {
     pub shape_coverage: f64,
     /// Fill mode: how the workload reaches its target.
     pub sampling: Sampling,
+    /// The local date and time of the trace's time 0 in the policy's time zone
+    /// (`2026-11-23T08:00`); `None`: Monday 00:00 ([`gpol_compiler::clock::DEFAULT_START`]).
+    pub start: Option<String>,
 }
 
 impl Default for Config {
@@ -75,6 +78,7 @@ impl Default for Config {
             points: 300,
             shape_coverage: frag::DEFAULT_COVERAGE,
             sampling: Sampling::Passes,
+            start: None,
         }
     }
 }
@@ -236,6 +240,8 @@ struct Sim<'a> {
     notes: Vec<String>,
 }
 
+const WEEK_MS: u64 = 7 * 86_400_000;
+
 /// Signals of the series before the per-queue ones.
 const CAPACITY: usize = 0;
 const ALLOCATED: usize = 1;
@@ -261,6 +267,11 @@ impl<'a> Sim<'a> {
         let mut s = Scheduler::new(policy.clone());
         s.set_seed(config.seed);
         s.set_retry_interval(config.retry_ms);
+        if let Some(start) = &config.start {
+            let mut clock = s.clock().clone();
+            clock.start_at_local(start).map_err(|m| InputError::new("--start", None, None, m))?;
+            s.set_clock(clock);
+        }
         let mut notes = vec![
             "utilization is each job's allocation times its `utilization` from the trace (1.0 when not given)"
                 .to_string(),
@@ -374,6 +385,7 @@ impl<'a> Sim<'a> {
         let mut next_node_event = 0;
         let mut completions: BinaryHeap<Reverse<(u64, JobId, u32)>> = BinaryHeap::new();
         let mut retry_at: Option<u64> = None;
+        let mut idle_since: Option<u64> = None;
         self.s.advance(self.start_ms).map_err(SimError::Clock)?;
         let mut steps = 0u64;
         loop {
@@ -424,8 +436,14 @@ impl<'a> Sim<'a> {
             self.s.cycle();
             let progress = self.absorb_log(control, &mut |job, at| completions.push(Reverse((at, job.0, job.1))));
             let quiet = next.is_none() && next_node_event == node_events.len() && completions.is_empty();
-            if retry_at.is_none() && self.s.pending() > 0 && self.s.waits_on_time() && !(quiet && retrying && !progress)
-            {
+            // Nothing left to happen and a retry changed nothing: the waiting jobs wait for
+            // good, unless the policy reads the time of day or week, whose fate a week of
+            // retries settles.
+            let idle = quiet && retrying && !progress;
+            idle_since = if idle { idle_since.or(Some(t)) } else { None };
+            let settled =
+                idle_since.is_some_and(|since| !self.s.reads_local_time() || t >= since.saturating_add(WEEK_MS));
+            if retry_at.is_none() && self.s.pending() > 0 && self.s.waits_on_time() && !settled {
                 retry_at = Some(t.saturating_add(self.config.retry_ms.max(1)));
             }
         }

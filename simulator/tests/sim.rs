@@ -350,3 +350,28 @@ fn idle_unused_and_lost_gpu_hours_cost_each_models_price() {
         None
     );
 }
+
+#[test]
+fn the_trace_starts_on_monday_at_midnight_on_the_policys_clock_unless_told() {
+    // Batch work starts only from 22:00 to 07:00 or at the weekend, in Berlin. A job that
+    // arrives at 09:00 on Monday waits until 22:00; told that the trace starts on a
+    // Saturday, it starts at once.
+    let night = "policy night\nsettings { timezone \"Europe/Berlin\" }\n\
+                 filter night { cluster.time_of_day >= 22h or cluster.time_of_day < 7h or cluster.weekday >= 6 }\n";
+    let trace = "name,arrival,duration,gpus\nbatch,9h,1h,1\n";
+    let p = policy(night, EngineKind::Jit);
+    let r = simulate(&p, &cluster(ONE_NODE), &workload(trace), &Config::default());
+    assert_eq!(delay(&r, "all"), 13.0 * 3600.0);
+    let saturday = Config { start: Some("2026-11-28T00:00".into()), ..Config::default() };
+    assert_eq!(delay(&simulate(&p, &cluster(ONE_NODE), &workload(trace), &saturday), "all"), 0.0);
+    // A job no time of the week lets start waits a week of retries, then for good.
+    let never = policy("policy never\nfilter never { cluster.weekday > 7 }\n", EngineKind::Jit);
+    let r = simulate(&never, &cluster(ONE_NODE), &workload(trace), &Config::default());
+    assert_eq!(r.jobs.pending, 1);
+    assert!(r.makespan_s >= 7.0 * 86_400.0 && r.makespan_s < 7.0 * 86_400.0 + 120.0, "{}", r.makespan_s);
+    let bad = Config { start: Some("Saturday".into()), ..Config::default() };
+    let cancel = AtomicBool::new(false);
+    let e =
+        run(&p, &cluster(ONE_NODE), &workload(trace), &bad, &Control::new(&|_| {}, &cancel)).expect_err("a bad start");
+    assert!(e.to_string().contains("--start: expected a local date and time"), "{e}");
+}

@@ -179,6 +179,7 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
     let span_s = gpol_compiler::limits::MAX_CLOCK_MS / 1000;
     let base = taken.iter().map(|j| j.submit_time).min().unwrap_or(now).clamp(now.saturating_sub(span_s), now);
     let at_ms = |t: u64| (t.clamp(base, now) - base) * 1000;
+    s.start_clock_at_unix_ms(i64::try_from(base.saturating_mul(1000)).unwrap_or(i64::MAX));
     let mut events: Vec<(u64, bool, usize)> = Vec::new();
     for (i, j) in taken.iter().enumerate() {
         let submitted = if j.is_running() { j.submit_time.min(j.start_time) } else { j.submit_time };

@@ -67,6 +67,11 @@ pub struct Args {
     /// simulator builds its task types.
     #[arg(long, value_name = "PCT", default_value_t = 95.0)]
     shape_coverage: f64,
+    /// The local date and time the trace starts at, in the policy's `timezone`
+    /// (`2026-11-23T08:00`): where `cluster.time_of_day` and quota windows fall (default:
+    /// a Monday, 00:00).
+    #[arg(long, value_name = "DATETIME")]
+    start: Option<String>,
     /// Seed of the fill order and of `hash01`.
     #[arg(long, default_value_t = 1, conflicts_with = "seeds")]
     seed: u64,
@@ -129,6 +134,10 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         return Err(USAGE);
     }
     let shape_coverage = args.shape_coverage / 100.0;
+    if let Some(start) = &args.start {
+        // The format, before any work (the policy's zone is applied in the run).
+        gpol_compiler::clock::Clock::default().start_at_local(start).map_err(|m| usage(format!("--start: {m}")))?;
+    }
     // The report's path and the inputs first, so a bad one is reported before any work.
     let inputs: Vec<&std::path::Path> = [&args.policy, &args.cluster, &args.slurm_topology, &args.trace]
         .into_iter()
@@ -199,7 +208,8 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
                 FillSampling::Passes => sim::Sampling::Passes,
                 FillSampling::Replacement => sim::Sampling::Replacement,
             };
-            let config = Config { mode, seed, retry_ms, shape_coverage, sampling, ..Config::default() };
+            let start = args.start.clone();
+            let config = Config { mode, seed, retry_ms, shape_coverage, sampling, start, ..Config::default() };
             let seen = AtomicU64::new(0);
             let progress = |done: f64| {
                 let now = (done.clamp(0.0, 1.0) * 1000.0) as u64;

@@ -183,6 +183,7 @@ impl Checker<'_> {
                 queueing: hir::Queueing::BestEffort,
                 reserve_after: None,
                 billing: hir::Billing::default(),
+                timezone: None,
             },
             rules: Vec::new(),
             queue_order: Vec::new(),
@@ -941,11 +942,12 @@ impl Checker<'_> {
 
     fn check_settings(&mut self, m: usize, s: &ast::Settings) -> hir::Settings {
         const KNOWN: &[&str] =
-            &["queueing", "reserve_after", "billing_gpu", "billing_cpu", "billing_mem", "billing_max"];
+            &["queueing", "reserve_after", "billing_gpu", "billing_cpu", "billing_mem", "billing_max", "timezone"];
         let mut out = hir::Settings {
             queueing: hir::Queueing::BestEffort,
             reserve_after: None,
             billing: hir::Billing::default(),
+            timezone: None,
         };
         let mut seen: HashMap<&str, Span> = HashMap::new();
         for e in &s.entries {
@@ -985,6 +987,21 @@ impl Checker<'_> {
                         _ => out.billing.mem_gib = w,
                     }
                 }
+                "timezone" => match &e.value.kind {
+                    ast::ExprKind::Str(name) => match crate::clock::zone(name) {
+                        Ok(_) => out.timezone = Some(name.clone()),
+                        Err(m) => self.err(
+                            Diagnostic::new(Code::BadSetting, e.value.span, m)
+                                .label("not a time zone")
+                                .help("the cluster clock's zone: `cluster.time_of_day` and quota windows read it"),
+                        ),
+                    },
+                    _ => self.err(
+                        Diagnostic::new(Code::BadSetting, e.value.span, "`timezone` is a time zone's name in quotes")
+                            .label("not a string")
+                            .help("write `timezone \"Europe/Berlin\"` (an IANA name; UTC by default)"),
+                    ),
+                },
                 "billing_max" => match &e.value.kind {
                     ast::ExprKind::Bool(b) => out.billing.max = *b,
                     _ => self.err(

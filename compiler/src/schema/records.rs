@@ -565,6 +565,8 @@ records! {
     /// The whole cluster, and the clock.
     CLUSTER: ClusterRec<'a> {
         time: num(TIME), Cycle, "The clock: seconds since the start of the run.";
+        time_of_day: num(TIME), Cycle, "Time since midnight on the cluster clock, in the policy's `timezone` (UTC by default): `cluster.time_of_day >= 22h`.";
+        weekday: num(NONE), Cycle, "The day of the week on the cluster clock: 1 is Monday, 7 is Sunday (ISO 8601).";
         nodes: num(NONE), Static, "Nodes in the cluster.";
         total: resources, Static, "Capacity of the whole cluster.";
         free: resources, Cycle, "Unallocated capacity.";

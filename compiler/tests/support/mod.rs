@@ -264,7 +264,9 @@ pub fn check_engines(p: &Program, interp: &dyn Engine, jit: &dyn Engine, inputs:
     let shapes: Vec<ShapeRec<'_>> =
         inputs.shapes.iter().map(|s| ShapeRec { allowed_models: List::new(&s.models), ..s.rec }).collect();
     let (time, count, total, free) = inputs.cluster;
-    let cluster = ClusterRec { time, nodes: count, total, free, task_shapes: List::new(&shapes) };
+    // The clock starts on a Monday at midnight (UTC).
+    let (time_of_day, weekday) = (time.rem_euclid(86_400.0), 1.0 + (time / 86_400.0).floor().rem_euclid(7.0));
+    let cluster = ClusterRec { time, time_of_day, weekday, nodes: count, total, free, task_shapes: List::new(&shapes) };
     let ctx = Ctx {
         cluster: &cluster,
         queues: &inputs.queues,

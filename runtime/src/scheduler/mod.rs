@@ -29,6 +29,7 @@ use crate::model::{Cluster, NodeId};
 use crate::quota::{self, Amounts, Quotas, Res};
 use crate::records;
 use crate::symbols::Symbols;
+use gpol_compiler::clock::Clock;
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::interp::Ctx;
 use gpol_compiler::ir::RuleId;
@@ -47,6 +48,8 @@ pub struct Scheduler {
     pub(crate) quotas: Quotas,
     pub(crate) jobs: JobStore,
     pub(crate) now_ms: u64,
+    /// Where `now_ms` falls in real time, in the policy's time zone.
+    clock: Clock,
     pub(crate) log: Vec<Event>,
     /// Placement attempts so far (each one a filter+score pass over the nodes), and
     /// victim searches.
@@ -225,6 +228,7 @@ impl Scheduler {
                 .iter()
                 .any(|f| k.body.node.reads(gpol_compiler::schema::Record::Queue, f))
         });
+        let clock = Clock::of_zone(policy.policy.settings.timezone.as_deref());
         Scheduler {
             recheck_filters,
             policy,
@@ -233,6 +237,7 @@ impl Scheduler {
             quotas,
             jobs: JobStore::default(),
             now_ms: 0,
+            clock,
             log: Vec::new(),
             attempts: 0,
             searches: 0,
@@ -393,6 +398,17 @@ impl Scheduler {
         self.time_matters || self.policy.program.admit.iter().any(|r| !r.is_static)
     }
 
+    /// Whether some rule reads the time of day or the weekday: what time alone changes
+    /// then repeats every week.
+    pub fn reads_local_time(&self) -> bool {
+        use gpol_compiler::schema::Record;
+        self.policy
+            .program
+            .bodies()
+            .iter()
+            .any(|(_, _, b)| b.node.reads(Record::Cluster, "time_of_day") || b.node.reads(Record::Cluster, "weekday"))
+    }
+
     /// The clock as a signed time, to compare with jobs' times.
     pub(super) fn now(&self) -> i64 {
         i64::try_from(self.now_ms).unwrap_or(i64::MAX)
@@ -443,6 +459,25 @@ impl Scheduler {
         self.touch();
     }
 
+    /// The cluster clock: the policy's time zone, and the real time of clock 0
+    /// ([`gpol_compiler::clock::DEFAULT_START`] local unless set).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Sets the cluster clock (a simulation's: its zone, clock 0 at the trace's start).
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+        self.touch();
+    }
+
+    /// Ties clock 0 to real time: `unix_ms` milliseconds after the Unix epoch (adapters,
+    /// whose clocks replay a real scheduler's).
+    pub fn start_clock_at_unix_ms(&mut self, unix_ms: i64) {
+        self.clock.start_at_unix_ms(unix_ms);
+        self.touch();
+    }
+
     /// Sets the popular request shapes rules see as `cluster.task_shapes`.
     pub fn set_task_shapes(&mut self, shapes: ShapeTable) {
         self.task_shapes = shapes;
@@ -461,8 +496,11 @@ impl Scheduler {
             cpu: c.cpu_milli as f64 / 1000.0,
             mem: c.mem as f64,
         };
+        let local = self.clock.local(self.now_ms);
         ClusterRec {
             time: records::seconds(self.now_ms),
+            time_of_day: local.seconds_of_day,
+            weekday: f64::from(local.weekday),
             nodes: self.cluster.capacity.nodes as f64,
             total: res(self.cluster.capacity),
             free: res(self.cluster.free),
@@ -613,6 +651,8 @@ pub(crate) fn reads_time(node: &gpol_compiler::ir::Node) -> bool {
         (Record::Job, "user_usage"),
         (Record::Job, "fair_tree"),
         (Record::Cluster, "time"),
+        (Record::Cluster, "time_of_day"),
+        (Record::Cluster, "weekday"),
         (Record::Queue, "usage"),
     ]
     .into_iter()
