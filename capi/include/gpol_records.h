@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /* The layout of the records below: an object's `gpol_layout_hash` must equal it. */
-#define GPOL_RECORDS_LAYOUT_HASH UINT64_C(0x276c04bcab3e84ae)
+#define GPOL_RECORDS_LAYOUT_HASH UINT64_C(0x82e922a35d0125a3)
 
 /* Topology levels a node record holds a domain for. */
 #define GPOL_RECORDS_MAX_LEVELS 8
@@ -166,6 +166,10 @@ typedef struct GpolQueueRec {
 typedef struct GpolClusterRec {
     /* The clock: seconds since the start of the run. [seconds] */
     double time;
+    /* Time since midnight on the cluster clock, in the policy's `timezone` (UTC by default): `cluster.time_of_day >= 22h`. [seconds] */
+    double time_of_day;
+    /* The day of the week on the cluster clock: 1 is Monday, 7 is Sunday (ISO 8601). */
+    double weekday;
     /* Nodes in the cluster. */
     double nodes;
     /* Capacity of the whole cluster. */
@@ -388,11 +392,13 @@ _Static_assert(offsetof(GpolQueueRec, pending) == 312, "GpolQueueRec.pending is 
 _Static_assert(offsetof(GpolQueueRec, running) == 320, "GpolQueueRec.running is at byte 320 in gpol");
 _Static_assert(sizeof(GpolQueueRec) == 328, "GpolQueueRec is 328 bytes in gpol");
 _Static_assert(offsetof(GpolClusterRec, time) == 0, "GpolClusterRec.time is at byte 0 in gpol");
-_Static_assert(offsetof(GpolClusterRec, nodes) == 8, "GpolClusterRec.nodes is at byte 8 in gpol");
-_Static_assert(offsetof(GpolClusterRec, total) == 16, "GpolClusterRec.total is at byte 16 in gpol");
-_Static_assert(offsetof(GpolClusterRec, free) == 40, "GpolClusterRec.free is at byte 40 in gpol");
-_Static_assert(offsetof(GpolClusterRec, task_shapes) == 64, "GpolClusterRec.task_shapes is at byte 64 in gpol");
-_Static_assert(sizeof(GpolClusterRec) == 80, "GpolClusterRec is 80 bytes in gpol");
+_Static_assert(offsetof(GpolClusterRec, time_of_day) == 8, "GpolClusterRec.time_of_day is at byte 8 in gpol");
+_Static_assert(offsetof(GpolClusterRec, weekday) == 16, "GpolClusterRec.weekday is at byte 16 in gpol");
+_Static_assert(offsetof(GpolClusterRec, nodes) == 24, "GpolClusterRec.nodes is at byte 24 in gpol");
+_Static_assert(offsetof(GpolClusterRec, total) == 32, "GpolClusterRec.total is at byte 32 in gpol");
+_Static_assert(offsetof(GpolClusterRec, free) == 56, "GpolClusterRec.free is at byte 56 in gpol");
+_Static_assert(offsetof(GpolClusterRec, task_shapes) == 80, "GpolClusterRec.task_shapes is at byte 80 in gpol");
+_Static_assert(sizeof(GpolClusterRec) == 96, "GpolClusterRec is 96 bytes in gpol");
 _Static_assert(offsetof(GpolNodeRec, name) == 0, "GpolNodeRec.name is at byte 0 in gpol");
 _Static_assert(offsetof(GpolNodeRec, labels) == 8, "GpolNodeRec.labels is at byte 8 in gpol");
 _Static_assert(offsetof(GpolNodeRec, gpu_model) == 24, "GpolNodeRec.gpu_model is at byte 24 in gpol");
