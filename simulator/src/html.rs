@@ -114,7 +114,7 @@ pub fn render(runs: &[(String, Vec<Report>)]) -> Result<String, String> {
             "Waiting demand",
             "GPUs that waiting jobs ask for (every replica), time-averaged per interval, on the same days as the \
              allocation above: demand the cluster did not serve at the time.",
-            &chart("days", "GPUs", &waiting_lines(&firsts), Axis::Linear)?,
+            &chart("days", "GPUs", &per_policy_lines(&firsts, |s| &s.pending_gpus), Axis::Linear)?,
         ));
         for (name, r) in &firsts {
             if r.series.queues.is_empty() {
@@ -140,13 +140,18 @@ pub fn render(runs: &[(String, Vec<Report>)]) -> Result<String, String> {
             body.push_str(&section(
                 "Evictions over time",
                 "Evictions (and replicas taken from elastic gangs) per hour, averaged over each interval.",
-                &chart("days", "evictions per hour", &eviction_lines(&firsts), Axis::Linear)?,
+                &chart(
+                    "days",
+                    "evictions per hour",
+                    &per_policy_lines(&firsts, |s| &s.evictions_per_hour),
+                    Axis::Linear,
+                )?,
             ));
         }
         body.push_str(&section(
             "Fragmentation over time",
             "Free GPUs that no waiting job's shape can use (a job cannot combine free shares of different cards).",
-            &chart("days", "GPUs", &fragmentation_lines(&firsts), Axis::Linear)?,
+            &chart("days", "GPUs", &per_policy_lines(&firsts, |s| &s.fragmented), Axis::Linear)?,
         ));
     }
     let notes: Vec<&String> = summary.notes.iter().chain(if single { &[][..] } else { &first.notes[..] }).collect();
@@ -270,13 +275,14 @@ fn allocation_lines(runs: &[(&str, &Report)]) -> Vec<Line> {
     lines
 }
 
-fn waiting_lines(runs: &[(&str, &Report)]) -> Vec<Line> {
+/// One line per policy of the series `pick` chooses, over days.
+fn per_policy_lines(runs: &[(&str, &Report)], pick: fn(&crate::report::Series) -> &Vec<f64>) -> Vec<Line> {
     runs.iter()
         .enumerate()
         .map(|(i, (name, r))| {
             Line::new(
                 name.to_string(),
-                days(r).zip(r.series.pending_gpus.iter().copied()).collect(),
+                days(r).zip(pick(&r.series).iter().copied()).collect(),
                 colour(i),
                 Stroke::Solid,
             )
@@ -348,34 +354,6 @@ fn delay_charts(runs: &[(&str, &Report)]) -> Vec<(String, Vec<Line>)> {
         }
     }
     charts
-}
-
-fn eviction_lines(runs: &[(&str, &Report)]) -> Vec<Line> {
-    runs.iter()
-        .enumerate()
-        .map(|(i, (name, r))| {
-            Line::new(
-                name.to_string(),
-                days(r).zip(r.series.evictions_per_hour.iter().copied()).collect(),
-                colour(i),
-                Stroke::Solid,
-            )
-        })
-        .collect()
-}
-
-fn fragmentation_lines(runs: &[(&str, &Report)]) -> Vec<Line> {
-    runs.iter()
-        .enumerate()
-        .map(|(i, (name, r))| {
-            Line::new(
-                name.to_string(),
-                days(r).zip(r.series.fragmented.iter().copied()).collect(),
-                colour(i),
-                Stroke::Solid,
-            )
-        })
-        .collect()
 }
 
 fn fill_lines(runs: &[(&str, &Report)]) -> Vec<Line> {
