@@ -84,6 +84,27 @@ impl Clock {
         Local { seconds_of_day, weekday }
     }
 
+    /// The minute of the local week at `now_ms` (0 is Monday 00:00): what quota windows
+    /// are open then.
+    pub fn minute_of_week(&self, now_ms: u64) -> u16 {
+        let local = self.local(now_ms);
+        let minute = (local.seconds_of_day / 60.0) as u16;
+        (u16::from(local.weekday.clamp(1, 7)) - 1) * crate::window::MINUTES_PER_DAY + minute
+    }
+
+    /// The clock reading `minutes` of local time after the start of the minute `now_ms`
+    /// is in — a window's edge; later than `now_ms` even where a change of the clocks
+    /// (daylight saving) skips or repeats local times.
+    pub fn after_local_minutes(&self, now_ms: u64, minutes: u16) -> Option<u64> {
+        let ms = self.origin_ms.checked_add(i64::try_from(now_ms).ok()?)?;
+        let dt = self.zone.to_datetime(Timestamp::from_millisecond(ms).ok()?);
+        let start = dt.date().at(dt.hour(), dt.minute(), 0, 0);
+        let then = start.checked_add(i64::from(minutes).minutes()).ok()?;
+        let at = self.zone.to_timestamp(then).ok()?.as_millisecond();
+        let reading = u64::try_from(at.checked_sub(self.origin_ms)?).ok()?;
+        Some(reading.max(now_ms.saturating_add(1)))
+    }
+
     /// The clock reading of the next local midnight after `now_ms` (where a day-long
     /// window can change), for callers that wake at boundaries.
     pub fn next_midnight_ms(&self, now_ms: u64) -> Option<u64> {
@@ -117,6 +138,19 @@ mod tests {
         assert!(berlin.start_at_local("tomorrow").is_err());
         // The next midnight is 23 hours on: the day lost its 02:00–03:00.
         assert_eq!(berlin.next_midnight_ms(0), Some(23 * 3_600_000));
+        // Window edges are local times: 04:00 is two hours after midnight that day.
+        assert_eq!(berlin.minute_of_week(3 * 3_600_000), 6 * 1440 + 4 * 60);
+        assert_eq!(berlin.after_local_minutes(0, 4 * 60), Some(3 * 3_600_000));
+        assert_eq!(berlin.after_local_minutes(30_000, 1), Some(60_000), "from the start of the minute");
+    }
+
+    #[test]
+    fn minutes_of_the_week_in_utc() {
+        let utc = Clock::default();
+        assert_eq!(utc.minute_of_week(0), 0);
+        assert_eq!(utc.minute_of_week(5 * 86_400_000 + 22 * 3_600_000 + 59_999), 5 * 1440 + 22 * 60);
+        assert_eq!(utc.minute_of_week(7 * 86_400_000), 0, "a week on, the week starts again");
+        assert_eq!(utc.after_local_minutes(90_000, 10), Some(60_000 + 600_000));
     }
 
     #[test]

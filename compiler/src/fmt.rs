@@ -458,9 +458,20 @@ impl Printer {
 fn queue_stmt_text(s: &QueueStmt) -> String {
     match s {
         QueueStmt::Queue(q) => format!("queue {} {{ … }}", q.name.name),
-        QueueStmt::Quota { kind, values, .. } => {
+        QueueStmt::Quota { kind, values, window, .. } => {
             let vs: Vec<String> = values.iter().map(expr_text).collect();
-            format!("{} {}", kind.keyword(), vs.join(", "))
+            let mut text = format!("{} {}", kind.keyword(), vs.join(", "));
+            if let Some(w) = window {
+                if let Some((from, to)) = &w.hours {
+                    let t = |c: &ClockTime| format!("{:02}:{:02}", c.hour, c.minute);
+                    text.push_str(&format!(" from {} to {}", t(from), t(to)));
+                }
+                if !w.days.is_empty() {
+                    let days: Vec<&str> = w.days.iter().map(|d| d.name.as_str()).collect();
+                    text.push_str(&format!(" on {}", days.join(", ")));
+                }
+            }
+            text
         }
         QueueStmt::Weight(e, _) => format!("weight {}", expr_text(e)),
         QueueStmt::HalfLife(e, _) => format!("usage_half_life {}", expr_text(e)),

@@ -6,6 +6,7 @@ use crate::source::Span;
 use crate::spec::{History, JobSpec, NodeSpec};
 use crate::syntax::{BinaryOp, CompKind, Direction, GangKind, QuotaKind, RuleKind, UnaryOp, VictimKind};
 use crate::types::Ty;
+use crate::window::{self, Window};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub type LocalId = u32;
@@ -214,6 +215,10 @@ pub struct Queue {
     /// Guarantee, limit, borrow_limit, lend_limit and user_limit as written; a parent's
     /// unset guarantee of a resource its children are guaranteed is their sum.
     pub quotas: BTreeMap<QuotaKindKey, Quota>,
+    /// Amounts that apply only in their window of the week, over `quotas`
+    /// ([`Policy::quotas_at`]), in the order written: where two windows setting one kind
+    /// and resource overlap, the later one's amount is in force.
+    pub windows: Vec<QuotaWindow>,
     /// The resources whose guarantee was not written (a parent's is its children's sum).
     /// At a root, the runtime lets the tree hold up to the cluster's capacity of them.
     pub unset_guarantee: BTreeSet<Resource>,
@@ -239,6 +244,18 @@ impl Queue {
         self.quotas.get(&QuotaKindKey(kind))
     }
 }
+
+/// A windowed quota statement: `lend_limit 24 gpu from 22:00 to 07:00`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuotaWindow {
+    pub kind: QuotaKind,
+    pub amounts: Quota,
+    pub window: Window,
+    pub span: Span,
+}
+
+/// One queue's amounts of every quota kind.
+pub type Quotas = BTreeMap<QuotaKindKey, Quota>;
 
 /// `QuotaKind` as an ordered map key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -378,6 +395,53 @@ impl Policy {
     /// job, whatever queue the job names (so placement policies run on any workload).
     pub fn has_implicit_queue(&self) -> bool {
         matches!(self.queues.as_slice(), [q] if q.is_implicit())
+    }
+
+    /// The minutes of the week at which some quota window opens or closes: where the
+    /// week's phases start (none if no quota has a window).
+    pub fn quota_edges(&self) -> Vec<u16> {
+        window::edges(self.queues.iter().flat_map(|q| q.windows.iter().map(|w| w.window)))
+    }
+
+    /// Every queue's amounts in force at `minute` of the local week (`None`: with no
+    /// window open, what consumers that know no time apply): the written amounts, each
+    /// open window's laid over them per kind and resource in the order written (the
+    /// last open window that sets an amount wins), and a parent's unwritten
+    /// guarantee of a resource the sum of its children's.
+    pub fn quotas_at(&self, minute: Option<u16>) -> Vec<Quotas> {
+        let mut out: Vec<Quotas> = self
+            .queues
+            .iter()
+            .map(|q| {
+                let mut quotas = q.quotas.clone();
+                if let Some(g) = quotas.get_mut(&QuotaKindKey(QuotaKind::Guarantee)) {
+                    g.retain(|r, _| !q.unset_guarantee.contains(r));
+                }
+                for w in q.windows.iter().filter(|w| minute.is_some_and(|m| w.window.contains(m))) {
+                    let slot = quotas.entry(QuotaKindKey(w.kind)).or_default();
+                    slot.extend(w.amounts.iter().map(|(r, v)| (r.clone(), *v)));
+                }
+                quotas
+            })
+            .collect();
+        // Children come after their parents: sum bottom-up.
+        let guarantee = QuotaKindKey(QuotaKind::Guarantee);
+        for i in (0..self.queues.len()).rev() {
+            for r in &self.queues[i].unset_guarantee {
+                if out[i].get(&guarantee).is_some_and(|g| g.contains_key(r)) {
+                    continue;
+                }
+                let given: Vec<f64> = self.queues[i]
+                    .children
+                    .iter()
+                    .filter_map(|&c| out[c].get(&guarantee).and_then(|g| g.get(r)).copied())
+                    .collect();
+                if !given.is_empty() {
+                    out[i].entry(guarantee).or_default().insert(r.clone(), given.iter().sum());
+                }
+            }
+        }
+        out
     }
 }
 

@@ -38,3 +38,4 @@ pub mod synthetic;
 pub mod terminal;
 pub mod types;
 pub mod units;
+pub mod window;

@@ -24,6 +24,10 @@ pub const MAX_CONST_EVAL_STEPS: u64 = 1_000_000;
 /// and the native code, whatever the source's size.
 pub const MAX_LOWERING_STEPS: u64 = 1_000_000;
 
+/// Quota statements with a window (`from 22:00 to 07:00`) one policy may have (E0045):
+/// each cuts the week into at most 16 more phases, and every phase is checked.
+pub const MAX_QUOTA_WINDOWS: usize = 256;
+
 /// Worst-case operations one evaluation of one rule may take, counting every loop at its
 /// list's limit (E0042). `gpolc check --costs` prints each rule's bound.
 pub const MAX_RULE_COST: u64 = 100_000_000;

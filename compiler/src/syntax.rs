@@ -140,6 +140,8 @@ pub enum QueueStmt {
     Quota {
         kind: QuotaKind,
         values: Vec<Expr>,
+        /// `from 22:00 to 07:00 on sat, sun`: when the amounts apply (always if `None`).
+        window: Option<Window>,
         span: Span,
     },
     Weight(Expr, Span),
@@ -166,6 +168,23 @@ impl QueueStmt {
             | QueueStmt::Fairshare(_, span) => *span,
         }
     }
+}
+
+/// When a quota statement applies, as written: `from 22:00 to 07:00`, `on sat, sun`, or
+/// both. The checker turns it into a [`crate::window::Window`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window {
+    pub hours: Option<(ClockTime, ClockTime)>,
+    pub days: Vec<Ident>,
+    pub span: Span,
+}
+
+/// A local time of day as written, `07:00`: hours and minutes, not yet checked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockTime {
+    pub hour: u32,
+    pub minute: u32,
+    pub span: Span,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

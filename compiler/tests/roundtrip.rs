@@ -148,10 +148,23 @@ fn strlit() -> impl Strategy<Value = StrLit> {
     "[a-z ]{0,10}".prop_map(|value| StrLit { value, span: sp() })
 }
 
+/// `from HH:MM to HH:MM`, `on DAY, …` or both: never neither.
+fn window() -> impl Strategy<Value = Window> {
+    let time = (0u32..25, 0u32..60).prop_map(|(hour, minute)| ClockTime { hour, minute, span: sp() });
+    let hours = prop::option::of((time.clone(), time));
+    (hours, prop::collection::vec(ident(), 0..3))
+        .prop_filter("a window has hours or days", |(h, d)| h.is_some() || !d.is_empty())
+        .prop_map(|(hours, days)| Window { hours, days, span: sp() })
+}
+
 fn queue() -> impl Strategy<Value = QueueDecl> {
     let stmt = prop_oneof![
-        (prop::sample::select(QuotaKind::ALL.to_vec()), prop::collection::vec(quota_value(), 1..3))
-            .prop_map(|(kind, values)| QueueStmt::Quota { kind, values, span: sp() }),
+        (
+            prop::sample::select(QuotaKind::ALL.to_vec()),
+            prop::collection::vec(quota_value(), 1..3),
+            prop::option::of(window())
+        )
+            .prop_map(|(kind, values, window)| QueueStmt::Quota { kind, values, window, span: sp() }),
         expr().prop_map(|x| QueueStmt::Weight(x, sp())),
         expr().prop_map(|x| QueueStmt::HalfLife(x, sp())),
         (ident(), expr()).prop_map(|(name, value)| QueueStmt::Attr { name, value, span: sp() }),

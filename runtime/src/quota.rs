@@ -11,6 +11,11 @@
 //! - `available(q)`: at the root `subtree - usage`; below it, what is left of the
 //!   reserved part plus what the parent can give, capped by the borrow limit.
 //!
+//! Amounts may depend on the time of week (quota windows, `lend_limit 24 gpu from 22:00
+//! to 07:00`): each queue keeps its written amounts and its windows', and the amounts in
+//! force are worked out again whenever the local time enters another phase of the week
+//! ([`Quotas::set_minute_of_week`]).
+//!
 //! A resource no queue guarantees is not limited by the tree (only by `limit`s). A root
 //! that does not set its guarantee of a resource the tree governs holds the cluster's
 //! capacity of it (the nodes in service), so what no queue is promised is a pool every
@@ -21,6 +26,7 @@ use crate::symbols::Symbols;
 use gpol_compiler::hir::{self, Billing, Queueing, Resource};
 use gpol_compiler::schema::Sym;
 use gpol_compiler::syntax::QuotaKind;
+use gpol_compiler::window::Window;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A resource quotas are kept in: GPU (milli, any model), CPU (milli-cores), memory
@@ -103,8 +109,16 @@ pub struct Queue {
     pub borrow_limit: Amounts,
     pub lend_limit: Amounts,
     pub user_limit: Amounts,
+    /// The amounts written without a window, per kind (in `QuotaKind::ALL`'s order); the
+    /// five above are these with the open windows' laid over them.
+    written: [Amounts; 5],
+    /// Windowed amounts, in the order written (the last open one wins).
+    windows: Vec<(Window, QuotaKind, Amounts)>,
     /// The resources whose guarantee was not written (a parent's is its children's sum).
     unset_guarantee: BTreeSet<Res>,
+    /// The resources whose guarantee in force is derived (not written, nor set by an
+    /// open window): a parent's children's sum, a root's the cluster's capacity.
+    derived: BTreeSet<Res>,
     subtree: Amounts,
     reserved: Amounts,
     /// What the queue's subtree holds now.
@@ -158,6 +172,10 @@ pub struct Quotas {
     version: u64,
     /// Changes whenever what `derive` works out changes (quotas set, capacity).
     shape_version: u64,
+    /// Where the week's phases start (minutes of the local week; empty: no windows).
+    edges: Vec<u16>,
+    /// The minute of the week whose amounts are in force (`None`: no window open).
+    minute: Option<u16>,
 }
 
 /// The billed amount of holding `a`: GPUs, cores and GiB weighted by `billing`.
@@ -219,9 +237,8 @@ impl Quotas {
             .queues
             .iter()
             .map(|q| {
-                let mut amounts: Vec<Amounts> =
-                    QuotaKind::ALL.iter().map(|&k| q.quota(k).map(|a| convert(a, syms)).unwrap_or_default()).collect();
-                let mut take = |i: usize| std::mem::take(&mut amounts[i]);
+                let mut written: [Amounts; 5] =
+                    QuotaKind::ALL.map(|k| q.quota(k).map(|a| convert(a, syms)).unwrap_or_default());
                 let mut depth = 0;
                 let mut p = q.parent;
                 while let Some(pp) = p {
@@ -229,7 +246,7 @@ impl Quotas {
                     p = policy.queues[pp].parent;
                 }
                 let name_sym = syms.intern(&q.name);
-                let unset_guarantee = q
+                let unset_guarantee: BTreeSet<Res> = q
                     .unset_guarantee
                     .iter()
                     .filter_map(|r| {
@@ -237,6 +254,9 @@ impl Quotas {
                         convert(&one, syms).into_keys().next()
                     })
                     .collect();
+                // The checker filled in the children's sums: derived again in every phase.
+                written[0].retain(|r, _| !unset_guarantee.contains(r));
+                let windows = q.windows.iter().map(|w| (w.window, w.kind, convert(&w.amounts, syms))).collect();
                 Queue {
                     name: q.name.clone(),
                     name_sym,
@@ -246,12 +266,15 @@ impl Quotas {
                     weight: q.weight,
                     half_life_s: q.usage_half_life,
                     queueing: q.queueing.unwrap_or(default_queueing),
-                    guarantee: take(0),
-                    limit: take(1),
-                    borrow_limit: take(2),
-                    lend_limit: take(3),
-                    user_limit: take(4),
+                    guarantee: Amounts::new(),
+                    limit: Amounts::new(),
+                    borrow_limit: Amounts::new(),
+                    lend_limit: Amounts::new(),
+                    user_limit: Amounts::new(),
+                    written,
+                    windows,
                     unset_guarantee,
+                    derived: BTreeSet::new(),
                     subtree: Amounts::new(),
                     reserved: Amounts::new(),
                     alloc: Amounts::new(),
@@ -289,14 +312,69 @@ impl Quotas {
             clock_ms: 0,
             version: 0,
             shape_version: 0,
+            edges: policy.quota_edges(),
+            minute: None,
         };
         t.derive();
         t
     }
 
+    /// Puts in force the amounts of `minute` of the local week (0 is Monday 00:00), if
+    /// that is another phase of the week than the amounts in force; whether it was.
+    pub fn set_minute_of_week(&mut self, minute: u16) -> bool {
+        if self.edges.is_empty() {
+            return false;
+        }
+        let phase = |m: Option<u16>| m.map(|m| self.edges.partition_point(|&e| e <= m).checked_sub(1));
+        // Before the week's first edge is the last edge's phase, from last week.
+        let norm = |p: Option<Option<usize>>| p.map(|i| i.unwrap_or(self.edges.len() - 1));
+        if norm(phase(self.minute)) == norm(phase(Some(minute))) {
+            return false;
+        }
+        self.minute = Some(minute);
+        self.version += 1;
+        self.derive();
+        true
+    }
+
+    /// Minutes of the local week where some window opens or closes (empty: none).
+    pub fn window_edges(&self) -> &[u16] {
+        &self.edges
+    }
+
     /// Recomputes what the cohort arithmetic derives from the written amounts.
     fn derive(&mut self) {
         self.shape_version += 1;
+        let minute = self.minute;
+        for q in &mut self.queues {
+            let mut amounts = q.written.clone();
+            for (window, kind, set) in &q.windows {
+                if minute.is_some_and(|m| window.contains(m)) {
+                    let i = QuotaKind::ALL.iter().position(|k| k == kind).unwrap_or(0);
+                    amounts[i].extend(set.iter().map(|(r, v)| (*r, *v)));
+                }
+            }
+            let [g, l, b, ll, u] = amounts;
+            (q.guarantee, q.limit, q.borrow_limit, q.lend_limit, q.user_limit) = (g, l, b, ll, u);
+            q.derived.clear();
+        }
+        // An unwritten guarantee of a resource the children are guaranteed is their sum.
+        for i in (0..self.queues.len()).rev() {
+            let unset: Vec<Res> = self.queues[i]
+                .unset_guarantee
+                .iter()
+                .filter(|r| !self.queues[i].guarantee.contains_key(r))
+                .copied()
+                .collect();
+            for r in unset {
+                let given: Vec<i64> =
+                    self.queues[i].children.iter().filter_map(|&c| self.queues[c].guarantee.get(&r).copied()).collect();
+                if !given.is_empty() {
+                    self.queues[i].guarantee.insert(r, given.iter().sum());
+                    self.queues[i].derived.insert(r);
+                }
+            }
+        }
         self.constrained = self.queues.iter().flat_map(|q| q.guarantee.keys().copied()).collect();
         self.by_model = self.queues.iter().any(|q| {
             [&q.guarantee, &q.limit, &q.user_limit].iter().any(|a| a.keys().any(|r| matches!(r, Res::Model(_))))
@@ -310,7 +388,7 @@ impl Quotas {
                     q.children.iter().map(|&c| self.queues[c].get(&self.queues[c].guarantee, r)).sum();
                 // A root's unset guarantee is the cluster's capacity (or its children's
                 // promises, if they are more: capacity may be down).
-                let written = q.guarantee.contains_key(&r) && !q.unset_guarantee.contains(&r);
+                let written = q.guarantee.contains_key(&r) && !q.derived.contains(&r);
                 let guarantee = if q.parent.is_none() && !written {
                     q.get(&q.guarantee, r).max(self.capacity.get(&r).copied().unwrap_or(0))
                 } else {
@@ -341,13 +419,8 @@ impl Quotas {
     pub fn set(&mut self, q: QueueId, kind: QuotaKind, r: Res, value: Option<i64>) {
         self.version += 1;
         let Some(node) = self.queues.get_mut(q) else { return };
-        let amounts = match kind {
-            QuotaKind::Guarantee => &mut node.guarantee,
-            QuotaKind::Limit => &mut node.limit,
-            QuotaKind::BorrowLimit => &mut node.borrow_limit,
-            QuotaKind::LendLimit => &mut node.lend_limit,
-            QuotaKind::UserLimit => &mut node.user_limit,
-        };
+        let i = QuotaKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
+        let amounts = &mut node.written[i];
         match value {
             Some(v) => amounts.insert(r, v),
             None => amounts.remove(&r),

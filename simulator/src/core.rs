@@ -231,6 +231,8 @@ struct Sim<'a> {
     fragmented_at_ms: Option<u64>,
     unusable: frag::UnusableCache,
     fair: Vec<f64>,
+    /// The quota shape `fair` was worked out for (quota windows change it with time).
+    fair_shape: u64,
     series: Series,
     start_ms: u64,
     // Counters.
@@ -360,6 +362,7 @@ impl<'a> Sim<'a> {
             fragmented_at_ms: None,
             unusable: frag::UnusableCache::default(),
             fair: Vec::new(),
+            fair_shape: 0,
             series: Series::new(signals, config.points),
             start_ms,
             preemption: Preemption::default(),
@@ -368,7 +371,7 @@ impl<'a> Sim<'a> {
             notes,
             s,
         };
-        sim.fair = sim.s.quotas().entitlements(sim.capacity_milli as i64);
+        sim.refresh_fair();
         Ok(sim)
     }
 
@@ -389,11 +392,16 @@ impl<'a> Sim<'a> {
         self.s.advance(self.start_ms).map_err(SimError::Clock)?;
         let mut steps = 0u64;
         loop {
+            // Quota windows change what waiting jobs may take: wake where one opens or
+            // closes while jobs wait (and the week of retries has not settled them).
+            let settled = idle_since.is_some_and(|since| self.s.now_ms() >= since.saturating_add(WEEK_MS));
+            let quota_change = (self.s.pending() > 0 && !settled).then(|| self.s.next_quota_change_ms()).flatten();
             let t = [
                 next.as_ref().map(|j| j.arrival_ms),
                 node_events.get(next_node_event).map(|e| e.at_ms),
                 completions.peek().map(|Reverse((t, _, _))| *t),
                 retry_at,
+                quota_change,
             ]
             .into_iter()
             .flatten()
@@ -407,7 +415,7 @@ impl<'a> Sim<'a> {
                 (control.progress)(read as f64 / total.max(1) as f64);
             }
             self.advance_to(t)?;
-            let retrying = retry_at == Some(t);
+            let retrying = retry_at == Some(t) || quota_change == Some(t);
             if retrying {
                 retry_at = None;
             }
@@ -497,7 +505,7 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        self.fair = self.s.quotas().entitlements(self.capacity_milli as i64);
+        self.refresh_fair();
         self.fragmented_at_ms = None;
     }
 
@@ -690,8 +698,18 @@ impl<'a> Sim<'a> {
             let values = self.sample(now);
             self.series.add(now, t, &values);
             self.s.advance(t - now).map_err(SimError::Clock)?;
+            if self.s.quotas().shape_version() != self.fair_shape {
+                self.refresh_fair();
+            }
         }
         Ok(())
+    }
+
+    /// Each queue's entitlement, worked out again after the capacity or the quotas in
+    /// force changed.
+    fn refresh_fair(&mut self) {
+        self.fair = self.s.quotas().entitlements(self.capacity_milli as i64);
+        self.fair_shape = self.s.quotas().shape_version();
     }
 
     /// The series' signals now.

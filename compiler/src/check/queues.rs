@@ -9,6 +9,8 @@ use crate::source::Span;
 use crate::syntax::{self as ast, Item, QueueStmt, QuotaKind};
 use crate::types::Ty;
 use crate::units::Dim;
+use crate::window::{self, Window};
+use crate::{fuzzy, limits};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Every queue declaration in the file, depth first, with its parent's index.
@@ -93,12 +95,14 @@ impl Checker<'_> {
             }
         }
         let roots = decls.iter().filter(|(_, p)| p.is_none()).count();
+        let mut windows_seen = 0;
         for (i, (q, parent)) in decls.iter().enumerate() {
             let mut queue = hir::Queue {
                 name: q.name.name.clone(),
                 parent: *parent,
                 children: children[i].clone(),
                 quotas: BTreeMap::new(),
+                windows: Vec::new(),
                 unset_guarantee: BTreeSet::new(),
                 fairshare_parent: false,
                 weight: 1.0,
@@ -114,7 +118,7 @@ impl Checker<'_> {
             for s in &q.stmts {
                 match s {
                     QueueStmt::Queue(_) => {}
-                    QueueStmt::Quota { kind, values, span } => {
+                    QueueStmt::Quota { kind, values, window, span } => {
                         if matches!(kind, QuotaKind::BorrowLimit | QuotaKind::LendLimit)
                             && (parent.is_none() || siblings == 0)
                         {
@@ -130,9 +134,22 @@ impl Checker<'_> {
                             );
                         }
                         let quota = self.quota(m, values);
-                        let slot = queue.quotas.entry(QuotaKindKey(*kind)).or_default();
-                        for (r, v) in quota {
-                            slot.insert(r, v);
+                        match window {
+                            None => {
+                                let slot = queue.quotas.entry(QuotaKindKey(*kind)).or_default();
+                                slot.extend(quota);
+                            }
+                            Some(w) => {
+                                if let Some(window) = self.window(w, windows_seen) {
+                                    windows_seen += 1;
+                                    queue.windows.push(hir::QuotaWindow {
+                                        kind: *kind,
+                                        amounts: quota,
+                                        window,
+                                        span: *span,
+                                    });
+                                }
+                            }
                         }
                     }
                     QueueStmt::Weight(e, _) => {
@@ -185,8 +202,7 @@ impl Checker<'_> {
             }
             p.queues.push(queue);
         }
-        self.check_guarantees_fit(&decls, p);
-        self.check_limits(&decls, p);
+        self.check_amounts(&decls, p);
         if p.queues.is_empty() {
             // A policy without a tree has one leaf queue, `default`, that takes every job.
             p.queues.push(hir::Queue {
@@ -194,6 +210,7 @@ impl Checker<'_> {
                 parent: None,
                 children: Vec::new(),
                 quotas: BTreeMap::new(),
+                windows: Vec::new(),
                 unset_guarantee: BTreeSet::new(),
                 fairshare_parent: false,
                 weight: 1.0,
@@ -205,109 +222,183 @@ impl Checker<'_> {
         }
     }
 
-    /// Children's guarantees must fit in the parent's; an unset parent guarantee becomes
-    /// the sum of its children's (decision D7). Children are done before parents.
-    fn check_guarantees_fit(&mut self, decls: &[(&ast::QueueDecl, Option<usize>)], p: &mut hir::Policy) {
+    /// Fills in derived amounts (an unset parent guarantee is its children's sum, decision
+    /// D7), then checks the amounts in force in every phase of the week: children's
+    /// guarantees fit in the parent's, limits are at least guarantees, a model's amount
+    /// is within the amount for any model. A problem in only some phases names them.
+    fn check_amounts(&mut self, decls: &[(&ast::QueueDecl, Option<usize>)], p: &mut hir::Policy) {
+        let guarantee = QuotaKindKey(QuotaKind::Guarantee);
         for i in (0..p.queues.len()).rev() {
-            let children = p.queues[i].children.clone();
-            if children.is_empty() {
-                continue;
+            let written: BTreeSet<Resource> =
+                p.queues[i].quota(QuotaKind::Guarantee).map(|g| g.keys().cloned().collect()).unwrap_or_default();
+            let mut given = BTreeSet::new();
+            for &c in &p.queues[i].children {
+                let child = &p.queues[c];
+                given.extend(child.quota(QuotaKind::Guarantee).into_iter().flat_map(|g| g.keys().cloned()));
+                given.extend(child.unset_guarantee.iter().cloned());
+                given.extend(
+                    child
+                        .windows
+                        .iter()
+                        .filter(|w| w.kind == QuotaKind::Guarantee)
+                        .flat_map(|w| w.amounts.keys().cloned()),
+                );
             }
+            p.queues[i].unset_guarantee = given.difference(&written).cloned().collect();
+        }
+        let base = p.quotas_at(None);
+        for (q, quotas) in p.queues.iter_mut().zip(base) {
+            q.quotas = quotas;
+            if !q.children.is_empty() {
+                q.quotas.entry(guarantee).or_default();
+            }
+        }
+        let edges = p.quota_edges();
+        let phases: Vec<Option<u16>> =
+            if edges.is_empty() { vec![None] } else { edges.iter().map(|&e| Some(e)).collect() };
+        // Each problem once: with the phases it appears in, unless it appears in all.
+        let mut found: Vec<(Diagnostic, Vec<u16>)> = Vec::new();
+        for &phase in &phases {
+            let quotas = p.quotas_at(phase);
+            let mut here = self.guarantees_fit(decls, p, &quotas, phase);
+            here.extend(limits_hold(decls, p, &quotas, phase));
+            for d in here {
+                let same = |(f, _): &&mut (Diagnostic, Vec<u16>)| {
+                    f.code == d.code && f.message == d.message && f.primary.span == d.primary.span
+                };
+                match found.iter_mut().find(same) {
+                    Some((_, seen)) => seen.extend(phase),
+                    None => found.push((d, phase.into_iter().collect())),
+                }
+            }
+        }
+        for (mut d, seen) in found {
+            if seen.len() < phases.len() {
+                let stretches = window::stretches(&edges, &seen);
+                if let Some(&(start, end)) = stretches.first() {
+                    let mut when = window::span_text(start, end);
+                    if stretches.len() > 1 {
+                        when.push_str(&format!(" (and {} more times a week)", stretches.len() - 1));
+                    }
+                    d.message = format!("{when}: {}", d.message);
+                }
+            }
+            self.err(d);
+        }
+    }
+
+    /// Children's guarantees fit in their parent's, with the amounts in force at `phase`.
+    fn guarantees_fit(
+        &self,
+        decls: &[(&ast::QueueDecl, Option<usize>)],
+        p: &hir::Policy,
+        quotas: &[hir::Quotas],
+        phase: Option<u16>,
+    ) -> Vec<Diagnostic> {
+        let guarantee = QuotaKindKey(QuotaKind::Guarantee);
+        let mut out = Vec::new();
+        for (i, queue) in p.queues.iter().enumerate() {
+            let Some(own) = quotas[i].get(&guarantee) else { continue };
             let mut sums: Quota = BTreeMap::new();
-            for &c in &children {
-                if let Some(g) = p.queues[c].quota(QuotaKind::Guarantee) {
-                    for (r, v) in g {
-                        *sums.entry(r.clone()).or_insert(0.0) += v;
-                    }
+            for &c in &queue.children {
+                for (r, v) in quotas[c].get(&guarantee).into_iter().flatten() {
+                    *sums.entry(r.clone()).or_insert(0.0) += v;
                 }
             }
-            let queue = &mut p.queues[i];
-            let own = queue.quotas.entry(QuotaKindKey(QuotaKind::Guarantee)).or_default();
-            let mut over = Vec::new();
             for (r, sum) in &sums {
-                match own.get(r) {
-                    Some(g) if sum > g => over.push((r.clone(), *g, *sum)),
-                    Some(_) => {}
-                    None => {
-                        own.insert(r.clone(), *sum);
-                        queue.unset_guarantee.insert(r.clone());
-                    }
+                let Some(&g) = own.get(r) else { continue };
+                if *sum <= g {
+                    continue;
                 }
-            }
-            for (r, g, sum) in over {
                 let q = decls[i].0;
-                let at = quota_span(q, QuotaKind::Guarantee).unwrap_or(q.name.span);
+                let at = amount_span(q, queue, QuotaKind::Guarantee, r, phase).unwrap_or(q.name.span);
                 let mut d = Diagnostic::new(
                     Code::GuaranteeExceedsParent,
                     at,
                     format!(
                         "the children of `{}` are guaranteed {} but it has only {}",
                         q.name.name,
-                        show(&r, sum),
-                        show(&r, g)
+                        show(r, *sum),
+                        show(r, g)
                     ),
                 )
-                .label(format!("guarantee {}", show(&r, g)))
+                .label(format!("guarantee {}", show(r, g)))
                 .help("raise this guarantee or lower the children's");
-                for &c in &children {
-                    if let Some(v) = p.queues[c].quota(QuotaKind::Guarantee).and_then(|g| g.get(&r)) {
-                        let cs = quota_span(decls[c].0, QuotaKind::Guarantee).unwrap_or(decls[c].0.name.span);
-                        d = d.with_secondary(cs, format!("`{}` is guaranteed {}", decls[c].0.name.name, show(&r, *v)));
+                for &c in &queue.children {
+                    if let Some(v) = quotas[c].get(&guarantee).and_then(|g| g.get(r)) {
+                        let cq = decls[c].0;
+                        let cs = amount_span(cq, &p.queues[c], QuotaKind::Guarantee, r, phase).unwrap_or(cq.name.span);
+                        d = d.with_secondary(cs, format!("`{}` is guaranteed {}", cq.name.name, show(r, *v)));
                     }
                 }
-                self.err(d);
+                out.push(d);
             }
         }
+        out
     }
 
-    /// After defaults are filled in: every limit is at least the guarantee, and a
-    /// per-model amount never exceeds the same queue's amount for GPUs of any model.
-    fn check_limits(&mut self, decls: &[(&ast::QueueDecl, Option<usize>)], p: &hir::Policy) {
-        for (i, queue) in p.queues.iter().enumerate() {
-            let q = decls[i].0;
-            let guarantee_at = quota_span(q, QuotaKind::Guarantee);
-            if let (Some(g), Some(l)) = (queue.quota(QuotaKind::Guarantee), queue.quota(QuotaKind::Limit)) {
-                for (r, gv) in g {
-                    let Some(lv) = l.get(r) else { continue };
-                    if lv >= gv {
-                        continue;
-                    }
-                    let at = quota_span(q, QuotaKind::Limit).unwrap_or(q.name.span);
-                    let mut d = Diagnostic::new(
-                        Code::LimitBelowGuarantee,
-                        at,
-                        format!("queue `{}`: {r} limit is below its guarantee", q.name.name),
-                    )
-                    .label(format!("limit {}", show(r, *lv)))
-                    .help("a limit must be at least the guarantee");
-                    d = match guarantee_at {
-                        Some(gs) => d.with_secondary(gs, format!("guarantee {}", show(r, *gv))),
-                        None => d.with_secondary(
-                            q.name.span,
-                            format!("guarantee {} (the sum of its children's)", show(r, *gv)),
-                        ),
-                    };
-                    self.err(d);
+    /// Reads a quota statement's window; `None` after reporting why it is none.
+    fn window(&mut self, w: &ast::Window, before: usize) -> Option<Window> {
+        if before >= limits::MAX_QUOTA_WINDOWS {
+            self.err(
+                Diagnostic::new(Code::BadWindow, w.span, "too many quota windows")
+                    .label(format!("a policy may have at most {} windowed quota statements", limits::MAX_QUOTA_WINDOWS))
+                    .help("merge windows of the same amounts: `on mon, tue`, `on weekdays`"),
+            );
+            return None;
+        }
+        let mut ok = true;
+        let mut minutes = |c: &ast::ClockTime, end: bool| {
+            let max_hour = if end { 24 } else { 23 };
+            if c.hour > max_hour || c.minute > 59 || (c.hour == 24 && c.minute > 0) {
+                let d = Diagnostic::new(Code::BadWindow, c.span, "not a time of day")
+                    .label(format!("{}:{:02} is no time on a 24-hour clock", c.hour, c.minute))
+                    .help(if end { "write 00:00 to 24:00" } else { "write 00:00 to 23:59" });
+                ok = false;
+                return (0, Some(d));
+            }
+            ((c.hour * 60 + c.minute) as u16, None)
+        };
+        let (from, to, mut errs) = match &w.hours {
+            Some((from, to)) => {
+                let (f, e1) = minutes(from, false);
+                let (t, e2) = minutes(to, true);
+                (f, t, [e1, e2].into_iter().flatten().collect::<Vec<_>>())
+            }
+            None => (0, window::MINUTES_PER_DAY, Vec::new()),
+        };
+        let mut days = if w.days.is_empty() { 0b111_1111 } else { 0 };
+        for d in &w.days {
+            match window::days_named(&d.name) {
+                Some(bits) => days |= bits,
+                None => {
+                    ok = false;
+                    let sugg = fuzzy::suggest(&d.name, window::day_names());
+                    errs.push(
+                        Diagnostic::new(Code::BadWindow, d.span, format!("`{}` is not a day", snippet(&d.name)))
+                            .label("not a day of the week")
+                            .help(fuzzy::help(sugg, || {
+                                "days are mon, tue, wed, thu, fri, sat, sun, weekdays and weekends".into()
+                            })),
+                    );
                 }
             }
-            for kind in QuotaKind::ALL {
-                // Only amounts written on this queue: a defaulted parent sums its
-                // children's per resource, and a child may be guaranteed one model only.
-                if quota_span(q, kind).is_none() {
-                    continue;
-                }
-                let Some(quota) = queue.quota(kind) else { continue };
-                let Some(any) = quota.get(&Resource::Gpu(None)) else { continue };
-                for (r, v) in quota {
-                    if matches!(r, Resource::Gpu(Some(_))) && v > any {
-                        let at = quota_span(q, kind).unwrap_or(q.name.span);
-                        self.err(
-                            Diagnostic::new(Code::BadQuota, at, format!("queue `{}`: {} {r} is more than its {} gpu", q.name.name, kind.keyword(), show(&Resource::Gpu(None), *any).trim_end_matches(" gpu")))
-                                .label(format!("{} of one model, {} of any", show(r, *v), show(&Resource::Gpu(None), *any)))
-                                .help("an amount for one GPU model is part of the amount for any model, so it cannot be larger"),
-                        );
-                    }
-                }
+        }
+        for e in errs {
+            self.err(e);
+        }
+        if !ok {
+            return None;
+        }
+        match Window::new(days, from, to) {
+            Ok(window) => Some(window),
+            Err(_) => {
+                self.err(
+                    Diagnostic::new(Code::BadWindow, w.span, "the window starts and ends at the same time")
+                        .label("this window is empty")
+                        .help("omit `from … to …` for whole days: `on sat, sun`"),
+                );
+                None
             }
         }
     }
@@ -436,9 +527,97 @@ impl Checker<'_> {
     }
 }
 
-fn quota_span(q: &ast::QueueDecl, kind: QuotaKind) -> Option<Span> {
+/// Every limit is at least the guarantee, and a per-model amount never exceeds the same
+/// queue's amount for GPUs of any model, with the amounts in force at `phase`.
+fn limits_hold(
+    decls: &[(&ast::QueueDecl, Option<usize>)],
+    p: &hir::Policy,
+    quotas: &[hir::Quotas],
+    phase: Option<u16>,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (i, queue) in p.queues.iter().enumerate() {
+        let q = decls[i].0;
+        let get = |kind: QuotaKind| quotas[i].get(&QuotaKindKey(kind));
+        if let (Some(g), Some(l)) = (get(QuotaKind::Guarantee), get(QuotaKind::Limit)) {
+            for (r, gv) in g {
+                let Some(lv) = l.get(r) else { continue };
+                if lv >= gv {
+                    continue;
+                }
+                let at = amount_span(q, queue, QuotaKind::Limit, r, phase).unwrap_or(q.name.span);
+                let d = Diagnostic::new(
+                    Code::LimitBelowGuarantee,
+                    at,
+                    format!("queue `{}`: {r} limit is below its guarantee", q.name.name),
+                )
+                .label(format!("limit {}", show(r, *lv)))
+                .help("a limit must be at least the guarantee");
+                out.push(match amount_span(q, queue, QuotaKind::Guarantee, r, phase) {
+                    Some(gs) => d.with_secondary(gs, format!("guarantee {}", show(r, *gv))),
+                    None => {
+                        d.with_secondary(q.name.span, format!("guarantee {} (the sum of its children's)", show(r, *gv)))
+                    }
+                });
+            }
+        }
+        for kind in QuotaKind::ALL {
+            let Some(quota) = get(kind) else { continue };
+            let Some(any) = quota.get(&Resource::Gpu(None)) else { continue };
+            for (r, v) in quota {
+                // Only amounts written on this queue: a defaulted parent sums its
+                // children's per resource, and a child may be guaranteed one model only.
+                // A derived model amount answers to where the amount for any model was written.
+                let at = amount_span(q, queue, kind, r, phase)
+                    .or_else(|| amount_span(q, queue, kind, &Resource::Gpu(None), phase));
+                let Some(at) = at else { continue };
+                if matches!(r, Resource::Gpu(Some(_))) && v > any {
+                    out.push(
+                        Diagnostic::new(
+                            Code::BadQuota,
+                            at,
+                            format!(
+                                "queue `{}`: {} {r} is more than its {} gpu",
+                                q.name.name,
+                                kind.keyword(),
+                                show(&Resource::Gpu(None), *any).trim_end_matches(" gpu")
+                            ),
+                        )
+                        .label(format!("{} of one model, {} of any", show(r, *v), show(&Resource::Gpu(None), *any)))
+                        .help(
+                            "an amount for one GPU model is part of the amount for any model, so it cannot be larger",
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where the amount of `kind` and resource `r` in force at `phase` was written: the
+/// last open window's statement that sets it, else the statement without a window (`None`
+/// for an amount derived from the children's).
+fn amount_span(
+    q: &ast::QueueDecl,
+    queue: &hir::Queue,
+    kind: QuotaKind,
+    r: &Resource,
+    phase: Option<u16>,
+) -> Option<Span> {
+    let open = queue
+        .windows
+        .iter()
+        .rev()
+        .find(|w| w.kind == kind && w.amounts.contains_key(r) && phase.is_some_and(|m| w.window.contains(m)));
+    if let Some(w) = open {
+        return Some(w.span);
+    }
+    if kind == QuotaKind::Guarantee && queue.unset_guarantee.contains(r) {
+        return None;
+    }
     q.stmts.iter().find_map(|s| match s {
-        QueueStmt::Quota { kind: k, span, .. } if *k == kind => Some(*span),
+        QueueStmt::Quota { kind: k, span, window: None, .. } if *k == kind => Some(*span),
         _ => None,
     })
 }

@@ -325,6 +325,21 @@ cannot), GPU models must be valid label values (they select nodes by
 
 Rename the construct, or give the value Kueue can hold.";
 
+    BadWindow = "E0045", "invalid quota window",
+"A quota statement may apply only at certain times of the week, in the cluster clock's
+local time (`settings { timezone \"Europe/Berlin\" }`, UTC by default):
+
+    lend_limit 24 gpu from 22:00 to 07:00             // every night
+    guarantee 8 gpu on sat, sun                       // all weekend
+    limit 64 gpu from 08:00 to 20:00 on weekdays
+
+Times are `HH:MM` on a 24-hour clock (`to 24:00` is midnight at the day's end); a window
+that ends before it starts runs past midnight into the next day. Days are `mon` … `sun`,
+`weekdays` and `weekends`. The window must not be empty (`from 08:00 to 08:00`). Where
+two windows of one queue set the same amount at the same time, the one written later is
+in force (`lend_limit 24 gpu from 22:00 to 07:00`, then `lend_limit 32 gpu on weekends`:
+32 all weekend, nights included). A policy has at most 256 windowed quota statements.";
+
     UnusedLet = "W0001", "unused let binding",
 "A `let` binding is never read. Remove it, or prefix its name with `_` to keep it.";
 

@@ -65,6 +65,8 @@ fn phrase(rule: Rule) -> Option<&'static str> {
         string | reason => "a string",
         block => "`{`",
         int => "a whole number",
+        window | window_hours | window_days => "a window (`from 22:00 to 07:00`, `on sat, sun`)",
+        clock_time => "a time of day (`07:00`)",
         quota_stmt | quota_kind | weight_stmt | half_life_stmt | attr_stmt | queueing_stmt => {
             "a queue setting (`guarantee`, `limit`, `weight`, `queue`, …)"
         }

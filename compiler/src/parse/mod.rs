@@ -394,6 +394,32 @@ impl Builder {
         self.primary(first)
     }
 
+    /// `from HH:MM to HH:MM`, `on DAY, …`, or both.
+    fn window(&self, p: Pair<'_, Rule>) -> Window {
+        let span = self.span(&p);
+        let mut hours = None;
+        let mut days = Vec::new();
+        for part in p.into_inner() {
+            match part.as_rule() {
+                Rule::window_hours => {
+                    let mut times = part.into_inner().map(|t| self.clock_time(t));
+                    if let (Some(from), Some(to)) = (times.next(), times.next()) {
+                        hours = Some((from, to));
+                    }
+                }
+                _ => days.extend(part.into_inner().map(|d| self.ident(d))),
+            }
+        }
+        Window { hours, days, span }
+    }
+
+    /// `07:00`: the grammar took one or two digits, a colon and two digits.
+    fn clock_time(&self, p: Pair<'_, Rule>) -> ClockTime {
+        let span = self.span(&p);
+        let (h, m) = p.as_str().split_once(':').unwrap_or((p.as_str(), "0"));
+        ClockTime { hour: h.parse().unwrap_or(0), minute: m.parse().unwrap_or(0), span }
+    }
+
     fn queue(&self, span: Span, mut it: Pairs<'_, Rule>) -> R<QueueDecl> {
         let _kw = next(self.file, &mut it)?;
         let name = self.ident(next(self.file, &mut it)?);
@@ -412,8 +438,16 @@ impl Builder {
                         "lend_limit" => QuotaKind::LendLimit,
                         _ => QuotaKind::UserLimit,
                     };
-                    let values = si.map(|v| self.expr(v)).collect::<R<Vec<_>>>()?;
-                    QueueStmt::Quota { kind, values, span: sspan }
+                    let mut values = Vec::new();
+                    let mut window = None;
+                    for v in si {
+                        if v.as_rule() == Rule::window {
+                            window = Some(self.window(v));
+                        } else {
+                            values.push(self.expr(v)?);
+                        }
+                    }
+                    QueueStmt::Quota { kind, values, window, span: sspan }
                 }
                 Rule::weight_stmt => QueueStmt::Weight(self.expr(next(self.file, &mut si)?)?, sspan),
                 Rule::half_life_stmt => QueueStmt::HalfLife(self.expr(next(self.file, &mut si)?)?, sspan),

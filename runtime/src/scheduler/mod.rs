@@ -229,7 +229,7 @@ impl Scheduler {
                 .any(|f| k.body.node.reads(gpol_compiler::schema::Record::Queue, f))
         });
         let clock = Clock::of_zone(policy.policy.settings.timezone.as_deref());
-        Scheduler {
+        let mut s = Scheduler {
             recheck_filters,
             policy,
             syms,
@@ -282,7 +282,30 @@ impl Scheduler {
             placement_reads_queues,
             reads_fair_share,
             cohort_room: std::cell::RefCell::new((u64::MAX, CohortRoom::default())),
+        };
+        s.follow_quota_windows();
+        s
+    }
+
+    /// Puts in force the quota amounts of the local time now (quota windows), noting a
+    /// change of phase as a change to what the runtime reads.
+    fn follow_quota_windows(&mut self) {
+        if !self.quotas.window_edges().is_empty() {
+            let minute = self.clock.minute_of_week(self.now_ms);
+            if self.quotas.set_minute_of_week(minute) {
+                self.touch();
+            }
         }
+    }
+
+    /// When the quota amounts in force change next (a quota window opens or closes), on
+    /// the scheduler's clock; `None` if no quota has a window. Drivers that skip idle time
+    /// (the simulator) wake then.
+    pub fn next_quota_change_ms(&self) -> Option<u64> {
+        let edges = self.quotas.window_edges();
+        let minute = self.clock.minute_of_week(self.now_ms);
+        let wait = gpol_compiler::window::next_edge(edges, minute)?;
+        self.clock.after_local_minutes(self.now_ms, wait)
     }
 
     /// The policy it runs.
@@ -398,15 +421,14 @@ impl Scheduler {
         self.time_matters || self.policy.program.admit.iter().any(|r| !r.is_static)
     }
 
-    /// Whether some rule reads the time of day or the weekday: what time alone changes
-    /// then repeats every week.
+    /// Whether some rule reads the time of day or the weekday, or some quota has a
+    /// window: what time alone changes then repeats every week.
     pub fn reads_local_time(&self) -> bool {
         use gpol_compiler::schema::Record;
-        self.policy
-            .program
-            .bodies()
-            .iter()
-            .any(|(_, _, b)| b.node.reads(Record::Cluster, "time_of_day") || b.node.reads(Record::Cluster, "weekday"))
+        !self.quotas.window_edges().is_empty()
+            || self.policy.program.bodies().iter().any(|(_, _, b)| {
+                b.node.reads(Record::Cluster, "time_of_day") || b.node.reads(Record::Cluster, "weekday")
+            })
     }
 
     /// The clock as a signed time, to compare with jobs' times.
@@ -442,6 +464,7 @@ impl Scheduler {
         self.quotas.advance_usage(self.now_ms);
         if ms > 0 {
             self.touch();
+            self.follow_quota_windows();
         }
         Ok(())
     }
@@ -469,6 +492,7 @@ impl Scheduler {
     pub fn set_clock(&mut self, clock: Clock) {
         self.clock = clock;
         self.touch();
+        self.follow_quota_windows();
     }
 
     /// Ties clock 0 to real time: `unix_ms` milliseconds after the Unix epoch (adapters,
@@ -476,6 +500,7 @@ impl Scheduler {
     pub fn start_clock_at_unix_ms(&mut self, unix_ms: i64) {
         self.clock.start_at_unix_ms(unix_ms);
         self.touch();
+        self.follow_quota_windows();
     }
 
     /// Sets the popular request shapes rules see as `cluster.task_shapes`.
