@@ -11,7 +11,11 @@ use crate::report::Decision;
 use crate::vocab::Vocab;
 use crate::world::{Pending, Running, World};
 use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request};
+use gpol_compiler::window;
 use std::ops::ControlFlow;
+
+/// Times of the week the domain plays every case at, at most.
+const MAX_STARTS: usize = 32;
 
 /// A job of the palette.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +46,8 @@ pub struct Case {
     r: u8,
     waiting: [u8; 4],
     w: u8,
+    /// Index of the time of week it starts at.
+    start: u8,
 }
 
 /// One tier: palettes and sizes.
@@ -60,6 +66,8 @@ struct Tier {
 /// The domain: its cases and, in words, what it covers.
 pub struct Domain {
     tiers: Vec<Tier>,
+    /// The times of week every case is played at (seconds after Monday 00:00 local).
+    starts: Vec<u64>,
     pub cases: Vec<Case>,
     pub text: String,
 }
@@ -102,7 +110,8 @@ impl Domain {
             .enumerate()
             .map(|(i, &k)| Pending { job: job(format!("{prefix}j{}", i + 1), k), batch: 0 })
             .collect();
-        World { nodes, running, usage: Vec::new(), pending, waits: [0, 0] }
+        let start = self.starts.get(usize::from(c.start)).copied().unwrap_or(0);
+        World { nodes, running, usage: Vec::new(), pending, waits: [0, 0], start }
     }
 }
 
@@ -110,6 +119,13 @@ impl Domain {
 /// palette is cut (one axis at a time) until it fits, keeping what the decisions still
 /// `open` (neither proved nor yet compared) read.
 pub fn domain(vocab: &Vocab, bound: u64, open: &dyn Fn(Decision) -> bool) -> Domain {
+    // Every case at each time of week where the policies may decide differently (quota
+    // windows, rules reading the time of day): the palette shares the bound among them.
+    let mut starts: Vec<u64> = std::iter::once(0).chain(vocab.week_points.iter().copied()).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts.truncate(MAX_STARTS);
+    let bound = bound / starts.len() as u64;
     let queues: Vec<Option<String>> = match vocab.leaves.is_empty() {
         true => vec![None],
         false => vocab.leaves.iter().take(2).cloned().map(Some).collect(),
@@ -188,15 +204,21 @@ pub fn domain(vocab: &Vocab, bound: u64, open: &dyn Fn(Decision) -> bool) -> Dom
         words.push("none (the bound is smaller than the first tier)".into());
     }
     let mut cases = Vec::new();
-    for (i, t) in tiers.iter().enumerate() {
-        let _ = each(t, &mut |mut c| {
-            c.tier = i as u8;
-            cases.push(c);
-            ControlFlow::<()>::Continue(())
-        });
+    for start in 0..starts.len() {
+        for (i, t) in tiers.iter().enumerate() {
+            let _ = each(t, &mut |mut c| {
+                (c.tier, c.start) = (i as u8, start as u8);
+                cases.push(c);
+                ControlFlow::<()>::Continue(())
+            });
+        }
     }
-    let text = format!("{} cases: {}", cases.len(), words.join("; and "));
-    Domain { tiers, cases, text }
+    let mut text = format!("{} cases: {}", cases.len(), words.join("; and "));
+    if starts.len() > 1 {
+        let at: Vec<String> = starts.iter().map(|&s| window::weekday_time((s / 60) as u16)).collect();
+        text.push_str(&format!("; each at {} times of the week: {}", starts.len(), at.join(", ")));
+    }
+    Domain { tiers, starts, cases, text }
 }
 
 /// The second tier's axes, cut one value at a time to fit a bound.
@@ -347,6 +369,7 @@ fn each(t: &Tier, f: &mut impl FnMut(Case) -> ControlFlow<()>) -> ControlFlow<()
                                 r: r as u8,
                                 waiting: [0; 4],
                                 w: w as u8,
+                                start: 0,
                             };
                             c.nodes[..n].copy_from_slice(&nodes);
                             for (slot, &p) in c.running.iter_mut().zip(&running) {

@@ -445,8 +445,13 @@ fn sized(
         if one_batch { Just(false).boxed() } else { any::<bool>().boxed() },
         proptest::array::uniform2(select(waits)),
         vec((job(vocab), 0..3u8), jobs),
+        select(starts(vocab)),
     )
-        .prop_map(move |(nodes, usage, batches, waits, jobs)| assemble(&v, &prefix, nodes, usage, batches, waits, jobs))
+        .prop_map(move |(nodes, usage, batches, waits, jobs, start)| {
+            let mut w = assemble(&v, &prefix, nodes, usage, batches, waits, jobs);
+            w.start = start;
+            w
+        })
         .boxed()
 }
 
@@ -514,6 +519,12 @@ fn running_job(d: &RunDraw, name: String, node: &NodeSpec, k: usize, vocab: &Voc
     Some(job)
 }
 
+/// The times of week a case may start at: Monday 00:00, and where quota windows or rules
+/// reading the time of day may decide differently.
+fn starts(vocab: &Vocab) -> Vec<u64> {
+    std::iter::once(0).chain(vocab.week_points.iter().copied()).collect()
+}
+
 /// Cases sized to the quota tree: each leaf queue running at one of its deciding
 /// allocations (or nothing), on nodes of 8 cards with a little room to spare, and jobs
 /// asking for what would take a queue across a cut.
@@ -538,9 +549,10 @@ fn quota(vocab: &Vocab) -> BoxedStrategy<World> {
         vec(one_of(&vocab.models), 1..=4),
         vec((job(vocab), history(vocab)), 1..=4),
         waiting,
+        select(starts(vocab)),
     )
-        .prop_map(move |(targets, extra, models, runs, waiting)| {
-            let mut w = World::default();
+        .prop_map(move |(targets, extra, models, runs, waiting, start)| {
+            let mut w = World { start, ..World::default() };
             let used: u32 = targets.iter().sum();
             let nodes = (used + extra).div_ceil(8).clamp(1, 64) as usize;
             for i in 0..nodes {

@@ -181,7 +181,7 @@ pub fn grid(vocab: &Vocab, prefix: &str) -> Option<Grid> {
         }
     }
     let domain = format!("{} jobs × {} nodes: every combination of {}", pending.len(), nodes.len(), axes.join(", "));
-    Some(Grid { world: World { nodes, running, usage: Vec::new(), pending, waits: [0, 0] }, domain })
+    Some(Grid { world: World { nodes, running, usage: Vec::new(), pending, waits: [0, 0], start: 0 }, domain })
 }
 
 /// A label's values on the grid: absent, and up to three literals of either policy.

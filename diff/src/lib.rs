@@ -718,8 +718,14 @@ fn changed_declarations(old: &Side, new: &Side) -> (Vec<RuleRef>, Vec<RuleRef>) 
                     })
                     .collect();
                 let form = format!(
-                    "{parent:?} {:?} {:?} {} {:?} {:?} {:?} {attrs:?}",
-                    q.quotas, q.unset_guarantee, q.fairshare_parent, q.weight, q.usage_half_life, q.queueing
+                    "{parent:?} {:?} {} {:?} {} {:?} {:?} {:?} {attrs:?}",
+                    q.quotas,
+                    proof::windows(q),
+                    q.unset_guarantee,
+                    q.fairshare_parent,
+                    q.weight,
+                    q.usage_half_life,
+                    q.queueing
                 );
                 (q.name.clone(), form, q.span)
             })

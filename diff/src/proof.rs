@@ -174,6 +174,13 @@ fn fingerprint_of(
     Some(parts.join("\n"))
 }
 
+/// A queue's quota windows as written, without where: kind, amounts and window, in order.
+pub fn windows(q: &hir::Queue) -> String {
+    let each: Vec<String> =
+        q.windows.iter().map(|w| format!("{} {:?} {}", w.kind.keyword(), w.amounts, w.window)).collect();
+    each.join("; ")
+}
+
 /// The quota tree, its attributes and the settings that drive accounting, by name.
 pub fn tree(p: &hir::Policy) -> String {
     let mut out = String::from("tree:");
@@ -186,9 +193,10 @@ pub fn tree(p: &hir::Policy) -> String {
             .map(|(a, attr)| format!("{}={:?}", attr.name, p.attr_values.get(i).and_then(|v| v.get(a))))
             .collect();
         out.push_str(&format!(
-            " [{} <{parent:?}> {:?} unset {:?} fsp {} w {:?} hl {:?} q {:?} {}]",
+            " [{} <{parent:?}> {:?} windows {} unset {:?} fsp {} w {:?} hl {:?} q {:?} {}]",
             q.name,
             q.quotas,
+            windows(q),
             q.unset_guarantee,
             q.fairshare_parent,
             q.weight,

@@ -93,7 +93,14 @@ pub fn world(point: &BTreeMap<String, V>, vocab: &Vocab, prefix: &str) -> World 
         (filler.queue, filler.request) = (job.queue.clone(), Request::Whole(node.cards - free));
         running.push(Running { job: filler, nodes: vec![0], history: History::default(), ends: false });
     }
-    World { nodes: vec![node], running, usage: Vec::new(), pending: vec![Pending { job, batch: 0 }], waits: [0, 0] }
+    World {
+        nodes: vec![node],
+        running,
+        usage: Vec::new(),
+        pending: vec![Pending { job, batch: 0 }],
+        waits: [0, 0],
+        start: 0,
+    }
 }
 
 /// The request that gives these per-replica and total GPUs (setting `replicas` when the

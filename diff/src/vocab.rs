@@ -33,6 +33,11 @@ pub struct Vocab {
     /// or its ancestors', change an answer — each guarantee, limit, guarantee plus borrow
     /// limit and guarantee minus lend limit of either version, and one card either side.
     pub quota_points: BTreeMap<String, Vec<u32>>,
+    /// Seconds after Monday 00:00 local where what either policy decides may change with
+    /// the time of week: its quota windows' edges, the times of day rules compare
+    /// `cluster.time_of_day` with, each day's start where a rule reads `cluster.weekday`
+    /// (empty: the time of week decides nothing).
+    pub week_points: Vec<u64>,
     /// Whether fractional, MIG and multi-replica requests matter to either policy.
     pub sharing: bool,
     pub mig: bool,
@@ -109,7 +114,7 @@ impl Vocab {
         }
         // Literals that name models are the ones rules compare models with; any may be.
         models.extend(strings.iter().filter(|s| looks_like_model(s)).cloned());
-        let values = cuts.into_iter().map(|(field, cuts)| (field, points(&cuts))).collect();
+        let values: BTreeMap<String, Vec<f64>> = cuts.into_iter().map(|(field, cuts)| (field, points(&cuts))).collect();
         let mut read = BTreeSet::new();
         for (_, program) in both {
             for (_, _, body) in program.bodies() {
@@ -141,8 +146,16 @@ impl Vocab {
             _ => common(&leaves),
         };
         let quota_points = leaves.iter().map(|l| (l.clone(), quota_points(l, &[old.0, new.0]))).collect();
+        let mut week_points: BTreeSet<u64> =
+            both.iter().flat_map(|(p, _)| p.quota_edges()).map(|m| u64::from(m) * 60).collect();
+        let day = |t: &f64| (t.is_finite() && *t >= 0.0 && *t < 86_400.0).then_some(t.round() as u64);
+        week_points.extend(values.get("cluster.time_of_day").into_iter().flatten().filter_map(day));
+        if read.contains("cluster.weekday") {
+            week_points.extend((0..7).map(|d| d * 86_400));
+        }
         Vocab {
             quota_points,
+            week_points: week_points.into_iter().collect(),
             leaves,
             classes: common(&|p| p.priority_classes.iter().map(|(n, _)| n.clone()).collect()),
             levels: common(&|p| p.levels.iter().cloned().collect()),
@@ -173,10 +186,16 @@ fn union<'a>(lists: impl Iterator<Item = &'a Vec<String>>) -> Vec<String> {
 /// A leaf's deciding GPU allocations (see [`Vocab::quota_points`]).
 fn quota_points(leaf: &str, policies: &[&hir::Policy]) -> Vec<u32> {
     let mut cuts = BTreeSet::new();
-    for p in policies {
+    // The amounts in force in every phase of the week (quota windows).
+    let phases = policies.iter().flat_map(|p| {
+        std::iter::once(None).chain(p.quota_edges().into_iter().map(Some)).map(move |m| (p, p.quotas_at(m)))
+    });
+    for (p, quotas) in phases {
         let mut at = p.queue(leaf);
-        while let Some(q) = at.and_then(|i| p.queues.get(i)) {
-            let gpu = |k: QuotaKind| q.quota(k).and_then(|x| x.get(&hir::Resource::Gpu(None))).copied();
+        while let Some(i) = at.filter(|&i| i < p.queues.len()) {
+            let gpu = |k: QuotaKind| {
+                quotas[i].get(&hir::QuotaKindKey(k)).and_then(|x| x.get(&hir::Resource::Gpu(None))).copied()
+            };
             let g = gpu(QuotaKind::Guarantee).unwrap_or(0.0);
             let values = [
                 Some(g),
@@ -188,7 +207,7 @@ fn quota_points(leaf: &str, policies: &[&hir::Policy]) -> Vec<u32> {
                 let v = v.round() as u32;
                 cuts.extend([v.saturating_sub(1), v, v + 1]);
             }
-            at = q.parent;
+            at = p.queues[i].parent;
         }
     }
     cuts.into_iter().collect()

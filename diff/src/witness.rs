@@ -252,6 +252,7 @@ fn one_on_one(world: &World, claimant: &str, victim: &str) -> Vec<World> {
             usage: world.usage.clone(),
             pending: vec![c],
             waits: [0, 0],
+            start: world.start,
         });
     }
     out
@@ -295,6 +296,7 @@ fn race(world: &World, a: &Pending, b: &Pending, room: u32) -> Vec<World> {
         usage: world.usage.clone(),
         pending: vec![a.clone(), b.clone()],
         waits: world.waits,
+        start: world.start,
     };
     if a.batch != b.batch {
         let mut blocker = JobSpec::named(format!(
@@ -347,7 +349,7 @@ fn contended(world: &World, a: &Pending, b: &Pending, room: u32) -> Option<World
         .collect();
     let (mut a, mut b) = (a.clone(), b.clone());
     (a.batch, b.batch) = (0, 0);
-    Some(World { nodes, running, usage: world.usage.clone(), pending: vec![a, b], waits: [0, 0] })
+    Some(World { nodes, running, usage: world.usage.clone(), pending: vec![a, b], waits: [0, 0], start: world.start })
 }
 
 /// The world with only these pending jobs (when any of them is pending).

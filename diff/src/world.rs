@@ -39,6 +39,9 @@ pub struct World {
     pub pending: Vec<Pending>,
     /// Seconds that pass before batch 1 and before batch 2.
     pub waits: [u64; 2],
+    /// Seconds after Monday 00:00 local (a test's clock 0) at which the case starts:
+    /// where quota windows or rules that read the time of week decide differently.
+    pub start: u64,
 }
 
 /// One moment of a world's timeline after its set-up.
@@ -57,6 +60,9 @@ impl World {
     /// nodes' domains are indexed by.
     pub fn steps(&self, policy: &hir::Policy, levels: &[String]) -> Result<Vec<Step>, Invalid> {
         let mut steps = Vec::new();
+        if self.start > 0 {
+            steps.push(Step::Advance(self.start as f64));
+        }
         for n in &self.nodes {
             let mut node = n.clone();
             node.domains = n
@@ -158,6 +164,15 @@ impl World {
         let mut t = format!("test {} {{\n", quoted(name));
         for note in notes {
             let _ = writeln!(t, "  // {note}");
+        }
+        if self.start > 0 {
+            let (days, rest) = (self.start / 86_400, self.start % 86_400);
+            let at = match (days, rest) {
+                (0, r) => seconds(r),
+                (d, 0) => format!("{d}d"),
+                (d, r) => format!("{d}d + {}", seconds(r)),
+            };
+            let _ = writeln!(t, "  advance {at}");
         }
         for n in &self.nodes {
             let _ = writeln!(t, "  node {} {{ {} }}", n.name, node_props(n, levels));

@@ -123,6 +123,18 @@ fn a_changed_lend_limit_changes_quota_admission() {
 }
 
 #[test]
+fn a_night_window_on_a_lend_limit_is_found_at_night() {
+    let old = example("borrowing.gpol");
+    let new = edit(&old, "lend_limit 8 gpu", "lend_limit 8 gpu\n    lend_limit 12 gpu from 22:00 to 07:00 on sat");
+    let r = run(&old, &new, 1, 2500);
+    assert!(verdict(&r, Decision::Quota).is_different(), "{:#?}", verdict(&r, Decision::Quota));
+    let c = &r.decisions.iter().find(|d| d.decision == Decision::Quota).expect("quota").counterexamples[0];
+    // Saturday 22:00 is 5 days and 22 hours after a test's clock 0, Monday 00:00.
+    assert!(c.test.contains("advance 5d") || c.test.contains("advance 478800"), "{}", c.test);
+    replays(&r, &old, &new);
+}
+
+#[test]
 fn renames_reformatting_and_rewrites_are_no_change() {
     let old = example("preemption.gpol");
     let rewrites = [

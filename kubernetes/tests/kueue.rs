@@ -368,6 +368,15 @@ queue org {
 }
 
 #[test]
+fn quota_windows_are_named_and_the_amounts_without_one_written() {
+    let text = "policy p\nqueue root {\n  guarantee 8 gpu\n  queue a { guarantee 4 gpu; lend_limit 1 gpu; lend_limit 4 gpu from 22:00 to 07:00 }\n  queue b { guarantee 4 gpu }\n}\n";
+    let t = kueue::translate(&policy_text(text), &Options::default());
+    assert_eq!(constructs(&t), ["queue `a`: its lend_limit from 22:00 to 07:00"]);
+    let docs = documents(&t);
+    assert_eq!(quota(find(&docs, "ClusterQueue", "a"), "any-gpu", "nvidia.com/gpu")["lendingLimit"], "1");
+}
+
+#[test]
 fn an_unset_root_guarantee_without_the_cluster_is_named() {
     let text = "policy p\nqueue root {\n  queue a { guarantee 2 gpu }\n  queue b { guarantee 2 gpu }\n}\n";
     let t = kueue::translate(&policy_text(text), &Options::default());

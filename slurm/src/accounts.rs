@@ -166,6 +166,14 @@ pub fn accounts(policy: &Policy) -> (Vec<Account>, Vec<String>) {
                 unexpressed.push(format!("queue {}: {what} ({})", queue.name, amounts.join(", ")));
             }
         }
+        for w in &queue.windows {
+            unexpressed.push(format!(
+                "queue {}: its {} {} (the association holds the amounts in force with no window open)",
+                queue.name,
+                w.kind.keyword(),
+                w.window
+            ));
+        }
         if queue.usage_half_life.is_some() {
             unexpressed.push(format!(
                 "queue {}: a usage half-life of its own (Slurm has one, PriorityDecayHalfLife, for all)",
@@ -267,6 +275,25 @@ mod tests {
             a.script
         );
         assert!(a.unexpressed.iter().any(|u| u.contains("8 gpu, 1TiB")), "{:?}", a.unexpressed);
+    }
+
+    #[test]
+    fn quota_windows_are_named_and_the_amounts_without_one_emitted() {
+        let p = policy(
+            "policy t\nqueue org {\n  queue a { guarantee 8 gpu; limit 8 gpu; limit 16 gpu on weekends }\n  queue b { guarantee 2 gpu }\n}\n",
+        );
+        let a = emit(&p, "t.gpol");
+        assert!(
+            a.script.contains("add account a Parent=org Fairshare=1 'Description=gpol queue a' GrpTRES=gres/gpu=8\n"),
+            "{}",
+            a.script
+        );
+        assert!(
+            a.unexpressed.iter().any(|u| u
+                == "queue a: its limit on weekends (the association holds the amounts in force with no window open)"),
+            "{:?}",
+            a.unexpressed
+        );
     }
 
     #[test]

@@ -274,10 +274,13 @@ pub fn prove(policy: &Policy, rules: &[&crate::ir::VictimRule]) -> Option<Measur
             Some(c) => c.into_iter().filter(|m| measures.contains(m)).collect(),
         });
     }
+    // Every resource some queue guarantees in some phase of the week (quota windows).
+    let windowed = policy.queues.iter().flat_map(|q| &q.windows).filter(|w| w.kind == QuotaKind::Guarantee);
     let governed: Vec<&'static str> = policy
         .queues
         .iter()
         .filter_map(|q| q.quota(QuotaKind::Guarantee))
+        .chain(windowed.map(|w| &w.amounts))
         .flat_map(|g| g.keys())
         .map(|r| match r {
             Resource::Gpu(_) => "gpu",

@@ -276,6 +276,11 @@ fn queue_findings(policy: &Policy, findings: &mut Vec<Finding>) {
                 Enforcer::Serve,
             ));
         }
+        for w in &q.windows {
+            let m = "a ClusterQueue's quotas are fixed: it holds the amounts in force with no window open";
+            let c = format!("queue `{}`: its {} {}", q.name, w.kind.keyword(), w.window);
+            findings.push(Finding::unenforced(w.span, c, m, Enforcer::Nobody));
+        }
         if q.usage_half_life.is_some() {
             let m = "Kueue's shares count what a queue holds now, not decayed past usage";
             let c = format!("queue `{}`: its usage half-life", q.name);
