@@ -120,13 +120,13 @@ typedef struct GpolQueueRec {
     GpolOptU32 parent;
     /* Depth in the tree; the root is 0. */
     double depth;
-    /* Guaranteed (nominal) quota. */
+    /* Guaranteed (nominal) quota, as in force now (quota windows change it). */
     GpolResourcesRec guarantee;
-    /* Maximum allocation (infinite when unset). */
+    /* Maximum allocation (infinite when unset), as in force now. */
     GpolResourcesRec limit;
-    /* Most it may borrow above its guarantee. */
+    /* Most it may borrow above its guarantee, as in force now. */
     GpolResourcesRec borrow_limit;
-    /* Most of its unused guarantee others may borrow. */
+    /* Most of its unused guarantee others may borrow, as in force now. */
     GpolResourcesRec lend_limit;
     /* Fair-share weight (default 1). */
     double weight;

@@ -530,10 +530,10 @@ records! {
         name: string, Static, "The queue's name.";
         parent: opt_queue, Static, "The parent queue (absent at the root).";
         depth: num(NONE), Static, "Depth in the tree; the root is 0.";
-        guarantee: resources, Static, "Guaranteed (nominal) quota.";
-        limit: resources, Static, "Maximum allocation (infinite when unset).";
-        borrow_limit: resources, Static, "Most it may borrow above its guarantee.";
-        lend_limit: resources, Static, "Most of its unused guarantee others may borrow.";
+        guarantee: resources, Cycle, "Guaranteed (nominal) quota, as in force now (quota windows change it).";
+        limit: resources, Cycle, "Maximum allocation (infinite when unset), as in force now.";
+        borrow_limit: resources, Cycle, "Most it may borrow above its guarantee, as in force now.";
+        lend_limit: resources, Cycle, "Most of its unused guarantee others may borrow, as in force now.";
         weight: num(NONE), Static, "Fair-share weight (default 1).";
         allocated: resources, Cycle, "Resources its running jobs hold.";
         borrowed: resources, Cycle, "max(0, allocated − guarantee) per resource.";
