@@ -1,7 +1,9 @@
 //! Synthetic workloads (`gpolc gen-trace`), from distributions documented in
 //! docs/simulator.md. Each queue follows a profile — what its jobs ask for and how long
-//! they run — and arrivals follow a daily cycle, with some queues arriving in bursts. The
-//! span of the trace is chosen so that the jobs offer `load` times the cluster's GPUs.
+//! they run — and when it arrives: its daily and weekly rhythm (serving by day, research
+//! in office hours, training and batch around the clock), with some queues arriving in
+//! bursts. Time 0 is Monday 00:00, where `gpolc sim` starts the clock. The span of the
+//! trace is chosen so that the jobs offer `load` times the cluster's GPUs.
 
 use crate::trace::TraceJob;
 use gpol_runtime::jobs::Request;
@@ -82,6 +84,27 @@ impl Profile {
     }
 
     /// Mean utilization of the allocation (Beta distributed).
+    /// How busy arrivals are at `t` seconds after Monday 00:00, relative to the busiest
+    /// moment (0–1): serving follows its users' day (ten times the night's rate at 14:00,
+    /// half that at weekends), research and notebooks office hours on weekdays, training
+    /// and batch a gentle cycle around the clock (three times the night's rate
+    /// mid-afternoon).
+    fn rhythm(self, t: f64) -> f64 {
+        let hour = (t % DAY) / HOUR;
+        let weekend = (t / DAY).floor() as u64 % 7 >= 5;
+        // A smooth bump over [start, end) hours, 1 at its middle.
+        let bump = |start: f64, end: f64| {
+            if (start..end).contains(&hour) { (std::f64::consts::PI * (hour - start) / (end - start)).sin() } else { 0.0 }
+        };
+        match self {
+            Profile::Inference => 0.1 + 0.9 * bump(7.0, 21.0) * if weekend { 0.5 } else { 1.0 },
+            Profile::Research | Profile::Notebook => 0.15 + if weekend { 0.0 } else { 0.85 * bump(8.0, 19.0) },
+            Profile::Training | Profile::Batch => {
+                (1.0 + 0.5 * (2.0 * std::f64::consts::PI * (t / DAY - 0.375)).sin()) / 1.5
+            }
+        }
+    }
+
     fn utilization(self) -> (f64, f64) {
         match self {
             Profile::Training => (8.0, 2.0),
@@ -176,13 +199,11 @@ pub fn generate(spec: &GenSpec) -> Vec<TraceJob> {
         jobs.push((job, qi, rng.random_range(0.0..1.0)));
     }
     let span = (work / (spec.gpus.max(1) as f64 * spec.load.max(0.01))).max(HOUR);
-    // Arrivals: a daily cycle peaking mid-afternoon at three times the night-time rate,
-    // drawn by thinning; a bursty share of each queue arrives in bursts of 5–50 jobs
-    // within ten minutes of the burst's start.
-    let rate = |t: f64| 1.0 + 0.5 * (2.0 * std::f64::consts::PI * (t / DAY - 0.375)).sin();
-    let arrival = |rng: &mut Pcg64Mcg| loop {
+    // Arrivals: each queue's rhythm, drawn by thinning; a bursty share of each queue
+    // arrives in bursts of 5–50 jobs within ten minutes of the burst's start.
+    let arrival = |rng: &mut Pcg64Mcg, profile: Profile| loop {
         let t = rng.random_range(0.0..span);
-        if rng.random_range(0.0..1.5) < rate(t) {
+        if rng.random_range(0.0..1.0) < profile.rhythm(t) {
             break t;
         }
     };
@@ -191,12 +212,12 @@ pub fn generate(spec: &GenSpec) -> Vec<TraceJob> {
         let t = if *coin < queues[*qi].profile.bursty() {
             let b = match burst[*qi] {
                 Some((start, left)) if left > 0 => (start, left - 1),
-                _ => (arrival(&mut rng), rng.random_range(5..=50)),
+                _ => (arrival(&mut rng, queues[*qi].profile), rng.random_range(5..=50)),
             };
             burst[*qi] = Some(b);
             b.0 + rng.random_range(0.0..600.0)
         } else {
-            arrival(&mut rng)
+            arrival(&mut rng, queues[*qi].profile)
         };
         job.arrival_ms = (t.min(span) * 1000.0).round() as u64;
     }
@@ -280,5 +301,34 @@ mod tests {
         let span = jobs.last().map_or(0, |j| j.arrival_ms) as f64;
         let load = work / (128.0 * span);
         assert!((0.7..0.95).contains(&load), "offered load {load}");
+    }
+
+    #[test]
+    fn serving_arrives_by_day_and_research_in_office_hours() {
+        let spec = GenSpec {
+            jobs: 20_000,
+            queues: vec![
+                QueueMix { name: Some("inference".into()), profile: Profile::Inference, share: 1.0 },
+                QueueMix { name: Some("research".into()), profile: Profile::Research, share: 1.0 },
+                QueueMix { name: Some("batch".into()), profile: Profile::Batch, share: 1.0 },
+            ],
+            ..spec(5)
+        };
+        let jobs = generate(&spec);
+        // Weekday arrivals of each queue 10:00–18:00 and 22:00–06:00 (eight hours each).
+        let count = |queue: &str, from: f64, to: f64| {
+            let t = |j: &TraceJob| j.arrival_ms as f64 / 1000.0;
+            let weekday = |j: &TraceJob| (t(j) / DAY).floor() as u64 % 7 < 5;
+            let at = |j: &TraceJob| {
+                let h = (t(j) % DAY) / HOUR;
+                if from < to { (from..to).contains(&h) } else { h >= from || h < to }
+            };
+            jobs.iter().filter(|j| j.job.queue.as_deref() == Some(queue) && weekday(j) && at(j)).count() as f64
+        };
+        let ratio = |q: &str| count(q, 10.0, 18.0) / count(q, 22.0, 6.0).max(1.0);
+        // Expected: serving ≈ 7×, research ≈ 5.7×, batch ≈ 2× (the rhythms' means).
+        assert!(ratio("inference") > 5.0, "serving day/night {}", ratio("inference"));
+        assert!(ratio("research") > 4.0, "research day/night {}", ratio("research"));
+        assert!((1.5..3.0).contains(&ratio("batch")), "batch day/night {}", ratio("batch"));
     }
 }
