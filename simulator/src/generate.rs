@@ -94,7 +94,11 @@ impl Profile {
         let weekend = (t / DAY).floor() as u64 % 7 >= 5;
         // A smooth bump over [start, end) hours, 1 at its middle.
         let bump = |start: f64, end: f64| {
-            if (start..end).contains(&hour) { (std::f64::consts::PI * (hour - start) / (end - start)).sin() } else { 0.0 }
+            if (start..end).contains(&hour) {
+                (std::f64::consts::PI * (hour - start) / (end - start)).sin()
+            } else {
+                0.0
+            }
         };
         match self {
             Profile::Inference => 0.1 + 0.9 * bump(7.0, 21.0) * if weekend { 0.5 } else { 1.0 },
