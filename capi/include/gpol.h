@@ -277,11 +277,17 @@ typedef struct GpolNode {
   uint64_t card_mem;
   // How the cards are shared: a `GpolSharing`.
   uint32_t sharing;
-  // The MIG instances of each card (the same layout on every card), by profile name
-  // (`"1g.10gb"`, `"3g.40gb"`, …): required for `GPOL_SHARING_MIG` nodes and only for
-  // them. At most `GPOL_MAX_MIG_INSTANCES`.
+  // The MIG instances of the cards, by profile name (`"1g.10gb"`, `"3g.40gb"`, …):
+  // required for `GPOL_SHARING_MIG` nodes and only for them. With `n_mig_per_card` 0,
+  // one layout for every card (at most `GPOL_MAX_MIG_INSTANCES`); else card 0's
+  // instances, then card 1's, and so on.
   const char *const *mig;
   size_t n_mig;
+  // Per-card layouts: how many of `mig` belong to each card, one count per card
+  // (`n_mig_per_card` equal to `cards`; each 1 to `GPOL_MAX_MIG_INSTANCES`). NULL with 0
+  // when every card has the same layout.
+  const uint32_t *mig_per_card;
+  size_t n_mig_per_card;
   // Jobs that may share one card under time-slicing or MPS (1 to 1024; 1 otherwise).
   uint32_t max_clients;
   // CPU, in milli-cores (at most 100,000 cores).
@@ -583,6 +589,19 @@ uint64_t gpol_cluster_clock(const struct GpolCluster *cluster);
 enum GpolStatus gpol_cluster_set_clock(struct GpolCluster *cluster,
                                        uint64_t ms,
                                        struct GpolError **err);
+
+// Ties the cluster's clock 0 to real time: `unix_ms` milliseconds after the Unix epoch
+// (by default clock 0 is Monday 1 January 2024, 00:00 in the policy's `timezone`).
+// `cluster.time_of_day`, `cluster.weekday` and quota windows read the local time of
+// the clock in the policy's time zone. A time outside the years 1 to 9999 is
+// `GPOL_STATUS_INVALID_ARGUMENT`.
+//
+// # Safety
+// `cluster` is NULL or a live `GpolCluster`; `err` is NULL or valid for writes of a
+// pointer.
+enum GpolStatus gpol_cluster_set_clock_origin(struct GpolCluster *cluster,
+                                              int64_t unix_ms,
+                                              struct GpolError **err);
 
 // Starts a job as already running (one found running when the program starts, or
 // placed by it): one replica on each of the `n_node_names` named nodes (1 to the job's

@@ -195,6 +195,15 @@ impl Inner {
 
     /// Moves the clock (milliseconds since the cluster was made) to `ms`; it never goes
     /// back, nor past 100 years.
+    /// Ties clock 0 to real time, `unix_ms` after the Unix epoch.
+    pub fn set_clock_origin(&mut self, unix_ms: i64) -> Result<(), Failure> {
+        if !gpol_compiler::clock::is_real_time(unix_ms) {
+            return Err(Failure::invalid(format!("{unix_ms} ms is not a time of years 1 to 9999")).at("unix_ms"));
+        }
+        self.s.start_clock_at_unix_ms(unix_ms);
+        Ok(())
+    }
+
     pub fn set_clock(&mut self, ms: u64) -> Result<(), Failure> {
         let now = self.s.now_ms();
         if ms < now {

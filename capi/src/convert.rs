@@ -18,7 +18,7 @@ use crate::types::{
     GPOL_MAX_LIST, GPOL_MAX_MIG_INSTANCES, GPOL_MAX_STRING_BYTES, GpolDomain, GpolJob, GpolLabel, GpolNode,
     GpolRequestKind, GpolSharing, GpolStatus,
 };
-use gpol_compiler::limits::MAX_ALLOWED_MODELS;
+use gpol_compiler::limits::{MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE};
 use gpol_compiler::schema::{EnumKind, MIG_PROFILES};
 use gpol_compiler::spec::domains_at;
 use gpol_runtime::{History, JobSpec, NodeSpec, Request, Sharing};
@@ -159,6 +159,36 @@ fn mig_profile(name: &str) -> Result<u8, Failure> {
     })
 }
 
+/// The node's MIG layouts: `profiles` as every card's layout, or cut into one layout per
+/// card by `counts`.
+fn mig_layouts(profiles: Vec<u8>, counts: &[u32], cards: u32) -> Result<Vec<Vec<u8>>, Failure> {
+    if counts.is_empty() {
+        return Ok(if profiles.is_empty() { Vec::new() } else { vec![profiles] });
+    }
+    if counts.len() != cards as usize {
+        let m = format!("{} counts for {cards} cards: give one per card", counts.len());
+        return Err(Failure::invalid(m).at("mig_per_card"));
+    }
+    if let Some(i) = counts.iter().position(|&k| k == 0 || k as usize > GPOL_MAX_MIG_INSTANCES) {
+        let m = format!("{} instances: a card has 1 to {GPOL_MAX_MIG_INSTANCES}", counts[i]);
+        return Err(Failure::invalid(m).at(format!("[{i}]")).at("mig_per_card"));
+    }
+    let total: usize = counts.iter().map(|&k| k as usize).sum();
+    if total != profiles.len() {
+        let m = format!("the counts add up to {total} instances, but `mig` has {}", profiles.len());
+        return Err(Failure::invalid(m).at("mig_per_card"));
+    }
+    let mut rest = profiles.as_slice();
+    Ok(counts
+        .iter()
+        .map(|&k| {
+            let (card, after) = rest.split_at(k as usize);
+            rest = after;
+            card.to_vec()
+        })
+        .collect())
+}
+
 /// A node, its domains named by the policy's topology `levels`.
 ///
 /// # Safety
@@ -177,14 +207,20 @@ pub unsafe fn node(n: &GpolNode, levels: &[String]) -> Result<NodeInput, Failure
         s => return Err(Failure::invalid(format!("{s} is not a GpolSharing")).at("sharing")),
     };
     // SAFETY: as above.
-    let mig_names = unsafe { strings(n.mig, n.n_mig, GPOL_MAX_MIG_INSTANCES) }.map_err(|e| e.at("mig"))?;
-    let mig = mig_names
+    let counts = unsafe { slice(n.mig_per_card, n.n_mig_per_card, MAX_CARDS_PER_NODE as usize) }
+        .map_err(|e| e.at("mig_per_card"))?;
+    let most = match counts.is_empty() {
+        true => GPOL_MAX_MIG_INSTANCES,
+        false => GPOL_MAX_MIG_INSTANCES * MAX_CARDS_PER_NODE as usize,
+    };
+    // SAFETY: as above.
+    let mig_names = unsafe { strings(n.mig, n.n_mig, most) }.map_err(|e| e.at("mig"))?;
+    let profiles = mig_names
         .iter()
         .enumerate()
         .map(|(i, m)| mig_profile(m).map_err(|e| e.at(format!("[{i}]")).at("mig")))
         .collect::<Result<Vec<u8>, Failure>>()?;
-    // The C ABI gives one layout, every card's.
-    let mig = if mig.is_empty() { Vec::new() } else { vec![mig] };
+    let mig = mig_layouts(profiles, counts, n.cards)?;
     // SAFETY: as above.
     let topology = unsafe { topology(n.topology, n.n_topology) }.map_err(|e| e.at("topology"))?;
     // SAFETY: as above.

@@ -516,6 +516,30 @@ pub unsafe extern "C" fn gpol_cluster_set_clock(
     unsafe { run(err, body) }
 }
 
+/// Ties the cluster's clock 0 to real time: `unix_ms` milliseconds after the Unix epoch
+/// (by default clock 0 is Monday 1 January 2024, 00:00 in the policy's `timezone`).
+/// `cluster.time_of_day`, `cluster.weekday` and quota windows read the local time of
+/// the clock in the policy's time zone. A time outside the years 1 to 9999 is
+/// `GPOL_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `cluster` is NULL or a live `GpolCluster`; `err` is NULL or valid for writes of a
+/// pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpol_cluster_set_clock_origin(
+    cluster: *mut GpolCluster,
+    unix_ms: i64,
+    err: *mut *mut GpolError,
+) -> GpolStatus {
+    let body = || {
+        // SAFETY: the caller's promise for `cluster`.
+        let c = unsafe { handle(cluster.cast_const(), "cluster") }?;
+        c.lock()?.set_clock_origin(unix_ms)
+    };
+    // SAFETY: the caller's promise for `err`.
+    unsafe { run(err, body) }
+}
+
 /// Starts a job as already running (one found running when the program starts, or
 /// placed by it): one replica on each of the `n_node_names` named nodes (1 to the job's
 /// replicas), cards chosen by best fit; quota is charged without checks. `history` may be

@@ -184,11 +184,17 @@ pub struct GpolNode {
     pub card_mem: u64,
     /// How the cards are shared: a `GpolSharing`.
     pub sharing: u32,
-    /// The MIG instances of each card (the same layout on every card), by profile name
-    /// (`"1g.10gb"`, `"3g.40gb"`, …): required for `GPOL_SHARING_MIG` nodes and only for
-    /// them. At most `GPOL_MAX_MIG_INSTANCES`.
+    /// The MIG instances of the cards, by profile name (`"1g.10gb"`, `"3g.40gb"`, …):
+    /// required for `GPOL_SHARING_MIG` nodes and only for them. With `n_mig_per_card` 0,
+    /// one layout for every card (at most `GPOL_MAX_MIG_INSTANCES`); else card 0's
+    /// instances, then card 1's, and so on.
     pub mig: *const *const c_char,
     pub n_mig: usize,
+    /// Per-card layouts: how many of `mig` belong to each card, one count per card
+    /// (`n_mig_per_card` equal to `cards`; each 1 to `GPOL_MAX_MIG_INSTANCES`). NULL with 0
+    /// when every card has the same layout.
+    pub mig_per_card: *const u32,
+    pub n_mig_per_card: usize,
     /// Jobs that may share one card under time-slicing or MPS (1 to 1024; 1 otherwise).
     pub max_clients: u32,
     /// CPU, in milli-cores (at most 100,000 cores).
@@ -390,6 +396,8 @@ impl GpolNode {
             sharing: GpolSharing::Exclusive as u32,
             mig: std::ptr::null(),
             n_mig: 0,
+            mig_per_card: std::ptr::null(),
+            n_mig_per_card: 0,
             max_clients: spec.max_clients,
             cpu_milli: spec.cpu_milli,
             mem: spec.mem,

@@ -560,6 +560,71 @@ fn the_scheduler_refuses_what_it_cannot_take() {
 }
 
 #[test]
+fn cards_may_each_have_their_own_mig_layout() {
+    let p = compile("policy mig\n", GpolEngine::Jit);
+    let (halves, sevenths) = ([c"3g.40gb".as_ptr(); 2], [c"1g.10gb".as_ptr(); 7]);
+    let both: Vec<_> = halves.iter().chain(&sevenths).copied().collect();
+    let counts = [2u32, 7];
+    let mut mixed = GpolNode { sharing: GpolSharing::Mig as u32, ..node(c"mixed", c"a100", 2) };
+    (mixed.mig, mixed.n_mig, mixed.mig_per_card, mixed.n_mig_per_card) = (both.as_ptr(), 9, counts.as_ptr(), 2);
+    let mut uniform = GpolNode { sharing: GpolSharing::Mig as u32, ..node(c"uniform", c"a100", 2) };
+    (uniform.mig, uniform.n_mig) = (halves.as_ptr(), 2);
+    let c = cluster(&p, &[mixed, uniform]).expect("a cluster");
+    let small = GpolJob {
+        request: GpolRequestKind::Mig as u32,
+        amount: 0,
+        mig_profile: c"1g.10gb".as_ptr(),
+        ..job(c"small", c"a", 0)
+    };
+    let r = filter_score(&c, &small).expect("results");
+    // Only the card cut in sevenths has a 1g.10gb instance.
+    assert_eq!(r[0].verdict, GpolVerdict::Fits);
+    assert_ne!(r[1].verdict, GpolVerdict::Fits);
+    // Counts that do not match the cards or the instances are refused, naming the field.
+    let one = [9u32];
+    let wrong = GpolNode { mig_per_card: one.as_ptr(), n_mig_per_card: 1, ..mixed };
+    assert_eq!(
+        cluster(&p, &[wrong]).err(),
+        Some((GpolStatus::InvalidArgument, "nodes[0].mig_per_card: 1 counts for 2 cards: give one per card".into()))
+    );
+    let short = [2u32, 6];
+    let wrong = GpolNode { mig_per_card: short.as_ptr(), ..mixed };
+    assert_eq!(
+        cluster(&p, &[wrong]).err(),
+        Some((
+            GpolStatus::InvalidArgument,
+            "nodes[0].mig_per_card: the counts add up to 8 instances, but `mig` has 9".into()
+        ))
+    );
+}
+
+#[test]
+fn the_clock_origin_puts_the_time_of_day_in_the_policys_zone() {
+    let night = "policy night\nsettings { timezone \"Europe/Berlin\" }\n\
+                 admit night \"only at night\" { cluster.time_of_day >= 22h or cluster.time_of_day < 7h }\n";
+    let p = compile(night, GpolEngine::Jit);
+    let c = cluster(&p, &[node(c"n0", c"a100", 1)]).expect("a cluster");
+    let j = job(c"j", c"a", 1);
+    // Clock 0 is Monday 00:00 in Berlin by default: night.
+    assert!(admit(&c, &j).expect("asked").admitted);
+    // 2026-11-23T22:00Z is 23:00 in Berlin; twelve hours earlier it is 11:00.
+    let late = 1_795_471_200_000i64;
+    let mut err = ptr::null_mut();
+    // SAFETY: a live cluster; `err` is valid.
+    unsafe {
+        assert_eq!(gpol_cluster_set_clock_origin(c.0, late - 12 * 3_600_000, ptr::null_mut()), GpolStatus::Ok);
+    }
+    assert!(!admit(&c, &j).expect("asked").admitted, "11:00 in Berlin");
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(gpol_cluster_set_clock_origin(c.0, late, ptr::null_mut()), GpolStatus::Ok);
+        assert_eq!(gpol_cluster_set_clock_origin(c.0, i64::MAX, &mut err), GpolStatus::InvalidArgument);
+    }
+    assert!(take_error(err).1.starts_with("unix_ms: "));
+    assert!(admit(&c, &j).expect("asked").admitted, "23:00 in Berlin");
+}
+
+#[test]
 fn frees_and_getters_accept_null() {
     // SAFETY: NULL is accepted by every function called here.
     unsafe {

@@ -36,6 +36,12 @@ pub fn zone(name: &str) -> Result<TimeZone, String> {
     })
 }
 
+/// Whether `unix_ms` (milliseconds since the Unix epoch) is a time the clock can start
+/// at: between the years 1 and 9999, as the tz database has them.
+pub fn is_real_time(unix_ms: i64) -> bool {
+    Timestamp::from_millisecond(unix_ms).is_ok_and(|t| t.to_zoned(TimeZone::UTC).year() >= 1)
+}
+
 impl Default for Clock {
     fn default() -> Clock {
         Clock::new(TimeZone::UTC)
