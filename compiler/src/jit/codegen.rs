@@ -53,6 +53,29 @@ fn flags() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
+/// Loads of record fields and of the context's tables. The records (`&JobRec`, the
+/// `&[NodeRec]` slice, the context's `&` tables) are shared borrows for the whole call:
+/// nothing writes them while generated code runs — it writes only the results, a
+/// separate `&mut` buffer Rust guarantees does not alias them, and its own stack slots,
+/// which these loads never read (list elements are read by `checked_load`, with
+/// `flags()`). So the loads are `readonly`: Cranelift's alias analysis reuses a value
+/// already loaded from the same address instead of loading it again. (Not `can_move`:
+/// that would make them pure to the e-graph, which places pure values at their uses —
+/// back inside the per-node loop the job's fields are hoisted out of, `hoist`.)
+fn record_flags() -> MemFlagsData {
+    flags().with_readonly()
+}
+
+/// Whether a value is the same for every node of a `filter_score` pass: it reads the job
+/// and the cluster, never the node, a card or a name bound inside the rule.
+fn pass_invariant(n: &Node) -> bool {
+    match &n.kind {
+        Kind::Root(r) => matches!(r, Root::Job | Root::Cluster),
+        Kind::Local(_) | Kind::Input(_) | Kind::Let(..) | Kind::Loop { .. } => false,
+        _ => n.children().into_iter().all(pass_invariant),
+    }
+}
+
 /// Defines every entry point of `program` in `module` with the given linkage.
 pub fn define_all<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Result<Entries, String> {
     define(module, program, linkage).map_err(|e| format!("{e:?}"))
@@ -189,6 +212,12 @@ struct Gen<'a, 'b> {
     roots: HashMap<Root, Value>,
     locals: HashMap<u32, Vec<Variable>>,
     helpers: [FuncRef; 3],
+    /// Values computed once before the per-node loop of `filter_score`, by the address
+    /// of their IR node: what reads only the job and the cluster (`hoist`).
+    hoisted: HashMap<*const Node, CV>,
+    /// The queue and domain tables (start, length, zero record), loaded once before the
+    /// per-node loop of `filter_score`.
+    tables: HashMap<Record, (Value, Value, Value)>,
 }
 
 impl<'a, 'b> Gen<'a, 'b> {
@@ -196,7 +225,7 @@ impl<'a, 'b> Gen<'a, 'b> {
         let cluster = b.ins().load(PTR, flags(), ctx, CTX_CLUSTER);
         let mut roots = HashMap::new();
         roots.insert(Root::Cluster, cluster);
-        Gen { b, p, ctx, roots, locals: HashMap::new(), helpers }
+        Gen { b, p, ctx, roots, locals: HashMap::new(), helpers, hoisted: HashMap::new(), tables: HashMap::new() }
     }
 
     // ------------------------------------------------------------ entry points
@@ -227,6 +256,17 @@ impl<'a, 'b> Gen<'a, 'b> {
         let body = self.b.create_block();
         let next = self.b.create_block();
         let done = self.b.create_block();
+        // What reads only the job and the cluster is the same for every node: computed
+        // once, here, instead of in every iteration; so are the tables' addresses.
+        let queues = self.table(CTX_QUEUES, CTX_N_QUEUES, CTX_ZERO_QUEUE);
+        let domains = self.table(CTX_DOMAINS, CTX_N_DOMAINS, CTX_ZERO_DOMAIN);
+        self.tables.extend([(Record::Queue, queues), (Record::Domain, domains)]);
+        for fi in self.p.filter_order.clone() {
+            self.hoist(&self.p.filters[fi].body.node);
+        }
+        for r in &self.p.scores {
+            self.hoist(&r.body.node);
+        }
         self.b.ins().jump(header, &[]);
 
         self.b.switch_to_block(header);
@@ -283,6 +323,24 @@ impl<'a, 'b> Gen<'a, 'b> {
 
         self.b.switch_to_block(done);
         self.b.ins().return_(&[]);
+    }
+
+    /// Computes, where the builder is, every largest part of `n` that reads neither the
+    /// node nor anything bound inside the rule, and keeps it for `expr`. Computing such a
+    /// part where the rule might not have (behind a short-circuit or an `if`) is safe: the
+    /// code has no side effects and cannot trap (every load is of a record or bounds-
+    /// checked); it runs once instead of once a node.
+    fn hoist(&mut self, n: &'a Node) {
+        if pass_invariant(n) {
+            if !matches!(n.kind, Kind::Num(_) | Kind::Bool(_) | Kind::Enum(_) | Kind::Root(_)) {
+                let v = self.expr(n);
+                self.hoisted.insert(n, v);
+            }
+            return;
+        }
+        for c in n.children() {
+            self.hoist(c);
+        }
     }
 
     fn store_result(
@@ -440,6 +498,9 @@ impl<'a, 'b> Gen<'a, 'b> {
     }
 
     fn expr(&mut self, n: &Node) -> CV {
+        if let Some(v) = self.hoisted.get(&std::ptr::from_ref(n)) {
+            return *v;
+        }
         match &n.kind {
             Kind::Num(x) => CV::One(self.b.ins().f64const(*x)),
             Kind::Bool(v) => CV::One(self.b.ins().iconst(types::I8, i64::from(*v))),
@@ -872,18 +933,27 @@ impl<'a, 'b> Gen<'a, 'b> {
             Record::Domain => (CTX_DOMAINS, CTX_N_DOMAINS, CTX_ZERO_DOMAIN, size_of::<crate::schema::DomainRec>()),
             _ => return base,
         };
+        let (start, n, zero_rec) = match self.tables.get(&record) {
+            Some(&t) => t,
+            None => self.table(table, len, zero),
+        };
         let idx = self.b.ins().uextend(PTR, base);
-        let n = self.b.ins().load(PTR, flags(), self.ctx, len);
         let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, idx, n);
-        let start = self.b.ins().load(PTR, flags(), self.ctx, table);
         let off = self.b.ins().imul_imm_u(idx, size as i64);
         let at = self.b.ins().iadd(start, off);
-        let zero_rec = self.b.ins().load(PTR, flags(), self.ctx, zero);
         self.b.ins().select(inside, at, zero_rec)
     }
 
+    /// A context table's start, length and zero record, from their offsets in the context.
+    fn table(&mut self, table: i32, len: i32, zero: i32) -> (Value, Value, Value) {
+        let start = self.b.ins().load(PTR, record_flags(), self.ctx, table);
+        let n = self.b.ins().load(PTR, record_flags(), self.ctx, len);
+        let zero_rec = self.b.ins().load(PTR, record_flags(), self.ctx, zero);
+        (start, n, zero_rec)
+    }
+
     fn load(&mut self, ptr: Value, offset: i32, repr: Repr) -> CV {
-        let f = flags();
+        let f = record_flags();
         match repr {
             Repr::F64 => CV::One(self.b.ins().load(types::F64, f, ptr, offset)),
             Repr::Bool | Repr::U8 => CV::One(self.b.ins().load(types::I8, f, ptr, offset)),
