@@ -116,12 +116,41 @@ fn pass(
     for (a, b) in out.iter().zip(&check) {
         assert_eq!((a.feasible, a.score.to_bits(), a.faults), (b.feasible, b.score.to_bits(), b.faults), "{name}");
     }
+    // `GPOL_BENCH_PASSES=N`: run each pass N times and stop, for an instruction count
+    // under callgrind (docs/performance.md): machines here are too noisy for the timings
+    // of two passes within a few percent of each other to rank them.
+    if let Some(passes) = std::env::var("GPOL_BENCH_PASSES").ok().and_then(|n| n.parse::<usize>().ok()) {
+        if std::env::var("GPOL_BENCH_POLICY").is_ok_and(|p| p != name) {
+            return;
+        }
+        counted_jit(passes, &mut || jit.engine().filter_score(&ctx, black_box(&job), &nodes, &mut out));
+        counted_rust(passes, &mut || rust(&cluster, black_box(&job), &nodes, &mut out));
+        return;
+    }
     let mut g = c.benchmark_group(format!("{name}/{NODES}_nodes"));
     g.throughput(Throughput::Elements(NODES as u64));
     g.bench_function("jit", |b| b.iter(|| jit.engine().filter_score(&ctx, black_box(&job), &nodes, &mut out)));
     g.bench_function("rust", |b| b.iter(|| rust(&cluster, black_box(&job), &nodes, &mut out)));
     g.bench_function("interp", |b| b.iter(|| interp.engine().filter_score(&ctx, black_box(&job), &nodes, &mut out)));
     g.finish();
+}
+
+/// `passes` JIT passes, in a function of its own so that callgrind counts them apart.
+#[inline(never)]
+fn counted_jit(passes: usize, pass: &mut dyn FnMut()) {
+    for _ in 0..passes {
+        pass();
+    }
+}
+
+/// `passes` hand-written passes, likewise (its body differs from `counted_jit`'s, so the
+/// compiler cannot fold the two into one function).
+#[inline(never)]
+fn counted_rust(passes: usize, pass: &mut dyn FnMut()) {
+    for i in 0..passes {
+        pass();
+        black_box(i);
+    }
 }
 
 fn compile_time(c: &mut Criterion) {
@@ -140,7 +169,9 @@ fn compile_time(c: &mut Criterion) {
 fn engines(c: &mut Criterion) {
     pass(c, "pack", "pack.gpol", |_, job, nodes, out| rust_pack(job, nodes, out));
     pass(c, "ten_rules", "ten_rules.gpol", rust_ten);
-    compile_time(c);
+    if std::env::var_os("GPOL_BENCH_PASSES").is_none() {
+        compile_time(c);
+    }
 }
 
 criterion_group!(benches, engines);
