@@ -303,6 +303,10 @@ impl Scheduler {
     /// (the simulator) wake then.
     pub fn next_quota_change_ms(&self) -> Option<u64> {
         let edges = self.quotas.window_edges();
+        if edges.is_empty() {
+            // The simulator asks at every step: no local time to work out without windows.
+            return None;
+        }
         let minute = self.clock.minute_of_week(self.now_ms);
         let wait = gpol_compiler::window::next_edge(edges, minute)?;
         self.clock.after_local_minutes(self.now_ms, wait)
