@@ -409,6 +409,39 @@ fn sim_reads_a_slurm_node_list() {
 }
 
 #[test]
+fn sim_replays_a_slurm_history_with_queues_from_accounts_or_partitions() {
+    // Real `sacct --json` of Slurm 22.05 (simulator/tests/slurm/capture_sacct.sh): six jobs
+    // ran in accounts research and inference, partitions gpu and debug; one never started.
+    let history = "simulator/tests/fixtures/slurm/sacct.json";
+    let out = gpolc().args(["sim", "policies/daily_tide.gpol", "--json", "--trace", history]).assert().success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("warning: simulator/tests/fixtures/slurm/sacct.json: 1 job(s) never started (job 7…)"),
+        "{err}"
+    );
+    assert!(err.contains("QOS `high` (1 job(s)) names no priority class of the policy"), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["jobs"]["finished"].as_u64(), Some(6), "{report}");
+    assert!(report["notes"].to_string().contains("never started"), "{report}");
+    // Partitions as queues: a policy of partitions takes the same history.
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(
+        dir.path(),
+        "partitions.gpol",
+        "policy partitions\nqueue root {\n  queue gpu { weight 3 }\n  queue debug { weight 1 }\n}\npriority_class high = 100\n",
+    );
+    let by_partition = ["sim", &policy, "--json", "--trace", history, "--queue-from", "partition"];
+    let out = gpolc().args(by_partition).assert().success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(!err.contains("QOS `high`") && err.contains("QOS `normal` (5 job(s))"), "{err}");
+    let report: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(report["jobs"]["finished"].as_u64(), Some(6), "{report}");
+    // Read as accounts, the history names queues this policy does not have.
+    let out = gpolc().args(["sim", &policy, "--trace", history]).assert().code(1);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("research"));
+}
+
+#[test]
 fn sim_takes_slurms_topology_conf_for_a_slurm_node_list() {
     // Three replicas of 4 GPUs need a100-1 (8) and h100-1 (4), the only GPU nodes up; the
     // gang must stay under one switch. Under one leaf switch it starts; under two, never.

@@ -30,6 +30,31 @@ fn emit_writes_job_submit_lua_and_says_what_it_enforces() {
 }
 
 #[test]
+fn with_partitions_as_queues_emit_writes_no_accounts_and_plan_mends_none() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let out = dir.path().join("slurm");
+    let assert = gpolc()
+        .args(["slurm", "emit", "policies/gangs.gpol", "--queue-from", "partition", "--out"])
+        .arg(&out)
+        .assert()
+        .code(0);
+    let said = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(said.contains("queues are partitions: accounts.sh is not written"), "{said}");
+    let lua = std::fs::read_to_string(out.join("job_submit.lua")).expect("written");
+    assert!(lua.contains("gpol.queue_from = \"partition\""), "{lua}");
+    assert!(!out.join("accounts.sh").exists());
+    let squeue = write(dir.path(), "squeue.json", r#"{"jobs": []}"#);
+    let sinfo = write(dir.path(), "sinfo.json", r#"{"nodes": []}"#);
+    let plan = ["slurm", "plan", "policies/gangs.gpol", "--queue-from", "partition", "--accounts=none"];
+    let assert = gpolc().args(plan).arg("--squeue").arg(&squeue).arg("--sinfo").arg(&sinfo).assert().code(2);
+    let said = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(said.contains("with --queue-from partition the queues are partitions"), "{said}");
+    let bad = gpolc().args(["slurm", "emit", "policies/gangs.gpol", "--queue-from", "qos", "--out"]).arg(&out).assert();
+    let said = String::from_utf8_lossy(&bad.code(2).get_output().stderr).into_owned();
+    assert!(said.contains("expected `account` or `partition`, not `qos`"), "{said}");
+}
+
+#[test]
 fn check_lists_what_slurm_cannot_enforce_at_submission() {
     let assert = gpolc().args(["check", "policies/preemption.gpol", "--target", "slurm"]).assert().code(0);
     let said = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();

@@ -155,7 +155,11 @@ fn both(policy: &Path, cluster: &Cluster, jobs: &[TraceJob], steps: u64) -> (Sto
         }
         script.push_str("settle\n");
         for j in jobs.iter().filter(|j| j.arrival_ms == k * STEP_S * 1000) {
-            let request = gpol_slurm::jobs::Request::of(&j.job, shards_per_card).expect("a job Slurm can express");
+            let request = gpol_slurm::jobs::Request::of(
+                &j.job,
+                &gpol_slurm::jobs::Reading { shards_per_card, ..Default::default() },
+            )
+            .expect("a job Slurm can express");
             let args: Vec<String> = request.sbatch_args().iter().map(|a| quote(a)).collect();
             script.push_str(&format!(
                 "sbatch --parsable {} -o /dev/null --wrap 'sleep 3600' >/dev/null 2>>\"$D/sbatch-{k}.txt\" || echo {} >>\"$D/rejected-{k}.txt\"\n",

@@ -294,6 +294,7 @@ impl<'a> Sim<'a> {
         if config.mode == Mode::Timed && workload.is_openb() {
             notes.push(OPENB_TIMED.to_string());
         }
+        notes.extend(workload.warnings.iter().cloned());
         for def in &cluster.nodes {
             s.add_node(&def.to_spec(&levels)).map_err(|e| {
                 InputError::new(&cluster.name, None, Some(e.field), format!("node `{}`: {}", e.node, e.message))

@@ -16,6 +16,7 @@ pub mod k8s;
 pub mod openb;
 pub mod prices;
 pub mod report;
+pub mod sacct;
 pub mod series;
 pub mod slurm;
 pub mod spec;
@@ -74,15 +75,29 @@ fn read_any_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputEr
     }
 }
 
-/// Reads a trace held in memory, in whichever format it is: an openb pod list (CSV), or
-/// gpol's native CSV or JSON Lines.
-pub fn read_trace(text: &str, file: &str) -> Result<Workload, InputError> {
+/// Reads a trace held in memory, in whichever format it is: an openb pod list (CSV), a
+/// Slurm history (`sacct --json`, its jobs read as `slurm` says), or gpol's trace format
+/// (CSV or JSON Lines).
+pub fn read_trace_as(text: &str, file: &str, slurm: &gpol_slurm::jobs::Reading) -> Result<Workload, InputError> {
     let openb = openb::is_pod_list(text);
-    let jobs = if openb { openb::parse_pods(text, file)? } else { trace::parse(text, file)? };
+    let (jobs, warnings) = if openb {
+        (openb::parse_pods(text, file)?, Vec::new())
+    } else if sacct::is_history(text) {
+        sacct::parse(text, file, slurm)?
+    } else {
+        (trace::parse(text, file)?, Vec::new())
+    };
     // Whatever the format, the one job model's limits hold (docs/limits.md).
     let jobs = jobs.into_iter().map(|j| workload::checked(j, file)).collect::<Result<Vec<_>, _>>()?;
-    let workload = Workload::from_jobs(file, jobs);
+    let mut workload = Workload::from_jobs(file, jobs);
+    workload.warnings = warnings;
     Ok(if openb { workload.from_openb() } else { workload })
+}
+
+/// [`read_trace_as`] with Slurm's jobs read as by default (queues are accounts, no QOS
+/// names a class).
+pub fn read_trace(text: &str, file: &str) -> Result<Workload, InputError> {
+    read_trace_as(text, file, &gpol_slurm::jobs::Reading::default())
 }
 
 /// Reads the trace at `path` (at most `max_bytes`), named `file` in errors: a native
@@ -93,18 +108,20 @@ pub fn open_trace(
     path: &std::path::Path,
     file: &str,
     max_bytes: u64,
+    slurm: &gpol_slurm::jobs::Reading,
     progress: &dyn Fn(f64),
 ) -> Result<Workload, InputError> {
     let io = |e: gpol_compiler::files::FileError| InputError::new(file, None, None, e.to_string());
     let (opened, _) = gpol_compiler::files::open(path, max_bytes).map_err(io)?;
     let mut head = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(opened, 4096), &mut head)
+    std::io::Read::read_to_end(&mut std::io::Read::take(opened, 16384), &mut head)
         .map_err(|e| InputError::new(file, None, None, format!("cannot read: {e}")))?;
-    if openb::is_pod_list(&String::from_utf8_lossy(&head)) {
+    let head = String::from_utf8_lossy(&head);
+    if openb::is_pod_list(&head) || sacct::is_history(&head) {
         let bytes = gpol_compiler::files::read(path, max_bytes).map_err(io)?;
         let text =
             String::from_utf8(bytes).map_err(|_| InputError::new(file, None, None, "the file is not valid UTF-8"))?;
-        return read_trace(&text, file);
+        return read_trace_as(&text, file, slurm);
     }
     Workload::open(path, file, max_bytes, progress)
 }

@@ -23,6 +23,8 @@ pub struct Workload {
     summary: Summary,
     /// An openb pod list: a snapshot of a cluster's pods, without usable run times.
     openb: bool,
+    /// What reading it could not keep (an importer's warnings), for the user and the report.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -88,7 +90,7 @@ impl Workload {
             }
         }
         summary.classes = classes.into_iter().collect();
-        Workload { name: name.into(), source: Source::Held(jobs), summary, openb: false }
+        Workload { name: name.into(), source: Source::Held(jobs), summary, openb: false, warnings: Vec::new() }
     }
 
     /// Reads the native trace at `path` (at most `max_bytes`) once, checking every row;
@@ -126,7 +128,7 @@ impl Workload {
         }
         unique_names(path, name, max_bytes, stamp, names)?;
         let source = Source::File { path: path.to_path_buf(), max_bytes, stamp };
-        Ok(Workload { name: name.to_string(), source, summary, openb: false })
+        Ok(Workload { name: name.to_string(), source, summary, openb: false, warnings: Vec::new() })
     }
 
     /// What a pass over the jobs found.

@@ -275,7 +275,7 @@ proptest! {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let path = dir.path().join("trace.csv");
         std::fs::write(&path, &text).expect("the trace is written");
-        let streamed = gpol_sim::open_trace(&path, "trace.csv", 1 << 30, &|_| {}).expect("the trace opens");
+        let streamed = gpol_sim::open_trace(&path, "trace.csv", 1 << 30, &Default::default(), &|_| {}).expect("the trace opens");
         let held = gpol_sim::read_trace(&text, "trace.csv").expect("the trace reads");
         let p = policy(PREEMPT, EngineKind::Jit);
         let json = |w: &Workload| serde_json::to_string(&simulate(&p, &cluster(THREE_NODES), w, &Config::default())).unwrap_or_default();

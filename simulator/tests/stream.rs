@@ -19,7 +19,7 @@ fn file(dir: &tempfile::TempDir, text: &str) -> PathBuf {
 
 fn open(text: &str) -> Result<Workload, InputError> {
     let dir = tempfile::tempdir().expect("a temporary folder");
-    open_trace(&file(&dir, text), "t.csv", MAX, &|_| {})
+    open_trace(&file(&dir, text), "t.csv", MAX, &Default::default(), &|_| {})
 }
 
 fn simulate(policy: &str, w: &Workload) -> Result<gpol_sim::report::Report, SimError> {
@@ -66,7 +66,7 @@ fn every_row_is_checked_before_any_run() {
 fn a_trace_changed_after_its_check_is_refused() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = file(&dir, "name,arrival,duration,gpus\na,0,10,1\nb,5,10,1\n");
-    let w = open_trace(&path, "t.csv", MAX, &|_| {}).expect("valid");
+    let w = open_trace(&path, "t.csv", MAX, &Default::default(), &|_| {}).expect("valid");
     assert_eq!(simulate("policy p\n", &w).expect("runs").jobs.finished, 2);
     std::fs::write(&path, "name,arrival,duration,gpus\na,0,10,1\nb,5,10,1\nc,6,10,1\n").expect("rewritten");
     let e = simulate("policy p\n", &w).expect_err("the file changed");

@@ -60,7 +60,13 @@ fn pass(policy: &CompiledPolicy, sinfo: &str, squeue: &str) -> usize {
     let cluster = gpol_sim::read_cluster(sinfo, "sinfo.json").expect("sinfo reads");
     let nodes: Vec<NodeSpec> = cluster.nodes.iter().map(|n| n.to_spec(&policy.policy.levels)).collect();
     let jobs = gpol_slurm::squeue::read(squeue).expect("squeue reads");
-    let state = gpol_slurm::plan::State { nodes: &nodes, unavailable: &[], jobs: &jobs, now: NOW };
+    let state = gpol_slurm::plan::State {
+        nodes: &nodes,
+        unavailable: &[],
+        jobs: &jobs,
+        now: NOW,
+        queue_from: gpol_slurm::jobs::QueueFrom::Account,
+    };
     let plan = gpol_slurm::plan::plan(policy, &state);
     plan.actions.iter().map(|a| a.commands().len()).sum()
 }

@@ -5,7 +5,7 @@
 //!
 //! | gpol | Slurm |
 //! |---|---|
-//! | `queue` | the account (`--account`, else the user's default) |
+//! | `queue` | the account (`--account`, else the user's default); or, when asked ([`QueueFrom::Partition`]), the partition (`--partition`, the first of a list; else the default partition) |
 //! | `priority_class`, `priority` | the QOS when the policy has a class of that name, and its value (else none, 0) |
 //! | `whole_cards`, `allowed_models` | GPUs per node, and their type: `--gres=gpu[:TYPE]:N` (`tres_per_node`), else `--gpus=[TYPE:]N` ÷ nodes, rounded up, else `--gpus-per-task=[TYPE:]N` × `--ntasks-per-node`, or × `--ntasks` (1 when not given) ÷ nodes, rounded up |
 //! | `replicas`, `min_replicas` | `--nodes` (`min_nodes`; 1 when not given) |
@@ -24,7 +24,70 @@
 //! Lua model: rules reading it are not compiled.
 
 use crate::lua;
-use gpol_compiler::spec::{self, JobSpec};
+use gpol_compiler::spec::{self, JobSpec, NodeSpec, Sharing};
+
+/// Which of a Slurm job's names is its gpol queue.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueueFrom {
+    /// The account (`--account`): Slurm's association tree is gpol's queue tree.
+    #[default]
+    Account,
+    /// The partition (`--partition`): sites whose teams each submit to a partition.
+    Partition,
+}
+
+impl QueueFrom {
+    /// Its name in options and in `job_submit.lua`.
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueFrom::Account => "account",
+            QueueFrom::Partition => "partition",
+        }
+    }
+}
+
+impl std::str::FromStr for QueueFrom {
+    type Err = String;
+    fn from_str(s: &str) -> Result<QueueFrom, String> {
+        match s {
+            "account" => Ok(QueueFrom::Account),
+            "partition" => Ok(QueueFrom::Partition),
+            _ => Err(format!("expected `account` or `partition`, not `{s}`")),
+        }
+    }
+}
+
+/// What reading a request as a job depends on besides the request: the policy's priority
+/// classes (a QOS that names none of them gives no class), the cluster's shards per card
+/// (which turn shards into a fraction of a card), and where the queue comes from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reading {
+    pub classes: Vec<String>,
+    pub shards_per_card: Option<u32>,
+    pub queue_from: QueueFrom,
+}
+
+impl Reading {
+    /// The reading for a policy's `classes` on `nodes`: shards per card are the
+    /// time-sliced nodes' (through `shard` GRES) when they agree; when they differ, shard
+    /// requests are not read, and the second value says so.
+    pub fn new<'a>(
+        classes: Vec<String>,
+        nodes: impl IntoIterator<Item = &'a NodeSpec>,
+        queue_from: QueueFrom,
+    ) -> (Reading, Option<String>) {
+        let mut per_card: Vec<u32> =
+            nodes.into_iter().filter(|n| n.sharing == Sharing::Timeslice).map(|n| n.max_clients).collect();
+        per_card.sort_unstable();
+        per_card.dedup();
+        let (shards_per_card, warning) = match per_card[..] {
+            [one] => (Some(one), None),
+            [] => (None, None),
+            _ => (None, Some("the time-sliced nodes differ in shards per card: shard requests are not read".into())),
+        };
+        (Reading { classes, shards_per_card, queue_from }, warning)
+    }
+}
 
 /// `gpol.job(job_desc)`: the job as gpol's rules read it.
 pub const LUA_JOB: &str = r#"-- The job as gpol's rules read it, from Slurm's job_desc (docs/slurm.md, "The job model").
@@ -49,6 +112,16 @@ function gpol.gpus(tres)
   return cards, model
 end
 
+-- The partition a job asked for (the first of a list), else the default partition.
+function gpol.partition(job_desc, part_list)
+  local asked = string.match(job_desc.partition or "", "^%s*([^,%s]+)")
+  if asked then return asked end
+  for _, part in pairs(part_list or {}) do
+    if part.flag_default ~= nil and part.flag_default ~= 0 then return part.name end
+  end
+  return ""
+end
+
 -- Labels from the comment: "key=value,key=value".
 function gpol.labels(comment)
   local labels = {}
@@ -59,11 +132,12 @@ function gpol.labels(comment)
   return labels
 end
 
-function gpol.job(job_desc)
+function gpol.job(job_desc, part_list)
   local job = {}
   job.name = job_desc.name or ""
   job.user = job_desc.user_name or ""
-  job.queue = job_desc.account or job_desc.default_account or ""
+  if gpol.queue_from == "partition" then job.queue = gpol.partition(job_desc, part_list)
+  else job.queue = job_desc.account or job_desc.default_account or "" end
   -- A QOS that names none of the policy's classes gives no class.
   local qos = job_desc.qos or job_desc.default_qos or ""
   job.priority_class = gpol.classes[qos] and qos or ""
@@ -115,6 +189,8 @@ pub struct Request {
     pub name: String,
     pub user: String,
     pub account: String,
+    /// The partition, or the partitions it may run in (`gpu,debug`), or empty.
+    pub partition: String,
     pub qos: String,
     /// `gres:gpu:4`, `gres:gpu:h100:8`, or empty.
     pub tres_per_node: String,
@@ -185,15 +261,23 @@ pub fn labels(comment: &str) -> Vec<(String, String)> {
 }
 
 impl Request {
-    /// The job gpol's rules read (the Rust half of [`LUA_JOB`]); `classes` are the
-    /// policy's priority classes (a QOS that names none gives no class), and
-    /// `shards_per_card` the cluster's shards per GPU, which turn a request of shards into
-    /// a fraction of a card (a whole card or more of them: whole cards, rounded up).
-    pub fn job(&self, classes: &[(String, f64)], shards_per_card: Option<u32>) -> JobSpec {
+    /// The queue: the account, or the partition asked for (the first of a list).
+    pub fn queue(&self, from: QueueFrom) -> &str {
+        match from {
+            QueueFrom::Account => &self.account,
+            QueueFrom::Partition => self.partition.split(',').next().unwrap_or_default().trim(),
+        }
+    }
+
+    /// The job gpol's rules read (the Rust half of [`LUA_JOB`]), as `reading` says: a
+    /// request of shards is a fraction of a card (a whole card or more of them: whole
+    /// cards, rounded up).
+    pub fn job(&self, reading: &Reading) -> JobSpec {
+        let shards_per_card = reading.shards_per_card;
         let mut j = JobSpec::named(self.name.clone());
         j.user = Some(self.user.clone()).filter(|u| !u.is_empty());
-        j.queue = Some(self.account.clone()).filter(|a| !a.is_empty());
-        j.priority_class = classes.iter().find(|(c, _)| *c == self.qos).map(|(c, _)| c.clone());
+        j.queue = Some(self.queue(reading.queue_from).to_string()).filter(|a| !a.is_empty());
+        j.priority_class = reading.classes.iter().find(|c| **c == self.qos).cloned();
         j.replicas = self.nodes.max(1);
         let (mut cards, mut model) = gpus(&self.tres_per_node);
         if cards == 0 {
@@ -238,19 +322,24 @@ impl Request {
 
     /// The request for a job, for jobs Slurm can express exactly (whole cards, whole CPUs,
     /// memory in MiB, durations in minutes, at most one GPU model, labels without `,` or
-    /// `=`): the way back of [`Request::job`].
-    /// A fraction of a card is `shard`s of the cluster's `shards_per_card`, when it is a
-    /// whole number of them.
-    pub fn of(job: &JobSpec, shards_per_card: Option<u32>) -> Result<Request, Inexact> {
+    /// `=`): the way back of [`Request::job`] (the queue as the account or the partition,
+    /// as `reading` says). A fraction of a card is `shard`s of the cluster's shards per
+    /// card, when it is a whole number of them.
+    pub fn of(job: &JobSpec, reading: &Reading) -> Result<Request, Inexact> {
+        let shards_per_card = reading.shards_per_card;
         let replicas = job.replicas.max(1);
+        let queue = job.queue.clone().unwrap_or_default();
         let mut r = Request {
             name: job.name.clone(),
             user: job.user.clone().unwrap_or_default(),
-            account: job.queue.clone().unwrap_or_default(),
             qos: job.priority_class.clone().unwrap_or_default(),
             nodes: replicas,
             ..Request::default()
         };
+        match reading.queue_from {
+            QueueFrom::Account => r.account = queue,
+            QueueFrom::Partition => r.partition = queue,
+        }
         if job.priority.is_some() {
             return Err(Inexact("a priority of its own (Slurm takes it from the QOS)"));
         }
@@ -321,6 +410,7 @@ impl Request {
         };
         text("user_name", &self.user);
         text("account", &self.account);
+        text("partition", &self.partition);
         text("qos", &self.qos);
         text("tres_per_node", &self.tres_per_node);
         text("tres_per_job", &self.tres_per_job);
@@ -346,6 +436,9 @@ impl Request {
         let mut a = vec![format!("--job-name={}", self.name), format!("--nodes={}", self.nodes)];
         if !self.account.is_empty() {
             a.push(format!("--account={}", self.account));
+        }
+        if !self.partition.is_empty() {
+            a.push(format!("--partition={}", self.partition));
         }
         if !self.qos.is_empty() {
             a.push(format!("--qos={}", self.qos));
@@ -374,8 +467,8 @@ impl Request {
 }
 
 /// A job as Slurm's `job_desc` for it (see [`Request::of`] for what can be expressed).
-pub fn job_desc(job: &JobSpec) -> Result<String, Inexact> {
-    Request::of(job, None).map(|r| r.lua_table())
+pub fn job_desc(job: &JobSpec, reading: &Reading) -> Result<String, Inexact> {
+    Request::of(job, reading).map(|r| r.lua_table())
 }
 
 #[cfg(test)]
@@ -401,16 +494,16 @@ mod tests {
         (j.request, j.models, j.replicas) = (spec::Request::Whole(8), vec!["h100".into()], 2);
         (j.cpu_milli, j.mem, j.duration_ms) = (32_000, 64 << 30, Some(3_600_000));
         (j.preemptible, j.labels) = (true, vec![("team".into(), "vision".into())]);
-        let r = Request::of(&j, None).expect("expressible");
+        let r = Request::of(&j, &Reading::default()).expect("expressible");
         assert_eq!(r.cpus, Some(64));
-        assert_eq!(r.job(&[("urgent".into(), 100.0)], None), j);
+        assert_eq!(r.job(&Reading { classes: vec!["urgent".into()], ..Reading::default() }), j);
         assert!(r.sbatch_args().contains(&"--gres=gpu:h100:8".to_string()));
         // A QOS the policy does not declare is no class.
-        assert_eq!(r.job(&[], None).priority_class, None);
+        assert_eq!(r.job(&Reading::default()).priority_class, None);
         // GPUs asked for the whole job count per node.
         let whole_job =
             Request { tres_per_node: String::new(), tres_per_job: "gres:gpu:a100:12".into(), nodes: 2, ..r };
-        let j = whole_job.job(&[], None);
+        let j = whole_job.job(&Reading::default());
         assert_eq!((j.request, j.models), (spec::Request::Whole(6), vec!["a100".to_string()]));
     }
 
@@ -419,13 +512,20 @@ mod tests {
         assert_eq!((shards("gres:shard:4"), shards("gres/shard:h100:16"), shards("gres:gpu:2")), (4, 16, 0));
         let mut j = JobSpec::named("notebook");
         (j.request, j.cpu_milli) = (spec::Request::Fraction(250), 1000);
-        let r = Request::of(&j, Some(8)).expect("two shards of eight");
+        let r =
+            Request::of(&j, &Reading { shards_per_card: Some(8), ..Reading::default() }).expect("two shards of eight");
         assert_eq!(r.tres_per_node, "gres:shard:2");
-        assert_eq!(r.job(&[], Some(8)), j);
-        assert!(Request::of(&j, None).is_err() && Request::of(&j, Some(6)).is_err());
+        assert_eq!(r.job(&Reading { shards_per_card: Some(8), ..Reading::default() }), j);
+        assert!(
+            Request::of(&j, &Reading::default()).is_err()
+                && Request::of(&j, &Reading { shards_per_card: Some(6), ..Reading::default() }).is_err()
+        );
         // Without the cluster's shards per card, or asking a card's worth or more.
-        assert_eq!(r.job(&[], None).request, spec::Request::None);
+        assert_eq!(r.job(&Reading::default()).request, spec::Request::None);
         let all = Request { tres_per_node: "gres:shard:12".into(), ..r };
-        assert_eq!(all.job(&[], Some(8)).request, spec::Request::Whole(2));
+        assert_eq!(
+            all.job(&Reading { shards_per_card: Some(8), ..Reading::default() }).request,
+            spec::Request::Whole(2)
+        );
     }
 }

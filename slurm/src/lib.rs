@@ -11,6 +11,7 @@ pub mod lua;
 pub mod nodes;
 pub mod plan;
 pub mod rest;
+pub mod sacct;
 pub mod squeue;
 pub mod submit;
 pub mod topology;

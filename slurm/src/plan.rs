@@ -7,6 +7,7 @@
 //! is no action, so a plan right after its apply is empty; a job held by the loop for a
 //! reason that no longer holds is released.
 
+use crate::jobs::{QueueFrom, Reading};
 use crate::squeue::SlurmJob;
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::spec::{History, NodeSpec};
@@ -130,11 +131,13 @@ pub struct State<'a> {
     pub jobs: &'a [SlurmJob],
     /// Seconds since the epoch, as Slurm's times.
     pub now: u64,
+    /// Whether queues are accounts or partitions.
+    pub queue_from: QueueFrom,
 }
 
 /// The plan for Slurm's state.
 pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
-    let State { nodes, unavailable, jobs, now } = *state;
+    let State { nodes, unavailable, jobs, now, queue_from } = *state;
     let mut out = Plan::default();
     let mut s = Scheduler::new(policy.clone());
     for n in nodes {
@@ -142,23 +145,9 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
             out.skipped.push(format!("node {}: {e}", n.name));
         }
     }
-    let classes = policy.policy.priority_classes.clone();
-    // Shards per card, which turn a job's shards into a fraction of a card: the nodes'
-    // (time-sliced through `shard` GRES), when they agree.
-    let mut per_card: Vec<u32> = (nodes.iter())
-        .filter(|n| n.sharing == gpol_compiler::spec::Sharing::Timeslice)
-        .map(|n| n.max_clients)
-        .collect();
-    per_card.sort_unstable();
-    per_card.dedup();
-    let shards_per_card = match per_card[..] {
-        [one] => Some(one),
-        [] => None,
-        _ => {
-            out.skipped.push("the time-sliced nodes differ in shards per card: shard requests are not read".into());
-            None
-        }
-    };
+    let classes = policy.policy.priority_classes.iter().map(|(c, _)| c.clone()).collect();
+    let (reading, warning) = Reading::new(classes, nodes, queue_from);
+    out.skipped.extend(warning);
     let ours = |j: &SlurmJob| !j.held || j.admin_comment.starts_with(HELD);
     let taken: Vec<&SlurmJob> = jobs.iter().filter(|j| j.is_running() || (j.is_pending() && ours(j))).collect();
     // Placed by an earlier pass and released, not started yet: Slurm is about to start it
@@ -208,7 +197,7 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
             }
         };
         match (start, ids[i]) {
-            (false, _) => match s.submit(j.request.job(&classes, shards_per_card)) {
+            (false, _) => match s.submit(j.request.job(&reading)) {
                 Ok(id) => ids[i] = Some(id),
                 Err(e) => skip(&mut out, &mut busy, &e),
             },

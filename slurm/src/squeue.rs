@@ -59,7 +59,7 @@ pub struct BadJobs(pub String);
 /// a `{"set", "infinite", "number"}` struct; anything else is skipped.
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum Flex {
+pub(crate) enum Flex {
     Number(serde_json::Number),
     Text(String),
     List(Vec<serde_json::Value>),
@@ -83,6 +83,7 @@ struct RawJob {
     name: Option<Flex>,
     user_name: Option<Flex>,
     account: Option<Flex>,
+    partition: Option<Flex>,
     qos: Option<Flex>,
     tres_per_node: Option<Flex>,
     tres_per_job: Option<Flex>,
@@ -113,7 +114,7 @@ struct Document {
 }
 
 /// A number, or a `{"set": true, "number": n}` struct; `None` when unset or infinite.
-fn number(v: &Option<Flex>) -> Option<u64> {
+pub(crate) fn number(v: &Option<Flex>) -> Option<u64> {
     match v.as_ref()? {
         Flex::Number(n) => n.as_u64(),
         Flex::NoVal { set, infinite, number } => {
@@ -127,7 +128,7 @@ fn number(v: &Option<Flex>) -> Option<u64> {
     }
 }
 
-fn text(v: &Option<Flex>) -> String {
+pub(crate) fn text(v: &Option<Flex>) -> String {
     match v {
         Some(Flex::Text(s)) => s.clone(),
         // Later data parsers write some states as lists of flags.
@@ -150,6 +151,7 @@ pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
                 name: text(&j.name),
                 user: text(&j.user_name),
                 account: text(&j.account),
+                partition: text(&j.partition),
                 qos: text(&j.qos),
                 tres_per_node: text(&j.tres_per_node),
                 tres_per_job: text(&j.tres_per_job),

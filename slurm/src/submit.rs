@@ -8,7 +8,7 @@
 //! of a node becomes the job's `exc_nodes`: the nodes it refuses, which Slurm then never
 //! gives the job.
 
-use crate::jobs;
+use crate::jobs::{self, QueueFrom};
 use crate::lua::{self, Policy, Unsupported};
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::schema::{FieldValue, Record, Storage, Sym};
@@ -95,8 +95,9 @@ pub fn rules(policy: Policy<'_>, with_nodes: bool) -> Vec<Compiled> {
 
 /// `job_submit.lua` for a policy read from `file`; with `hold_for_loop`, every job the
 /// rules admit is also held for the scheduling loop, which places it (and releases it);
-/// with `nodes` (a [`node_table`]), static filters exclude the nodes they refuse.
-pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&str>) -> Submit {
+/// with `nodes` (a [`node_table`]), static filters exclude the nodes they refuse; a job's
+/// queue is its account or its partition, as `queue_from` says.
+pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&str>, queue_from: QueueFrom) -> Submit {
     let rules = rules(policy, nodes.is_some());
     let file = lua::comment(file);
     let mut lua = String::new();
@@ -129,6 +130,11 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
         lua.push_str(&format!(" [{}] = {},", lua::string(class), lua::number(*value)));
     }
     lua.push_str(" }\n\n");
+    lua.push_str(&format!(
+        "-- A job's queue is its {0} (`gpolc slurm emit --queue-from {0}`).\ngpol.queue_from = {1}\n\n",
+        queue_from.name(),
+        lua::string(queue_from.name())
+    ));
     lua.push_str(jobs::LUA_JOB);
     // The rules in declaration order, each a function of the job (tests and `gpolc slurm`
     // ask each on its own); the first that refuses rejects the job.
@@ -170,7 +176,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
         ));
     }
     lua.push_str(
-        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc)\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  if not gpol.exclude(job, job_desc) then\n    return slurm.ERROR\n  end\n  if gpol.site_factor then job_desc.site_factor = gpol.site_factor(job) end\n",
+        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc, part_list)\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  if not gpol.exclude(job, job_desc) then\n    return slurm.ERROR\n  end\n  if gpol.site_factor then job_desc.site_factor = gpol.site_factor(job) end\n",
     );
     if hold_for_loop {
         lua.push_str(&format!(

@@ -26,6 +26,7 @@ fn every_example_emits_its_golden_artefacts() {
             &format!("{label}.gpol"),
             false,
             None,
+            gpol_slurm::jobs::QueueFrom::Account,
         )
         .lua;
         insta::assert_snapshot!(format!("job_submit_{label}"), lua);

@@ -5,7 +5,7 @@
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::NodeSpec;
-use gpol_slurm::jobs::Request;
+use gpol_slurm::jobs::{QueueFrom, Request};
 use gpol_slurm::plan::{Action, HELD, PLACED, State, TOP_PRIORITY, WAITING, plan};
 use gpol_slurm::squeue::SlurmJob;
 
@@ -26,7 +26,7 @@ preempt by_priority { when claimant.priority > victim.priority and victim.preemp
 /// The plan for these jobs on the two nodes, `down` out of service.
 fn plan_of(p: &CompiledPolicy, jobs: &[SlurmJob], down: &[&str], now: u64) -> gpol_slurm::plan::Plan {
     let (nodes, unavailable) = (nodes(), down.iter().map(|d| d.to_string()).collect::<Vec<_>>());
-    plan(p, &State { nodes: &nodes, unavailable: &unavailable, jobs, now })
+    plan(p, &State { nodes: &nodes, unavailable: &unavailable, jobs, now, queue_from: QueueFrom::Account })
 }
 
 fn policy() -> CompiledPolicy {

@@ -5,7 +5,7 @@
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::{JobSpec, Request};
-use gpol_slurm::jobs::Request as SlurmRequest;
+use gpol_slurm::jobs::{QueueFrom, Reading, Request as SlurmRequest};
 use gpol_slurm::lua::Policy;
 use gpol_slurm::topology::{self, Node};
 use gpol_slurm::{squeue, submit};
@@ -72,7 +72,14 @@ fn slurm_rejects_at_submission_what_the_policy_rejects_with_its_message_and_take
     let text = std::fs::read_to_string("../policies/gangs.gpol").expect("the example");
     let policy =
         Checked::from_text("gangs.gpol", &text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"));
-    let lua = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "gangs.gpol", false, None).lua;
+    let lua = submit::emit(
+        Policy { program: &policy.program, hir: &policy.policy },
+        "gangs.gpol",
+        false,
+        None,
+        QueueFrom::Account,
+    )
+    .lua;
     // Two NVLink domains of eight nodes.
     let nodes: Vec<Node> = (0..16)
         .map(|i| Node { name: format!("gpu-{i}"), topology: vec![("nvlink_domain".into(), format!("nvl{}", i / 8))] })
@@ -142,8 +149,12 @@ fn jobs_come_back_from_squeue_as_they_were_submitted() {
     }
     let mut scenario = String::new();
     for j in &jobs {
-        let args: Vec<String> =
-            SlurmRequest::of(j, None).expect("expressible").sbatch_args().iter().map(|a| quoted(a)).collect();
+        let args: Vec<String> = SlurmRequest::of(j, &Reading::default())
+            .expect("expressible")
+            .sbatch_args()
+            .iter()
+            .map(|a| quoted(a))
+            .collect();
         scenario
             .push_str(&format!("sbatch --parsable -o /dev/null {} --wrap 'sleep 300' >/dev/null\n", args.join(" ")));
     }
@@ -152,6 +163,40 @@ fn jobs_come_back_from_squeue_as_they_were_submitted() {
     let found = squeue::read(&out).unwrap_or_else(|e| panic!("{e:?}\n{out}\n{err}"));
     assert_eq!(found.len(), jobs.len(), "{err}");
     for (want, got) in jobs.iter().zip(&found) {
-        assert_eq!(&got.request.job(&[], None), want, "{:?}", got.request);
+        assert_eq!(&got.request.job(&Reading::default()), want, "{:?}", got.request);
     }
+}
+
+#[test]
+fn queues_are_partitions_when_asked_at_submission_and_in_squeue() {
+    if !slurm_here() {
+        return;
+    }
+    let text = "policy partitions\n\
+                queue root {\n  queue gpu { weight 3 }\n  queue debug { weight 1 }\n}\n\
+                admit small_gpu \"gpu jobs take at most 4 GPUs\" {\n  job.queue.name != \"gpu\" or job.total_gpus <= 4 gpu\n}\n";
+    let policy =
+        Checked::from_text("partitions.gpol", text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"));
+    let view = Policy { program: &policy.program, hir: &policy.policy };
+    let lua = submit::emit(view, "partitions.gpol", false, None, QueueFrom::Partition).lua;
+    let extra = "PartitionName=debug Nodes=gpu-[0-3] MaxTime=60 State=UP\n".to_string();
+    let (out, err) = in_slurm_apart(
+        &[("job_submit.lua", lua), ("slurm-extra.conf", extra)],
+        "sbatch -p debug --gres=gpu:8 -J big -o /dev/null --wrap 'sleep 300' >/dev/null; echo \"debug 8: rc=$?\" >&2\n\
+         sbatch -p gpu,debug --gres=gpu:8 -o /dev/null --wrap 'sleep 300' >/dev/null; echo \"gpu first 8: rc=$?\" >&2\n\
+         sbatch --gres=gpu:8 -o /dev/null --wrap 'sleep 300' >/dev/null; echo \"default 8: rc=$?\" >&2\n\
+         sbatch --gres=gpu:2 -J small -o /dev/null --wrap 'sleep 300' >/dev/null; echo \"default 2: rc=$?\" >&2\n\
+         squeue --json\n",
+    );
+    // The partition asked for (the first of a list) is the queue; without one, the
+    // default partition (gpu), found in Slurm's partition list, is.
+    assert!(err.contains("debug 8: rc=0") && err.contains("default 2: rc=0"), "{err}");
+    assert!(err.contains("gpu first 8: rc=1") && err.contains("default 8: rc=1"), "{err}");
+    assert!(err.contains("gpu jobs take at most 4 GPUs (gpol admit small_gpu)"), "{err}");
+    // squeue's jobs read back with the same queues.
+    let jobs = squeue::read(&out).unwrap_or_else(|e| panic!("{e:?}\n{out}\n{err}"));
+    let reading = Reading { queue_from: QueueFrom::Partition, ..Reading::default() };
+    let queues: Vec<(String, Option<String>)> =
+        jobs.iter().map(|j| (j.request.name.clone(), j.request.job(&reading).queue)).collect();
+    assert_eq!(queues, [("big".into(), Some("debug".into())), ("small".into(), Some("gpu".into()))]);
 }

@@ -10,6 +10,7 @@ use gpol_compiler::interp::{self, Roots};
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::{JobSpec, Request};
 use gpol_runtime::Scheduler;
+use gpol_slurm::jobs::{QueueFrom, Reading};
 use gpol_slurm::lua::Policy;
 use gpol_slurm::{jobs, submit};
 use proptest::prelude::*;
@@ -174,13 +175,13 @@ fn the_script_refuses_what_the_interpreter_refuses_with_the_rules_message() {
         let text = std::fs::read_to_string(Path::new("../policies").join(name)).expect("the example exists");
         let policy = compile(name, &text);
         let view = Policy { program: &policy.program, hir: &policy.policy };
-        let emitted = submit::emit(view, name, false, None);
+        let emitted = submit::emit(view, name, false, None, QueueFrom::Account);
         let compiled: Vec<String> =
             emitted.rules.iter().filter(|r| r.kind == "admit" && r.condition.is_ok()).map(|r| r.name.clone()).collect();
         let script = emitted.lua;
         let (mut descs, mut expected) = (Vec::new(), Vec::new());
         for job in jobs(&policy, 300) {
-            let Ok(desc) = jobs::job_desc(&job) else { continue };
+            let Ok(desc) = jobs::job_desc(&job, &Reading::default()) else { continue };
             let Ok(verdict) = interpreter(&policy, &job) else { continue };
             descs.push(desc);
             expected.push((job, verdict));
@@ -219,7 +220,14 @@ fn the_lua_built_ins_compute_what_gpols_do() {
     let values =
         [-2.5, -0.5, -0.0, 0.0, 0.49999999999999994, 0.5, 1.5, 2.5, -3.7, 7.0, 1e300, -1e-300, f64::INFINITY, f64::NAN];
     let policy = compile("t.gpol", "policy t\n");
-    let script = submit::emit(Policy { program: &policy.program, hir: &policy.policy }, "t.gpol", false, None).lua;
+    let script = submit::emit(
+        Policy { program: &policy.program, hir: &policy.policy },
+        "t.gpol",
+        false,
+        None,
+        QueueFrom::Account,
+    )
+    .lua;
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(dir.path().join("job_submit.lua"), script).expect("writable");
     let list: Vec<String> = values.iter().map(|&x| gpol_slurm::lua::number(x)).collect();
@@ -320,7 +328,7 @@ fn static_filters_exclude_the_nodes_the_interpreter_refuses() {
         let by_name =
             (policy.program.filters.iter()).any(|f| f.body.node.reads(gpol_compiler::schema::Record::Node, "name"));
         assert_eq!(table.matches("hosts = ").count(), if by_name { 6 } else { 4 }, "{name}: {table}");
-        let emitted = submit::emit(view, name, false, Some(&table));
+        let emitted = submit::emit(view, name, false, Some(&table), QueueFrom::Account);
         let compiled: Vec<&str> = emitted
             .rules
             .iter()
@@ -334,7 +342,7 @@ fn static_filters_exclude_the_nodes_the_interpreter_refuses() {
             if let Some(l) = job.labels.iter_mut().find(|(k, _)| k == "zone") {
                 l.1 = if l.1.len() % 2 == 0 { "a".into() } else { "b".into() };
             }
-            let Ok(desc) = jobs::job_desc(&job) else { continue };
+            let Ok(desc) = jobs::job_desc(&job, &Reading::default()) else { continue };
             // The reference: each node, refused when a compiled filter refuses it.
             let mut s = Scheduler::new(policy.clone());
             for n in &nodes {
@@ -421,13 +429,13 @@ fn the_site_factor_is_the_leading_job_order_key_as_the_interpreter_computes_it()
     ] {
         let policy = compile(name, &text);
         let view = Policy { program: &policy.program, hir: &policy.policy };
-        let emitted = submit::emit(view, name, false, None);
+        let emitted = submit::emit(view, name, false, None, QueueFrom::Account);
         assert!(emitted.rules.iter().any(|r| r.name == submit::SITE_FACTOR && r.condition.is_ok()), "{name}");
         let key = &policy.program.job_order[0];
         let sign = if key.dir == gpol_compiler::syntax::Direction::Desc { 1.0 } else { -1.0 };
         let (mut descs, mut expected) = (Vec::new(), Vec::new());
         for job in jobs(&policy, 300) {
-            let Ok(desc) = jobs::job_desc(&job) else { continue };
+            let Ok(desc) = jobs::job_desc(&job, &Reading::default()) else { continue };
             let mut s = Scheduler::new(policy.clone());
             let Ok(id) = s.submit(job.clone()) else { continue };
             let view = s.view(Some(id));
@@ -463,7 +471,7 @@ fn gpus_per_task_read_alike_in_lua_and_rust() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let policy = compile("t.gpol", "policy t\n");
     let view = Policy { program: &policy.program, hir: &policy.policy };
-    let script = submit::emit(view, "t.gpol", false, None).lua;
+    let script = submit::emit(view, "t.gpol", false, None, QueueFrom::Account).lua;
     let request = |nodes: u32, per_task: &str, tasks: Option<u64>, per_node: Option<u64>| Request {
         name: "t".into(),
         nodes,
@@ -485,7 +493,7 @@ fn gpus_per_task_read_alike_in_lua_and_rust() {
     let text = run_harness(&script, &descs, harness, dir.path());
     assert_eq!(text.lines().count(), cases.len());
     for (line, (r, cards, model)) in text.lines().zip(&cases) {
-        let job = r.job(&[], None);
+        let job = r.job(&Reading::default());
         let rust = match job.request {
             gpol_compiler::spec::Request::Whole(n) => n,
             _ => 0,
@@ -521,7 +529,7 @@ fn deep_expressions_compile_only_as_deep_as_lua_parses_them() {
         // Past gpol's own limits: not a policy.
         let Ok(policy) = Checked::from_text("deep.gpol", text).compile(EngineKind::Interp) else { continue };
         let view = Policy { program: &policy.program, hir: &policy.policy };
-        let emitted = submit::emit(view, "deep.gpol", false, None);
+        let emitted = submit::emit(view, "deep.gpol", false, None, QueueFrom::Account);
         let rule = &emitted.rules[0];
         match &rule.condition {
             Ok(lua) => {

@@ -144,7 +144,7 @@ fn replay_inputs(args: &Args) -> Result<(gpol_sim::spec::ClusterSpec, gpol_sim::
         super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
             .map_err(|_| USAGE)?;
     let workload = match &args.trace {
-        Some(path) => super::sim::open_trace(path),
+        Some(path) => super::sim::open_trace(path, &Default::default()),
         None => super::sim::read(&None, super::sim::DEFAULT_TRACE, MAX_INPUT_BYTES, gpol_sim::read_trace),
     }
     .map_err(|_| USAGE)?;

@@ -48,10 +48,14 @@ pub struct Args {
     /// Repeatable; replaces the cluster spec's `[prices]`.
     #[arg(long, value_name = "MODEL=PRICE", value_parser = sim::prices::Prices::parse_arg)]
     price: Vec<(String, f64)>,
-    /// The workload: gpol's CSV or JSON Lines trace, or an openb pod list (default: the
-    /// bundled sim/trace.csv).
+    /// The workload: gpol's CSV or JSON Lines trace, a Slurm cluster's history
+    /// (`sacct --json`), or an openb pod list (default: the bundled sim/trace.csv).
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// For a Slurm history: what a job's queue is, its `account` or its `partition` (as
+    /// `gpolc slurm run --queue-from` reads it).
+    #[arg(long, value_name = "FIELD", default_value = "account")]
+    queue_from: gpol_slurm::jobs::QueueFrom,
     /// Fill mode: jobs arrive in a shuffled order, each tried once and never leaving,
     /// until the requested GPUs reach PCT percent of capacity.
     #[arg(long, value_name = "PCT")]
@@ -157,13 +161,6 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     for w in &cluster.warnings {
         eprintln!("warning: {w}");
     }
-    let workload = match &args.trace {
-        Some(path) => open_trace(path)?,
-        None => read(&None, DEFAULT_TRACE, MAX_INPUT_BYTES, sim::read_trace)?,
-    };
-    if mode == Mode::Timed && workload.is_openb() {
-        eprintln!("warning: {}", sim::core::OPENB_TIMED);
-    }
     let paths: Vec<Option<&PathBuf>> = match (&args.policy, args.compare.is_empty()) {
         (None, false) => args.compare.iter().map(Some).collect(),
         (policy, _) => std::iter::once(policy.as_ref()).chain(args.compare.iter().map(Some)).collect(),
@@ -175,6 +172,23 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
             None => super::compile_policy_text(DEFAULT_POLICY.0, DEFAULT_POLICY.1, args.engine, color)?,
         };
         policies.push((compiled.policy.name.clone(), compiled));
+    }
+    // A Slurm history's QOS names a priority class when every policy run has that class.
+    let classes: Vec<String> = (policies.iter().flat_map(|(_, p)| &p.policy.priority_classes))
+        .map(|(c, _)| c.clone())
+        .filter(|c| policies.iter().all(|(_, p)| p.policy.priority_classes.iter().any(|(d, _)| d == c)))
+        .collect();
+    let (reading, warning) =
+        gpol_slurm::jobs::Reading::new(classes, cluster.nodes.iter().map(|n| &n.spec), args.queue_from);
+    let workload = match &args.trace {
+        Some(path) => open_trace(path, &reading)?,
+        None => read(&None, DEFAULT_TRACE, MAX_INPUT_BYTES, sim::read_trace)?,
+    };
+    for w in warning.iter().filter(|_| workload.summary().jobs > 0).chain(&workload.warnings) {
+        eprintln!("warning: {w}");
+    }
+    if mode == Mode::Timed && workload.is_openb() {
+        eprintln!("warning: {}", sim::core::OPENB_TIMED);
     }
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -329,7 +343,7 @@ pub(super) fn read<T>(
 
 /// Opens a trace file: checked in one pass, then streamed by each run when its rows are
 /// in arrival order (docs/simulator.md).
-pub(super) fn open_trace(path: &std::path::Path) -> Result<sim::Workload, u8> {
+pub(super) fn open_trace(path: &std::path::Path, slurm: &gpol_slurm::jobs::Reading) -> Result<sim::Workload, u8> {
     if let Err(e) = gpol_compiler::files::open(path, MAX_INPUT_BYTES) {
         eprintln!("error: {e}");
         return Err(USAGE);
@@ -340,7 +354,7 @@ pub(super) fn open_trace(path: &std::path::Path) -> Result<sim::Workload, u8> {
         let now = (done.clamp(0.0, 1.0) * 1000.0) as u64;
         bar.inc(now.saturating_sub(seen.swap(now, Ordering::Relaxed)));
     };
-    let workload = sim::open_trace(path, &path.display().to_string(), MAX_INPUT_BYTES, &progress);
+    let workload = sim::open_trace(path, &path.display().to_string(), MAX_INPUT_BYTES, slurm, &progress);
     bar.finish();
     workload.map_err(|e| {
         eprintln!("error: {e}");

@@ -42,6 +42,10 @@ pub struct EmitArgs {
     /// decides where and when every job runs).
     #[arg(long)]
     hold_for_loop: bool,
+    /// What a job's queue is: its `account` (Slurm's association tree is the queue tree)
+    /// or its `partition` (then accounts.sh is not written: the loop enforces the quotas).
+    #[arg(long, value_name = "FIELD", default_value = "account")]
+    queue_from: gpol_slurm::jobs::QueueFrom,
     /// With --cluster, the topology level that is an NVLink block: also write
     /// topology-block.conf, its `topology/block` form for Slurm 23.11+ (default: the
     /// policy's level named `block`, if it has one).
@@ -72,6 +76,9 @@ pub struct PlanArgs {
     /// needs slurmdbd).
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true)]
     accounts: Option<Option<PathBuf>>,
+    /// What a job's queue is: its `account` or its `partition` (as `emit` was told).
+    #[arg(long, value_name = "FIELD", default_value = "account")]
+    queue_from: gpol_slurm::jobs::QueueFrom,
     /// Read nodes and jobs from slurmrestd instead of `sinfo`/`squeue`: `unix:PATH` (its
     /// local authentication) or an http(s):// URL (with the JWT in SLURM_JWT, for the
     /// user SLURM_USER_NAME, else USER).
@@ -106,6 +113,9 @@ pub fn run(command: Command, color: bool) -> u8 {
 
 /// Passes of `apply` until interrupted (or `--passes`); the policy is compiled once.
 fn run_loop(args: RunArgs, color: bool) -> u8 {
+    if let Err(code) = partitions_have_no_accounts(&args.state) {
+        return code;
+    }
     if !(args.every.is_finite() && (0.1..=86_400.0).contains(&args.every)) {
         eprintln!("error: --every takes seconds between 0.1 and 86400, not {}", args.every);
         return USAGE;
@@ -136,6 +146,17 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
     last
 }
 
+/// `--accounts` mends an association tree: none when queues are partitions.
+fn partitions_have_no_accounts(args: &PlanArgs) -> Result<(), u8> {
+    if args.accounts.is_some() && args.queue_from == gpol_slurm::jobs::QueueFrom::Partition {
+        eprintln!(
+            "error: --accounts mends an association tree, and with --queue-from partition the queues are partitions"
+        );
+        return Err(USAGE);
+    }
+    Ok(())
+}
+
 /// Output of a Slurm command, or a file standing for it, within `limit` bytes.
 fn slurm_output(file: &Option<PathBuf>, command: &[&str], limit: u64) -> Result<(String, String), String> {
     if let Some(path) = file {
@@ -149,6 +170,9 @@ fn slurm_output(file: &Option<PathBuf>, command: &[&str], limit: u64) -> Result<
 }
 
 fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
+    if let Err(code) = partitions_have_no_accounts(&args) {
+        return code;
+    }
     match super::compile_policy(&args.policy, EngineKind::Interp, color) {
         Ok(compiled) => pass(&compiled, &args, apply),
         Err(code) => code,
@@ -238,7 +262,8 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         }
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let state = gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now };
+    let queue_from = args.queue_from;
+    let state = gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now, queue_from };
     let mut plan = gpol_slurm::plan::plan(compiled, &state);
     if let Some(file) = &args.accounts {
         match account_changes(compiled, file) {
@@ -330,10 +355,15 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
         },
         None => None,
     };
-    let submit = gpol_slurm::submit::emit(policy, &file, args.hold_for_loop, node_table.as_deref());
-    let accounts = gpol_slurm::accounts::emit(&compiled.policy, &file);
+    let submit = gpol_slurm::submit::emit(policy, &file, args.hold_for_loop, node_table.as_deref(), args.queue_from);
+    // Queues that are partitions are no association tree.
+    let accounts = (args.queue_from == gpol_slurm::jobs::QueueFrom::Account)
+        .then(|| gpol_slurm::accounts::emit(&compiled.policy, &file));
+    if accounts.is_none() {
+        eprintln!("note: queues are partitions: accounts.sh is not written (`gpolc slurm run` enforces the quotas)");
+    }
     // What to write in each output, in order; `None`: nothing for that one.
-    let mut texts = vec![Some(submit.lua.clone()), Some(accounts.script.clone())];
+    let mut texts = vec![Some(submit.lua.clone()), accounts.as_ref().map(|a| a.script.clone())];
     if let Some(cluster) = &cluster {
         let nodes: Vec<Node> =
             cluster.nodes.iter().map(|n| Node { name: n.spec.name.clone(), topology: n.topology.clone() }).collect();
@@ -381,12 +411,14 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
         outs[0].path().display(),
         submit.rules.len() - enforced
     );
-    eprintln!(
-        "wrote {}: {} account(s), {} thing(s) Slurm's associations cannot express",
-        outs[1].path().display(),
-        accounts.script.lines().filter(|l| l.starts_with("sacctmgr")).count(),
-        accounts.unexpressed.len()
-    );
+    if let Some(accounts) = &accounts {
+        eprintln!(
+            "wrote {}: {} account(s), {} thing(s) Slurm's associations cannot express",
+            outs[1].path().display(),
+            accounts.script.lines().filter(|l| l.starts_with("sacctmgr")).count(),
+            accounts.unexpressed.len()
+        );
+    }
     for (out, text) in outs.iter().zip(&texts).skip(2) {
         if text.is_some() {
             eprintln!("wrote {}", out.path().display());
