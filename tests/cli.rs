@@ -182,6 +182,17 @@ fn build_writes_kueue_objects_and_names_what_kueue_cannot_enforce() {
     assert!(err.contains("[E0044] Error: queue `Team_A` cannot be written as a Kueue object"), "{err}");
     gpolc().args(["build", "--target", "kueue", &upper, "--namespace", "Bad_NS"]).assert().code(2);
     gpolc().args(["build", "policies/gangs.gpol", "--cluster", "sim/cluster.toml"]).assert().code(2);
+
+    // A model's flavor selects the product its nodes carry (a recorded vGPU node list).
+    let a16 = write(
+        dir.path(),
+        "a16.gpol",
+        "policy p\nqueue root {\n  guarantee 1 gpu(a16)\n  queue a { guarantee 1 gpu(a16) }\n}\n",
+    );
+    let nodes = "kubernetes/tests/fixtures/recorded/edgexr-nori-vgpu-a16.nodelist.json";
+    gpolc().args(["build", "--target", "kueue", &a16, "--cluster", nodes, "-o", &yaml, "--force"]).assert().success();
+    let text = std::fs::read_to_string(&yaml).unwrap_or_default();
+    assert!(text.contains("nvidia.com/gpu.product: NVIDIA-A16-4Q"), "{text}");
 }
 
 #[test]

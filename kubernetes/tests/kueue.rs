@@ -333,6 +333,12 @@ queue org {
             name: format!("n{i}"),
             model: if i < 3 { "h100".into() } else { "a100".into() },
             cards: 8,
+            // As GPU feature discovery labels them: two kinds of H100.
+            labels: vec![(
+                "nvidia.com/gpu.product".into(),
+                ["NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-NVL", "NVIDIA-A100-SXM4-80GB"][i]
+                    .into(),
+            )],
             ..Default::default()
         })
         .collect();
@@ -343,7 +349,15 @@ queue org {
         assert!(schemas.problems(d).is_empty(), "{d:#}: {:?}", schemas.problems(d));
     }
     let h100 = find(&docs, "ResourceFlavor", "gpu-h100");
-    assert_eq!(h100["spec"]["nodeLabels"]["nvidia.com/gpu.product"], "h100");
+    // Flavors select the products the nodes carry: for two, the one with more cards, and
+    // the other is named.
+    assert_eq!(h100["spec"]["nodeLabels"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+    let a100 = find(&docs, "ResourceFlavor", "gpu-a100");
+    assert_eq!(a100["spec"]["nodeLabels"]["nvidia.com/gpu.product"], "NVIDIA-A100-SXM4-80GB");
+    let flavor: Vec<&Finding> = t.findings.iter().filter(|f| f.construct.starts_with("ResourceFlavor")).collect();
+    assert_eq!(flavor.len(), 1, "{flavor:?}");
+    assert_eq!(flavor[0].construct, "ResourceFlavor `gpu-h100`");
+    assert!(flavor[0].message.contains("the GPUs of `NVIDIA-H100-NVL` (8 cards) are outside"), "{flavor:?}");
     // org: 16 written, children 4 + 6 promised: 6 of its own.
     let org = find(&docs, "Cohort", "org");
     assert_eq!(quota(org, "gpu-h100", "nvidia.com/gpu")["nominalQuota"], "6");
@@ -594,6 +608,7 @@ queue c {
     assert_eq!(
         named,
         [
+            "ResourceFlavor `gpu-h100`",
             "queue `a`: its GPU amounts of any model beside model quotas",
             "queue `b`: its GPU amounts of any model beside model quotas",
             "queue `c`: its GPU amounts of any model beside model quotas",
@@ -602,7 +617,9 @@ queue c {
     // Models alone: the other models' GPUs are out of Kueue's reach, and it says so.
     let models_only = "policy p\nqueue c {\n  guarantee 4 gpu(h100)\n  queue a { guarantee 4 gpu(h100) }\n}\n";
     let t = kueue::translate(&policy_text(models_only), &Options::default());
-    assert_eq!(constructs(&t), ["GPUs of models without a quota"]);
+    assert_eq!(constructs(&t), ["GPUs of models without a quota", "ResourceFlavor `gpu-h100`"]);
+    // Without the cluster, the flavor selects the model's name, which no node carries.
+    assert!(t.findings[1].message.contains("give `--cluster`"), "{:?}", t.findings);
     // Two models, one flavor name: an error, and no objects.
     let clash = "policy p\nqueue c {\n  guarantee 2 gpu(H100), 2 gpu(h100)\n  queue a { guarantee 2 gpu(H100), 2 gpu(h100) }\n}\n";
     let t = kueue::translate(&policy_text(clash), &Options::default());

@@ -102,6 +102,42 @@ impl Finding {
     }
 }
 
+/// The `nvidia.com/gpu.product` value the flavor `name` of a GPU model selects: the
+/// product its nodes carry (a flavor selects one label value; where a model's nodes carry
+/// several, the one with most cards, and a finding names the rest), else the model's name
+/// with a finding that no node will match it.
+fn flavor_product(model: &str, name: &str, capacity: Option<&Capacity>, findings: &mut Vec<Finding>) -> String {
+    let construct = format!("ResourceFlavor `{name}`");
+    let label = crate::nodes::MODEL_LABEL;
+    match capacity.and_then(|c| c.product(model)) {
+        Some((product, others)) => {
+            if !others.is_empty() {
+                let list: Vec<String> = others.iter().map(|(p, n)| format!("`{p}` ({n} cards)")).collect();
+                let message = format!(
+                    "the cluster's `{model}` nodes carry several products, and a flavor selects one `{label}` value: \
+                     it selects `{product}`, and the GPUs of {} are outside Kueue's quotas for `{model}`",
+                    list.join(", ")
+                );
+                findings.push(Finding { span: None, construct, message, enforcer: Some(Enforcer::Stricter) });
+            }
+            product.to_string()
+        }
+        None => {
+            let message = match capacity {
+                Some(_) => format!(
+                    "no node of the cluster is a `{model}` with a `{label}` label: it selects `{label}: {model}`, which no node carries"
+                ),
+                None => format!(
+                    "it selects `{label}: {model}`, and GPU feature discovery writes product names \
+                     (`NVIDIA-H100-80GB-HBM3`): give `--cluster` (`kubectl get nodes -o json`) to select your nodes' products"
+                ),
+            };
+            findings.push(Finding { span: None, construct, message, enforcer: Some(Enforcer::Stricter) });
+            model.to_string()
+        }
+    }
+}
+
 /// Translates a checked policy into Kueue's objects.
 pub fn translate(policy: &Policy, options: &Options) -> Translation {
     let mut findings = Vec::new();
@@ -161,8 +197,9 @@ fn tree(
         }
     }
     for (name, model) in layout.flavors() {
+        let product = model.as_deref().map(|m| flavor_product(m, &name, options.capacity.as_ref(), findings));
         let node_labels =
-            model.map(|m| BTreeMap::from([(crate::nodes::MODEL_LABEL.to_string(), m)])).unwrap_or_default();
+            product.map(|p| BTreeMap::from([(crate::nodes::MODEL_LABEL.to_string(), p)])).unwrap_or_default();
         let spec = FlavorSpec { node_labels };
         objects.push(Object::ResourceFlavor(objects::named("ResourceFlavor", objects::metadata(&name), spec)));
     }

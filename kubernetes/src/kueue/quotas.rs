@@ -26,20 +26,37 @@ pub const MAX_FLAVORS: usize = 64;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Capacity {
     pub amounts: BTreeMap<Resource, f64>,
+    /// Per gpol model, the product names its nodes carry (`nvidia.com/gpu.product`, as
+    /// GPU feature discovery writes them) and their cards: what a flavor must select.
+    pub products: BTreeMap<String, BTreeMap<String, u32>>,
 }
 
 impl Capacity {
     /// The capacity of these nodes: cards (in all and per model), cores and bytes.
     pub fn of(nodes: &[gpol_runtime::NodeSpec]) -> Capacity {
         let mut amounts = BTreeMap::new();
+        let mut products: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
         for n in nodes {
+            let product = n.labels.iter().find(|(k, _)| k == crate::nodes::MODEL_LABEL);
+            if let Some((_, product)) = product.filter(|_| n.cards > 0) {
+                *products.entry(n.model.clone()).or_default().entry(product.clone()).or_default() += n.cards;
+            }
             let cards = f64::from(n.cards);
             *amounts.entry(Resource::Gpu(None)).or_insert(0.0) += cards;
             *amounts.entry(Resource::Gpu(Some(n.model.clone()))).or_insert(0.0) += cards;
             *amounts.entry(Resource::Cpu).or_insert(0.0) += n.cpu_milli as f64 / 1000.0;
             *amounts.entry(Resource::Mem).or_insert(0.0) += n.mem as f64;
         }
-        Capacity { amounts }
+        Capacity { amounts, products }
+    }
+
+    /// The product name a flavor of `model` selects: its nodes' only one, or the one with
+    /// the most cards (ties: the first by name), and the others.
+    pub fn product(&self, model: &str) -> Option<(&str, Vec<(&str, u32)>)> {
+        let products = self.products.get(model)?;
+        let (best, _) = products.iter().max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))?;
+        let others = products.iter().filter(|(p, _)| *p != best).map(|(p, &n)| (p.as_str(), n)).collect();
+        Some((best.as_str(), others))
     }
 }
 
