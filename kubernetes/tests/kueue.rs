@@ -358,6 +358,9 @@ queue org {
     assert_eq!(flavor.len(), 1, "{flavor:?}");
     assert_eq!(flavor[0].construct, "ResourceFlavor `gpu-h100`");
     assert!(flavor[0].message.contains("the GPUs of `NVIDIA-H100-NVL` (8 cards) are outside"), "{flavor:?}");
+    // And they are no capacity of the model's flavor: an unset root guarantee is 16, not 24.
+    let h100_cards = Capacity::of(&nodes).amounts.get(&gpol_compiler::hir::Resource::Gpu(Some("h100".into()))).copied();
+    assert_eq!(h100_cards, Some(16.0));
     // org: 16 written, children 4 + 6 promised: 6 of its own.
     let org = find(&docs, "Cohort", "org");
     assert_eq!(quota(org, "gpu-h100", "nvidia.com/gpu")["nominalQuota"], "6");

@@ -64,10 +64,17 @@ pub fn parse(text: &str, file: &str, reading: &Reading) -> Result<(Vec<TraceJob>
     }
     if shards > 0 {
         warnings.push(format!(
-            "{file}: {shards} job(s) ask for shards, and the cluster's time-sliced nodes do not agree on one \
-             number of shards per card: read as asking for no GPU"
+            "{file}: {shards} job(s) ask for shards, and the cluster has no time-sliced nodes of one number of \
+             shards per card: read as asking for no GPU"
         ));
     }
+    if !history.jobs.iter().any(|f| !f.request.tres_per_job.is_empty() || !f.request.tres_per_node.is_empty()) {
+        warnings.push(format!(
+            "{file}: no job records a GPU: Slurm's accounting keeps GPUs only with \
+             `AccountingStorageTRES=gres/gpu` (every job is read as asking for none)"
+        ));
+    }
+    crate::trace::unique_names(&jobs, file)?;
     Ok((jobs, warnings))
 }
 
@@ -137,5 +144,13 @@ mod tests {
             r#"{"jobs": [{"job_id": 1, "allocation_nodes": 0, "time": {"submission": 5, "start": 6, "end": 6}}]}"#;
         let e = parse(none, "h.json", &Reading::default()).expect_err("nothing ran").to_string();
         assert!(e.contains("no job in it ran"), "{e}");
+        // One job twice (`sacct --duplicates`, or two clusters' ids): named twice.
+        let job = r#"{"job_id": 4, "name": "x", "allocation_nodes": 1, "time": {"submission": 5, "start": 6, "end": 7}}"#;
+        let twice = format!(r#"{{"jobs": [{job}, {job}]}}"#);
+        let e = parse(&twice, "h.json", &Reading::default()).expect_err("twice").to_string();
+        assert!(e.contains("job `x-4` is named twice"), "{e}");
+        // Accounting without GPUs counted: said, not silently CPU-only.
+        let (_, warnings) = parse(&format!(r#"{{"jobs": [{job}]}}"#), "h.json", &Reading::default()).expect("read");
+        assert!(warnings.iter().any(|w| w.contains("AccountingStorageTRES=gres/gpu")), "{warnings:?}");
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! | gpol | Slurm |
 //! |---|---|
-//! | `queue` | the account (`--account`, else the user's default); or, when asked ([`QueueFrom::Partition`]), the partition (`--partition`, the first of a list; else the default partition) |
+//! | `queue` | the account (`--account`, else the user's default); or, when asked ([`QueueFrom::Partition`]), the partition (`--partition`, else the default partition; a list of several is refused at submission) |
 //! | `priority_class`, `priority` | the QOS when the policy has a class of that name, and its value (else none, 0) |
 //! | `whole_cards`, `allowed_models` | GPUs per node, and their type: `--gres=gpu[:TYPE]:N` (`tres_per_node`), else `--gpus=[TYPE:]N` ÷ nodes, rounded up, else `--gpus-per-task=[TYPE:]N` × `--ntasks-per-node`, or × `--ntasks` (1 when not given) ÷ nodes, rounded up |
 //! | `replicas`, `min_replicas` | `--nodes` (`min_nodes`; 1 when not given) |
@@ -112,9 +112,12 @@ function gpol.gpus(tres)
   return cards, model
 end
 
--- The partition a job asked for (the first of a list), else the default partition.
+-- The partition a job asked for, else the default partition; nil for a list of several
+-- (the job's queue would be whichever partition it starts in).
 function gpol.partition(job_desc, part_list)
-  local asked = string.match(job_desc.partition or "", "^%s*([^,%s]+)")
+  local asked, n = nil, 0
+  for p in string.gmatch(job_desc.partition or "", "[^,%s]+") do asked, n = asked or p, n + 1 end
+  if n > 1 then return nil end
   if asked then return asked end
   for _, part in pairs(part_list or {}) do
     if part.flag_default ~= nil and part.flag_default ~= 0 then return part.name end
@@ -223,14 +226,20 @@ pub fn gpus(tres: &str) -> (u32, Option<String>) {
         }
         found = match rest.split_once(':') {
             Some((typ, n)) if !typ.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
-                (n.parse().unwrap_or(0), Some(typ.to_string()))
+                (count(n), Some(typ.to_string()))
             }
-            _ if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()) => (rest.parse().unwrap_or(0), None),
+            _ if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()) => (count(rest), None),
             _ if rest.is_empty() => (1, None),
             _ => found,
         };
     }
     found
+}
+
+/// A count of digits, at most `u32::MAX` (a larger one is refused by the job model's
+/// limits, never read as 0).
+fn count(digits: &str) -> u32 {
+    digits.parse::<u64>().map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 /// Shards per node a TRES list asks for (`gres:shard:4`, `gres/shard:h100:4`).
@@ -261,11 +270,12 @@ pub fn labels(comment: &str) -> Vec<(String, String)> {
 }
 
 impl Request {
-    /// The queue: the account, or the partition asked for (the first of a list).
+    /// The queue: the account, or the partition (the first of a list: a job waiting
+    /// for any of several, which `job_submit.lua` refuses when queues are partitions).
     pub fn queue(&self, from: QueueFrom) -> &str {
         match from {
             QueueFrom::Account => &self.account,
-            QueueFrom::Partition => self.partition.split(',').next().unwrap_or_default().trim(),
+            QueueFrom::Partition => self.partition.split(',').map(str::trim).find(|p| !p.is_empty()).unwrap_or(""),
         }
     }
 
@@ -303,11 +313,12 @@ impl Request {
             _ => spec::Request::None,
         };
         j.models = if cards > 0 { model.into_iter().collect() } else { Vec::new() };
-        let per_node_cpu = self.cpus.map_or(0, |c| c * 1000 / u64::from(j.replicas));
+        let per_node_cpu = self.cpus.map_or(0, |c| c.saturating_mul(1000) / u64::from(j.replicas));
         j.cpu_milli = per_node_cpu;
         j.mem = match (self.mem_per_node_mib, self.mem_per_cpu_mib) {
-            (Some(m), _) => m << 20,
-            (None, Some(m)) => (m << 20) * per_node_cpu / 1000,
+            // Saturating: a count past the job model's limits is refused there, never wrapped.
+            (Some(m), _) => m.saturating_mul(1 << 20),
+            (None, Some(m)) => m.saturating_mul(1 << 20).saturating_mul(per_node_cpu) / 1000,
             _ => 0,
         };
         j.duration_ms = self.time_limit_min.map(|m| m * 60_000);

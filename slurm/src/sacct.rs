@@ -198,6 +198,7 @@ pub fn read(json: &str) -> Result<History, BadHistory> {
         }
         let tres = requested(&tres.requested);
         let nodes = tres.nodes.or(number(&j.allocation_nodes)).unwrap_or(1).max(1);
+        // Counts as recorded (a count past the job model's limits is refused there).
         let gres = |what: &str, model: Option<&str>, n: u64| match (n, model) {
             (0, _) => String::new(),
             (n, Some(m)) => format!("gres:{what}:{m}:{n}"),

@@ -176,7 +176,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
         ));
     }
     lua.push_str(
-        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc, part_list)\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  if not gpol.exclude(job, job_desc) then\n    return slurm.ERROR\n  end\n  if gpol.site_factor then job_desc.site_factor = gpol.site_factor(job) end\n",
+        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc, part_list)\n  if job.queue == nil then\n    slurm.log_user(\"%s\", \"gpol: queues are partitions here: submit to one partition\")\n    return slurm.ERROR\n  end\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  if not gpol.exclude(job, job_desc) then\n    return slurm.ERROR\n  end\n  if gpol.site_factor then job_desc.site_factor = gpol.site_factor(job) end\n",
     );
     if hold_for_loop {
         lua.push_str(&format!(

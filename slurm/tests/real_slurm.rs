@@ -183,15 +183,20 @@ fn queues_are_partitions_when_asked_at_submission_and_in_squeue() {
     let (out, err) = in_slurm_apart(
         &[("job_submit.lua", lua), ("slurm-extra.conf", extra)],
         "sbatch -p debug --gres=gpu:8 -J big -o /dev/null --wrap 'sleep 300' >/dev/null; echo \"debug 8: rc=$?\" >&2\n\
-         sbatch -p gpu,debug --gres=gpu:8 -o /dev/null --wrap 'sleep 300' >/dev/null; echo \"gpu first 8: rc=$?\" >&2\n\
+         sbatch -p gpu,debug --gres=gpu:8 -o /dev/null --wrap 'sleep 300' >/dev/null; echo \"several: rc=$?\" >&2\n\
          sbatch --gres=gpu:8 -o /dev/null --wrap 'sleep 300' >/dev/null; echo \"default 8: rc=$?\" >&2\n\
          sbatch --gres=gpu:2 -J small -o /dev/null --wrap 'sleep 300' >/dev/null; echo \"default 2: rc=$?\" >&2\n\
          squeue --json\n",
     );
-    // The partition asked for (the first of a list) is the queue; without one, the
-    // default partition (gpu), found in Slurm's partition list, is.
+    // The partition asked for is the queue; without one, the default partition (gpu),
+    // found in Slurm's partition list, is. A job asking for several is refused: its
+    // queue would be whichever it starts in.
     assert!(err.contains("debug 8: rc=0") && err.contains("default 2: rc=0"), "{err}");
-    assert!(err.contains("gpu first 8: rc=1") && err.contains("default 8: rc=1"), "{err}");
+    assert!(err.contains("default 8: rc=1"), "{err}");
+    assert!(
+        err.contains("several: rc=1") && err.contains("gpol: queues are partitions here: submit to one partition"),
+        "{err}"
+    );
     assert!(err.contains("gpu jobs take at most 4 GPUs (gpol admit small_gpu)"), "{err}");
     // squeue's jobs read back with the same queues.
     let jobs = squeue::read(&out).unwrap_or_else(|e| panic!("{e:?}\n{out}\n{err}"));

@@ -504,6 +504,41 @@ fn gpus_per_task_read_alike_in_lua_and_rust() {
 }
 
 #[test]
+fn partitions_as_queues_read_alike_in_lua_and_rust() {
+    if !lua_available() {
+        return;
+    }
+    use gpol_slurm::jobs::Request;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = compile("t.gpol", "policy t\n");
+    let view = Policy { program: &policy.program, hir: &policy.policy };
+    let script = submit::emit(view, "t.gpol", false, None, QueueFrom::Partition).lua;
+    let request = |partition: &str| Request {
+        name: "t".into(),
+        account: "acct".into(),
+        partition: partition.into(),
+        nodes: 1,
+        ..Request::default()
+    };
+    // (partition asked for, the queue gpol reads); a job naming none is in the default
+    // partition, which only Slurm's partition list (absent here) names.
+    let cases = [("gpu", "gpu"), (" debug ", "debug"), (",gpu", "gpu"), ("", "")];
+    let descs: Vec<String> = cases.iter().map(|(p, _)| request(p).lua_table()).collect();
+    let harness = "dofile(arg[1])\nfor _, desc in ipairs(dofile(arg[2])) do\n  io.write(gpol.job(desc).queue or '<refused>', '\\n')\nend\n";
+    let text = run_harness(&script, &descs, harness, dir.path());
+    let reading = Reading { queue_from: QueueFrom::Partition, ..Reading::default() };
+    assert_eq!(text.lines().count(), cases.len(), "{text}");
+    for (line, (p, queue)) in text.lines().zip(&cases) {
+        assert_eq!(line, *queue, "Lua: {p:?}");
+        assert_eq!(request(p).job(&reading).queue.unwrap_or_default(), *queue, "Rust: {p:?}");
+    }
+    // Several partitions: no queue in Lua, where job_submit.lua refuses the job.
+    let text = run_harness(&script, &[request("gpu,debug").lua_table()], harness, dir.path());
+    assert_eq!(text.trim(), "<refused>");
+    assert!(script.contains("submit to one partition"));
+}
+
+#[test]
 fn deep_expressions_compile_only_as_deep_as_lua_parses_them() {
     if !lua_available() {
         return;

@@ -178,13 +178,13 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         .map(|(c, _)| c.clone())
         .filter(|c| policies.iter().all(|(_, p)| p.policy.priority_classes.iter().any(|(d, _)| d == c)))
         .collect();
-    let (reading, warning) =
-        gpol_slurm::jobs::Reading::new(classes, cluster.nodes.iter().map(|n| &n.spec), args.queue_from);
+    // (Shard requests the nodes cannot turn into fractions are named by the history's reader.)
+    let (reading, _) = gpol_slurm::jobs::Reading::new(classes, cluster.nodes.iter().map(|n| &n.spec), args.queue_from);
     let workload = match &args.trace {
         Some(path) => open_trace(path, &reading)?,
         None => read(&None, DEFAULT_TRACE, MAX_INPUT_BYTES, sim::read_trace)?,
     };
-    for w in warning.iter().filter(|_| workload.summary().jobs > 0).chain(&workload.warnings) {
+    for w in &workload.warnings {
         eprintln!("warning: {w}");
     }
     if mode == Mode::Timed && workload.is_openb() {

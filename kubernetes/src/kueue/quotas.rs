@@ -47,6 +47,14 @@ impl Capacity {
             *amounts.entry(Resource::Cpu).or_insert(0.0) += n.cpu_milli as f64 / 1000.0;
             *amounts.entry(Resource::Mem).or_insert(0.0) += n.mem as f64;
         }
+        // A model's flavor selects one product: the others' cards are no capacity of it.
+        for (model, cards) in &products {
+            let selected = selected(cards);
+            let unreached: u32 = cards.iter().filter(|(p, _)| Some(*p) != selected).map(|(_, n)| n).sum();
+            if let Some(total) = amounts.get_mut(&Resource::Gpu(Some(model.clone()))) {
+                *total -= f64::from(unreached);
+            }
+        }
         Capacity { amounts, products }
     }
 
@@ -54,10 +62,16 @@ impl Capacity {
     /// the most cards (ties: the first by name), and the others.
     pub fn product(&self, model: &str) -> Option<(&str, Vec<(&str, u32)>)> {
         let products = self.products.get(model)?;
-        let (best, _) = products.iter().max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))?;
+        let best = selected(products)?;
         let others = products.iter().filter(|(p, _)| *p != best).map(|(p, &n)| (p.as_str(), n)).collect();
         Some((best.as_str(), others))
     }
+}
+
+/// The product a model's flavor selects among its nodes' products: the one with the
+/// most cards (ties: the first by name).
+fn selected(cards: &BTreeMap<String, u32>) -> Option<&String> {
+    cards.iter().max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0))).map(|(p, _)| p)
 }
 
 /// A flavor of a group: its name and the gpol resource of each covered resource.
