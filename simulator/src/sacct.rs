@@ -145,7 +145,8 @@ mod tests {
         let e = parse(none, "h.json", &Reading::default()).expect_err("nothing ran").to_string();
         assert!(e.contains("no job in it ran"), "{e}");
         // One job twice (`sacct --duplicates`, or two clusters' ids): named twice.
-        let job = r#"{"job_id": 4, "name": "x", "allocation_nodes": 1, "time": {"submission": 5, "start": 6, "end": 7}}"#;
+        let job =
+            r#"{"job_id": 4, "name": "x", "allocation_nodes": 1, "time": {"submission": 5, "start": 6, "end": 7}}"#;
         let twice = format!(r#"{{"jobs": [{job}, {job}]}}"#);
         let e = parse(&twice, "h.json", &Reading::default()).expect_err("twice").to_string();
         assert!(e.contains("job `x-4` is named twice"), "{e}");

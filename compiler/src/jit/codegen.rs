@@ -13,7 +13,8 @@ use crate::schema::{CardRec, NodeRec, Record, Repr, Root, ShapeRec};
 use crate::syntax::CompKind;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type, Value, types,
+    AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,
+    Value, types,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{FuncId, Linkage, Module, ModuleError};
@@ -284,10 +285,12 @@ impl<'a, 'b> Gen<'a, 'b> {
         let fzero = self.b.ins().f64const(0.0);
         let izero32 = self.b.ins().iconst(types::I32, 0);
         for &fi in &self.p.filter_order.clone() {
-            let ok = self.body(&self.p.filters[fi].body).one();
             let pass = self.b.create_block();
             let reject = self.b.create_block();
-            self.b.ins().brif(ok, pass, &[], reject, &[]);
+            // Rejections leave the hot path: laid out after it.
+            self.b.set_cold_block(reject);
+            self.locals.clear();
+            self.branch(&self.p.filters[fi].body.node, pass, reject);
             self.b.switch_to_block(reject);
             self.store_result(res, false, u16::try_from(fi).unwrap_or(NONE), [fzero; 4], fzero, izero32);
             self.b.ins().jump(next, &[]);
@@ -298,13 +301,15 @@ impl<'a, 'b> Gen<'a, 'b> {
         let mut faults = izero32;
         for r in &self.p.scores.clone() {
             let raw = self.body(&r.body).one();
-            let (s, fault) = self.clamp_score(raw);
-            faults = self.b.ins().iadd(faults, fault);
+            let s;
+            (s, faults) = self.clamp_score(raw, faults);
             match r.tier {
                 Some(t) => {
                     let slot = usize::from(t).saturating_sub(1).min(3);
                     tiers[slot] = self.b.ins().fadd(tiers[slot], s);
                 }
+                // × 1 is exact: no multiplication.
+                None if r.weight == 1.0 => score = self.b.ins().fadd(score, s),
                 None => {
                     let w = self.b.ins().f64const(r.weight);
                     let ws = self.b.ins().fmul(w, s);
@@ -343,6 +348,9 @@ impl<'a, 'b> Gen<'a, 'b> {
         }
     }
 
+    /// Writes one `NodeResult` (`#[repr(C)]`, 56 bytes): the flag and the filter's index in
+    /// one 32-bit store (the byte between them is padding), the zeros of a rejection or of
+    /// unused tiers as 16-byte stores — fewer stores per node than field by field.
     fn store_result(
         &mut self,
         res: Value,
@@ -352,30 +360,59 @@ impl<'a, 'b> Gen<'a, 'b> {
         score: Value,
         faults: Value,
     ) {
-        let f = self.b.ins().iconst(types::I8, i64::from(feasible));
-        self.b.ins().store(flags(), f, res, OUT_FEASIBLE);
-        let r = self.b.ins().iconst(types::I16, i64::from(rejected_by));
-        self.b.ins().store(flags(), r, res, OUT_REJECTED_BY);
-        for (k, t) in tiers.iter().enumerate() {
-            self.b.ins().store(flags(), *t, res, OUT_TIERS + 8 * k as i32);
+        const { assert!(OUT_REJECTED_BY == OUT_FEASIBLE + 2 && OUT_TIERS == 8 && OUT_SCORE == 40) };
+        const { assert!(OUT_FAULTS == 48 && OUT_SIZE == 56) };
+        let head = self.b.ins().iconst(types::I32, i64::from(feasible) | (i64::from(rejected_by) << 16));
+        self.b.ins().store(flags(), head, res, OUT_FEASIBLE);
+        let fzero = self.b.ins().f64const(0.0);
+        let zeros = self.b.ins().splat(types::F64X2, fzero);
+        let untiered = tiers.iter().all(|&t| t == tiers[0]) && self.b.func.dfg.value_type(tiers[0]) == types::F64;
+        if untiered && !feasible {
+            for off in [OUT_TIERS, OUT_TIERS + 16, OUT_SCORE] {
+                self.b.ins().store(flags(), zeros, res, off);
+            }
+            return;
+        }
+        if untiered {
+            let both = self.b.ins().splat(types::F64X2, tiers[0]);
+            for off in [OUT_TIERS, OUT_TIERS + 16] {
+                self.b.ins().store(flags(), both, res, off);
+            }
+        } else {
+            for (k, t) in tiers.iter().enumerate() {
+                self.b.ins().store(flags(), *t, res, OUT_TIERS + 8 * k as i32);
+            }
         }
         self.b.ins().store(flags(), score, res, OUT_SCORE);
         self.b.ins().store(flags(), faults, res, OUT_FAULTS);
     }
 
-    /// D4: NaN and values below 0 become 0, above 1 become 1; each is a fault.
-    fn clamp_score(&mut self, x: Value) -> (Value, Value) {
+    /// D4: NaN and values below 0 become 0, above 1 become 1; each is a fault, added to
+    /// `faults`. A score in [0, 1] passes two compares and branches; the rest is cold.
+    fn clamp_score(&mut self, x: Value, faults: Value) -> (Value, Value) {
         let zero = self.b.ins().f64const(0.0);
         let one = self.b.ins().f64const(1.0);
-        let nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
-        let low = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
+        let upper = self.b.create_block();
+        let fix = self.b.create_block();
+        let merge = self.b.create_block();
+        self.b.set_cold_block(fix);
+        self.b.append_block_param(merge, types::F64);
+        self.b.append_block_param(merge, types::I32);
+        // `>=` is false for NaN.
+        let low_ok = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, zero);
+        self.b.ins().brif(low_ok, upper, &[], fix, &[]);
+        self.b.switch_to_block(upper);
+        // Not NaN here, so `not >` is `<=`; `>` compares with the constant in memory.
         let high = self.b.ins().fcmp(FloatCC::GreaterThan, x, one);
-        let to_zero = self.b.ins().bor(nan, low);
-        let s = self.b.ins().select(high, one, x);
-        let s = self.b.ins().select(to_zero, zero, s);
-        let fault = self.b.ins().bor(to_zero, high);
-        let fault = self.b.ins().uextend(types::I32, fault);
-        (s, fault)
+        self.b.ins().brif(high, fix, &[], merge, &[BlockArg::Value(x), BlockArg::Value(faults)]);
+        self.b.switch_to_block(fix);
+        let high = self.b.ins().fcmp(FloatCC::GreaterThan, x, one);
+        let s = self.b.ins().select(high, one, zero);
+        let more = self.b.ins().iadd_imm_u(faults, 1);
+        self.b.ins().jump(merge, &[BlockArg::Value(s), BlockArg::Value(more)]);
+        self.b.switch_to_block(merge);
+        let params = self.b.block_params(merge);
+        (params[0], params[1])
     }
 
     fn card_score(&mut self, params: &[Value]) {
@@ -386,11 +423,11 @@ impl<'a, 'b> Gen<'a, 'b> {
         let mut faults = self.b.ins().iconst(types::I32, 0);
         for r in &self.p.card_scores.clone() {
             let raw = self.body(&r.body).one();
-            let (s, fault) = self.clamp_score(raw);
+            let s;
+            (s, faults) = self.clamp_score(raw, faults);
             let w = self.b.ins().f64const(r.weight);
             let ws = self.b.ins().fmul(w, s);
             total = self.b.ins().fadd(total, ws);
-            faults = self.b.ins().iadd(faults, fault);
         }
         self.b.ins().store(flags(), faults, params[4], 0);
         self.b.ins().return_(&[total]);
@@ -685,6 +722,32 @@ impl<'a, 'b> Gen<'a, 'b> {
     }
 
     /// `a && b` / `a || b` without evaluating `b` when `a` decides.
+    /// Control flow for a condition: to `yes` where it holds, else to `no`, without
+    /// materialising `and`, `or` and `not` as values (a compare feeds its branch).
+    fn branch(&mut self, n: &Node, yes: Block, no: Block) {
+        if !self.hoisted.contains_key(&std::ptr::from_ref(n)) {
+            match &n.kind {
+                Kind::Bool(v) => {
+                    self.b.ins().jump(if *v { yes } else { no }, &[]);
+                    return;
+                }
+                Kind::Not(x) => return self.branch(x, no, yes),
+                Kind::Bin(op @ (Bin::And | Bin::Or), a, b) => {
+                    let rhs = self.b.create_block();
+                    match op {
+                        Bin::And => self.branch(a, rhs, no),
+                        _ => self.branch(a, yes, rhs),
+                    }
+                    self.b.switch_to_block(rhs);
+                    return self.branch(b, yes, no);
+                }
+                _ => {}
+            }
+        }
+        let v = self.expr(n).one();
+        self.b.ins().brif(v, yes, &[], no, &[]);
+    }
+
     fn short_circuit(&mut self, a: &Node, b: &Node, and: bool) -> CV {
         let x = self.expr(a).one();
         let rhs = self.b.create_block();
