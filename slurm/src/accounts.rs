@@ -6,7 +6,7 @@
 //! associations cannot say — guarantees others may borrow, borrow and lend limits, limits
 //! per user, half-lives — is listed in the header: the scheduling loop enforces it.
 
-use gpol_compiler::hir::{Policy, Quota, Resource};
+use gpol_compiler::hir::{Policy, Quota, QuotaKindKey, Quotas, Resource};
 use gpol_compiler::syntax::QuotaKind;
 
 /// The commands, and what Slurm cannot express, queue by queue.
@@ -101,11 +101,12 @@ fn tres(quota: &Quota) -> (Vec<(String, u64)>, Vec<String>) {
 /// The largest TRES count written (Slurm keeps them in 64 bits; past 2^53 a double is no
 /// longer whole).
 const MAX_TRES: f64 = 9_007_199_254_740_992.0;
-/// The most a queue's running jobs may hold, per resource: its limit, and its guarantee
-/// plus its borrow limit, whichever is lower.
-fn cap(queue: &gpol_compiler::hir::Queue) -> Quota {
-    let mut cap = queue.quota(QuotaKind::Limit).cloned().unwrap_or_default();
-    if let (Some(g), Some(b)) = (queue.quota(QuotaKind::Guarantee), queue.quota(QuotaKind::BorrowLimit)) {
+/// The most a queue's running jobs may hold, per resource, with `quotas` in force: its
+/// limit, and its guarantee plus its borrow limit, whichever is lower.
+fn cap(quotas: &Quotas) -> Quota {
+    let quota = |kind| quotas.get(&QuotaKindKey(kind));
+    let mut cap = quota(QuotaKind::Limit).cloned().unwrap_or_default();
+    if let (Some(g), Some(b)) = (quota(QuotaKind::Guarantee), quota(QuotaKind::BorrowLimit)) {
         for (r, borrow) in b {
             if let Some(guarantee) = g.get(r) {
                 let most = guarantee + borrow;
@@ -139,17 +140,24 @@ fn shares(policy: &Policy) -> Vec<u64> {
 }
 
 /// The accounts the policy's queues become, parents first, and what of the tree Slurm's
-/// associations cannot express.
+/// associations cannot express: their limits as with no quota window open.
 pub fn accounts(policy: &Policy) -> (Vec<Account>, Vec<String>) {
+    accounts_at(policy, None)
+}
+
+/// [`accounts`] with the quota windows open at `minute` of the week (local time, 0:
+/// Monday 00:00) in force: what the scheduling loop keeps the associations at.
+pub fn accounts_at(policy: &Policy, minute: Option<u16>) -> (Vec<Account>, Vec<String>) {
     let (mut accounts, mut unexpressed) = (Vec::new(), Vec::new());
     if policy.has_implicit_queue() {
         unexpressed.push("the policy declares no queues: there are no accounts to add".into());
         return (accounts, unexpressed);
     }
     let shares = shares(policy);
+    let in_force = policy.quotas_at(minute);
     for (q, queue) in policy.queues.iter().enumerate() {
         let parent = queue.parent.and_then(|p| policy.queues.get(p)).map_or("root", |p| p.name.as_str());
-        let (limits, not) = tres(&cap(queue));
+        let (limits, not) = tres(&in_force.get(q).map(cap).unwrap_or_default());
         unexpressed.extend(not.into_iter().map(|n| format!("queue {}: limit: {n}", queue.name)));
         accounts.push(Account { name: queue.name.clone(), parent: parent.to_string(), shares: shares[q], limits });
         if queue.name.chars().any(|c| c.is_ascii_uppercase()) {
@@ -168,7 +176,8 @@ pub fn accounts(policy: &Policy) -> (Vec<Account>, Vec<String>) {
         }
         for w in &queue.windows {
             unexpressed.push(format!(
-                "queue {}: its {} {} (the association holds the amounts in force with no window open)",
+                "queue {}: its {} {} (the association holds the amounts in force with no window open; \
+                 `gpolc slurm run --accounts` changes it as windows open and close)",
                 queue.name,
                 w.kind.keyword(),
                 w.window
@@ -289,11 +298,20 @@ mod tests {
             a.script
         );
         assert!(
-            a.unexpressed.iter().any(|u| u
-                == "queue a: its limit on weekends (the association holds the amounts in force with no window open)"),
+            a.unexpressed.iter().any(|u| u.starts_with(
+                "queue a: its limit on weekends (the association holds the amounts in force with no window open; \
+                 `gpolc slurm run --accounts` changes it"
+            )),
             "{:?}",
             a.unexpressed
         );
+        // The loop keeps the associations at the amounts in force: 16 on Saturday, 8 on Monday.
+        let limit = |minute: u16| {
+            let (accounts, _) = accounts_at(&p, Some(minute));
+            accounts.into_iter().find(|a| a.name == "a").map(|a| a.limits)
+        };
+        assert_eq!(limit(5 * 1440 + 600), Some(vec![("gres/gpu".to_string(), 16)]));
+        assert_eq!(limit(600), Some(vec![("gres/gpu".to_string(), 8)]));
     }
 
     #[test]

@@ -243,17 +243,20 @@ pub fn diff_qos(wanted: &[Qos], live: &[(String, u64)]) -> Vec<Change> {
 /// QOS) the policy's: QOS first (an account's QOS list may name them), then the accounts
 /// as [`diff`] orders them. `associations` and `qos` are the outputs of [`SHOW`] and
 /// [`SHOW_QOS`].
+/// The changes that bring the live `associations` (and QOS, when given) to the policy's,
+/// with the quota windows open at `minute` of the week (local time) in force.
 pub fn changes(
     policy: &gpol_compiler::hir::Policy,
     associations: &str,
     qos: Option<&str>,
+    minute: Option<u16>,
 ) -> Result<Vec<Change>, String> {
     let live = read(associations)?;
     let mut out = match qos {
         Some(text) => diff_qos(&crate::accounts::qos(policy).0, &read_qos(text)?),
         None => Vec::new(),
     };
-    out.extend(diff(&crate::accounts::accounts(policy).0, &live));
+    out.extend(diff(&crate::accounts::accounts_at(policy, minute).0, &live));
     Ok(out)
 }
 
@@ -299,6 +302,21 @@ mod tests {
             account("a", "org", 2, &[("gres/gpu", 16), ("cpu", 64), ("mem", 262_144)]),
         ];
         assert_eq!(diff(&wanted, &live), []);
+    }
+
+    #[test]
+    fn the_limits_in_force_follow_quota_windows() {
+        let text = "policy t\nqueue org {\n  queue a { weight 2; limit 16 gpu, 64 cpu, 256GiB; limit 32 gpu on weekends }\n  queue b { weight 1 }\n}\n";
+        let policy = gpol_compiler::load::Checked::from_text("t.gpol", text)
+            .into_policy()
+            .unwrap_or_else(|_| panic!("checks"))
+            .policy;
+        let live = "gpol|root|||1|\ngpol|org|root||1|\ngpol|a|org||2|cpu=64,gres/gpu=16,mem=256G\ngpol|b|org||1|\n";
+        // Monday 10:00: as the tree is; Saturday 10:00: the weekend's limit.
+        assert_eq!(changes(&policy, live, None, Some(600)).expect("reads"), []);
+        let weekend = changes(&policy, live, None, Some(5 * 1440 + 600)).expect("reads");
+        let words: Vec<String> = weekend.iter().map(Change::describe).collect();
+        assert_eq!(words, ["change account a in cluster gpol: GrpTRES cpu=64,gres/gpu=16,mem=262144 → gres/gpu=32"]);
     }
 
     #[test]

@@ -192,7 +192,12 @@ fn account_changes(
         None => Some(slurm_output(&None, &SHOW_QOS, MAX_INPUT_BYTES)?.0),
         Some(_) => None,
     };
-    changes(&compiled.policy, &tree, qos.as_deref()).map_err(|e| format!("{from}: {e}"))
+    // The limits in force now: quota windows follow the policy's clock in real time.
+    let mut clock = gpol_compiler::clock::Clock::of_zone(compiled.policy.settings.timezone.as_deref());
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    clock.start_at_unix_ms(i64::try_from(now_ms).unwrap_or(i64::MAX));
+    let minute = clock.minute_of_week(0);
+    changes(&compiled.policy, &tree, qos.as_deref(), Some(minute)).map_err(|e| format!("{from}: {e}"))
 }
 
 /// One pass: Slurm's state read afresh, the plan printed, and (with `apply`) made.
