@@ -126,3 +126,20 @@ fn the_ci_job_diffs_every_changed_policy_against_a_base() {
     let out = gpolc(d).args(["diff", "main:policies", "policies/prod.gpol"]).assert().code(2);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("not a file"));
 }
+
+#[test]
+fn a_slurm_history_replays_on_both_versions_with_queues_from_partitions() {
+    // The real `sacct --json` fixture: six jobs in partitions gpu and debug.
+    let history = Path::new(env!("CARGO_MANIFEST_DIR")).join("simulator/tests/fixtures/slurm/sacct.json");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = "policy p\nqueue root {\n  queue gpu {}\n  queue debug {}\n}\n";
+    std::fs::write(dir.path().join("p.gpol"), policy).expect("writable");
+    let out = gpolc(dir.path())
+        .args(["diff", "p.gpol", "p.gpol", "--budget", "50", "--queue-from", "partition", "--trace"])
+        .arg(&history)
+        .assert()
+        .code(0);
+    let (said, err) = (stdout(&out), String::from_utf8_lossy(&out.get_output().stderr).into_owned());
+    assert!(said.contains("every decision the same") && said.contains("debug"), "{said}");
+    assert!(err.contains("1 job(s) never started"), "{err}");
+}

@@ -41,6 +41,11 @@ pub struct Args {
     /// Replay in fill mode, to this percentage of capacity, instead of timed.
     #[arg(long, value_name = "PCT")]
     fill: Option<f64>,
+    /// For a Slurm history (`sacct --json`) as the trace: a job's queue is its `account`
+    /// or its `partition`. (Its QOS names no priority class here: one trace serves every
+    /// pair of versions.)
+    #[arg(long, value_name = "FIELD", default_value = "account")]
+    queue_from: gpol_slurm::jobs::QueueFrom,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -143,11 +148,16 @@ fn replay_inputs(args: &Args) -> Result<(gpol_sim::spec::ClusterSpec, gpol_sim::
     let cluster =
         super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
             .map_err(|_| USAGE)?;
+    let (reading, _) =
+        gpol_slurm::jobs::Reading::new(Vec::new(), cluster.nodes.iter().map(|n| &n.spec), args.queue_from);
     let workload = match &args.trace {
-        Some(path) => super::sim::open_trace(path, &Default::default()),
+        Some(path) => super::sim::open_trace(path, &reading),
         None => super::sim::read(&None, super::sim::DEFAULT_TRACE, MAX_INPUT_BYTES, gpol_sim::read_trace),
     }
     .map_err(|_| USAGE)?;
+    for w in &workload.warnings {
+        eprintln!("warning: {w}");
+    }
     Ok((cluster, workload, mode))
 }
 
