@@ -193,6 +193,17 @@ fn build_writes_kueue_objects_and_names_what_kueue_cannot_enforce() {
     gpolc().args(["build", "--target", "kueue", &a16, "--cluster", nodes, "-o", &yaml, "--force"]).assert().success();
     let text = std::fs::read_to_string(&yaml).unwrap_or_default();
     assert!(text.contains("nvidia.com/gpu.product: NVIDIA-A16-4Q"), "{text}");
+
+    // The objects of a quota phase: the daily tide's inference lends 16 by day, 56 at night.
+    for (at, lends) in [("2026-11-25T12:00", "lendingLimit: \"16\""), ("2026-11-25T23:00", "lendingLimit: \"56\"")] {
+        let tide = ["build", "--target", "kueue", "policies/daily_tide.gpol", "--at", at, "-o", &yaml, "--force"];
+        gpolc().args(tide).args(["--cluster", "sim/cluster.toml"]).assert().success();
+        let text = std::fs::read_to_string(&yaml).unwrap_or_default();
+        assert!(text.contains(lends), "{at}: {text}");
+    }
+    let bad =
+        gpolc().args(["build", "--target", "kueue", "policies/daily_tide.gpol", "--at", "tomorrow"]).assert().code(2);
+    assert!(String::from_utf8_lossy(&bad.get_output().stderr).contains("--at: expected a local date and time"));
 }
 
 #[test]

@@ -198,7 +198,7 @@ fn every_example_policy_validates_against_kueues_schemas_and_matches_its_golden(
     let mut with_objects = 0;
     for path in &paths {
         let policy = policy_file(path);
-        let options = Options { namespaces: vec!["ml-team".into()], capacity: None };
+        let options = Options { namespaces: vec!["ml-team".into()], capacity: None, minute: None };
         let t = kueue::translate(&policy, &options);
         assert!(!t.findings.iter().any(Finding::is_error), "{}: {:?}", path.display(), t.findings);
         let docs = documents(&t);
@@ -267,7 +267,10 @@ borrow below { when victim.priority < claimant.priority and victim.priority <= t
 
 #[test]
 fn a_cohort_of_two_queues_with_classic_preemption() {
-    let t = kueue::translate(&policy_text(CLASSIC), &Options { namespaces: vec!["research".into()], capacity: None });
+    let t = kueue::translate(
+        &policy_text(CLASSIC),
+        &Options { namespaces: vec!["research".into()], capacity: None, minute: None },
+    );
     let docs = documents(&t);
     let kinds: Vec<(&str, &str)> =
         docs.iter().map(|d| (d["kind"].as_str().unwrap_or(""), d["metadata"]["name"].as_str().unwrap_or(""))).collect();
@@ -342,7 +345,10 @@ queue org {
             ..Default::default()
         })
         .collect();
-    let t = kueue::translate(&policy_text(text), &Options { namespaces: vec![], capacity: Some(Capacity::of(&nodes)) });
+    let t = kueue::translate(
+        &policy_text(text),
+        &Options { namespaces: vec![], capacity: Some(Capacity::of(&nodes)), minute: None },
+    );
     let docs = documents(&t);
     let schemas = Schemas::load();
     for d in &docs {
@@ -391,6 +397,14 @@ fn quota_windows_are_named_and_the_amounts_without_one_written() {
     assert_eq!(constructs(&t), ["queue `a`: its lend_limit from 22:00 to 07:00"]);
     let docs = documents(&t);
     assert_eq!(quota(find(&docs, "ClusterQueue", "a"), "any-gpu", "nvidia.com/gpu")["lendingLimit"], "1");
+    // The objects of a phase: at 23:00 the night's lend limit (all 4 of its guarantee: no
+    // lending limit), at noon the day's.
+    let lending = |minute: u16| {
+        let docs =
+            documents(&kueue::translate(&policy_text(text), &Options { minute: Some(minute), ..Options::default() }));
+        quota(find(&docs, "ClusterQueue", "a"), "any-gpu", "nvidia.com/gpu")["lendingLimit"].clone()
+    };
+    assert_eq!((lending(23 * 60), lending(12 * 60)), (Value::Null, "1".into()));
 }
 
 #[test]

@@ -28,6 +28,11 @@ pub struct Args {
     /// `kueue`: also write a LocalQueue per ClusterQueue in this namespace (repeatable).
     #[arg(long = "namespace")]
     namespaces: Vec<String>,
+    /// `kueue`: write the quotas in force at this local date and time, in the policy's
+    /// `timezone` (`2026-11-28T23:00`): the amounts of the quota windows open then
+    /// (default: those with no window open).
+    #[arg(long, value_name = "DATETIME")]
+    at: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -37,8 +42,8 @@ enum Target {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    if args.target == Target::Object && (args.cluster.is_some() || !args.namespaces.is_empty()) {
-        eprintln!("error: --cluster and --namespace are for --target kueue");
+    if args.target == Target::Object && (args.cluster.is_some() || !args.namespaces.is_empty() || args.at.is_some()) {
+        eprintln!("error: --cluster, --namespace and --at are for --target kueue");
         return USAGE;
     }
     let extension = match args.target {
@@ -109,7 +114,20 @@ fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Ve
         }
         None => None,
     };
-    let options = kueue::Options { namespaces: args.namespaces.clone(), capacity };
+    let minute = match &args.at {
+        Some(text) => {
+            let mut clock = gpol_compiler::clock::Clock::of_zone(checked.policy.settings.timezone.as_deref());
+            match clock.start_at_local(text) {
+                Ok(()) => Some(clock.minute_of_week(0)),
+                Err(m) => {
+                    eprintln!("error: --at: {m}");
+                    return Err(USAGE);
+                }
+            }
+        }
+        None => None,
+    };
+    let options = kueue::Options { namespaces: args.namespaces.clone(), capacity, minute };
     let translation = kueue::translate(&checked.policy, &options);
     let diagnostics: Vec<Diagnostic> = translation.findings.iter().filter_map(diagnostic).collect();
     super::print_diagnostics(&checked.sources, &diagnostics, color);

@@ -26,6 +26,9 @@ pub struct Options {
     pub namespaces: Vec<String>,
     /// The cluster, for roots whose unset guarantee is its capacity.
     pub capacity: Option<Capacity>,
+    /// Write the quotas in force at this minute of the local week (0: Monday 00:00), its
+    /// open quota windows' amounts; `None`: those with no window open.
+    pub minute: Option<u16>,
 }
 
 /// The objects, in the order to apply them, and what Kueue cannot do of the policy.
@@ -237,7 +240,7 @@ fn tree(
         configuration.extend(strategies.iter().map(|s| format!("  - {s}")));
     }
     let preemption = settings.preemption;
-    let tree = quotas::Tree::new(policy, options.capacity.as_ref());
+    let tree = quotas::Tree::new(policy, options.capacity.as_ref(), options.minute);
     let name_of = |q: usize| object_names.get(&policy.queues[q].name).cloned().unwrap_or_default();
     let order = pre_order(policy);
     let fair = |q: &Queue| (q.weight != 1.0).then(|| FairSharing { weight: quotas::number(q.weight) });
@@ -314,7 +317,7 @@ fn queue_findings(policy: &Policy, findings: &mut Vec<Finding>) {
             ));
         }
         for w in &q.windows {
-            let m = "a ClusterQueue's quotas are fixed: it holds the amounts in force with no window open";
+            let m = "a ClusterQueue's quotas are fixed: it holds the amounts in force with no window open, or at the time `--at` names (apply each window's objects as it opens)";
             let c = format!("queue `{}`: its {} {}", q.name, w.kind.keyword(), w.window);
             findings.push(Finding::unenforced(w.span, c, m, Enforcer::Nobody));
         }

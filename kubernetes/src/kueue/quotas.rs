@@ -186,11 +186,13 @@ pub struct Amounts {
 pub struct Tree<'p> {
     policy: &'p Policy,
     capacity: Option<&'p Capacity>,
+    /// The minute of the local week whose quota windows are in force; `None`: none open.
+    minute: Option<u16>,
 }
 
 impl<'p> Tree<'p> {
-    pub fn new(policy: &'p Policy, capacity: Option<&'p Capacity>) -> Tree<'p> {
-        Tree { policy, capacity }
+    pub fn new(policy: &'p Policy, capacity: Option<&'p Capacity>, minute: Option<u16>) -> Tree<'p> {
+        Tree { policy, capacity, minute }
     }
 
     /// The queue's resource groups; empty when it holds nothing of its own and sets no
@@ -230,8 +232,14 @@ impl<'p> Tree<'p> {
 
     /// The amount as written (the checker fills a parent's unset guarantee with its
     /// children's sum; that one is not written).
+    /// A window open at the tree's minute replaces it (the later statement where two are).
     fn written(&self, q: QueueId, kind: QuotaKind, r: &Resource) -> Option<f64> {
         let queue = &self.policy.queues[q];
+        let open =
+            |w: &&gpol_compiler::hir::QuotaWindow| w.kind == kind && self.minute.is_some_and(|m| w.window.contains(m));
+        if let Some(v) = queue.windows.iter().rev().filter(open).find_map(|w| w.amounts.get(r)) {
+            return Some(*v);
+        }
         if kind == QuotaKind::Guarantee && queue.unset_guarantee.contains(r) {
             return None;
         }
