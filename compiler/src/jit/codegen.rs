@@ -54,6 +54,13 @@ fn flags() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
+/// The 16-byte stores of a result's zeros: the result buffer (`&mut [NodeResult]`) is
+/// aligned to 8 bytes, not 16, so these are not `aligned` (that flag would let Cranelift
+/// assume 16 and trap or misbehave otherwise); they cannot trap, as `flags()` says.
+fn pair_flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
 /// Loads of record fields and of the context's tables. The records (`&JobRec`, the
 /// `&[NodeRec]` slice, the context's `&` tables) are shared borrows for the whole call:
 /// nothing writes them while generated code runs — it writes only the results, a
@@ -369,14 +376,14 @@ impl<'a, 'b> Gen<'a, 'b> {
         let untiered = tiers.iter().all(|&t| t == tiers[0]) && self.b.func.dfg.value_type(tiers[0]) == types::F64;
         if untiered && !feasible {
             for off in [OUT_TIERS, OUT_TIERS + 16, OUT_SCORE] {
-                self.b.ins().store(flags(), zeros, res, off);
+                self.b.ins().store(pair_flags(), zeros, res, off);
             }
             return;
         }
         if untiered {
             let both = self.b.ins().splat(types::F64X2, tiers[0]);
             for off in [OUT_TIERS, OUT_TIERS + 16] {
-                self.b.ins().store(flags(), both, res, off);
+                self.b.ins().store(pair_flags(), both, res, off);
             }
         } else {
             for (k, t) in tiers.iter().enumerate() {
