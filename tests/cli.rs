@@ -201,6 +201,11 @@ fn build_writes_kueue_objects_and_names_what_kueue_cannot_enforce() {
         let text = std::fs::read_to_string(&yaml).unwrap_or_default();
         assert!(text.contains(lends), "{at}: {text}");
     }
+    // Or followed: a CronJob per window edge applies the phase beginning there.
+    let follow = ["build", "--target", "kueue", "policies/daily_tide.gpol", "--follow-windows", "kueue-system"];
+    gpolc().args(follow).args(["--cluster", "sim/cluster.toml", "-o", &yaml, "--force"]).assert().success();
+    let text = std::fs::read_to_string(&yaml).unwrap_or_default();
+    assert!(text.contains("schedule: 0 22 * * 0,1,2,3,4,5,6") && text.contains("timeZone: Europe/Berlin"), "{text}");
     let bad =
         gpolc().args(["build", "--target", "kueue", "policies/daily_tide.gpol", "--at", "tomorrow"]).assert().code(2);
     assert!(String::from_utf8_lossy(&bad.get_output().stderr).contains("--at: expected a local date and time"));

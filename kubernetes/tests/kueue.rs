@@ -198,7 +198,8 @@ fn every_example_policy_validates_against_kueues_schemas_and_matches_its_golden(
     let mut with_objects = 0;
     for path in &paths {
         let policy = policy_file(path);
-        let options = Options { namespaces: vec!["ml-team".into()], capacity: None, minute: None };
+        let options =
+            Options { namespaces: vec!["ml-team".into()], capacity: None, minute: None, windows_followed: false };
         let t = kueue::translate(&policy, &options);
         assert!(!t.findings.iter().any(Finding::is_error), "{}: {:?}", path.display(), t.findings);
         let docs = documents(&t);
@@ -269,7 +270,7 @@ borrow below { when victim.priority < claimant.priority and victim.priority <= t
 fn a_cohort_of_two_queues_with_classic_preemption() {
     let t = kueue::translate(
         &policy_text(CLASSIC),
-        &Options { namespaces: vec!["research".into()], capacity: None, minute: None },
+        &Options { namespaces: vec!["research".into()], capacity: None, minute: None, windows_followed: false },
     );
     let docs = documents(&t);
     let kinds: Vec<(&str, &str)> =
@@ -347,7 +348,7 @@ queue org {
         .collect();
     let t = kueue::translate(
         &policy_text(text),
-        &Options { namespaces: vec![], capacity: Some(Capacity::of(&nodes)), minute: None },
+        &Options { namespaces: vec![], capacity: Some(Capacity::of(&nodes)), minute: None, windows_followed: false },
     );
     let docs = documents(&t);
     let schemas = Schemas::load();
@@ -654,4 +655,50 @@ fn an_unset_root_guarantee_is_named_even_when_no_child_is_promised_any() {
     let t = kueue::translate(&policy_text(text), &Options::default());
     let f = t.findings.iter().find(|f| f.construct == "queue `r`: its unset gpu guarantee").expect("named");
     assert_eq!(f.enforcer, Some(kueue::Enforcer::Stricter), "Kueue is stricter there");
+}
+
+#[test]
+fn quota_windows_are_followed_by_a_cronjob_per_edge() {
+    let text = "policy p\nsettings { timezone \"Europe/Berlin\" }\nqueue root {\n  guarantee 8 gpu\n  queue a { guarantee 6 gpu; lend_limit 1 gpu; lend_limit 5 gpu from 22:00 to 07:00 on weekdays }\n  queue b { guarantee 2 gpu }\n}\n";
+    let policy = policy_text(text);
+    let options = Options { windows_followed: true, ..Options::default() };
+    let schedule = kueue::windows::Schedule { namespace: "kueue-system".into(), image: "kubectl:test".into() };
+    let mut t = kueue::translate(&policy, &options);
+    assert!(constructs(&t).is_empty(), "followed windows are no findings: {:?}", t.findings);
+    t.objects.extend(kueue::windows::objects(&policy, &options, &schedule).expect("objects"));
+    let docs = documents(&t);
+    let crons: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "CronJob").collect();
+    let schedules: Vec<&str> = crons.iter().filter_map(|c| c["spec"]["schedule"].as_str()).collect();
+    // The night opens at 22:00 Monday to Friday and closes at 07:00 Tuesday to Saturday.
+    assert_eq!(schedules, ["0 7 * * 2,3,4,5,6", "0 22 * * 1,2,3,4,5"]);
+    assert!(crons.iter().all(|c| c["spec"]["timeZone"] == "Europe/Berlin"));
+    // Each applies its phase's ClusterQueues from its ConfigMap: lending 5 at night, 1 by day.
+    for (name, lending) in [("gpol-quotas-2200-12345", "5"), ("gpol-quotas-0700-23456", "1")] {
+        let cron = find(&docs, "CronJob", name);
+        let pod = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+        assert_eq!(
+            (pod["serviceAccountName"].as_str(), pod["volumes"][0]["configMap"]["name"].as_str()),
+            (Some("gpol-quota-windows"), Some(name))
+        );
+        let phase = find(&docs, "ConfigMap", name)["data"]["objects.yaml"].as_str().expect("objects");
+        let objects: Vec<Value> = phase
+            .split("---\n")
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| serde_saphyr::from_str(d).unwrap_or_else(|e| panic!("{e}\n{d}")))
+            .collect();
+        let schemas = Schemas::load();
+        assert!(objects.iter().all(|o| schemas.problems(o).is_empty()), "{phase}");
+        assert_eq!(quota(find(&objects, "ClusterQueue", "a"), "any-gpu", "nvidia.com/gpu")["lendingLimit"], lending);
+    }
+    // The rights: patch ClusterQueues and Cohorts, no more.
+    let role = find(&docs, "ClusterRole", "gpol-quota-windows");
+    assert_eq!(role["rules"][0]["resources"], serde_json::json!(["clusterqueues", "cohorts"]));
+    #[cfg(feature = "serve")]
+    for c in crons {
+        let typed: k8s_openapi::api::batch::v1::CronJob = serde_json::from_value(c.clone()).expect("a CronJob");
+        assert!(typed.spec.is_some_and(|s| s.job_template.spec.is_some()));
+    }
+    // No windows: nothing to follow.
+    let plain = policy_text("policy p\nqueue root {\n  queue a { guarantee 1 gpu }\n}\n");
+    assert!(kueue::windows::objects(&plain, &options, &schedule).expect("none").is_empty());
 }

@@ -31,8 +31,16 @@ pub struct Args {
     /// `kueue`: write the quotas in force at this local date and time, in the policy's
     /// `timezone` (`2026-11-28T23:00`): the amounts of the quota windows open then
     /// (default: those with no window open).
-    #[arg(long, value_name = "DATETIME")]
+    #[arg(long, value_name = "DATETIME", conflicts_with = "follow_windows")]
     at: Option<String>,
+    /// `kueue`: make Kueue follow the policy's quota windows: a CronJob in this namespace
+    /// per window edge applies the quotas of the phase beginning there (with its
+    /// ConfigMap, and a ServiceAccount that may patch ClusterQueues and Cohorts).
+    #[arg(long, value_name = "NAMESPACE")]
+    follow_windows: Option<String>,
+    /// `kueue`: the image those CronJobs run (it must have /bin/kubectl).
+    #[arg(long, value_name = "IMAGE", default_value = gpol_kubernetes::kueue::windows::DEFAULT_IMAGE, requires = "follow_windows")]
+    kubectl_image: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -42,8 +50,9 @@ enum Target {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    if args.target == Target::Object && (args.cluster.is_some() || !args.namespaces.is_empty() || args.at.is_some()) {
-        eprintln!("error: --cluster, --namespace and --at are for --target kueue");
+    let kueue_only = args.cluster.is_some() || !args.namespaces.is_empty() || args.at.is_some();
+    if args.target == Target::Object && (kueue_only || args.follow_windows.is_some()) {
+        eprintln!("error: --cluster, --namespace, --at and --follow-windows are for --target kueue");
         return USAGE;
     }
     let extension = match args.target {
@@ -85,7 +94,7 @@ fn object(checked: &CheckedPolicy, color: bool) -> Result<Vec<u8>, u8> {
 }
 
 fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Vec<u8>, u8> {
-    for ns in &args.namespaces {
+    for ns in args.namespaces.iter().chain(&args.follow_windows) {
         if !kueue::names::is_dns_subdomain(ns) || ns.contains('.') || ns.len() > 63 {
             eprintln!(
                 "error: --namespace `{ns}`: not a Kubernetes namespace name (lower-case letters, digits and `-`)"
@@ -127,8 +136,20 @@ fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Ve
         }
         None => None,
     };
-    let options = kueue::Options { namespaces: args.namespaces.clone(), capacity, minute };
-    let translation = kueue::translate(&checked.policy, &options);
+    let windows_followed = args.follow_windows.is_some();
+    let options = kueue::Options { namespaces: args.namespaces.clone(), capacity, minute, windows_followed };
+    let mut translation = kueue::translate(&checked.policy, &options);
+    if let Some(namespace) = &args.follow_windows {
+        let schedule = kueue::windows::Schedule { namespace: namespace.clone(), image: args.kubectl_image.clone() };
+        match kueue::windows::objects(&checked.policy, &options, &schedule) {
+            Ok(objects) if objects.is_empty() => eprintln!("note: the policy has no quota windows: nothing to follow"),
+            Ok(objects) => translation.objects.extend(objects),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Err(FAILED);
+            }
+        }
+    }
     let diagnostics: Vec<Diagnostic> = translation.findings.iter().filter_map(diagnostic).collect();
     super::print_diagnostics(&checked.sources, &diagnostics, color);
     // Findings about no one place (priority classes, models, settings), in the same shape.

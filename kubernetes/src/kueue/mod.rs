@@ -9,6 +9,7 @@ pub mod names;
 pub mod objects;
 pub mod preemption;
 pub mod quotas;
+pub mod windows;
 
 use gpol_compiler::hir::{Policy, Queue, Queueing, Resource};
 use gpol_compiler::source::Span;
@@ -29,6 +30,8 @@ pub struct Options {
     /// Write the quotas in force at this minute of the local week (0: Monday 00:00), its
     /// open quota windows' amounts; `None`: those with no window open.
     pub minute: Option<u16>,
+    /// The objects of [`windows`] go with these: quota windows are followed, not findings.
+    pub windows_followed: bool,
 }
 
 /// The objects, in the order to apply them, and what Kueue cannot do of the policy.
@@ -278,7 +281,7 @@ fn tree(
             objects.push(Object::LocalQueue(objects::named("LocalQueue", meta, spec)));
         }
     }
-    queue_findings(policy, findings);
+    queue_findings(policy, options, findings);
 }
 
 /// A queue's queueing: its own, else its nearest ancestor's, else the policy's.
@@ -305,7 +308,7 @@ fn pre_order(policy: &Policy) -> Vec<usize> {
 }
 
 /// Queue settings Kueue has no field for.
-fn queue_findings(policy: &Policy, findings: &mut Vec<Finding>) {
+fn queue_findings(policy: &Policy, options: &Options, findings: &mut Vec<Finding>) {
     for q in &policy.queues {
         if q.quota(QuotaKind::UserLimit).is_some_and(|m| !m.is_empty()) {
             let m = "Kueue has no per-user quota";
@@ -316,8 +319,8 @@ fn queue_findings(policy: &Policy, findings: &mut Vec<Finding>) {
                 Enforcer::Serve,
             ));
         }
-        for w in &q.windows {
-            let m = "a ClusterQueue's quotas are fixed: it holds the amounts in force with no window open, or at the time `--at` names (apply each window's objects as it opens)";
+        for w in q.windows.iter().filter(|_| !options.windows_followed) {
+            let m = "a ClusterQueue's quotas are fixed: it holds the amounts in force with no window open (`--follow-windows NAMESPACE` adds a CronJob per window edge that applies its amounts; `--at` writes a phase's)";
             let c = format!("queue `{}`: its {} {}", q.name, w.kind.keyword(), w.window);
             findings.push(Finding::unenforced(w.span, c, m, Enforcer::Nobody));
         }

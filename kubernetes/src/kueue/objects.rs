@@ -16,6 +16,9 @@ pub enum Object {
     ClusterQueue(Named<ClusterQueueSpec>),
     LocalQueue(Named<LocalQueueSpec>),
     WorkloadPriorityClass(PriorityClass),
+    /// A core Kubernetes object (a ConfigMap, CronJob, ServiceAccount, ClusterRole or
+    /// ClusterRoleBinding of the quota windows' schedule), with its `kind` and `metadata`.
+    Core(serde_json::Value),
 }
 
 impl Object {
@@ -26,6 +29,14 @@ impl Object {
             Object::ClusterQueue(_) => "ClusterQueue",
             Object::LocalQueue(_) => "LocalQueue",
             Object::WorkloadPriorityClass(_) => "WorkloadPriorityClass",
+            Object::Core(v) => match v.get("kind").and_then(serde_json::Value::as_str) {
+                Some("ConfigMap") => "ConfigMap",
+                Some("CronJob") => "CronJob",
+                Some("ServiceAccount") => "ServiceAccount",
+                Some("ClusterRole") => "ClusterRole",
+                Some("ClusterRoleBinding") => "ClusterRoleBinding",
+                _ => "object",
+            },
         }
     }
 
@@ -36,6 +47,7 @@ impl Object {
             Object::ClusterQueue(o) => &o.metadata.name,
             Object::LocalQueue(o) => &o.metadata.name,
             Object::WorkloadPriorityClass(o) => &o.metadata.name,
+            Object::Core(v) => v.pointer("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default(),
         }
     }
 }
