@@ -111,6 +111,22 @@ impl Clock {
         Some(reading.max(now_ms.saturating_add(1)))
     }
 
+    /// Whether `minute` of the local week (0: Monday 00:00) falls, on some week from 2024 to
+    /// 2039, in an hour the clocks skip (a jump forward for daylight saving): a scheduler
+    /// that runs at local times, such as Kubernetes' CronJobs, skips it then.
+    pub fn skips(&self, minute: u16) -> bool {
+        use jiff::tz::AmbiguousOffset;
+        let (day, of_day) = (minute / crate::window::MINUTES_PER_DAY, minute % crate::window::MINUTES_PER_DAY);
+        let (h, m) = (i8::try_from(of_day / 60).unwrap_or(0), i8::try_from(of_day % 60).unwrap_or(0));
+        // 2024-01-01 was a Monday.
+        let first = civil::date(2024, 1, 1);
+        (0..16 * 53).any(|week: i64| {
+            let Ok(date) = first.checked_add((week * 7 + i64::from(day)).days()) else { return false };
+            let dt = date.at(h, m, 0, 0);
+            matches!(self.zone.to_ambiguous_timestamp(dt).offset(), AmbiguousOffset::Gap { .. })
+        })
+    }
+
     /// The clock reading of the next local midnight after `now_ms` (where a day-long
     /// window can change), for callers that wake at boundaries.
     pub fn next_midnight_ms(&self, now_ms: u64) -> Option<u64> {
@@ -125,6 +141,15 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn edges_in_the_hour_the_clocks_skip_are_found() {
+        let berlin = Clock::of_zone(Some("Europe/Berlin"));
+        // Sunday 02:30: the last Sunday of March skips 02:00–03:00.
+        assert!(berlin.skips(6 * 1440 + 150));
+        assert!(!berlin.skips(6 * 1440 + 180) && !berlin.skips(150));
+        assert!(!Clock::of_zone(None).skips(6 * 1440 + 150));
+    }
 
     #[test]
     fn clock_zero_is_monday_midnight_local_unless_set() {

@@ -665,7 +665,9 @@ fn quota_windows_are_followed_by_a_cronjob_per_edge() {
     let schedule = kueue::windows::Schedule { namespace: "kueue-system".into(), image: "kubectl:test".into() };
     let mut t = kueue::translate(&policy, &options);
     assert!(constructs(&t).is_empty(), "followed windows are no findings: {:?}", t.findings);
-    t.objects.extend(kueue::windows::objects(&policy, &options, &schedule).expect("objects"));
+    let (objects, found) = kueue::windows::objects(&policy, &options, &schedule, &t.findings).expect("objects");
+    assert!(found.is_empty(), "{found:?}");
+    t.objects.extend(objects);
     let docs = documents(&t);
     let crons: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "CronJob").collect();
     let schedules: Vec<&str> = crons.iter().filter_map(|c| c["spec"]["schedule"].as_str()).collect();
@@ -700,5 +702,14 @@ fn quota_windows_are_followed_by_a_cronjob_per_edge() {
     }
     // No windows: nothing to follow.
     let plain = policy_text("policy p\nqueue root {\n  queue a { guarantee 1 gpu }\n}\n");
-    assert!(kueue::windows::objects(&plain, &options, &schedule).expect("none").is_empty());
+    assert!(kueue::windows::objects(&plain, &options, &schedule, &[]).expect("none").0.is_empty());
+    // What the phases cannot hold stays a finding: a window on a model no queue quotes at
+    // all times, and an edge in the hour Berlin skips in March.
+    let odd = policy_text(
+        "policy p\nsettings { timezone \"Europe/Berlin\" }\nqueue root {\n  guarantee 8 gpu\n  queue a { guarantee 8 gpu; guarantee 2 gpu(a100) from 02:30 to 04:00 on sun }\n}\n",
+    );
+    let t = kueue::translate(&odd, &options);
+    assert!(constructs(&t).iter().any(|c| c.starts_with("queue `a`: its guarantee from 02:30")), "{:?}", t.findings);
+    let (_, found) = kueue::windows::objects(&odd, &options, &schedule, &t.findings).expect("objects");
+    assert!(found.iter().any(|f| f.construct == "the quota window edge Sunday 02:30"), "{found:?}");
 }

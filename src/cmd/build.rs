@@ -141,9 +141,14 @@ fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Ve
     let mut translation = kueue::translate(&checked.policy, &options);
     if let Some(namespace) = &args.follow_windows {
         let schedule = kueue::windows::Schedule { namespace: namespace.clone(), image: args.kubectl_image.clone() };
-        match kueue::windows::objects(&checked.policy, &options, &schedule) {
-            Ok(objects) if objects.is_empty() => eprintln!("note: the policy has no quota windows: nothing to follow"),
-            Ok(objects) => translation.objects.extend(objects),
+        match kueue::windows::objects(&checked.policy, &options, &schedule, &translation.findings) {
+            Ok((objects, _)) if objects.is_empty() => {
+                eprintln!("note: the policy has no quota windows: nothing to follow")
+            }
+            Ok((objects, findings)) => {
+                translation.objects.extend(objects);
+                translation.findings.extend(findings);
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 return Err(FAILED);

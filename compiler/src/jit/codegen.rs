@@ -369,6 +369,8 @@ impl<'a, 'b> Gen<'a, 'b> {
     ) {
         const { assert!(OUT_REJECTED_BY == OUT_FEASIBLE + 2 && OUT_TIERS == 8 && OUT_SCORE == 40) };
         const { assert!(OUT_FAULTS == 48 && OUT_SIZE == 56) };
+        // The head store puts `feasible` in the low byte: little-endian targets only.
+        const { assert!(cfg!(target_endian = "little")) };
         let head = self.b.ins().iconst(types::I32, i64::from(feasible) | (i64::from(rejected_by) << 16));
         self.b.ins().store(flags(), head, res, OUT_FEASIBLE);
         let fzero = self.b.ins().f64const(0.0);
@@ -728,7 +730,6 @@ impl<'a, 'b> Gen<'a, 'b> {
         }
     }
 
-    /// `a && b` / `a || b` without evaluating `b` when `a` decides.
     /// Control flow for a condition: to `yes` where it holds, else to `no`, without
     /// materialising `and`, `or` and `not` as values (a compare feeds its branch).
     fn branch(&mut self, n: &Node, yes: Block, no: Block) {
@@ -755,6 +756,7 @@ impl<'a, 'b> Gen<'a, 'b> {
         self.b.ins().brif(v, yes, &[], no, &[]);
     }
 
+    /// `a && b` / `a || b` without evaluating `b` when `a` decides.
     fn short_circuit(&mut self, a: &Node, b: &Node, and: bool) -> CV {
         let x = self.expr(a).one();
         let rhs = self.b.create_block();

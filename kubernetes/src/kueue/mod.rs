@@ -319,8 +319,16 @@ fn queue_findings(policy: &Policy, options: &Options, findings: &mut Vec<Finding
                 Enforcer::Serve,
             ));
         }
-        for w in q.windows.iter().filter(|_| !options.windows_followed) {
-            let m = "a ClusterQueue's quotas are fixed: it holds the amounts in force with no window open (`--follow-windows NAMESPACE` adds a CronJob per window edge that applies its amounts; `--at` writes a phase's)";
+        for w in &q.windows {
+            let m = match (options.windows_followed, windows::followable(policy, q, w)) {
+                (true, true) => continue,
+                (true, false) => {
+                    "the followed phases cannot hold it (a per-user limit, a root's limit, borrow or lend limit, or a resource no queue quotes at all times): Kueue keeps the amounts with no window open"
+                }
+                _ => {
+                    "a ClusterQueue's quotas are fixed: it holds the amounts in force with no window open (`--follow-windows NAMESPACE` adds a CronJob per window edge that applies its amounts; `--at` writes a phase's)"
+                }
+            };
             let c = format!("queue `{}`: its {} {}", q.name, w.kind.keyword(), w.window);
             findings.push(Finding::unenforced(w.span, c, m, Enforcer::Nobody));
         }

@@ -295,7 +295,7 @@ impl<'p> Tree<'p> {
 
 /// Whether the queue itself quotes the resource in any way Kueue states (a parent's
 /// guarantee the checker filled in with its children's sum is not the parent's).
-fn quotes(q: &Queue, r: &Resource) -> bool {
+pub(crate) fn quotes(q: &Queue, r: &Resource) -> bool {
     let filled = |k: QuotaKind| k == QuotaKind::Guarantee && q.unset_guarantee.contains(r);
     q.quotas.iter().any(|(k, m)| k.0 != QuotaKind::UserLimit && !filled(k.0) && m.contains_key(r))
 }

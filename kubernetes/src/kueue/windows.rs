@@ -8,8 +8,10 @@
 //! those days.
 
 use super::objects::Object;
-use super::{Options, translate};
-use gpol_compiler::hir::Policy;
+use super::{Enforcer, Finding, Options, translate};
+use gpol_compiler::clock::Clock;
+use gpol_compiler::hir::{Policy, Queue, QuotaWindow};
+use gpol_compiler::syntax::QuotaKind;
 use serde_json::json;
 use std::collections::BTreeMap;
 
@@ -28,16 +30,53 @@ pub struct Schedule {
 /// The image by default: the Kubernetes project's kubectl.
 pub const DEFAULT_IMAGE: &str = "registry.k8s.io/kubectl:v1.34.1";
 
-/// The objects that apply each phase at its edge; none when the policy has no windows.
-pub fn objects(policy: &Policy, options: &Options, schedule: &Schedule) -> Result<Vec<Object>, String> {
+/// Whether the phases carry a window's amounts: a kind the queue's Cohort or ClusterQueue
+/// holds (a root holds only its guarantee; nobody a per-user limit), of resources some
+/// queue quotes at all times (the flavors are the standing quotas').
+pub fn followable(policy: &Policy, queue: &Queue, w: &QuotaWindow) -> bool {
+    let held = match w.kind {
+        QuotaKind::Guarantee => true,
+        QuotaKind::Limit | QuotaKind::BorrowLimit | QuotaKind::LendLimit => queue.parent.is_some(),
+        QuotaKind::UserLimit => false,
+    };
+    held && w.amounts.keys().all(|r| policy.queues.iter().any(|q| super::quotas::quotes(q, r)))
+}
+
+/// The objects that apply each phase at its edge (none when the policy has no windows),
+/// and what the phases' translations found beyond the standing one's (`known`), and edges
+/// in an hour the clocks skip.
+pub fn objects(
+    policy: &Policy,
+    options: &Options,
+    schedule: &Schedule,
+    known: &[Finding],
+) -> Result<(Vec<Object>, Vec<Finding>), String> {
     let edges = policy.quota_edges();
+    let mut findings: Vec<Finding> = Vec::new();
     if edges.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), findings));
+    }
+    let clock = Clock::of_zone(policy.settings.timezone.as_deref());
+    for &edge in edges.iter().filter(|&&e| clock.skips(e)) {
+        let (day, h, m) = (edge / 1440, edge % 1440 / 60, edge % 60);
+        let name = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"][usize::from(day % 7)];
+        findings.push(Finding {
+            span: None,
+            construct: format!("the quota window edge {name} {h:02}:{m:02}"),
+            message: "it falls in the hour the clocks skip when they go forward: Kubernetes skips that CronJob run, so on that day the phase begins at the next edge".into(),
+            enforcer: Some(Enforcer::Nobody),
+        });
     }
     // (minute of day, the phase's objects) → the days (cron's: 0 is Sunday) it begins on.
     let mut groups: BTreeMap<(u16, String), Vec<u16>> = BTreeMap::new();
     for &edge in &edges {
         let phase = translate(policy, &Options { minute: Some(edge), ..options.clone() });
+        for f in phase.findings {
+            let seen = |g: &Finding| g.construct == f.construct && g.message == f.message;
+            if !known.iter().any(seen) && !findings.iter().any(seen) {
+                findings.push(f);
+            }
+        }
         let mut text = String::new();
         for o in phase.objects.iter().filter(|o| matches!(o, Object::Cohort(_) | Object::ClusterQueue(_))) {
             text.push_str("---\n");
@@ -87,6 +126,11 @@ pub fn objects(policy: &Policy, options: &Options, schedule: &Schedule) -> Resul
                 "args": ["apply", "--server-side", "--force-conflicts", format!("--field-manager={NAME}"),
                          "-f", "/phase/objects.yaml"],
                 "volumeMounts": [{"name": "phase", "mountPath": "/phase", "readOnly": true}],
+                // What the restricted Pod Security level asks (the image's user is nonroot).
+                "securityContext": {
+                    "runAsNonRoot": true, "runAsUser": 65532, "allowPrivilegeEscalation": false,
+                    "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"},
+                },
             }],
             "volumes": [{"name": "phase", "configMap": {"name": name}}],
         });
@@ -102,5 +146,5 @@ pub fn objects(policy: &Policy, options: &Options, schedule: &Schedule) -> Resul
             },
         })));
     }
-    Ok(out)
+    Ok((out, findings))
 }
