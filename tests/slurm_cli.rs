@@ -172,6 +172,53 @@ fn plan_and_apply_against_a_real_slurm_hold_with_the_quota_and_are_idempotent() 
 }
 
 #[test]
+fn an_unprivileged_user_cannot_get_around_the_loop() {
+    if !slurm_here() {
+        return;
+    }
+    let (dir, policy, cluster) = quota_cluster();
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let (g, p, c) = (gpolc.display(), policy.display(), cluster.display());
+    // Jobs of user `nobody`, who tries to start them by hand: releasing them, reordering
+    // them, pinning them elsewhere, moving them to another queue. Each try is refused,
+    // before and after the loop's pass; the loop then holds what it does not place as root.
+    let scenario = format!(
+        "U='setpriv --reuid=65534 --regid=65534 --clear-groups'\n\
+         for spec in 'a 8' 'a 4'; do set -- $spec\n\
+           $U sbatch --parsable -A $1 -N 1 --gres=gpu:$2 --chdir=/tmp -o /dev/null --wrap 'sleep 600' >/dev/null\n\
+         done\n\
+         try() {{ if $U scontrol \"$@\" >/dev/null 2>&1; then echo \"allowed: $*\"; else echo \"refused: $*\"; fi; }}\n\
+         try release 2; try top 2; try update jobid=2 priority=9; try update jobid=2 nodelist=gpu-3\n\
+         try update jobid=2 account=b; try update jobid=2 comment=mine\n\
+         echo '== before'; squeue -h -o '%i %T %r'\n\
+         {g} slurm apply {p} --cluster {c} >/dev/null 2>&1; echo \"apply rc=$?\"\n\
+         try release 2\n\
+         echo '== after'; squeue -h -o '%i %T %r'\n\
+         echo '== plan'; {g} slurm plan {p} --cluster {c} 2>&1\n"
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    for refused in [
+        "refused: release 2",
+        "refused: top 2",
+        "refused: update jobid=2 priority=9",
+        "refused: update jobid=2 nodelist=gpu-3",
+        "refused: update jobid=2 account=b",
+    ] {
+        assert!(said.lines().any(|l| l == refused), "{refused}\n{said}");
+    }
+    // A change the policy does not read is the user's to make.
+    assert!(said.lines().any(|l| l == "allowed: update jobid=2 comment=mine"), "{said}");
+    let before = said.split("== before\n").nth(1).and_then(|t| t.split("apply rc").next()).unwrap_or_default();
+    assert_eq!(before.lines().filter(|l| l.ends_with("PENDING JobHeldUser")).count(), 2, "{said}");
+    assert!(said.contains("apply rc=0"), "{said}");
+    // Job 2 would take queue a past its limit: held by root now, and still refused.
+    let after = said.split("== after\n").nth(1).and_then(|t| t.split("== plan").next()).unwrap_or_default();
+    assert!(after.lines().any(|l| l == "2 PENDING JobHeldAdmin"), "{said}");
+    assert_eq!(said.lines().filter(|l| *l == "refused: release 2").count(), 2, "{said}");
+    assert!(said.split("== plan\n").nth(1).unwrap_or_default().contains("nothing to change"), "{said}");
+}
+
+#[test]
 fn the_loop_survives_a_slurmctld_restart_and_places_what_waits() {
     if !slurm_here() {
         return;
@@ -454,6 +501,45 @@ fn plan_mends_the_live_association_tree_and_then_has_nothing_to_change() {
     let qos = std::fs::read_to_string(dir.path().join("qos.txt")).expect("written");
     let qos = gpol_slurm::associations::read_qos(&qos).expect("sacctmgr's QOS read");
     assert!(qos.contains(&("urgent".to_string(), 200)) && qos.contains(&("normal".to_string(), 10)), "{said}");
+}
+
+#[test]
+fn accounts_sh_runs_on_a_default_slurm_and_again_changing_nothing() {
+    if !support::slurm::accounting_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    write(dir.path(), "accounting", "");
+    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
+    // Class `normal` is a QOS every Slurm has already.
+    let policy = write(
+        dir.path(),
+        "tree.gpol",
+        "policy tree\npriority_class urgent = 100\npriority_class normal = 10\n\
+         queue org {\n  queue a { weight 2; limit 16 gpu }\n  queue b { weight 1 }\n}\n",
+    );
+    let out = dir.path().join("emitted");
+    gpolc().args(["slurm", "emit"]).arg(&policy).arg("--out").arg(&out).assert().code(0);
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let scenario = format!(
+        "sh {out}/accounts.sh >/dev/null; echo \"== first $?\"\n\
+         sh {out}/accounts.sh >/dev/null; echo \"== second $?\"\n\
+         sacctmgr -i modify account where name=b set Parent=root Fairshare=7 >/dev/null\n\
+         sh {out}/accounts.sh >/dev/null; echo \"== third $?\"\n\
+         echo '== plan'; {g} slurm plan {p} --cluster {c} --accounts 2>&1\n\
+         echo '== end'\n",
+        out = out.display(),
+        g = gpolc.display(),
+        p = policy.display(),
+        c = cluster.display(),
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    assert!(said.contains("== first 0\n"), "{said}");
+    assert!(said.contains("== second 0\n"), "{said}");
+    // Moved and reweighed by hand, account b is mended by a third run.
+    assert!(said.contains("== third 0\n"), "{said}");
+    let plan = said.split("== plan\n").nth(1).and_then(|s| s.split("== end").next()).unwrap_or_default();
+    assert!(plan.contains("nothing to change"), "{said}");
 }
 
 #[test]

@@ -119,10 +119,12 @@ fn as_value<K: serde::Serialize>(e: Event<K>) -> Event<Value> {
     }
 }
 
-/// Binds a pod: the cards the policy gives it on the node are written on the pod
-/// (annotation `gpol.dev/cards`, conditional on the pod being unchanged since it was
-/// read), then the pod is bound; the extender's cluster counts it at once. An error says
-/// what failed; kube-scheduler then retries the pod.
+/// Binds a pod: its place on the node is reserved first ([`Cluster::reserve`], which
+/// checks the policy again under the cluster's lock, so binds sent at once cannot take
+/// the same cards or quota), the cards are written on the pod (annotation
+/// `gpol.dev/cards`, conditional on the pod being unchanged since it was read), then the
+/// pod is bound. If either write fails the place is given back and the error says what
+/// failed; kube-scheduler then forgets its own assumption and retries the pod.
 pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -> Result<(), String> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), &args.pod_namespace);
     let who = format!("pod {}/{}", args.pod_namespace, args.pod_name);
@@ -133,8 +135,28 @@ pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -
     if let Some(on) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
         return Err(format!("{who}: it is already bound, to {on}"));
     }
-    let mut value = serde_json::to_value(&pod).map_err(|e| format!("{who}: {e}"))?;
-    let cards = ext.cluster().assign(&value, &args.node).map_err(|e| format!("{who}: {e}"))?;
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    if uid.is_empty() {
+        return Err(format!("{who}: the API server gave it no UID"));
+    }
+    let value = serde_json::to_value(&pod).map_err(|e| format!("{who}: {e}"))?;
+    let cards = ext.cluster().reserve(&value, &args.node).map_err(|e| e.message)?;
+    match write(&pods, &pod, args, &cards, &who).await {
+        Ok(()) => {
+            ext.cluster().bound(&uid);
+            Ok(())
+        }
+        Err(e) => {
+            ext.cluster().release(&uid);
+            Err(e)
+        }
+    }
+}
+
+/// The bind's two writes: the cards on the pod, then the Binding. A Binding whose
+/// answer was lost (a dropped connection, a timeout) may have happened: the pod is read
+/// again, and bound to this node it counts as bound.
+async fn write(pods: &Api<Pod>, pod: &Pod, args: &ExtenderBindingArgs, cards: &str, who: &str) -> Result<(), String> {
     // The resourceVersion makes the write conditional: a pod changed meanwhile is a conflict.
     let patch =
         json!({"metadata": {"resourceVersion": pod.metadata.resource_version, "annotations": {keys::CARDS: cards}}});
@@ -155,13 +177,21 @@ pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -
             ..ObjectReference::default()
         },
     };
-    pods.create_subresource::<Binding, Value>("binding", &args.pod_name, &PostParams::default(), &binding)
+    let e = match pods
+        .create_subresource::<Binding, Value>("binding", &args.pod_name, &PostParams::default(), &binding)
         .await
-        .map_err(|e| format!("{who}: cannot bind it to {}: {e}", args.node))?;
-    // Counted now rather than when the watch reports it: the next decision sees it.
-    value["spec"]["nodeName"] = json!(args.node);
-    value["metadata"]["annotations"][keys::CARDS] = json!(cards);
-    value["status"]["phase"] = json!("Pending");
-    ext.cluster().apply_pod(&value).map_err(|e| format!("{who}: {e}"))?;
-    Ok(())
+    {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    if !matches!(e, kube::Error::Api(_)) {
+        let now = pods.get(&args.pod_name).await.ok();
+        let on = now.as_ref().and_then(|p| p.spec.as_ref()).and_then(|s| s.node_name.as_deref());
+        if on == Some(args.node.as_str())
+            && now.as_ref().and_then(|p| p.metadata.uid.as_ref()) == pod.metadata.uid.as_ref()
+        {
+            return Ok(());
+        }
+    }
+    Err(format!("{who}: cannot bind it to {}: {e}", args.node))
 }

@@ -3,6 +3,11 @@
 //! [`Scheduler`] built from them. Pod events change the scheduler in place; a node
 //! change or a new policy marks it stale, and it is built again when next asked.
 //! Asking about a pod submits it, reads every node's verdict and takes it back.
+//!
+//! `bind` reserves first ([`Cluster::reserve`]): the pod counts on its node from then on,
+//! as kube-scheduler's own cache assumes it, so that binds in flight at once and the
+//! filters asked meanwhile all see it; a bind that fails gives it back
+//! ([`Cluster::release`]).
 
 use crate::FieldError;
 use crate::nodes::{self, MappedNode};
@@ -30,8 +35,14 @@ pub struct Cluster {
     nodes: BTreeMap<String, MappedNode>,
     /// Each node's `resourceVersion` as last mapped.
     versions: FxHashMap<String, String>,
-    /// Bound pods by UID.
+    /// When nodes come whole in requests (no API server): when each was last sent, on the
+    /// cluster's clock. `None` once the API server's watch feeds the nodes: then request
+    /// bodies never change what the extender knows.
+    sent: Option<FxHashMap<String, u64>>,
+    /// Bound pods by UID, the ones `bind` has reserved a place for included.
     pods: HashMap<String, MappedPod>,
+    /// Pods `bind` reserved a place for that the watch has not yet reported bound.
+    assumed: HashMap<String, Assumption>,
     built: Option<Built>,
     /// Bound pods that did not fit on their node when last built (a stale cache).
     unplaced: usize,
@@ -57,6 +68,23 @@ struct Built {
     pod_jobs: HashMap<String, JobId>,
     job_pods: HashMap<JobId, String>,
 }
+
+/// Where a reserved pod's bind stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Assumption {
+    /// The bind is in flight: the pod holds its place whatever a re-list says (the list
+    /// may predate the pod), until the bind ends.
+    Binding,
+    /// The API server bound it; the watch has not reported it yet. Pending-pod events
+    /// (the cards' write, seen before the Binding) do not free it; a deletion, the end
+    /// of the pod or a re-list without it does.
+    Bound,
+}
+
+/// How long a node sent whole in requests is kept after the last request that sent it
+/// (`--no-api`): a node that left the cluster is forgotten then, and names sent once by
+/// a careless or hostile client hold nothing for long.
+pub const SENT_NODE_TTL_MS: u64 = 10 * 60 * 1000;
 
 /// How long (in the cluster's clock) answers about a pod are given again unchanged.
 const REUSE_MS: u64 = 1000;
@@ -110,7 +138,9 @@ impl Cluster {
             policy,
             nodes: BTreeMap::new(),
             versions: FxHashMap::default(),
+            sent: Some(FxHashMap::default()),
             pods: HashMap::new(),
+            assumed: HashMap::new(),
             built: None,
             unplaced: 0,
             now_ms: 0,
@@ -143,6 +173,57 @@ impl Cluster {
         self.unplaced
     }
 
+    /// From now on the nodes come from the API server's watch: nodes sent in requests
+    /// change nothing, and those kept from requests so far are dropped.
+    pub fn watch_nodes(&mut self) {
+        if let Some(sent) = self.sent.take() {
+            for name in sent.keys() {
+                self.versions.remove(name);
+                self.nodes.remove(name);
+            }
+            self.changed();
+        }
+    }
+
+    /// Whether request bodies bring nodes (no API server connected).
+    pub fn nodes_from_requests(&self) -> bool {
+        self.sent.is_some()
+    }
+
+    /// Whole Node objects sent in a request: kept (or brought up to date) when nodes come
+    /// from requests, each until [`SENT_NODE_TTL_MS`] after it was last sent; when the
+    /// extender holds [`MAX_NODES`], the nodes sent longest ago make room. Ignored when
+    /// the API server feeds the nodes. Returns the nodes that cannot be mapped, and why.
+    pub fn apply_sent_nodes(&mut self, objects: &[Value]) -> FxHashMap<String, Arc<str>> {
+        let mut bad = FxHashMap::default();
+        let Some(sent) = &self.sent else { return bad };
+        let now = self.now_ms;
+        let names: rustc_hash::FxHashSet<&str> = objects.iter().filter_map(|o| nodes::name(o).ok()).collect();
+        let mut expired: Vec<(u64, String)> =
+            sent.iter().filter(|(n, _)| !names.contains(n.as_str())).map(|(n, &at)| (at, n.clone())).collect();
+        let new = names.iter().filter(|n| !self.nodes.contains_key(**n)).count();
+        let over = (self.nodes.len() + new).saturating_sub(MAX_NODES);
+        expired.sort_unstable();
+        let stale = expired.partition_point(|(at, _)| now.saturating_sub(*at) > SENT_NODE_TTL_MS);
+        for (_, name) in expired.into_iter().take(stale.max(over)) {
+            self.delete_node(&name);
+        }
+        for object in objects {
+            let Ok(name) = nodes::name(object) else { continue };
+            match self.apply_node(object) {
+                Ok(_) => {
+                    if let Some(sent) = &mut self.sent {
+                        sent.insert(name.to_string(), now);
+                    }
+                }
+                Err(e) => {
+                    bad.insert(name.to_string(), Arc::from(e.to_string()));
+                }
+            }
+        }
+        bad
+    }
+
     /// A node added or changed; `Ok(false)` when nothing gpol reads changed.
     pub fn apply_node(&mut self, object: &Value) -> Result<bool, FieldError> {
         // The API server changes a Node's resourceVersion with every change: one seen
@@ -169,6 +250,9 @@ impl Cluster {
 
     pub fn delete_node(&mut self, name: &str) {
         self.versions.remove(name);
+        if let Some(sent) = &mut self.sent {
+            sent.remove(name);
+        }
         if self.nodes.remove(name).is_some() {
             self.changed();
         }
@@ -191,29 +275,43 @@ impl Cluster {
         let pod = pods::pod(object, &classes)?;
         match pod.phase {
             Phase::Bound => {
-                if self.pods.get(&pod.uid).is_some_and(|p| p.node == pod.node) {
-                    return Ok(());
-                }
-                if self.pods.len() >= MAX_PODS {
-                    return Err(FieldError::new("metadata.uid", format!("more than {MAX_PODS} bound pods")));
-                }
-                self.delete_pod(&pod.uid);
-                self.generation += 1;
-                if let Some(b) = &mut self.built
-                    && !start(b, &pod, self.origin_ms)
-                {
-                    self.unplaced += 1;
-                }
-                self.pods.insert(pod.uid.clone(), pod);
+                self.assumed.remove(&pod.uid);
+                self.insert_bound(pod)
             }
-            Phase::Pending | Phase::Ended => self.delete_pod(&pod.uid),
+            // An event from before the Binding (the cards' write): the place `bind`
+            // reserved stands.
+            Phase::Pending if self.assumed.contains_key(&pod.uid) => Ok(()),
+            Phase::Pending | Phase::Ended => {
+                self.delete_pod(&pod.uid);
+                Ok(())
+            }
         }
+    }
+
+    /// Counts a bound pod on its node (once: the same pod on the same node changes nothing).
+    fn insert_bound(&mut self, pod: MappedPod) -> Result<(), FieldError> {
+        if self.pods.get(&pod.uid).is_some_and(|p| p.node == pod.node) {
+            return Ok(());
+        }
+        if !self.pods.contains_key(&pod.uid) && self.pods.len() >= MAX_PODS {
+            return Err(FieldError::new("metadata.uid", format!("more than {MAX_PODS} bound pods")));
+        }
+        self.remove_pod(&pod.uid);
+        self.generation += 1;
+        if let Some(b) = &mut self.built
+            && !start(b, &pod, self.origin_ms)
+        {
+            self.unplaced += 1;
+        }
+        self.pods.insert(pod.uid.clone(), pod);
         Ok(())
     }
 
-    /// Keeps exactly these bound pods (by UID): a re-list of the watch.
+    /// Keeps exactly these bound pods (by UID): a re-list of the watch. Pods whose bind
+    /// is in flight stay (the list may predate them).
     pub fn retain_pods(&mut self, uids: &std::collections::HashSet<String>) {
-        let gone: Vec<String> = self.pods.keys().filter(|u| !uids.contains(*u)).cloned().collect();
+        let binding = |u: &String| self.assumed.get(u) == Some(&Assumption::Binding);
+        let gone: Vec<String> = self.pods.keys().filter(|u| !uids.contains(*u) && !binding(u)).cloned().collect();
         for uid in gone {
             self.delete_pod(&uid);
         }
@@ -221,6 +319,11 @@ impl Cluster {
 
     /// A pod gone (deleted, or ended): what it held is free.
     pub fn delete_pod(&mut self, uid: &str) {
+        self.assumed.remove(uid);
+        self.remove_pod(uid);
+    }
+
+    fn remove_pod(&mut self, uid: &str) {
         if self.pods.remove(uid).is_none() {
             return;
         }
@@ -340,25 +443,75 @@ impl Cluster {
 }
 
 impl Cluster {
-    /// The cards (and MIG instances) the pod would take on the node, as annotation
-    /// `gpol.dev/cards` records them: by the policy's `card_score` rules, else best fit.
-    pub fn assign(&mut self, pod: &Value, node: &str) -> Result<String, FieldError> {
+    /// Reserves the pod's place on `node` for `bind`: the policy's admit rules, quota,
+    /// filters and fit are checked again now, and if the pod may start there it counts on
+    /// the node at once, on the cards (and MIG instances) its `card_score` rules choose
+    /// (else best fit). Returns the cards as annotation `gpol.dev/cards` records them; an
+    /// error says why it may not start there, and nothing changes.
+    pub fn reserve(&mut self, pod: &Value, node: &str) -> Result<String, FieldError> {
         let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
-        let mapped = pods::pod(pod, &classes)?;
+        let mut mapped = pods::pod(pod, &classes)?;
+        let who = format!("pod `{}/{}`", mapped.namespace, mapped.name);
+        if self.assumed.get(&mapped.uid) == Some(&Assumption::Binding) {
+            return Err(FieldError::new("PodUID", format!("{who} is being bound already")));
+        }
+        if let Some(on) = self.pods.get(&mapped.uid).and_then(|p| p.node.as_deref()) {
+            return Err(FieldError::new("PodUID", format!("{who} is bound already, to `{on}`")));
+        }
         let origin = self.origin_ms;
         let b = self.built();
         let Some(&n) = b.node_ids.get(node) else {
             return Err(FieldError::new("Node", format!("the extender does not know node `{node}`")));
         };
         let waited = since(origin, b.s.now_ms(), mapped.created_ms);
-        let id = b.s.submit_waited(mapped.job, waited).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
-        let cards = b.s.cards_for(id, n);
+        let id =
+            b.s.submit_waited(mapped.job.clone(), waited).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        let cards = match b.s.gate(id) {
+            Err(closed) => Err(closed_text(&b.s, id, closed)),
+            Ok(()) => match b.s.node_verdicts(id, &[n]).pop() {
+                Some(NodeVerdict::Fits(_)) => {
+                    b.s.cards_for(id, n).ok_or_else(|| "not enough free capacity".to_string())
+                }
+                Some(v) => match Texts::default().answer(&b.s, v) {
+                    Answer::Fails { why, .. } => Err(why.to_string()),
+                    Answer::Fits(_) => Err("not enough free capacity".to_string()),
+                },
+                None => Err("not enough free capacity".to_string()),
+            },
+        };
         b.s.withdraw(id);
         b.s.forget(id);
         b.s.take_log();
-        cards
-            .map(|c| pods::cards_text(&c))
-            .ok_or_else(|| FieldError::new("Node", format!("the pod does not fit on node `{node}` now")))
+        let cards =
+            cards.map_err(|why| FieldError::new("Node", format!("{who} may not start on `{node}` now: {why}")))?;
+        let text = pods::cards_text(&cards);
+        mapped.node = Some(node.to_string());
+        mapped.cards = Some(cards);
+        mapped.phase = Phase::Bound;
+        let uid = mapped.uid.clone();
+        self.insert_bound(mapped)?;
+        self.assumed.insert(uid, Assumption::Binding);
+        Ok(text)
+    }
+
+    /// The reserved pod's bind failed: its place is free again. A pod not reserved (or
+    /// reported bound by the watch since) is left as it is.
+    pub fn release(&mut self, uid: &str) {
+        if self.assumed.remove(uid).is_some() {
+            self.remove_pod(uid);
+        }
+    }
+
+    /// The reserved pod's bind succeeded: it keeps its place until the watch reports it.
+    pub fn bound(&mut self, uid: &str) {
+        if let Some(a) = self.assumed.get_mut(uid) {
+            *a = Assumption::Bound;
+        }
+    }
+
+    /// Pods reserved by `bind` that the watch has not yet reported bound.
+    pub fn assumed_count(&self) -> usize {
+        self.assumed.len()
     }
 
     /// Which of kube-scheduler's proposed preemptions (victim UIDs per node) the policy

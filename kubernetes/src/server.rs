@@ -98,8 +98,10 @@ impl Extender {
         self.cluster.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Binds pods through this API server from now on (the first connection stays).
+    /// Binds pods through this API server from now on (the first connection stays), and
+    /// takes nodes from its watch only: request bodies no longer change what is known.
     pub fn connect(&self, client: kube::Client) {
+        self.cluster().watch_nodes();
         let _ = self.api.set(client);
     }
 

@@ -7,7 +7,7 @@
 //! - prioritize: the policy's ranking as extender scores ([`extender_scores`]).
 //! - preempt: the proposals the policy stands behind ([`Cluster::victims`]).
 
-use crate::cluster::{Answer, Cluster, Evaluation};
+use crate::cluster::{Answer, Cluster, Evaluation, MAX_NODES};
 use crate::extender::{
     ExtenderArgs, ExtenderFilterResult, ExtenderPreemptionArgs, ExtenderPreemptionResult, FailedNodes, HostPriority,
     MAX_EXTENDER_PRIORITY, MetaPod, MetaVictims, Victims,
@@ -31,24 +31,34 @@ struct Nodes {
 }
 
 fn nodes_of(args: &mut ExtenderArgs) -> Result<Nodes, BadRequest> {
-    if let Some(names) = args.node_names.take() {
-        return Ok(Nodes { names, objects: None, list: None });
-    }
-    let Some(list) = args.nodes.take() else { return Ok(Nodes { names: Vec::new(), objects: None, list: None }) };
-    let Value::Object(mut list) = list else { return Err(BadRequest("`Nodes` is not a NodeList".into())) };
-    let items = match list.remove("items") {
-        Some(Value::Array(items)) => items,
-        None | Some(Value::Null) => Vec::new(),
-        Some(_) => return Err(BadRequest("`Nodes.items` is not a list".into())),
+    let nodes = if let Some(names) = args.node_names.take() {
+        Nodes { names, objects: None, list: None }
+    } else {
+        let Some(list) = args.nodes.take() else { return Ok(Nodes { names: Vec::new(), objects: None, list: None }) };
+        let Value::Object(mut list) = list else { return Err(BadRequest("`Nodes` is not a NodeList".into())) };
+        let items = match list.remove("items") {
+            Some(Value::Array(items)) => items,
+            None | Some(Value::Null) => Vec::new(),
+            Some(_) => return Err(BadRequest("`Nodes.items` is not a list".into())),
+        };
+        let names = items
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                crate::nodes::name(n).map(str::to_string).map_err(|e| BadRequest(format!("`Nodes.items[{i}]`: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Nodes { names, objects: Some(items), list: Some(list) }
     };
-    let names = items
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            crate::nodes::name(n).map(str::to_string).map_err(|e| BadRequest(format!("`Nodes.items[{i}]`: {e}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Nodes { names, objects: Some(items), list: Some(list) })
+    if nodes.names.len() > MAX_NODES {
+        return Err(BadRequest(format!("the request names {} nodes; the limit is {MAX_NODES}", nodes.names.len())));
+    }
+    // kube-scheduler names each node once: a name given twice would get two answers.
+    let mut seen = FxHashSet::default();
+    if let Some(twice) = nodes.names.iter().find(|n| !seen.insert(n.as_str())) {
+        return Err(BadRequest(format!("node `{twice}` is named twice in the request")));
+    }
+    Ok(nodes)
 }
 
 fn pod_of(pod: &Option<Value>) -> Result<&Value, BadRequest> {
@@ -59,18 +69,14 @@ fn take_pod(args: &mut ExtenderArgs) -> Result<Value, BadRequest> {
     args.pod.take().ok_or_else(|| BadRequest("the request has no `Pod`".into()))
 }
 
-/// Whole Node objects in a request bring the extender's nodes up to date; a node that
-/// cannot be mapped fails, unresolvable, with the reason.
+/// Whole Node objects in a request bring the extender's nodes up to date when nodes
+/// come from requests (`--no-api`; with the API server connected they change nothing);
+/// a node that cannot be mapped fails, unresolvable, with the reason.
 fn take_nodes(cluster: &mut Cluster, nodes: &Nodes) -> FxHashMap<String, Arc<str>> {
-    let mut bad = FxHashMap::default();
-    for object in nodes.objects.iter().flatten() {
-        if let Err(e) = cluster.apply_node(object)
-            && let Ok(name) = crate::nodes::name(object)
-        {
-            bad.insert(name.to_string(), Arc::from(e.to_string()));
-        }
+    match &nodes.objects {
+        Some(objects) => cluster.apply_sent_nodes(objects),
+        None => FxHashMap::default(),
     }
-    bad
 }
 
 /// Each node's answer, `None` for a repeated name; why the pod cannot start anywhere if

@@ -100,7 +100,7 @@ async fn bind_records_the_cards_then_binds() {
     let third: Pod = serde_json::from_value(pod("third", 1)).expect("pod");
     pods.create(&PostParams::default(), &third).await.expect("created");
     let e = api::bind(&client, &ext, &args("third", "a")).await.expect_err("no room");
-    assert!(e.contains("does not fit on node `a`"), "{e}");
+    assert_eq!(e, "pod `ml/third` may not start on `a` now: not enough free capacity");
     let third = pods.get("third").await.expect("pod");
     assert!(third.metadata.annotations.is_none_or(|a| !a.contains_key("gpol.dev/cards")));
     // A replaced pod (another UID) is not bound.

@@ -70,7 +70,7 @@ struct World {
     nodes: Vec<(u32, bool, bool)>,
     bound: Vec<(u32, bool, usize)>,
     ask: (u32, bool),
-    /// Indices into `nodes` the request names, repeats allowed.
+    /// Indices into `nodes` the request names, each once.
     asked: Vec<usize>,
     whole_objects: bool,
 }
@@ -87,7 +87,11 @@ fn world() -> impl Strategy<Value = World> {
                 any::<bool>(),
             )
         })
-        .prop_map(|(nodes, bound, ask, asked, whole_objects)| World { nodes, bound, ask, asked, whole_objects })
+        .prop_map(|(nodes, bound, ask, mut asked, whole_objects)| {
+            let mut seen = BTreeSet::new();
+            asked.retain(|i| seen.insert(*i));
+            World { nodes, bound, ask, asked, whole_objects }
+        })
 }
 
 fn queue(serving: bool) -> &'static str {
@@ -397,17 +401,100 @@ fn recorded_card_assignments_hold_and_new_ones_follow_best_fit() {
     c.apply_pod(&half).expect("pod");
     assert_eq!(c.unplaced(), 0);
     // Another half card packs onto card 3 (best fit); two whole cards take 0 and 1.
+    // Each reservation is given back before the next, as after a failed bind.
+    let try_on = |c: &mut gpol_kubernetes::cluster::Cluster, p: &serde_json::Value| {
+        let cards = c.reserve(p, "a");
+        c.release(p["metadata"]["uid"].as_str().expect("uid"));
+        cards
+    };
     let mut other = pod("other", 1, "serving", None, "low", true);
     other["metadata"]["annotations"] = json!({"gpol.dev/gpu-fraction": "0.5"});
-    assert_eq!(c.assign(&other, "a").expect("fits"), "3");
-    assert_eq!(c.assign(&pod("two", 2, "training", None, "low", true), "a").expect("fits"), "0,1");
+    assert_eq!(try_on(&mut c, &other).expect("fits"), "3");
+    assert_eq!(try_on(&mut c, &pod("two", 2, "training", None, "low", true)).expect("fits"), "0,1");
     // Four whole cards do not fit beside the half-used card; three do.
-    assert!(c.assign(&pod("four", 4, "training", None, "low", true), "a").is_err());
-    assert_eq!(c.assign(&pod("three", 3, "training", None, "low", true), "a").expect("fits"), "0,1,2");
+    let e = try_on(&mut c, &pod("four", 4, "training", None, "low", true)).expect_err("no room");
+    assert!(e.message.contains("may not start on `a` now: not enough free capacity"), "{e}");
+    assert_eq!(try_on(&mut c, &pod("three", 3, "training", None, "low", true)).expect("fits"), "0,1,2");
+    // Reserved and kept: the next pod sees the cards taken.
+    assert_eq!(c.reserve(&pod("two", 2, "training", None, "low", true), "a").expect("fits"), "0,1");
+    assert_eq!(c.reserve(&pod("one", 1, "training", None, "low", true), "a").expect("fits"), "2");
+    assert!(c.reserve(&pod("more", 1, "training", None, "low", true), "a").is_err());
+    c.release("uid-two");
+    c.release("missing");
+    assert_eq!(c.reserve(&pod("more", 2, "training", None, "low", true), "a").expect("fits"), "0,1");
+    c.release("uid-one");
+    c.release("uid-more");
     // A recorded assignment that cannot hold (card 3 is half taken) leaves the pod unplaced.
     let mut clash = pod("clash", 1, "training", Some("a"), "low", true);
     clash["metadata"]["annotations"] = json!({"gpol.dev/cards": "3"});
     c.apply_pod(&clash).expect("pod");
     c.warm();
     assert_eq!(c.unplaced(), 1);
+}
+
+#[test]
+fn a_node_named_twice_is_a_bad_request() {
+    let mut c = cluster();
+    c.apply_node(&node("a", 8, false, false)).expect("node");
+    let p = pod("new", 1, "training", None, "high", false);
+    let by_name = ExtenderArgs { pod: Some(p.clone()), nodes: None, node_names: Some(vec!["a".into(), "a".into()]) };
+    let e = verbs::filter(&mut c, by_name.clone()).expect_err("refused");
+    assert_eq!(e.0, "node `a` is named twice in the request");
+    assert!(verbs::prioritize(&mut c, by_name).is_err());
+    let items = json!({"items": [node("b", 8, false, false), node("b", 8, false, false)]});
+    let whole = ExtenderArgs { pod: Some(p), nodes: Some(items), node_names: None };
+    assert_eq!(verbs::filter(&mut c, whole).expect_err("refused").0, "node `b` is named twice in the request");
+    // Nothing of the refused request was kept.
+    assert_eq!(c.node_count(), 1);
+}
+
+#[test]
+fn with_the_api_server_connected_request_bodies_change_nothing() {
+    let mut c = cluster();
+    c.watch_nodes();
+    assert!(!c.nodes_from_requests());
+    c.apply_node(&node("a", 8, false, false)).expect("node");
+    // A client sends node `a` as empty of GPUs and a node `ghost` that does not exist.
+    let items = json!({"items": [node("a", 0, false, false), node("ghost", 8, false, false)]});
+    let args = ExtenderArgs {
+        pod: Some(pod("new", 4, "training", None, "high", false)),
+        nodes: Some(items),
+        node_names: None,
+    };
+    let r = verbs::filter(&mut c, args).expect("answered");
+    let passed: Vec<&str> = r.nodes.as_ref().expect("nodes")["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(passed, vec!["a"], "the watched node `a` has 8 GPUs whatever the request says");
+    let failed = r.failed_nodes.expect("failed");
+    assert_eq!(failed.get("ghost").map(|w| w.as_ref()), Some("the extender does not know this node"));
+    assert_eq!(c.node_count(), 1);
+}
+
+#[test]
+fn nodes_sent_in_requests_expire_and_make_room() {
+    let mut c = cluster();
+    let p = || pod("new", 1, "training", None, "high", false);
+    let send = |c: &mut Cluster, names: &[&str]| {
+        let items: Vec<Value> = names.iter().map(|n| node(n, 8, false, false)).collect();
+        let args = ExtenderArgs { pod: Some(p()), nodes: Some(json!({"items": items})), node_names: None };
+        verbs::filter(c, args).expect("answered")
+    };
+    send(&mut c, &["a", "b"]);
+    assert_eq!(c.node_count(), 2);
+    // Five minutes later `b` is sent again; six more and `a`, unsent for eleven, is gone.
+    c.set_clock(5 * 60_000);
+    send(&mut c, &["b"]);
+    c.set_clock(11 * 60_000);
+    send(&mut c, &["c"]);
+    assert_eq!(c.node_count(), 2, "`a` expired, `b` and `c` kept");
+    let r = verbs::filter(
+        &mut c,
+        ExtenderArgs { pod: Some(p()), nodes: None, node_names: Some(vec!["a".into(), "b".into()]) },
+    )
+    .expect("answered");
+    assert_eq!(r.node_names, Some(vec!["b".to_string()]));
 }

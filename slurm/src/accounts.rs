@@ -44,6 +44,27 @@ impl Account {
         c.extend(self.grp_tres());
         c
     }
+
+    /// The `sacctmgr` command that sets an existing account's shares and limits as the
+    /// policy wants them: what a second run of accounts.sh does. (The description is left
+    /// as it is and the parent set apart, [`Account::reparent_command`]: sacctmgr answers a
+    /// change that changes nothing of either with "Nothing modified" and exit status 1.)
+    pub fn modify_command(&self) -> Vec<String> {
+        let mut c: Vec<String> =
+            ["sacctmgr", "-i", "modify", "account", "where", &format!("name={}", self.name), "set"]
+                .map(String::from)
+                .into();
+        c.push(format!("Fairshare={}", self.shares));
+        c.extend(self.grp_tres());
+        c
+    }
+
+    /// The `sacctmgr` command that moves an existing account under its parent.
+    pub fn reparent_command(&self) -> Vec<String> {
+        let name = format!("name={}", self.name);
+        let parent = format!("Parent={}", self.parent);
+        ["sacctmgr", "-i", "modify", "account", "where", &name, "set", &parent].map(String::from).into()
+    }
 }
 
 /// A priority class as the Slurm QOS that names it (the job model reads a job's QOS as
@@ -59,6 +80,42 @@ impl Qos {
     pub fn add_command(&self) -> Vec<String> {
         ["sacctmgr", "-i", "add", "qos", &self.name, &format!("Priority={}", self.priority)].map(String::from).into()
     }
+
+    /// The `sacctmgr` command that sets an existing QOS's priority (every Slurm has QOS
+    /// `normal`).
+    pub fn modify_command(&self) -> Vec<String> {
+        let name = format!("name={}", self.name);
+        let priority = format!("Priority={}", self.priority);
+        ["sacctmgr", "-i", "modify", "qos", "where", &name, "set", &priority].map(String::from).into()
+    }
+}
+
+/// The shell functions accounts.sh asks with: whether a QOS exists, whether an account has
+/// its association (`ACCOUNT|` with no user) on the cluster, and that association's parent.
+const EXISTS: &str = "qos_exists() { [ -n \"$(sacctmgr -nP show qos where name=\"$1\" format=name)\" ]; }\n\
+account_exists() { sacctmgr -nP show assoc where account=\"$1\" format=account,user | grep -qx \"$1|\"; }\n\
+parent_of() { sacctmgr -nP show assoc where account=\"$1\" format=account,user,parentname | sed -n \"s/^$1||//p\"; }\n";
+
+/// A command as the shell reads it back.
+fn line(words: &[String]) -> String {
+    words.iter().map(|w| crate::command::shell_word(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// The QOS added, or its priority set when it exists.
+fn qos_line(q: &Qos) -> String {
+    let name = crate::command::shell_word(&q.name);
+    format!("if qos_exists {name}; then {}; else {}; fi\n", line(&q.modify_command()), line(&q.add_command()))
+}
+
+/// The account added, or its shares, limits and parent set when it exists.
+fn account_line(a: &Account) -> String {
+    let (name, parent) = (crate::command::shell_word(&a.name), crate::command::shell_word(&a.parent));
+    format!(
+        "if account_exists {name}; then {}; [ \"$(parent_of {name})\" = {parent} ] || {}; else {}; fi\n",
+        line(&a.modify_command()),
+        line(&a.reparent_command()),
+        line(&a.add_command(None))
+    )
 }
 
 /// The policy's priority classes as QOS, and the classes a QOS cannot carry (Slurm's QOS
@@ -224,15 +281,16 @@ pub fn emit(policy: &Policy, file: &str) -> Accounts {
             "# The priority classes as QOS (a job's QOS names its class): grant them to the accounts\n# that may use them as the site does (sacctmgr modify account … set QOS+=…).\n",
         );
     }
+    script.push_str(
+        "# Each QOS and account is added when missing and set when present (sacctmgr refuses to\n# add what exists, and every Slurm has QOS `normal`): running this again changes nothing.\n",
+    );
     script.push_str("set -e\n");
+    script.push_str(EXISTS);
     for q in &qos {
-        script.push_str(&q.add_command().join(" "));
-        script.push('\n');
+        script.push_str(&qos_line(q));
     }
     for a in &accounts {
-        let words: Vec<String> = a.add_command(None).iter().map(|w| crate::command::shell_word(w)).collect();
-        script.push_str(&words.join(" "));
-        script.push('\n');
+        script.push_str(&account_line(a));
     }
     Accounts { script, unexpressed }
 }
@@ -266,6 +324,13 @@ mod tests {
             "{:?}",
             a.unexpressed
         );
+        // Set when it exists already: a second run changes nothing.
+        assert!(
+            a.script
+                .contains("if account_exists a; then sacctmgr -i modify account where name=a set Fairshare=2 GrpTRES="),
+            "{}",
+            a.script
+        );
         // Parents come before their children.
         let (org, child) =
             (a.script.find("account org ").unwrap_or(usize::MAX), a.script.find("account a ").unwrap_or(0));
@@ -279,7 +344,8 @@ mod tests {
         );
         let a = emit(&p, "t.gpol");
         assert!(
-            a.script.contains("add account a Parent=org Fairshare=1 'Description=gpol queue a' GrpTRES=gres/gpu=12\n"),
+            a.script
+                .contains("add account a Parent=org Fairshare=1 'Description=gpol queue a' GrpTRES=gres/gpu=12; fi\n"),
             "{}",
             a.script
         );
@@ -293,7 +359,8 @@ mod tests {
         );
         let a = emit(&p, "t.gpol");
         assert!(
-            a.script.contains("add account a Parent=org Fairshare=1 'Description=gpol queue a' GrpTRES=gres/gpu=8\n"),
+            a.script
+                .contains("add account a Parent=org Fairshare=1 'Description=gpol queue a' GrpTRES=gres/gpu=8; fi\n"),
             "{}",
             a.script
         );

@@ -85,10 +85,14 @@ impl Action {
             // Released first: a failure leaves the job held and marked as the loop's.
             Action::Release { job, .. } => vec![v(&["scontrol", "release", &job.to_string()]), comment(*job, "")],
             // Requeued and held: the job waits for the loop to place it again, so Slurm
-            // cannot restart it on the room its eviction made for another.
-            Action::Requeue { job, reason, .. } => {
-                vec![comment(*job, &format!("{WAITING} ({reason})")), v(&["scontrol", "requeuehold", &job.to_string()])]
-            }
+            // cannot restart it on the room its eviction made for another. `requeuehold`
+            // leaves a hold the job's owner may release; `hold` by root makes it the
+            // administrator's.
+            Action::Requeue { job, reason, .. } => vec![
+                comment(*job, &format!("{WAITING} ({reason})")),
+                v(&["scontrol", "requeuehold", &job.to_string()]),
+                v(&["scontrol", "hold", &job.to_string()]),
+            ],
             Action::Cancel { job, reason, .. } => {
                 vec![comment(*job, &format!("gpol: cancelled: {reason}")), v(&["scancel", &job.to_string()])]
             }
@@ -252,6 +256,9 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
         let name = j.request.name.clone();
         let was_running = j.is_running();
         let held_by_us = j.held && j.admin_comment.starts_with(HELD);
+        // A hold job_submit.lua put on is the user's kind (Slurm makes it so for a job a
+        // user submits), which its owner may release: the loop makes it the administrator's.
+        let user_held = j.reason == "JobHeldUser";
         // Held until the loop places it (`--hold-for-loop`, or evicted): whatever else
         // holds it back is said inside that hold, which is kept.
         let for_loop = held_by_us && j.admin_comment.starts_with(WAITING);
@@ -283,14 +290,14 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
             jobs::State::Pending(Some(reason @ (Reason::Rule(_) | Reason::Quota(_)))) if !reason.is_filter() => {
                 let text = explain::reason_detail(&s, id, &reason).unwrap_or_else(|| explain::state_text(&s, id));
                 let reason = held_for(text);
-                if !(held_by_us && j.admin_comment == format!("{HELD}{reason}")) {
+                if !(held_by_us && !user_held && j.admin_comment == format!("{HELD}{reason}")) {
                     out.actions.push(Action::Hold { job: j.id, name, reason });
                 }
             }
             // Waiting for room or its turn: a job held for a reason that no longer holds is
             // released — or, held for the loop, keeps only that hold.
             jobs::State::Pending(_) => {
-                if for_loop && j.admin_comment != WAITING {
+                if for_loop && (j.admin_comment != WAITING || user_held) {
                     out.actions.push(Action::Hold { job: j.id, name, reason: WAITING[HELD.len()..].to_string() });
                 } else if held_by_us && !for_loop {
                     out.actions.push(Action::Release { job: j.id, name });

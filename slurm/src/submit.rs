@@ -93,6 +93,37 @@ pub fn rules(policy: Policy<'_>, with_nodes: bool) -> Vec<Compiled> {
     out
 }
 
+/// `slurm_job_modify`: what the rules and the scheduling loop decided stays decided. Only
+/// root (the loop) may release or reorder a job (`scontrol release`, `top`, a priority)
+/// or change what the rules read or the loop placed — its queue (account, partition), its
+/// class (QOS), its size (GRES, nodes) and its placement (node lists, features). A user may
+/// still hold their job, lower its priority (`nice`), shorten it or rename it. Slurm calls
+/// this for every update (checked on a real Slurm 22.05: a release arrives as priority
+/// `INFINITE`, a field not changed as nil or `NO_VAL`).
+const MODIFY: &str = "\
+-- What the rules and the scheduling loop decided stays decided: only root (the loop) may
+-- release or reorder a job, or change its queue, class, size or placement.
+gpol.decided = { \"account\", \"partition\", \"qos\", \"tres_per_node\", \"tres_per_job\",
+  \"tres_per_socket\", \"tres_per_task\", \"req_nodes\", \"exc_nodes\", \"features\", \"min_nodes\" }
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  if modify_uid == 0 then return slurm.SUCCESS end
+  local p = job_desc.priority
+  if p ~= nil and p ~= slurm.NO_VAL and p ~= 0 then
+    slurm.log_user(\"%s\", \"gpol: only the scheduling loop releases or reorders jobs\")
+    return slurm.ESLURM_ACCESS_DENIED
+  end
+  for _, field in ipairs(gpol.decided) do
+    local v = job_desc[field]
+    if v ~= nil and v ~= slurm.NO_VAL then
+      slurm.log_user(\"gpol: %s is the policy's to decide: cancel the job and submit it again\", field)
+      return slurm.ESLURM_ACCESS_DENIED
+    end
+  end
+  return slurm.SUCCESS
+end
+";
+
 /// `job_submit.lua` for a policy read from `file`; with `hold_for_loop`, every job the
 /// rules admit is also held for the scheduling loop, which places it (and releases it);
 /// with `nodes` (a [`node_table`]), static filters exclude the nodes they refuse; a job's
@@ -185,7 +216,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
         ));
     }
     lua.push_str("  return slurm.SUCCESS\nend\n\n");
-    lua.push_str("function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)\n  return slurm.SUCCESS\nend\n");
+    lua.push_str(MODIFY);
     Submit { lua, rules }
 }
 

@@ -184,6 +184,8 @@ fn a_higher_priority_job_requeues_a_preemptible_one() {
     // Requeued and held for the loop, so Slurm cannot restart it in the room it made.
     let commands = requeue.commands();
     assert_eq!(commands[1], ["scontrol", "requeuehold", "1"]);
+    // And held by root: the job's owner cannot release it.
+    assert_eq!(commands[2], ["scontrol", "hold", "1"]);
     assert!(commands[0][3].starts_with(&format!("AdminComment={WAITING} (evicted for job 3")), "{commands:?}");
     apply(&mut jobs, &first.actions);
     // It waits for the loop, and now says why: job 3 takes queue a's limit.
