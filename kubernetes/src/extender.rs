@@ -107,6 +107,17 @@ pub struct ExtenderBindingArgs {
     pub node: String,
 }
 
+impl ExtenderBindingArgs {
+    /// The first field a bind cannot do without that the request leaves empty (`PodUID`
+    /// may be: the pod is then bound whatever its UID).
+    pub fn missing(&self) -> Option<&'static str> {
+        [("PodName", &self.pod_name), ("PodNamespace", &self.pod_namespace), ("Node", &self.node)]
+            .into_iter()
+            .find(|(_, v)| v.is_empty())
+            .map(|(k, _)| k)
+    }
+}
+
 /// A bind answer: empty, or what went wrong.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]

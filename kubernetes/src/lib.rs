@@ -10,12 +10,16 @@ pub mod cluster;
 pub mod extender;
 pub mod kueue;
 #[cfg(feature = "serve")]
+pub mod listen;
+#[cfg(feature = "serve")]
 pub mod metrics;
 pub mod nodes;
 pub mod pods;
 pub mod quantity;
 #[cfg(feature = "serve")]
 pub mod server;
+#[cfg(feature = "serve")]
+pub mod tls;
 pub mod verbs;
 
 use std::fmt;

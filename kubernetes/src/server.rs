@@ -2,21 +2,27 @@
 //! `urlPrefix/<verb>`; any prefix is accepted, the verb being the last path segment.
 //! `/healthz`, `/readyz` and `/metrics` are for the kubelet and Prometheus.
 //!
-//! Every request is bounded: bodies above the size limit are refused (413) before they
-//! are read whole, a request slower than the time limit is answered 408, malformed JSON
-//! and requests missing what a verb needs are answered 400 and unknown paths 404, each
-//! with a message. The policy file is watched: a changed file is checked and compiled
-//! aside, then swapped in whole; one that does not check is refused, its diagnostics
-//! logged, and the old policy keeps serving.
+//! Every request is bounded and every refusal says why in its body: a body declared or
+//! found larger than the limit is refused (413) before it is read whole, a content type
+//! other than JSON is 415, a request not answered within the time limit is 408 (the work
+//! runs off the connection's thread, so the deadline holds however heavy the request),
+//! malformed JSON and requests missing what a verb needs are 400, unknown paths 404 and
+//! wrong methods 405; with a token file, a verb without the token is 401. Connections are
+//! capped, and their headers and TLS handshakes have a deadline ([`crate::listen`]). The
+//! policy file, the TLS files and the token file are watched: a changed policy is checked
+//! and compiled aside, then swapped in whole; one that does not check is refused, its
+//! diagnostics logged, and the old policy keeps serving.
 
 use crate::cluster::Cluster;
 use crate::extender::{self, ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderPreemptionArgs};
+use crate::listen::Connections;
 use crate::metrics::Metrics;
+use crate::tls::{Tls, TlsError, TlsFiles, Token};
 use crate::verbs::{self, BadRequest};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::load::Checked;
@@ -26,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Limits and timings of a served extender.
+/// Limits, timings and security of a served extender.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// The largest request body read (a request sending 5,000 whole Node objects is
@@ -34,13 +40,30 @@ pub struct Options {
     pub max_body_bytes: usize,
     /// The longest a request may take (kube-scheduler's own `httpTimeout` is 5 s).
     pub timeout: Duration,
-    /// How often the policy file is looked at for changes.
+    /// How often the policy, TLS and token files are looked at for changes.
     pub reload_every: Duration,
+    /// The longest a connection may take to send a request's headers (an idle
+    /// keep-alive connection waiting for its next request included) or its TLS handshake.
+    pub header_timeout: Duration,
+    /// The most connections open at once.
+    pub max_connections: usize,
+    /// TLS, when served over HTTPS.
+    pub tls: Option<TlsFiles>,
+    /// A file holding the bearer token every verb request must carry.
+    pub token_file: Option<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { max_body_bytes: 64 << 20, timeout: Duration::from_secs(5), reload_every: Duration::from_secs(2) }
+        Options {
+            max_body_bytes: 64 << 20,
+            timeout: Duration::from_secs(5),
+            reload_every: Duration::from_secs(2),
+            header_timeout: Duration::from_secs(10),
+            max_connections: 256,
+            tls: None,
+            token_file: None,
+        }
     }
 }
 
@@ -151,11 +174,16 @@ impl Extender {
         &self,
         verb: &str,
         body: &[u8],
+        deadline: Instant,
         run: impl FnOnce(&mut Cluster, A, &Metrics) -> Result<R, BadRequest>,
     ) -> Response {
         let start = Instant::now();
         let outcome = extender::decode::<A>(body).map_err(BadRequest).and_then(|args| {
             let mut cluster = self.cluster();
+            // Waited too long for the cluster: the client has had its 408 already.
+            if Instant::now() >= deadline {
+                return Err(BadRequest("no time left to answer".into()));
+            }
             cluster.set_clock(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
             let answer = run(&mut cluster, args, &self.metrics);
             self.metrics.nodes.set(cluster.node_count() as i64);
@@ -178,69 +206,148 @@ impl Extender {
 /// The verbs, by the last segment of the path.
 const VERBS: [&str; 4] = ["filter", "prioritize", "preempt", "bind"];
 
-/// The router: the verbs under any prefix, health, readiness and metrics, with the
-/// request time limit.
+/// What every request is checked against.
+struct Limits {
+    max_body_bytes: usize,
+    timeout: Duration,
+    token: Option<Arc<Token>>,
+}
+
+/// The router: the verbs under any prefix, health, readiness and metrics, each request
+/// within the limits of `options` (without a token: [`serve`] reads the token file).
 pub fn router(extender: Arc<Extender>, options: &Options) -> Router {
-    let limit = options.max_body_bytes;
+    with_token(extender, options, None)
+}
+
+fn with_token(extender: Arc<Extender>, options: &Options, token: Option<Arc<Token>>) -> Router {
+    let limits = Arc::new(Limits { max_body_bytes: options.max_body_bytes, timeout: options.timeout, token });
     Router::new()
-        .fallback(move |State(ext): State<Arc<Extender>>, request: Request| route(ext, request, limit))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, options.timeout))
+        .fallback(move |State(ext): State<Arc<Extender>>, request: Request| {
+            let limits = Arc::clone(&limits);
+            async move { within_time(ext, request, limits).await }
+        })
         .with_state(extender)
 }
 
-async fn route(ext: Arc<Extender>, request: Request, limit: usize) -> Response {
+fn plain(code: StatusCode, text: String) -> Response {
+    (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}
+
+/// The request answered, or 408 when the time limit passes first.
+async fn within_time(ext: Arc<Extender>, request: Request, limits: Arc<Limits>) -> Response {
+    let verb = request.uri().path().rsplit('/').next().unwrap_or_default().to_string();
+    let timeout = limits.timeout;
+    match tokio::time::timeout(timeout, route(Arc::clone(&ext), request, limits)).await {
+        Ok(response) => response,
+        Err(_) => {
+            if VERBS.contains(&verb.as_str()) {
+                ext.metrics.answered(&verb, 408, timeout.as_secs_f64());
+            }
+            plain(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("{verb}: not answered within the time limit of {timeout:?} (--timeout)\n"),
+            )
+        }
+    }
+}
+
+async fn route(ext: Arc<Extender>, request: Request, limits: Arc<Limits>) -> Response {
+    let deadline = Instant::now() + limits.timeout;
     let path = request.uri().path().to_string();
     let method = request.method().clone();
-    let plain = |code: StatusCode, text: String| {
-        (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+    let wrong_method = |allow: &'static str| {
+        let text = format!("`{path}` answers {allow} only, not {method}\n");
+        let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, text);
+        r.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static(allow));
+        r
     };
-    match (method, path.as_str()) {
-        (Method::GET, "/healthz") => plain(StatusCode::OK, "ok\n".into()),
-        (Method::GET, "/readyz") if ext.is_ready() => plain(StatusCode::OK, "ready\n".into()),
-        (Method::GET, "/readyz") => {
-            plain(StatusCode::SERVICE_UNAVAILABLE, "the cluster's state is not known yet\n".into())
+    match path.as_str() {
+        "/healthz" | "/readyz" | "/metrics" if method != Method::GET => return wrong_method("GET"),
+        "/healthz" => return plain(StatusCode::OK, "ok\n".into()),
+        "/readyz" if ext.is_ready() => return plain(StatusCode::OK, "ready\n".into()),
+        "/readyz" => return plain(StatusCode::SERVICE_UNAVAILABLE, "the cluster's state is not known yet\n".into()),
+        "/metrics" => {
+            let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+            return ([(header::CONTENT_TYPE, kind)], ext.metrics.render()).into_response();
         }
-        (Method::GET, "/metrics") => (
-            [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-            ext.metrics.render(),
-        )
-            .into_response(),
-        (method, _) => {
-            let verb = path.rsplit('/').next().unwrap_or_default();
-            if !VERBS.contains(&verb) {
-                let known = VERBS.join(", ");
-                return plain(
-                    StatusCode::NOT_FOUND,
-                    format!("unknown verb at `{path}`: the verbs are {known} (POST)\n"),
-                );
+        _ => {}
+    }
+    let verb = path.rsplit('/').next().unwrap_or_default().to_string();
+    if !VERBS.contains(&verb.as_str()) {
+        let known = VERBS.join(", ");
+        return plain(StatusCode::NOT_FOUND, format!("unknown verb at `{path}`: the verbs are {known} (POST)\n"));
+    }
+    if method != Method::POST {
+        return wrong_method("POST");
+    }
+    let refused = |code: StatusCode, text: String| {
+        ext.metrics.answered(&verb, code.as_u16(), 0.0);
+        tracing::warn!(verb, %text, "request refused");
+        plain(code, format!("{verb}: {text}\n"))
+    };
+    if let Some(token) = &limits.token
+        && !token.admits(request.headers().get(header::AUTHORIZATION).map(|v| v.as_bytes()))
+    {
+        let mut r = refused(StatusCode::UNAUTHORIZED, "no valid bearer token (Authorization: Bearer …)".into());
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        return r;
+    }
+    if let Some(wrong) = not_json(request.headers()) {
+        return refused(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("the content type is `{wrong}`, not application/json"),
+        );
+    }
+    let limit = limits.max_body_bytes;
+    let too_large = || format!("the request body is larger than the limit of {limit} bytes (--max-body)");
+    let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, too_large());
+    }
+    let body = match axum::body::to_bytes(request.into_body(), limit).await {
+        Ok(b) => b,
+        Err(_) => return refused(StatusCode::PAYLOAD_TOO_LARGE, too_large()),
+    };
+    match (verb.as_str(), ext.api.get().cloned()) {
+        ("bind", Some(client)) => {
+            // Run apart: a bind cut short by the time limit would leave its reservation
+            // behind; finished on its own, it binds or gives the place back.
+            let ext = Arc::clone(&ext);
+            match tokio::spawn(async move { bind(&ext, &client, &body).await }).await {
+                Ok(response) => response,
+                Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("bind: {e}\n")),
             }
-            if method != Method::POST {
-                return plain(StatusCode::METHOD_NOT_ALLOWED, format!("{verb}: POST a JSON request\n"));
-            }
-            let body = match axum::body::to_bytes(request.into_body(), limit).await {
-                Ok(b) => b,
-                Err(_) => {
-                    ext.metrics.answered(verb, 413, 0.0);
-                    let m =
-                        format!("{verb}: the request body is larger than the limit of {limit} bytes (--max-body)\n");
-                    return plain(StatusCode::PAYLOAD_TOO_LARGE, m);
-                }
-            };
-            match (verb, ext.api.get()) {
-                ("bind", Some(client)) => bind(&ext, client, &body).await,
-                _ => dispatch(&ext, verb, &body),
+        }
+        _ => {
+            // The verbs are CPU work: off the connection's thread, so the deadline holds.
+            let work = tokio::task::spawn_blocking(move || dispatch(&ext, &verb, &body, deadline));
+            match work.await {
+                Ok(response) => response,
+                Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
             }
         }
     }
 }
 
+/// The content type when it is given and is not JSON.
+fn not_json(headers: &HeaderMap) -> Option<String> {
+    let kind = headers.get(header::CONTENT_TYPE)?;
+    let text = String::from_utf8_lossy(kind.as_bytes()).into_owned();
+    let essence = text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    (essence != "application/json").then_some(text)
+}
+
 /// bind, through the API server.
 async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
     let start = std::time::Instant::now();
-    let response = match extender::decode::<ExtenderBindingArgs>(body) {
+    let args = extender::decode::<ExtenderBindingArgs>(body).and_then(|a| match a.missing() {
+        Some(field) => Err(format!("the request has no `{field}`")),
+        None => Ok(a),
+    });
+    let response = match args {
         Err(message) => {
             tracing::warn!(verb = "bind", %message, "bad request");
-            (StatusCode::BAD_REQUEST, format!("bind: {message}\n")).into_response()
+            plain(StatusCode::BAD_REQUEST, format!("bind: {message}\n"))
         }
         Ok(args) => {
             let error = match crate::api::bind(client, ext, &args).await {
@@ -263,9 +370,9 @@ async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
     response
 }
 
-fn dispatch(ext: &Extender, verb: &str, body: &Bytes) -> Response {
+fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant) -> Response {
     match verb {
-        "filter" => ext.answer(verb, body, |c, args: ExtenderArgs, m| {
+        "filter" => ext.answer(verb, body, deadline, |c, args: ExtenderArgs, m| {
             let r = verbs::filter(c, args)?;
             let passed = r.node_names.as_ref().map_or_else(
                 || r.nodes.as_ref().and_then(|n| n.get("items")).and_then(|i| i.as_array()).map_or(0, Vec::len),
@@ -276,13 +383,16 @@ fn dispatch(ext: &Extender, verb: &str, body: &Bytes) -> Response {
             m.decided("unresolvable", r.failed_and_unresolvable_nodes.as_ref().map_or(0, |f| f.len()) as u64);
             Ok(r)
         }),
-        "prioritize" => ext.answer(verb, body, |c, args: ExtenderArgs, _| verbs::prioritize(c, args)),
-        "preempt" => ext.answer(verb, body, |c, args: ExtenderPreemptionArgs, m| {
+        "prioritize" => ext.answer(verb, body, deadline, |c, args: ExtenderArgs, _| verbs::prioritize(c, args)),
+        "preempt" => ext.answer(verb, body, deadline, |c, args: ExtenderPreemptionArgs, m| {
             let r = verbs::preempt(c, &args)?;
             m.decided("preemption_nodes", r.node_name_to_meta_victims.as_ref().map_or(0, |v| v.len()) as u64);
             Ok(r)
         }),
-        _ => ext.answer(verb, body, |_, args: ExtenderBindingArgs, m| {
+        _ => ext.answer(verb, body, deadline, |_, args: ExtenderBindingArgs, m| {
+            if let Some(field) = args.missing() {
+                return Err(BadRequest(format!("the request has no `{field}`")));
+            }
             // Binding goes through the API server: without a connection to one, say so.
             m.decided("bind_refused", 1);
             Ok(ExtenderBindingResult {
@@ -295,32 +405,69 @@ fn dispatch(ext: &Extender, verb: &str, body: &Bytes) -> Response {
     }
 }
 
-/// Serves until `shutdown` completes, then finishes the requests in flight. The policy
-/// file is looked at every `options.reload_every` meanwhile.
+/// The files `serve` reads besides the policy, loaded.
+struct Security {
+    tls: Option<Arc<Tls>>,
+    token: Option<Arc<Token>>,
+}
+
+impl Security {
+    fn load(options: &Options) -> Result<Security, TlsError> {
+        let tls = options.tls.clone().map(Tls::load).transpose()?.map(Arc::new);
+        let token = options.token_file.clone().map(Token::load).transpose()?.map(Arc::new);
+        Ok(Security { tls, token })
+    }
+}
+
+/// Serves until `shutdown` completes, then finishes the requests in flight. The policy,
+/// TLS and token files are looked at every `options.reload_every` meanwhile. An error
+/// when a TLS or token file cannot be used.
 pub async fn serve(
     extender: Arc<Extender>,
     listener: tokio::net::TcpListener,
     options: Options,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let Security { tls, token } =
+        Security::load(&options).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let watcher = {
-        let ext = Arc::clone(&extender);
+        let (ext, tls, token) = (Arc::clone(&extender), tls.clone(), token.clone());
         let every = options.reload_every;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                let ext = Arc::clone(&ext);
+                let (ext, tls, token) = (Arc::clone(&ext), tls.clone(), token.clone());
                 // Compiling takes a while: off the request threads.
-                let _ = tokio::task::spawn_blocking(move || ext.reload()).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    ext.reload();
+                    reload_security(tls.as_deref(), token.as_deref());
+                })
+                .await;
             }
         })
     };
-    let app = router(extender, &options);
-    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    let app = with_token(extender, &options, token);
+    let connections = Connections { max: options.max_connections, header_timeout: options.header_timeout, tls };
+    let served = crate::listen::serve(listener, app, connections, shutdown).await;
     watcher.abort();
     served
+}
+
+/// Reads the TLS and token files again; a change that cannot be used is logged and the
+/// files in force stay.
+fn reload_security(tls: Option<&Tls>, token: Option<&Token>) {
+    match tls.map(Tls::reload) {
+        Some(Ok(true)) => tracing::info!("TLS certificate reloaded"),
+        Some(Err(e)) => tracing::error!(error = %e, "TLS files refused; the previous ones keep serving"),
+        _ => {}
+    }
+    match token.map(Token::reload) {
+        Some(Ok(true)) => tracing::info!("bearer token reloaded"),
+        Some(Err(e)) => tracing::error!(error = %e, "token file refused; the previous token stays"),
+        _ => {}
+    }
 }
 
 /// Ctrl-C or SIGTERM (what the kubelet sends to stop a pod).

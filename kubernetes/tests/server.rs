@@ -4,7 +4,7 @@
 //! swapped in, a broken one refused while the old one keeps serving.
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::{HeaderMap, Request, StatusCode};
 use gpol_compiler::engine::EngineKind;
 use gpol_kubernetes::server::{Extender, Options, Reload, router};
 use http_body_util::BodyExt;
@@ -89,7 +89,23 @@ async fn bad_requests_get_4xx_with_a_message() {
             "not an extender message",
         ),
         ("POST", "/gpol/frobnicate", "{}".to_string(), StatusCode::NOT_FOUND, "unknown verb at `/gpol/frobnicate`"),
-        ("GET", "/filter", String::new(), StatusCode::METHOD_NOT_ALLOWED, "POST a JSON request"),
+        ("GET", "/filter", String::new(), StatusCode::METHOD_NOT_ALLOWED, "`/filter` answers POST only, not GET"),
+        ("HEAD", "/healthz", String::new(), StatusCode::METHOD_NOT_ALLOWED, ""),
+        ("POST", "/metrics", String::new(), StatusCode::METHOD_NOT_ALLOWED, "`/metrics` answers GET only, not POST"),
+        (
+            "POST",
+            "/bind",
+            r#"{"PodNamespace": "ml", "Node": "a"}"#.to_string(),
+            StatusCode::BAD_REQUEST,
+            "bind: the request has no `PodName`",
+        ),
+        (
+            "POST",
+            "/bind",
+            r#"{"PodName": "p", "PodNamespace": "ml"}"#.to_string(),
+            StatusCode::BAD_REQUEST,
+            "the request has no `Node`",
+        ),
         (
             "POST",
             "/filter",
@@ -106,6 +122,65 @@ async fn bad_requests_get_4xx_with_a_message() {
     // The server still answers.
     let (status, _) = call(&ext, "GET", "/healthz", "").await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// A request through the router with headers of its own.
+async fn call_with(ext: &Arc<Extender>, options: &Options, request: Request<Body>) -> (StatusCode, HeaderMap, String) {
+    let response = router(Arc::clone(ext), options).oneshot(request).await.expect("an answer");
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = response.into_body().collect().await.expect("body").to_bytes();
+    (status, headers, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[tokio::test]
+async fn wrong_content_types_oversized_declarations_and_slow_bodies_are_refused_with_a_message() {
+    let (ext, _dir) = served(POLICY);
+    let options =
+        Options { max_body_bytes: 1 << 10, timeout: std::time::Duration::from_millis(300), ..Options::default() };
+    let post = |kind: Option<&str>| {
+        let mut r = Request::builder().method("POST").uri("/filter");
+        if let Some(k) = kind {
+            r = r.header("content-type", k);
+        }
+        r
+    };
+    let (status, _, text) =
+        call_with(&ext, &options, post(Some("text/plain")).body(Body::from("{}")).expect("request")).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (StatusCode::UNSUPPORTED_MEDIA_TYPE, "filter: the content type is `text/plain`, not application/json\n")
+    );
+    // JSON with a charset is JSON.
+    let (status, _, text) = call_with(
+        &ext,
+        &options,
+        post(Some("application/json; charset=utf-8")).body(Body::from("{}")).expect("request"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{text}");
+    // A declared length over the limit is refused before a byte of the body is read: the
+    // body here never ends, and the answer comes at once.
+    let endless = Body::from_stream(futures::stream::pending::<Result<Vec<u8>, std::io::Error>>());
+    let request = post(None).header("content-length", "1000000000").body(endless).expect("request");
+    let (status, _, text) = call_with(&ext, &options, request).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{text}");
+    assert!(text.contains("larger than the limit of 1024 bytes"), "{text}");
+    // A body that never comes: 408 with a message when the time limit passes.
+    let endless = Body::from_stream(futures::stream::pending::<Result<Vec<u8>, std::io::Error>>());
+    let (status, _, text) = call_with(&ext, &options, post(None).body(endless).expect("request")).await;
+    assert_eq!(status, StatusCode::REQUEST_TIMEOUT);
+    assert_eq!(text, "filter: not answered within the time limit of 300ms (--timeout)\n");
+    // HEAD on health says which method it takes.
+    let (status, headers, _) = call_with(
+        &ext,
+        &options,
+        Request::builder().method("HEAD").uri("/healthz").body(Body::empty()).expect("request"),
+    )
+    .await;
+    assert_eq!(
+        (status, headers.get("allow").map(|v| v.as_bytes())),
+        (StatusCode::METHOD_NOT_ALLOWED, Some(&b"GET"[..]))
+    );
 }
 
 #[tokio::test]
@@ -156,4 +231,22 @@ async fn a_changed_policy_is_swapped_in_and_a_broken_one_refused() {
     let (_, metrics) = call(&ext, "GET", "/metrics", "").await;
     assert!(metrics.contains(r#"gpol_extender_policy_reloads_total{outcome="ok"} 1"#), "{metrics}");
     assert!(metrics.contains(r#"gpol_extender_policy_reloads_total{outcome="refused"} 1"#), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_heavy_request_is_answered_408_at_the_time_limit() {
+    let (ext, _dir) = served(POLICY);
+    let nodes: Vec<String> = (0..20_000)
+        .map(|i| format!(r#"{{"metadata": {{"name": "n{i}"}}, "status": {{"allocatable": {{"cpu": "64", "nvidia.com/gpu": "8"}}}}}}"#))
+        .collect();
+    let body = format!(r#"{{"Pod": {}, "Nodes": {{"items": [{}]}}}}"#, pod(1), nodes.join(","));
+    let options =
+        Options { max_body_bytes: 64 << 20, timeout: std::time::Duration::from_millis(100), ..Options::default() };
+    let request = Request::builder().method("POST").uri("/filter").body(Body::from(body)).expect("request");
+    let start = std::time::Instant::now();
+    let (status, _, text) = call_with(&ext, &options, request).await;
+    let took = start.elapsed();
+    assert_eq!(status, StatusCode::REQUEST_TIMEOUT, "{text}");
+    // The answer comes at the limit, whatever the work still to do (generous: a busy machine).
+    assert!(took < std::time::Duration::from_secs(2), "answered after {took:?}");
 }

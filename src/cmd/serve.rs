@@ -6,6 +6,8 @@ use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
 use gpol_kubernetes::api;
 use gpol_kubernetes::server::{self, Extender, Options};
+use gpol_kubernetes::tls::TlsFiles;
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,9 +26,29 @@ pub struct Args {
     /// The longest a request may take, in seconds.
     #[arg(long, default_value_t = 5.0)]
     timeout: f64,
-    /// How often to look at the policy file for changes, in seconds.
+    /// How often to look at the policy, TLS and token files for changes, in seconds.
     #[arg(long, default_value_t = 2.0)]
     reload_every: f64,
+    /// The longest a connection may take to send a request's headers or its TLS
+    /// handshake, and stay idle between requests, in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    header_timeout: f64,
+    /// The most connections open at once (more wait to be accepted).
+    #[arg(long, default_value_t = Options::default().max_connections)]
+    max_connections: usize,
+    /// Serve HTTPS with this certificate chain (PEM; reloaded when it changes). Needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM; reloaded when it changes).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Ask every client for a certificate signed by one of these CAs (PEM), as
+    /// kube-scheduler's extender `tlsConfig` (certFile, keyFile) sends one. Needs --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    client_ca: Option<PathBuf>,
+    /// Every verb request must carry the bearer token in this file (its first line).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
     /// Do not connect to the API server: nodes come whole in each request
     /// (`nodeCacheCapable: false`), pods are not watched, `bind` is refused.
     #[arg(long)]
@@ -48,13 +70,30 @@ pub fn run(args: Args) -> u8 {
             Err(format!("--{flag}: expected seconds between 0 and 86400, found {s}"))
         }
     };
-    let options = match (seconds(args.timeout, "timeout"), seconds(args.reload_every, "reload-every")) {
-        (Ok(timeout), Ok(reload_every)) => Options { max_body_bytes: args.max_body, timeout, reload_every },
-        (Err(e), _) | (_, Err(e)) => {
+    let durations = (
+        seconds(args.timeout, "timeout"),
+        seconds(args.reload_every, "reload-every"),
+        seconds(args.header_timeout, "header-timeout"),
+    );
+    let options = match durations {
+        (Ok(timeout), Ok(reload_every), Ok(header_timeout)) => Options {
+            max_body_bytes: args.max_body,
+            timeout,
+            reload_every,
+            header_timeout,
+            max_connections: args.max_connections,
+            tls: args.tls_cert.zip(args.tls_key).map(|(cert, key)| TlsFiles { cert, key, client_ca: args.client_ca }),
+            token_file: args.token_file,
+        },
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             eprintln!("error: {e}");
             return USAGE;
         }
     };
+    if options.max_connections == 0 {
+        eprintln!("error: --max-connections: at least 1");
+        return USAGE;
+    }
     let extender = match Extender::load(args.policy.clone(), args.engine) {
         Ok(e) => Arc::new(e),
         Err(diagnostics) => {
@@ -106,10 +145,22 @@ pub fn run(args: Args) -> u8 {
 }
 
 /// Structured logs on standard error; `RUST_LOG` chooses the levels (default: gpol's
-/// own at `info`, its libraries' at `warn`).
+/// own at `info`, its libraries' at `warn`). Cranelift logs every function it compiles
+/// at `info`: it stays at `warn` unless `RUST_LOG` names it. Colours only on a terminal.
 fn init_logs(json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let asked = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty());
+    let directives = match asked {
+        Some(v) if v.contains("cranelift") => v,
+        Some(v) => format!(
+            "{v},cranelift_codegen=warn,cranelift_jit=warn,cranelift_frontend=warn,cranelift_module=warn,regalloc2=warn"
+        ),
+        None => "warn,gpolc=info,gpol_kubernetes=info".to_string(),
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(&directives)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,gpolc=info,gpol_kubernetes=info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
 }
