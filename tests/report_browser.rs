@@ -139,7 +139,7 @@ fn assert_sound(c: &Check, sections: &[&str]) {
 #[test]
 fn reports_render_in_a_real_browser_with_every_chart_and_table() {
     let Some(browser) = chromium() else {
-        eprintln!("skipped: no Chromium (apt-get install chromium, or set GPOL_CHROMIUM): the report was not rendered");
+        gpol_testing::missing_tool("Chromium", "apt-get install chromium, or set GPOL_CHROMIUM");
         return;
     };
     let dir = tempfile::tempdir().expect("a temporary folder");

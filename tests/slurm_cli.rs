@@ -601,7 +601,7 @@ fn slurmrestd_gives_the_loop_the_same_state_as_slurms_commands() {
         .output()
         .is_ok_and(|o| !o.status.success())
     {
-        eprintln!("slurmrestd is not installed: this test does not run against it");
+        gpol_testing::missing_tool("slurmrestd", "apt-get install slurmrestd");
         return;
     }
     let (dir, policy, cluster) = quota_cluster();

@@ -311,7 +311,7 @@ fn a_queue_weight_shows_in_a_cluster_of_several_nodes() {
 fn solver() -> bool {
     let ok = gpol_diff::smt::available();
     if !ok {
-        eprintln!("z3 is not installed: the SMT back end is not tested here (apt-get install z3)");
+        gpol_testing::missing_tool("z3, the SMT back end", "apt-get install z3");
     }
     ok
 }

@@ -15,7 +15,10 @@ fn data_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("no openb data at {}: nothing to read", dir.display());
+        gpol_testing::missing_data(
+            &format!("the openb trace at {}", dir.display()),
+            "research-use data, read from beside the checkout or GPOL_OPENB_DIR",
+        );
         None
     }
 }

@@ -15,7 +15,7 @@ pub fn slurm_here() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     let ok = root && ["slurmctld", "slurmd", "munged", "sbatch", "unshare"].iter().all(|t| has(t));
     if !ok {
-        eprintln!("Slurm is not installed or this is not root: this test does not run against a real Slurm");
+        gpol_testing::missing_tool("a real Slurm (root and slurm-wlm)", "apt-get install slurm-wlm munge, as root");
     }
     ok
 }
@@ -28,7 +28,7 @@ pub fn accounting_here() -> bool {
         .iter()
         .all(|t| has(t).is_ok_and(|o| o.status.success()));
     if !ok {
-        eprintln!("slurmdbd or MariaDB is not installed: this test does not run against a real association tree");
+        gpol_testing::missing_tool("slurmdbd and MariaDB", "apt-get install slurmdbd mariadb-server");
     }
     ok && slurm_here()
 }

@@ -29,7 +29,7 @@ pub fn cc() -> Option<String> {
     match Command::new(&cc).arg("--version").output() {
         Ok(out) if out.status.success() => Some(cc),
         _ => {
-            eprintln!("SKIPPED: no C compiler (`{cc}`) on this machine; install one (Debian: gcc) to run this test");
+            gpol_testing::missing_tool(&format!("a C compiler (`{cc}`)"), "apt-get install gcc");
             None
         }
     }
