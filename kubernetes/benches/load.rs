@@ -1,5 +1,6 @@
 //! Load on loopback: p50/p99 latency and throughput of filter and prioritize at 500 and
-//! 5,000 nodes, names only (`nodeCacheCapable: true`) and whole Node objects. Bounded: a
+//! 5,000 nodes, names only (`nodeCacheCapable: true`) and whole Node objects, over HTTP and
+//! HTTPS, one client and four at once. Bounded: a
 //! fixed number of requests per run. `cargo bench -p gpol-kubernetes --bench load`;
 //! docs/performance.md records the results.
 
@@ -18,10 +19,12 @@ fn main() {
         for (whole_nodes, requests) in
             [(false, if nodes > 1000 { 500 } else { 2000 }), (true, if nodes > 1000 { 40 } else { 300 })]
         {
-            for clients in [1, 4] {
-                let setup = Setup { nodes, whole_nodes, requests: requests / clients, clients };
-                let report = load::run(ext.clone(), setup);
-                println!("{report}");
+            for tls in [false, true] {
+                for clients in [1, 4] {
+                    let setup = Setup { nodes, whole_nodes, requests: requests / clients, clients, tls };
+                    let report = load::run(ext.clone(), setup);
+                    println!("{report}");
+                }
             }
         }
     }

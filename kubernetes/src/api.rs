@@ -95,8 +95,14 @@ pub async fn watch(client: Client, ext: Arc<Extender>) {
     let (mut node_sync, mut pod_sync) = (Sync::default(), Sync::default());
     while let Some(change) = changes.next().await {
         match change {
-            Ok(Change::Node(e)) => node_event(&mut ext.cluster(), &mut node_sync, e),
-            Ok(Change::Pod(e)) => pod_event(&mut ext.cluster(), &mut pod_sync, e),
+            Ok(change) => {
+                let mut cluster = ext.cluster();
+                match change {
+                    Change::Node(e) => node_event(&mut cluster, &mut node_sync, e),
+                    Change::Pod(e) => pod_event(&mut cluster, &mut pod_sync, e),
+                }
+                ext.metrics.held(&cluster);
+            }
             Err(e) => tracing::warn!(error = %e, "watching the API server: retrying"),
         }
         if node_sync.synced && pod_sync.synced && !ext.is_ready() {
@@ -140,17 +146,20 @@ pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -
         return Err(format!("{who}: the API server gave it no UID"));
     }
     let value = serde_json::to_value(&pod).map_err(|e| format!("{who}: {e}"))?;
-    let cards = ext.cluster().reserve(&value, &args.node).map_err(|e| e.message)?;
-    match write(&pods, &pod, args, &cards, &who).await {
-        Ok(()) => {
-            ext.cluster().bound(&uid);
-            Ok(())
-        }
-        Err(e) => {
-            ext.cluster().release(&uid);
-            Err(e)
-        }
+    let cards = {
+        let mut cluster = ext.cluster();
+        let cards = cluster.reserve(&value, &args.node).map_err(|e| e.message)?;
+        ext.metrics.held(&cluster);
+        cards
+    };
+    let written = write(&pods, &pod, args, &cards, &who).await;
+    let mut cluster = ext.cluster();
+    match &written {
+        Ok(()) => cluster.bound(&uid),
+        Err(_) => cluster.release(&uid),
     }
+    ext.metrics.held(&cluster);
+    written
 }
 
 /// The bind's two writes: the cards on the pod, then the Binding. A Binding whose

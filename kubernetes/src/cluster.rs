@@ -490,6 +490,13 @@ impl Cluster {
         mapped.phase = Phase::Bound;
         let uid = mapped.uid.clone();
         self.insert_bound(mapped)?;
+        // Checked to fit a moment ago, so it starts; were it not counted, the place would
+        // not be held and must not be promised.
+        if self.built.as_ref().is_some_and(|b| !b.pod_jobs.contains_key(&uid)) {
+            self.remove_pod(&uid);
+            self.unplaced = self.unplaced.saturating_sub(1);
+            return Err(FieldError::new("Node", format!("{who} could not be counted on `{node}`")));
+        }
         self.assumed.insert(uid, Assumption::Binding);
         Ok(text)
     }

@@ -38,6 +38,8 @@ pub struct Metrics {
     pub pods: Gauge,
     /// Bound pods that did not fit on their node in the extender's model.
     pub unplaced: Gauge,
+    /// Pods `bind` reserved a place for that the watch has not reported bound yet.
+    pub binding: Gauge,
 }
 
 impl Default for Metrics {
@@ -54,6 +56,7 @@ impl Default for Metrics {
             nodes: Gauge::default(),
             pods: Gauge::default(),
             unplaced: Gauge::default(),
+            binding: Gauge::default(),
         };
         let r = &mut m.registry;
         r.register("request_duration_seconds", "Time to answer a request, by verb", m.latency.clone());
@@ -63,6 +66,7 @@ impl Default for Metrics {
         r.register("nodes", "Nodes the extender knows", m.nodes.clone());
         r.register("bound_pods", "Bound pods the extender knows", m.pods.clone());
         r.register("unplaced_pods", "Bound pods that did not fit on their node in gpol's model", m.unplaced.clone());
+        r.register("binding_pods", "Pods reserved by a bind that the watch has not reported bound", m.binding.clone());
         m
     }
 }
@@ -75,6 +79,14 @@ impl Metrics {
     pub fn answered(&self, verb: &str, code: u16, seconds: f64) {
         self.requests.get_or_create(&Answered { verb: verb.into(), code }).inc();
         self.latency.get_or_create(&Verb { verb: verb.into() }).observe(seconds);
+    }
+
+    /// What the cluster holds now: after every request and every watch event.
+    pub fn held(&self, cluster: &crate::cluster::Cluster) {
+        self.nodes.set(cluster.node_count() as i64);
+        self.pods.set(cluster.pod_count() as i64);
+        self.unplaced.set(cluster.unplaced() as i64);
+        self.binding.set(cluster.assumed_count() as i64);
     }
 
     pub fn reloaded(&self, ok: bool) {

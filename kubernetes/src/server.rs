@@ -186,9 +186,7 @@ impl Extender {
             }
             cluster.set_clock(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
             let answer = run(&mut cluster, args, &self.metrics);
-            self.metrics.nodes.set(cluster.node_count() as i64);
-            self.metrics.pods.set(cluster.pod_count() as i64);
-            self.metrics.unplaced.set(cluster.unplaced() as i64);
+            self.metrics.held(&cluster);
             answer
         });
         let response = match outcome {

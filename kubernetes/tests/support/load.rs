@@ -8,9 +8,10 @@
 use axum::body::Bytes;
 use gpol_compiler::engine::EngineKind;
 use gpol_kubernetes::server::{self, Extender, Options};
+use gpol_kubernetes::tls::TlsFiles;
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +27,8 @@ pub struct Setup {
     /// Requests per client, each a filter then a prioritize.
     pub requests: usize,
     pub clients: usize,
+    /// Over HTTPS (the server's certificate signed by a CA the clients trust).
+    pub tls: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -60,9 +63,10 @@ impl std::fmt::Display for Report {
         let mode = if s.whole_nodes { "Nodes" } else { "NodeNames" };
         write!(
             f,
-            "{:>5} nodes  {:<9}  {} client(s)  p50 {:>8.3} ms  p99 {:>8.3} ms  max {:>8.3} ms  {:>7.0} req/s  (server {:.3} ms){}",
+            "{:>5} nodes  {:<9}  {:<5}  {} client(s)  p50 {:>8.3} ms  p99 {:>8.3} ms  max {:>8.3} ms  {:>7.0} req/s  (server {:.3} ms){}",
             s.nodes,
             mode,
+            if s.tls { "HTTPS" } else { "HTTP" },
             s.clients,
             self.p50.as_secs_f64() * 1e3,
             self.p99.as_secs_f64() * 1e3,
@@ -112,6 +116,22 @@ pub fn extender(nodes: usize) -> Arc<Extender> {
     Arc::new(ext)
 }
 
+/// A CA's certificate and a server certificate for `localhost` it signed, written to
+/// `dir` as the server's TLS files.
+fn certificates(dir: &std::path::Path) -> (TlsFiles, CertificateDer<'static>) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("a key")).expect("a CA");
+    let key = KeyPair::generate().expect("a key");
+    let cert =
+        CertificateParams::new(vec!["localhost".to_string()]).expect("params").signed_by(&key, &ca).expect("signed");
+    let (cert_path, key_path) = (dir.join("tls.crt"), dir.join("tls.key"));
+    std::fs::write(&cert_path, cert.pem()).expect("written");
+    std::fs::write(&key_path, key.serialize_pem()).expect("written");
+    (TlsFiles { cert: cert_path, key: key_path, client_ca: None }, ca.der().clone())
+}
+
 /// Runs the load and reports; the server is stopped at the end. The server runs on its
 /// own runtime (two worker threads, as `gpolc serve` has on these machines), the clients
 /// on another, as kube-scheduler is another process.
@@ -123,14 +143,18 @@ pub fn run(ext: Arc<Extender>, setup: Setup) -> Report {
         .expect("the server's runtime");
     let listener = server_runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("a loopback port");
     let addr = listener.local_addr().expect("address");
+    let dir = tempfile::tempdir().expect("a directory for the certificates");
+    let (files, root) = certificates(dir.path());
+    let options = Options { tls: setup.tls.then_some(files), ..Options::default() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = server_runtime.spawn(server::serve(Arc::clone(&ext), listener, Options::default(), async {
+    let server = server_runtime.spawn(server::serve(Arc::clone(&ext), listener, options, async {
         let _ = stopped.await;
     }));
     let client_runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().expect("the clients' runtime");
     let before = server_seconds(&ext);
-    let mut report = client_runtime.block_on(clients(addr, setup));
+    let tls = setup.tls.then(|| connector(root));
+    let mut report = client_runtime.block_on(clients(addr, setup, tls));
     let after = server_seconds(&ext);
     report.server_mean = Duration::from_secs_f64((after.0 - before.0) / (after.1 - before.1).max(1.0));
     let _ = stop.send(());
@@ -138,7 +162,43 @@ pub fn run(ext: Arc<Extender>, setup: Setup) -> Report {
     report
 }
 
-async fn clients(addr: std::net::SocketAddr, setup: Setup) -> Report {
+/// A TLS client trusting `root`.
+fn connector(root: CertificateDer<'static>) -> tokio_rustls::TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(root).expect("a root");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+/// One client's connection, kept alive for all its requests (as kube-scheduler's is).
+async fn connect(
+    addr: std::net::SocketAddr,
+    tls: Option<tokio_rustls::TlsConnector>,
+) -> hyper::client::conn::http1::SendRequest<Full<Bytes>> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connects");
+    tcp.set_nodelay(true).expect("nodelay");
+    match tls {
+        None => {
+            let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await.expect("HTTP");
+            tokio::spawn(conn);
+            sender
+        }
+        Some(tls) => {
+            let name = ServerName::try_from("localhost").expect("a name");
+            let stream = tls.connect(name, tcp).await.expect("a TLS handshake");
+            let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("HTTP");
+            tokio::spawn(conn);
+            sender
+        }
+    }
+}
+
+async fn clients(addr: std::net::SocketAddr, setup: Setup, tls: Option<tokio_rustls::TlsConnector>) -> Report {
     let names: Vec<String> = (0..setup.nodes).map(|i| format!("node-{i:05}")).collect();
     let nodes = if setup.whole_nodes {
         json!({"Nodes": {"kind": "NodeList", "items": (0..setup.nodes).map(node).collect::<Vec<_>>()}})
@@ -158,19 +218,22 @@ async fn clients(addr: std::net::SocketAddr, setup: Setup) -> Report {
     for c in 0..setup.clients {
         let body = body.clone();
         let expected = setup.nodes;
+        let tls = tls.clone();
         tasks.push(tokio::spawn(async move {
-            let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build_http();
+            let mut sender = connect(addr, tls).await;
             let mut latencies = Vec::with_capacity(2 * setup.requests);
             let mut wrong = 0;
             for k in 0..setup.requests {
                 let body = body(c * setup.requests + k);
                 for verb in ["filter", "prioritize"] {
-                    let request = hyper::Request::post(format!("http://{addr}/gpol/{verb}"))
+                    let request = hyper::Request::post(format!("/gpol/{verb}"))
+                        .header("host", "localhost")
                         .header("content-type", "application/json")
                         .body(Full::new(body.clone()))
                         .expect("request");
                     let t = Instant::now();
-                    let response = client.request(request).await.expect("an answer");
+                    sender.ready().await.expect("the connection is open");
+                    let response = sender.send_request(request).await.expect("an answer");
                     let status = response.status();
                     let bytes = response.into_body().collect().await.expect("body").to_bytes();
                     latencies.push(t.elapsed());
