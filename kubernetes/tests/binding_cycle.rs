@@ -92,6 +92,9 @@ async fn setup(nodes: usize, gpus: u32, options: Options) -> Setup {
         server::serve(served, listener, options, std::future::pending()).await.expect("the extender serves");
     });
     wait_for("the extender to list nodes and pods", Duration::from_secs(20), || ext.is_ready()).await;
+    // What it holds is in its metrics from the watch alone, before any request.
+    let gauge = format!("gpol_extender_nodes {nodes}");
+    assert!(ext.metrics.render().lines().any(|l| l == gauge), "no `{gauge}` in\n{}", ext.metrics.render());
     Setup { api, ext, addr, tasks: vec![watch, serve], _policy: dir }
 }
 
