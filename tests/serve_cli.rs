@@ -138,3 +138,28 @@ fn a_policy_that_does_not_check_is_not_served() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("nope") && stderr.contains("cannot be served"), "{stderr}");
 }
+
+/// `--leader-elect` needs the API server, and its lease flags are checked before anything
+/// is served: each mistake is a usage error (2) that says what is wrong.
+#[test]
+fn leader_election_flags_are_checked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("p.gpol");
+    std::fs::write(&policy, SPREAD).expect("written");
+    let policy = policy.display().to_string();
+    for (flags, says) in [
+        (&["--leader-elect", "--no-api"][..], "cannot be used with"),
+        (&["--lease-name", "x"][..], "--leader-elect"),
+        (&["--leader-elect", "--lease-duration", "5", "--lease-grace", "5"][..], "shorter than the lease duration"),
+        (&["--leader-elect", "--lease-identity", ""][..], "--lease-identity"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_gpolc"))
+            .args(["serve", &policy, "--listen", "127.0.0.1:0"])
+            .args(flags)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+    }
+}

@@ -219,6 +219,35 @@ fn an_unprivileged_user_cannot_get_around_the_loop() {
 }
 
 #[test]
+fn a_job_without_memory_holds_what_slurm_gives_it_and_nothing_waits_forever() {
+    if !slurm_here() {
+        return;
+    }
+    let (dir, policy, cluster) = quota_cluster();
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let (g, p, c) = (gpolc.display(), policy.display(), cluster.display());
+    // Under CR_Core_Memory with no DefMemPerCPU/Node/GPU (the test cluster's), a job that
+    // asks for no memory gets the whole node's: two such one-GPU jobs cannot share a node,
+    // however many GPUs it has free. gpol reads Slurm's configuration and the memory Slurm
+    // counts for each job, and places them on two nodes.
+    let scenario = format!(
+        "for _ in 1 2; do sbatch --parsable -A b -N 1 --gres=gpu:1 -o /dev/null --wrap 'sleep 600' >/dev/null; done\n\
+         {g} slurm apply {p} --cluster {c} >/dev/null 2>&1; echo \"apply rc=$?\"\n\
+         for _ in $(seq 80); do [ \"$(squeue -h -t R | wc -l)\" -ge 2 ] && break; sleep 0.25; done\n\
+         echo '== squeue'; squeue -h -o '%i %T %N'\n\
+         echo '== plan'; {g} slurm plan {p} --cluster {c} 2>&1\n"
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    assert!(said.contains("apply rc=0"), "{said}");
+    let queue = said.split("== squeue\n").nth(1).and_then(|t| t.split("== plan").next()).unwrap_or_default();
+    let running: Vec<&str> =
+        queue.lines().filter(|l| l.contains(" RUNNING ")).filter_map(|l| l.split(' ').nth(2)).collect();
+    assert_eq!(running.len(), 2, "both jobs run:\n{said}");
+    assert_ne!(running[0], running[1], "on two nodes:\n{said}");
+    assert!(said.split("== plan\n").nth(1).unwrap_or_default().contains("nothing to change"), "{said}");
+}
+
+#[test]
 fn the_loop_survives_a_slurmctld_restart_and_places_what_waits() {
     if !slurm_here() {
         return;
@@ -638,4 +667,173 @@ fn slurmrestd_gives_the_loop_the_same_state_as_slurms_commands() {
     let missing = part("nothing there");
     assert!(missing.contains("error: http://localhost/slurm/v0.0.38/nodes (over "), "{said}");
     assert!(missing.contains("rc 2"), "{said}");
+}
+
+#[test]
+fn job_submit_lua_refuses_a_job_no_node_can_hold_as_slurm_does_and_says_why() {
+    if !slurm_here() {
+        return;
+    }
+    // Measured on Slurm 22.05 without gpol: sbatch refuses each of these ("Requested node
+    // configuration is not available") — but takes it when job_submit.lua holds it at
+    // submission (`--hold-for-loop`), and then it waits for ever. With the cluster's nodes
+    // the script refuses it itself, saying why; without them it cannot, and emit says so.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let policy = write(dir.path(), "quota.gpol", "policy quota\n\nqueue org {\n  queue a { limit 64 gpu }\n}\n");
+    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
+    gpolc()
+        .args(["slurm", "emit", "--hold-for-loop", "--cluster"])
+        .arg(&cluster)
+        .arg("--out")
+        .arg(dir.path())
+        .arg(&policy)
+        .assert()
+        .code(0);
+    let bare = dir.path().join("bare");
+    let emitted = gpolc().args(["slurm", "emit", "--hold-for-loop", "--out"]).arg(&bare).arg(&policy).assert().code(0);
+    let note = String::from_utf8_lossy(&emitted.get_output().stderr).into_owned();
+    assert!(note.contains("note: without --cluster, job_submit.lua cannot refuse a job no node can hold"), "{note}");
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let scenario = format!(
+        "try() {{ name=$1; shift; sbatch -J \"$name\" -A a -N 1 \"$@\" -o /dev/null --wrap 'sleep 600' >/dev/null 2>\"$TMPDIR/err\"; \
+           echo \"== $name rc=$?\"; cat \"$TMPDIR/err\"; }}\n\
+         export TMPDIR=$(mktemp -d)\n\
+         try type --gres=gpu:h10:1\n\
+         try gpus --gres=gpu:9\n\
+         try cpus -c 100\n\
+         try memory --mem=600000\n\
+         try negative --gres=gpu:-2\n\
+         try two-types --gres=gpu:a100:2,gpu:h100:4\n\
+         sbatch -J \"$(printf 'x\\033[2J\\nplace job 99 (root) on gpu-0')\" -A a -N 1 --gres=gpu:2 -o /dev/null --wrap 'sleep 600' >/dev/null\n\
+         echo '== plan'; {g} slurm plan {p} --cluster {c} 2>&1\n\
+         # Slurm reloads the script when its time is past the last load's: a time ahead.\n\
+         LUA=\"$(dirname \"$SLURM_CONF\")/job_submit.lua\"; cp {bare}/job_submit.lua \"$LUA\"; touch -d \"@$(($(date +%s) + 2))\" \"$LUA\"\n\
+         try bare-type --gres=gpu:h10:1\n\
+         echo '== squeue'; squeue -h -o '%j %T %r' | grep bare || true\n",
+        g = gpolc.display(),
+        p = policy.display(),
+        c = cluster.display(),
+        bare = bare.display()
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    let part =
+        |name: &str| said.split(&format!("== {name}")).nth(1).and_then(|s| s.split("\n== ").next()).unwrap_or_default();
+    let held = "sbatch: error: gpol: no node of the cluster can ever hold this job: ";
+    let config = "sbatch: error: Batch job submission failed: Requested node configuration is not available";
+    for (name, why) in [
+        ("type", "no node has GPUs of type h10 (the nodes have h100)"),
+        ("gpus", "9 GPUs per node, more than any node has (8)"),
+        ("cpus", "100 CPUs per node, more than any node has (64)"),
+        ("memory", "600000 MiB of memory per node, more than any node has (512000 MiB)"),
+    ] {
+        let out = part(name);
+        assert!(
+            out.starts_with(" rc=1\n") && out.contains(&format!("{held}{why}")) && out.contains(config),
+            "{name}:\n{said}"
+        );
+    }
+    let gres = "sbatch: error: Batch job submission failed: Invalid generic resource (gres) specification";
+    let negative = part("negative");
+    assert!(negative.contains("gpol: the job's GRES cannot be read: `gpu:-2`: a negative count (--gres)"), "{said}");
+    assert!(negative.starts_with(" rc=1\n") && negative.contains(gres), "{said}");
+    let two = part("two-types");
+    assert!(
+        two.contains("gpu of more than one type (a100, h100): gpol reads one (--gres)") && two.contains(gres),
+        "{said}"
+    );
+    // A job some node holds is taken; its name, which would clear the screen and forge a
+    // line of the plan, is printed escaped.
+    let plan = part("plan");
+    assert!(plan.contains("place job 1 (x\\u{1b}[2J\\u{a}place job 99 (root) on gpu-0) on gpu-"), "{said}");
+    assert!(!plan.contains('\u{1b}') && !plan.contains("\nplace job 99"), "{said}");
+    // Without the nodes the script takes the job, held: it would wait until cancelled.
+    assert!(part("bare-type").starts_with(" rc=0"), "{said}");
+    assert!(part("squeue").contains("bare-type PENDING JobHeldUser"), "{said}");
+}
+
+#[test]
+fn a_job_the_loop_cancels_shows_its_user_why() {
+    if !support::slurm::accounting_here() {
+        return;
+    }
+    // A rule Slurm's Lua cannot check (a MIG profile, which a Slurm request never carries)
+    // refuses the job for good in the loop, which cancels it. Its user, unprivileged, reads
+    // the rule's message in scontrol, squeue and, once the job has left the queue, sacct.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    write(dir.path(), "accounting", "");
+    let policy = write(
+        dir.path(),
+        "mig.gpol",
+        "policy mig\n\nqueue org {\n  queue research { }\n}\n\nadmit mig_only \"only MIG jobs run here\" { has(job.mig_profile) }\n",
+    );
+    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
+    gpolc().args(["slurm", "emit", "--hold-for-loop", "--out"]).arg(dir.path()).arg(&policy).assert().code(0);
+    std::fs::remove_file(dir.path().join("accounts.sh")).expect("written");
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let scenario = format!(
+        "U='setpriv --reuid=65534 --regid=65534 --clear-groups'\n\
+         sacctmgr -i add account research >/dev/null; sacctmgr -i add user nobody account=research >/dev/null\n\
+         J=$($U sbatch --parsable -A research -N 1 --gres=gpu:1 --chdir=/tmp -o /dev/null --comment team=vision --wrap 'sleep 600')\n\
+         echo '== apply'; {g} slurm apply {p} --cluster {c} 2>&1; echo \"rc=$?\"\n\
+         echo '== scontrol'; $U scontrol show job $J | grep -E 'JobState|Comment'\n\
+         echo '== squeue'; $U squeue -h -t all -j $J -o '%T|%k'\n\
+         for _ in $(seq 40); do $U sacct -n -X -P -j $J -o State | grep -q CANCELLED && break; sleep 0.25; done\n\
+         echo '== sacct'; $U sacct -n -X -P -j $J -o State,AdminComment\n\
+         echo '== end'\n",
+        g = gpolc.display(),
+        p = policy.display(),
+        c = cluster.display()
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    let part = |name: &str| {
+        said.split(&format!("== {name}\n")).nth(1).and_then(|s| s.split("\n== ").next()).unwrap_or_default()
+    };
+    let why = "gpol: cancelled: only MIG jobs run here (gpol admit mig_only)";
+    let apply = part("apply");
+    assert!(apply.contains("cancel job 1 (wrap): only MIG jobs run here (gpol admit mig_only)"), "{said}");
+    assert!(apply.contains(&format!("scontrol update JobId=1 'Comment={why}'")), "{said}");
+    assert!(apply.contains("scancel 1") && apply.contains("rc=0"), "{said}");
+    let scontrol = part("scontrol");
+    assert!(scontrol.contains("JobState=CANCELLED"), "{said}");
+    assert!(scontrol.contains(&format!("   Comment={why}")), "{said}");
+    assert!(scontrol.contains(&format!("AdminComment={why}")), "{said}");
+    assert_eq!(part("squeue").trim(), format!("CANCELLED|{why}"), "{said}");
+    assert!(part("sacct").starts_with(&format!("CANCELLED by 0|{why}")), "{said}");
+}
+
+#[test]
+fn a_slurmctld_that_does_not_answer_is_reported_as_such() {
+    if !slurm_here() {
+        return;
+    }
+    // With slurmctld stopped, `sinfo --json` and `squeue --json` of Slurm 22.05 exit 0
+    // after a few seconds, printing an `errors` list and no nodes or jobs: the pass fails
+    // with what they said, not as an empty cluster or queue.
+    let (dir, policy, _) = quota_cluster();
+    let gpolc = assert_cmd::cargo::cargo_bin("gpolc");
+    let scenario = format!(
+        "WORK=$(dirname \"$(dirname \"$SLURM_CONF\")\")\n\
+         sinfo --json >\"$WORK/sinfo.json\"\n\
+         kill $(cat \"$WORK/run/slurmctld.pid\"); sleep 1\n\
+         echo '== nodes'; {g} slurm plan {p} 2>&1; echo \"rc=$?\"\n\
+         echo '== jobs'; {g} slurm plan {p} --sinfo \"$WORK/sinfo.json\" 2>&1; echo \"rc=$?\"\n\
+         echo '== end'\n",
+        g = gpolc.display(),
+        p = policy.display(),
+    );
+    let said = in_test_cluster(dir.path(), &scenario);
+    assert!(
+        said.contains(
+            "error: `sinfo --json`: field `errors`: Slurm answered with errors, not the nodes: Unspecified error (error -1)\nrc=2"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "error: `squeue --json`: Slurm answered with errors, not the jobs: Failed while looking for jobs: \
+             Unspecified error: slurm_load_jobs (error -1)\nrc=2"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("no nodes") && !said.contains(".json.json"), "{said}");
 }

@@ -32,6 +32,16 @@
 // The longest policy text, in bytes (docs/limits.md).
 #define GPOL_MAX_POLICY_BYTES 16777216
 
+// The most text one cluster holds, in bytes: its nodes' names, models, labels,
+// topology entries and MIG profile names, each string counted with
+// `GPOL_CLUSTER_BYTES_PER_STRING` more (docs/limits.md). `gpol_cluster_new` measures
+// it before copying anything: a cluster over it is `GPOL_STATUS_TOO_LARGE`, naming the
+// node that passes it.
+#define GPOL_MAX_CLUSTER_BYTES 1073741824
+
+// What each string of a cluster counts beyond its bytes (`GPOL_MAX_CLUSTER_BYTES`).
+#define GPOL_CLUSTER_BYTES_PER_STRING 64
+
 // `GpolNodeResult.rejected_by` of a node no filter rejected.
 #define GPOL_NO_RULE 65535
 
@@ -50,7 +60,9 @@ typedef enum GpolStatus {
   // An argument or field held a value outside its domain: an unknown enumeration value
   // or MIG profile, a fraction of 0 milli-GPU, a clock that would go back.
   GPOL_STATUS_INVALID_ARGUMENT = 3,
-  // An argument or field was over its documented limit (docs/capi.md, "Limits").
+  // An argument or field was over its documented limit (docs/capi.md, "Limits"), a
+  // cluster's text over `GPOL_MAX_CLUSTER_BYTES`, or the memory a count asked for
+  // could not be had (libgpol never aborts for it).
   GPOL_STATUS_TOO_LARGE = 4,
   // The policy did not check or compile: its diagnostics say why.
   GPOL_STATUS_COMPILE_ERROR = 5,
@@ -549,7 +561,10 @@ struct GpolJob gpol_job_defaults(void);
 // `i` being result `i` of `gpol_cluster_filter_score`. The clock starts at 0. The
 // cluster keeps its own reference to the compiled policy. A node the scheduler
 // refuses (a duplicate name, a MIG layout that does not fit a card) fails the whole
-// call, naming it.
+// call, naming it. The nodes' text (names, models, labels, topology, MIG profiles) is
+// measured before any of it is copied: over `GPOL_MAX_CLUSTER_BYTES` is
+// `GPOL_STATUS_TOO_LARGE`, naming the node that passes it, and so is memory libgpol
+// cannot get for the nodes.
 //
 // # Safety
 // `policy` is NULL or a live `GpolPolicy`; `nodes` is valid for reads of `n_nodes`

@@ -3,6 +3,7 @@
 //! (`withdraw`, `forget`, `take_log`), as the Kubernetes extender does, so asking
 //! changes nothing.
 
+use crate::convert::reserve;
 use crate::error::Failure;
 use crate::types::{GpolAdmit, GpolNodeResult, GpolReason, GpolVerdict};
 use gpol_compiler::engine::CompiledPolicy;
@@ -62,7 +63,9 @@ impl GpolCluster {
     /// of [`Inner::filter_score`]).
     pub fn new(policy: &CompiledPolicy, nodes: Vec<NodeInput>) -> Result<GpolCluster, Failure> {
         let mut s = Scheduler::new(policy.clone());
-        let mut ids = HashMap::with_capacity(nodes.len());
+        let mut ids = HashMap::new();
+        ids.try_reserve(nodes.len())
+            .map_err(|e| Failure::too_large(format!("{} items: {e}", nodes.len())).at("nodes"))?;
         for (i, n) in nodes.into_iter().enumerate() {
             let id = s.add_node(&n.spec).map_err(|e| {
                 let what = format!("node `{}`: {}: {}", e.node, e.field, e.message);
@@ -138,13 +141,20 @@ impl Inner {
 
     /// Each node's result for one replica of the job, in the order the nodes were given.
     pub fn filter_score(&mut self, job: JobSpec) -> Result<Vec<GpolNodeResult>, Failure> {
+        // The result arrays are as long as the cluster: their room is asked for, so a
+        // short memory fails the call instead of aborting the caller.
+        let n = self.node_count();
+        let (mut all, mut out, mut fits): (Vec<NodeId>, Vec<GpolNodeResult>, Vec<usize>) =
+            (Vec::new(), Vec::new(), Vec::new());
+        reserve(&mut all, n)?;
+        reserve(&mut out, n)?;
+        reserve(&mut fits, n)?;
         let id = self.probe(job)?;
-        let all: Vec<NodeId> = (0..self.node_count()).collect();
+        all.extend(0..n);
         let verdicts = self.s.node_verdicts_with_results(id, &all);
-        let mut out: Vec<GpolNodeResult> = verdicts.iter().map(|(v, r)| node_result(*v, r)).collect();
+        out.extend(verdicts.iter().map(|(v, r)| node_result(*v, r)));
         // The fitting nodes in the policy's order; equals keep the order they were given.
-        let mut fits: Vec<usize> =
-            (0..verdicts.len()).filter(|&i| matches!(verdicts[i].0, NodeVerdict::Fits(_))).collect();
+        fits.extend((0..verdicts.len()).filter(|&i| matches!(verdicts[i].0, NodeVerdict::Fits(_))));
         fits.sort_by(|&a, &b| self.s.rank_nodes(&verdicts[a].1, &verdicts[b].1).then(a.cmp(&b)));
         for (rank, &i) in fits.iter().enumerate() {
             out[i].rank = i32::try_from(rank).unwrap_or(i32::MAX);
@@ -160,7 +170,8 @@ impl Inner {
             let what = format!("{} node names for a job of {replicas} replica(s): give 1 to {replicas}", nodes.len());
             return Err(Failure::invalid(what).at("node_names"));
         }
-        let mut ids = Vec::with_capacity(nodes.len());
+        let mut ids: Vec<NodeId> = Vec::new();
+        reserve(&mut ids, nodes.len()).map_err(|e| e.at("node_names"))?;
         for (i, name) in nodes.iter().enumerate() {
             match self.nodes.get(name) {
                 Some(&id) => ids.push(id),

@@ -2,7 +2,9 @@
 //! every pointer checked for NULL and alignment, every count and string length checked
 //! against its limit before anything is read or allocated, every string checked for
 //! UTF-8, every enumeration value checked. Everything is copied: nothing returned
-//! borrows C's memory beyond the call.
+//! borrows C's memory beyond the call. A cluster's text is measured in place before any
+//! of it is copied ([`cluster_text`]), and every allocation sized by a count the caller
+//! gave asks for its room first ([`reserve`]): too much is a status, never an abort.
 //!
 //! What cannot be checked is the caller's promise, stated once for every function here:
 //! a non-NULL pointer points to memory valid for reads of the count it comes with (or,
@@ -18,18 +20,19 @@ use crate::types::{
     GPOL_MAX_LIST, GPOL_MAX_MIG_INSTANCES, GPOL_MAX_STRING_BYTES, GpolDomain, GpolJob, GpolLabel, GpolNode,
     GpolRequestKind, GpolSharing, GpolStatus,
 };
-use gpol_compiler::limits::{MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE};
+use gpol_compiler::limits::{CLUSTER_BYTES_PER_STRING, MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE, MAX_CLUSTER_TEXT_BYTES};
 use gpol_compiler::schema::{EnumKind, MIG_PROFILES};
 use gpol_compiler::spec::domains_at;
 use gpol_runtime::{History, JobSpec, NodeSpec, Request, Sharing};
 use std::ffi::c_char;
 
-/// A string, or `None` for NULL.
+/// How many bytes the string at `p` has before its NUL, or `None` for NULL: read up to
+/// the NUL and never past `GPOL_MAX_STRING_BYTES + 1` bytes, nothing copied.
 ///
 /// # Safety
 /// `p` is NULL or points to a NUL-terminated string, or to at least
 /// `GPOL_MAX_STRING_BYTES + 1` readable bytes (see the module's documentation).
-pub unsafe fn string(p: *const c_char) -> Result<Option<String>, Failure> {
+pub unsafe fn length(p: *const c_char) -> Result<Option<usize>, Failure> {
     if p.is_null() {
         return Ok(None);
     }
@@ -44,14 +47,26 @@ pub unsafe fn string(p: *const c_char) -> Result<Option<String>, Failure> {
             return Err(Failure::too_large(format!("longer than {GPOL_MAX_STRING_BYTES} bytes")));
         }
     }
-    // SAFETY: the `len` bytes before the NUL were just read one by one, so they are
+    Ok(Some(len))
+}
+
+/// A string, or `None` for NULL.
+///
+/// # Safety
+/// As for [`length`].
+pub unsafe fn string(p: *const c_char) -> Result<Option<String>, Failure> {
+    // SAFETY: the caller's promise is `length`'s.
+    let Some(len) = (unsafe { length(p) })? else { return Ok(None) };
+    // SAFETY: `length` just read the `len` bytes before the NUL one by one, so they are
     // readable and initialised; the slice lives only until they are copied below, within
     // the call, and nothing writes them meanwhile.
     let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
-    match std::str::from_utf8(bytes) {
-        Ok(s) => Ok(Some(s.to_owned())),
-        Err(e) => Err(Failure::new(GpolStatus::InvalidUtf8, format!("not UTF-8 (at byte {})", e.valid_up_to()))),
-    }
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Failure::new(GpolStatus::InvalidUtf8, format!("not UTF-8 (at byte {})", e.valid_up_to())))?;
+    let mut owned = String::new();
+    owned.try_reserve_exact(len).map_err(|e| Failure::too_large(format!("{len} bytes: {e}")))?;
+    owned.push_str(text);
+    Ok(Some(owned))
 }
 
 /// A string that may not be NULL.
@@ -90,13 +105,24 @@ pub unsafe fn slice<'a, T>(p: *const T, n: usize, max: usize) -> Result<&'a [T],
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
+/// Room for `n` more items in `v`, or `GPOL_STATUS_TOO_LARGE`: an allocation sized by
+/// a count the caller gave fails the call when memory is short, never aborts the
+/// process.
+pub fn reserve<T>(v: &mut Vec<T>, n: usize) -> Result<(), Failure> {
+    v.try_reserve_exact(n).map_err(|e| Failure::too_large(format!("{n} items: {e}")))
+}
+
 /// The policy text: `n` bytes at `p` (not necessarily NUL-terminated), at most `max`.
 ///
 /// # Safety
 /// As for [`slice()`].
 pub unsafe fn bytes(p: *const c_char, n: usize, max: usize) -> Result<Vec<u8>, Failure> {
     // SAFETY: the caller's promise is `slice`'s; `u8` is valid for every bit pattern.
-    unsafe { slice(p.cast::<u8>(), n, max) }.map(<[u8]>::to_vec)
+    let text = unsafe { slice(p.cast::<u8>(), n, max) }?;
+    let mut out = Vec::new();
+    reserve(&mut out, text.len())?;
+    out.extend_from_slice(text);
+    Ok(out)
 }
 
 /// `n` strings (none NULL) at `p`.
@@ -106,11 +132,13 @@ pub unsafe fn bytes(p: *const c_char, n: usize, max: usize) -> Result<Vec<u8>, F
 pub unsafe fn strings(p: *const *const c_char, n: usize, max: usize) -> Result<Vec<String>, Failure> {
     // SAFETY: the caller's promise is `slice`'s; raw pointers are valid for every bit pattern.
     let ptrs = unsafe { slice(p, n, max) }?;
-    ptrs.iter()
-        .enumerate()
+    let mut out = Vec::new();
+    reserve(&mut out, ptrs.len())?;
+    for (i, &s) in ptrs.iter().enumerate() {
         // SAFETY: each pointer is a string by the caller's promise.
-        .map(|(i, &s)| unsafe { required(s) }.map_err(|e| e.at(format!("[{i}]"))))
-        .collect()
+        out.push(unsafe { required(s) }.map_err(|e| e.at(format!("[{i}]")))?);
+    }
+    Ok(out)
 }
 
 /// # Safety
@@ -118,7 +146,8 @@ pub unsafe fn strings(p: *const *const c_char, n: usize, max: usize) -> Result<V
 unsafe fn labels(p: *const GpolLabel, n: usize) -> Result<Vec<(String, String)>, Failure> {
     // SAFETY: the caller's promise is `slice`'s.
     let labels = unsafe { slice(p, n, GPOL_MAX_LIST) }?;
-    let mut out = Vec::with_capacity(labels.len());
+    let mut out = Vec::new();
+    reserve(&mut out, labels.len())?;
     for (i, l) in labels.iter().enumerate() {
         let at = |e: Failure, field: &str| e.at(field).at(format!("[{i}]"));
         // SAFETY: the caller's promise covers the labels' strings.
@@ -135,7 +164,8 @@ unsafe fn labels(p: *const GpolLabel, n: usize) -> Result<Vec<(String, String)>,
 unsafe fn topology(p: *const GpolDomain, n: usize) -> Result<Vec<(String, String)>, Failure> {
     // SAFETY: the caller's promise is `slice`'s.
     let domains = unsafe { slice(p, n, GPOL_MAX_LIST) }?;
-    let mut out = Vec::with_capacity(domains.len());
+    let mut out = Vec::new();
+    reserve(&mut out, domains.len())?;
     for (i, d) in domains.iter().enumerate() {
         let at = |e: Failure, field: &str| e.at(field).at(format!("[{i}]"));
         // SAFETY: the caller's promise covers the entries' strings.
@@ -189,6 +219,94 @@ fn mig_layouts(profiles: Vec<u8>, counts: &[u32], cards: u32) -> Result<Vec<Vec<
         .collect())
 }
 
+/// The node's per-card MIG instance counts (empty: one layout for every card).
+///
+/// # Safety
+/// Every pointer in `n` is as the module's documentation says.
+unsafe fn mig_counts(n: &GpolNode) -> Result<&[u32], Failure> {
+    // SAFETY: the record's pointer, covered by the caller's promise.
+    unsafe { slice(n.mig_per_card, n.n_mig_per_card, MAX_CARDS_PER_NODE as usize) }.map_err(|e| e.at("mig_per_card"))
+}
+
+/// The most MIG profile names a node may give: one card's, or every card's.
+fn most_mig(counts: &[u32]) -> usize {
+    match counts.is_empty() {
+        true => GPOL_MAX_MIG_INSTANCES,
+        false => GPOL_MAX_MIG_INSTANCES * MAX_CARDS_PER_NODE as usize,
+    }
+}
+
+/// What a string of `len` bytes counts against the cluster's text budget.
+fn text_cost(len: Option<usize>) -> u64 {
+    len.map_or(0, |l| l as u64 + CLUSTER_BYTES_PER_STRING)
+}
+
+/// What one node record's strings count against the cluster's text budget
+/// (`GPOL_MAX_CLUSTER_BYTES`): measured in place, nothing copied. Errors are those
+/// [`node`] gives for the same fields: a NULL, misaligned or oversized array, a string
+/// longer than its limit.
+///
+/// # Safety
+/// Every pointer in `n` is as the module's documentation says.
+pub unsafe fn node_text(n: &GpolNode) -> Result<u64, Failure> {
+    // SAFETY (for each read below): the pointers are the record's, covered by the
+    // caller's promise; `length` and `slice` read them as `node` does, and copy nothing.
+    let mut total = text_cost(unsafe { length(n.name) }.map_err(|e| e.at("name"))?);
+    // SAFETY: as above.
+    total += text_cost(unsafe { length(n.model) }.map_err(|e| e.at("model"))?);
+    // SAFETY: as above.
+    let counts = unsafe { mig_counts(n) }?;
+    // SAFETY: as above.
+    let mig = unsafe { slice(n.mig, n.n_mig, most_mig(counts)) }.map_err(|e| e.at("mig"))?;
+    for (i, &p) in mig.iter().enumerate() {
+        // SAFETY: as above.
+        total += text_cost(unsafe { length(p) }.map_err(|e| e.at(format!("[{i}]")).at("mig"))?);
+    }
+    // SAFETY: as above.
+    let labels = unsafe { slice(n.labels, n.n_labels, GPOL_MAX_LIST) }.map_err(|e| e.at("labels"))?;
+    for (i, l) in labels.iter().enumerate() {
+        let at = |e: Failure, field: &str| e.at(field).at(format!("[{i}]")).at("labels");
+        // SAFETY: as above.
+        total += text_cost(unsafe { length(l.key) }.map_err(|e| at(e, "key"))?);
+        // SAFETY: as above.
+        total += text_cost(unsafe { length(l.value) }.map_err(|e| at(e, "value"))?);
+    }
+    // SAFETY: as above.
+    let domains = unsafe { slice(n.topology, n.n_topology, GPOL_MAX_LIST) }.map_err(|e| e.at("topology"))?;
+    for (i, d) in domains.iter().enumerate() {
+        let at = |e: Failure, field: &str| e.at(field).at(format!("[{i}]")).at("topology");
+        // SAFETY: as above.
+        total += text_cost(unsafe { length(d.level) }.map_err(|e| at(e, "level"))?);
+        // SAFETY: as above.
+        total += text_cost(unsafe { length(d.name) }.map_err(|e| at(e, "name"))?);
+    }
+    Ok(total)
+}
+
+/// Checks the text of a cluster's nodes against its budget before any of it is copied:
+/// every per-item limit may hold while the whole would not fit in memory, and the copy
+/// is what would run out. The failure names the node that passes the budget.
+///
+/// # Safety
+/// Every record's pointers are as the module's documentation says.
+pub unsafe fn cluster_text(nodes: &[GpolNode]) -> Result<u64, Failure> {
+    let mut total = 0u64;
+    for (i, n) in nodes.iter().enumerate() {
+        let at = |e: Failure| e.at(format!("[{i}]")).at("nodes");
+        // SAFETY: the caller's promise, record by record.
+        total += unsafe { node_text(n) }.map_err(at)?;
+        if total > MAX_CLUSTER_TEXT_BYTES {
+            let what = format!(
+                "the cluster's text (names, models, labels, topology, MIG profiles: each string's bytes and \
+                 {CLUSTER_BYTES_PER_STRING} more) passes {MAX_CLUSTER_TEXT_BYTES} bytes (GPOL_MAX_CLUSTER_BYTES) \
+                 with this node"
+            );
+            return Err(at(Failure::too_large(what)));
+        }
+    }
+    Ok(total)
+}
+
 /// A node, its domains named by the policy's topology `levels`.
 ///
 /// # Safety
@@ -207,14 +325,9 @@ pub unsafe fn node(n: &GpolNode, levels: &[String]) -> Result<NodeInput, Failure
         s => return Err(Failure::invalid(format!("{s} is not a GpolSharing")).at("sharing")),
     };
     // SAFETY: as above.
-    let counts = unsafe { slice(n.mig_per_card, n.n_mig_per_card, MAX_CARDS_PER_NODE as usize) }
-        .map_err(|e| e.at("mig_per_card"))?;
-    let most = match counts.is_empty() {
-        true => GPOL_MAX_MIG_INSTANCES,
-        false => GPOL_MAX_MIG_INSTANCES * MAX_CARDS_PER_NODE as usize,
-    };
+    let counts = unsafe { mig_counts(n) }?;
     // SAFETY: as above.
-    let mig_names = unsafe { strings(n.mig, n.n_mig, most) }.map_err(|e| e.at("mig"))?;
+    let mig_names = unsafe { strings(n.mig, n.n_mig, most_mig(counts)) }.map_err(|e| e.at("mig"))?;
     let profiles = mig_names
         .iter()
         .enumerate()
@@ -391,4 +504,32 @@ pub unsafe fn history(p: *const crate::types::GpolHistory) -> Result<History, Fa
         return Err(Failure::too_large(format!("too large, at most {max} ms")).at("ran_ms"));
     }
     Ok(History { ran_ms: h.ran_ms, since_checkpoint_ms: h.since_checkpoint_ms, evictions: h.evictions })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_the_allocator_cannot_give_is_too_large_never_an_abort() {
+        let mut v: Vec<u64> = Vec::new();
+        // More than a `Vec` can count, and more than any allocator gives (an exabyte).
+        for n in [usize::MAX / 4, (isize::MAX as usize) / 8 - 1] {
+            let f = reserve(&mut v, n).expect_err("no such room");
+            assert_eq!(f.status, GpolStatus::TooLarge);
+            assert!(f.message().starts_with(&format!("{n} items: ")), "{}", f.message());
+        }
+        assert!(reserve(&mut v, 3).is_ok() && v.capacity() >= 3);
+    }
+
+    #[test]
+    fn text_counts_each_string_with_its_overhead() {
+        let labels = [GpolLabel { key: c"zone".as_ptr(), value: c"a".as_ptr() }];
+        let n = GpolNode { name: c"n0".as_ptr(), labels: labels.as_ptr(), n_labels: 1, ..GpolNode::defaults() };
+        let per = CLUSTER_BYTES_PER_STRING;
+        // SAFETY: the record's strings live across the call.
+        assert_eq!(unsafe { node_text(&n) }, Ok((2 + per) + (4 + per) + (1 + per)), "a NULL model counts nothing");
+        // SAFETY: as above.
+        assert_eq!(unsafe { cluster_text(&[n, n]) }, Ok(2 * (7 + 3 * per)));
+    }
 }

@@ -427,7 +427,10 @@ pub extern "C" fn gpol_job_defaults() -> GpolJob {
 /// `i` being result `i` of `gpol_cluster_filter_score`. The clock starts at 0. The
 /// cluster keeps its own reference to the compiled policy. A node the scheduler
 /// refuses (a duplicate name, a MIG layout that does not fit a card) fails the whole
-/// call, naming it.
+/// call, naming it. The nodes' text (names, models, labels, topology, MIG profiles) is
+/// measured before any of it is copied: over `GPOL_MAX_CLUSTER_BYTES` is
+/// `GPOL_STATUS_TOO_LARGE`, naming the node that passes it, and so is memory libgpol
+/// cannot get for the nodes.
 ///
 /// # Safety
 /// `policy` is NULL or a live `GpolPolicy`; `nodes` is valid for reads of `n_nodes`
@@ -449,13 +452,17 @@ pub unsafe extern "C" fn gpol_cluster_new(
         let policy = unsafe { handle(policy, "policy") }?;
         // SAFETY: the caller's promise for `nodes`.
         let records = unsafe { convert::slice(nodes, n_nodes, GPOL_MAX_NODES) }.map_err(|e| e.at("nodes"))?;
+        // Every per-node limit may hold while the whole would not fit in memory: the
+        // text is measured before any of it is copied.
+        // SAFETY: each record's pointers are as `GpolNode` says, by the caller's promise.
+        unsafe { convert::cluster_text(records) }?;
         let levels = &policy.compiled.program.levels;
-        let inputs = records
-            .iter()
-            .enumerate()
+        let mut inputs: Vec<NodeInput> = Vec::new();
+        convert::reserve(&mut inputs, records.len()).map_err(|e| e.at("nodes"))?;
+        for (i, n) in records.iter().enumerate() {
             // SAFETY: each record's pointers are as `GpolNode` says, by the caller's promise.
-            .map(|(i, n)| unsafe { convert::node(n, levels) }.map_err(|e| e.at(format!("[{i}]")).at("nodes")))
-            .collect::<Result<Vec<NodeInput>, Failure>>()?;
+            inputs.push(unsafe { convert::node(n, levels) }.map_err(|e| e.at(format!("[{i}]")).at("nodes"))?);
+        }
         let cluster = GpolCluster::new(&policy.compiled, inputs)?;
         out.put(Box::into_raw(Box::new(cluster)));
         Ok(())

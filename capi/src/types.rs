@@ -23,7 +23,9 @@ pub enum GpolStatus {
     /// An argument or field held a value outside its domain: an unknown enumeration value
     /// or MIG profile, a fraction of 0 milli-GPU, a clock that would go back.
     InvalidArgument = 3,
-    /// An argument or field was over its documented limit (docs/capi.md, "Limits").
+    /// An argument or field was over its documented limit (docs/capi.md, "Limits"), a
+    /// cluster's text over `GPOL_MAX_CLUSTER_BYTES`, or the memory a count asked for
+    /// could not be had (libgpol never aborts for it).
     TooLarge = 4,
     /// The policy did not check or compile: its diagnostics say why.
     CompileError = 5,
@@ -368,6 +370,16 @@ pub const GPOL_MAX_NODES: usize = 100_000;
 /// The longest policy text, in bytes (docs/limits.md).
 pub const GPOL_MAX_POLICY_BYTES: usize = 16_777_216;
 
+/// The most text one cluster holds, in bytes: its nodes' names, models, labels,
+/// topology entries and MIG profile names, each string counted with
+/// `GPOL_CLUSTER_BYTES_PER_STRING` more (docs/limits.md). `gpol_cluster_new` measures
+/// it before copying anything: a cluster over it is `GPOL_STATUS_TOO_LARGE`, naming the
+/// node that passes it.
+pub const GPOL_MAX_CLUSTER_BYTES: u64 = 1_073_741_824;
+
+/// What each string of a cluster counts beyond its bytes (`GPOL_MAX_CLUSTER_BYTES`).
+pub const GPOL_CLUSTER_BYTES_PER_STRING: u64 = 64;
+
 /// `GpolNodeResult.rejected_by` of a node no filter rejected.
 pub const GPOL_NO_RULE: u16 = 65535;
 
@@ -380,6 +392,8 @@ const _: () = {
     use gpol_compiler::limits;
     assert!(GPOL_MAX_NODES == limits::MAX_NODES as usize);
     assert!(GPOL_MAX_POLICY_BYTES as u64 == limits::MAX_POLICY_BYTES);
+    assert!(GPOL_MAX_CLUSTER_BYTES == limits::MAX_CLUSTER_TEXT_BYTES);
+    assert!(GPOL_CLUSTER_BYTES_PER_STRING == limits::CLUSTER_BYTES_PER_STRING);
     assert!(GPOL_NO_RULE == gpol_compiler::engine::NONE);
     assert!(GPOL_MAX_TIERS == gpol_compiler::engine::MAX_TIERS);
 };

@@ -541,6 +541,74 @@ fn inputs_over_their_limits_are_refused_before_they_are_read() {
     assert_eq!(admit(&c, &j).err(), Some((GpolStatus::TooLarge, "job.labels: 1025 items, at most 1024".into())));
 }
 
+/// The most memory the process has held (Linux's `VmHWM`, bytes), where the system says.
+fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[test]
+fn a_cluster_over_its_text_budget_is_refused_before_its_text_is_copied() {
+    let p = compile(POLICY, GpolEngine::Interp);
+    // 1,200 nodes of 1,024 labels of 4 KiB values: each count within its limit, 10 GB
+    // together. One value and one label array serve every node, so the test holds a few
+    // megabytes however much libgpol is offered.
+    let value = CString::new(vec![b'v'; GPOL_MAX_STRING_BYTES]).expect("no NUL");
+    let keys: Vec<CString> = (0..GPOL_MAX_LIST).map(|i| CString::new(format!("k{i:04}")).expect("no NUL")).collect();
+    let labels: Vec<GpolLabel> = keys.iter().map(|k| GpolLabel { key: k.as_ptr(), value: value.as_ptr() }).collect();
+    let names: Vec<CString> = (0..1200).map(|i| CString::new(format!("n{i:04}")).expect("no NUL")).collect();
+    let nodes: Vec<GpolNode> = names
+        .iter()
+        .map(|n| GpolNode { labels: labels.as_ptr(), n_labels: labels.len(), ..node(n, c"a100", 8) })
+        .collect();
+    // Each node: its name and model, and 1,024 keys of 5 bytes and values of 4,096, every
+    // string counted with GPOL_CLUSTER_BYTES_PER_STRING more.
+    let per = GPOL_CLUSTER_BYTES_PER_STRING;
+    let node_bytes = (5 + per) + (4 + per) + GPOL_MAX_LIST as u64 * ((5 + per) + (GPOL_MAX_STRING_BYTES as u64 + per));
+    let first_over = GPOL_MAX_CLUSTER_BYTES / node_bytes;
+    assert!(first_over < 1200, "the test offers more than the budget");
+    let before = peak_memory();
+    let started = std::time::Instant::now();
+    let (status, message) = cluster(&p, &nodes).expect_err("refused");
+    assert_eq!(status, GpolStatus::TooLarge, "{message}");
+    assert_eq!(
+        message,
+        format!(
+            "nodes[{first_over}]: the cluster's text (names, models, labels, topology, MIG profiles: each string's \
+             bytes and {per} more) passes {GPOL_MAX_CLUSTER_BYTES} bytes (GPOL_MAX_CLUSTER_BYTES) with this node"
+        )
+    );
+    // Refused before anything was copied: the process holds no more than it did (the
+    // budget itself is 1 GiB), and measuring took no copying time.
+    if let (Some(before), Some(after)) = (before, peak_memory()) {
+        assert!(after.saturating_sub(before) < 128 << 20, "the peak grew from {before} to {after} bytes");
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
+    // The same nodes, fewer of them, are a cluster: the budget, not the labels, refused.
+    let c = cluster(&p, &nodes[..2]).expect("two such nodes are within the budget");
+    // SAFETY: a live cluster.
+    assert_eq!(unsafe { gpol_cluster_node_count(c.0) }, 2);
+}
+
+#[test]
+fn a_cluster_over_its_budget_still_names_an_earlier_node_fault_it_reached_first() {
+    // The budget is checked node by node as the text is measured: a string over its own
+    // limit before the budget runs out is that string's error, naming its field.
+    let p = compile(POLICY, GpolEngine::Interp);
+    let long = CString::new(vec![b'x'; GPOL_MAX_STRING_BYTES + 1]).expect("no NUL");
+    let labels = [GpolLabel { key: c"k".as_ptr(), value: long.as_ptr() }];
+    let bad = GpolNode { labels: labels.as_ptr(), n_labels: 1, ..node(c"n1", c"a100", 1) };
+    assert_eq!(
+        cluster(&p, &[node(c"n0", c"a100", 1), bad]).err(),
+        Some((GpolStatus::TooLarge, "nodes[1].labels[0].value: longer than 4096 bytes".into()))
+    );
+    let profiles = [c"1g.10gb".as_ptr(); 8];
+    let mig = GpolNode { sharing: GpolSharing::Mig as u32, mig: profiles.as_ptr(), n_mig: 8, ..node(c"m", c"a100", 1) };
+    assert_eq!(cluster(&p, &[mig]).err(), Some((GpolStatus::TooLarge, "nodes[0].mig: 8 items, at most 7".into())));
+}
+
 #[test]
 fn the_scheduler_refuses_what_it_cannot_take() {
     let p = compile(POLICY, GpolEngine::Interp);

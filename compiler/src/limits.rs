@@ -73,6 +73,31 @@ pub const MAX_CLOCK_MS: u64 = 36_525 * 24 * 3600 * 1000;
 /// Nodes one `node n[A..B]` range of a test may declare.
 pub const MAX_RANGE_NODES: u32 = 100_000;
 
+/// Host names the Slurm hostlists of one document may expand to, all together: one
+/// `squeue --json` (every job's `nodes` and `required_nodes`) or one `topology.conf`. One
+/// hostlist names at most [`MAX_NODES`], but a document holds many: 2,000 jobs each on
+/// `n[0-99999]` fit in 600 KB and would be 200 million names (past 8 GB). Each name held
+/// costs about 40 bytes: a `gpolc slurm plan` that reaches the budget peaks at 171 MB
+/// (measured). A cluster at the node limit running eight jobs on every node, with as many
+/// waiting pinned to their nodes, names 1.6 million.
+pub const MAX_HOSTLIST_NAMES_PER_DOCUMENT: usize = 4_000_000;
+
+/// Bytes of text one cluster of the C ABI may hold (`gpol_cluster_new`): its nodes'
+/// names, models, labels, topology entries and MIG profile names, each string counted
+/// with [`CLUSTER_BYTES_PER_STRING`] more. Every per-item limit can hold while their
+/// product does not (1,200 nodes of 1,024 labels of 4 KiB are 10 GB): this bounds the
+/// whole, about 10 KB a node at the most nodes.
+pub const MAX_CLUSTER_TEXT_BYTES: u64 = 1 << 30;
+
+/// What holding one string costs beyond its bytes, as [`MAX_CLUSTER_TEXT_BYTES`] counts
+/// it: its handle, its allocation's header and an index entry. Without it, a million
+/// empty labels would cost nothing.
+pub const CLUSTER_BYTES_PER_STRING: u64 = 64;
+
+/// Characters of one Kubernetes quantity (`256Gi`, `500m`). The API server writes at
+/// most about 30; a longer one is refused as too large rather than read digit by digit.
+pub const MAX_QUANTITY_BYTES: usize = 256;
+
 // ---- Files read and written ------------------------------------------------------------
 
 /// Bytes of one policy or library file.

@@ -13,6 +13,7 @@ fn inputs(target: &str) -> Vec<PathBuf> {
         "check" => &["policies", "stdlib", "tests/diagnostics", "tests/hostile/policies"],
         "trace" => &["sim", "tests/hostile/traces"],
         "cluster" => &["sim", "tests/hostile/clusters", "simulator/tests/fixtures/slurm"],
+        "slurm" => &["tests/hostile/slurm", "simulator/tests/fixtures/slurm"],
         _ => &[],
     };
     let mut files = Vec::new();
@@ -67,6 +68,11 @@ fn trace_corpus() {
 #[test]
 fn cluster_corpus() {
     assert!(replay("cluster", gpol_fuzz::cluster) >= 10);
+}
+
+#[test]
+fn slurm_corpus() {
+    assert!(replay("slurm", gpol_fuzz::slurm) >= 5);
 }
 
 /// Nearly every generated policy checks clean (the budgets may refuse a huge one), and
@@ -188,6 +194,11 @@ fn trace_mutations() {
 #[test]
 fn cluster_mutations() {
     mutated("cluster", gpol_fuzz::cluster, 3000);
+}
+
+#[test]
+fn slurm_mutations() {
+    mutated("slurm", gpol_fuzz::slurm, 3000);
 }
 
 /// The smoke run reaches inputs the corpus does not hold: a bug planted behind a byte no

@@ -130,8 +130,11 @@ fn as_value<K: serde::Serialize>(e: Event<K>) -> Event<Value> {
 /// the same cards or quota), the cards are written on the pod (annotation
 /// `gpol.dev/cards`, conditional on the pod being unchanged since it was read), then the
 /// pod is bound. If either write fails the place is given back and the error says what
-/// failed; kube-scheduler then forgets its own assumption and retries the pod.
+/// failed; kube-scheduler then forgets its own assumption and retries the pod. With
+/// leader election each write is sent only while this replica still leads
+/// ([`Extender::may_write`]); else the place is given back too.
 pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -> Result<(), String> {
+    let started = std::time::Instant::now();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &args.pod_namespace);
     let who = format!("pod {}/{}", args.pod_namespace, args.pod_name);
     let pod = pods.get(&args.pod_name).await.map_err(|e| format!("{who}: cannot read it: {e}"))?;
@@ -152,7 +155,8 @@ pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -
         ext.metrics.held(&cluster);
         cards
     };
-    let written = write(&pods, &pod, args, &cards, &who).await;
+    let may_write = || ext.may_write(started).map_err(|why| format!("{who}: not bound: {why}"));
+    let written = write(&pods, &pod, args, &cards, &who, may_write).await;
     let mut cluster = ext.cluster();
     match &written {
         Ok(()) => cluster.bound(&uid),
@@ -165,7 +169,15 @@ pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -
 /// The bind's two writes: the cards on the pod, then the Binding. A Binding whose
 /// answer was lost (a dropped connection, a timeout) may have happened: the pod is read
 /// again, and bound to this node it counts as bound.
-async fn write(pods: &Api<Pod>, pod: &Pod, args: &ExtenderBindingArgs, cards: &str, who: &str) -> Result<(), String> {
+async fn write(
+    pods: &Api<Pod>,
+    pod: &Pod,
+    args: &ExtenderBindingArgs,
+    cards: &str,
+    who: &str,
+    may_write: impl Fn() -> Result<(), String>,
+) -> Result<(), String> {
+    may_write()?;
     // The resourceVersion makes the write conditional: a pod changed meanwhile is a conflict.
     let patch =
         json!({"metadata": {"resourceVersion": pod.metadata.resource_version, "annotations": {keys::CARDS: cards}}});
@@ -186,6 +198,8 @@ async fn write(pods: &Api<Pod>, pod: &Pod, args: &ExtenderBindingArgs, cards: &s
             ..ObjectReference::default()
         },
     };
+    // The cards written on a pod left pending count for nothing: the next bind writes its own.
+    may_write()?;
     let e = match pods
         .create_subresource::<Binding, Value>("binding", &args.pod_name, &PostParams::default(), &binding)
         .await

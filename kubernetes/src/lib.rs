@@ -10,6 +10,8 @@ pub mod cluster;
 pub mod extender;
 pub mod kueue;
 #[cfg(feature = "serve")]
+pub mod leader;
+#[cfg(feature = "serve")]
 pub mod listen;
 #[cfg(feature = "serve")]
 pub mod metrics;

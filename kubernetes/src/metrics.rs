@@ -89,6 +89,12 @@ impl Metrics {
         self.binding.set(cluster.assumed_count() as i64);
     }
 
+    /// Serves leader election's gauge as `gpol_extender_leader` (with `--leader-elect`
+    /// only: a lone replica has no leadership to show).
+    pub fn register_leader(&mut self, leader: Gauge) {
+        self.registry.register("leader", "1 while this replica leads (holds the lease), else 0", leader);
+    }
+
     pub fn reloaded(&self, ok: bool) {
         self.reloads.get_or_create(&Outcome { outcome: if ok { "ok" } else { "refused" }.into() }).inc();
     }

@@ -10,18 +10,22 @@
 //!   `nvidia.com/gpu.count` cards as they fit the GPU's table ([`gpol_compiler::mig`]).
 //! - MIG, single strategy (`nvidia.com/mig.strategy: single`, a product ending in
 //!   `-MIG-<profile>`): `nvidia.com/gpu` counts instances of that one profile, each card
-//!   holding as many as fit.
+//!   holding as many as fit (`nvidia.com/gpu.count` counts the instances too there).
 //! - The model from `nvidia.com/gpu.product` through gpol's model table
 //!   ([`gpol_compiler::models`]), the card memory from `nvidia.com/gpu.memory` (MiB; under
 //!   the single strategy it is the instance's, so the GPU table gives the card's).
 //! - Topology levels from label keys ([`TOPOLOGY_KEYS`] by default; adapters may pass
 //!   their own), the NVLink clique included.
+//! - CPU and memory as Kubernetes counts them ([`crate::quantity`]): milli-cores and
+//!   bytes, finer values rounded up, with a warning.
 //!
 //! What cannot be mapped is a warning naming the node and the field, never dropped
-//! silently. A cordoned node (`spec.unschedulable`) is marked so.
+//! silently, and so are labels the advertised resources contradict (a count against
+//! what the device plugin advertises, a MIG strategy against the resources), naming
+//! both. A cordoned node (`spec.unschedulable`) is marked so.
 
 use crate::FieldError;
-use crate::quantity::quantity;
+use crate::quantity::{Quantity, bytes, milli_cores, read, whole_count};
 use gpol_compiler::limits::{self, MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_MEMORY_BYTES};
 use gpol_compiler::spec::{NodeSpec, Sharing};
 use gpol_compiler::{mig, models};
@@ -83,36 +87,50 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
     let raw = |key: &str| {
         resources.and_then(|r| r.get(key)).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
     };
-    let amount = |key: &str| -> Result<Option<f64>, FieldError> {
-        match raw(key) {
-            None => Ok(None),
-            Some(text) => quantity(&text)
-                .map(Some)
-                .ok_or_else(|| err(&format!("status.allocatable.{key}"), format!("`{text}` is not a quantity"))),
-        }
+    // A resource read as the API server reads it; `None` when the node has none.
+    let amount = |key: &str| -> Result<Option<(Quantity, String)>, FieldError> {
+        let Some(text) = raw(key) else { return Ok(None) };
+        read(&text).map(|q| Some((q, text))).map_err(|m| err(&format!("status.allocatable.{key}"), m))
     };
     // Counts are whole and within their limits: never rounded, never clamped.
     let counted = |key: &str, max: u64| -> Result<Option<u32>, FieldError> {
         let field = format!("status.allocatable.{key}");
-        match amount(key)? {
-            None => Ok(None),
-            Some(v) => {
-                limits::whole(v, &raw(key).unwrap_or_default(), max).map(|n| Some(n as u32)).map_err(|m| err(&field, m))
-            }
-        }
+        amount(key)?.map(|(q, text)| whole_count(&q, &text, max).map_err(|m| err(&field, m))).transpose()
     };
     let labelled = |key: &str, max: u64| -> Result<Option<u32>, FieldError> {
         let field = format!("metadata.labels.{key}");
         label(key).map(|t| limits::count(t, max).map(|n| n as u32).map_err(|m| err(&field, m))).transpose()
     };
-    let cpu = amount("cpu")?.unwrap_or(0.0);
-    let cpu_milli =
-        limits::within_cores(cpu, &raw("cpu").unwrap_or_default()).map_err(|m| err("status.allocatable.cpu", m))?;
-    let mem = amount("memory")?.unwrap_or(0.0).round();
-    let mem = limits::within_bytes(mem, &raw("memory").unwrap_or_default())
-        .map_err(|m| err("status.allocatable.memory", m))?;
     let mut warnings = Vec::new();
     let mut warn = |field: &str, m: String| warnings.push(FieldError::new(field, format!("node `{name}`: {m}")));
+    let cpu_milli = match amount("cpu")? {
+        None => 0,
+        Some((q, text)) => {
+            let field = "status.allocatable.cpu";
+            let milli = milli_cores(&q, &text).map_err(|m| err(field, m))?;
+            if !q.is_whole_milli() {
+                warn(
+                    field,
+                    format!("`{text}` is finer than a milli-core: Kubernetes counts it as {milli}m, and so does gpol"),
+                );
+            }
+            milli
+        }
+    };
+    let mem = match amount("memory")? {
+        None => 0,
+        Some((q, text)) => {
+            let field = "status.allocatable.memory";
+            let bytes = bytes(&q, &text).map_err(|m| err(field, m))?;
+            if !q.is_whole() {
+                warn(
+                    field,
+                    format!("`{text}` is not a whole number of bytes: Kubernetes counts {bytes}, and so does gpol"),
+                );
+            }
+            bytes
+        }
+    };
     let product = label(MODEL_LABEL).map(models::normalise);
     let card_mib = labelled("nvidia.com/gpu.memory", MAX_MEMORY_BYTES >> 20)?;
     // Without GPU feature discovery's memory label, the memory the product name gives.
@@ -145,6 +163,7 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
         }
     }
     let single = product.as_ref().and_then(|m| m.mig_profile.clone());
+    strategy_contradictions(label("nvidia.com/mig.strategy"), &instances, single.as_deref(), whole, &mut warn);
     let (cards, sharing, mig, max_clients) = if !instances.is_empty() {
         if whole > 0 {
             let m = format!(
@@ -166,6 +185,15 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
             Some((p, Some(gpu))) => {
                 let per_card = u32::from(gpu.slot(p).map_or(1, |s| s.max)).max(1);
                 let cards = whole.div_ceil(per_card);
+                // Under the single strategy GPU feature discovery counts the MIG devices,
+                // as the device plugin does.
+                if let Some(c) = count.filter(|&c| c != whole) {
+                    let m = format!(
+                        "{c} MIG devices by `nvidia.com/gpu.count`, but `nvidia.com/gpu` is {whole} {profile} \
+                         instances: {whole} assumed, on {cards} GPUs of {per_card}"
+                    );
+                    warn("metadata.labels.nvidia.com/gpu.count", m);
+                }
                 let layouts = (0..cards).map(|c| vec![p; (whole - c * per_card).min(per_card) as usize]).collect();
                 card_mem = u64::from(gpu.memory_gb) << 30;
                 (cards, Sharing::Mig, one_if_alike(layouts), 1)
@@ -189,6 +217,28 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
         if shared && count.is_none() && advertised % replicas != 0 {
             let m = format!("{advertised} shares of {replicas} replicas each: {} cards assumed", advertised / replicas);
             warn("status.allocatable.nvidia.com/gpu", m);
+        }
+        // GPU feature discovery's physical count against what the device plugin
+        // advertises: each card `replicas` times under sharing, once otherwise (fewer
+        // when some are unhealthy, which is no contradiction).
+        let key = if renamed > whole { "nvidia.com/gpu.shared" } else { "nvidia.com/gpu" };
+        match count {
+            Some(c) if shared && u64::from(c) * u64::from(replicas) != u64::from(advertised) => {
+                let m = format!(
+                    "{c} GPUs by `nvidia.com/gpu.count` × {replicas} by `nvidia.com/gpu.replicas` are {} shares, \
+                     but `{key}` is {advertised}: {c} cards of {replicas} clients assumed",
+                    u64::from(c) * u64::from(replicas)
+                );
+                warn("metadata.labels.nvidia.com/gpu.count", m);
+            }
+            Some(c) if !shared && whole > c => {
+                let m = format!(
+                    "{c} GPUs by `nvidia.com/gpu.count`, but `nvidia.com/gpu` is {whole}: more GPUs than the node \
+                     has (shared without a `nvidia.com/gpu.sharing-strategy` label?); {whole} cards assumed"
+                );
+                warn("metadata.labels.nvidia.com/gpu.count", m);
+            }
+            _ => {}
         }
         if !shared && renamed > 0 {
             warn(
@@ -238,6 +288,43 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
         cordoned,
         warnings,
     })
+}
+
+/// Warnings for a `nvidia.com/mig.strategy` label the advertised resources contradict:
+/// the resources decide how the node is read, the warning names both.
+fn strategy_contradictions(
+    strategy: Option<&str>,
+    instances: &[(u8, u32)],
+    single: Option<&str>,
+    whole: u32,
+    warn: &mut impl FnMut(&str, String),
+) {
+    let field = "metadata.labels.nvidia.com/mig.strategy";
+    match strategy {
+        Some("single") if !instances.is_empty() => {
+            let listed: Vec<String> = instances.iter().map(|(p, n)| format!("{n} {}", mig::name(*p))).collect();
+            let m = format!(
+                "`single`, but the node advertises MIG instances by profile ({}), as the mixed strategy does: read as mixed",
+                listed.join(", ")
+            );
+            warn(field, m);
+        }
+        Some("single") if single.is_none() && whole > 0 => {
+            let m = format!(
+                "`single`, but `{MODEL_LABEL}` names no MIG profile: its {whole} `nvidia.com/gpu` are read as whole GPUs"
+            );
+            warn(field, m);
+        }
+        Some("mixed") if instances.is_empty() && whole > 0 => {
+            if let Some(profile) = single {
+                let m = format!(
+                    "`mixed`, but `nvidia.com/gpu` is {whole} instances of the product's profile {profile}, as the single strategy advertises them: read as single"
+                );
+                warn(field, m);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Lays MIG instances (profile, count) out on a node's cards: largest first, the cards
@@ -429,6 +516,137 @@ mod tests {
     }
 
     #[test]
+    fn count_labels_that_contradict_the_advertised_gpus_are_warnings_naming_both() {
+        let l4 = r#""nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.replicas": "4",
+            "nvidia.com/gpu.sharing-strategy": "time-slicing""#;
+        // Time-slicing: 8 cards of 4 replicas are 32 shares; the plugin advertises 30.
+        let ts = node(&labelled(&format!(r#"{l4}, "nvidia.com/gpu.count": "8""#), r#""nvidia.com/gpu": "30""#))
+            .expect("maps");
+        assert_eq!((ts.spec.cards, ts.spec.max_clients, ts.spec.sharing), (8, 4, Sharing::Timeslice));
+        assert_eq!(
+            messages(&ts),
+            [
+                "metadata.labels.nvidia.com/gpu.count: node `n`: 8 GPUs by `nvidia.com/gpu.count` × 4 by `nvidia.com/gpu.replicas` are 32 shares, but `nvidia.com/gpu` is 30: 8 cards of 4 clients assumed"
+            ]
+        );
+        let agreed = node(&labelled(&format!(r#"{l4}, "nvidia.com/gpu.count": "8""#), r#""nvidia.com/gpu": "32""#))
+            .expect("maps");
+        assert!(agreed.warnings.is_empty(), "{:?}", messages(&agreed));
+        // Renamed shares are counted against the count too.
+        let renamed = node(&labelled(
+            &format!(r#"{l4}, "nvidia.com/gpu.count": "2""#),
+            r#""nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "12""#,
+        ))
+        .expect("maps");
+        assert_eq!(
+            messages(&renamed),
+            [
+                "metadata.labels.nvidia.com/gpu.count: node `n`: 2 GPUs by `nvidia.com/gpu.count` × 4 by `nvidia.com/gpu.replicas` are 8 shares, but `nvidia.com/gpu.shared` is 12: 2 cards of 4 clients assumed"
+            ]
+        );
+        // MIG single: GPU feature discovery counts the MIG devices, the plugin advertises 28.
+        let single = node(&labelled(
+            r#""nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",
+               "nvidia.com/gpu.count": "56""#,
+            r#""nvidia.com/gpu": "28""#,
+        ))
+        .expect("maps");
+        assert_eq!((single.spec.cards, single.spec.sharing), (4, Sharing::Mig));
+        assert_eq!(
+            messages(&single),
+            [
+                "metadata.labels.nvidia.com/gpu.count: node `n`: 56 MIG devices by `nvidia.com/gpu.count`, but `nvidia.com/gpu` is 28 1g.10gb instances: 28 assumed, on 4 GPUs of 7"
+            ]
+        );
+        // Whole GPUs: more advertised than the node has.
+        let more = node(&labelled(
+            r#""nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "2""#,
+            r#""nvidia.com/gpu": "8""#,
+        ))
+        .expect("maps");
+        assert_eq!(more.spec.cards, 8);
+        assert_eq!(
+            messages(&more),
+            [
+                "metadata.labels.nvidia.com/gpu.count: node `n`: 2 GPUs by `nvidia.com/gpu.count`, but `nvidia.com/gpu` is 8: more GPUs than the node has (shared without a `nvidia.com/gpu.sharing-strategy` label?); 8 cards assumed"
+            ]
+        );
+        // Fewer advertised than counted is an unhealthy GPU, not a contradiction.
+        let fewer = node(&labelled(
+            r#""nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8""#,
+            r#""nvidia.com/gpu": "7""#,
+        ))
+        .expect("maps");
+        assert!(fewer.warnings.is_empty(), "{:?}", messages(&fewer));
+    }
+
+    #[test]
+    fn a_mig_strategy_label_the_resources_contradict_is_a_warning() {
+        let single_but_mixed = node(&labelled(
+            r#""nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+               "nvidia.com/gpu.count": "1""#,
+            r#""nvidia.com/mig-3g.20gb": "2""#,
+        ))
+        .expect("maps");
+        assert_eq!(single_but_mixed.spec.mig, vec![vec![p("3g.20gb"), p("3g.20gb")]]);
+        assert_eq!(
+            messages(&single_but_mixed),
+            [
+                "metadata.labels.nvidia.com/mig.strategy: node `n`: `single`, but the node advertises MIG instances by profile (2 3g.20gb), as the mixed strategy does: read as mixed"
+            ]
+        );
+        let mixed_but_single = node(&labelled(
+            r#""nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb""#,
+            r#""nvidia.com/gpu": "7""#,
+        ))
+        .expect("maps");
+        assert_eq!((mixed_but_single.spec.cards, mixed_but_single.spec.sharing), (1, Sharing::Mig));
+        assert_eq!(
+            messages(&mixed_but_single),
+            [
+                "metadata.labels.nvidia.com/mig.strategy: node `n`: `mixed`, but `nvidia.com/gpu` is 7 instances of the product's profile 1g.10gb, as the single strategy advertises them: read as single"
+            ]
+        );
+        let single_without_profile = node(&labelled(
+            r#""nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3""#,
+            r#""nvidia.com/gpu": "8""#,
+        ))
+        .expect("maps");
+        assert_eq!((single_without_profile.spec.cards, single_without_profile.spec.sharing), (8, Sharing::Exclusive));
+        assert_eq!(
+            messages(&single_without_profile),
+            [
+                "metadata.labels.nvidia.com/mig.strategy: node `n`: `single`, but `nvidia.com/gpu.product` names no MIG profile: its 8 `nvidia.com/gpu` are read as whole GPUs"
+            ]
+        );
+    }
+
+    #[test]
+    fn cpu_and_memory_finer_than_kubernetes_counts_round_up_as_it_does_and_say_so() {
+        let n = node(&one(r#""cpu": "1.0001", "memory": "1.1Gi""#)).expect("maps");
+        // Kubernetes' MilliValue and Value round up: 1001m, and 1.1 × 2^30 = 1181116006.4 bytes.
+        assert_eq!((n.spec.cpu_milli, n.spec.mem), (1001, 1_181_116_007));
+        assert_eq!(
+            messages(&n),
+            [
+                "status.allocatable.cpu: node `n`: `1.0001` is finer than a milli-core: Kubernetes counts it as 1001m, and so does gpol",
+                "status.allocatable.memory: node `n`: `1.1Gi` is not a whole number of bytes: Kubernetes counts 1181116007, and so does gpol",
+            ]
+        );
+        let micro = node(&one(r#""cpu": "100u""#)).expect("maps");
+        assert_eq!(micro.spec.cpu_milli, 1, "100u is 0.1m: counted as 1m");
+        let exact = node(&one(r#""cpu": "191500m", "memory": "2113442540Ki""#)).expect("maps");
+        assert_eq!((exact.spec.cpu_milli, exact.spec.mem), (191_500, 2_113_442_540 * 1024));
+        assert!(exact.warnings.is_empty(), "{:?}", messages(&exact));
+        // `1E` is exa, `1E3` a thousand: the first is far too many cores.
+        assert_eq!(node(&one(r#""cpu": "1E3""#)).expect("maps").spec.cpu_milli, 1_000_000);
+        let e = node(&one(r#""cpu": "1E""#)).expect_err("10^18 cores");
+        assert!(e.message.contains("`1E` is too large, at most 100000 cores"), "{e}");
+        let e = node(&one(r#""memory": "-1Gi""#)).expect_err("negative");
+        assert_eq!(e.message, "node `n`: `-1Gi` is negative");
+    }
+
+    #[test]
     fn oversized_and_fractional_counts_are_refused_not_clamped() {
         let cases = [
             (r#""nvidia.com/gpu": "1e12""#, "status.allocatable.nvidia.com/gpu", "is too large, at most 65536"),
@@ -438,6 +656,8 @@ mod tests {
             (r#""memory": "1e30""#, "status.allocatable.memory", "is too large, at most 64TiB"),
             (r#""nvidia.com/mig-1g.10gb": "1e18""#, "status.allocatable.nvidia.com/mig-1g.10gb", "is too large"),
             (r#""cpu": "many""#, "status.allocatable.cpu", "`many` is not a quantity"),
+            (r#""cpu": "1e400""#, "status.allocatable.cpu", "`1e400` is too large, at most 100000 cores"),
+            (r#""nvidia.com/gpu": "1.0000000001""#, "status.allocatable.nvidia.com/gpu", "expected a whole number"),
         ];
         for (resources, field, message) in cases {
             let e = node(&one(resources)).expect_err(resources);

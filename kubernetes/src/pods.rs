@@ -21,8 +21,8 @@
 //! | `replicas` | 1 (a pod is one replica: gangs need the runtime to own the cycle) |
 
 use crate::FieldError;
-use crate::quantity::quantity;
-use gpol_compiler::limits::{self, MAX_CARDS_PER_NODE, MAX_CLOCK_MS};
+use crate::quantity::{self, Quantity};
+use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLOCK_MS};
 use gpol_compiler::schema::MIG_PROFILES;
 use gpol_compiler::spec::{JobSpec, MILLI, Request};
 use serde_json::Value;
@@ -140,8 +140,7 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
     let count = |key: &str, max: u64| -> Result<u32, FieldError> {
         match resources.get(key) {
             None => Ok(0),
-            Some(v) => limits::whole(v, &v.to_string(), max)
-                .map(|n| n as u32)
+            Some(q) => quantity::whole_count(&q, &q.to_string(), max)
                 .map_err(|m| err(&format!("spec.containers[].resources.limits.{key}"), m)),
         }
     };
@@ -200,15 +199,16 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
         (None, None, 0) => Request::None,
         (None, None, c) => Request::Whole(c),
     };
+    // As the scheduler counts them: the exact sum, CPU in milli-cores and memory in
+    // bytes, each rounded up (`MilliValue`, `Value`).
     let cpu_milli =
-        limits::within_cores(resources.cpu, &resources.cpu.to_string()).map_err(|m| err("requests.cpu", m))?;
-    let mem = limits::within_bytes(resources.mem.round(), &resources.mem.to_string())
-        .map_err(|m| err("requests.memory", m))?;
+        quantity::milli_cores(&resources.cpu, &resources.cpu.to_string()).map_err(|m| err("requests.cpu", m))?;
+    let mem = quantity::bytes(&resources.mem, &resources.mem.to_string()).map_err(|m| err("requests.memory", m))?;
     let gpu_mem = annotation(keys::GPU_MEMORY)
         .map(|t| {
             let field = format!("metadata.annotations.{}", keys::GPU_MEMORY);
-            let b = quantity(t).ok_or_else(|| err(&field, format!("`{t}` is not a quantity")))?;
-            limits::within_bytes(b.round(), t).map_err(|m| err(&field, m))
+            let b = quantity::read(t).map_err(|m| err(&field, m))?;
+            quantity::bytes(&b, t).map_err(|m| err(&field, m))
         })
         .transpose()?
         .unwrap_or(0);
@@ -298,11 +298,17 @@ fn models(item: &Value) -> Vec<String> {
 }
 
 /// A pod's effective requests: containers summed, or an init container's if larger
-/// (init containers run one at a time, before the others), as Kubernetes counts them.
+/// (init containers run one at a time, before the others), as Kubernetes counts them:
+/// exactly, each quantity as the API server reads it.
 struct Resources {
-    cpu: f64,
-    mem: f64,
-    extended: Vec<(String, f64)>,
+    cpu: Quantity,
+    mem: Quantity,
+    extended: Vec<(String, Quantity)>,
+}
+
+/// The larger of two quantities.
+fn larger(a: Quantity, b: Quantity) -> Quantity {
+    if b.nano() > a.nano() { b } else { a }
 }
 
 impl Resources {
@@ -310,11 +316,11 @@ impl Resources {
         let sum = Self::containers(item, "containers")?;
         let init = Self::containers(item, "initContainers")?;
         let mut r = sum;
-        r.cpu = r.cpu.max(init.cpu);
-        r.mem = r.mem.max(init.mem);
+        r.cpu = larger(r.cpu, init.cpu);
+        r.mem = larger(r.mem, init.mem);
         for (k, v) in init.extended {
             match r.extended.iter_mut().find(|(key, _)| *key == k) {
-                Some((_, x)) => *x = x.max(v),
+                Some((_, x)) => *x = larger(*x, v),
                 None => r.extended.push((k, v)),
             }
         }
@@ -323,9 +329,13 @@ impl Resources {
 
     /// For `containers`, the sum; for `initContainers`, the largest of each resource.
     fn containers(item: &Value, list: &str) -> Result<Resources, (String, String)> {
-        let mut r = Resources { cpu: 0.0, mem: 0.0, extended: Vec::new() };
+        let zero = Quantity::from_nano(0);
+        let mut r = Resources { cpu: zero, mem: zero, extended: Vec::new() };
         let summed = list == "containers";
-        let add = |x: &mut f64, v: f64| *x = if summed { *x + v } else { x.max(v) };
+        // A sum past what gpol holds is past every limit: the field's check names it.
+        let add = |x: &mut Quantity, v: Quantity| {
+            *x = if summed { x.checked_add(&v).unwrap_or(Quantity::from_nano(i128::MAX)) } else { larger(*x, v) }
+        };
         let containers = item.pointer(&format!("/spec/{list}")).and_then(Value::as_array);
         for (i, c) in containers.into_iter().flatten().enumerate() {
             let requests = c.pointer("/resources/requests").and_then(Value::as_object);
@@ -341,7 +351,7 @@ impl Resources {
                 };
                 let text = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
                 let field = format!("spec.{list}[{i}].resources.{which}.{key}");
-                let amount = quantity(&text).ok_or_else(|| (field, format!("`{text}` is not a quantity")))?;
+                let amount = quantity::read(&text).map_err(|m| (field, m))?;
                 match key.as_str() {
                     "cpu" => add(&mut r.cpu, amount),
                     "memory" => add(&mut r.mem, amount),
@@ -355,7 +365,7 @@ impl Resources {
         Ok(r)
     }
 
-    fn get(&self, key: &str) -> Option<f64> {
+    fn get(&self, key: &str) -> Option<Quantity> {
         self.extended.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 }
@@ -452,6 +462,36 @@ mod tests {
         assert_eq!(cards_text(&[(0, None), (5, None)]), "0,5");
         assert!(parse_cards("0,x").is_err());
         assert!(parse_cards("99999").is_err());
+    }
+
+    #[test]
+    fn requests_are_summed_exactly_and_rounded_up_as_the_scheduler_counts_them() {
+        let requests = |cpu: &[&str], mem: &[&str]| {
+            let containers: Vec<Value> =
+                cpu.iter().zip(mem).map(|(c, m)| json!({"resources": {"requests": {"cpu": c, "memory": m}}})).collect();
+            let m = pod(&json!({"metadata": {"name": "p"}, "spec": {"containers": containers}}), &any_class);
+            m.map(|m| (m.job.cpu_milli, m.job.mem))
+        };
+        // (cpu of each container, memory of each) → (milli-cores, bytes): Kubernetes adds
+        // the quantities exactly, then `MilliValue` and `Value` round up.
+        type Case<'a> = (&'a [&'a str], &'a [&'a str], (u64, u64));
+        let cases: [Case; 5] = [
+            (&["100u"], &["1.4"], (1, 2)),
+            (&["0.0005", "0.0005"], &["1Ki", "0.5Ki"], (1, 1536)),
+            (&["250m", "1.5"], &["1Gi", "1G"], (1750, (1 << 30) + 1_000_000_000)),
+            (&["1E3"], &["1E3"], (1_000_000, 1000)),
+            (&["3.001n"], &["0"], (1, 0)),
+        ];
+        for (cpu, mem, want) in cases {
+            assert_eq!(requests(cpu, mem), Ok(want), "{cpu:?} {mem:?}");
+        }
+        let e = requests(&["1E"], &["1"]).expect_err("10^18 cores");
+        assert_eq!(
+            (e.field.as_str(), e.message.as_str()),
+            ("requests.cpu", "pod `default/p`: `1000000000000000000` is too large, at most 100000 cores")
+        );
+        let e = requests(&["1"], &["-1Gi"]).expect_err("negative");
+        assert_eq!(e.field, "spec.containers[0].resources.requests.memory");
     }
 
     #[test]

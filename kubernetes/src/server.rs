@@ -1,6 +1,7 @@
 //! `gpolc serve`: the extender over HTTP. kube-scheduler POSTs each verb to
 //! `urlPrefix/<verb>`; any prefix is accepted, the verb being the last path segment.
-//! `/healthz`, `/readyz` and `/metrics` are for the kubelet and Prometheus.
+//! `/healthz`, `/readyz` and `/metrics` are for the kubelet and Prometheus. With leader
+//! election ([`crate::leader`]) a replica is ready and binds only while it leads.
 //!
 //! Every request is bounded and every refusal says why in its body: a body declared or
 //! found larger than the limit is refused (413) before it is read whole, a content type
@@ -15,6 +16,7 @@
 
 use crate::cluster::Cluster;
 use crate::extender::{self, ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderPreemptionArgs};
+use crate::leader::Leadership;
 use crate::listen::Connections;
 use crate::metrics::Metrics;
 use crate::tls::{Tls, TlsError, TlsFiles, Token};
@@ -51,6 +53,9 @@ pub struct Options {
     pub tls: Option<TlsFiles>,
     /// A file holding the bearer token every verb request must carry.
     pub token_file: Option<PathBuf>,
+    /// Where to answer health, readiness and metrics over plain HTTP as well, for
+    /// probes that cannot present a client certificate ([`health_router`]).
+    pub health_listen: Option<std::net::SocketAddr>,
 }
 
 impl Default for Options {
@@ -63,6 +68,7 @@ impl Default for Options {
             max_connections: 256,
             tls: None,
             token_file: None,
+            health_listen: None,
         }
     }
 }
@@ -89,6 +95,8 @@ pub struct Extender {
     ready: std::sync::atomic::AtomicBool,
     /// The API server, once connected: `bind` goes through it.
     api: std::sync::OnceLock<kube::Client>,
+    /// With `--leader-elect`: whether this replica leads, and so may bind and be ready.
+    leadership: Option<Arc<Leadership>>,
 }
 
 impl Extender {
@@ -112,7 +120,26 @@ impl Extender {
             started: Instant::now(),
             ready: std::sync::atomic::AtomicBool::new(false),
             api: std::sync::OnceLock::new(),
+            leadership: None,
         })
+    }
+
+    /// One replica of several (`--leader-elect`): it binds and is ready only while
+    /// `leadership` says it leads, which the metrics show (`gpol_extender_leader`).
+    pub fn with_leadership(mut self, leadership: Arc<Leadership>) -> Extender {
+        self.metrics.register_leader(leadership.gauge());
+        self.leadership = Some(leadership);
+        self
+    }
+
+    pub fn leadership(&self) -> Option<&Leadership> {
+        self.leadership.as_deref()
+    }
+
+    /// Whether a bind begun at `started` may send its next write (always, without
+    /// leader election); else why not.
+    pub fn may_write(&self, started: Instant) -> Result<(), String> {
+        self.leadership.as_ref().map_or(Ok(()), |l| l.may_write(started))
     }
 
     /// The cluster, for whoever keeps it up to date. A panic while it was held cannot
@@ -249,26 +276,53 @@ async fn within_time(ext: Arc<Extender>, request: Request, limits: Arc<Limits>) 
     }
 }
 
+/// A `405` saying which method `path` takes.
+fn wrong_method(path: &str, method: &Method, allow: &'static str) -> Response {
+    let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, format!("`{path}` answers {allow} only, not {method}\n"));
+    r.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    r
+}
+
+/// Health, readiness and metrics, or `None` for another path.
+fn health(ext: &Extender, path: &str, method: &Method) -> Option<Response> {
+    Some(match path {
+        "/healthz" | "/readyz" | "/metrics" if method != Method::GET => wrong_method(path, method, "GET"),
+        "/healthz" => plain(StatusCode::OK, "ok\n".into()),
+        // A replica that does not lead stays out of the Service's endpoints.
+        "/readyz" if ext.leadership.as_ref().is_some_and(|l| !l.is_leader()) => {
+            plain(StatusCode::SERVICE_UNAVAILABLE, "not the leader\n".into())
+        }
+        "/readyz" if ext.is_ready() => plain(StatusCode::OK, "ready\n".into()),
+        "/readyz" => plain(StatusCode::SERVICE_UNAVAILABLE, "the cluster's state is not known yet\n".into()),
+        "/metrics" => {
+            let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+            ([(header::CONTENT_TYPE, kind)], ext.metrics.render()).into_response()
+        }
+        _ => return None,
+    })
+}
+
+/// The router of the health port (`--health-listen`): health, readiness and metrics over
+/// plain HTTP, for probes and Prometheus that cannot present the client certificate the
+/// verbs' port asks for. No verb is answered there.
+pub fn health_router(extender: Arc<Extender>) -> Router {
+    Router::new()
+        .fallback(|State(ext): State<Arc<Extender>>, request: Request| async move {
+            let path = request.uri().path().to_string();
+            health(&ext, &path, request.method()).unwrap_or_else(|| {
+                let text = format!("`{path}`: this port answers /healthz, /readyz and /metrics only\n");
+                plain(StatusCode::NOT_FOUND, text)
+            })
+        })
+        .with_state(extender)
+}
+
 async fn route(ext: Arc<Extender>, request: Request, limits: Arc<Limits>) -> Response {
     let deadline = Instant::now() + limits.timeout;
     let path = request.uri().path().to_string();
     let method = request.method().clone();
-    let wrong_method = |allow: &'static str| {
-        let text = format!("`{path}` answers {allow} only, not {method}\n");
-        let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, text);
-        r.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static(allow));
-        r
-    };
-    match path.as_str() {
-        "/healthz" | "/readyz" | "/metrics" if method != Method::GET => return wrong_method("GET"),
-        "/healthz" => return plain(StatusCode::OK, "ok\n".into()),
-        "/readyz" if ext.is_ready() => return plain(StatusCode::OK, "ready\n".into()),
-        "/readyz" => return plain(StatusCode::SERVICE_UNAVAILABLE, "the cluster's state is not known yet\n".into()),
-        "/metrics" => {
-            let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-            return ([(header::CONTENT_TYPE, kind)], ext.metrics.render()).into_response();
-        }
-        _ => {}
+    if let Some(answer) = health(&ext, &path, &method) {
+        return answer;
     }
     let verb = path.rsplit('/').next().unwrap_or_default().to_string();
     if !VERBS.contains(&verb.as_str()) {
@@ -276,7 +330,7 @@ async fn route(ext: Arc<Extender>, request: Request, limits: Arc<Limits>) -> Res
         return plain(StatusCode::NOT_FOUND, format!("unknown verb at `{path}`: the verbs are {known} (POST)\n"));
     }
     if method != Method::POST {
-        return wrong_method("POST");
+        return wrong_method(&path, &method, "POST");
     }
     let refused = |code: StatusCode, text: String| {
         ext.metrics.answered(&verb, code.as_u16(), 0.0);
@@ -348,17 +402,25 @@ async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
             plain(StatusCode::BAD_REQUEST, format!("bind: {message}\n"))
         }
         Ok(args) => {
-            let error = match crate::api::bind(client, ext, &args).await {
-                Ok(()) => {
-                    ext.metrics.decided("bound", 1);
-                    tracing::info!(pod = %args.pod_name, namespace = %args.pod_namespace, node = %args.node, "bound");
-                    String::new()
+            let error = match ext.leadership.as_ref().map(|l| l.may_bind()) {
+                // Refused before anything is read, reserved or written.
+                Some(Err(why)) => {
+                    ext.metrics.decided("bind_not_leader", 1);
+                    tracing::info!(pod = %args.pod_name, namespace = %args.pod_namespace, %why, "bind refused");
+                    format!("gpol extender: cannot bind pod {}/{}: {why}", args.pod_namespace, args.pod_name)
                 }
-                Err(e) => {
-                    ext.metrics.decided("bind_failed", 1);
-                    tracing::warn!(error = %e, "bind failed");
-                    e
-                }
+                _ => match crate::api::bind(client, ext, &args).await {
+                    Ok(()) => {
+                        ext.metrics.decided("bound", 1);
+                        tracing::info!(pod = %args.pod_name, namespace = %args.pod_namespace, node = %args.node, "bound");
+                        String::new()
+                    }
+                    Err(e) => {
+                        ext.metrics.decided("bind_failed", 1);
+                        tracing::warn!(error = %e, "bind failed");
+                        e
+                    }
+                },
             };
             let answer = ExtenderBindingResult { error };
             ([(header::CONTENT_TYPE, "application/json")], extender::encode(&answer)).into_response()
@@ -446,10 +508,23 @@ pub async fn serve(
             }
         })
     };
+    let health = match options.health_listen {
+        None => None,
+        Some(at) => {
+            let listener = tokio::net::TcpListener::bind(at).await?;
+            // A few connections: the kubelet's probes and Prometheus.
+            let connections = Connections { max: 16, header_timeout: options.header_timeout, tls: None };
+            let app = health_router(Arc::clone(&extender));
+            Some(tokio::spawn(crate::listen::serve(listener, app, connections, std::future::pending())))
+        }
+    };
     let app = with_token(extender, &options, token);
     let connections = Connections { max: options.max_connections, header_timeout: options.header_timeout, tls };
     let served = crate::listen::serve(listener, app, connections, shutdown).await;
     watcher.abort();
+    if let Some(health) = health {
+        health.abort();
+    }
     served
 }
 

@@ -185,8 +185,40 @@ async fn tls_admits_clients_the_ca_signed_and_serves_a_rotated_certificate() {
         key: write(dir.path(), "tls.key", &key),
         client_ca: Some(write(dir.path(), "ca.crt", &ca.issuer.pem())),
     };
-    let options = Options { tls: Some(files.clone()), reload_every: Duration::from_millis(100), ..Options::default() };
+    let health_port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a port").port();
+    let health_at: SocketAddr = ([127, 0, 0, 1], health_port).into();
+    let options = Options {
+        tls: Some(files.clone()),
+        reload_every: Duration::from_millis(100),
+        health_listen: Some(health_at),
+        ..Options::default()
+    };
     let served = serve(options).await;
+    // Probes without a client certificate read health and readiness on the plain port,
+    // which answers nothing else.
+    let plain_get = |path: &'static str| async move {
+        // The server binds its ports as it starts: wait for this one.
+        let start = Instant::now();
+        let mut s = loop {
+            match TcpStream::connect(health_at).await {
+                Ok(s) => break s,
+                Err(e) => assert!(start.elapsed() < Duration::from_secs(10), "the health port: {e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+            .await
+            .expect("sent");
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.expect("read");
+        out
+    };
+    assert!(plain_get("/readyz").await.starts_with("HTTP/1.1 200"));
+    let verb = plain_get("/gpol/filter").await;
+    assert!(
+        verb.starts_with("HTTP/1.1 404") && verb.contains("this port answers /healthz, /readyz and /metrics only"),
+        "{verb}"
+    );
     let (client_cert, client_key) = ca.sign(&["kube-scheduler"]);
     let client = Some((client_cert.as_str(), client_key.as_str()));
     let (first, status) = https(served.addr, &ca, client).await.expect("a signed client is served");

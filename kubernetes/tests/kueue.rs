@@ -143,24 +143,12 @@ fn webhook_rules(doc: &Value) -> Vec<String> {
     out
 }
 
-/// A Kubernetes quantity's value (the suffixes gpol writes).
+/// A Kubernetes quantity's value, read as the API server reads it.
 fn quantity(q: &Value) -> Option<f64> {
     if let Some(n) = q.as_f64() {
         return Some(n);
     }
-    let s = q.as_str()?;
-    let (digits, factor) = [
-        ("Ki", 1024f64),
-        ("Mi", 1024f64.powi(2)),
-        ("Gi", 1024f64.powi(3)),
-        ("Ti", 1024f64.powi(4)),
-        ("m", 1e-3),
-        ("n", 1e-9),
-    ]
-    .iter()
-    .find_map(|(suffix, f)| s.strip_suffix(suffix).map(|d| (d, *f)))
-    .unwrap_or((s, 1.0));
-    digits.parse::<f64>().ok().map(|d| d * factor)
+    gpol_kubernetes::quantity::Quantity::parse(q.as_str()?).ok().map(|q| q.to_f64())
 }
 
 fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
@@ -502,6 +490,113 @@ fn names_kubernetes_cannot_hold_are_errors() {
     let t = kueue::translate(&policy_text(text), &Options::default());
     let errors: Vec<&str> = t.findings.iter().filter(|f| f.is_error()).map(|f| f.construct.as_str()).collect();
     assert_eq!(errors, ["queue `Team_A`", "priority class `half`"]);
+}
+
+/// The errors of a translation: construct and message.
+fn errors(t: &Translation) -> Vec<(String, String)> {
+    t.findings.iter().filter(|f| f.is_error()).map(|f| (f.construct.clone(), f.message.clone())).collect()
+}
+
+#[test]
+fn quantities_kueue_cannot_hold_are_errors_never_clamped() {
+    let one = |amounts: &str| {
+        let text = format!("policy p\nqueue r {{\n  queue a {{\n    {amounts}\n  }}\n}}\n");
+        kueue::translate(&policy_text(&text), &Options::default())
+    };
+    // 10^15 GPUs fit Kueue's 64-bit count: written exactly (it once became
+    // `9000000000000000000n`, clamped and in billionths).
+    let t = one("guarantee 1e15 gpu, 9e15 cpu, 4194304TiB");
+    assert!(errors(&t).is_empty(), "{:?}", errors(&t));
+    let a = find(&documents(&t), "ClusterQueue", "a").clone();
+    assert_eq!(quota(&a, "any-gpu", "nvidia.com/gpu")["nominalQuota"], "1000000000000000");
+    assert_eq!(quota(&a, "default-flavor", "cpu")["nominalQuota"], "9000000000000000");
+    assert_eq!(quota(&a, "default-flavor", "memory")["nominalQuota"], "4Ei");
+    let problems = Schemas::load().problems(&a);
+    assert!(problems.is_empty(), "{problems:?}");
+    // Past 2^63-1 of Kueue's unit: GPUs in units, CPU in milli-cores (10^16 cores are
+    // 10^19 milli-cores), and the limits as well as the quota. No objects are written.
+    let cases: [(&str, &str, &str); 6] = [
+        (
+            "guarantee 1e19 gpu",
+            "queue `a`: its gpu nominal quota",
+            "10000000000000000000 GPUs is more than Kueue can hold: it reads `nvidia.com/gpu` in whole GPUs, at most 9223372036854775807",
+        ),
+        (
+            "guarantee 1e16 cpu",
+            "queue `a`: its cpu nominal quota",
+            "10000000000000000000 milli-cores is more than Kueue can hold: it reads `cpu` in whole milli-cores, at most 9223372036854775807",
+        ),
+        (
+            "guarantee 8388608TiB",
+            "queue `a`: its memory nominal quota",
+            "9223372036854775808 bytes is more than Kueue can hold: it reads `memory` in whole bytes, at most 9223372036854775807",
+        ),
+        (
+            "guarantee 1 gpu; limit 1e19 gpu",
+            "queue `a`: its gpu borrowing limit",
+            "10000000000000000000 GPUs is more than Kueue can hold: it reads `nvidia.com/gpu` in whole GPUs, at most 9223372036854775807",
+        ),
+        // Finer than Kueue's unit: it would round up.
+        (
+            "guarantee 0.5 gpu",
+            "queue `a`: its gpu nominal quota",
+            "0.5 GPUs is no whole number: it reads `nvidia.com/gpu` in whole GPUs, and would read it as 1",
+        ),
+        (
+            "guarantee 0.0005 cpu",
+            "queue `a`: its cpu nominal quota",
+            "0.5 milli-cores is no whole number: it reads `cpu` in whole milli-cores, and would read it as 1",
+        ),
+    ];
+    for (amounts, construct, message) in cases {
+        let t = one(amounts);
+        assert_eq!(errors(&t), [(construct.to_string(), message.to_string())], "{amounts}");
+        assert!(t.objects.is_empty(), "{amounts}: no half translation");
+        let f = t.findings.iter().find(|f| f.is_error()).expect("the error");
+        assert!(f.span.is_some(), "{amounts}: E0044 points at the queue");
+    }
+    // Thousandths of a core are Kueue's unit: exact.
+    let t = one("guarantee 1.5 gpu(h100), 0.25 cpu");
+    assert_eq!(errors(&t).len(), 1, "{:?}", errors(&t));
+    let t = one("guarantee 2 gpu, 0.25 cpu");
+    assert!(errors(&t).is_empty(), "{:?}", errors(&t));
+    assert_eq!(quota(find(&documents(&t), "ClusterQueue", "a"), "default-flavor", "cpu")["nominalQuota"], "250m");
+    // A weight finer than a billionth would be rounded up by Kubernetes.
+    let t = one("guarantee 1 gpu\n    weight 0.0000000001");
+    assert_eq!(
+        errors(&t),
+        [(
+            "queue `a`: its weight".to_string(),
+            "0.0000000001 is finer than a billionth, Kubernetes' finest unit: it would round it up".to_string()
+        )]
+    );
+}
+
+#[test]
+fn flavors_select_only_valid_label_values() {
+    let text = "policy p\nqueue r {\n  queue a { guarantee 4 gpu(h100) }\n}\n";
+    let capacity = |product: &str| {
+        let node = gpol_runtime::NodeSpec {
+            name: "n0".into(),
+            model: "h100".into(),
+            cards: 8,
+            labels: vec![("nvidia.com/gpu.product".into(), product.into())],
+            ..Default::default()
+        };
+        let options = Options { capacity: Some(Capacity::of(&[node])), ..Options::default() };
+        kueue::translate(&policy_text(text), &options)
+    };
+    let t = capacity("NVIDIA-H100-80GB-HBM3");
+    assert!(errors(&t).is_empty(), "{:?}", errors(&t));
+    let long = format!("NVIDIA-H100-{}", "X".repeat(52));
+    for product in ["NVIDIA H100 80GB HBM3", "-NVIDIA-H100", long.as_str()] {
+        let t = capacity(product);
+        let want = format!(
+            "it selects `nvidia.com/gpu.product: {product}`, which is not a valid Kubernetes label value (at most 63 characters of letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit)"
+        );
+        assert_eq!(errors(&t), [("ResourceFlavor `gpu-h100`".to_string(), want)], "{product}");
+        assert!(t.objects.is_empty());
+    }
 }
 
 #[test]

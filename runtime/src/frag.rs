@@ -133,22 +133,32 @@ pub fn shape_records(shapes: &[TaskShape]) -> ShapeTable {
     }))
 }
 
-/// Free GPU capacity of a card, milli (free MIG instances count at their charge).
+/// Free GPU capacity of a card, milli (free MIG instances count at their charge), at
+/// most one GPU. A profile's charge rounds up (seven 1g instances of a 7-slice GPU charge
+/// 143 each, 1001 in all), but fragmentation is a share of the cards' capacity, one GPU
+/// a card: counted uncapped, a free MIG card would be 100.1 % fragmented.
 fn card_free(card: &Card) -> u64 {
-    if card.instances.is_empty() {
+    let free = if card.instances.is_empty() {
         u64::from(card.free_milli)
     } else {
         card.instances.iter().filter(|i| !i.used).map(|i| u64::from(i.milli)).sum()
-    }
+    };
+    free.min(u64::from(MILLI))
 }
 
-/// The node's free GPU capacity (milli) that one replica of `ask` could not use.
-/// Allocation-free: it runs for every node and shape at every measurement.
+/// The node's free GPU capacity as fragmentation counts it: [`card_free`] summed.
+fn node_free(node: &Node) -> u64 {
+    node.cards.iter().map(card_free).sum()
+}
+
+/// The node's free GPU capacity (milli) that one replica of `ask` could not use: at
+/// most one GPU a card. Allocation-free: it runs for every node and shape at every
+/// measurement.
 pub fn fragmented(node: &Node, ask: &Ask) -> u64 {
-    let total = node.free_milli();
-    if !node.up || total == 0 {
+    if !node.up || node.free_milli() == 0 {
         return 0;
     }
+    let total = node_free(node);
     let (mut usable, mut usable_free) = (0u32, 0u64);
     for c in fit::usable_cards(node, ask) {
         usable += 1;
@@ -166,7 +176,7 @@ pub fn fragmented(node: &Node, ask: &Ask) -> u64 {
 /// model it can use nothing.
 pub fn fragmented_shape(node: &Node, shape: &TaskShape) -> u64 {
     if !shape.models.is_empty() && !shape.models.contains(&node.model) {
-        return if node.up { node.free_milli() } else { 0 };
+        return if node.up { node_free(node) } else { 0 };
     }
     fragmented(node, &shape.ask)
 }
@@ -231,6 +241,7 @@ mod tests {
     use super::*;
     use crate::model::{Cluster, NodeSpec, Sharing};
     use crate::symbols::Symbols;
+    use proptest::prelude::*;
 
     fn node(cards: u32, cpu: u64) -> Node {
         let mut c = Cluster::new(vec![]);
@@ -314,6 +325,136 @@ mod tests {
         joining.refresh_free();
         nodes.push(joining);
         assert_eq!(measured(&mut cache, &nodes, &[one]), 300 + 400);
+    }
+
+    /// MIG layouts of an H100 80 GB, every card the same.
+    const LAYOUTS: [&[&str]; 4] = [&["1g.10gb"; 7], &["3g.40gb"; 2], &["7g.80gb"], &["2g.20gb"; 3]];
+
+    /// A node of any sharing mode and size, some of its capacity taken (`taken`: per
+    /// card, whether and how much), in or out of service.
+    fn any_node() -> impl Strategy<Value = Node> {
+        let sharing = prop_oneof![Just(Sharing::Exclusive), Just(Sharing::Timeslice), Just(Sharing::Mig)];
+        let taken = proptest::collection::vec((any::<bool>(), 1u32..=1000, any::<u8>()), 8);
+        (0u32..=8, sharing, 0..LAYOUTS.len(), taken, any::<bool>(), 0u64..=64_000).prop_map(
+            |(cards, sharing, layout, taken, up, cpu)| {
+                let mig = match sharing {
+                    Sharing::Mig => {
+                        vec![LAYOUTS[layout].iter().map(|p| gpol_compiler::mig::profile(p).unwrap_or(0)).collect()]
+                    }
+                    _ => vec![],
+                };
+                let spec = NodeSpec {
+                    name: "n".into(),
+                    model: "h100".into(),
+                    cards,
+                    card_mem: 80 << 30,
+                    sharing,
+                    mig,
+                    max_clients: 4,
+                    cpu_milli: cpu,
+                    mem: 1 << 40,
+                    domains: vec![],
+                    labels: vec![],
+                };
+                let mut c = Cluster::new(vec![]);
+                let id = c.add_node(&spec, &mut Symbols::default()).expect("a valid node");
+                let mut n = c.nodes[id].clone();
+                for (card, (take, milli, bits)) in n.cards.iter_mut().zip(taken) {
+                    if !take {
+                        continue;
+                    }
+                    if card.instances.is_empty() {
+                        card.free_milli = MILLI - milli.min(MILLI);
+                        card.clients = 1;
+                    } else {
+                        for (k, inst) in card.instances.iter_mut().enumerate() {
+                            inst.used = bits & (1 << k) != 0;
+                        }
+                    }
+                }
+                n.refresh_free();
+                n.up = up;
+                n
+            },
+        )
+    }
+
+    fn any_ask() -> impl Strategy<Value = Ask> {
+        let profiles: Vec<u8> = ["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"]
+            .iter()
+            .map(|p| gpol_compiler::mig::profile(p).unwrap_or(0))
+            .collect();
+        let request = prop_oneof![
+            Just(Request::None),
+            (1u32..=8).prop_map(Request::Whole),
+            (1u32..1000).prop_map(Request::Fraction),
+            proptest::sample::select(profiles).prop_map(Request::Mig),
+        ];
+        (request, 0u64..=16_000).prop_map(|(request, cpu_milli)| ask(request, cpu_milli))
+    }
+
+    /// The GPU capacity of the nodes in service, milli: one GPU a card.
+    fn capacity(nodes: &[Node]) -> u64 {
+        nodes.iter().filter(|n| n.up).map(|n| n.cards.len() as u64 * u64::from(MILLI)).sum()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Fragmentation is a share of capacity: never more than 100 %, whatever the
+        /// nodes (MIG instances whose charges round up included), the shares taken, the
+        /// shapes and their weights.
+        #[test]
+        fn fragmentation_never_exceeds_the_capacity(
+            nodes in proptest::collection::vec(any_node(), 1..6),
+            asks in proptest::collection::vec((any_ask(), 1u32..10), 1..5),
+        ) {
+            let cap = capacity(&nodes);
+            for n in &nodes {
+                let own = capacity(std::slice::from_ref(n));
+                for (a, _) in &asks {
+                    prop_assert!(fragmented(n, a) <= own, "{} of {own} on {:?} for {a:?}", fragmented(n, a), n.cards);
+                }
+            }
+            let total: u32 = asks.iter().map(|(_, w)| w).sum();
+            let shapes: Vec<TaskShape> = asks
+                .iter()
+                .map(|(a, w)| TaskShape { ask: *a, models: vec![], weight: f64::from(*w) / f64::from(total) })
+                .collect();
+            let share = if cap == 0 { 0.0 } else { expected(&nodes, &shapes) / cap as f64 };
+            prop_assert!(share <= 1.0 + 1e-12, "expected fragmentation {share} of capacity");
+            let plain: Vec<Ask> = asks.iter().map(|(a, _)| *a).collect();
+            prop_assert!(unusable(&nodes, &plain) <= cap);
+            let elsewhere = TaskShape { models: vec![Sym(u32::MAX)], ..shapes[0].clone() };
+            prop_assert!(expected(&nodes, &[elsewhere]) <= cap as f64);
+        }
+    }
+
+    #[test]
+    fn seven_small_instances_are_one_gpu_of_fragments_not_more() {
+        // Seven 1g.10gb instances of an H100 charge 143 milli each, 1001 in all; for a
+        // whole-card shape the card is one GPU of fragments, not 1.001.
+        let spec = NodeSpec {
+            name: "m".into(),
+            model: "h100".into(),
+            cards: 2,
+            card_mem: 80 << 30,
+            sharing: Sharing::Mig,
+            mig: vec![vec![gpol_compiler::mig::profile("1g.10gb").unwrap_or(0); 7]],
+            max_clients: 1,
+            cpu_milli: 8000,
+            mem: 1 << 40,
+            domains: vec![],
+            labels: vec![],
+        };
+        let mut c = Cluster::new(vec![]);
+        let id = c.add_node(&spec, &mut Symbols::default()).expect("a valid node");
+        let n = &c.nodes[id];
+        assert_eq!(n.free_milli(), 2002, "the charges round up");
+        assert_eq!(fragmented(n, &ask(Request::Whole(1), 0)), 2000);
+        assert_eq!(fragmented(n, &ask(Request::None, 0)), 2000);
+        let one = gpol_compiler::mig::profile("1g.10gb").unwrap_or(0);
+        assert_eq!(fragmented(n, &ask(Request::Mig(one), 0)), 0, "every instance is usable");
     }
 
     #[test]

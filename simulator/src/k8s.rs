@@ -105,6 +105,25 @@ mod tests {
     }
 
     #[test]
+    fn labels_the_resources_contradict_are_warnings_of_the_import() {
+        // Time-slicing: 4 cards × 4 replicas are 16 shares, but the plugin advertises 12.
+        let nodes = r#"{"kind": "List", "items": [
+            {"kind": "Node", "metadata": {"name": "ts", "labels": {
+                "nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.count": "4",
+                "nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.replicas": "4"}},
+             "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "12"}}}]}"#;
+        let spec = parse_nodes(nodes, "nodes.json").expect("node list");
+        assert_eq!((spec.nodes[0].spec.cards, spec.nodes[0].spec.max_clients), (4, 4));
+        let warnings: Vec<String> = spec.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            warnings,
+            [
+                "nodes.json: field `metadata.labels.nvidia.com/gpu.count`: node `ts`: 4 GPUs by `nvidia.com/gpu.count` × 4 by `nvidia.com/gpu.replicas` are 16 shares, but `nvidia.com/gpu` is 12: 4 cards of 4 clients assumed"
+            ]
+        );
+    }
+
+    #[test]
     fn bad_node_lists_say_what_is_wrong() {
         let e = parse_nodes("{\"kind\": \"List\"}", "n.json").expect_err("no items");
         assert_eq!(e.field.as_deref(), Some("items"));

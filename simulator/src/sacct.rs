@@ -40,13 +40,16 @@ pub fn parse(text: &str, file: &str, reading: &Reading) -> Result<(Vec<TraceJob>
     let mut jobs = Vec::with_capacity(history.jobs.len());
     for f in &history.jobs {
         let r = &f.request;
-        let mut job = r.job(reading);
+        // Rebuilt from counts accounting recorded, a request always reads; one that would
+        // not is an error naming the job.
+        let mut job =
+            r.job(reading).map_err(|e| InputError::new(file, None, Some(e.field), format!("job {}: {e}", f.id)))?;
         job.name = if r.name.is_empty() { f.id.to_string() } else { format!("{}-{}", r.name, f.id) };
         job.duration_ms = Some((f.ended - f.started).saturating_mul(1000));
         if job.priority_class.is_none() && !r.qos.is_empty() {
             *classless.entry(&r.qos).or_default() += 1;
         }
-        if reading.shards_per_card.is_none() && gpol_slurm::jobs::shards(&r.tres_per_node) > 0 {
+        if reading.shards_per_card.is_none() && gpol_slurm::jobs::shards(&r.tres_per_node).is_ok_and(|n| n > 0) {
             shards += 1;
         }
         let arrival_ms = (f.submitted.saturating_sub(first)).saturating_mul(1000);

@@ -48,6 +48,13 @@ fn bad(field: &str, message: impl Into<String>) -> Bad {
 pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
     let root: Value = serde_json::from_str(text)
         .map_err(|e| InputError::new(file, Some(e.line()), None, format!("not JSON: {e}")))?;
+    // slurmctld not answering still gives a document (and `sinfo --json` exits 0): its
+    // errors, and no nodes. They are the message, not "no nodes".
+    let said = gpol_slurm::errors::messages(root.get("errors").and_then(Value::as_array).map_or(&[], Vec::as_slice));
+    if !said.is_empty() {
+        let m = format!("Slurm answered with errors, not the nodes: {}", said.join("; "));
+        return Err(InputError::new(file, None, Some("errors"), m));
+    }
     let items = root.get("nodes").and_then(Value::as_array).ok_or_else(|| {
         InputError::new(file, None, Some("nodes"), "expected a list of nodes (`sinfo --json` output)")
     })?;
@@ -425,6 +432,12 @@ mod tests {
         let e = parse_nodes("{\"meta\": {}}", "n.json").expect_err("no nodes");
         assert_eq!(e.field.as_deref(), Some("nodes"));
         assert!(parse_nodes("{\"nodes\": []}", "n.json").expect_err("empty").message.contains("no nodes"));
+        // As `sinfo --json` of Slurm 22.05 prints it while slurmctld is down (and exits 0).
+        let down = r#"{"meta": {}, "errors": [{"error": "Unspecified error", "errno": -1}], "nodes": []}"#;
+        assert_eq!(
+            parse_nodes(down, "`sinfo --json`").expect_err("errors").to_string(),
+            "`sinfo --json`: field `errors`: Slurm answered with errors, not the nodes: Unspecified error (error -1)"
+        );
         let e = parse_nodes(r#"{"nodes": [{"cpus": 1}]}"#, "n.json").expect_err("no name");
         assert_eq!(e.to_string(), "n.json: field `name`: item 0: missing or not a string");
         let e = parse_nodes(r#"{"nodes": [{"name": "x", "cpus": "many", "real_memory": 1}]}"#, "n.json")

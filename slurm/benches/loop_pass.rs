@@ -66,6 +66,7 @@ fn pass(policy: &CompiledPolicy, sinfo: &str, squeue: &str) -> usize {
         jobs: &jobs,
         now: NOW,
         queue_from: gpol_slurm::jobs::QueueFrom::Account,
+        memory: gpol_slurm::config::Memory::Counted,
     };
     let plan = gpol_slurm::plan::plan(policy, &state);
     plan.actions.iter().map(|a| a.commands().len()).sum()

@@ -88,10 +88,47 @@ fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// A word as a shell reads it back (quoted when it holds anything but plain characters).
+/// Whether a character, printed raw, would act on a terminal or break the line it is on:
+/// what gpol escapes everywhere (control characters, bidirectional overrides:
+/// [`gpol_compiler::terminal::needs_escape`]), and newlines, tabs and the line and
+/// paragraph separators, which would start what looks like another line of output.
+fn acts_on_terminal(c: char) -> bool {
+    gpol_compiler::terminal::needs_escape(c) || matches!(c, '\n' | '\t' | '\u{2028}' | '\u{2029}')
+}
+
+/// Text from Slurm or a user (a job name, a node name, an account, a reason) as it may be
+/// printed on one line: each character that would act on a terminal written as its
+/// `\u{…}` escape, as gpol shows such text everywhere, so a job named `\x1b[2J` or with a
+/// newline cannot clear the screen or forge a line of output.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(acts_on_terminal) {
+        return s.to_string();
+    }
+    s.chars().map(|c| if acts_on_terminal(c) { format!("\\u{{{:x}}}", u32::from(c)) } else { c.to_string() }).collect()
+}
+
+/// A word as a shell reads it back: bare when it holds only plain characters, else in
+/// single quotes — or, when it holds a character that would act on a terminal, in bash's
+/// `$'…'` quotes with that character escaped, so the printed command is one line that
+/// reads back as the same word and shows what it holds.
 pub fn shell_word(w: &str) -> String {
     if !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_=./,:@".contains(c)) {
         w.to_string()
+    } else if w.chars().any(acts_on_terminal) {
+        let body: String = w
+            .chars()
+            .map(|c| match c {
+                '\\' | '\'' => format!("\\{c}"),
+                // Each byte of its UTF-8 as `\xHH`, which bash reads back the same in every
+                // locale (`\u` depends on the locale's encoding).
+                c if acts_on_terminal(c) => {
+                    let mut bytes = [0; 4];
+                    c.encode_utf8(&mut bytes).bytes().map(|b| format!("\\x{b:02x}")).collect()
+                }
+                c => c.to_string(),
+            })
+            .collect();
+        format!("$'{body}'")
     } else {
         format!("'{}'", w.replace('\'', "'\\''"))
     }
@@ -114,5 +151,40 @@ mod tests {
         assert!(flood.contains("wrote more than 1000 bytes"), "{flood}");
         assert!(run(&sh("exit 3"), TIMEOUT, 100).expect_err("failed").contains("failed"));
         assert!(run(&["/no/such/command".into()], TIMEOUT, 100).expect_err("missing").contains("does not run"));
+    }
+
+    #[test]
+    fn text_that_would_act_on_a_terminal_is_printed_escaped() {
+        assert_eq!(printable("train-1 é"), "train-1 é");
+        assert_eq!(printable("x\u{1b}[2Jy"), "x\\u{1b}[2Jy");
+        assert_eq!(printable("a\nplace job 9 (evil) on gpu-0\r"), "a\\u{a}place job 9 (evil) on gpu-0\\u{d}");
+        assert_eq!(printable("\u{202e}gnp.exe\u{2028}"), "\\u{202e}gnp.exe\\u{2028}");
+    }
+
+    /// Each word printed, read back by bash: the same bytes, on one line, with no byte that
+    /// acts on a terminal.
+    #[test]
+    fn shell_words_read_back_as_themselves_and_print_on_one_line() {
+        let words = [
+            "plain-1",
+            "has space",
+            "it's",
+            "x\u{1b}[2J\u{1b}]0;title\u{7}",
+            "two\nlines",
+            "tab\there",
+            "back\\slash and 'quote'\n",
+            "\u{202e}rtl\u{2028}sep é\u{85}",
+            "",
+        ];
+        for w in words {
+            let quoted = shell_word(w);
+            assert!(!quoted.chars().any(acts_on_terminal), "{quoted:?}");
+            let out = std::process::Command::new("bash")
+                .args(["-c", &format!("printf %s {quoted}")])
+                .env("LC_ALL", "C")
+                .output()
+                .expect("bash runs");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), w, "{quoted}");
+        }
     }
 }

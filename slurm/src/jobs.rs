@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `queue` | the account (`--account`, else the user's default); or, when asked ([`QueueFrom::Partition`]), the partition (`--partition`, else the default partition; a list of several is refused at submission) |
 //! | `priority_class`, `priority` | the QOS when the policy has a class of that name, and its value (else none, 0) |
-//! | `whole_cards`, `allowed_models` | GPUs per node, and their type: `--gres=gpu[:TYPE]:N` (`tres_per_node`), else `--gpus=[TYPE:]N` ÷ nodes, rounded up, else `--gpus-per-task=[TYPE:]N` × `--ntasks-per-node`, or × `--ntasks` (1 when not given) ÷ nodes, rounded up |
+//! | `whole_cards`, `allowed_models` | GPUs per node, and their type: `--gres=gpu[:TYPE]:N` (`tres_per_node`), else `--gpus=[TYPE:]N` ÷ nodes, rounded up, else `--gpus-per-task=[TYPE:]N` × `--ntasks-per-node`, or × `--ntasks` (1 when not given) ÷ nodes, rounded up; each list read as Slurm 22.05 reads it ([`gpus`]: a type's last count, counts of 0 skipped, suffixes), the type through gpol's model table; a negative count or two types refused ([`BadRequest`]) |
 //! | `replicas`, `min_replicas` | `--nodes` (`min_nodes`; 1 when not given) |
 //! | `total_gpus` | `whole_cards × replicas` |
 //! | `cpu` | CPUs per node: `min_cpus ÷ nodes` (Slurm's default is one per node) |
@@ -24,6 +24,7 @@
 //! Lua model: rules reading it are not compiled.
 
 use crate::lua;
+use gpol_compiler::models;
 use gpol_compiler::spec::{self, JobSpec, NodeSpec, Sharing};
 
 /// Which of a Slurm job's names is its gpol queue.
@@ -65,6 +66,8 @@ pub struct Reading {
     pub classes: Vec<String>,
     pub shards_per_card: Option<u32>,
     pub queue_from: QueueFrom,
+    /// Whether Slurm allocates memory (`scontrol show config`).
+    pub memory: crate::config::Memory,
 }
 
 impl Reading {
@@ -85,7 +88,7 @@ impl Reading {
             [] => (None, None),
             _ => (None, Some("the time-sliced nodes differ in shards per card: shard requests are not read".into())),
         };
-        (Reading { classes, shards_per_card, queue_from }, warning)
+        (Reading { classes, shards_per_card, queue_from, memory: crate::config::Memory::default() }, warning)
     }
 }
 
@@ -96,19 +99,98 @@ local function given(v) return type(v) == "number" and v < NO_VAL end
 -- Counts Slurm keeps in 16 bits (tasks per node) are unset at NO_VAL16.
 local function given16(v) return type(v) == "number" and v < 65534 end
 
--- GPUs per node and their type from "gres:gpu:4", "gres/gpu:a100:4", "gpu:4" (comma-separated).
-function gpol.gpus(tres)
-  local cards, model = 0, nil
+-- GRES counts as Slurm 22.05 reads them (gres.c: strtoull, then a suffix of any case).
+local GRES_MULTIPLE = { [""] = 1, k = 1024, kib = 1024, kb = 1e3, m = 1048576, mib = 1048576, mb = 1e6,
+  g = 1073741824, gib = 1073741824, gb = 1e9, t = 1099511627776, tib = 1099511627776, tb = 1e12,
+  p = 1125899906842624, pib = 1125899906842624, pb = 1e15 }
+
+-- A count; nil when the text is none (it is then a type); nil and why for a negative one,
+-- which Slurm would read as 2^64 less it.
+function gpol.gres_count(text)
+  local sign, digits, suffix = string.match(text, "^%s*([+-]?)(%d*)(.*)$")
+  if digits == "" then
+    if GRES_MULTIPLE[string.lower(text)] then return 0 end
+    return nil
+  end
+  local multiple = GRES_MULTIPLE[string.lower(suffix)]
+  if multiple == nil then return nil end
+  if sign == "-" then return nil, "a negative count" end
+  return tonumber(digits) * multiple
+end
+
+-- One GRES: NAME, NAME:COUNT, NAME:TYPE (one) or NAME:TYPE:COUNT, after "gres:" or "gres/".
+-- Its name, type and count; or nil and why Slurm would refuse it.
+function gpol.gres_item(item)
+  local spec = string.gsub(item, "^gres[:/]", "")
+  local function bad(why) return nil, nil, nil, "`" .. spec .. "`: " .. why end
+  local colon = string.find(spec, ":", 1, true)
+  if colon == nil then return spec, nil, 1 end
+  local name, rest = string.sub(spec, 1, colon - 1), string.sub(spec, colon + 1)
+  local colon2 = string.find(rest, ":", 1, true)
+  if colon2 == nil then
+    if rest == "" then return bad("no count or type after `:`") end
+    local n, why = gpol.gres_count(rest)
+    if why then return bad(why) end
+    if n then return name, nil, n end
+    return name, rest, 1
+  end
+  local kind, count = string.sub(rest, 1, colon2 - 1), string.sub(rest, colon2 + 1)
+  if kind == "" or count == "" then return bad("an empty type or count") end
+  local n, why = gpol.gres_count(count)
+  if why then return bad(why) end
+  if n == nil then return bad("`" .. count .. "` is not a count") end
+  return name, kind, n
+end
+
+-- The count of GRES `name` a TRES list ("gres:gpu:h100:4,gres:shard:2") asks for, and its
+-- type, as Slurm reads the list: every item checked, an item of count 0 no GRES, the same
+-- type twice its last count (gpu:4,gpu:2 is 2), two types both asked for — which gpol's
+-- one-model jobs cannot be. nil and why for a list gpol cannot read.
+function gpol.gres(tres, name)
+  local found, order = {}, {}
   for item in string.gmatch(tres or "", "[^,]+") do
-    local spec = string.gsub(item, "^gres[:/]", "")
-    local name, rest = string.match(spec, "^([^:=]+)[:=]?(.*)$")
-    if name == "gpu" then
-      local typ, n = string.match(rest, "^([^:]+):(%d+)$")
-      if typ then cards, model = tonumber(n), typ
-      elseif string.match(rest, "^%d+$") then cards = tonumber(rest)
-      elseif rest == "" then cards = 1 end
+    local n, kind, count, why = gpol.gres_item(item)
+    if why then return nil, nil, why end
+    if n == name and count > 0 then
+      local key = kind or ""
+      if found[key] == nil then order[#order + 1] = key end
+      found[key] = count
     end
   end
+  if #order == 0 then return 0, nil end
+  if #order > 1 then
+    local kinds = {}
+    for i, k in ipairs(order) do kinds[i] = (k == "" and "untyped") or k end
+    return nil, nil, name .. " of more than one type (" .. table.concat(kinds, ", ") .. "): gpol reads one"
+  end
+  local kind = order[1]
+  if kind == "" then kind = nil end
+  return found[order[1]], kind
+end
+
+-- gpol's name for a GPU type, through its model table (compiler/src/models.rs), as a
+-- node's GRES type is read: "a100_80g" is "a100", "nvidia_h100_80gb_hbm3" "h100".
+function gpol.model_name(product)
+  local text = string.match(product, "^%s*(.-)%s*$")
+  if string.sub(text, -7) == "-SHARED" then text = string.sub(text, 1, -8) end
+  local mig = string.find(text, "-MIG-", 1, true)
+  if mig then text = string.sub(text, 1, mig - 1) end
+  local stem = string.gsub(string.lower(text), "[ _]", "-")
+  for _, prefix in ipairs({ "nvidia-", "tesla-", "geforce-" }) do
+    if string.sub(stem, 1, #prefix) == prefix then stem = string.sub(stem, #prefix + 1) end
+  end
+  for _, entry in ipairs(gpol.model_table) do
+    local s = entry[1]
+    if stem == s or string.sub(stem, 1, #s + 1) == s .. "-" then return entry[2] end
+  end
+  return stem
+end
+
+-- GPUs per node and their type from a TRES list; 0, nil and why for one gpol cannot read.
+function gpol.gpus(tres)
+  local cards, model, why = gpol.gres(tres, "gpu")
+  if why then return 0, nil, why end
+  if model then model = gpol.model_name(model) end
   return cards, model
 end
 
@@ -146,7 +228,17 @@ function gpol.job(job_desc, part_list)
   job.priority_class = gpol.classes[qos] and qos or ""
   job.priority = gpol.classes[qos] or 0
   job.replicas = given(job_desc.min_nodes) and math.max(job_desc.min_nodes, 1) or 1
-  local cards, model = gpol.gpus(job_desc.tres_per_node or job_desc.gres)
+  -- Every list is read, whichever gives the cards: one Slurm would refuse is refused
+  -- (`job.unreadable` says why, and which option asked it).
+  local per_node = job_desc.tres_per_node or job_desc.gres
+  local lists = { { per_node, "--gres" }, { job_desc.tres_per_job, "--gpus" },
+    { job_desc.tres_per_task, "--gpus-per-task" } }
+  for _, list in ipairs(lists) do
+    local _, _, why = gpol.gpus(list[1])
+    if why == nil and list[2] == "--gres" then _, _, why = gpol.gres(list[1], "shard") end
+    if why and job.unreadable == nil then job.unreadable = why .. " (" .. list[2] .. ")" end
+  end
+  local cards, model = gpol.gpus(per_node)
   if cards == 0 then
     -- `--gpus=N` over the whole job: N ÷ nodes per node, rounded up.
     local total, m = gpol.gpus(job_desc.tres_per_job)
@@ -163,7 +255,7 @@ function gpol.job(job_desc, part_list)
   end
   job.whole_cards = cards
   job.allowed_models = {}
-  if model then job.allowed_models = { model } end
+  if model and cards > 0 then job.allowed_models = { model } end
   job.min_replicas = job.replicas
   job.total_gpus = job.whole_cards * job.replicas
   job.cpu = given(job_desc.min_cpus) and job_desc.min_cpus / job.replicas or 0
@@ -210,48 +302,157 @@ pub struct Request {
     pub cpus: Option<u64>,
     pub mem_per_node_mib: Option<u64>,
     pub mem_per_cpu_mib: Option<u64>,
+    /// The memory Slurm counts for the job over all its nodes (its requested TRES), in
+    /// MiB: when neither of the above is given, Slurm's default (`DefMemPerCPU`,
+    /// `DefMemPerNode`, `DefMemPerGPU`) or the whole node's memory.
+    pub mem_counted_mib: Option<u64>,
     pub time_limit_min: Option<u64>,
     pub comment: String,
 }
 
-/// GPUs per node and their type from a TRES list (`gres:gpu:4`, `gres/gpu:a100:4`,
-/// `gpu:4`, comma-separated), as `gpol.gpus` reads it.
-pub fn gpus(tres: &str) -> (u32, Option<String>) {
-    let mut found = (0, None);
-    for item in tres.split(',') {
-        let spec = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
-        let (name, rest) = spec.split_once([':', '=']).unwrap_or((spec, ""));
-        if name != "gpu" {
-            continue;
-        }
-        found = match rest.split_once(':') {
-            Some((typ, n)) if !typ.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
-                (count(n), Some(typ.to_string()))
-            }
-            _ if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()) => (count(rest), None),
-            _ if rest.is_empty() => (1, None),
-            _ => found,
-        };
-    }
-    found
+/// gpol's model table (compiler/src/models.rs) as the Lua table `gpol.model_table`, which
+/// `gpol.model_name` reads: a job's GPU type is read through it, as a node's is.
+pub fn lua_model_table() -> String {
+    let rows: Vec<String> = models::TABLE
+        .chunks(4)
+        .map(|row| {
+            let pairs: Vec<String> =
+                row.iter().map(|(stem, name)| format!("{{ {}, {} }}", lua::string(stem), lua::string(name))).collect();
+            format!("  {},\n", pairs.join(", "))
+        })
+        .collect();
+    format!(
+        "-- gpol's GPU model table: product stems, most specific first, and gpol's name for each.\n\
+         gpol.model_table = {{\n{}}}\n\n",
+        rows.concat()
+    )
 }
 
-/// A count of digits, at most `u32::MAX` (a larger one is refused by the job model's
-/// limits, never read as 0).
-fn count(digits: &str) -> u32 {
-    digits.parse::<u64>().map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX))
+/// Why a request cannot be read as Slurm reads it: the field, and what is wrong there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadRequest {
+    /// The `job_desc` / `squeue --json` field: `tres_per_node`, `tres_per_job`, `tres_per_task`.
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for BadRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`: {}", self.field, crate::command::printable(&self.message))
+    }
+}
+
+impl std::error::Error for BadRequest {}
+
+/// The multiple of a GRES count's suffix, as Slurm's `suffix_mult` takes them (any case).
+fn suffix_multiple(suffix: &str) -> Option<u64> {
+    let power = |base: u64, n: u32| base.pow(n);
+    Some(match suffix.to_ascii_lowercase().as_str() {
+        "" => 1,
+        "k" | "kib" => power(1024, 1),
+        "kb" => power(1000, 1),
+        "m" | "mib" => power(1024, 2),
+        "mb" => power(1000, 2),
+        "g" | "gib" => power(1024, 3),
+        "gb" => power(1000, 3),
+        "t" | "tib" => power(1024, 4),
+        "tb" => power(1000, 4),
+        "p" | "pib" => power(1024, 5),
+        "pb" => power(1000, 5),
+        _ => return None,
+    })
+}
+
+/// A GRES count as Slurm 22.05 reads one (`_is_valid_number` in src/common/gres.c:
+/// `strtoull`, then a suffix): `Ok(None)` when the text is no count (it is then a type).
+/// A negative count — which `strtoull` turns into 2^64 less it — is refused; a count past
+/// 64 bits is the largest (more than any node has; Slurm would read it as a type no node
+/// has).
+fn gres_count(text: &str) -> Result<Option<u64>, String> {
+    let unsigned = text.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, unsigned) = match unsigned.as_bytes().first() {
+        Some(b'-') => (true, &unsigned[1..]),
+        Some(b'+') => (false, &unsigned[1..]),
+        _ => (false, unsigned),
+    };
+    let digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        // Nothing converted: the whole text is the suffix (`k` is a count of 0).
+        return Ok(suffix_multiple(text).map(|_| 0));
+    }
+    let Some(multiple) = suffix_multiple(&unsigned[digits..]) else { return Ok(None) };
+    if negative {
+        return Err("a negative count".into());
+    }
+    let n = unsigned[..digits].parse::<u64>().unwrap_or(u64::MAX);
+    Ok(Some(n.saturating_mul(multiple)))
+}
+
+/// One GRES of a TRES list: `NAME`, `NAME:COUNT`, `NAME:TYPE` (one of it) or
+/// `NAME:TYPE:COUNT`, after an optional `gres:` (22.05) or `gres/` (later releases).
+#[derive(Debug, PartialEq)]
+struct Gres<'a> {
+    name: &'a str,
+    kind: Option<&'a str>,
+    count: u64,
+}
+
+fn gres_item(item: &str) -> Result<Gres<'_>, String> {
+    let spec = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
+    let bad = |why: &str| format!("`{spec}`: {why}");
+    let Some((name, rest)) = spec.split_once(':') else { return Ok(Gres { name: spec, kind: None, count: 1 }) };
+    match rest.split_once(':') {
+        None if rest.is_empty() => Err(bad("no count or type after `:`")),
+        None => match gres_count(rest).map_err(|e| bad(&e))? {
+            Some(count) => Ok(Gres { name, kind: None, count }),
+            None => Ok(Gres { name, kind: Some(rest), count: 1 }),
+        },
+        Some((kind, count)) if kind.is_empty() || count.is_empty() => Err(bad("an empty type or count")),
+        Some((kind, count)) => match gres_count(count).map_err(|e| bad(&e))? {
+            Some(n) => Ok(Gres { name, kind: Some(kind), count: n }),
+            None => Err(bad(&format!("`{count}` is not a count"))),
+        },
+    }
+}
+
+/// The count of GRES `name` a TRES list asks for, and its type, as Slurm reads the list:
+/// every item checked; an item of count 0 is no GRES; the same type asked twice is its
+/// last count (`gpu:4,gpu:2` is 2 GPUs: measured on Slurm 22.05, which allocates 2); two
+/// types (or a type and none) are both asked for, which gpol's one-model jobs cannot be.
+fn gres_of<'a>(tres: &'a str, name: &str) -> Result<(u64, Option<&'a str>), String> {
+    let mut found: Vec<(Option<&str>, u64)> = Vec::new();
+    for item in tres.split(',').filter(|i| !i.is_empty()) {
+        let g = gres_item(item)?;
+        if g.name != name || g.count == 0 {
+            continue;
+        }
+        match found.iter_mut().find(|(k, _)| *k == g.kind) {
+            Some((_, n)) => *n = g.count,
+            None => found.push((g.kind, g.count)),
+        }
+    }
+    match found[..] {
+        [] => Ok((0, None)),
+        [(kind, n)] => Ok((n, kind)),
+        _ => {
+            let kinds: Vec<&str> = found.iter().map(|(k, _)| k.unwrap_or("untyped")).collect();
+            Err(format!("{name} of more than one type ({}): gpol reads one", kinds.join(", ")))
+        }
+    }
+}
+
+/// GPUs and their type a TRES list asks for (`gres:gpu:4`, `gres/gpu:a100:4`, `gpu`,
+/// comma-separated), as `gpol.gpus` reads it; the type through gpol's model table (as a
+/// node's GRES type is: `a100_80g` is `a100`). A count past 32 bits is the largest.
+pub fn gpus(tres: &str) -> Result<(u32, Option<String>), String> {
+    let (n, kind) = gres_of(tres, "gpu")?;
+    Ok((u32::try_from(n).unwrap_or(u32::MAX), kind.map(models::name)))
 }
 
 /// Shards per node a TRES list asks for (`gres:shard:4`, `gres/shard:h100:4`).
-pub fn shards(tres: &str) -> u32 {
-    let mut found = 0;
-    for item in tres.split(',') {
-        let spec = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
-        let Some(rest) = spec.strip_prefix("shard").and_then(|r| r.strip_prefix([':', '='])) else { continue };
-        let count = rest.rsplit(':').next().unwrap_or_default();
-        found = count.parse().unwrap_or(found);
-    }
-    found
+pub fn shards(tres: &str) -> Result<u32, String> {
+    let (n, _) = gres_of(tres, "shard")?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 /// Labels from a comment (`key=value,key=value`), as `gpol.labels` reads them.
@@ -281,28 +482,35 @@ impl Request {
 
     /// The job gpol's rules read (the Rust half of [`LUA_JOB`]), as `reading` says: a
     /// request of shards is a fraction of a card (a whole card or more of them: whole
-    /// cards, rounded up).
-    pub fn job(&self, reading: &Reading) -> JobSpec {
+    /// cards, rounded up). A request Slurm would refuse, or that asks for GPUs of two types,
+    /// is [`BadRequest`] (as `job_submit.lua` refuses it).
+    pub fn job(&self, reading: &Reading) -> Result<JobSpec, BadRequest> {
         let shards_per_card = reading.shards_per_card;
         let mut j = JobSpec::named(self.name.clone());
         j.user = Some(self.user.clone()).filter(|u| !u.is_empty());
         j.queue = Some(self.queue(reading.queue_from).to_string()).filter(|a| !a.is_empty());
         j.priority_class = reading.classes.iter().find(|c| **c == self.qos).cloned();
         j.replicas = self.nodes.max(1);
-        let (mut cards, mut model) = gpus(&self.tres_per_node);
+        // Every list is read, whichever gives the cards: one Slurm refuses is refused here,
+        // in the order `gpol.job` reads them.
+        let bad = |field: &'static str| move |message| BadRequest { field, message };
+        let per_node = gpus(&self.tres_per_node).map_err(bad("tres_per_node"))?;
+        let shards = shards(&self.tres_per_node).map_err(bad("tres_per_node"))?;
+        let per_job = gpus(&self.tres_per_job).map_err(bad("tres_per_job"))?;
+        let per_task = gpus(&self.tres_per_task).map_err(bad("tres_per_task"))?;
+        let (mut cards, mut model) = per_node;
         if cards == 0 {
-            let (total, m) = gpus(&self.tres_per_job);
+            let (total, m) = per_job;
             (cards, model) = (total.div_ceil(j.replicas), m);
         }
         if cards == 0 {
-            let (per_task, m) = gpus(&self.tres_per_task);
+            let (per_task, m) = per_task;
             let per_node = match self.tasks_per_node {
                 Some(t) => u64::from(per_task) * t,
                 None => (u64::from(per_task) * self.tasks.unwrap_or(1)).div_ceil(u64::from(j.replicas)),
             };
             (cards, model) = (u32::try_from(per_node).unwrap_or(u32::MAX), m);
         }
-        let shards = shards(&self.tres_per_node);
         j.request = match shards_per_card.filter(|&s| s > 0) {
             _ if cards > 0 => spec::Request::Whole(cards),
             Some(per_card) if shards > 0 && shards < per_card => {
@@ -315,11 +523,14 @@ impl Request {
         j.models = if cards > 0 { model.into_iter().collect() } else { Vec::new() };
         let per_node_cpu = self.cpus.map_or(0, |c| c.saturating_mul(1000) / u64::from(j.replicas));
         j.cpu_milli = per_node_cpu;
-        j.mem = match (self.mem_per_node_mib, self.mem_per_cpu_mib) {
+        j.mem = match (reading.memory, self.mem_per_node_mib, self.mem_per_cpu_mib) {
+            // Slurm allocates no memory: jobs share it.
+            (crate::config::Memory::NotCounted, _, _) => 0,
             // Saturating: a count past the job model's limits is refused there, never wrapped.
-            (Some(m), _) => m.saturating_mul(1 << 20),
-            (None, Some(m)) => m.saturating_mul(1 << 20).saturating_mul(per_node_cpu) / 1000,
-            _ => 0,
+            (_, Some(m), _) => m.saturating_mul(1 << 20),
+            (_, None, Some(m)) => m.saturating_mul(1 << 20).saturating_mul(per_node_cpu) / 1000,
+            // Asked for none: what Slurm counts (a default, or the whole node), per node.
+            (_, None, None) => self.mem_counted_mib.map_or(0, |m| m.saturating_mul(1 << 20) / u64::from(j.replicas)),
         };
         j.duration_ms = self.time_limit_min.map(|m| m * 60_000);
         let mut labels = labels(&self.comment);
@@ -328,7 +539,7 @@ impl Request {
             (flag(&labels, "bursty"), flag(&labels, "latency_critical"), flag(&labels, "preemptible"));
         labels.retain(|(k, v)| !v.is_empty() && !["bursty", "latency_critical", "preemptible"].contains(&k.as_str()));
         j.labels = labels;
-        j
+        Ok(j)
     }
 
     /// The request for a job, for jobs Slurm can express exactly (whole cards, whole CPUs,
@@ -357,6 +568,10 @@ impl Request {
         r.tres_per_node = match (job.request, job.models.as_slice()) {
             (spec::Request::None, _) => String::new(),
             (spec::Request::Whole(n), []) => format!("gres:gpu:{n}"),
+            // A model Slurm would read back as another: not a GRES type, or not gpol's name.
+            (spec::Request::Whole(_), [m]) if m.is_empty() || m.contains([',', ':']) || models::name(m) != *m => {
+                return Err(Inexact("a GPU model that is not a GRES type gpol reads back as itself"));
+            }
             (spec::Request::Whole(n), [m]) => format!("gres:gpu:{m}:{n}"),
             (spec::Request::Whole(_), _) => return Err(Inexact("more than one GPU model")),
             (spec::Request::Fraction(m), []) => match shards_per_card {
@@ -488,14 +703,80 @@ mod tests {
 
     #[test]
     fn requests_are_read_as_the_lua_reads_them() {
-        assert_eq!(gpus("gres:gpu:4"), (4, None));
-        assert_eq!(gpus("gres/gpu:a100:8,gres:shard:2"), (8, Some("a100".into())));
-        assert_eq!(gpus("gpu"), (1, None));
-        assert_eq!(gpus(""), (0, None));
+        assert_eq!(gpus("gres:gpu:4"), Ok((4, None)));
+        assert_eq!(gpus("gres/gpu:a100:8,gres:shard:2"), Ok((8, Some("a100".into()))));
+        assert_eq!(gpus("gpu"), Ok((1, None)));
+        assert_eq!(gpus(""), Ok((0, None)));
         assert_eq!(
             labels("team=vision, tier = gold,junk,=x"),
             [("team".into(), "vision".into()), ("tier".into(), "gold".into())]
         );
+    }
+
+    #[test]
+    fn gres_lists_count_as_slurm_counts_them() {
+        // As Slurm 22.05 allocated them (measured: `scontrol show job -d`): the same type
+        // asked twice is its last count; a count of 0 is no GRES (and overwrites nothing);
+        // a type without a count is one; suffixes multiply.
+        let cases = [
+            ("gres:gpu:4,gres:gpu:2", 2, None),
+            ("gres:gpu:2,gres:gpu:4", 4, None),
+            ("gres:gpu:1,gres:gpu:1,gres:gpu:3", 3, None),
+            ("gres:gpu:h100:2,gres:gpu:h100:4", 4, Some("h100")),
+            ("gres:gpu:4,gres:gpu:0", 4, None),
+            ("gres:gpu:h100", 1, Some("h100")),
+            ("gres:gpu:h100:0", 0, None),
+            ("gres:gpu:0", 0, None),
+            ("gres:gpu:1k", 1024, None),
+            ("gres:gpu:2KiB", 2048, None),
+            ("gres:gpu:1g.5gb:2", 2, Some("1g.5gb")),
+            ("gres:gpu:1g.5gb", 1, Some("1g.5gb")),
+            ("gres:gpu:k", 0, None),
+            ("gres:gpu:+2", 2, None),
+            ("gres:gpu:nvidia_h100_80gb_hbm3:8", 8, Some("h100")),
+            ("gres:gpu:a100_80g:1", 1, Some("a100")),
+            ("gres:shard:4,gres:gpu:2,,", 2, None),
+            ("gres:gpu:99999999999999999999", u32::MAX, None),
+        ];
+        for (list, cards, model) in cases {
+            assert_eq!(gpus(list), Ok((cards, model.map(str::to_string))), "{list}");
+        }
+        let refused = [
+            ("gres:gpu:-2", "`gpu:-2`: a negative count"),
+            ("gres/gpu:-1", "`gpu:-1`: a negative count"),
+            ("gres:gpu:h100:-1", "`gpu:h100:-1`: a negative count"),
+            ("gres:shard:-4", "`shard:-4`: a negative count"),
+            ("gres:gpu:", "`gpu:`: no count or type after `:`"),
+            ("gres:gpu::1", "`gpu::1`: an empty type or count"),
+            ("gres:gpu:h100:", "`gpu:h100:`: an empty type or count"),
+            ("gres:gpu:h100:x", "`gpu:h100:x`: `x` is not a count"),
+            ("gres:gpu:h100:2:1", "`gpu:h100:2:1`: `2:1` is not a count"),
+            ("gres:gpu:a100:2,gres:gpu:h100:4", "gpu of more than one type (a100, h100): gpol reads one"),
+            ("gres:gpu:h100:4,gres:gpu:2", "gpu of more than one type (h100, untyped): gpol reads one"),
+        ];
+        for (list, why) in refused {
+            assert_eq!(gpus(list), Err(why.to_string()), "{list}");
+        }
+        assert_eq!(
+            shards("gres:shard:a:4,gres:shard:b:4"),
+            Err("shard of more than one type (a, b): gpol reads one".into())
+        );
+    }
+
+    #[test]
+    fn a_request_slurm_would_refuse_is_refused_naming_the_field() {
+        let r = Request { name: "x".into(), nodes: 1, tres_per_task: "gres:gpu:-1".into(), ..Request::default() };
+        let e = r.job(&Reading::default()).expect_err("negative");
+        assert_eq!((e.field, e.to_string().as_str()), ("tres_per_task", "`tres_per_task`: `gpu:-1`: a negative count"));
+        // Checked whichever list gives the cards, in the order job_submit.lua reads them.
+        let r = Request { tres_per_node: "gres:gpu:2,gres:shard:-1".into(), tres_per_job: "gres:gpu:-3".into(), ..r };
+        assert_eq!(r.job(&Reading::default()).expect_err("negative").field, "tres_per_node");
+        // A type gpol reads back as another is not written.
+        let mut j = JobSpec::named("j");
+        (j.request, j.models, j.cpu_milli) = (spec::Request::Whole(1), vec!["A100".into()], 1000);
+        assert!(Request::of(&j, &Reading::default()).is_err());
+        j.models = vec!["a100".into()];
+        assert_eq!(Request::of(&j, &Reading::default()).map(|r| r.tres_per_node), Ok("gres:gpu:a100:1".to_string()));
     }
 
     #[test]
@@ -507,35 +788,38 @@ mod tests {
         (j.preemptible, j.labels) = (true, vec![("team".into(), "vision".into())]);
         let r = Request::of(&j, &Reading::default()).expect("expressible");
         assert_eq!(r.cpus, Some(64));
-        assert_eq!(r.job(&Reading { classes: vec!["urgent".into()], ..Reading::default() }), j);
+        assert_eq!(r.job(&Reading { classes: vec!["urgent".into()], ..Reading::default() }), Ok(j));
         assert!(r.sbatch_args().contains(&"--gres=gpu:h100:8".to_string()));
         // A QOS the policy does not declare is no class.
-        assert_eq!(r.job(&Reading::default()).priority_class, None);
+        assert_eq!(r.job(&Reading::default()).expect("readable").priority_class, None);
         // GPUs asked for the whole job count per node.
         let whole_job =
             Request { tres_per_node: String::new(), tres_per_job: "gres:gpu:a100:12".into(), nodes: 2, ..r };
-        let j = whole_job.job(&Reading::default());
+        let j = whole_job.job(&Reading::default()).expect("readable");
         assert_eq!((j.request, j.models), (spec::Request::Whole(6), vec!["a100".to_string()]));
     }
 
     #[test]
     fn shards_are_fractions_of_a_card() {
-        assert_eq!((shards("gres:shard:4"), shards("gres/shard:h100:16"), shards("gres:gpu:2")), (4, 16, 0));
+        assert_eq!(
+            (shards("gres:shard:4"), shards("gres/shard:h100:16"), shards("gres:gpu:2")),
+            (Ok(4), Ok(16), Ok(0))
+        );
         let mut j = JobSpec::named("notebook");
         (j.request, j.cpu_milli) = (spec::Request::Fraction(250), 1000);
         let r =
             Request::of(&j, &Reading { shards_per_card: Some(8), ..Reading::default() }).expect("two shards of eight");
         assert_eq!(r.tres_per_node, "gres:shard:2");
-        assert_eq!(r.job(&Reading { shards_per_card: Some(8), ..Reading::default() }), j);
+        assert_eq!(r.job(&Reading { shards_per_card: Some(8), ..Reading::default() }), Ok(j.clone()));
         assert!(
             Request::of(&j, &Reading::default()).is_err()
                 && Request::of(&j, &Reading { shards_per_card: Some(6), ..Reading::default() }).is_err()
         );
         // Without the cluster's shards per card, or asking a card's worth or more.
-        assert_eq!(r.job(&Reading::default()).request, spec::Request::None);
+        assert_eq!(r.job(&Reading::default()).expect("readable").request, spec::Request::None);
         let all = Request { tres_per_node: "gres:shard:12".into(), ..r };
         assert_eq!(
-            all.job(&Reading { shards_per_card: Some(8), ..Reading::default() }).request,
+            all.job(&Reading { shards_per_card: Some(8), ..Reading::default() }).expect("readable").request,
             spec::Request::Whole(2)
         );
     }

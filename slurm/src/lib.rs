@@ -5,6 +5,8 @@
 pub mod accounts;
 pub mod associations;
 pub mod command;
+pub mod config;
+pub mod errors;
 pub mod hostlist;
 pub mod jobs;
 pub mod lua;

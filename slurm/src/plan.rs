@@ -2,11 +2,13 @@
 //! reports) given to a gpol scheduler of the policy, one cycle run, and its decisions
 //! turned into Slurm actions — a job placed is pinned to its nodes (`ReqNodeList`), a job an
 //! admit rule or the quota holds back is held with the reason in its `AdminComment`, a job
-//! evicted is requeued, a job refused for good is cancelled. Idempotent by construction:
+//! evicted is requeued, a job refused for good is cancelled (the rule's message in its
+//! `Comment`, where its user reads it). Idempotent by construction:
 //! what Slurm already shows (a job pinned to the same nodes, held for the same reason)
 //! is no action, so a plan right after its apply is empty; a job held by the loop for a
 //! reason that no longer holds is released.
 
+use crate::command::printable;
 use crate::jobs::{QueueFrom, Reading};
 use crate::squeue::SlurmJob;
 use gpol_compiler::engine::CompiledPolicy;
@@ -24,6 +26,9 @@ pub const PLACED: &str = "gpol: placed";
 /// The hold `job_submit.lua --hold-for-loop` puts on every job, and the loop on every job
 /// it evicts (with why, in parentheses): kept until gpol places it.
 pub const WAITING: &str = "gpol: held: waiting for the scheduling loop";
+/// What the loop writes, before the rule's message, in the `Comment` (and `AdminComment`)
+/// of a job it cancels.
+pub const CANCELLED: &str = "gpol: cancelled: ";
 
 /// One change to make in Slurm.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,7 +41,8 @@ pub enum Action {
     Release { job: u64, name: String },
     /// Requeue a running job gpol evicts, held until gpol places it again.
     Requeue { job: u64, name: String, reason: String },
-    /// Cancel a job an admit rule refuses for good.
+    /// Cancel a job an admit rule refuses for good, its user told why (`reason`: the
+    /// rule's message, as `job_submit.lua` gives it).
     Cancel { job: u64, name: String, reason: String },
     /// Give a job Slurm may start by itself its place in gpol's order.
     Prioritize { job: u64, name: String, priority: u64 },
@@ -93,8 +99,17 @@ impl Action {
                 v(&["scontrol", "requeuehold", &job.to_string()]),
                 v(&["scontrol", "hold", &job.to_string()]),
             ],
+            // Why, where its user reads it — the job's `Comment` (`scontrol show job`,
+            // `squeue -o %k`) and its `AdminComment` (which accounting keeps: `sacct -o
+            // AdminComment`) — then cancelled: scancel takes no reason. (On 22.05 both fields
+            // are shown to the job's owner; tested as an unprivileged user.)
             Action::Cancel { job, reason, .. } => {
-                vec![comment(*job, &format!("gpol: cancelled: {reason}")), v(&["scancel", &job.to_string()])]
+                let text = format!("{CANCELLED}{reason}");
+                vec![
+                    v(&["scontrol", "update", &format!("JobId={job}"), &format!("Comment={text}")]),
+                    comment(*job, &text),
+                    v(&["scancel", &job.to_string()]),
+                ]
             }
             Action::Prioritize { job, priority, .. } => {
                 vec![v(&["scontrol", "update", &format!("JobId={job}"), &format!("Priority={priority}")])]
@@ -103,8 +118,13 @@ impl Action {
         }
     }
 
-    /// The action in words.
+    /// The action in words, what came from Slurm or a user (names, reasons) escaped so
+    /// that it cannot act on a terminal ([`crate::command::printable`]).
     pub fn describe(&self) -> String {
+        crate::command::printable(&self.words())
+    }
+
+    fn words(&self) -> String {
         match self {
             Action::Place { job, name, nodes, .. } => format!("place job {job} ({name}) on {}", nodes.join(", ")),
             Action::Hold { job, name, reason } => format!("hold job {job} ({name}): {reason}"),
@@ -137,20 +157,23 @@ pub struct State<'a> {
     pub now: u64,
     /// Whether queues are accounts or partitions.
     pub queue_from: QueueFrom,
+    /// Whether Slurm allocates memory (`scontrol show config`).
+    pub memory: crate::config::Memory,
 }
 
 /// The plan for Slurm's state.
 pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
-    let State { nodes, unavailable, jobs, now, queue_from } = *state;
+    let State { nodes, unavailable, jobs, now, queue_from, memory } = *state;
     let mut out = Plan::default();
     let mut s = Scheduler::new(policy.clone());
     for n in nodes {
         if let Err(e) = s.add_node(n) {
-            out.skipped.push(format!("node {}: {e}", n.name));
+            out.skipped.push(printable(&format!("node {}: {e}", n.name)));
         }
     }
     let classes = policy.policy.priority_classes.iter().map(|(c, _)| c.clone()).collect();
-    let (reading, warning) = Reading::new(classes, nodes, queue_from);
+    let (mut reading, warning) = Reading::new(classes, nodes, queue_from);
+    reading.memory = memory;
     out.skipped.extend(warning);
     let ours = |j: &SlurmJob| !j.held || j.admin_comment.starts_with(HELD);
     let taken: Vec<&SlurmJob> = jobs.iter().filter(|j| j.is_running() || (j.is_pending() && ours(j))).collect();
@@ -158,10 +181,25 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
     // on its nodes, so it counts as started there (else the loop could change its mind
     // before Slurm acts, and place another job in its room).
     // (Not when a node it is pinned to went out of service since: it is placed afresh.)
+    // A job pinned to nodes that Slurm then finds too full (its reason `Resources`) while
+    // no job is ending there is not in flight: gpol's model and Slurm's count of those
+    // nodes disagree, so it is planned again, and if gpol still places it there the plan
+    // says what Slurm answered. (A job waiting for an evicted job to end is in flight.)
+    let ending: std::collections::HashSet<&str> = (jobs.iter())
+        .filter(|j| j.state == "COMPLETING" || j.admin_comment.starts_with(WAITING))
+        .flat_map(|j| j.nodes.iter().map(String::as_str))
+        .collect();
+    let refused_by_slurm = |j: &SlurmJob| {
+        j.is_pending()
+            && j.admin_comment == PLACED
+            && j.reason == "Resources"
+            && j.required_nodes.iter().all(|n| !ending.contains(n.as_str()))
+    };
     let in_flight = |j: &SlurmJob| {
         j.is_pending()
             && !j.held
             && j.admin_comment == PLACED
+            && !refused_by_slurm(j)
             && !j.required_nodes.is_empty()
             && j.required_nodes.iter().all(|n| !unavailable.contains(n))
     };
@@ -194,15 +232,21 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
         let _ = s.advance(t.saturating_sub(s.now_ms()));
         let skip = |out: &mut Plan, busy: &mut Vec<String>, e: &dyn std::fmt::Display| {
             if j.is_running() {
-                out.skipped.push(format!("job {} ({}): {e}; its nodes take no new job", j.id, j.request.name));
+                out.skipped
+                    .push(printable(&format!("job {} ({}): {e}; its nodes take no new job", j.id, j.request.name)));
                 busy.extend(j.nodes.iter().cloned());
             } else {
-                out.skipped.push(format!("job {} ({}): {e}", j.id, j.request.name));
+                out.skipped.push(printable(&format!("job {} ({}): {e}", j.id, j.request.name)));
             }
         };
         match (start, ids[i]) {
-            (false, _) => match s.submit(j.request.job(&reading)) {
-                Ok(id) => ids[i] = Some(id),
+            // A request gpol cannot read as Slurm does (a negative count, GPUs of two types)
+            // is not taken, said in the plan.
+            (false, _) => match j.request.job(&reading) {
+                Ok(job) => match s.submit(job) {
+                    Ok(id) => ids[i] = Some(id),
+                    Err(e) => skip(&mut out, &mut busy, &e),
+                },
                 Err(e) => skip(&mut out, &mut busy, &e),
             },
             (true, Some(id)) => {
@@ -216,12 +260,12 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
                         skip(&mut out, &mut busy, &e);
                     } else {
                         // Its nodes are not free yet (a job evicted for it still ends there).
-                        out.skipped.push(format!(
+                        out.skipped.push(printable(&format!(
                             "job {} ({}): waits for Slurm to start it on {}",
                             j.id,
                             j.request.name,
                             on.join(",")
-                        ));
+                        )));
                     }
                 }
             }
@@ -281,6 +325,14 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
                 pinned.sort();
                 if pinned != nodes || j.admin_comment != PLACED || held_by_us {
                     out.actions.push(Action::Place { job: j.id, name, nodes, release: held_by_us });
+                } else if refused_by_slurm(j) {
+                    out.skipped.push(printable(&format!(
+                        "job {} ({name}): placed on {}, but Slurm does not start it there (reason: {}): \
+                         Slurm counts those nodes fuller than gpol does",
+                        j.id,
+                        nodes.join(", "),
+                        j.reason
+                    )));
                 }
             }
             jobs::State::Pending(_) if was_running => {
@@ -315,6 +367,10 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
                         out.actions.push(Action::Hold { job: j.id, name, reason });
                     }
                 } else {
+                    // The rule's message, as job_submit.lua would have given it.
+                    let admit = policy.program.admit.iter().find(|a| a.name == rule);
+                    let message = admit.and_then(|a| a.reason.clone()).unwrap_or(reason);
+                    let reason = format!("{message} (gpol admit {rule})");
                     out.actions.push(Action::Cancel { job: j.id, name, reason });
                 }
             }

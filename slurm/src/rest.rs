@@ -6,7 +6,6 @@
 //! (`unix:/run/slurmrestd.sock`) with slurmrestd's local authentication. Every request is
 //! bounded in time and size; an answer whose `errors` list is not empty is an error.
 
-use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -106,31 +105,13 @@ impl Rest {
         done.map_err(fail)?;
         let status = easy.response_code().map_err(fail)?;
         let text = String::from_utf8(body).map_err(|_| format!("{url}: the answer is not UTF-8 text"))?;
-        let said = errors(&text);
+        let said = crate::errors::of_text(&text);
         if status != 200 || !said.is_empty() {
             let why = if said.is_empty() { text.chars().take(200).collect() } else { said.join("; ") };
             return Err(format!("{url}: HTTP {status}: {why}"));
         }
         Ok(text)
     }
-}
-
-/// The messages of an answer's `errors` list (each an object with `error`/`description`,
-/// or a string), if it is JSON.
-fn errors(text: &str) -> Vec<String> {
-    let Ok(doc) = serde_json::from_str::<Value>(text) else { return Vec::new() };
-    let Some(list) = doc.get("errors").and_then(Value::as_array) else { return Vec::new() };
-    list.iter()
-        .map(|e| match e {
-            Value::String(s) => s.clone(),
-            Value::Object(o) => ["description", "error", "source"]
-                .iter()
-                .filter_map(|k| o.get(*k).and_then(Value::as_str).filter(|s| !s.is_empty()))
-                .collect::<Vec<_>>()
-                .join(": "),
-            other => other.to_string(),
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -150,12 +131,13 @@ mod tests {
 
     #[test]
     fn an_answers_errors_are_its_messages() {
+        use crate::errors::of_text;
         let v38 = r#"{"errors": [{"error": "Unable to query jobs", "errno": 1}], "jobs": []}"#;
-        assert_eq!(errors(v38), ["Unable to query jobs"]);
+        assert_eq!(of_text(v38), ["Unable to query jobs (error 1)"]);
         let v41 = r#"{"errors": [{"description": "Authentication failure", "error": "Invalid user", "source": "rest_auth"}]}"#;
-        assert_eq!(errors(v41), ["Authentication failure: Invalid user: rest_auth"]);
-        assert!(errors(r#"{"errors": [], "jobs": []}"#).is_empty());
-        assert!(errors("Authentication failure").is_empty());
+        assert_eq!(of_text(v41), ["Authentication failure: Invalid user: rest_auth"]);
+        assert!(of_text(r#"{"errors": [], "jobs": []}"#).is_empty());
+        assert!(of_text("Authentication failure").is_empty());
     }
 
     #[test]

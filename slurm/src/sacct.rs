@@ -14,7 +14,7 @@
 //! what scheduling decided.
 
 use crate::jobs::Request;
-use crate::squeue::{Flex, number, text};
+use crate::squeue::{Flex, negative, number, text};
 use serde::Deserialize;
 
 /// Most jobs one document may hold (docs/limits.md): a year of a busy cluster.
@@ -134,6 +134,9 @@ struct RawTresItem {
 struct Document {
     #[serde(default)]
     jobs: Option<Vec<RawJob>>,
+    /// What went wrong instead (slurmdbd down, say): the job list is then not the history.
+    #[serde(default)]
+    errors: Vec<serde_json::Value>,
 }
 
 /// The requested TRES of one record: counts over the whole job.
@@ -148,10 +151,16 @@ struct Requested {
     shards: u64,
 }
 
-fn requested(items: &[RawTresItem]) -> Requested {
+/// What a record's requested TRES add up to; a negative count (which Slurm never records)
+/// is refused, naming the TRES.
+fn requested(items: &[RawTresItem]) -> Result<Requested, String> {
     let mut r = Requested::default();
     for item in items {
         let (kind, name, count) = (text(&item.kind), text(&item.name), number(&item.count));
+        if negative(&item.count) {
+            let tres = if name.is_empty() { kind } else { format!("{kind}/{name}") };
+            return Err(format!("`tres.requested`: `{}`: a negative count", crate::command::printable(&tres)));
+        }
         match (kind.as_str(), name.split_once(':')) {
             ("cpu", _) => r.cpu = count,
             ("mem", _) => r.mem_mib = count,
@@ -164,12 +173,18 @@ fn requested(items: &[RawTresItem]) -> Requested {
             _ => {}
         }
     }
-    r
+    Ok(r)
 }
 
 /// The jobs of a `sacct --json` document.
 pub fn read(json: &str) -> Result<History, BadHistory> {
-    let doc: Document = serde_json::from_str(json).map_err(|e| BadHistory(format!("not a job history: {e}")))?;
+    // (serde's message may quote the document's text.)
+    let doc: Document = serde_json::from_str(json)
+        .map_err(|e| BadHistory(format!("not a job history: {}", crate::command::printable(&e.to_string()))))?;
+    let said = crate::errors::messages(&doc.errors);
+    if !said.is_empty() {
+        return Err(BadHistory(format!("Slurm answered with errors, not the history: {}", said.join("; "))));
+    }
     let raw = doc.jobs.ok_or_else(|| BadHistory("no `jobs` list".into()))?;
     if raw.len() > MAX_JOBS {
         return Err(BadHistory(format!("{} jobs: more than {MAX_JOBS}", raw.len())));
@@ -196,7 +211,7 @@ pub fn read(json: &str) -> Result<History, BadHistory> {
             history.running.add(id);
             continue;
         }
-        let tres = requested(&tres.requested);
+        let tres = requested(&tres.requested).map_err(|e| BadHistory(format!("job {id}: {e}")))?;
         let nodes = tres.nodes.or(number(&j.allocation_nodes)).unwrap_or(1).max(1);
         // Counts as recorded (a count past the job model's limits is refused there).
         let gres = |what: &str, model: Option<&str>, n: u64| match (n, model) {
@@ -256,7 +271,7 @@ mod tests {
         let f = &h.jobs[0];
         assert_eq!((f.id, f.submitted, f.started, f.ended, f.state.as_str()), (7, 100, 160, 3760, "COMPLETED"));
         let reading = Reading { classes: vec!["high".into()], ..Reading::default() };
-        let j = f.request.job(&reading);
+        let j = f.request.job(&reading).expect("readable");
         assert_eq!((j.request, j.models.clone(), j.replicas), (Cards::Whole(8), vec!["h100".to_string()], 2));
         assert_eq!((j.cpu_milli, j.mem, j.duration_ms), (8000, 2048 << 20, Some(7_200_000)));
         assert_eq!(
@@ -265,7 +280,7 @@ mod tests {
         );
         assert_eq!(j.labels, [("team".to_string(), "vision".to_string())]);
         let by_partition = Reading { queue_from: QueueFrom::Partition, ..reading };
-        assert_eq!(f.request.job(&by_partition).queue.as_deref(), Some("gpu"));
+        assert_eq!(f.request.job(&by_partition).expect("readable").queue.as_deref(), Some("gpu"));
     }
 
     #[test]
@@ -274,6 +289,15 @@ mod tests {
         assert_eq!(read(r#"{"meta": {}}"#).expect_err("no jobs").0, "no `jobs` list");
         assert_eq!(read(r#"{"jobs": [{"name": "x"}]}"#).expect_err("no id").0, "job 1: no `job_id`");
         assert_eq!(read(r#"{"jobs": [{"job_id": 3}]}"#).expect_err("no time").0, "job 3: no `time.submission`");
+        // Errors Slurm reported instead of the history, and counts it never records.
+        let down = r#"{"errors": [{"error": "Unable to connect to database", "errno": 7000}], "jobs": []}"#;
+        assert_eq!(
+            read(down).expect_err("errors").0,
+            "Slurm answered with errors, not the history: Unable to connect to database (error 7000)"
+        );
+        let minus = r#"{"jobs": [{"job_id": 4, "allocation_nodes": 1, "time": {"submission": 1, "start": 2, "end": 3},
+                        "tres": {"requested": [{"type": "gres", "name": "gpu", "count": -1}]}}]}"#;
+        assert_eq!(read(minus).expect_err("negative").0, "job 4: `tres.requested`: `gres/gpu`: a negative count");
         // squeue's document is not a history.
         assert!(!is_history(r#"{"jobs": [{"job_id": 1, "submit_time": 5}]}"#));
     }

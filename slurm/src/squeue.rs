@@ -4,6 +4,7 @@
 //! `{"set", "infinite", "number"}` objects of later data parsers are read too. Each job's
 //! request goes through the one job model ([`crate::jobs::Request`]).
 
+use crate::command::printable;
 use crate::hostlist;
 use crate::jobs::Request;
 use serde::Deserialize;
@@ -94,6 +95,7 @@ struct RawJob {
     cpus: Option<Flex>,
     memory_per_node: Option<Flex>,
     memory_per_cpu: Option<Flex>,
+    tres_req_str: Option<Flex>,
     time_limit: Option<Flex>,
     comment: Option<Flex>,
     job_state: Option<Flex>,
@@ -111,6 +113,10 @@ struct RawJob {
 struct Document {
     #[serde(default)]
     jobs: Option<Vec<RawJob>>,
+    /// What went wrong instead (slurmctld down: `squeue --json` exits 0 with an error
+    /// here and no jobs).
+    #[serde(default)]
+    errors: Vec<Value>,
 }
 
 /// A number, or a `{"set": true, "number": n}` struct; `None` when unset or infinite.
@@ -128,6 +134,17 @@ pub(crate) fn number(v: &Option<Flex>) -> Option<u64> {
     }
 }
 
+/// Whether a field holds a negative number (which [`number`] reads as unset): a count
+/// Slurm never writes, refused rather than read as none.
+pub(crate) fn negative(v: &Option<Flex>) -> bool {
+    let n = match v {
+        Some(Flex::Number(n)) => Some(n),
+        Some(Flex::NoVal { number, .. }) => number.as_ref(),
+        _ => None,
+    };
+    n.and_then(serde_json::Number::as_f64).is_some_and(|x| x < 0.0)
+}
+
 pub(crate) fn text(v: &Option<Flex>) -> String {
     match v {
         Some(Flex::Text(s)) => s.clone(),
@@ -137,56 +154,75 @@ pub(crate) fn text(v: &Option<Flex>) -> String {
     }
 }
 
-/// The jobs of a `squeue --json` document.
+/// The jobs of a `squeue --json` document: refused when Slurm reported errors in it (its
+/// job list is then not the queue), when a job is listed twice, and when its hostlists
+/// together name more hosts than one document may ([`hostlist::Budget::per_document`]).
 pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
-    let doc: Document = serde_json::from_str(json).map_err(|e| BadJobs(format!("not a job list: {e}")))?;
+    // (serde's message may quote the document's text.)
+    let doc: Document =
+        serde_json::from_str(json).map_err(|e| BadJobs(format!("not a job list: {}", printable(&e.to_string()))))?;
+    let said = crate::errors::messages(&doc.errors);
+    if !said.is_empty() {
+        return Err(BadJobs(format!("Slurm answered with errors, not the jobs: {}", said.join("; "))));
+    }
     let jobs = doc.jobs.ok_or_else(|| BadJobs("no `jobs` list".into()))?;
-    jobs.into_iter()
-        .enumerate()
-        .map(|(i, j)| {
-            let id = number(&j.job_id).ok_or_else(|| BadJobs(format!("job {}: no `job_id`", i + 1)))?;
-            // Slurm's "unlimited" time is a number past any real limit.
-            let time = number(&j.time_limit).filter(|&t| t < u64::from(u32::MAX) - 1);
-            let request = Request {
-                name: text(&j.name),
-                user: text(&j.user_name),
-                account: text(&j.account),
-                partition: text(&j.partition),
-                qos: text(&j.qos),
-                tres_per_node: text(&j.tres_per_node),
-                tres_per_job: text(&j.tres_per_job),
-                tres_per_task: text(&j.tres_per_task),
-                tasks: number(&j.tasks),
-                // 0 when not given.
-                tasks_per_node: number(&j.tasks_per_node).filter(|&t| t > 0),
-                nodes: number(&j.node_count).map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX)),
-                cpus: number(&j.cpus),
-                mem_per_node_mib: number(&j.memory_per_node),
-                mem_per_cpu_mib: number(&j.memory_per_cpu),
-                time_limit_min: time,
-                comment: text(&j.comment),
-            };
-            let list = |k: &str, v: &Option<Flex>| {
-                hostlist::expand(&text(v)).map_err(|e| BadJobs(format!("job {id}: `{k}`: {e}")))
-            };
-            let reason = text(&j.state_reason);
-            Ok(SlurmJob {
-                id,
-                state: text(&j.job_state),
-                // `scontrol requeuehold` leaves "job requeued in held state".
-                held: number(&j.priority) == Some(0) || reason.starts_with("JobHeld") || reason.ends_with("held state"),
-                reason,
-                nodes: list("nodes", &j.nodes)?,
-                required_nodes: list("required_nodes", &j.required_nodes)?,
-                admin_comment: text(&j.admin_comment),
-                submit_time: number(&j.submit_time).unwrap_or(0),
-                start_time: number(&j.start_time).unwrap_or(0),
-                restarts: number(&j.restart_cnt).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
-                priority: number(&j.priority).unwrap_or(0),
-                request,
-            })
-        })
-        .collect()
+    let mut budget = hostlist::Budget::per_document();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(jobs.len());
+    for (i, j) in jobs.into_iter().enumerate() {
+        let id = number(&j.job_id).ok_or_else(|| BadJobs(format!("job {}: no `job_id`", i + 1)))?;
+        if !seen.insert(id) {
+            return Err(BadJobs(format!("job {id} is listed twice (`job_id`)")));
+        }
+        out.push(job(id, j, &mut budget)?);
+    }
+    Ok(out)
+}
+
+/// One job of the document, its hostlists expanded within the document's `budget`.
+fn job(id: u64, j: RawJob, budget: &mut hostlist::Budget) -> Result<SlurmJob, BadJobs> {
+    // Slurm's "unlimited" time is a number past any real limit.
+    let time = number(&j.time_limit).filter(|&t| t < u64::from(u32::MAX) - 1);
+    let request = Request {
+        name: text(&j.name),
+        user: text(&j.user_name),
+        account: text(&j.account),
+        partition: text(&j.partition),
+        qos: text(&j.qos),
+        tres_per_node: text(&j.tres_per_node),
+        tres_per_job: text(&j.tres_per_job),
+        tres_per_task: text(&j.tres_per_task),
+        tasks: number(&j.tasks),
+        // 0 when not given.
+        tasks_per_node: number(&j.tasks_per_node).filter(|&t| t > 0),
+        nodes: number(&j.node_count).map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+        cpus: number(&j.cpus),
+        mem_per_node_mib: number(&j.memory_per_node),
+        mem_per_cpu_mib: number(&j.memory_per_cpu),
+        mem_counted_mib: crate::config::tres_mem_mib(&text(&j.tres_req_str)),
+        time_limit_min: time,
+        comment: text(&j.comment),
+    };
+    let mut list = |k: &str, v: &Option<Flex>| {
+        hostlist::expand_within(&text(v), budget).map_err(|e| BadJobs(format!("job {id}: `{k}`: {e}")))
+    };
+    let (nodes, required_nodes) = (list("nodes", &j.nodes)?, list("required_nodes", &j.required_nodes)?);
+    let reason = text(&j.state_reason);
+    Ok(SlurmJob {
+        id,
+        state: text(&j.job_state),
+        // `scontrol requeuehold` leaves "job requeued in held state".
+        held: number(&j.priority) == Some(0) || reason.starts_with("JobHeld") || reason.ends_with("held state"),
+        reason,
+        nodes,
+        required_nodes,
+        admin_comment: text(&j.admin_comment),
+        submit_time: number(&j.submit_time).unwrap_or(0),
+        start_time: number(&j.start_time).unwrap_or(0),
+        restarts: number(&j.restart_cnt).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+        priority: number(&j.priority).unwrap_or(0),
+        request,
+    })
 }
 
 #[cfg(test)]
@@ -201,6 +237,47 @@ mod tests {
         assert_eq!(jobs[0].state, "PENDING");
         assert!(read(r#"{"jobs": [{"name": "x"}]}"#).expect_err("no id").0.contains("job 1: no `job_id`"));
         assert!(read("[]").is_err());
+    }
+
+    #[test]
+    fn errors_slurm_reported_are_the_answer_not_an_empty_queue() {
+        // `squeue --json` of Slurm 22.05 with slurmctld stopped: exit status 0.
+        let down = r#"{"meta": {}, "errors": [{"description": "Failed while looking for jobs", "error_number": -1,
+                        "error": "Unspecified error", "source": "slurm_load_jobs"}], "jobs": []}"#;
+        assert_eq!(
+            read(down).expect_err("errors").0,
+            "Slurm answered with errors, not the jobs: Failed while looking for jobs: Unspecified error: \
+             slurm_load_jobs (error -1)"
+        );
+        assert!(read(r#"{"errors": [], "jobs": []}"#).expect("no errors").is_empty());
+    }
+
+    #[test]
+    fn a_job_listed_twice_is_refused() {
+        let doc = r#"{"jobs": [{"job_id": 4}, {"job_id": 5}, {"job_id": {"set": true, "number": 4}}]}"#;
+        assert_eq!(read(doc).expect_err("twice").0, "job 4 is listed twice (`job_id`)");
+    }
+
+    #[test]
+    fn hostlists_share_one_budget_per_document() {
+        // Each job alone names 100,000 nodes, within one list's limit; 41 of them pass
+        // the document's 4,000,000 names, and the job past it is named.
+        let job = |id: u32| format!(r#"{{"job_id": {id}, "job_state": "RUNNING", "nodes": "n[0-99999]"}}"#);
+        let jobs: Vec<String> = (1..=2000).map(job).collect();
+        let doc = format!(r#"{{"jobs": [{}]}}"#, jobs.join(","));
+        assert!(doc.len() < 200_000);
+        let e = read(&doc).expect_err("past the budget").0;
+        assert_eq!(
+            e,
+            "job 41: `nodes`: `n[0-99999]`: the document's hostlists name more than 4000000 hosts in all \
+             (docs/limits.md)"
+        );
+        // A bad hostlist names the job, the field and what is wrong.
+        let bad = r#"{"jobs": [{"job_id": 7, "required_nodes": "gpu-[3-1]"}]}"#;
+        assert_eq!(
+            read(bad).expect_err("backwards").0,
+            "job 7: `required_nodes`: `gpu-[3-1]`: the range `3-1` runs backwards"
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! scheduling loop, `gpolc slurm run`, enforces it). Given the cluster's nodes
 //! ([`node_table`]), a filter that reads only what the job carries and what never changes
 //! of a node becomes the job's `exc_nodes`: the nodes it refuses, which Slurm then never
-//! gives the job.
+//! gives the job; and a job no node could ever hold is refused, as Slurm refuses it (but
+//! not a job held at submission). A GRES request Slurm would refuse, or with GPUs of two
+//! types, is refused before any rule.
 
 use crate::jobs::{self, QueueFrom};
 use crate::lua::{self, Policy, Unsupported};
@@ -148,6 +150,19 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
     for r in &compiled {
         lua.push_str(&format!("--   {} {}\n", r.kind, r.name));
     }
+    lua.push_str(match nodes {
+        Some(_) => {
+            "-- Checked against the cluster's nodes: a job no node could ever hold (a GPU type no node\n\
+             -- has; more GPUs, CPUs or memory per node than any node has) is refused, as Slurm\n\
+             -- refuses it (\"Requested node configuration is not available\").\n"
+        }
+        None => {
+            "-- Not checked (no nodes: `gpolc slurm emit --cluster` adds them): whether any node could\n\
+             -- ever hold a job (a GPU type no node has; more GPUs, CPUs or memory per node than any\n\
+             -- node has). Slurm refuses such a job itself, but not one held at submission\n\
+             -- (`--hold-for-loop`), which then waits until it is cancelled.\n"
+        }
+    });
     lua.push_str("-- Not enforceable at submission (`gpolc slurm run` enforces them):\n");
     for r in rules.iter().filter(|r| r.condition.is_err()) {
         let why = r.condition.as_ref().err().map_or("", |u| u.0.as_str());
@@ -166,6 +181,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
         queue_from.name(),
         lua::string(queue_from.name())
     ));
+    lua.push_str(&jobs::lua_model_table());
     lua.push_str(jobs::LUA_JOB);
     // The rules in declaration order, each a function of the job (tests and `gpolc slurm`
     // ask each on its own); the first that refuses rejects the job.
@@ -194,6 +210,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
         ));
     }
     lua.push_str("}\n\n");
+    lua.push_str(MISFIT);
     lua.push_str(EXCLUDE);
     let key = rules.iter().find(|r| r.kind == "job_order" && r.name == SITE_FACTOR);
     if let (Some(Compiled { condition: Ok(value), .. }), Some(first)) = (key, policy.program.job_order.first()) {
@@ -207,7 +224,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
         ));
     }
     lua.push_str(
-        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc, part_list)\n  if job.queue == nil then\n    slurm.log_user(\"%s\", \"gpol: queues are partitions here: submit to one partition\")\n    return slurm.ERROR\n  end\n  gpol.refused = nil\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  if not gpol.exclude(job, job_desc) then\n    return slurm.ERROR\n  end\n  if gpol.site_factor then job_desc.site_factor = gpol.site_factor(job) end\n",
+        "function slurm_job_submit(job_desc, part_list, submit_uid)\n  local job = gpol.job(job_desc, part_list)\n  if job.queue == nil then\n    slurm.log_user(\"%s\", \"gpol: queues are partitions here: submit to one partition\")\n    return slurm.ERROR\n  end\n  gpol.refused = nil\n  if job.unreadable then\n    slurm.log_user(\"%s\", \"gpol: the job's GRES cannot be read: \" .. job.unreadable)\n    return gpol.INVALID_GRES\n  end\n  for _, rule in ipairs(gpol.rules) do\n    if not rule.check(job) then\n      slurm.log_user(\"%s\", rule.message)\n      gpol.refused = rule.name\n      return slurm.ERROR\n    end\n  end\n  local misfit = gpol.misfit(job)\n  if misfit then\n    slurm.log_user(\"%s\", \"gpol: no node of the cluster can ever hold this job: \" .. misfit)\n    return gpol.NODE_CONFIG_UNAVAILABLE\n  end\n  if not gpol.exclude(job, job_desc) then\n    return slurm.ERROR\n  end\n  if gpol.site_factor then job_desc.site_factor = gpol.site_factor(job) end\n",
     );
     if hold_for_loop {
         lua.push_str(&format!(
@@ -274,6 +291,62 @@ pub fn node_table(policy: &CompiledPolicy, nodes: &[NodeSpec]) -> Result<String,
     out.push('}');
     Ok(out)
 }
+
+/// Whether any node could ever hold a job, against the node table: what Slurm checks at
+/// submission ("Requested node configuration is not available", measured on 22.05 for a
+/// GPU type no node has and for more GPUs, CPUs or memory per node than any node has) —
+/// except for a job held at submission, which Slurm takes unchecked: held for the loop,
+/// it would wait for ever. The error codes are Slurm's (slurm_errno.h), which its Lua
+/// plugin gives no names: sbatch prints their text after the message.
+const MISFIT: &str = r#"-- Slurm's error codes for a job no node can hold and for GRES it cannot read.
+gpol.NODE_CONFIG_UNAVAILABLE = 2014 -- ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
+gpol.INVALID_GRES = 2072 -- ESLURM_INVALID_GRES
+
+local function amount(x)
+  if x == math.floor(x) then return string.format("%.0f", x) end
+  return string.format("%g", x)
+end
+
+-- Why no node of the cluster could ever hold the job (nil when one could, or when the
+-- script carries no nodes): a GPU type no node has, or more GPUs, CPUs or memory per
+-- node than any node (of that type) has, or not all of them on one node.
+function gpol.misfit(job)
+  if #gpol.nodes == 0 then return nil end
+  local model = nil
+  if job.whole_cards > 0 then model = job.allowed_models[1] end
+  local most, types, seen = { cards = 0, cpu = 0, mem = 0 }, {}, {}
+  for _, class in ipairs(gpol.nodes) do
+    if class.cards > 0 and not seen[class.gpu_model] then
+      seen[class.gpu_model] = true
+      types[#types + 1] = class.gpu_model
+    end
+    if model == nil or (class.cards > 0 and class.gpu_model == model) then
+      if job.whole_cards <= class.cards and job.cpu <= class.cpu and job.mem <= class.mem then return nil end
+      most.cards = math.max(most.cards, class.cards)
+      most.cpu = math.max(most.cpu, class.cpu)
+      most.mem = math.max(most.mem, class.mem)
+    end
+  end
+  if model and not seen[model] then
+    if #types == 0 then return "it asks for GPUs of type " .. model .. ", and no node has GPUs" end
+    return "no node has GPUs of type " .. model .. " (the nodes have " .. table.concat(types, ", ") .. ")"
+  end
+  local of, any = "", "any node"
+  if model then of, any = " " .. model, "any node with " .. model .. " GPUs" end
+  local mib = 1048576
+  if job.whole_cards > most.cards then
+    return amount(job.whole_cards) .. of .. " GPUs per node, more than " .. any .. " has (" .. amount(most.cards) .. ")"
+  elseif job.cpu > most.cpu then
+    return amount(job.cpu) .. " CPUs per node, more than " .. any .. " has (" .. amount(most.cpu) .. ")"
+  elseif job.mem > most.mem then
+    return amount(job.mem / mib) .. " MiB of memory per node, more than " .. any .. " has ("
+      .. amount(most.mem / mib) .. " MiB)"
+  end
+  local asked = { amount(job.cpu) .. " CPUs", amount(job.mem / mib) .. " MiB of memory" }
+  if job.whole_cards > 0 then table.insert(asked, 1, amount(job.whole_cards) .. of .. " GPUs") end
+  return "no node has " .. table.concat(asked, ", ") .. " at once"
+end
+"#;
 
 /// The nodes the static filters refuse, as `exc_nodes` (added to the user's own); a job
 /// that no node takes is rejected, naming the filter that refused the last node.

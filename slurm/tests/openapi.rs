@@ -83,7 +83,7 @@ fn jobs_of_every_later_data_parser_read_as_in_22_05() {
         assert_eq!((j.id, j.is_pending(), j.held, j.restarts, j.submit_time), (7, true, true, 1, 1000), "{version}");
         assert_eq!(j.required_nodes, ["gpu-1", "gpu-2"], "{version}");
         assert_eq!(j.admin_comment, "gpol: placed", "{version}");
-        let spec_job = j.request.job(&Reading::default());
+        let spec_job = j.request.job(&Reading::default()).expect("readable");
         assert_eq!(
             (spec_job.request, spec_job.models.clone()),
             (Cards::Whole(4), vec!["h100".to_string()]),
@@ -110,7 +110,7 @@ fn jobs_of_every_later_data_parser_read_as_in_22_05() {
         );
         let jobs =
             squeue::read(&json!({ "jobs": [per_task] }).to_string()).unwrap_or_else(|e| panic!("{version}: {e:?}"));
-        assert_eq!(jobs[0].request.job(&Reading::default()).request, Cards::Whole(8), "{version}");
+        assert_eq!(jobs[0].request.job(&Reading::default()).expect("readable").request, Cards::Whole(8), "{version}");
     }
 }
 

@@ -5,6 +5,7 @@
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::NodeSpec;
+use gpol_slurm::config::Memory;
 use gpol_slurm::jobs::{QueueFrom, Request};
 use gpol_slurm::plan::{Action, HELD, PLACED, State, TOP_PRIORITY, WAITING, plan};
 use gpol_slurm::squeue::SlurmJob;
@@ -25,8 +26,19 @@ preempt by_priority { when claimant.priority > victim.priority and victim.preemp
 
 /// The plan for these jobs on the two nodes, `down` out of service.
 fn plan_of(p: &CompiledPolicy, jobs: &[SlurmJob], down: &[&str], now: u64) -> gpol_slurm::plan::Plan {
+    plan_counting(p, jobs, down, now, Memory::Counted)
+}
+
+/// [`plan_of`] with Slurm counting memory or not.
+fn plan_counting(
+    p: &CompiledPolicy,
+    jobs: &[SlurmJob],
+    down: &[&str],
+    now: u64,
+    memory: Memory,
+) -> gpol_slurm::plan::Plan {
     let (nodes, unavailable) = (nodes(), down.iter().map(|d| d.to_string()).collect::<Vec<_>>());
-    plan(p, &State { nodes: &nodes, unavailable: &unavailable, jobs, now, queue_from: QueueFrom::Account })
+    plan(p, &State { nodes: &nodes, unavailable: &unavailable, jobs, now, queue_from: QueueFrom::Account, memory })
 }
 
 fn policy() -> CompiledPolicy {
@@ -363,4 +375,121 @@ fn jobs_slurm_may_start_itself_get_priorities_in_the_policys_order() {
     assert_eq!(out.actions[0].commands(), [["scontrol", "update", "JobId=5", "Priority=4000000000"]]);
     apply(&mut jobs, &out.actions);
     assert!(plan_of(&p, &jobs, &[], 2010).actions.is_empty());
+}
+
+#[test]
+fn a_cancelled_job_is_told_why_where_its_user_reads_it() {
+    // The rule's message, as job_submit.lua gives it, in the job's Comment (which its user
+    // reads in `scontrol show job` and `squeue -o %k`) and AdminComment (which accounting
+    // keeps), before the job is cancelled: scancel takes no reason.
+    let text = "policy t\n\nadmit mig_only \"MIG jobs only\" { has(job.mig_profile) }\n";
+    let p = Checked::from_text("t.gpol", text).compile(EngineKind::Interp).unwrap_or_else(|_| panic!("compiles"));
+    let out = plan_of(&p, &[job(1, "a", 1, 1, "PENDING")], &[], 100);
+    let [cancel @ Action::Cancel { reason, .. }] = &out.actions[..] else { panic!("{:#?}", out.actions) };
+    assert_eq!(reason, "MIG jobs only (gpol admit mig_only)");
+    let why = "gpol: cancelled: MIG jobs only (gpol admit mig_only)";
+    assert_eq!(
+        cancel.commands(),
+        [
+            vec!["scontrol", "update", "JobId=1", &format!("Comment={why}")],
+            vec!["scontrol", "update", "JobId=1", &format!("AdminComment={why}")],
+            vec!["scancel", "1"],
+        ]
+    );
+    assert_eq!(cancel.describe(), "cancel job 1 (job1): MIG jobs only (gpol admit mig_only)");
+}
+
+#[test]
+fn names_that_would_act_on_a_terminal_are_escaped_in_what_the_plan_says() {
+    // A job whose name clears the screen and forges a line of the plan.
+    let p = policy();
+    let mut evil = job(2, "a", 1, 1, "PENDING");
+    evil.request.name = "x\u{1b}[2J\nplace job 9 (root) on n1\u{202e}".into();
+    let out = plan_of(&p, &[evil], &[], 100);
+    assert!(!out.actions.is_empty(), "{:#?}", out.actions);
+    for a in &out.actions {
+        let words = a.describe();
+        assert!(!words.chars().any(|c| c.is_control() || c == '\u{202e}'), "{words:?}");
+        assert!(words.contains("(x\\u{1b}[2J\\u{a}place job 9 (root) on n1\\u{202e})"), "{words}");
+        for c in a.commands() {
+            let line: Vec<String> = c.iter().map(|w| gpol_slurm::command::shell_word(w)).collect();
+            assert!(!line.concat().chars().any(char::is_control), "{line:?}");
+        }
+    }
+    // A note about a job names it escaped too.
+    let mut bad = job(3, "a", 1, 1, "PENDING");
+    (bad.request.name, bad.request.tres_per_node) = ("y\n".into(), "gres:gpu:-2".into());
+    let out = plan_of(&p, &[bad], &[], 100);
+    assert_eq!(out.skipped, ["job 3 (y\\u{a}): `tres_per_node`: `gpu:-2`: a negative count"]);
+}
+
+#[test]
+fn a_request_gpol_cannot_read_as_slurm_does_is_not_taken_and_said() {
+    // GPUs of two types on each node (Slurm wants both on one node), and a negative count
+    // (which Slurm reads as 2^64 less it): neither is read as some other request.
+    let p = policy();
+    let mut two = job(4, "a", 1, 1, "PENDING");
+    two.request.tres_per_node = "gres:gpu:a100:2,gres:gpu:h100:4".into();
+    let mut running = job(5, "b", 1, 1, "RUNNING");
+    (running.nodes, running.request.tres_per_job) = (vec!["n2".into()], "gres:gpu:-1".into());
+    let out = plan_of(&p, &[two, running, job(6, "b", 1, 8, "PENDING")], &[], 100);
+    assert_eq!(
+        out.skipped,
+        [
+            "job 4 (job4): `tres_per_node`: gpu of more than one type (a100, h100): gpol reads one",
+            "job 5 (job5): `tres_per_job`: `gpu:-1`: a negative count; its nodes take no new job",
+        ]
+    );
+    // The running job's node takes no new job: job 6 goes to n1.
+    assert!(
+        out.actions.iter().any(|a| matches!(a, Action::Place { job: 6, nodes, .. } if nodes == &["n1".to_string()])),
+        "{:#?}",
+        out.actions
+    );
+    assert!(out.actions.iter().all(|a| a.job() == Some(6)), "{:#?}", out.actions);
+}
+
+/// A 1-GPU job that asked for no memory: Slurm counts the whole node's (512 GiB) for it,
+/// as it does under CR_Core_Memory with no DefMemPerCPU/Node/GPU.
+fn whole_node_job(id: u64, state: &str) -> SlurmJob {
+    let mut j = job(id, "a", 1, 1, state);
+    j.request.mem_counted_mib = Some(512 << 10);
+    j
+}
+
+#[test]
+fn a_job_without_memory_counts_the_memory_slurm_gives_it() {
+    let p = policy();
+    let mut running = whole_node_job(1, "RUNNING");
+    running.nodes = vec!["n1".into()];
+    let waiting = whole_node_job(2, "PENDING");
+    // Slurm gave job 1 all of n1's memory: job 2 cannot start beside it.
+    let out = plan_of(&p, &[running.clone(), waiting.clone()], &[], 100);
+    assert_eq!(out.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n2".into()], release: false }]);
+    // Where Slurm allocates no memory, nothing holds n1's: job 2 may go beside job 1.
+    let out = plan_counting(&p, &[running, waiting], &[], 100, Memory::NotCounted);
+    assert_eq!(out.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n1".into()], release: false }]);
+}
+
+#[test]
+fn a_placed_job_slurm_does_not_start_is_planned_again_and_says_why() {
+    let p = policy();
+    let mut running = whole_node_job(1, "RUNNING");
+    running.nodes = vec!["n1".into()];
+    // Pinned beside job 1 by a loop that did not count memory; Slurm keeps it waiting.
+    let mut pinned = whole_node_job(2, "PENDING");
+    (pinned.required_nodes, pinned.admin_comment, pinned.reason) =
+        (vec!["n1".into()], PLACED.into(), "Resources".into());
+    let out = plan_of(&p, &[running.clone(), pinned.clone()], &[], 100);
+    assert_eq!(out.actions, [Action::Place { job: 2, name: "job2".into(), nodes: vec!["n2".into()], release: false }]);
+    // Where gpol still finds it fits, it stays, and the plan says what Slurm answered.
+    let out = plan_counting(&p, &[running, pinned], &[], 100, Memory::NotCounted);
+    assert!(out.actions.is_empty(), "{:#?}", out.actions);
+    assert!(
+        out.skipped
+            .iter()
+            .any(|s| s.contains("job 2 (job2): placed on n1, but Slurm does not start it there (reason: Resources)")),
+        "{:?}",
+        out.skipped
+    );
 }

@@ -208,3 +208,72 @@ fn queues_are_partitions_when_asked_at_submission_and_in_squeue() {
         jobs.iter().map(|j| (j.request.name.clone(), j.request.job(&reading).ok().and_then(|j| j.queue))).collect();
     assert_eq!(queues, [("big".into(), Some("debug".into())), ("small".into(), Some("gpu".into()))]);
 }
+
+#[test]
+fn gres_requests_count_as_slurm_allocates_them() {
+    if !slurm_here() {
+        return;
+    }
+    // Each request submitted with sbatch; once Slurm has started them, the GPUs it
+    // allocated (`gres_detail`, `gpu:h100:2(IDX:0-1)`) are what the job model reads of
+    // the request squeue shows. Requests Slurm refuses at submission are refused by the
+    // job model too.
+    let accepted = [
+        "--gres=gpu:4,gpu:2",
+        "--gres=gpu:2,gpu:4",
+        "--gres=gpu:1,gpu:1,gpu:3",
+        "--gres=gpu:h100:2,gpu:h100:4",
+        "--gres=gpu:h100",
+        "--gres=gpu:h100:0",
+        "--gres=gpu:4,gpu:0",
+        "--gpus-per-node=4 --gres=gpu:2",
+        "--gres=gpu",
+    ];
+    let refused = ["gpu:-2", "gpu:h100:-1", "gpu:h100:4,gpu:2"];
+    let mut scenario = String::new();
+    for (i, options) in accepted.iter().enumerate() {
+        scenario.push_str(&format!("sbatch -J ok{i} -N 1 {options} -o /dev/null --wrap 'sleep 300' >/dev/null\n"));
+    }
+    for (i, gres) in refused.iter().enumerate() {
+        scenario.push_str(&format!(
+            "sbatch -J no{i} -N 1 --gres={gres} -o /dev/null --wrap 'sleep 300' >/dev/null 2>&1\n\
+             echo \"refused {gres}: rc=$?\" >&2\n"
+        ));
+    }
+    scenario.push_str(&format!(
+        "for _ in $(seq 80); do [ \"$(squeue -h -t R | wc -l)\" -ge {} ] && break; sleep 0.25; done\nsqueue --json\n",
+        accepted.len()
+    ));
+    let (out, err) = in_slurm_apart(&[], &scenario);
+    for gres in refused {
+        assert!(err.contains(&format!("refused {gres}: rc=1")), "{gres}: {err}");
+        let r = SlurmRequest {
+            name: "x".into(),
+            nodes: 1,
+            tres_per_node: format!("gres:{gres}"),
+            ..SlurmRequest::default()
+        };
+        assert!(r.job(&Reading::default()).is_err(), "{gres}");
+    }
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}\n{err}"));
+    let jobs = squeue::read(&out).unwrap_or_else(|e| panic!("{e:?}\n{out}\n{err}"));
+    let mut compared = 0;
+    for (j, raw) in jobs.iter().zip(doc["jobs"].as_array().expect("jobs")) {
+        if !j.request.name.starts_with("ok") {
+            continue;
+        }
+        assert!(j.is_running(), "{} has not started: {err}", j.request.name);
+        // `gpu:h100:2(IDX:0-1)`: the count after the last colon, before the parenthesis.
+        let allocated: u32 = (raw["gres_detail"].as_array().expect("gres_detail").iter())
+            .filter_map(|g| g.as_str()?.split('(').next()?.rsplit(':').next()?.parse::<u32>().ok())
+            .sum();
+        let job = j.request.job(&Reading::default()).expect("readable");
+        let read = match job.request {
+            Request::Whole(n) => n,
+            _ => 0,
+        };
+        assert_eq!(read, allocated, "{}: {:?} ({raw})", j.request.name, j.request.tres_per_node);
+        compared += 1;
+    }
+    assert_eq!(compared, accepted.len(), "{out}");
+}

@@ -37,7 +37,7 @@ const POLICIES: &[&str] = &[
 fn lua_available() -> bool {
     let ok = Command::new("lua5.1").arg("-v").output().is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("lua5.1 is not installed: job_submit.lua is not run here (apt-get install lua5.1)");
+        gpol_testing::missing_tool("lua5.1, to run job_submit.lua", "apt-get install lua5.1");
     }
     ok
 }
@@ -308,6 +308,19 @@ fn filter_nodes() -> Vec<gpol_compiler::spec::NodeSpec> {
     ]
 }
 
+/// Whether some node could ever hold the job, empty (its model, cards, CPUs and memory per
+/// node): the reference for `gpol.misfit`.
+fn some_node_holds(job: &JobSpec, nodes: &[gpol_compiler::spec::NodeSpec]) -> bool {
+    let cards = match job.request {
+        Request::Whole(n) => n,
+        _ => 0,
+    };
+    nodes.iter().any(|n| {
+        let gpus = cards == 0 || (n.cards >= cards && job.models.first().is_none_or(|m| *m == n.model));
+        gpus && job.cpu_milli <= n.cpu_milli && job.mem <= n.mem
+    })
+}
+
 #[test]
 fn static_filters_exclude_the_nodes_the_interpreter_refuses() {
     if !lua_available() {
@@ -315,7 +328,7 @@ fn static_filters_exclude_the_nodes_the_interpreter_refuses() {
     }
     let dir = tempfile::tempdir().expect("a temporary directory");
     let nodes = filter_nodes();
-    let (mut excluded_somewhere, mut compared) = (0, 0);
+    let (mut excluded_somewhere, mut compared, mut misfits) = (0, 0, 0);
     for (name, text) in [
         ("node_filters.gpol", NODE_FILTERS.to_string()),
         // A filter over node names: every node is a class of its own.
@@ -336,7 +349,7 @@ fn static_filters_exclude_the_nodes_the_interpreter_refuses() {
             .map(|r| r.name.as_str())
             .collect();
         assert!(!compiled.is_empty(), "{name}: no filter compiled");
-        let (mut descs, mut expected) = (Vec::new(), Vec::new());
+        let (mut descs, mut expected, mut fits) = (Vec::new(), Vec::new(), Vec::new());
         for mut job in jobs(&policy, 300) {
             // The zones the nodes have, for the labels the filters read.
             if let Some(l) = job.labels.iter_mut().find(|(k, _)| k == "zone") {
@@ -363,6 +376,7 @@ fn static_filters_exclude_the_nodes_the_interpreter_refuses() {
                 .collect();
             descs.push(desc);
             expected.push(refused);
+            fits.push(some_node_holds(&job, &nodes));
         }
         assert!(descs.len() > 100, "{name}: only {} jobs", descs.len());
         let harness = r#"dofile(arg[1])
@@ -376,7 +390,7 @@ end
 "#;
         let text = run_harness(&emitted.lua, &descs, harness, dir.path());
         assert_eq!(text.lines().count(), expected.len(), "{name}");
-        for ((line, want), desc) in text.lines().zip(&expected).zip(&descs) {
+        for (((line, want), desc), fits) in text.lines().zip(&expected).zip(&descs).zip(&fits) {
             let fields: Vec<&str> = line.split('\t').collect();
             // The same nodes (the script lists them as hostlists, class by class).
             let sorted = |list: &str| {
@@ -386,7 +400,12 @@ end
             };
             assert_eq!(sorted(fields[0]), sorted(&want.join(",")), "{name}: {desc}");
             compared += nodes.len();
-            if want.len() == nodes.len() {
+            if !fits {
+                // No node could ever hold it: refused before the filters, as Slurm would.
+                misfits += 1;
+                assert_eq!(fields[1], "2014", "{name}: {line}");
+                assert!(fields[3].starts_with("gpol: no node of the cluster can ever hold this job: "), "{line}");
+            } else if want.len() == nodes.len() {
                 // No node takes it: rejected, naming a filter.
                 assert_eq!(fields[1], "-1", "{name}: {line}");
                 assert!(
@@ -403,6 +422,7 @@ end
         }
     }
     assert!(excluded_somewhere > 50, "only {excluded_somewhere} jobs had nodes excluded");
+    assert!(misfits > 20, "only {misfits} jobs no node could hold");
     assert!(compared > 1000, "only {compared} node answers compared");
 }
 
@@ -493,7 +513,7 @@ fn gpus_per_task_read_alike_in_lua_and_rust() {
     let text = run_harness(&script, &descs, harness, dir.path());
     assert_eq!(text.lines().count(), cases.len());
     for (line, (r, cards, model)) in text.lines().zip(&cases) {
-        let job = r.job(&Reading::default());
+        let job = r.job(&Reading::default()).expect("readable");
         let rust = match job.request {
             gpol_compiler::spec::Request::Whole(n) => n,
             _ => 0,
@@ -530,7 +550,7 @@ fn partitions_as_queues_read_alike_in_lua_and_rust() {
     assert_eq!(text.lines().count(), cases.len(), "{text}");
     for (line, (p, queue)) in text.lines().zip(&cases) {
         assert_eq!(line, *queue, "Lua: {p:?}");
-        assert_eq!(request(p).job(&reading).queue.unwrap_or_default(), *queue, "Rust: {p:?}");
+        assert_eq!(request(p).job(&reading).expect("readable").queue.unwrap_or_default(), *queue, "Rust: {p:?}");
     }
     // Several partitions: no queue in Lua, where job_submit.lua refuses the job.
     let text = run_harness(&script, &[request("gpu,debug").lua_table()], harness, dir.path());
@@ -583,4 +603,245 @@ fn deep_expressions_compile_only_as_deep_as_lua_parses_them() {
         assert_eq!(said.trim(), "0", "{text}");
     }
     assert!(compiled >= 10 && refused >= 1, "compiled {compiled}, refused {refused}");
+}
+
+/// The script for a policy without rules, with `nodes` as its node table (or none).
+fn plain_script(nodes: Option<&[gpol_compiler::spec::NodeSpec]>) -> String {
+    let policy = compile("t.gpol", "policy t\n");
+    let table = nodes.map(|n| submit::node_table(&policy, n).expect("a table"));
+    let view = Policy { program: &policy.program, hir: &policy.policy };
+    submit::emit(view, "t.gpol", false, table.as_deref(), QueueFrom::Account).lua
+}
+
+/// TRES lists: as sbatch writes them, as Slurm 22.05 counted them (measured), and each
+/// way Slurm refuses one or gpol cannot read one.
+const GRES_LISTS: &[&str] = &[
+    "",
+    "gres:gpu",
+    "gres:gpu:4",
+    "gres/gpu:h100:4",
+    "gres:gpu:4,gres:gpu:2",
+    "gres:gpu:2,gres:gpu:4",
+    "gres:gpu:1,gres:gpu:1,gres:gpu:3",
+    "gres:gpu:h100:2,gres:gpu:h100:4",
+    "gres:gpu:4,gres:gpu:0",
+    "gres:gpu:h100",
+    "gres:gpu:h100:0",
+    "gres:gpu:1k",
+    "gres:gpu:2KiB",
+    "gres:gpu:1MB",
+    "gres:gpu:k",
+    "gres:gpu:+2",
+    "gres:gpu: 3",
+    "gres:gpu:007",
+    "gres:gpu:1g.5gb",
+    "gres:gpu:1g.5gb:2",
+    "gres:gpu:a100_80g:2",
+    "gres:gpu:nvidia_h100_80gb_hbm3:8",
+    "gres:gpu:NVIDIA-A100-SXM4-40GB-MIG-1g.5gb:1",
+    "gres:shard:4,gres:gpu:2,,",
+    "gres:nic:2,gres:gpu:h100:1",
+    "gres:gpu:-2",
+    "gres/gpu:-1",
+    "gres:gpu:h100:-1",
+    "gres:shard:-4",
+    "gres:gpu:",
+    "gres:gpu::1",
+    "gres:gpu:h100:",
+    "gres:gpu:h100:x",
+    "gres:gpu:h100:2:1",
+    "gres:gpu:a100:2,gres:gpu:h100:4",
+    "gres:gpu:h100:4,gres:gpu:2",
+    "gres:shard:a:4,gres:shard:b:4",
+];
+
+#[test]
+fn gres_lists_read_alike_in_lua_and_rust() {
+    if !lua_available() {
+        return;
+    }
+    use gpol_slurm::jobs::Request as SlurmRequest;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let script = plain_script(None);
+    // Each list asked per node, per job and per task, and also made of random items.
+    let items = [
+        "gres:gpu",
+        "gres:gpu:2",
+        "gres:gpu:0",
+        "gres:gpu:h100",
+        "gres:gpu:h100:3",
+        "gres:gpu:a100:1",
+        "gres/gpu:-1",
+        "gres:gpu:1k",
+        "gres:shard:2",
+        "gres:shard:h100:8",
+        "gres:gpu::1",
+        "gres:nic:4",
+        "gres:gpu:x:y",
+        "",
+    ];
+    let mut lists: Vec<String> = GRES_LISTS.iter().map(|s| s.to_string()).collect();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for _ in 0..300 {
+        let n = (x % 4) as usize + 1;
+        let list: Vec<&str> = (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                items[(x % items.len() as u64) as usize]
+            })
+            .collect();
+        lists.push(list.join(","));
+    }
+    let mut descs = Vec::new();
+    let mut requests = Vec::new();
+    for list in &lists {
+        for field in 0..3 {
+            let mut r = SlurmRequest { name: "t".into(), nodes: 1, ..SlurmRequest::default() };
+            match field {
+                0 => r.tres_per_node = list.clone(),
+                1 => r.tres_per_job = list.clone(),
+                _ => r.tres_per_task = list.clone(),
+            }
+            descs.push(r.lua_table());
+            requests.push(r);
+        }
+    }
+    let harness = "dofile(arg[1])\nfor _, desc in ipairs(dofile(arg[2])) do\n  local job = gpol.job(desc)\n  io.write(job.whole_cards, '\\t', job.allowed_models[1] or '-', '\\t', job.unreadable or '-', '\\n')\nend\n";
+    let text = run_harness(&script, &descs, harness, dir.path());
+    assert_eq!(text.lines().count(), requests.len());
+    let (mut refused, mut read) = (0, 0);
+    for (line, r) in text.lines().zip(&requests) {
+        let want = match r.job(&Reading::default()) {
+            Ok(job) => {
+                read += 1;
+                let cards = match job.request {
+                    Request::Whole(n) => n,
+                    _ => 0,
+                };
+                format!("{cards}\t{}\t-", job.models.first().map_or("-", String::as_str))
+            }
+            Err(e) => {
+                refused += 1;
+                let option = match e.field {
+                    "tres_per_node" => "--gres",
+                    "tres_per_job" => "--gpus",
+                    _ => "--gpus-per-task",
+                };
+                // What the Lua read of the cards is not used: the job is refused.
+                let lua_why = line.rsplit('\t').next().unwrap_or_default();
+                assert_eq!(lua_why, format!("{} ({option})", e.message), "{r:?}");
+                continue;
+            }
+        };
+        assert_eq!(line, want, "{r:?}");
+    }
+    assert!(refused > 100 && read > 300, "refused {refused}, read {read}");
+}
+
+#[test]
+fn gpu_types_read_through_the_model_table_alike_in_lua_and_rust() {
+    if !lua_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let script = plain_script(None);
+    let mut names: Vec<String> = Vec::new();
+    for (stem, _) in gpol_compiler::models::TABLE {
+        for form in [
+            stem.to_string(),
+            stem.to_uppercase(),
+            format!("nvidia_{stem}_80gb_hbm3"),
+            format!("NVIDIA-{}-SXM4-40GB-MIG-1g.5gb-SHARED", stem.to_uppercase()),
+            format!("Tesla {stem}"),
+            format!("{stem}x"),
+            format!("geforce-nvidia-{stem}"),
+        ] {
+            names.push(form);
+        }
+    }
+    names.extend(["1g.5gb", "quantum-x1", "a10", "h200-nvl", " h100 ", "-MIG-", "x-SHARED"].map(String::from));
+    let descs: Vec<String> = names.iter().map(|n| format!("{{ name = {} }}", gpol_slurm::lua::string(n))).collect();
+    let harness =
+        "dofile(arg[1])\nfor _, desc in ipairs(dofile(arg[2])) do io.write(gpol.model_name(desc.name), '\\n') end\n";
+    let text = run_harness(&script, &descs, harness, dir.path());
+    assert_eq!(text.lines().count(), names.len());
+    for (line, n) in text.lines().zip(&names) {
+        assert_eq!(line, gpol_compiler::models::name(n), "{n:?}");
+    }
+}
+
+#[test]
+fn a_job_no_node_can_hold_is_refused_saying_why() {
+    if !lua_available() {
+        return;
+    }
+    use gpol_slurm::jobs::Request as SlurmRequest;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // h100 nodes of 128 and 64 CPUs, a100 nodes of 256 and 32; 8 cards each; at most
+    // 2,048 GiB.
+    let nodes = filter_nodes();
+    let script = plain_script(Some(&nodes));
+    let r = |tres: &str, cpus: Option<u64>, mem_gib: Option<u64>| SlurmRequest {
+        name: "t".into(),
+        nodes: 1,
+        tres_per_node: tres.into(),
+        cpus,
+        mem_per_node_mib: mem_gib.map(|g| g << 10),
+        ..SlurmRequest::default()
+    };
+    let held = "gpol: no node of the cluster can ever hold this job: ";
+    let cases = [
+        (
+            r("gres:gpu:h10:1", None, None),
+            2014,
+            format!("{held}no node has GPUs of type h10 (the nodes have h100, a100)"),
+        ),
+        (r("gres:gpu:9", None, None), 2014, format!("{held}9 GPUs per node, more than any node has (8)")),
+        (
+            r("gres:gpu:h100:9", None, None),
+            2014,
+            format!("{held}9 h100 GPUs per node, more than any node with h100 GPUs has (8)"),
+        ),
+        (r("", Some(300), None), 2014, format!("{held}300 CPUs per node, more than any node has (256)")),
+        (
+            r("gres:gpu:h100:8", Some(200), None),
+            2014,
+            format!("{held}200 CPUs per node, more than any node with h100 GPUs has (128)"),
+        ),
+        (
+            r("", None, Some(3000)),
+            2014,
+            format!("{held}3072000 MiB of memory per node, more than any node has (2097152 MiB)"),
+        ),
+        (r("", Some(200), Some(2000)), 2014, format!("{held}no node has 200 CPUs, 2048000 MiB of memory at once")),
+        (
+            r("gres:gpu:-2", None, None),
+            2072,
+            "gpol: the job's GRES cannot be read: `gpu:-2`: a negative count (--gres)".into(),
+        ),
+        (
+            r("gres:gpu:a100:2,gres:gpu:h100:4", None, None),
+            2072,
+            "gpol: the job's GRES cannot be read: gpu of more than one type (a100, h100): gpol reads one (--gres)"
+                .into(),
+        ),
+        // What some node holds passes: a type as the model table reads it, the most of each.
+        (r("gres:gpu:a100_80g:8", Some(256), Some(1024)), 0, String::new()),
+        (r("gres:gpu:8", Some(128), Some(2048)), 0, String::new()),
+        (r("", None, None), 0, String::new()),
+    ];
+    let descs: Vec<String> = cases.iter().map(|(r, _, _)| r.lua_table()).collect();
+    let harness = "dofile(arg[1])\nfor _, desc in ipairs(dofile(arg[2])) do\n  slurm.message = nil\n  local rc = slurm_job_submit(desc, {}, 0)\n  io.write(rc, '\\t', slurm.message or '', '\\n')\nend\n";
+    let text = run_harness(&script, &descs, harness, dir.path());
+    assert_eq!(text.lines().count(), cases.len(), "{text}");
+    for (line, (r, rc, message)) in text.lines().zip(&cases) {
+        assert_eq!(line, format!("{rc}\t{message}"), "{r:?}");
+    }
+    // Without the nodes nothing is checked against them, and the header says so.
+    let bare = plain_script(None);
+    assert!(bare.contains("-- Not checked (no nodes: `gpolc slurm emit --cluster` adds them)"), "{bare}");
+    let text = run_harness(&bare, &descs[..1], harness, dir.path());
+    assert_eq!(text, "0\t\n");
 }

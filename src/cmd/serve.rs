@@ -5,6 +5,7 @@
 use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
 use gpol_kubernetes::api;
+use gpol_kubernetes::leader::{self, Election, Leadership};
 use gpol_kubernetes::server::{self, Extender, Options};
 use gpol_kubernetes::tls::TlsFiles;
 use std::io::IsTerminal;
@@ -49,16 +50,47 @@ pub struct Args {
     /// Every verb request must carry the bearer token in this file (its first line).
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// Also answer /healthz, /readyz and /metrics over plain HTTP here (for probes that
+    /// cannot present the client certificate --client-ca asks for). No verb is served there.
+    #[arg(long)]
+    health_listen: Option<SocketAddr>,
     /// Do not connect to the API server: nodes come whole in each request
     /// (`nodeCacheCapable: false`), pods are not watched, `bind` is refused.
     #[arg(long)]
     no_api: bool,
+    #[command(flatten)]
+    lease: Lease,
     /// Log as JSON lines (for log collectors) rather than text.
     #[arg(long)]
     log_json: bool,
     /// Which engine runs the policy.
     #[arg(long, value_enum, default_value = "jit")]
     engine: EngineKind,
+}
+
+/// Leader election between replicas.
+#[derive(clap::Args)]
+struct Lease {
+    /// Run as one of several replicas: only the holder of a coordination.k8s.io Lease
+    /// binds and is ready; the others answer filter, prioritize and preempt.
+    #[arg(long, conflicts_with = "no_api")]
+    leader_elect: bool,
+    /// The Lease competed for.
+    #[arg(long, default_value = "gpol-extender", requires = "leader_elect")]
+    lease_name: String,
+    /// The Lease's namespace (default: the pod's own, else `default`).
+    #[arg(long, requires = "leader_elect")]
+    lease_namespace: Option<String>,
+    /// This replica's name in the Lease (default: the pod's name, from HOSTNAME, and a
+    /// random suffix).
+    #[arg(long, requires = "leader_elect")]
+    lease_identity: Option<String>,
+    /// Seconds the lease holds after each renewal: the longest a crashed leader keeps it.
+    #[arg(long, default_value_t = 15, requires = "leader_elect")]
+    lease_duration: u64,
+    /// Seconds before the lease's end the leader renews it.
+    #[arg(long, default_value_t = 5, requires = "leader_elect")]
+    lease_grace: u64,
 }
 
 pub fn run(args: Args) -> u8 {
@@ -84,6 +116,7 @@ pub fn run(args: Args) -> u8 {
             max_connections: args.max_connections,
             tls: args.tls_cert.zip(args.tls_key).map(|(cert, key)| TlsFiles { cert, key, client_ca: args.client_ca }),
             token_file: args.token_file,
+            health_listen: args.health_listen,
         },
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             eprintln!("error: {e}");
@@ -94,8 +127,18 @@ pub fn run(args: Args) -> u8 {
         eprintln!("error: --max-connections: at least 1");
         return USAGE;
     }
+    let election = match args.lease.leader_elect.then(|| election(&args.lease, options.timeout)).transpose() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return USAGE;
+        }
+    };
     let extender = match Extender::load(args.policy.clone(), args.engine) {
-        Ok(e) => Arc::new(e),
+        Ok(e) => match &election {
+            Some((leadership, _)) => Arc::new(e.with_leadership(Arc::clone(leadership))),
+            None => Arc::new(e),
+        },
         Err(diagnostics) => {
             eprint!("{diagnostics}");
             eprintln!("error: {} cannot be served", args.policy.display());
@@ -110,14 +153,16 @@ pub fn run(args: Args) -> u8 {
         }
     };
     runtime.block_on(async move {
-        if args.no_api {
+        let client = if args.no_api {
             // The nodes come whole in each request: nothing to wait for.
             extender.set_ready(true);
+            None
         } else {
             match api::connect().await {
                 Ok(client) => {
                     extender.connect(client.clone());
-                    tokio::spawn(api::watch(client, Arc::clone(&extender)));
+                    tokio::spawn(api::watch(client.clone(), Arc::clone(&extender)));
+                    Some(client)
                 }
                 Err(e) => {
                     eprintln!("error: cannot reach the API server: {e}");
@@ -125,7 +170,7 @@ pub fn run(args: Args) -> u8 {
                     return FAILED;
                 }
             }
-        }
+        };
         let listener = match tokio::net::TcpListener::bind(args.listen).await {
             Ok(l) => l,
             Err(e) => {
@@ -133,8 +178,28 @@ pub fn run(args: Args) -> u8 {
                 return FAILED;
             }
         };
+        let election = match (election, client) {
+            (Some((leadership, settings)), Some(client)) => {
+                match Election::start(client, &settings, leadership).await {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        eprintln!("error: cannot compete for the leader lease: {e}");
+                        return FAILED;
+                    }
+                }
+            }
+            _ => None,
+        };
+        // On SIGTERM a leader stops binding, then gives its lease up (the next leader
+        // need not wait for it to run out), then the requests in flight are finished.
+        let shutdown = async move {
+            server::shutdown_signal().await;
+            if let Some(election) = election {
+                election.resign().await;
+            }
+        };
         tracing::info!(listen = %args.listen, policy = %args.policy.display(), "serving");
-        match server::serve(extender, listener, options, server::shutdown_signal()).await {
+        match server::serve(extender, listener, options, shutdown).await {
             Ok(()) => OK,
             Err(e) => {
                 eprintln!("error: the server stopped: {e}");
@@ -142,6 +207,21 @@ pub fn run(args: Args) -> u8 {
             }
         }
     })
+}
+
+/// `--leader-elect`'s leadership (binding from `settle` after each election: the
+/// longest a bind may take) and the lease competed for; or what is wrong with the flags.
+fn election(args: &Lease, settle: Duration) -> Result<(Arc<Leadership>, leader::Settings), String> {
+    let settings = leader::Settings {
+        lease: args.lease_name.clone(),
+        namespace: args.lease_namespace.clone().unwrap_or_else(leader::own_namespace),
+        duration: args.lease_duration,
+        grace: args.lease_grace,
+    };
+    settings.check().map_err(|e| format!("--lease-duration, --lease-grace: {e}"))?;
+    let identity = args.lease_identity.clone().unwrap_or_else(leader::default_identity);
+    leader::check_identity(&identity).map_err(|e| format!("--lease-identity: {e}"))?;
+    Ok((Arc::new(Leadership::new(identity, settle)), settings))
 }
 
 /// Structured logs on standard error; `RUST_LOG` chooses the levels (default: gpol's

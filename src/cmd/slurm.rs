@@ -70,6 +70,11 @@ pub struct PlanArgs {
     /// Slurm's jobs as `squeue --json` writes them (default: run `squeue --json`).
     #[arg(long, value_name = "FILE")]
     squeue: Option<PathBuf>,
+    /// slurmctld's configuration as `scontrol show config` prints it, for whether memory
+    /// is allocated (default: run it when jobs come from `squeue`; with saved jobs or
+    /// slurmrestd and no file, memory is taken to be allocated, as under CR_*_Memory).
+    #[arg(long, value_name = "FILE")]
+    slurm_config: Option<PathBuf>,
     /// Also mend the association tree: accounts, shares and GrpTRES as the policy's queue
     /// tree has them, and a QOS for each priority class (read with `sacctmgr show
     /// associations` and `show qos`, or from FILE, the associations' saved `-n -P` output;
@@ -158,6 +163,17 @@ fn partitions_have_no_accounts(args: &PlanArgs) -> Result<(), u8> {
 }
 
 /// Output of a Slurm command, or a file standing for it, within `limit` bytes.
+/// Whether Slurm allocates memory: from `--slurm-config`, else from `scontrol show config`
+/// when the jobs are read live from Slurm's commands; otherwise as under CR_*_Memory.
+fn memory(args: &PlanArgs, rest: bool) -> Result<gpol_slurm::config::Memory, String> {
+    if args.slurm_config.is_none() && (args.squeue.is_some() || rest) {
+        return Ok(gpol_slurm::config::Memory::default());
+    }
+    let (text, from) = slurm_output(&args.slurm_config, &["scontrol", "show", "config"], 16 << 20)?;
+    gpol_slurm::config::memory(&text)
+        .ok_or_else(|| format!("{from}: no `SelectTypeParameters` line: not `scontrol show config`'s output"))
+}
+
 fn slurm_output(file: &Option<PathBuf>, command: &[&str], limit: u64) -> Result<(String, String), String> {
     if let Some(path) = file {
         let bytes = gpol_compiler::files::read(path, limit).map_err(|e| e.to_string())?;
@@ -227,7 +243,7 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
     };
     let sinfo = || {
         state(&args.sinfo, &["sinfo", "--json"], MAX_CLUSTER_BYTES, gpol_slurm::rest::Rest::nodes)
-            .and_then(|(text, from)| gpol_sim::read_cluster(&text, &format!("{from}.json")).map_err(|e| e.to_string()))
+            .and_then(|(text, from)| gpol_sim::read_slurm_cluster(&text, &from).map_err(|e| e.to_string()))
             .map_err(|e| {
                 eprintln!("error: {e}");
                 USAGE
@@ -266,9 +282,17 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
             return USAGE;
         }
     };
+    let memory = match memory(args, rest.is_some()) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return USAGE;
+        }
+    };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let queue_from = args.queue_from;
-    let state = gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now, queue_from };
+    let state =
+        gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now, queue_from, memory };
     let mut plan = gpol_slurm::plan::plan(compiled, &state);
     if let Some(file) = &args.accounts {
         match account_changes(compiled, file) {
@@ -291,8 +315,8 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
     }
     let mut failed = 0;
     for a in &plan.actions {
-        let words: String = a.describe().chars().map(|c| if c.is_control() { '?' } else { c }).collect();
-        super::print(&format!("{words}\n"));
+        // Names and reasons come escaped (`describe`, `shell_word`): one line each.
+        super::print(&format!("{}\n", a.describe()));
         for c in a.commands() {
             super::print(&format!(
                 "  {}\n",
@@ -361,6 +385,12 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
         None => None,
     };
     let submit = gpol_slurm::submit::emit(policy, &file, args.hold_for_loop, node_table.as_deref(), args.queue_from);
+    if args.hold_for_loop && node_table.is_none() {
+        eprintln!(
+            "note: without --cluster, job_submit.lua cannot refuse a job no node can hold (a GPU type no node has, \
+             more GPUs, CPUs or memory per node than any has): Slurm takes such a job held, and it waits until cancelled"
+        );
+    }
     // Queues that are partitions are no association tree.
     let accounts = (args.queue_from == gpol_slurm::jobs::QueueFrom::Account)
         .then(|| gpol_slurm::accounts::emit(&compiled.policy, &file));

@@ -318,10 +318,17 @@ only by `reclaim` (a queue then takes back only what it was promised).";
 "`gpolc build --target kueue` writes the policy's queues, priority classes and GPU
 models as Kubernetes objects, whose names and values Kubernetes restricts: object names
 are lower-case letters, digits and `-` (a queue `team_a` becomes `team-a`; `Team_A`
-cannot), GPU models must be valid label values (they select nodes by
-`nvidia.com/gpu.product`), and Kueue's priorities are whole 32-bit numbers.
+cannot), GPU models and the products a ResourceFlavor selects (from `--cluster`) must be
+valid label values (they select nodes by `nvidia.com/gpu.product`), and Kueue's
+priorities are whole 32-bit numbers. Kueue reads every quota into a 64-bit count: CPU in
+whole milli-cores, GPUs and memory in whole units, each below 2^63. An amount it would
+round up or cannot hold is this error, naming the queue and the amount, never a
+quantity written that Kueue reads otherwise; so is a fair-sharing weight finer than a
+billionth.
 
     priority_class urgent = 1.5   // E0044: Kueue's priorities are whole numbers
+    guarantee 1e19 gpu            // E0044: more GPUs than a 64-bit count holds
+    guarantee 0.5 gpu             // E0044: Kueue would read it as 1
 
 Rename the construct, or give the value Kueue can hold.";
 

@@ -204,6 +204,15 @@ fn tree(
     }
     for (name, model) in layout.flavors() {
         let product = model.as_deref().map(|m| flavor_product(m, &name, options.capacity.as_ref(), findings));
+        // The product comes from the cluster's nodes, which need not be Kubernetes': a
+        // ResourceFlavor's node label must still be a label value.
+        if let Some(p) = product.as_ref().filter(|p| !names::is_label_value(p)) {
+            let m = format!(
+                "it selects `{}: {p}`, which is not a valid Kubernetes label value (at most 63 characters of letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit)",
+                crate::nodes::MODEL_LABEL
+            );
+            findings.push(Finding::error(None, format!("ResourceFlavor `{name}`"), m));
+        }
         let node_labels =
             product.map(|p| BTreeMap::from([(crate::nodes::MODEL_LABEL.to_string(), p)])).unwrap_or_default();
         let spec = FlavorSpec { node_labels };
@@ -246,13 +255,21 @@ fn tree(
     let tree = quotas::Tree::new(policy, options.capacity.as_ref(), options.minute);
     let name_of = |q: usize| object_names.get(&policy.queues[q].name).cloned().unwrap_or_default();
     let order = pre_order(policy);
-    let fair = |q: &Queue| (q.weight != 1.0).then(|| FairSharing { weight: quotas::number(q.weight) });
+    let fair = |q: &Queue, findings: &mut Vec<Finding>| {
+        (q.weight != 1.0).then(|| {
+            let weight = quotas::number(q.weight).unwrap_or_else(|m| {
+                findings.push(Finding::error(Some(q.span), format!("queue `{}`: its weight", q.name), m));
+                String::new()
+            });
+            FairSharing { weight }
+        })
+    };
     for &q in order.iter().filter(|&&q| !policy.queues[q].children.is_empty()) {
         let queue = &policy.queues[q];
         let spec = CohortSpec {
             parent_name: queue.parent.map(name_of),
             resource_groups: tree.groups(&layout, q, findings),
-            fair_sharing: fair(queue),
+            fair_sharing: fair(queue, findings),
         };
         objects.push(Object::Cohort(objects::named("Cohort", objects::metadata(&name_of(q)), spec)));
     }
@@ -269,7 +286,7 @@ fn tree(
             queueing_strategy: strategy,
             resource_groups: tree.groups(&layout, q, findings),
             preemption: preemption.clone(),
-            fair_sharing: fair(queue),
+            fair_sharing: fair(queue, findings),
         };
         objects.push(Object::ClusterQueue(objects::named("ClusterQueue", objects::metadata(&name_of(q)), spec)));
     }

@@ -215,11 +215,12 @@ impl<'p> Tree<'p> {
                             .map(|(kueue_name, r)| {
                                 let a = self.amounts(q, r, findings);
                                 any |= a.nominal > 0.0 || a.borrowing.is_some() || a.lending.is_some();
+                                let mut written = |what: &str, x: f64| written(queue, r, what, x, findings);
                                 ResourceQuota {
                                     name: kueue_name.to_string(),
-                                    nominal_quota: quantity(r, a.nominal),
-                                    borrowing_limit: a.borrowing.map(|x| quantity(r, x)),
-                                    lending_limit: a.lending.map(|x| quantity(r, x)),
+                                    nominal_quota: written("nominal quota", a.nominal),
+                                    borrowing_limit: a.borrowing.map(|x| written("borrowing limit", x)),
+                                    lending_limit: a.lending.map(|x| written("lending limit", x)),
                                 }
                             })
                             .collect(),
@@ -293,6 +294,15 @@ impl<'p> Tree<'p> {
     }
 }
 
+/// An amount of a queue as Kueue's quantity; one Kueue cannot hold is an error (E0044)
+/// naming the queue, the amount and why, and no objects are written.
+fn written(queue: &Queue, r: &Resource, what: &str, x: f64, findings: &mut Vec<Finding>) -> String {
+    quantity(r, x).unwrap_or_else(|m| {
+        findings.push(Finding::error(Some(queue.span), format!("queue `{}`: its {r} {what}", queue.name), m));
+        String::new()
+    })
+}
+
 /// Whether the queue itself quotes the resource in any way Kueue states (a parent's
 /// guarantee the checker filled in with its children's sum is not the parent's).
 pub(crate) fn quotes(q: &Queue, r: &Resource) -> bool {
@@ -300,35 +310,80 @@ pub(crate) fn quotes(q: &Queue, r: &Resource) -> bool {
     q.quotas.iter().any(|(k, m)| k.0 != QuotaKind::UserLimit && !filled(k.0) && m.contains_key(r))
 }
 
-/// A Kubernetes quantity: cards and cores as numbers (fractions in thousandths), memory in
-/// binary units when exact.
-pub fn quantity(r: &Resource, x: f64) -> String {
-    match r {
-        Resource::Mem => {
-            let bytes = x.round().max(0.0) as u64;
-            let units = [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)];
-            units
-                .iter()
-                .find(|(_, shift)| bytes != 0 && bytes.is_multiple_of(1u64 << shift))
-                .map(|(unit, shift)| format!("{}{unit}", bytes >> shift))
-                .unwrap_or_else(|| bytes.to_string())
-        }
-        _ => number(x),
-    }
+/// The count past the last Kueue holds: 2^63. Kueue reads a quota into a 64-bit
+/// integer (`resources.ResourceValue`: CPU in milli-cores with `MilliValue`, every
+/// other resource in units with `Value`), so a quantity must be below 2^63 of them.
+const INT64_END: f64 = 9_223_372_036_854_775_808.0;
+
+/// How far from a whole number a count may be, relative to it, and still be that
+/// number: the amounts are sums and differences of `f64`s (0.1 + 0.2 is not 0.3). Relative,
+/// so that a small amount is never taken for 0.
+const WHOLE_TOLERANCE: f64 = 1e-9;
+
+/// `x` as a whole number when it is one (within [`WHOLE_TOLERANCE`] of itself).
+fn whole(x: f64) -> Option<f64> {
+    let r = x.round();
+    (x.is_finite() && (x - r).abs() <= WHOLE_TOLERANCE * x.abs()).then_some(r)
 }
 
-/// A non-negative number as a quantity: whole, in thousandths (`500m`) when exact, else
-/// in billionths (`1500n`), Kubernetes' finest unit.
-pub fn number(x: f64) -> String {
-    let x = x.max(0.0);
-    let milli = x * 1000.0;
-    if x.fract() == 0.0 && x < 1e15 {
-        format!("{}", x as u64)
-    } else if (milli - milli.round()).abs() < 1e-9 && milli < 1e15 {
-        format!("{}m", milli.round() as u64)
-    } else {
-        format!("{}n", (x * 1e9).round().min(9e18) as u64)
+/// A quota amount as the Kubernetes quantity Kueue reads: cores in whole milli-cores,
+/// cards and bytes in whole units, each below 2^63 of them (memory in binary units when
+/// exact). Anything else Kueue would round up or overflow, so it is an error saying why,
+/// never a value written that Kueue would read otherwise.
+pub fn quantity(r: &Resource, x: f64) -> Result<String, String> {
+    if !(x.is_finite() && x >= 0.0) {
+        return Err(format!("{x} is not an amount Kueue can hold"));
     }
+    let (unit, scaled, kueue) = match r {
+        Resource::Cpu => ("milli-cores", x * 1000.0, "it reads `cpu` in whole milli-cores"),
+        Resource::Mem => ("bytes", x, "it reads `memory` in whole bytes"),
+        Resource::Gpu(_) => ("GPUs", x, "it reads `nvidia.com/gpu` in whole GPUs"),
+    };
+    let Some(n) = whole(scaled) else {
+        let up = scaled.ceil();
+        return Err(format!("{scaled} {unit} is no whole number: {kueue}, and would read it as {up}"));
+    };
+    if n >= INT64_END {
+        // `{:.0}`: every digit of the number, where `{}` would print its shortest form.
+        return Err(format!("{n:.0} {unit} is more than Kueue can hold: {kueue}, at most {}", i64::MAX));
+    }
+    // Below 2^63 and whole: exact as a `u64`.
+    let n = n as u64;
+    Ok(match r {
+        Resource::Cpu if n.is_multiple_of(1000) => format!("{}", n / 1000),
+        Resource::Cpu => format!("{n}m"),
+        Resource::Mem => binary(n),
+        Resource::Gpu(_) => format!("{n}"),
+    })
+}
+
+/// Bytes in the largest binary unit that holds them exactly (`16Ti`), else plain.
+fn binary(bytes: u64) -> String {
+    let units = [("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)];
+    units
+        .iter()
+        .find(|(_, shift)| bytes != 0 && bytes.is_multiple_of(1u64 << shift))
+        .map(|(unit, shift)| format!("{}{unit}", bytes >> shift))
+        .unwrap_or_else(|| bytes.to_string())
+}
+
+/// A non-negative number (a fair-sharing weight) as a quantity: whole, in thousandths
+/// (`500m`) or in billionths (`1500n`, Kubernetes' finest unit) when exact there, the
+/// written integer below 2^63 (Kubernetes' own `int64` form). Anything finer Kubernetes
+/// would round up, anything larger it cannot hold as written: an error saying why.
+pub fn number(x: f64) -> Result<String, String> {
+    if !(x.is_finite() && x >= 0.0) {
+        return Err(format!("{x} is not a quantity Kubernetes can hold"));
+    }
+    for (scale, suffix) in [(1.0, ""), (1e3, "m"), (1e9, "n")] {
+        if let Some(n) = whole(x * scale) {
+            if n >= INT64_END {
+                return Err(format!("{x:.0} is more than a Kubernetes quantity holds: at most {}{suffix}", i64::MAX));
+            }
+            return Ok(format!("{}{suffix}", n as u64));
+        }
+    }
+    Err(format!("{x} is finer than a billionth, Kubernetes' finest unit: it would round it up"))
 }
 
 /// The resources a tree quotes that Kueue should not count, for the Configuration note.

@@ -10,13 +10,22 @@
 //!   patch that is not the pod's is a 409 Conflict) and `DELETE` of one pod.
 //! - `POST …/pods/{name}/binding`: sets `spec.nodeName`; 404 for a missing pod, 409 for
 //!   one already bound or another UID. A random delay before it is answered widens races.
+//! - Leases (`/apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]`), as
+//!   kube-lease-manager uses them: `GET`; `POST` (409 AlreadyExists); `PATCH` by
+//!   server-side apply (`application/apply-patch+yaml`, `fieldManager` required, `force`)
+//!   or by strategic merge or merge patch, with field ownership kept per manager and
+//!   operation as the API server keeps it (`metadata.managedFields`): an apply that would
+//!   change a field another manager owns is a 409 Conflict naming the fields, unless
+//!   forced; a patch takes the fields it changes; `null` removes a field and its owners.
+//!   Every change of holder is recorded with its time.
 //!
 //! Failures are `Status` objects, as the real server writes them (kube-client decodes
 //! them into `kube::Error::Api`). Every successful Binding is audited: on its node the
 //! cards (annotation `gpol.dev/cards`) of the pods bound there and not deleted must be
 //! disjoint and match their requests, and per queue (label `gpol.dev/queue`) the GPUs of
-//! the bound pods must stay within the limits the test gives. Anything else the extender
-//! asks is answered 404 and recorded.
+//! the bound pods must stay within the limits the test gives. Every request is logged
+//! with its time, its client (`User-Agent`) and its answer's status. Anything else the
+//! extender asks is answered 404 and recorded.
 //!
 //! The test side creates nodes and pods, deletes pods, injects failures and delays, and
 //! subscribes to the changes in process (the emulated kube-scheduler's and kubelet's
@@ -32,10 +41,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 pub const GPU: &str = "nvidia.com/gpu";
@@ -98,6 +107,29 @@ pub struct Audit {
     pub unexpected: Vec<String>,
     /// The most Binding requests being answered at once.
     pub max_bindings_in_flight: usize,
+    /// Every request answered, in the order answered.
+    pub requests: Vec<Logged>,
+    /// Every change of a lease's holder, in order.
+    pub holders: Vec<HolderChange>,
+}
+
+/// One request: when it arrived, from whom, what it asked and how it was answered.
+#[derive(Clone, Debug)]
+pub struct Logged {
+    pub at: Instant,
+    pub agent: String,
+    pub method: String,
+    pub path: String,
+    pub code: u16,
+}
+
+/// A lease's holder changed (`None`: released).
+#[derive(Clone, Debug)]
+pub struct HolderChange {
+    pub at: Instant,
+    /// `namespace/name`.
+    pub lease: String,
+    pub holder: Option<String>,
 }
 
 struct State {
@@ -124,6 +156,11 @@ struct State {
     /// GPU limits per queue label.
     limits: HashMap<String, u64>,
     bindings_in_flight: usize,
+    /// By `namespace/name`.
+    leases: BTreeMap<String, StoredLease>,
+    /// Writes to leases by these field managers fail (500), as for a client the API
+    /// server cannot be reached from.
+    lease_faults: HashSet<String>,
     audit: Audit,
 }
 
@@ -165,6 +202,8 @@ impl ApiServer {
             rng: Rng::new(seed),
             limits: limits.iter().map(|(q, l)| (q.to_string(), *l)).collect(),
             bindings_in_flight: 0,
+            leases: BTreeMap::new(),
+            lease_faults: HashSet::new(),
             audit: Audit::default(),
         }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
@@ -262,6 +301,21 @@ impl ApiServer {
 
     pub fn audit(&self) -> Audit {
         lock(&self.state).audit.clone()
+    }
+
+    /// The lease as a client reads it.
+    pub fn lease(&self, namespace: &str, name: &str) -> Option<Value> {
+        lock(&self.state).leases.get(&format!("{namespace}/{name}")).map(StoredLease::object)
+    }
+
+    /// Writes to leases by `field_manager` fail from now on (`fail`), or no longer.
+    pub fn fail_lease_writes(&self, field_manager: &str, fail: bool) {
+        let mut s = lock(&self.state);
+        if fail {
+            s.lease_faults.insert(field_manager.to_string());
+        } else {
+            s.lease_faults.remove(field_manager);
+        }
     }
 }
 
@@ -432,9 +486,27 @@ fn router(state: Server) -> Router {
         )
         .route("/api/v1/namespaces/{ns}/pods/{name}", get(get_pod).patch(patch_pod).delete(delete_pod))
         .route("/api/v1/namespaces/{ns}/pods/{name}/binding", post(bind))
+        .route("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", post(create_lease))
+        .route("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}", get(get_lease).patch(patch_lease))
         .fallback(unexpected)
         .method_not_allowed_fallback(unexpected)
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), log_request))
         .with_state(state)
+}
+
+/// Logs a request once answered (a watch: once its stream begins).
+async fn log_request(
+    Shared(s): Shared<Server>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let at = Instant::now();
+    let agent = request.headers().get(header::USER_AGENT).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let (method, path) = (request.method().to_string(), request.uri().path().to_string());
+    let response = next.run(request).await;
+    let code = response.status().as_u16();
+    lock(&s).audit.requests.push(Logged { at, agent: agent.unwrap_or_default(), method, path, code });
+    response
 }
 
 async fn unexpected(Shared(s): Shared<Server>, request: axum::extract::Request) -> Response {
@@ -660,4 +732,417 @@ async fn bind(Shared(s): Shared<Server>, Path((ns, name)): PodPath, body: Bytes)
     state.pods.insert(key.clone(), bound);
     *state.audit.bindings.entry(key).or_default() += 1;
     status(StatusCode::CREATED, "", String::new())
+}
+
+// Leases, as kube-lease-manager uses them.
+
+const LEASE_API: &str = "coordination.k8s.io/v1";
+const LEASES: &str = "leases.coordination.k8s.io";
+
+/// A field: its path from the object's root (`["spec", "holderIdentity"]`).
+type Field = Vec<String>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Operation {
+    Apply,
+    Update,
+}
+
+/// The fields one manager owns through one operation. The API server keys owners by
+/// manager and operation both: a manager's apply conflicts even with the fields its own
+/// patches took.
+#[derive(Clone, Debug)]
+struct Owner {
+    manager: String,
+    operation: Operation,
+    fields: BTreeSet<Field>,
+    time: String,
+}
+
+impl Owner {
+    fn is(&self, manager: &str, operation: Operation) -> bool {
+        self.manager == manager && self.operation == operation
+    }
+
+    /// A `metadata.managedFields` entry.
+    fn entry(&self) -> Value {
+        let mut fields = json!({});
+        for field in &self.fields {
+            let mut at = &mut fields;
+            for key in field {
+                let Value::Object(map) = at else { break };
+                at = map.entry(format!("f:{key}")).or_insert_with(|| json!({}));
+            }
+        }
+        let operation = if self.operation == Operation::Apply { "Apply" } else { "Update" };
+        json!({"manager": self.manager, "operation": operation, "apiVersion": LEASE_API, "time": self.time,
+            "fieldsType": "FieldsV1", "fieldsV1": fields})
+    }
+}
+
+struct StoredLease {
+    object: Value,
+    owners: Vec<Owner>,
+}
+
+impl StoredLease {
+    /// The lease as served, with its owners.
+    fn object(&self) -> Value {
+        let mut object = self.object.clone();
+        object["metadata"]["managedFields"] = Value::Array(self.owners.iter().map(Owner::entry).collect());
+        object
+    }
+}
+
+/// Fields that identify an object or that the server keeps: no one owns them.
+fn is_identity(field: &[String]) -> bool {
+    const META: [&str; 7] =
+        ["name", "namespace", "uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"];
+    match field {
+        [top] => top == "apiVersion" || top == "kind",
+        [meta, key] => meta == "metadata" && META.contains(&key.as_str()),
+        _ => false,
+    }
+}
+
+/// The fields an object sets, with their values: its leaves but for its identity
+/// (`null` sets nothing).
+fn leaves(object: &Value) -> BTreeMap<Field, Value> {
+    fn walk(v: &Value, path: &mut Field, out: &mut BTreeMap<Field, Value>) {
+        match v {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    path.push(key.clone());
+                    if !is_identity(path) {
+                        walk(child, path, out);
+                    }
+                    path.pop();
+                }
+            }
+            Value::Null => {}
+            leaf => {
+                out.insert(path.clone(), leaf.clone());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(object, &mut Vec::new(), &mut out);
+    out
+}
+
+fn remove_field(object: &mut Value, field: &[String]) {
+    let Some((last, parents)) = field.split_last() else { return };
+    let mut at = object;
+    for key in parents {
+        match at.get_mut(key) {
+            Some(child) => at = child,
+            None => return,
+        }
+    }
+    if let Value::Object(map) = at {
+        map.remove(last);
+    }
+}
+
+/// Fields another owner holds that a change would give a new value, by owner.
+type Conflicts = Vec<(String, Field)>;
+
+/// Ownership after the change of `live` into `new` by `manager` through `operation`,
+/// as the API server's structured merge keeps it: the fields that change and are
+/// owned by others are conflicts — refused unless `force` (updates always force), else
+/// taken from them — and removed fields leave every owner. Returns the changed and the
+/// removed fields.
+fn change_owners(
+    owners: &mut [Owner],
+    (live, new): (&Value, &Value),
+    (manager, operation): (&str, Operation),
+    force: bool,
+) -> Result<(BTreeSet<Field>, BTreeSet<Field>), Conflicts> {
+    let (before, after) = (leaves(live), leaves(new));
+    let changed: BTreeSet<Field> =
+        after.iter().filter(|(f, v)| before.get(*f) != Some(v)).map(|(f, _)| f.clone()).collect();
+    let removed: BTreeSet<Field> = before.keys().filter(|f| !after.contains_key(*f)).cloned().collect();
+    let conflicts: Conflicts = owners
+        .iter()
+        .filter(|o| !o.is(manager, operation))
+        .flat_map(|o| o.fields.intersection(&changed).map(|f| (o.manager.clone(), f.clone())))
+        .collect();
+    if !force && !conflicts.is_empty() {
+        return Err(conflicts);
+    }
+    for o in owners.iter_mut().filter(|o| !o.is(manager, operation)) {
+        o.fields.retain(|f| !changed.contains(f) && !removed.contains(f));
+    }
+    Ok((changed, removed))
+}
+
+/// The 409 an apply gets for fields other managers own.
+fn apply_conflict(conflicts: &Conflicts) -> Response {
+    let dotted = |f: &Field| format!(".{}", f.join("."));
+    let causes: Vec<Value> = conflicts
+        .iter()
+        .map(|(m, f)| {
+            json!({"reason": "FieldManagerConflict", "message": format!("conflict with \"{m}\" using {LEASE_API}"),
+                "field": dotted(f)})
+        })
+        .collect();
+    let listed: Vec<String> =
+        conflicts.iter().map(|(m, f)| format!("conflict with \"{m}\" using {LEASE_API}: {}", dotted(f))).collect();
+    let n = conflicts.len();
+    let message = format!("Apply failed with {n} conflict{}: {}", if n == 1 { "" } else { "s" }, listed.join("; "));
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 409,
+        "reason": "Conflict", "message": message, "details": {"causes": causes}});
+    json_response(StatusCode::CONFLICT, &body)
+}
+
+fn lease_not_found(name: &str) -> Response {
+    status(StatusCode::NOT_FOUND, "NotFound", format!("{LEASES} \"{name}\" not found"))
+}
+
+fn bad_request(message: impl Into<String>) -> Response {
+    status(StatusCode::BAD_REQUEST, "BadRequest", message.into())
+}
+
+/// The holder a lease names.
+fn holder_of(lease: &Value) -> Option<String> {
+    lease.pointer("/spec/holderIdentity").and_then(Value::as_str).map(str::to_string)
+}
+
+/// The manager a request without `fieldManager` is recorded under: its user agent's
+/// first word, as the API server names it.
+fn default_manager(headers: &HeaderMap) -> String {
+    let agent = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    Some(agent.split('/').next().unwrap_or_default()).filter(|a| !a.is_empty()).unwrap_or("unknown").to_string()
+}
+
+/// What validation refuses in a Lease: a spec that is not a LeaseSpec (times that are no
+/// MicroTime, a duration that is no integer…) or a duration not above zero.
+fn invalid_lease(lease: &Value) -> Option<Response> {
+    let spec = lease.get("spec").cloned().unwrap_or(Value::Null);
+    let invalid = |m: String| Some(status(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", m));
+    if let Err(e) = serde_json::from_value::<Option<k8s_openapi::api::coordination::v1::LeaseSpec>>(spec.clone()) {
+        return invalid(format!("Lease.coordination.k8s.io is invalid: spec: {e}"));
+    }
+    match spec.get("leaseDurationSeconds").and_then(Value::as_i64) {
+        Some(d) if d <= 0 => invalid(format!("spec.leaseDurationSeconds: Invalid value: {d}: must be greater than 0")),
+        _ => None,
+    }
+}
+
+impl State {
+    /// Stores a lease changed (or created): a new resourceVersion, and its holder's
+    /// change recorded.
+    fn store_lease(&mut self, key: String, mut object: Value, mut owners: Vec<Owner>, before: Option<&Value>) -> Value {
+        owners.retain(|o| !o.fields.is_empty());
+        self.rv += 1;
+        object["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let holder = holder_of(&object);
+        if before.and_then(holder_of) != holder {
+            self.audit.holders.push(HolderChange { at: Instant::now(), lease: key.clone(), holder });
+        }
+        let stored = StoredLease { object, owners };
+        let served = stored.object();
+        self.leases.insert(key, stored);
+        served
+    }
+}
+
+async fn get_lease(Shared(s): Shared<Server>, Path((ns, name)): PodPath) -> Response {
+    match lock(&s).leases.get(&format!("{ns}/{name}")) {
+        Some(lease) => json_response(StatusCode::OK, &lease.object()),
+        None => lease_not_found(&name),
+    }
+}
+
+async fn create_lease(
+    Shared(s): Shared<Server>,
+    Path(ns): Path<String>,
+    Query(q): Params,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(&body) else {
+        return bad_request("the Lease is not a JSON object");
+    };
+    let mut lease = Value::Object(fields);
+    let Some(name) = lease.pointer("/metadata/name").and_then(Value::as_str).filter(|n| !n.is_empty()) else {
+        let m = "metadata.name: Required value: name or generateName is required".to_string();
+        return status(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", m);
+    };
+    let name = name.to_string();
+    if lease.pointer("/metadata/namespace").and_then(Value::as_str).is_some_and(|n| n != ns) {
+        return bad_request("the namespace of the provided object does not match the namespace sent on the request");
+    }
+    if let Some(invalid) = invalid_lease(&lease) {
+        return invalid;
+    }
+    let key = format!("{ns}/{name}");
+    let manager = q.get("fieldManager").cloned().unwrap_or_else(|| default_manager(&headers));
+    let mut state = lock(&s);
+    if state.leases.contains_key(&key) {
+        return status(StatusCode::CONFLICT, "AlreadyExists", format!("{LEASES} \"{name}\" already exists"));
+    }
+    state.serial += 1;
+    lease["apiVersion"] = json!(LEASE_API);
+    lease["kind"] = json!("Lease");
+    lease["metadata"]["namespace"] = json!(ns);
+    lease["metadata"]["uid"] = json!(format!("lease-uid-{}", state.serial));
+    lease["metadata"]["creationTimestamp"] = json!(now());
+    if lease.get("spec").is_none_or(Value::is_null) {
+        lease["spec"] = json!({});
+    }
+    let fields = leases_owned(&lease);
+    let owners = vec![Owner { manager, operation: Operation::Update, fields, time: now() }];
+    let created = state.store_lease(key, lease, owners, None);
+    json_response(StatusCode::CREATED, &created)
+}
+
+/// The fields an object's creator owns: all it sets.
+fn leases_owned(lease: &Value) -> BTreeSet<Field> {
+    leaves(lease).into_keys().collect()
+}
+
+/// A patch as the API server reads its body (server-side apply's YAML, of which JSON is
+/// a part, or JSON for the others), or why it cannot be read.
+fn read_patch(operation: Operation, body: &[u8]) -> Result<Value, String> {
+    let parsed = match serde_json::from_slice::<Value>(body) {
+        Ok(v) => Ok(v),
+        Err(e) if operation == Operation::Apply => {
+            let text = String::from_utf8_lossy(body);
+            serde_saphyr::from_str::<Value>(&text).map_err(|y| format!("{e}; as YAML: {y}"))
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    match parsed {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) => Err("the patch is not an object".into()),
+        Err(e) => Err(format!("the patch cannot be read: {e}")),
+    }
+}
+
+async fn patch_lease(
+    Shared(s): Shared<Server>,
+    Path((ns, name)): PodPath,
+    Query(q): Params,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let kind = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let operation = match kind {
+        "application/apply-patch+yaml" => Operation::Apply,
+        "application/strategic-merge-patch+json" | "application/merge-patch+json" => Operation::Update,
+        other => {
+            let m = format!("the emulation serves apply, strategic merge and merge patches of leases, not `{other}`");
+            return status(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", m);
+        }
+    };
+    let force = q.get("force").is_some_and(|f| f == "true");
+    if force && operation == Operation::Update {
+        return bad_request("force: Invalid value: true: may not be specified for non-apply patch");
+    }
+    let manager = match (q.get("fieldManager").filter(|m| !m.is_empty()), operation) {
+        (Some(m), _) => m.clone(),
+        (None, Operation::Apply) => {
+            return bad_request(
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            );
+        }
+        (None, Operation::Update) => default_manager(&headers),
+    };
+    let patch = match read_patch(operation, &body) {
+        Ok(p) => p,
+        Err(e) => return bad_request(e),
+    };
+    let mut state = lock(&s);
+    if state.lease_faults.contains(&manager) {
+        let m = format!("injected failure writing lease {ns}/{name} for {manager}");
+        return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", m);
+    }
+    let key = format!("{ns}/{name}");
+    if let Some(refused) = refuse_lease_patch(state.leases.get(&key), &patch, operation, &name) {
+        return refused;
+    }
+    let existing = state.leases.get(&key).map(|l| (l.object.clone(), l.owners.clone()));
+    let exists = existing.is_some();
+    let (live, mut owners) = match existing {
+        Some(lease) => lease,
+        // Server-side apply creates what does not exist.
+        None => {
+            state.serial += 1;
+            let created = json!({"apiVersion": LEASE_API, "kind": "Lease",
+                "metadata": {"name": name, "namespace": ns, "uid": format!("lease-uid-{}", state.serial),
+                    "creationTimestamp": now()}, "spec": {}});
+            (created, Vec::new())
+        }
+    };
+    let mut new = live.clone();
+    merge(&mut new, &patch);
+    for field in ["name", "namespace", "uid", "creationTimestamp", "resourceVersion"] {
+        new["metadata"][field] = live["metadata"][field].clone();
+    }
+    if let Some(invalid) = invalid_lease(&new) {
+        return invalid;
+    }
+    // Updates never conflict: they take what they change.
+    let forced = force || operation == Operation::Update;
+    let (changed, removed) = match change_owners(&mut owners, (&live, &new), (&manager, operation), forced) {
+        Ok(c) => c,
+        Err(conflicts) => return apply_conflict(&conflicts),
+    };
+    let mine = owners.iter().position(|o| o.is(&manager, operation));
+    let before: BTreeSet<Field> = mine.map(|i| owners[i].fields.clone()).unwrap_or_default();
+    let after: BTreeSet<Field> = match operation {
+        // The applier owns exactly what it applies; what it applied before and applies no
+        // longer goes, unless someone else owns it too.
+        Operation::Apply => {
+            let applied: BTreeSet<Field> = leaves(&patch).into_keys().collect();
+            for field in before.difference(&applied) {
+                if !owners.iter().any(|o| !o.is(&manager, operation) && o.fields.contains(field)) {
+                    remove_field(&mut new, field);
+                }
+            }
+            applied
+        }
+        Operation::Update => before.difference(&removed).chain(&changed).cloned().collect(),
+    };
+    let owner = Owner { manager: manager.clone(), operation, fields: after, time: now() };
+    match mine {
+        Some(i) => owners[i] = owner,
+        None => owners.push(owner),
+    }
+    let (code, before) = if exists { (StatusCode::OK, Some(&live)) } else { (StatusCode::CREATED, None) };
+    let patched = state.store_lease(key, new, owners, before);
+    json_response(code, &patched)
+}
+
+/// Why a patch of a lease is refused before it is tried: a patch of none, another name,
+/// a stale resourceVersion, an apply that is no Lease.
+fn refuse_lease_patch(
+    stored: Option<&StoredLease>,
+    patch: &Value,
+    operation: Operation,
+    name: &str,
+) -> Option<Response> {
+    if stored.is_none() && operation == Operation::Update {
+        return Some(lease_not_found(name));
+    }
+    if let Some(other) = patch.pointer("/metadata/name").and_then(Value::as_str).filter(|n| *n != name) {
+        return Some(bad_request(format!(
+            "the name of the object ({other}) does not match the name on the URL ({name})"
+        )));
+    }
+    if operation == Operation::Apply
+        && (patch.get("apiVersion").and_then(Value::as_str) != Some(LEASE_API)
+            || patch.get("kind").and_then(Value::as_str) != Some("Lease"))
+    {
+        return Some(bad_request(format!("an apply to a lease must give apiVersion {LEASE_API} and kind Lease")));
+    }
+    let current = stored.and_then(|l| l.object.pointer("/metadata/resourceVersion")).and_then(Value::as_str);
+    match patch.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|v| !v.is_empty()) {
+        Some(asked) if Some(asked) != current => Some(conflict(format!(
+            "Operation cannot be fulfilled on {LEASES} \"{name}\": the object has been modified; \
+             please apply your changes to the latest version and try again"
+        ))),
+        _ => None,
+    }
 }

@@ -11,9 +11,10 @@
 //!   (`block128`), domains named by their first block (`b1+`).
 //!
 //! Keys are case-insensitive, `#` starts a comment, `LinkSpeed` is read and ignored as
-//! Slurm ignores it. Errors name the line and the key.
+//! Slurm ignores it. Errors name the line and the key. The file's hostlists together name
+//! at most `MAX_HOSTLIST_NAMES_PER_DOCUMENT` hosts (docs/limits.md).
 
-use crate::hostlist;
+use crate::hostlist::{self, Budget};
 use gpol_compiler::limits::MAX_LEVELS;
 use std::collections::{BTreeMap, HashMap};
 
@@ -61,10 +62,11 @@ impl Line<'_> {
         self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 
-    fn hosts(&self, key: &str, field: &str) -> Result<Vec<String>, ConfError> {
+    /// The hosts a key names, taken from the file's budget of names.
+    fn hosts(&self, key: &str, field: &str, budget: &mut Budget) -> Result<Vec<String>, ConfError> {
         match self.get(key) {
             None => Ok(Vec::new()),
-            Some(list) => hostlist::expand(list).map_err(|m| error(self.number, field, m)),
+            Some(list) => hostlist::expand_within(list, budget).map_err(|m| error(self.number, field, m.to_string())),
         }
     }
 }
@@ -111,6 +113,7 @@ fn read_tree(lines: &[Line<'_>]) -> Result<Topology, ConfError> {
     let mut parent: HashMap<String, String> = HashMap::new();
     let mut leaf_of: BTreeMap<String, String> = BTreeMap::new();
     let mut switches: HashMap<String, usize> = HashMap::new();
+    let mut budget = Budget::per_document();
     for l in lines {
         let Some(name) = l.get("switchname") else {
             return Err(error(l.number, "SwitchName", "a topology/tree line starts with SwitchName="));
@@ -118,12 +121,12 @@ fn read_tree(lines: &[Line<'_>]) -> Result<Topology, ConfError> {
         if switches.insert(name.to_string(), l.number).is_some() {
             return Err(error(l.number, "SwitchName", format!("switch `{name}` is defined twice")));
         }
-        for node in l.hosts("nodes", "Nodes")? {
+        for node in l.hosts("nodes", "Nodes", &mut budget)? {
             if let Some(other) = leaf_of.insert(node.clone(), name.to_string()) {
                 return Err(error(l.number, "Nodes", format!("node `{node}` is already under switch `{other}`")));
             }
         }
-        for child in l.hosts("switches", "Switches")? {
+        for child in l.hosts("switches", "Switches", &mut budget)? {
             if let Some(other) = parent.insert(child.clone(), name.to_string()) {
                 return Err(error(l.number, "Switches", format!("switch `{child}` is already under switch `{other}`")));
             }
@@ -169,6 +172,7 @@ fn read_blocks(lines: &[Line<'_>]) -> Result<Topology, ConfError> {
     let mut blocks: Vec<(String, Vec<String>, usize)> = Vec::new();
     let mut sizes: Vec<usize> = Vec::new();
     let mut block_of: HashMap<String, String> = HashMap::new();
+    let mut budget = Budget::per_document();
     for l in lines {
         if let Some(list) = l.get("blocksizes") {
             sizes = list
@@ -194,7 +198,7 @@ fn read_blocks(lines: &[Line<'_>]) -> Result<Topology, ConfError> {
         if blocks.iter().any(|(b, _, _)| b == name) {
             return Err(error(l.number, "BlockName", format!("block `{name}` is defined twice")));
         }
-        let nodes = l.hosts("nodes", "Nodes")?;
+        let nodes = l.hosts("nodes", "Nodes", &mut budget)?;
         for node in &nodes {
             if let Some(other) = block_of.insert(node.clone(), name.to_string()) {
                 return Err(error(l.number, "Nodes", format!("node `{node}` is already in block `{other}`")));
