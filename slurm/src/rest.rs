@@ -67,43 +67,14 @@ impl Rest {
     /// what slurmrestd said.
     fn get(&self, path: &str, limit: u64) -> Result<String, String> {
         let url = self.url(path);
-        let fail = |e: curl::Error| format!("{url}: {e}");
-        let mut easy = curl::easy::Easy::new();
-        easy.url(&format!("{}{path}", self.base)).map_err(fail)?;
-        if let Some(socket) = &self.socket {
-            easy.unix_socket_path(Some(socket)).map_err(fail)?;
-        }
-        easy.timeout(TIMEOUT).map_err(fail)?;
-        let mut headers = curl::easy::List::new();
-        headers.append("Accept: application/json").map_err(fail)?;
-        if let Some(token) = &self.token {
-            if let Some(user) = &self.user {
-                headers.append(&format!("X-SLURM-USER-NAME: {user}")).map_err(fail)?;
-            }
-            headers.append(&format!("X-SLURM-USER-TOKEN: {token}")).map_err(fail)?;
-        }
-        easy.http_headers(headers).map_err(fail)?;
-        let mut body = Vec::new();
-        let mut too_long = false;
-        let done = {
-            let mut transfer = easy.transfer();
-            transfer
-                .write_function(|data| {
-                    if body.len() as u64 + data.len() as u64 > limit {
-                        too_long = true;
-                        return Ok(0); // Fewer bytes than given: curl stops.
-                    }
-                    body.extend_from_slice(data);
-                    Ok(data.len())
-                })
-                .map_err(fail)?;
-            transfer.perform()
-        };
-        if too_long {
-            return Err(format!("{url}: the answer is longer than {limit} bytes"));
-        }
-        done.map_err(fail)?;
-        let status = easy.response_code().map_err(fail)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("{url}: cannot start the client: {e}"))?;
+        let (status, body) = runtime
+            .block_on(async { tokio::time::timeout(TIMEOUT, self.exchange(path, limit)).await })
+            .map_err(|_| format!("{url}: no answer within {} s", TIMEOUT.as_secs()))?
+            .map_err(|e| format!("{url}: {e}"))?;
         let text = String::from_utf8(body).map_err(|_| format!("{url}: the answer is not UTF-8 text"))?;
         let said = crate::errors::of_text(&text);
         if status != 200 || !said.is_empty() {
@@ -112,6 +83,84 @@ impl Rest {
         }
         Ok(text)
     }
+
+    /// One HTTP/1.1 GET over the socket, plain TCP or TLS: the status and the body.
+    async fn exchange(&self, path: &str, limit: u64) -> Result<(u16, Vec<u8>), String> {
+        let uri: hyper::Uri = format!("{}{path}", self.base).parse().map_err(|e| format!("not a URL: {e}"))?;
+        let host = uri.host().ok_or("the URL names no host")?.to_string();
+        let mut request = hyper::Request::get(uri.path_and_query().map_or(path, |p| p.as_str()))
+            .header(hyper::header::HOST, uri.authority().map_or(host.as_str(), |a| a.as_str()))
+            .header(hyper::header::ACCEPT, "application/json");
+        if let Some(token) = &self.token {
+            if let Some(user) = &self.user {
+                request = request.header("X-SLURM-USER-NAME", user);
+            }
+            request = request.header("X-SLURM-USER-TOKEN", token);
+        }
+        let request = request.body(http_body_util::Empty::<hyper::body::Bytes>::new()).map_err(|e| e.to_string())?;
+        let tls = uri.scheme_str() == Some("https");
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+        match (&self.socket, tls) {
+            (Some(socket), _) => {
+                send(tokio::net::UnixStream::connect(socket).await.map_err(|e| e.to_string())?, request, limit).await
+            }
+            (None, false) => {
+                send(
+                    tokio::net::TcpStream::connect((host.as_str(), port)).await.map_err(|e| e.to_string())?,
+                    request,
+                    limit,
+                )
+                .await
+            }
+            (None, true) => {
+                let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await.map_err(|e| e.to_string())?;
+                let name =
+                    rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| format!("`{host}`: {e}"))?;
+                let stream = tls_connector()?.connect(name, tcp).await.map_err(|e| format!("TLS: {e}"))?;
+                send(stream, request, limit).await
+            }
+        }
+    }
+}
+
+/// A TLS client that trusts what this machine trusts (its CA store, through the platform
+/// verifier), with ring as the crypto provider as everywhere in gpol.
+fn tls_connector() -> Result<tokio_rustls::TlsConnector, String> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let verifier =
+        rustls_platform_verifier::Verifier::new(std::sync::Arc::clone(&provider)).map_err(|e| e.to_string())?;
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(std::sync::Arc::new(verifier))
+        .with_no_client_auth();
+    Ok(tokio_rustls::TlsConnector::from(std::sync::Arc::new(config)))
+}
+
+/// Sends the request on the connection and reads the answer, at most `limit` bytes of it.
+async fn send<S>(
+    stream: S,
+    request: hyper::Request<http_body_util::Empty<hyper::body::Bytes>>,
+    limit: u64,
+) -> Result<(u16, Vec<u8>), String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use http_body_util::BodyExt;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
+    tokio::spawn(connection);
+    let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let body = http_body_util::Limited::new(response.into_body(), limit).collect().await.map_err(|e| {
+        match e.downcast_ref::<http_body_util::LengthLimitError>() {
+            Some(_) => format!("the answer is longer than {limit} bytes"),
+            None => e.to_string(),
+        }
+    })?;
+    Ok((status, body.to_bytes().to_vec()))
 }
 
 #[cfg(test)]
@@ -138,6 +187,50 @@ mod tests {
         assert_eq!(of_text(v41), ["Authentication failure: Invalid user: rest_auth"]);
         assert!(of_text(r#"{"errors": [], "jobs": []}"#).is_empty());
         assert!(of_text("Authentication failure").is_empty());
+    }
+
+    /// A one-shot HTTP server on loopback: answers `body` to the first request and
+    /// returns what it was asked.
+    fn answer_once(body: String) -> (String, std::thread::JoinHandle<String>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let base = format!("http://{}", listener.local_addr().expect("an address"));
+        let served = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().expect("a connection");
+            let mut asked = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !asked.ends_with(b"\r\n\r\n") {
+                let n = s.read(&mut buf).expect("read");
+                if n == 0 {
+                    break;
+                }
+                asked.extend_from_slice(&buf[..n]);
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(body.as_bytes());
+            String::from_utf8_lossy(&asked).into_owned()
+        });
+        (base, served)
+    }
+
+    #[test]
+    fn a_get_over_tcp_carries_the_token_and_is_bounded() {
+        let (base, served) = answer_once(r#"{"errors": [], "jobs": []}"#.into());
+        let mut r = Rest::new(&base, DEFAULT_VERSION).expect("a URL");
+        (r.user, r.token) = (Some("alice".into()), Some("jwt-123".into()));
+        assert_eq!(r.jobs(1 << 20).expect("answered"), r#"{"errors": [], "jobs": []}"#);
+        let asked = served.join().expect("served").to_ascii_lowercase();
+        assert!(asked.starts_with("get /slurm/v0.0.38/jobs http/1.1\r\n"), "{asked}");
+        assert!(
+            asked.contains("x-slurm-user-name: alice\r\n") && asked.contains("x-slurm-user-token: jwt-123\r\n"),
+            "{asked}"
+        );
+        // An answer past the limit is refused, not read whole.
+        let (base, served) = answer_once("x".repeat(10_000));
+        let e = Rest::new(&base, DEFAULT_VERSION).expect("a URL").nodes(1_000).expect_err("too long");
+        assert!(e.ends_with("the answer is longer than 1000 bytes"), "{e}");
+        let _ = served.join();
     }
 
     #[test]
