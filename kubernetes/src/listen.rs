@@ -33,7 +33,7 @@ pub struct Connections {
 const DRAIN: Duration = Duration::from_secs(10);
 
 /// Serves `app` on `listener` until `shutdown` completes, then finishes the requests in
-/// flight (for at most [`DRAIN`]).
+/// flight (for at most ten seconds).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
