@@ -39,6 +39,8 @@ pub struct Cluster {
     /// cluster's clock. `None` once the API server's watch feeds the nodes: then request
     /// bodies never change what the extender knows.
     sent: Option<FxHashMap<String, u64>>,
+    /// The most nodes kept: [`MAX_NODES`] unless lowered.
+    max_nodes: usize,
     /// Bound pods by UID, the ones `bind` has reserved a place for included.
     pods: HashMap<String, MappedPod>,
     /// Pods `bind` reserved a place for that the watch has not yet reported bound.
@@ -139,6 +141,7 @@ impl Cluster {
             nodes: BTreeMap::new(),
             versions: FxHashMap::default(),
             sent: Some(FxHashMap::default()),
+            max_nodes: MAX_NODES,
             pods: HashMap::new(),
             assumed: HashMap::new(),
             built: None,
@@ -185,6 +188,12 @@ impl Cluster {
         }
     }
 
+    /// Keeps at most `n` nodes (at most [`MAX_NODES`]): a small extender's bound on what
+    /// requests may make it hold.
+    pub fn set_max_nodes(&mut self, n: usize) {
+        self.max_nodes = n.min(MAX_NODES);
+    }
+
     /// Whether request bodies bring nodes (no API server connected).
     pub fn nodes_from_requests(&self) -> bool {
         self.sent.is_some()
@@ -192,7 +201,7 @@ impl Cluster {
 
     /// Whole Node objects sent in a request: kept (or brought up to date) when nodes come
     /// from requests, each until [`SENT_NODE_TTL_MS`] after it was last sent; when the
-    /// extender holds [`MAX_NODES`], the nodes sent longest ago make room. Ignored when
+    /// extender holds its most nodes, the nodes sent longest ago make room. Ignored when
     /// the API server feeds the nodes. Returns the nodes that cannot be mapped, and why.
     pub fn apply_sent_nodes(&mut self, objects: &[Value]) -> FxHashMap<String, Arc<str>> {
         let mut bad = FxHashMap::default();
@@ -202,7 +211,7 @@ impl Cluster {
         let mut expired: Vec<(u64, String)> =
             sent.iter().filter(|(n, _)| !names.contains(n.as_str())).map(|(n, &at)| (at, n.clone())).collect();
         let new = names.iter().filter(|n| !self.nodes.contains_key(**n)).count();
-        let over = (self.nodes.len() + new).saturating_sub(MAX_NODES);
+        let over = (self.nodes.len() + new).saturating_sub(self.max_nodes);
         expired.sort_unstable();
         let stale = expired.partition_point(|(at, _)| now.saturating_sub(*at) > SENT_NODE_TTL_MS);
         for (_, name) in expired.into_iter().take(stale.max(over)) {
@@ -240,8 +249,8 @@ impl Cluster {
         if self.nodes.get(&node.spec.name) == Some(&node) {
             return Ok(false);
         }
-        if !self.nodes.contains_key(&node.spec.name) && self.nodes.len() >= MAX_NODES {
-            return Err(FieldError::new("metadata.name", format!("more than {MAX_NODES} nodes")));
+        if !self.nodes.contains_key(&node.spec.name) && self.nodes.len() >= self.max_nodes {
+            return Err(FieldError::new("metadata.name", format!("more than {} nodes", self.max_nodes)));
         }
         self.nodes.insert(node.spec.name.clone(), node);
         self.changed();

@@ -498,3 +498,35 @@ fn nodes_sent_in_requests_expire_and_make_room() {
     .expect("answered");
     assert_eq!(r.node_names, Some(vec!["b".to_string()]));
 }
+
+#[test]
+fn at_the_node_limit_the_nodes_sent_longest_ago_make_room() {
+    let mut c = cluster();
+    c.set_max_nodes(3);
+    let p = || pod("new", 1, "training", None, "high", false);
+    let send = |c: &mut Cluster, names: &[&str], at: u64| {
+        c.set_clock(at);
+        let items: Vec<Value> = names.iter().map(|n| node(n, 8, false, false)).collect();
+        let args = ExtenderArgs { pod: Some(p()), nodes: Some(json!({"items": items})), node_names: None };
+        verbs::filter(c, args).expect("answered")
+    };
+    // A client fills the extender with names it never sends again.
+    send(&mut c, &["x1", "x2", "x3"], 0);
+    // A real node sent later is taken, in place of a name sent longest ago; so is the next.
+    let r = send(&mut c, &["real"], 1000);
+    assert_eq!(r.node_names.as_deref(), None);
+    assert_eq!(r.nodes.as_ref().map(|n| n["items"].as_array().map_or(0, Vec::len)), Some(1), "{r:?}");
+    assert_eq!(c.node_count(), 3);
+    send(&mut c, &["real", "other"], 2000);
+    assert_eq!(c.node_count(), 3);
+    let known = verbs::filter(
+        &mut c,
+        ExtenderArgs {
+            pod: Some(p()),
+            nodes: None,
+            node_names: Some(vec!["real".into(), "other".into(), "x1".into()]),
+        },
+    )
+    .expect("answered");
+    assert_eq!(known.node_names, Some(vec!["real".to_string(), "other".to_string()]));
+}
