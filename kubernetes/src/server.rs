@@ -5,8 +5,9 @@
 //!
 //! Every request is bounded and every refusal says why in its body: a body declared or
 //! found larger than the limit is refused (413) before it is read whole, a content type
-//! other than JSON is 415, a request not answered within the time limit is 408 (the work
-//! runs off the connection's thread, so the deadline holds however heavy the request),
+//! other than JSON is 415, a request not answered within the time limit is 408 (heavy
+//! work, or work that would wait for the cluster's lock, runs off the connection's
+//! thread, so the deadline holds however heavy the request),
 //! malformed JSON and requests missing what a verb needs are 400, unknown paths 404 and
 //! wrong methods 405; with a token file, a verb without the token is 401. Connections are
 //! capped, and their headers and TLS handshakes have a deadline ([`crate::listen`]). The
@@ -31,7 +32,7 @@ use gpol_compiler::load::Checked;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 /// Limits, timings and security of a served extender.
@@ -202,11 +203,20 @@ impl Extender {
         verb: &str,
         body: &[u8],
         deadline: Instant,
+        lock: Lock,
         run: impl FnOnce(&mut Cluster, A, &Metrics) -> Result<R, BadRequest>,
-    ) -> Response {
+    ) -> Option<Response> {
         let start = Instant::now();
+        let free = match lock {
+            Lock::Wait => None,
+            Lock::IfFree => match self.cluster.try_lock() {
+                Ok(guard) => Some(guard),
+                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) => return None,
+            },
+        };
         let outcome = extender::decode::<A>(body).map_err(BadRequest).and_then(|args| {
-            let mut cluster = self.cluster();
+            let mut cluster = free.unwrap_or_else(|| self.cluster());
             // Waited too long for the cluster: the client has had its 408 already.
             if Instant::now() >= deadline {
                 return Err(BadRequest("no time left to answer".into()));
@@ -224,9 +234,25 @@ impl Extender {
             }
         };
         self.metrics.answered(verb, response.status().as_u16(), start.elapsed().as_secs_f64());
-        response
+        Some(response)
     }
 }
+
+/// How a verb takes the cluster's lock.
+#[derive(Clone, Copy)]
+enum Lock {
+    /// Waits for it (on the blocking pool).
+    Wait,
+    /// Takes it only if it is free now (on the connection's thread, which must never wait).
+    IfFree,
+}
+
+/// Bodies up to this size (about 10,000 node names) are answered on the connection's own
+/// thread when the cluster is free: their work takes a few milliseconds at most, and the
+/// hop to the blocking pool would be a good part of a small request's time. Larger ones,
+/// and any that would wait for the lock, go to the blocking pool, where a deadline holds
+/// however long they take.
+const INLINE_BODY_BYTES: usize = 128 << 10;
 
 /// The verbs, by the last segment of the path.
 const VERBS: [&str; 4] = ["filter", "prioritize", "preempt", "bind"];
@@ -371,10 +397,18 @@ async fn route(ext: Arc<Extender>, request: Request, limits: Arc<Limits>) -> Res
             }
         }
         _ => {
-            // The verbs are CPU work: off the connection's thread, so the deadline holds.
-            let work = tokio::task::spawn_blocking(move || dispatch(&ext, &verb, &body, deadline));
+            if body.len() <= INLINE_BODY_BYTES
+                && let Some(response) = dispatch(&ext, &verb, &body, deadline, Lock::IfFree)
+            {
+                return response;
+            }
+            // Heavy, or the cluster busy: off the connection's thread, so the deadline holds.
+            let asked = verb.clone();
+            let work = tokio::task::spawn_blocking(move || dispatch(&ext, &asked, &body, deadline, Lock::Wait));
             match work.await {
-                Ok(response) => response,
+                Ok(Some(response)) => response,
+                // Waiting for the lock, it always answers.
+                Ok(None) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{verb}: not answered\n")),
                 Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
             }
         }
@@ -430,9 +464,9 @@ async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
     response
 }
 
-fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant) -> Response {
+fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant, lock: Lock) -> Option<Response> {
     match verb {
-        "filter" => ext.answer(verb, body, deadline, |c, args: ExtenderArgs, m| {
+        "filter" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderArgs, m| {
             let r = verbs::filter(c, args)?;
             let passed = r.node_names.as_ref().map_or_else(
                 || r.nodes.as_ref().and_then(|n| n.get("items")).and_then(|i| i.as_array()).map_or(0, Vec::len),
@@ -443,13 +477,13 @@ fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant) -> Resp
             m.decided("unresolvable", r.failed_and_unresolvable_nodes.as_ref().map_or(0, |f| f.len()) as u64);
             Ok(r)
         }),
-        "prioritize" => ext.answer(verb, body, deadline, |c, args: ExtenderArgs, _| verbs::prioritize(c, args)),
-        "preempt" => ext.answer(verb, body, deadline, |c, args: ExtenderPreemptionArgs, m| {
+        "prioritize" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderArgs, _| verbs::prioritize(c, args)),
+        "preempt" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderPreemptionArgs, m| {
             let r = verbs::preempt(c, &args)?;
             m.decided("preemption_nodes", r.node_name_to_meta_victims.as_ref().map_or(0, |v| v.len()) as u64);
             Ok(r)
         }),
-        _ => ext.answer(verb, body, deadline, |_, args: ExtenderBindingArgs, m| {
+        _ => ext.answer(verb, body, deadline, lock, |_, args: ExtenderBindingArgs, m| {
             if let Some(field) = args.missing() {
                 return Err(BadRequest(format!("the request has no `{field}`")));
             }
