@@ -448,14 +448,21 @@ fn job_submit_lua_keeps_slurm_off_the_nodes_a_static_filter_refuses() {
     assert!(said.contains("== ExcNodeList=ts-[0-1]"), "{said}");
 }
 
+/// A temporary directory asking for a test Slurm with accounting (slurmdbd), and the
+/// test cluster's nodes as a cluster file in it.
+fn accounting_cluster() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    write(dir.path(), "accounting", "");
+    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
+    (dir, cluster)
+}
+
 #[test]
 fn plan_mends_the_live_association_tree_and_then_has_nothing_to_change() {
     if !support::slurm::accounting_here() {
         return;
     }
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    write(dir.path(), "accounting", "");
-    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
+    let (dir, cluster) = accounting_cluster();
     let before = write(
         dir.path(),
         "before.gpol",
@@ -537,9 +544,7 @@ fn accounts_sh_runs_on_a_default_slurm_and_again_changing_nothing() {
     if !support::slurm::accounting_here() {
         return;
     }
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    write(dir.path(), "accounting", "");
-    let cluster = write(dir.path(), "cluster.toml", SIXTEEN_NODES);
+    let (dir, cluster) = accounting_cluster();
     // Class `normal` is a QOS every Slurm has already.
     let policy = write(
         dir.path(),

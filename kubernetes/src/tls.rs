@@ -54,11 +54,41 @@ fn read(file: &Path) -> Result<Vec<u8>, TlsError> {
     gpol_compiler::files::read(file, MAX_FILE_BYTES).map_err(|e| error(file, e.to_string()))
 }
 
-/// TLS as served now: the acceptor new connections use, and the files' contents it was
-/// built from.
+/// A value built from files' contents, built again when they change: the contents it
+/// was built from, and the value.
+struct Watched<T> {
+    current: RwLock<(Vec<Vec<u8>>, T)>,
+}
+
+impl<T: Clone> Watched<T> {
+    fn new(contents: Vec<Vec<u8>>, value: T) -> Watched<T> {
+        Watched { current: RwLock::new((contents, value)) }
+    }
+
+    fn get(&self) -> T {
+        self.current.read().unwrap_or_else(PoisonError::into_inner).1.clone()
+    }
+
+    /// Builds the value again from `contents` if they changed (`Ok(true)`); a build that
+    /// fails leaves the value in force.
+    fn update(
+        &self,
+        contents: Vec<Vec<u8>>,
+        build: impl FnOnce(&[Vec<u8>]) -> Result<T, TlsError>,
+    ) -> Result<bool, TlsError> {
+        if self.current.read().unwrap_or_else(PoisonError::into_inner).0 == contents {
+            return Ok(false);
+        }
+        let value = build(&contents)?;
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = (contents, value);
+        Ok(true)
+    }
+}
+
+/// TLS as served now: the acceptor new connections use.
 pub struct Tls {
     files: TlsFiles,
-    current: RwLock<(Vec<Vec<u8>>, TlsAcceptor)>,
+    acceptor: Watched<TlsAcceptor>,
 }
 
 impl Tls {
@@ -66,25 +96,19 @@ impl Tls {
     pub fn load(files: TlsFiles) -> Result<Tls, TlsError> {
         let contents = contents(&files)?;
         let acceptor = acceptor(&files, &contents)?;
-        Ok(Tls { files, current: RwLock::new((contents, acceptor)) })
+        Ok(Tls { acceptor: Watched::new(contents, acceptor), files })
     }
 
     /// The acceptor for a new connection.
     pub fn acceptor(&self) -> TlsAcceptor {
-        self.current.read().unwrap_or_else(PoisonError::into_inner).1.clone()
+        self.acceptor.get()
     }
 
     /// Reads the files again: changed ones that make a valid configuration replace it for
     /// new connections (`Ok(true)`); unchanged, `Ok(false)`; otherwise the error, and the
     /// configuration in force stays.
     pub fn reload(&self) -> Result<bool, TlsError> {
-        let contents = contents(&self.files)?;
-        if self.current.read().unwrap_or_else(PoisonError::into_inner).0 == contents {
-            return Ok(false);
-        }
-        let acceptor = acceptor(&self.files, &contents)?;
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = (contents, acceptor);
-        Ok(true)
+        self.acceptor.update(contents(&self.files)?, |c| acceptor(&self.files, c))
     }
 }
 
@@ -140,34 +164,27 @@ fn acceptor(files: &TlsFiles, contents: &[Vec<u8>]) -> Result<TlsAcceptor, TlsEr
 /// file (its first line, spaces trimmed) and read again when it changes.
 pub struct Token {
     path: PathBuf,
-    current: RwLock<(Vec<u8>, Vec<u8>)>,
+    token: Watched<Vec<u8>>,
 }
 
 impl Token {
     pub fn load(path: PathBuf) -> Result<Token, TlsError> {
         let bytes = read(&path)?;
         let token = token_of(&path, &bytes)?;
-        Ok(Token { path, current: RwLock::new((bytes, token)) })
+        Ok(Token { token: Watched::new(vec![bytes], token), path })
     }
 
     /// Reads the file again; a changed, valid token replaces the old one (`Ok(true)`).
     pub fn reload(&self) -> Result<bool, TlsError> {
-        let bytes = read(&self.path)?;
-        if self.current.read().unwrap_or_else(PoisonError::into_inner).0 == bytes {
-            return Ok(false);
-        }
-        let token = token_of(&self.path, &bytes)?;
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = (bytes, token);
-        Ok(true)
+        self.token.update(vec![read(&self.path)?], |c| token_of(&self.path, &c[0]))
     }
 
     /// Whether an `Authorization` header carries the token. The comparison takes the
     /// same time wherever the first difference is, so timing does not reveal a prefix.
     pub fn admits(&self, authorization: Option<&[u8]>) -> bool {
         let Some(given) = authorization.and_then(|a| a.strip_prefix(b"Bearer ")) else { return false };
-        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
-        let want = &current.1;
-        given.len() == want.len() && given.iter().zip(want).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
+        let want = self.token.get();
+        given.len() == want.len() && given.iter().zip(&want).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0
     }
 }
 

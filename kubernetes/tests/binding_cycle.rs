@@ -13,6 +13,8 @@ mod apiserver;
 mod kube_scheduler;
 #[path = "support/rng.rs"]
 mod rng;
+#[path = "support/workload.rs"]
+mod workload;
 
 use apiserver::{ApiServer, Audit, EventType, Kind, cards_of, node_of};
 use axum::body::Bytes;
@@ -34,20 +36,8 @@ use std::collections::{BTreeSet, HashSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use workload::{LIMITS, NS, POLICY, kube_client, pod, wait_for};
 
-/// Two queues, each capped at 24 of the cluster's 64 cards: pods wait on quota as well
-/// as on cards.
-const POLICY: &str = "policy binds
-
-queue root {
-  queue a { limit 24 gpu }
-  queue b { limit 24 gpu }
-}
-
-score most_free { node.free_gpu / max(node.cards, 1 gpu) }
-";
-const LIMITS: [(&str, u64); 2] = [("a", 24), ("b", 24)];
-const NS: &str = "ml";
 const SEED: u64 = 20_240_611;
 
 /// An API server, and an extender watching it and binding through it, served on loopback.
@@ -82,7 +72,7 @@ async fn setup(nodes: usize, gpus: u32, options: Options) -> Setup {
     let path = dir.path().join("binds.gpol");
     std::fs::write(&path, POLICY).expect("the policy written");
     let ext = Arc::new(Extender::load(path, EngineKind::Jit).expect("the policy loads"));
-    let client = kube_client(&api.url());
+    let client = kube_client(&api.url(), None);
     ext.connect(client.clone());
     let watch = tokio::spawn(gpol_kubernetes::api::watch(client, Arc::clone(&ext)));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
@@ -96,36 +86,6 @@ async fn setup(nodes: usize, gpus: u32, options: Options) -> Setup {
     let gauge = format!("gpol_extender_nodes {nodes}");
     assert!(ext.metrics.render().lines().any(|l| l == gauge), "no `{gauge}` in\n{}", ext.metrics.render());
     Setup { api, ext, addr, tasks: vec![watch, serve], _policy: dir }
-}
-
-/// A `kube::Client` for `url` over plain HTTP, the way kube's docs build a custom client
-/// from a `kube::Config` (its base URI layer over a hyper client). Not
-/// `Client::try_from(config)`: that builds a rustls connector even for `http://`, and in
-/// this test binary rustls has two crypto providers to choose from (kube's ring, and
-/// aws-lc-rs through the dev-dependency kube-fake-client → jsonschema → reqwest), so it
-/// panics. (`gpolc serve` itself has ring alone.)
-fn kube_client(url: &str) -> kube::Client {
-    use kube::client::ConfigExt;
-    let config = kube::Config::new(url.parse().expect("the API server's URL"));
-    let http = Client::builder(TokioExecutor::new()).build_http::<kube::client::Body>();
-    let service = tower::ServiceBuilder::new().layer(config.base_uri_layer()).service(http);
-    kube::Client::new(service, config.default_namespace)
-}
-
-/// Waits until `done`, or fails the test after `limit`.
-async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "waited {limit:?} for {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-fn pod(name: &str, queue: &str, gpus: u64) -> Value {
-    json!({"metadata": {"name": name, "namespace": NS, "labels": {"gpol.dev/queue": queue}},
-        "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "main", "image": "trainer:1",
-            "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
-                "limits": {"nvidia.com/gpu": gpus.to_string()}}}]}})
 }
 
 fn uid(pod: &Value) -> String {
@@ -160,7 +120,7 @@ fn cards(api: &ApiServer, name: &str) -> BTreeSet<u32> {
 /// The kubelets: a pod seen bound starts, runs a random short time and is deleted
 /// through the API (grace period 0, as a finished pod's owner deletes it).
 async fn kubelets(api: Arc<ApiServer>, run_ms: (u64, u64), seed: u64) {
-    let pods: Api<Pod> = Api::namespaced(kube_client(&api.url()), NS);
+    let pods: Api<Pod> = Api::namespaced(kube_client(&api.url(), None), NS);
     let mut changes = api.subscribe();
     let mut rng = Rng::new(seed);
     let mut started = HashSet::new();
@@ -335,7 +295,7 @@ async fn the_audit_catches_cards_and_quota_given_twice() {
     for i in 0..3 {
         api.add_node(&node_name(i), 8);
     }
-    let pods: Api<Pod> = Api::namespaced(kube_client(&api.url()), NS);
+    let pods: Api<Pod> = Api::namespaced(kube_client(&api.url(), None), NS);
     // Queue a's limit is 24: the last pod takes it to 25, on card 3 of node-0 again.
     let plan = [
         ("p", 4, "0,1,2,3", 0),

@@ -17,11 +17,13 @@ mod apiserver;
 mod kube_scheduler;
 #[path = "support/rng.rs"]
 mod rng;
+#[path = "support/workload.rs"]
+mod workload;
 
 use apiserver::{ApiServer, Audit, EventType, Kind, node_of};
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use gpol_compiler::engine::EngineKind;
 use gpol_kubernetes::extender::{ExtenderBindingResult, decode};
@@ -44,19 +46,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+use workload::{LIMITS, NS, POLICY, kube_client, pod, wait_for};
 
-/// Two queues, each capped at 24 of the cluster's 64 cards.
-const POLICY: &str = "policy replicas
-
-queue root {
-  queue a { limit 24 gpu }
-  queue b { limit 24 gpu }
-}
-
-score most_free { node.free_gpu / max(node.cards, 1 gpu) }
-";
-const LIMITS: [(&str, u64); 2] = [("a", 24), ("b", 24)];
-const NS: &str = "ml";
 const SEED: u64 = 20_251_129;
 const LEASE: &str = "gpol-extender";
 const LEASE_NS: &str = "kube-system";
@@ -77,35 +68,6 @@ fn options() -> Options {
 
 fn settings() -> leader::Settings {
     leader::Settings { lease: LEASE.into(), namespace: LEASE_NS.into(), duration: DURATION, grace: GRACE }
-}
-
-/// A `kube::Client` for `url` over plain HTTP that names itself `agent` (the API server
-/// logs each request's client by it), built from a `kube::Config` with kube's base URI
-/// layer over a hyper client: not `Client::try_from(config)`, which builds a rustls
-/// connector even for `http://` and panics in this test binary, where rustls has two
-/// crypto providers to choose from (see binding_cycle.rs).
-fn kube_client(url: &str, agent: &'static str) -> kube::Client {
-    use kube::client::ConfigExt;
-    let config = kube::Config::new(url.parse().expect("the API server's URL"));
-    let http = Client::builder(TokioExecutor::new()).build_http::<kube::client::Body>();
-    let service = tower::ServiceBuilder::new()
-        .layer(config.base_uri_layer())
-        .map_request(move |mut r: axum::http::Request<kube::client::Body>| {
-            r.headers_mut().insert(header::USER_AGENT, HeaderValue::from_static(agent));
-            r
-        })
-        .service(http);
-    kube::Client::new(service, config.default_namespace)
-}
-
-/// Waits until `done`, or fails the test after `limit`; how long it took.
-async fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "waited {limit:?} for {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    start.elapsed()
 }
 
 /// One replica of `gpolc serve --leader-elect`, named in the Lease (and to the API
@@ -147,7 +109,7 @@ impl Replica {
         // The client is made inside the replica's runtime: its connections are the
         // replica's, and end with it.
         let started = runtime.spawn(async move {
-            let client = kube_client(&url, name);
+            let client = kube_client(&url, Some(name));
             served.connect(client.clone());
             tokio::spawn(gpol_kubernetes::api::watch(client.clone(), Arc::clone(&served)));
             let listener = tokio::net::TcpListener::from_std(listener).expect("the listener");
@@ -197,13 +159,6 @@ async fn bind(addr: SocketAddr, name: &str, uid: &str, node: &str) -> String {
     let (code, body) = exchange(addr, "/gpol/bind", Some(&args)).await;
     assert_eq!(code, StatusCode::OK, "{body}");
     decode::<ExtenderBindingResult>(body.as_bytes()).expect("a bind answer").error
-}
-
-fn pod(name: &str, queue: &str, gpus: u64) -> Value {
-    json!({"metadata": {"name": name, "namespace": NS, "labels": {"gpol.dev/queue": queue}},
-        "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "main", "image": "trainer:1",
-            "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
-                "limits": {"nvidia.com/gpu": gpus.to_string()}}}]}})
 }
 
 /// A bind the Service sent to a replica, and what came back.
@@ -329,7 +284,7 @@ async fn forward(State(endpoints): State<Arc<Endpoints>>, request: axum::extract
 
 /// The kubelets: a pod seen bound starts, runs a random short time and is deleted.
 async fn kubelets(api: Arc<ApiServer>, seed: u64) {
-    let pods: Api<Pod> = Api::namespaced(kube_client(&api.url(), "kubelet"), NS);
+    let pods: Api<Pod> = Api::namespaced(kube_client(&api.url(), Some("kubelet")), NS);
     let mut changes = api.subscribe();
     let mut rng = Rng::new(seed);
     let mut started = HashSet::new();
@@ -636,7 +591,7 @@ async fn a_follower_is_not_ready_and_refuses_binds_without_a_request() {
 async fn the_lease_emulation_serves_kube_lease_manager() {
     let api = ApiServer::start(&[], SEED).await;
     let manager = |agent: &'static str| {
-        LeaseManagerBuilder::new(kube_client(&api.url(), agent), LEASE)
+        LeaseManagerBuilder::new(kube_client(&api.url(), Some(agent)), LEASE)
             .with_namespace(LEASE_NS)
             .with_identity(agent)
             // As `gpolc serve` names it (the crate's default is after a random identity).
@@ -699,7 +654,7 @@ async fn the_lease_emulation_serves_kube_lease_manager() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_conflicts_as_the_api_server_reports_them() {
     let api = ApiServer::start(&[], SEED).await;
-    let leases: Api<Lease> = Api::namespaced(kube_client(&api.url(), "test"), LEASE_NS);
+    let leases: Api<Lease> = Api::namespaced(kube_client(&api.url(), Some("test")), LEASE_NS);
     let lease = Lease { metadata: kube::api::ObjectMeta { name: Some("l".into()), ..Default::default() }, spec: None };
     leases.create(&PostParams::default(), &lease).await.expect("created");
     let again = leases.create(&PostParams::default(), &lease).await.expect_err("exists");

@@ -33,8 +33,15 @@ pub fn accounting_here() -> bool {
     ok && slurm_here()
 }
 
+/// Test clusters with accounting run one at a time: slurmdbd's clients reach munge by
+/// its default socket whatever the configuration says (Slurm 22.05), so two at once
+/// authenticate against each other's munged and `sacctmgr add cluster` fails.
+static ACCOUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `scenario` in a real test cluster given `dir`'s files; what it printed.
 pub fn in_test_cluster(dir: &std::path::Path, scenario: &str) -> String {
+    let _one_at_a_time =
+        dir.join("accounting").exists().then(|| ACCOUNTING.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     std::fs::write(dir.join("scenario.sh"), scenario).expect("writable");
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("slurm/tests/slurm/cluster.sh");
     let out =
