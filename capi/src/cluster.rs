@@ -1,6 +1,5 @@
 //! A cluster as C holds it: a runtime [`Scheduler`] over the nodes given, the jobs
-//! started on them, and the clock. A job asked about is submitted, read and taken back
-//! (`withdraw`, `forget`, `take_log`), as the Kubernetes extender does, so asking
+//! started on them, and the clock. A job is asked about ([`Scheduler::ask`]): asking
 //! changes nothing.
 
 use crate::convert::reserve;
@@ -11,7 +10,7 @@ use gpol_compiler::ir::RuleId;
 use gpol_runtime::jobs::{JobId, Reason};
 use gpol_runtime::model::NodeId;
 use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{History, JobSpec, NodeSpec, Scheduler};
+use gpol_runtime::{Asked, Found, History, JobSpec, NodeSpec, Scheduler, StartError};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
@@ -76,7 +75,6 @@ impl GpolCluster {
             }
             ids.insert(n.spec.name, id);
         }
-        s.take_log();
         Ok(GpolCluster { inner: Mutex::new(Inner { s, nodes: ids, running: HashSet::new() }) })
     }
 
@@ -105,23 +103,14 @@ impl Inner {
         &self.s
     }
 
-    /// Submits a job to ask about it.
-    fn probe(&mut self, job: JobSpec) -> Result<JobId, Failure> {
-        self.s.submit(job).map_err(|e| Failure::refused(e.to_string()).at("job"))
-    }
-
-    /// Takes a probe back: nothing of it stays.
-    fn take_back(&mut self, id: JobId) {
-        self.s.withdraw(id);
-        self.s.forget(id);
-        self.s.take_log();
+    /// Answers `question` about a job, changing nothing.
+    fn ask<R>(&mut self, job: JobSpec, question: impl FnOnce(&mut Asked<'_>) -> R) -> Result<R, Failure> {
+        self.s.ask(job, 0, question).map_err(|e| Failure::refused(e.to_string()).at("job"))
     }
 
     /// Whether the job may start at all now.
     pub fn admit(&mut self, job: JobSpec) -> Result<GpolAdmit, Failure> {
-        let id = self.probe(job)?;
-        let gate = self.s.gate(id);
-        self.take_back(id);
+        let gate = self.ask(job, |asked| asked.gate())?;
         Ok(match gate {
             Ok(()) => GpolAdmit { admitted: true, admit_rule: -1, reason: GpolReason::None, for_good: false },
             Err(closed) => {
@@ -149,9 +138,8 @@ impl Inner {
         reserve(&mut all, n)?;
         reserve(&mut out, n)?;
         reserve(&mut fits, n)?;
-        let id = self.probe(job)?;
         all.extend(0..n);
-        let verdicts = self.s.node_verdicts_with_results(id, &all);
+        let verdicts = self.ask(job, |asked| asked.node_verdicts_with_results(&all))?;
         out.extend(verdicts.iter().map(|(v, r)| node_result(*v, r)));
         // The fitting nodes in the policy's order; equals keep the order they were given.
         fits.extend((0..verdicts.len()).filter(|&i| matches!(verdicts[i].0, NodeVerdict::Fits(_))));
@@ -159,7 +147,6 @@ impl Inner {
         for (rank, &i) in fits.iter().enumerate() {
             out[i].rank = i32::try_from(rank).unwrap_or(i32::MAX);
         }
-        self.take_back(id);
         Ok(out)
     }
 
@@ -181,12 +168,10 @@ impl Inner {
                 }
             }
         }
-        let id = self.s.submit(job).map_err(|e| Failure::refused(e.to_string()).at("job"))?;
-        if let Err(e) = self.s.start_on(id, &ids, history) {
-            self.take_back(id);
-            return Err(Failure::refused(e));
-        }
-        self.s.take_log();
+        let id = self.s.start_found(job, 0, Found::Nodes(&ids), history).map_err(|e| match e {
+            StartError::Submit(e) => Failure::refused(e.to_string()).at("job"),
+            StartError::DoesNotFit(why) => Failure::refused(why),
+        })?;
         self.running.insert(id);
         Ok(id)
     }
@@ -198,9 +183,7 @@ impl Inner {
             return Err(Failure::invalid(format!("no running job has id {id}")).at("job_id"));
         };
         self.running.remove(&id);
-        self.s.complete(id);
-        self.s.forget(id);
-        self.s.take_log();
+        self.s.end_found(id);
         Ok(())
     }
 
@@ -220,9 +203,7 @@ impl Inner {
         if ms < now {
             return Err(Failure::invalid(format!("{ms} is before the clock's {now}: it never goes back")).at("ms"));
         }
-        self.s.advance(ms - now).map_err(|e| Failure::too_large(e.to_string()).at("ms"))?;
-        self.s.take_log();
-        Ok(())
+        self.s.advance(ms - now).map_err(|e| Failure::too_large(e.to_string()).at("ms"))
     }
 }
 

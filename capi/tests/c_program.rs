@@ -14,14 +14,14 @@
 
 mod support;
 
-use gpol_compiler::engine::{EngineKind, NodeResult};
+use gpol_compiler::engine::EngineKind;
 use gpol_compiler::ir::RuleId;
 use gpol_compiler::load::Checked;
 use gpol_compiler::schema::EnumKind;
 use gpol_compiler::spec::domains_at;
 use gpol_runtime::jobs::Reason;
 use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{History, JobSpec, NodeSpec, Request, Scheduler, Sharing};
+use gpol_runtime::{Found, History, JobSpec, NodeSpec, Request, Scheduler, Sharing};
 use std::fmt::Write;
 use support::{Rng, c_str};
 
@@ -337,34 +337,23 @@ fn expected(case: &Case, out: &mut String) {
     }
     let _ = writeln!(out, "cluster 0 {}", case.nodes.len());
     for (k, r) in case.running.iter().enumerate() {
-        let status = match s.submit(job_spec(&r.job)) {
+        let ids: Vec<usize> = r.nodes.iter().map(|n| s.cluster().node(n).expect("a node of the case")).collect();
+        let history = History { ran_ms: r.ran_ms, since_checkpoint_ms: 0, evictions: 0 };
+        let status = match s.start_found(job_spec(&r.job), 0, Found::Nodes(&ids), history) {
+            Ok(_) => 0,
             Err(_) => 6,
-            Ok(id) => {
-                let ids: Vec<usize> =
-                    r.nodes.iter().map(|n| s.cluster().node(n).expect("a node of the case")).collect();
-                let history = History { ran_ms: r.ran_ms, since_checkpoint_ms: 0, evictions: 0 };
-                match s.start_on(id, &ids, history) {
-                    Ok(()) => 0,
-                    Err(_) => {
-                        s.withdraw(id);
-                        s.forget(id);
-                        6
-                    }
-                }
-            }
         };
-        s.take_log();
         let _ = writeln!(out, "start {k} {status}");
     }
     s.advance(case.clock_ms).expect("within the clock's limit");
     let _ = writeln!(out, "clock 0");
     for (k, j) in case.probes.iter().enumerate() {
-        match s.submit(job_spec(j)) {
+        match s.ask(job_spec(j), 0, |asked| asked.gate()) {
             Err(_) => {
                 let _ = writeln!(out, "admit {k} 6");
             }
-            Ok(id) => {
-                let (admitted, rule, reason, for_good) = match s.gate(id) {
+            Ok(gate) => {
+                let (admitted, rule, reason, for_good) = match gate {
                     Ok(()) => (1, -1, 0, 0),
                     Err(c) => {
                         let (reason, rule) = match c.reason {
@@ -380,19 +369,15 @@ fn expected(case: &Case, out: &mut String) {
                     }
                 };
                 let _ = writeln!(out, "admit {k} 0 {admitted} {rule} {reason} {for_good}");
-                s.withdraw(id);
-                s.forget(id);
-                s.take_log();
             }
         }
-        match s.submit(job_spec(j)) {
+        let all: Vec<usize> = (0..case.nodes.len()).collect();
+        match s.ask(job_spec(j), 0, |asked| asked.node_verdicts_with_results(&all)) {
             Err(_) => {
                 let _ = writeln!(out, "fs {k} 6");
             }
-            Ok(id) => {
+            Ok(results) => {
                 let _ = writeln!(out, "fs {k} 0");
-                let all: Vec<usize> = (0..case.nodes.len()).collect();
-                let results: Vec<(NodeVerdict, NodeResult)> = s.node_verdicts_with_results(id, &all);
                 let mut fits: Vec<usize> =
                     all.iter().copied().filter(|&i| matches!(results[i].0, NodeVerdict::Fits(_))).collect();
                 fits.sort_by(|&a, &b| s.rank_nodes(&results[a].1, &results[b].1).then(a.cmp(&b)));
@@ -412,9 +397,6 @@ fn expected(case: &Case, out: &mut String) {
                         r.faults
                     );
                 }
-                s.withdraw(id);
-                s.forget(id);
-                s.take_log();
             }
         }
     }

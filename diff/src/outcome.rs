@@ -4,8 +4,9 @@
 //! renamed rule is not a different reason.
 
 use crate::renames::Renames;
+use gpol_runtime::Event;
 use gpol_runtime::jobs::State;
-use gpol_runtime::{Event, Scheduler};
+use gpol_runtime::scenario::Played;
 use std::collections::BTreeSet;
 
 /// One job's state after the cycle.
@@ -49,13 +50,15 @@ pub struct Outcome {
 
 impl Outcome {
     /// Runs the cycle the case ends with and reads what it decided.
-    pub fn after_cycle(mut s: Scheduler) -> Outcome {
-        s.cycle();
-        Outcome::read(&s)
+    pub fn after_cycle(mut played: Played) -> Outcome {
+        let decided = played.scheduler.cycle();
+        played.events.extend(decided);
+        Outcome::read(&played)
     }
 
     /// Reads every job's state and every eviction so far.
-    pub fn read(s: &Scheduler) -> Outcome {
+    pub fn read(played: &Played) -> Outcome {
+        let s = &played.scheduler;
         let program = &s.policy().program;
         let mut jobs = Vec::new();
         for (id, job) in s.jobs().with_ids() {
@@ -74,8 +77,8 @@ impl Outcome {
             };
             jobs.push((job.name.clone(), state));
         }
-        let mut evictions: Vec<Eviction> = s
-            .log()
+        let mut evictions: Vec<Eviction> = played
+            .events
             .iter()
             .filter_map(|e| match e {
                 Event::Evicted { job, by, rule, .. } | Event::Shrunk { job, by, rule, .. } => Some(Eviction {

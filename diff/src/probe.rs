@@ -90,7 +90,7 @@ impl Probe<'_> {
         let mut found = Vec::new();
         let (before_a, before_b) = (Outcome::read(&a).renamed(self.renames), Outcome::read(&b));
         if before_a.jobs == before_b.jobs {
-            self.decisions(&mut a, &mut b, tally, &mut found, true);
+            self.decisions(&mut a.scheduler, &mut b.scheduler, tally, &mut found, true);
         }
         let (old, new) = (Outcome::after_cycle(a), Outcome::after_cycle(b));
         let (mut renamed, mut new_seen) = (old.renamed(self.renames), new.clone());
@@ -123,7 +123,7 @@ impl Probe<'_> {
         let mut a = w.play(&fresh.0, self.levels)?;
         let mut b = w.play(&fresh.1, self.levels)?;
         let mut found = Vec::new();
-        self.decisions(&mut a, &mut b, tally, &mut found, false);
+        self.decisions(&mut a.scheduler, &mut b.scheduler, tally, &mut found, false);
         Ok(found)
     }
 

@@ -148,13 +148,13 @@ impl World {
     /// Plays the world up to the last submission on `fresh`, a scheduler of one version
     /// with nothing in it yet (cloned); it is left just before the cycle that decides the
     /// last batch.
-    pub fn play(&self, fresh: &Scheduler, levels: &[String]) -> Result<Scheduler, Invalid> {
+    pub fn play(&self, fresh: &Scheduler, levels: &[String]) -> Result<scenario::Played, Invalid> {
         let steps = self.steps(&fresh.policy().policy, levels)?;
         let test = hir::Test { name: "case".into(), steps, span: Default::default() };
-        let (outcome, s) = scenario::run_from(fresh.clone(), &test, |_, _| {});
-        match outcome.error {
-            Some(e) => Err(Invalid(e)),
-            None => Ok(s),
+        let played = scenario::run_from(fresh.clone(), &test, |_, _| {});
+        match &played.outcome.error {
+            Some(e) => Err(Invalid(e.clone())),
+            None => Ok(played),
         }
     }
 

@@ -2,7 +2,7 @@
 //! gpol's records (mapped by [`crate::nodes`] and [`crate::pods`]) and as a runtime
 //! [`Scheduler`] built from them. Pod events change the scheduler in place; a node
 //! change or a new policy marks it stale, and it is built again when next asked.
-//! Asking about a pod submits it, reads every node's verdict and takes it back.
+//! A pod is asked about ([`Scheduler::ask`]): every node's verdict, nothing changed.
 //!
 //! `bind` reserves first ([`Cluster::reserve`]): the pod counts on its node from then on,
 //! as kube-scheduler's own cache assumes it, so that binds in flight at once and the
@@ -14,10 +14,10 @@ use crate::nodes::{self, MappedNode};
 use crate::pods::{self, MappedPod, Phase};
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::spec::{History, NodeSpec, domains_at};
-use gpol_runtime::jobs::{JobId, Reason};
+use gpol_runtime::jobs::JobId;
 use gpol_runtime::model::NodeId;
-use gpol_runtime::verdict::{Closed, NodeVerdict};
-use gpol_runtime::{Scheduler, explain};
+use gpol_runtime::verdict::NodeVerdict;
+use gpol_runtime::{Found, Scheduler, explain};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -341,8 +341,7 @@ impl Cluster {
             && let Some(job) = b.pod_jobs.remove(uid)
         {
             b.job_pods.remove(&job);
-            b.s.complete(job);
-            b.s.forget(job);
+            b.s.end_found(job);
         }
     }
 
@@ -379,9 +378,10 @@ impl Cluster {
             b
         });
         let behind = now_ms.saturating_sub(b.s.now_ms());
-        // Within the clock's limit: `set_clock` is given wall-clock time since start.
-        if behind > 0 && b.s.advance(behind).is_ok() {
-            b.s.take_log();
+        // Within the clock's limit: `set_clock` is given wall-clock time since start (a
+        // step past it leaves the clock where it is).
+        if behind > 0 {
+            let _ = b.s.advance(behind);
         }
         b
     }
@@ -427,26 +427,28 @@ impl Cluster {
         Ok(Evaluation { closed: last.closed.clone(), nodes, tiers: last.tiers })
     }
 
-    /// Submits the pod, reads its verdict on each node and takes it back.
+    /// Asks about the pod: its verdict on each node.
     fn work_out(&mut self, pod: &Value, known: &[NodeId]) -> Result<Last, FieldError> {
         let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
         let mapped = pods::pod(pod, &classes)?;
         let (generation, at_ms, origin) = (self.generation, self.now_ms, self.origin_ms);
         let s = &mut self.built().s;
         let waited = since(origin, s.now_ms(), mapped.created_ms);
-        let id = s.submit_waited(mapped.job, waited).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
-        let closed = s.gate(id).err().map(|c| (Arc::from(closed_text(s, id, c)), c.for_good));
-        let mut texts = Texts::default();
-        let mut answers = vec![None; s.cluster().nodes.len()];
-        for (&n, v) in known.iter().zip(s.node_verdicts(id, known)) {
-            if let Some(slot) = answers.get_mut(n) {
-                *slot = Some(texts.answer(s, v));
-            }
-        }
+        let (closed, answers) = s
+            .ask(mapped.job, waited, |asked| {
+                let (s, id) = (asked.scheduler(), asked.job());
+                let closed = asked.gate().err().map(|c| (Arc::from(explain::closed_text(s, id, c)), c.for_good));
+                let mut texts = Texts::default();
+                let mut answers = vec![None; s.cluster().nodes.len()];
+                for (&n, v) in known.iter().zip(asked.node_verdicts(known)) {
+                    if let Some(slot) = answers.get_mut(n) {
+                        *slot = Some(texts.answer(s, v));
+                    }
+                }
+                (closed, answers)
+            })
+            .map_err(|e| FieldError::new(e.field(), e.to_string()))?;
         let tiers = s.score_tier_count();
-        s.withdraw(id);
-        s.forget(id);
-        s.take_log();
         Ok(Last { pod: pod.clone(), generation, at_ms, closed, tiers, answers })
     }
 }
@@ -473,24 +475,20 @@ impl Cluster {
             return Err(FieldError::new("Node", format!("the extender does not know node `{node}`")));
         };
         let waited = since(origin, b.s.now_ms(), mapped.created_ms);
-        let id =
-            b.s.submit_waited(mapped.job.clone(), waited).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
-        let cards = match b.s.gate(id) {
-            Err(closed) => Err(closed_text(&b.s, id, closed)),
-            Ok(()) => match b.s.node_verdicts(id, &[n]).pop() {
-                Some(NodeVerdict::Fits(_)) => {
-                    b.s.cards_for(id, n).ok_or_else(|| "not enough free capacity".to_string())
+        let cards =
+            b.s.ask(mapped.job.clone(), waited, |asked| {
+                let (s, id) = (asked.scheduler(), asked.job());
+                if let Err(closed) = asked.gate() {
+                    return Err(explain::closed_text(s, id, closed));
                 }
-                Some(v) => match Texts::default().answer(&b.s, v) {
-                    Answer::Fails { why, .. } => Err(why.to_string()),
-                    Answer::Fits(_) => Err("not enough free capacity".to_string()),
-                },
-                None => Err("not enough free capacity".to_string()),
-            },
-        };
-        b.s.withdraw(id);
-        b.s.forget(id);
-        b.s.take_log();
+                let full = || explain::verdict_text(s, &NodeVerdict::Full).unwrap_or_default();
+                match asked.node_verdicts(&[n]).pop() {
+                    Some(NodeVerdict::Fits(_)) => asked.cards_for(n).ok_or_else(full),
+                    Some(v) => Err(explain::verdict_text(s, &v).unwrap_or_else(full)),
+                    None => Err(full()),
+                }
+            })
+            .map_err(|e| FieldError::new(e.field(), e.to_string()))?;
         let cards =
             cards.map_err(|why| FieldError::new("Node", format!("{who} may not start on `{node}` now: {why}")))?;
         let text = pods::cards_text(&cards);
@@ -544,19 +542,23 @@ impl Cluster {
         let origin = self.origin_ms;
         let b = self.built();
         let waited = since(origin, b.s.now_ms(), mapped.created_ms);
-        let id = b.s.submit_waited(mapped.job, waited).map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        let Built { s, job_pods, .. } = b;
+        let search = s
+            .ask(mapped.job, waited, |asked| {
+                let closed_for_good = asked.gate().err().is_some_and(|c| c.for_good);
+                (!closed_for_good).then(|| asked.victim_search())
+            })
+            .map_err(|e| FieldError::new(e.field(), e.to_string()))?;
         let mut agreed = BTreeMap::new();
-        let closed_for_good = b.s.gate(id).err().is_some_and(|c| c.for_good);
-        if !closed_for_good {
-            let search = b.s.victim_search_explained(id);
-            let node_of = |job: JobId| b.s.jobs()[job].slots.first().map(|slot| slot.node);
+        if let Some(search) = search {
+            let node_of = |job: JobId| s.jobs()[job].slots.first().map(|slot| slot.node);
             let own = search.eviction.as_ref().and_then(|e| {
                 let &[node] = e.replicas.as_slice() else { return None };
-                let name = &b.s.cluster().nodes[node].name;
+                let name = &s.cluster().nodes[node].name;
                 let uids: Option<Vec<String>> = e
                     .victims
                     .iter()
-                    .map(|v| (node_of(v.job) == Some(node)).then(|| b.job_pods.get(&v.job).cloned()).flatten())
+                    .map(|v| (node_of(v.job) == Some(node)).then(|| job_pods.get(&v.job).cloned()).flatten())
                     .collect();
                 Some((name.clone(), uids?)).filter(|(n, u)| proposed.contains_key(n) && !u.is_empty())
             });
@@ -569,7 +571,7 @@ impl Cluster {
                         .considered
                         .iter()
                         .filter(|(_, v)| matches!(v, gpol_runtime::preempt::Verdict::Candidate { .. }))
-                        .filter_map(|(job, _)| b.job_pods.get(job).map(String::as_str))
+                        .filter_map(|(job, _)| job_pods.get(job).map(String::as_str))
                         .collect();
                     for (node, uids) in proposed {
                         if !uids.is_empty() && uids.iter().all(|u| allowed.contains(u.as_str())) {
@@ -579,9 +581,6 @@ impl Cluster {
                 }
             }
         }
-        b.s.withdraw(id);
-        b.s.forget(id);
-        b.s.take_log();
         Ok(agreed)
     }
 }
@@ -598,27 +597,17 @@ fn since(origin: Option<i64>, now_ms: u64, at: Option<i64>) -> u64 {
 fn start(b: &mut Built, pod: &MappedPod, origin: Option<i64>) -> bool {
     let Some(&node) = pod.node.as_ref().and_then(|n| b.node_ids.get(n)) else { return false };
     let waited = since(origin, b.s.now_ms(), pod.created_ms);
-    let Ok(job) = b.s.submit_waited(pod.job.clone(), waited) else { return false };
     let history = History { ran_ms: since(origin, b.s.now_ms(), pod.started_ms), ..History::default() };
     // On the cards `bind` recorded, if it did (a pod bound by another scheduler has none:
     // gpol's best fit stands in for the device plugin's choice).
-    let started = match &pod.cards {
-        Some(cards) => b.s.start_on_cards(job, node, cards, history),
-        None => b.s.start_on(job, &[node], history),
+    let on = match &pod.cards {
+        Some(cards) => Found::Cards(node, cards),
+        None => Found::Nodes(std::slice::from_ref(&node)),
     };
-    match started {
-        Ok(()) => {
-            b.pod_jobs.insert(pod.uid.clone(), job);
-            b.job_pods.insert(job, pod.uid.clone());
-            b.s.take_log();
-            true
-        }
-        Err(_) => {
-            b.s.withdraw(job);
-            b.s.forget(job);
-            false
-        }
-    }
+    let Ok(job) = b.s.start_found(pod.job.clone(), waited, on, history) else { return false };
+    b.pod_jobs.insert(pod.uid.clone(), job);
+    b.job_pods.insert(job, pod.uid.clone());
+    true
 }
 
 /// A scheduler running `policy` on the nodes, with the bound pods started on theirs;
@@ -638,7 +627,6 @@ fn build(
     // At the cluster's time before pods start, so that each runs since its own start. (A
     // clock beyond the runtime's limit stays behind, as `built` leaves it.)
     let _ = s.advance(now_ms);
-    s.take_log();
     let mut node_ids = FxHashMap::default();
     for (name, n) in nodes {
         let spec = NodeSpec { domains: domains_at(&n.topology, levels), ..n.spec.clone() };
@@ -657,27 +645,6 @@ fn build(
     (b, missed)
 }
 
-fn closed_text(s: &Scheduler, job: JobId, c: Closed) -> String {
-    let program = &s.policy().program;
-    match c.reason {
-        Reason::Rule(rule) => rule_text(program, rule),
-        reason => explain::reason_detail(s, job, &reason).unwrap_or_else(|| reason.name(program)),
-    }
-}
-
-fn rule_text(program: &gpol_compiler::ir::Program, rule: gpol_compiler::ir::RuleId) -> String {
-    use gpol_compiler::ir::RuleId;
-    let r = match rule {
-        RuleId::Admit(i) => program.admit.get(usize::from(i)),
-        RuleId::Filter(i) => program.filters.get(usize::from(i)),
-        _ => None,
-    };
-    match r.and_then(|r| r.reason.as_deref()) {
-        Some(reason) => format!("{} ({reason})", program.rule_name(rule)),
-        None => program.rule_name(rule),
-    }
-}
-
 /// Each failing verdict's words, worked out once per evaluation (most nodes fail for
 /// one of a few reasons).
 #[derive(Default)]
@@ -691,17 +658,8 @@ impl Texts {
         if let Some((_, why, for_good)) = self.0.iter().find(|(known, _, _)| *known == v) {
             return Answer::Fails { why: Arc::clone(why), for_good: *for_good };
         }
-        let (why, for_good) = match v {
-            NodeVerdict::Fits(_) => (String::new(), false),
-            NodeVerdict::Filtered(rule) => (format!("filter {}", rule_text(&s.policy().program, rule)), false),
-            NodeVerdict::Full => ("not enough free capacity".into(), false),
-            NodeVerdict::TooSmall => ("too small for the pod even when empty".into(), true),
-            NodeVerdict::Down => ("cordoned or out of service".into(), true),
-            NodeVerdict::Model => ("the pod may not run on this GPU model".into(), true),
-            NodeVerdict::Reserved => ("reserved for another job".into(), false),
-            NodeVerdict::Quota(block) => (explain::block_text(s, block), false),
-        };
-        let why: Arc<str> = Arc::from(why);
+        let for_good = v.for_good();
+        let why: Arc<str> = Arc::from(explain::verdict_text(s, &v).unwrap_or_default());
         self.0.push((v, Arc::clone(&why), for_good));
         Answer::Fails { why, for_good }
     }

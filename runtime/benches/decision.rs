@@ -73,7 +73,7 @@ fn decision(c: &mut Criterion) {
             b.iter(|| {
                 n += 1;
                 let j = s.submit(job(format!("j{n}"), 2)).expect("valid");
-                let placed = s.cycle();
+                let placed = gpol_runtime::scheduler::starts(&s.cycle());
                 assert_eq!(placed, 1);
                 s.complete(j);
             })

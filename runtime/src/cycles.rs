@@ -226,10 +226,10 @@ struct Scenario {
     evictions: Vec<(String, String)>,
 }
 
-/// Every eviction so far, as (victim, claimant) names, repeats of one pair dropped.
-fn evicted(s: &Scheduler) -> Vec<(String, String)> {
+/// Every eviction in `events`, as (victim, claimant) names, repeats of one pair dropped.
+fn evicted(s: &Scheduler, events: &[crate::Event]) -> Vec<(String, String)> {
     let mut pairs: Vec<(String, String)> = Vec::new();
-    for e in s.log() {
+    for e in events {
         if let crate::Event::Evicted { job, by, .. } = e {
             let pair = (s.job(*job).name.clone(), s.job(*by).name.clone());
             if !pairs.contains(&pair) {
@@ -253,7 +253,10 @@ fn run(policy: &CompiledPolicy, shape: &Shape) -> Option<Scenario> {
     }
     let running =
         |s: &Scheduler| -> Vec<usize> { ids.iter().copied().filter(|&j| s.job(j).state == State::Running).collect() };
-    let evictions = |s: &Scheduler| s.log().iter().filter(|e| matches!(e, crate::Event::Evicted { .. })).count();
+    // Every event so far: evictions are counted over the whole run.
+    let mut events = Vec::new();
+    let evictions =
+        |events: &[crate::Event]| events.iter().filter(|e| matches!(e, crate::Event::Evicted { .. })).count();
     // Each state seen (after a cycle), with how many evictions had happened by then.
     let mut seen: Vec<(Vec<usize>, usize)> = Vec::new();
     let filler_queue = shape.jobs.first().map(|j| j.queue.clone());
@@ -274,13 +277,13 @@ fn run(policy: &CompiledPolicy, shape: &Shape) -> Option<Scenario> {
                 filler = Some(s.submit(spec).ok()?);
             }
         }
-        let before = (running(&s), evictions(&s));
-        s.cycle();
-        let after = (running(&s), evictions(&s));
+        let before = (running(&s), evictions(&events));
+        events.extend(s.cycle());
+        let after = (running(&s), evictions(&events));
         seen.push(before);
         if seen.iter().any(|(r, e)| *r == after.0 && *e < after.1) {
             let shape = Shape { steps: step, ..shape.clone() };
-            return Some(Scenario { shape, evictions: evicted(&s) });
+            return Some(Scenario { shape, evictions: evicted(&s, &events) });
         }
         seen.push(after);
     }

@@ -4,6 +4,8 @@
 //! [`JobSpec`]s and [`NodeSpec`]s, decisions come out as [`Event`]s and records that
 //! [`explain`] renders. docs/architecture.md shows how the modules fit together.
 
+pub mod account;
+pub mod ask;
 pub mod cycles;
 pub mod explain;
 pub mod fair_share;
@@ -24,6 +26,7 @@ pub mod scheduler;
 pub mod symbols;
 pub mod verdict;
 
+pub use ask::{Asked, Found, StartError};
 pub use gpol_compiler::schema;
 pub use gpol_compiler::spec::{History, JobSpec, MILLI, NodeSpec, Request, Sharing};
 pub use scheduler::{ClockLimit, Event, Resolved, Scheduler, SubmitError};

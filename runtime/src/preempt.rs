@@ -284,11 +284,14 @@ impl Scheduler {
         self.search(claimant, None).ok()
     }
 
-    /// [`Scheduler::victim_search`]; when it finds no candidate, or none that could free
-    /// enough for the quota, what could give the claimant more (if the policy's victim
-    /// rules let that be said).
-    pub(crate) fn victim_search_watched(&mut self, claimant: JobId) -> Result<Eviction, Option<Watch>> {
-        self.search(claimant, None)
+    /// A cycle's victim search: the eviction, or what to watch for before searching
+    /// again; what it decided about every running job is kept in `record` when given.
+    pub(crate) fn victim_search_noted(
+        &mut self,
+        claimant: JobId,
+        record: Option<&mut Vec<(JobId, Verdict)>>,
+    ) -> Result<Eviction, Option<Watch>> {
+        self.search(claimant, record)
     }
 
     /// [`Scheduler::victim_search`], with what it decided about every running job.

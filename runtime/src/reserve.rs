@@ -23,7 +23,7 @@ impl Scheduler {
         }
         self.reservations.insert(job, nodes.clone());
         self.touch();
-        self.log.push(Event::Reserved { job, nodes, at_ms: self.now_ms });
+        self.decided.push(Event::Reserved { job, nodes, at_ms: self.now_ms });
     }
 
     /// The nodes to hold: among the nodes that pass the filters now and could hold a

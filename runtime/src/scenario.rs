@@ -2,6 +2,7 @@
 //! its steps, and checks its expectations. A scheduling cycle runs before an expectation
 //! is checked whenever anything changed since the last cycle (a node, a job, time).
 
+use crate::account::{self, Account};
 use crate::explain;
 use crate::fit::Ask;
 use crate::frag;
@@ -47,29 +48,34 @@ pub fn run_all(policy: &CompiledPolicy) -> Vec<Outcome> {
 }
 
 /// When `run_with` lets the caller look at the scheduler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Moment {
-    BeforeCycle,
-    AfterCycle,
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Moment<'a> {
+    /// A cycle is about to run; what the test's own steps did since the last one
+    /// (submissions, jobs run and completed, jobs requeued by failed nodes).
+    BeforeCycle(&'a [Event]),
+    /// A cycle has run: each turn as it was decided (recorded while the test is small
+    /// enough: pending jobs times nodes at most [`TRACED_WORK`]), and what it decided.
+    AfterCycle { turns: &'a [Account], decided: &'a [Event] },
 }
 
-/// Runs one test, showing the scheduler to `observe` around every cycle, and returns it
-/// as the test left it.
-pub fn run_with(
-    policy: &CompiledPolicy,
-    test: &hir::Test,
-    observe: impl FnMut(Moment, &Scheduler),
-) -> (Outcome, Scheduler) {
+/// A test played to its end.
+pub struct Played {
+    pub outcome: Outcome,
+    /// The scheduler as the test left it.
+    pub scheduler: Scheduler,
+    /// What happened, in order: the test's steps (submissions, jobs run and completed,
+    /// jobs failed nodes requeued) and every cycle's decisions.
+    pub events: Vec<Event>,
+}
+
+/// Runs one test, showing the scheduler to `observe` around every cycle.
+pub fn run_with(policy: &CompiledPolicy, test: &hir::Test, observe: impl FnMut(Moment, &Scheduler)) -> Played {
     run_from(Scheduler::new(policy.clone()), test, observe)
 }
 
 /// [`run_with`] on a scheduler that has no nodes or jobs yet — a clone of a fresh one,
 /// for callers that run many tests of one policy and would rather not set one up each time.
-pub fn run_from(
-    mut s: Scheduler,
-    test: &hir::Test,
-    mut observe: impl FnMut(Moment, &Scheduler),
-) -> (Outcome, Scheduler) {
+pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Moment, &Scheduler)) -> Played {
     s.track_users();
     s.set_task_shapes(test_shapes(test));
     let mut jobs: HashMap<String, JobId> = HashMap::new();
@@ -77,6 +83,16 @@ pub fn run_from(
         Outcome { name: test.name.clone(), span: test.span, expectations: 0, failures: Vec::new(), error: None };
     let mut dirty = true;
     let mut decisions = Decisions::default();
+    let mut events = Vec::new();
+    // Where the events the last cycle's observer saw end.
+    let mut shown = 0;
+    let mut cycle = |s: &mut Scheduler, decisions: &mut Decisions, events: &mut Vec<Event>| {
+        observe(Moment::BeforeCycle(&events[shown..]), s);
+        let (decided, turns) = decisions.cycle(s);
+        observe(Moment::AfterCycle { turns: &turns, decided: &decided }, s);
+        events.extend(decided);
+        shown = events.len();
+    };
     for step in &test.steps {
         match step {
             Step::Node(n) => {
@@ -95,6 +111,7 @@ pub fn run_from(
                     }
                 };
                 jobs.insert(j.name.clone(), id);
+                events.push(Event::Submitted { job: id, at_ms: s.now_ms });
                 dirty = true;
             }
             Step::Run(j, nodes, history) => {
@@ -106,19 +123,19 @@ pub fn run_from(
                     }
                 };
                 jobs.insert(j.name.clone(), id);
+                events.push(Event::Submitted { job: id, at_ms: s.now_ms });
                 let ids: Vec<usize> = nodes.iter().filter_map(|n| s.cluster.node(n)).collect();
                 if let Err(e) = s.start_on(id, &ids, *history) {
                     outcome.error = Some(e);
                     break;
                 }
+                events.push(Event::Placed { job: id, nodes: ids, at_ms: s.now_ms });
                 dirty = true;
             }
             Step::Advance(secs) => {
                 if dirty {
                     // Whatever was waiting gets its chance before time moves on.
-                    observe(Moment::BeforeCycle, &s);
-                    decisions.cycle(&mut s);
-                    observe(Moment::AfterCycle, &s);
+                    cycle(&mut s, &mut decisions, &mut events);
                 }
                 if let Err(e) = s.advance((secs * 1000.0).round() as u64) {
                     outcome.error = Some(e.to_string());
@@ -127,14 +144,16 @@ pub fn run_from(
                 dirty = true;
             }
             Step::Complete(name) => {
-                if let Some(&id) = jobs.get(name) {
-                    s.complete(id);
+                if let Some(&id) = jobs.get(name)
+                    && s.complete(id)
+                {
+                    events.push(Event::Finished { job: id, at_ms: s.now_ms });
                 }
                 dirty = true;
             }
             Step::Fail(name) => {
                 if let Some(n) = s.cluster.node(name) {
-                    s.fail_node(n);
+                    events.extend(s.fail_node(n));
                 }
                 dirty = true;
             }
@@ -144,33 +163,30 @@ pub fn run_from(
             }
             Step::Expect(e, span) => {
                 if dirty {
-                    observe(Moment::BeforeCycle, &s);
-                    decisions.cycle(&mut s);
-                    observe(Moment::AfterCycle, &s);
+                    cycle(&mut s, &mut decisions, &mut events);
                     dirty = false;
                 }
                 outcome.expectations += 1;
-                if let Some(f) = check(&s, &jobs, &decisions, e, *span) {
+                if let Some(f) = check(&s, &jobs, &decisions, &events, e, *span) {
                     outcome.failures.push(f);
                 }
             }
         }
     }
-    (outcome, s)
+    Played { outcome, scheduler: s, events }
 }
 
 pub fn run(policy: &CompiledPolicy, test: &hir::Test) -> Outcome {
-    run_with(policy, test, |_, _| {}).0
+    run_with(policy, test, |_, _| {}).outcome
 }
 
 /// Runs a test in both engines and reports where their schedules differ.
 pub fn engines_agree(policy: &hir::Policy, test: &hir::Test) -> Result<(), String> {
     let compile = |k| gpol_compiler::engine::compile(policy.clone(), k).map_err(|d| d.message);
     let (jit, interp) = (compile(EngineKind::Jit)?, compile(EngineKind::Interp)?);
-    let (_, a) = run_with(&jit, test, |_, _| {});
-    let (_, b) = run_with(&interp, test, |_, _| {});
-    if a.log != b.log {
-        return Err(format!("the JIT and the interpreter disagree:\n  jit:    {:?}\n  interp: {:?}", a.log, b.log));
+    let (a, b) = (run_with(&jit, test, |_, _| {}).events, run_with(&interp, test, |_, _| {}).events);
+    if a != b {
+        return Err(format!("the JIT and the interpreter disagree:\n  jit:    {a:?}\n  interp: {b:?}"));
     }
     Ok(())
 }
@@ -191,25 +207,26 @@ struct Decisions {
     traces: HashMap<JobId, String>,
 }
 
-/// Decision-time traces are kept while a test's pending jobs times its nodes stay under
-/// this; beyond it a failure shows the trace as of the failed expectation.
-const TRACED_WORK: usize = 100_000;
+/// Turns are recorded as they are decided while a test's pending jobs times its nodes
+/// stay under this; beyond it a failure shows the trace as of the failed expectation.
+pub const TRACED_WORK: usize = 100_000;
 
 impl Decisions {
-    /// Runs a cycle, keeping the trace of every job it starts.
-    fn cycle(&mut self, s: &mut Scheduler) {
-        let pending: Vec<JobId> = (0..s.jobs.len()).filter(|&j| matches!(s.jobs[j].state, State::Pending(_))).collect();
-        let before: Vec<(JobId, String)> = if pending.len().saturating_mul(s.cluster.nodes.len()) <= TRACED_WORK {
-            pending.iter().map(|&j| (j, explain::explain(s, j))).collect()
-        } else {
-            Vec::new()
-        };
-        s.cycle();
-        for (j, trace) in before {
-            if s.jobs[j].state == State::Running {
-                self.traces.insert(j, trace);
+    /// Runs a cycle, keeping the trace of every job it starts; what it decided, and the
+    /// account of each turn (when recorded).
+    fn cycle(&mut self, s: &mut Scheduler) -> (Vec<Event>, Vec<Account>) {
+        let pending = s.pending();
+        if pending.saturating_mul(s.cluster.nodes.len()) > TRACED_WORK {
+            return (s.cycle(), Vec::new());
+        }
+        let (decided, turns) = s.cycle_recorded();
+        let names: HashMap<&str, JobId> = jobs_by_name(s);
+        for a in &turns {
+            if let (account::Outcome::Placed { .. }, Some(&j)) = (&a.outcome, names.get(a.job.as_str())) {
+                self.traces.insert(j, explain::render(a));
             }
         }
+        (decided, turns)
     }
 
     /// The trace to show for `job`: how it was decided if a cycle started it and it still
@@ -226,6 +243,7 @@ fn check(
     s: &Scheduler,
     jobs: &HashMap<String, JobId>,
     decisions: &Decisions,
+    events: &[Event],
     e: &Expect,
     span: Span,
 ) -> Option<Failure> {
@@ -273,7 +291,7 @@ fn check(
             let j = job(name)?;
             let by_id = by.as_ref().map(|b| jobs.get(b).copied());
             let program = &s.policy.program;
-            let evicted = s.log.iter().any(|ev| match ev {
+            let evicted = events.iter().any(|ev| match ev {
                 Event::Evicted { job, by: claimant, rule, .. } | Event::Shrunk { job, by: claimant, rule, .. } => {
                     *job == j
                         && by_id.is_none_or(|b| b == Some(*claimant))
@@ -359,4 +377,9 @@ fn value_text(v: &Val<'_>, ty: &gpol_compiler::types::Ty, symbols: &crate::symbo
         },
         _ => format!("{ty}"),
     }
+}
+
+/// The jobs by name (a test's job names are its own, one per job).
+fn jobs_by_name(s: &Scheduler) -> HashMap<&str, JobId> {
+    s.jobs.with_ids().map(|(id, j)| (j.name.as_str(), id)).collect()
 }

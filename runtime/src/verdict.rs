@@ -44,6 +44,14 @@ pub enum NodeVerdict {
     Quota(Block),
 }
 
+impl NodeVerdict {
+    /// Whether nothing running on the node, evicted, would let the job start there: the
+    /// node is too small, out of service or of a model the job may not use.
+    pub fn for_good(&self) -> bool {
+        matches!(self, NodeVerdict::TooSmall | NodeVerdict::Down | NodeVerdict::Model)
+    }
+}
+
 impl Scheduler {
     /// Whether the job may start at all now: its admit rules and its queue's quota.
     pub fn gate(&self, job: JobId) -> Result<(), Closed> {

@@ -204,11 +204,10 @@ fn state_invariants(s: &Scheduler) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks the events one cycle added (`log[from..]`) and the evictions since anything
-/// but a cycle last happened (`pairs`, claimant → victim).
-fn cycle_invariants(s: &Scheduler, from: usize, pairs: &mut HashSet<(JobId, JobId)>) -> Result<(), String> {
+/// Checks the events one step caused (`log`) and the evictions since anything but a
+/// cycle last happened (`pairs`, claimant → victim).
+fn cycle_invariants(s: &Scheduler, log: &[Event], pairs: &mut HashSet<(JobId, JobId)>) -> Result<(), String> {
     let victims = &s.policy().program.victims;
-    let log = &s.log()[from..];
     let mut queue_pairs: HashSet<(QueueId, QueueId)> = HashSet::new();
     for (i, ev) in log.iter().enumerate() {
         match ev {
@@ -282,14 +281,15 @@ fn play(
     setup: &Setup,
     nodes: &[NodeSpec],
     steps: &[Step],
-) -> Result<Scheduler, TestCaseError> {
+) -> Result<(Scheduler, Vec<Event>), TestCaseError> {
     let mut s = Scheduler::new(policy.clone());
+    let mut history = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
         s.add_node(&NodeSpec { name: format!("n{i}"), ..n.clone() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
     let mut pairs = HashSet::new();
     for (k, st) in steps.iter().enumerate() {
-        let from = s.log().len();
+        let from = history.len();
         match st {
             Step::Submit(j) => {
                 s.submit(spec(setup, j, format!("j{k}"))).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -300,19 +300,18 @@ fn play(
                     s.complete(running[i % running.len()]);
                 }
             }
-            Step::Fail(i) => s.fail_node(i % s.cluster().nodes.len()),
+            Step::Fail(i) => history.extend(s.fail_node(i % s.cluster().nodes.len())),
             Step::Advance(ms) => s.advance(*ms).expect("the scenario stays within the clock limit"),
-            Step::Cycle => {
-                s.cycle();
-            }
+            Step::Cycle => history.extend(s.cycle()),
         }
         if !matches!(st, Step::Cycle) {
             pairs.clear();
         }
         state_invariants(&s).map_err(|e| TestCaseError::fail(format!("after {st:?}: {e}")))?;
-        cycle_invariants(&s, from, &mut pairs).map_err(|e| TestCaseError::fail(format!("after {st:?}: {e}")))?;
+        cycle_invariants(&s, &history[from..], &mut pairs)
+            .map_err(|e| TestCaseError::fail(format!("after {st:?}: {e}")))?;
     }
-    Ok(s)
+    Ok((s, history))
 }
 
 fn check_both(
@@ -321,10 +320,10 @@ fn check_both(
     nodes: &[NodeSpec],
     steps: &[Step],
 ) -> Result<Counts, TestCaseError> {
-    let a = play(&policies.0, setup, nodes, steps)?;
-    let b = play(&policies.1, setup, nodes, steps)?;
-    prop_assert_eq!(a.log(), b.log(), "the engines scheduled differently");
-    let count = |f: fn(&Event) -> bool| a.log().iter().filter(|e| f(e)).count();
+    let (_, a) = play(&policies.0, setup, nodes, steps)?;
+    let (_, b) = play(&policies.1, setup, nodes, steps)?;
+    prop_assert_eq!(&a, &b, "the engines scheduled differently");
+    let count = |f: fn(&Event) -> bool| a.iter().filter(|e| f(e)).count();
     Ok(Counts {
         evicted: count(|e| matches!(e, Event::Evicted { .. })),
         shrunk: count(|e| matches!(e, Event::Shrunk { .. })),

@@ -2,6 +2,8 @@
 //! tests, run by the runtime in both engines: every expectation holds, and the JIT and
 //! the interpreter produce the same schedule, event for event.
 
+mod support;
+
 use gpol_compiler::engine::{EngineKind, compile};
 use gpol_compiler::hir;
 use gpol_compiler::load::Checked;
@@ -79,10 +81,11 @@ fn evictions_record_rule_claimant_and_lost_work() {
     let test = p.tests.iter().find(|t| t.name.starts_with("a serving job evicts")).cloned();
     let test = test.expect("the test is there");
     let compiled = compile(p, EngineKind::Jit).expect("the policy compiles");
-    let (outcome, s) = scenario::run_with(&compiled, &test, |_, _| {});
+    let played = scenario::run_with(&compiled, &test, |_, _| {});
+    let (outcome, s) = (&played.outcome, &played.scheduler);
     assert!(outcome.passed(), "{outcome:?}");
-    let evictions: Vec<(String, String, String, f64)> = s
-        .log()
+    let evictions: Vec<(String, String, String, f64)> = played
+        .events
         .iter()
         .filter_map(|e| match e {
             Event::Evicted { job, by, rule, lost_gpu_s, .. } => {
@@ -109,4 +112,35 @@ fn a_failure_shows_the_trace_of_the_decision_that_placed_the_job() {
     assert!(failure.explain.starts_with("decided as follows when it started:"), "{}", failure.explain);
     assert!(failure.explain.contains("→ would go to a"), "{}", failure.explain);
     assert!(!failure.explain.contains("→ would go to b"), "{}", failure.explain);
+}
+
+/// Two jobs started in one cycle: the second's account is what its turn saw — the first
+/// already on the node it would have taken, the queue's GPUs counted — not a snapshot
+/// from before the cycle.
+#[test]
+fn a_recorded_turn_sees_the_starts_before_it_in_the_same_cycle() {
+    use gpol_runtime::account::{NodeSaw, Outcome};
+    let policy =
+        "policy two\n\nuse std.pack\n\nqueue team { limit 16 gpu }\n\nscore fit { std.pack.best_fit(job, node) }\n";
+    let mut s = support::scheduler(policy, &[support::h100("n1"), support::h100("n2")]);
+    s.submit(support::cards("a", 6)).expect("valid");
+    let b = s.submit(support::cards("b", 5)).expect("valid");
+    // Before the cycle, b would take n1 and the queue holds nothing.
+    let before = gpol_runtime::account::account(&s, b);
+    assert_eq!(before.outcome, Outcome::WouldPlace { nodes: vec!["n1".into()] });
+    assert_eq!(before.quota[0].allocated, before.quota[0].borrowed);
+    let (decided, turns) = s.cycle_recorded();
+    assert_eq!(gpol_runtime::scheduler::starts(&decided), 2);
+    let names: Vec<&str> = turns.iter().map(|t| t.job.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    let seen = &turns[1];
+    assert_eq!(seen.outcome, Outcome::Placed { nodes: vec!["n2".into()] });
+    assert!(matches!(seen.nodes[0].verdict, NodeSaw::Passes { fits: false, .. }), "{:?}", seen.nodes[0]);
+    assert!(matches!(seen.nodes[1].verdict, NodeSaw::Passes { fits: true, .. }), "{:?}", seen.nodes[1]);
+    let team = &seen.quota[0];
+    assert_eq!((team.queue.as_str(), team.allocated.as_str()), ("team", "6"), "{team:?}");
+    assert_ne!(team.allocated, before.quota[0].allocated);
+    // In words, as `gpolc explain` shows it.
+    let text = gpol_runtime::explain::render(seen);
+    assert!(text.contains("→ started on n2") && text.contains("quota team gpu: allocated 6"), "{text}");
 }

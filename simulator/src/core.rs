@@ -205,6 +205,9 @@ impl Outcomes {
 
 struct Sim<'a> {
     s: Scheduler,
+    /// What happened since it was last read: the scheduler's decisions, with the
+    /// submissions and finishes the simulator made, in order.
+    journal: Vec<Event>,
     workload: &'a Workload,
     cluster: &'a ClusterSpec,
     config: &'a Config,
@@ -330,6 +333,7 @@ impl<'a> Sim<'a> {
         let signals = FIXED + PER_QUEUE * leaves.len() + PER_MODEL * models.len();
         let start_ms = summary.first_arrival_ms;
         let mut sim = Sim {
+            journal: Vec::new(),
             workload,
             cluster,
             config,
@@ -434,15 +438,16 @@ impl<'a> Sim<'a> {
                     break;
                 }
                 completions.pop();
-                if self.runs.get(&job).is_some_and(|r| r.epoch == epoch) && self.s.job(job).state == State::Running {
-                    self.s.complete(job);
+                if self.runs.get(&job).is_some_and(|r| r.epoch == epoch) && self.s.complete(job) {
+                    self.journal.push(Event::Finished { job, at_ms: self.s.now_ms() });
                 }
             }
             while let Some(e) = node_events.get(next_node_event).filter(|e| e.at_ms == t) {
                 self.node_event(&e.node, e.kind);
                 next_node_event += 1;
             }
-            self.s.cycle();
+            let decided = self.s.cycle();
+            self.journal.extend(decided);
             let progress = self.absorb_log(control, &mut |job, at| completions.push(Reverse((at, job.0, job.1))));
             let quiet = next.is_none() && next_node_event == node_events.len() && completions.is_empty();
             // Nothing left to happen and a retry changed nothing: the waiting jobs wait for
@@ -480,6 +485,7 @@ impl<'a> Sim<'a> {
             j.job.priority_class.as_ref().and_then(|c| {
                 self.workload.summary().classes.binary_search(c).ok().and_then(|i| u32::try_from(i).ok())
             });
+        self.journal.push(Event::Submitted { job: id, at_ms: self.s.now_ms() });
         self.runs
             .insert(id, Run { arrival_ms: j.arrival_ms, class, remaining_ms: j.job.duration_ms, ..Run::default() });
         self.outcomes.submitted_in[self.s.job(id).queue] += 1;
@@ -491,7 +497,8 @@ impl<'a> Sim<'a> {
         let cards = self.s.cluster().nodes[node].cards.len() as u64 * u64::from(MILLI);
         match kind {
             NodeEventKind::Fail => {
-                self.s.fail_node(node);
+                let requeued = self.s.fail_node(node);
+                self.journal.extend(requeued);
                 if !std::mem::replace(&mut self.failed[node], true) {
                     self.capacity_milli -= cards;
                     self.model_capacity_milli[self.node_model[node]] -= cards;
@@ -516,7 +523,7 @@ impl<'a> Sim<'a> {
         let now = self.s.now_ms();
         let mut progress = false;
         let mut ended = Vec::new();
-        for event in self.s.take_log() {
+        for event in std::mem::take(&mut self.journal) {
             if let Some(observe) = control.on_event {
                 observe(&self.s, &event);
             }
@@ -861,7 +868,8 @@ impl<'a> Sim<'a> {
         let id = self.submit(job, pass)?;
         let milli = self.s.job(id).total_milli();
         *arrived += milli;
-        self.s.cycle();
+        let decided = self.s.cycle();
+        self.journal.extend(decided);
         self.absorb_log(control, &mut |_, _| {});
         if self.s.jobs().get(id).is_some_and(|j| j.is_pending()) {
             *failed += milli;

@@ -150,9 +150,9 @@ fn as_test(nodes: &[NodeSpec], jobs: &[TraceJob]) -> Result<Vec<Event>, TestCase
     let text = format!("{POLICY}\n{}", test_block(nodes, jobs));
     let policy = gpol_compiler::load::compile_text("schedules.gpol", &text, EngineKind::Jit)
         .map_err(|e| TestCaseError::fail(format!("{text}\n{e}")))?;
-    let (outcome, s) = scenario::run_with(&policy, &policy.policy.tests[0], |_, _| {});
-    prop_assert!(outcome.error.is_none(), "{:?}", outcome.error);
-    Ok(s.log().to_vec())
+    let played = scenario::run_with(&policy, &policy.policy.tests[0], |_, _| {});
+    prop_assert!(played.outcome.error.is_none(), "{:?}", played.outcome.error);
+    Ok(played.events)
 }
 
 /// The trace's events, as `gpolc sim` schedules it (the trace written and read back).

@@ -279,15 +279,14 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
             s.drain_node(id);
         }
     }
-    s.cycle();
+    let decided = s.cycle();
     // Why each evicted job was evicted: for whom, under which rule.
     let slurm_id = |id: JobId| taken.iter().zip(&ids).find(|(_, i)| **i == Some(id)).map_or(0, |(j, _)| j.id);
     let mut evicted: std::collections::HashMap<JobId, String> = std::collections::HashMap::new();
-    for e in s.take_log() {
+    for e in decided {
         if let gpol_runtime::scheduler::Event::Evicted { job, by, rule, .. } = e {
-            let by_name = &s.job(by).name;
-            let text = format!("evicted for job {} ({by_name}) under {}", slurm_id(by), policy.program.rule_name(rule));
-            evicted.insert(job, text);
+            let claimant = format!("job {} ({})", slurm_id(by), s.job(by).name);
+            evicted.insert(job, explain::eviction_text(&s, &claimant, rule));
         }
     }
     let view = crate::lua::Policy { program: &policy.program, hir: &policy.policy };
@@ -359,8 +358,8 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
             // job through (Slurm filled in a default after submission, say): then held, for
             // a person to look at, rather than cancelled on a disagreement.
             jobs::State::Rejected(rule) => {
+                let reason = explain::refusal_text(&s, rule);
                 let rule = policy.program.rule_name(rule);
-                let reason = format!("refused by admit rule {rule}");
                 if at_submission.contains(&rule) {
                     let reason = format!("{reason}, which job_submit.lua let through");
                     if j.admin_comment != format!("{HELD}{reason}") {

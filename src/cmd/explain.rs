@@ -1,11 +1,14 @@
-//! `gpolc explain`: replay one of a policy's tests and show, before every scheduling
-//! cycle, why each waiting job goes where it goes or waits — the first filter that turns
-//! each node away, every score, the quota arithmetic — and then what the cycle did.
+//! `gpolc explain`: replay one of a policy's tests and show every turn of every
+//! scheduling cycle as it was decided — the order of queues, the admit rules, the quota
+//! arithmetic, the first filter that turns each node away, every score, the victim
+//! search, where the job went — and what each cycle did.
 
 use super::{OK, USAGE};
 use gpol_compiler::engine::EngineKind;
-use gpol_runtime::explain::{describe_event, explain};
+use gpol_runtime::explain::{describe_event, render, state_text};
 use gpol_runtime::scenario::{Moment, run_with};
+use gpol_runtime::{Event, Scheduler};
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -33,21 +36,33 @@ pub fn run(args: Args, color: bool) -> u8 {
         Err(code) => return code,
     };
     let mut out = String::new();
-    let mut seen = 0;
-    run_with(&compiled, &test, |moment, s| match moment {
-        Moment::BeforeCycle => {
+    let played = run_with(&compiled, &test, |moment, s| match moment {
+        Moment::BeforeCycle(steps) => {
+            event_lines(s, steps, &mut out);
             out.push_str(&format!("== cycle at {}s\n", s.now_ms() as f64 / 1000.0));
-            for j in (0..s.jobs().len()).filter(|&j| s.job(j).is_pending()) {
-                out.push_str(&explain(s, j));
-            }
         }
-        Moment::AfterCycle => {
-            for line in s.log()[seen..].iter().filter_map(|ev| describe_event(s, ev)) {
-                out.push_str(&format!("-> {line}\n"));
+        Moment::AfterCycle { turns, decided } => {
+            for account in turns {
+                out.push_str(&render(account));
             }
-            seen = s.log().len();
+            // Waiting jobs without a turn: their class's or queue's head had it.
+            let tried: HashSet<&str> = turns.iter().map(|a| a.job.as_str()).collect();
+            for (j, job) in s.jobs().with_ids().filter(|(_, j)| j.is_pending() && !tried.contains(j.name.as_str())) {
+                out.push_str(&format!("job {}: {} (no turn of its own)\n", job.name, state_text(s, j)));
+            }
+            event_lines(s, decided, &mut out);
         }
     });
+    if let Some(error) = played.outcome.error {
+        eprintln!("error: the test stops early: {error}");
+    }
     super::print(&out);
     OK
+}
+
+/// One `-> …` line per event that says something.
+fn event_lines(s: &Scheduler, events: &[Event], out: &mut String) {
+    for line in events.iter().filter_map(|ev| describe_event(s, ev)) {
+        out.push_str(&format!("-> {line}\n"));
+    }
 }

@@ -3,6 +3,7 @@
 
 use super::waiting::ClassId;
 use super::{Backoff, Event, Scheduler, View};
+use crate::account::{self, Account, SearchSeen, Turned};
 use crate::jobs::{JobId, QueueId, Reason, State};
 use crate::model::NodeId;
 use crate::preempt::Eviction;
@@ -32,9 +33,20 @@ struct Turns {
 }
 
 impl Scheduler {
+    /// [`Scheduler::cycle`], with an account of every turn as it was decided: what the
+    /// job saw when its turn began (the order of queues, the quota, every node) and how
+    /// the turn ended (its victim search included). Slower: for explanations and
+    /// decision logs.
+    pub fn cycle_recorded(&mut self) -> (Vec<Event>, Vec<Account>) {
+        self.recording = Some(Vec::new());
+        let decided = self.cycle();
+        (decided, self.recording.take().unwrap_or_default())
+    }
+
     /// Runs one scheduling cycle: places every job that can be placed now, in order.
-    /// Returns how many were placed.
-    pub fn cycle(&mut self) -> usize {
+    /// Returns what it decided, in order: starts, rejections, evictions, reservations,
+    /// growth.
+    pub fn cycle(&mut self) -> Vec<Event> {
         self.quotas.advance_usage(self.now_ms);
         self.forget_irrelevant_starts();
         self.started_this_cycle.clear();
@@ -42,7 +54,6 @@ impl Scheduler {
         self.in_cycle = true;
         self.cycle_starts = self.starts;
         let mut turns = Turns::default();
-        let mut placed = 0;
         while let Some(job) = self.next_job(&mut turns) {
             // The state the answer is computed in (a failed turn may still change it: a
             // reservation).
@@ -56,11 +67,11 @@ impl Scheduler {
             }
             self.turns.push(job);
             match self.attempt(job) {
-                Attempt::Placed => placed += 1,
+                Attempt::Placed => {}
                 Attempt::Rejected(rule) => {
                     self.quotas.count(leaf, -1, 0, crate::quota::requested_gpu(&self.jobs[job]));
                     self.set_state(job, State::Rejected(rule));
-                    self.log.push(Event::Rejected { job, rule, at_ms: self.now_ms });
+                    self.decided.push(Event::Rejected { job, rule, at_ms: self.now_ms });
                 }
                 Attempt::Waiting(reason) => {
                     if self.quotas.queues[leaf].queueing == Queueing::Strict {
@@ -101,7 +112,7 @@ impl Scheduler {
             self.touch();
         }
         self.started_this_cycle.clear();
-        placed
+        std::mem::take(&mut self.decided)
     }
 
     /// The next job to try: the best queue at each level of the tree, then the best job
@@ -192,10 +203,31 @@ impl Scheduler {
             .all(|(r, &a)| queue.get(&queue.alloc, *r) + a <= queue.get(&queue.guarantee, *r));
     }
 
-    /// One job's turn: place it; failing that, evict for it (if the policy allows and it
-    /// would then start), or reserve for it (if it has waited long enough).
+    /// One job's turn, recorded if a recorded cycle runs.
     fn attempt(&mut self, job: JobId) -> Attempt {
         self.attempts += 1;
+        if self.recording.is_none() {
+            return self.turn(job, None);
+        }
+        let seen = account::seen(self, job);
+        let mut search = None;
+        let attempt = self.turn(job, Some(&mut search));
+        let turned = match &attempt {
+            Attempt::Placed => Turned::Placed,
+            Attempt::Waiting(reason) => Turned::Waits(reason),
+            Attempt::Rejected(rule) => Turned::Rejected(*rule),
+        };
+        let record = account::decided(self, job, seen, turned, search);
+        if let Some(accounts) = &mut self.recording {
+            accounts.push(record);
+        }
+        attempt
+    }
+
+    /// One job's turn: place it; failing that, evict for it (if the policy allows and it
+    /// would then start), or reserve for it (if it has waited long enough). `search`, when
+    /// given, is told of the victim search made.
+    fn turn(&mut self, job: JobId, search: Option<&mut Option<SearchSeen>>) -> Attempt {
         let reason = match self.decide(job) {
             crate::place::Decision::Place { replicas } => {
                 self.start(job, &replicas);
@@ -206,7 +238,13 @@ impl Scheduler {
         };
         if self.may_evict_for(&reason) && !self.still_no_victims(job) {
             self.searches += 1;
-            match self.victim_search_watched(job) {
+            let mut considered = search.is_some().then(Vec::new);
+            let found = self.victim_search_noted(job, considered.as_mut());
+            if let (Some(out), Some(considered)) = (search, considered) {
+                let eviction = found.as_ref().ok().cloned();
+                *out = Some(account::search_seen(self, &crate::preempt::VictimSearch { considered, eviction }));
+            }
+            match found {
                 Ok(eviction) => {
                     self.evict(job, &eviction);
                     self.start(job, &eviction.replicas);
@@ -243,7 +281,7 @@ impl Scheduler {
         let j = &mut self.jobs[job];
         j.started_ms = now;
         j.checkpoint_ms = now;
-        self.log.push(Event::Placed { job, nodes: replicas.to_vec(), at_ms: self.now_ms });
+        self.decided.push(Event::Placed { job, nodes: replicas.to_vec(), at_ms: self.now_ms });
     }
 
     /// Carries out an eviction: the victims stop, lose their work since their last
@@ -257,13 +295,13 @@ impl Scheduler {
         replicas.sort_unstable_by_key(|&(job, k, _)| (job, std::cmp::Reverse(k)));
         for (job, k, rule) in replicas {
             if let Some((node, lost_gpu_s)) = self.remove_replica(job, k) {
-                self.log.push(Event::Shrunk { job, by: claimant, rule, node, lost_gpu_s, at_ms: self.now_ms });
+                self.decided.push(Event::Shrunk { job, by: claimant, rule, node, lost_gpu_s, at_ms: self.now_ms });
             }
         }
         for v in eviction.victims.iter().filter(|v| v.replica.is_none()) {
             let (kept_ms, lost_gpu_s) = self.stop_progress(v.job);
             self.requeue(v.job);
-            self.log.push(Event::Evicted {
+            self.decided.push(Event::Evicted {
                 job: v.job,
                 by: claimant,
                 rule: v.rule,

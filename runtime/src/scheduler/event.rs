@@ -5,6 +5,9 @@ use crate::model::NodeId;
 use gpol_compiler::ir::RuleId;
 
 /// Something that happened. Rules are named by identity; `explain` renders names.
+/// [`crate::Scheduler::cycle`] returns what it decided, [`crate::Scheduler::fail_node`]
+/// the jobs it requeued; `Submitted` and `Finished` are what drivers that keep a history
+/// (the simulator, `gpolc test`) record of their own calls.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     Submitted {
@@ -68,4 +71,9 @@ pub enum Event {
         nodes: Vec<NodeId>,
         at_ms: u64,
     },
+}
+
+/// How many jobs `events` started (placements; growth of a running gang is not a start).
+pub fn starts(events: &[Event]) -> usize {
+    events.iter().filter(|e| matches!(e, Event::Placed { .. })).count()
 }

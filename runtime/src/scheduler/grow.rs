@@ -37,7 +37,7 @@ impl Scheduler {
                 let among = self.growth_nodes(job);
                 let Ok(node) = self.best_node(job, among.as_deref(), 1) else { break };
                 self.add_replica(job, node);
-                self.log.push(Event::Grown { job, node, at_ms: self.now_ms });
+                self.decided.push(Event::Grown { job, node, at_ms: self.now_ms });
                 added += 1;
             }
         }

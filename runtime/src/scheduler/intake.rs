@@ -1,7 +1,7 @@
 //! Jobs coming in: where a submitted job goes (its queue, priority and user, by the rules
 //! every consumer shares), jobs found already running, and jobs taken back.
 
-use super::{Event, Scheduler};
+use super::Scheduler;
 use crate::jobs::{Job, JobId, QueueId, State};
 use crate::model::NodeId;
 use crate::quota::Amounts;
@@ -175,7 +175,6 @@ impl Scheduler {
         self.jobs.push(job, labels, shape);
         self.touch();
         self.enqueue(id);
-        self.log.push(Event::Submitted { job: id, at_ms: self.now_ms });
         Ok(id)
     }
 
@@ -189,12 +188,12 @@ impl Scheduler {
             }
             self.bind_replica(job, n, false);
         }
-        self.start_bound(job, nodes, history);
+        self.start_bound(job, history);
         Ok(())
     }
 
     /// Marks a job whose replicas are bound as running, charged, with its history.
-    fn start_bound(&mut self, job: JobId, nodes: &[NodeId], history: History) {
+    fn start_bound(&mut self, job: JobId, history: History) {
         let History { ran_ms, since_checkpoint_ms, evictions } = history;
         self.charge(job);
         self.note_start(job);
@@ -207,7 +206,6 @@ impl Scheduler {
         j.submitted_ms = j.submitted_ms.min(start);
         j.checkpoint_ms = now - i64::try_from(since_checkpoint_ms.min(ran_ms)).unwrap_or(i64::MAX);
         j.evictions = evictions;
-        self.log.push(Event::Placed { job, nodes: nodes.to_vec(), at_ms: self.now_ms });
     }
 
     /// Places a one-replica job directly on `node` on the given cards (and MIG instances),
@@ -227,7 +225,7 @@ impl Scheduler {
         let slot = fit::bind(&mut self.cluster, node, &self.jobs[job], cards);
         self.jobs[job].slots.push(slot);
         self.refresh_node(node);
-        self.start_bound(job, &[node], history);
+        self.start_bound(job, history);
         Ok(())
     }
 

@@ -16,7 +16,7 @@ mod retry;
 mod state;
 mod waiting;
 
-pub use event::Event;
+pub use event::{Event, starts};
 pub use intake::{Resolved, SubmitError};
 pub use order::compare_keys;
 
@@ -50,7 +50,9 @@ pub struct Scheduler {
     pub(crate) now_ms: u64,
     /// Where `now_ms` falls in real time, in the policy's time zone.
     clock: Clock,
-    pub(crate) log: Vec<Event>,
+    /// What the cycle under way has decided so far, returned when it ends (empty between
+    /// calls).
+    pub(crate) decided: Vec<Event>,
     /// Placement attempts so far (each one a filter+score pass over the nodes), and
     /// victim searches.
     attempts: u64,
@@ -136,6 +138,8 @@ pub struct Scheduler {
     pub(crate) started_this_cycle: HashSet<JobId>,
     /// The jobs the last cycle gave a turn, in order.
     pub(crate) turns: Vec<JobId>,
+    /// While [`Scheduler::cycle_recorded`] runs, the account of each turn so far.
+    recording: Option<Vec<crate::account::Account>>,
     pub(crate) in_cycle: bool,
     fair_tree: std::cell::RefCell<Option<FairTreeCache>>,
     /// Per queue, whether it borrows something the tree governs, and the quota version
@@ -238,7 +242,7 @@ impl Scheduler {
             jobs: JobStore::default(),
             now_ms: 0,
             clock,
-            log: Vec::new(),
+            decided: Vec::new(),
             attempts: 0,
             searches: 0,
             literals,
@@ -275,6 +279,7 @@ impl Scheduler {
             queue_order_reads_head,
             started_this_cycle: HashSet::new(),
             turns: Vec::new(),
+            recording: None,
             in_cycle: false,
             fair_tree: std::cell::RefCell::new(None),
             borrowing: std::cell::RefCell::new(None),
@@ -344,11 +349,6 @@ impl Scheduler {
     /// The scheduler's clock, ms.
     pub fn now_ms(&self) -> u64 {
         self.now_ms
-    }
-
-    /// What happened since the log was last taken.
-    pub fn log(&self) -> &[Event] {
-        &self.log
     }
 
     /// Placement attempts so far (each one a filter and score pass over the nodes).
@@ -471,12 +471,6 @@ impl Scheduler {
             self.follow_quota_windows();
         }
         Ok(())
-    }
-
-    /// Hands over the events logged so far, leaving the log empty (long runs read it as
-    /// they go instead of keeping it all).
-    pub fn take_log(&mut self) -> Vec<Event> {
-        std::mem::take(&mut self.log)
     }
 
     /// Seeds the pseudo-random draws of `hash01` (runs with different seeds draw

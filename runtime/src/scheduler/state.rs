@@ -261,16 +261,17 @@ impl Scheduler {
         self.quotas.charge(j.queue, j.user, &j.charged, 1);
     }
 
-    /// A running job finishes and frees what it held.
-    pub fn complete(&mut self, job: JobId) {
+    /// A running job finishes and frees what it held; false (and nothing changes) if it
+    /// was not running.
+    pub fn complete(&mut self, job: JobId) -> bool {
         if self.jobs[job].state != State::Running {
-            return;
+            return false;
         }
         self.quotas.advance_usage(self.now_ms);
         self.release(job);
         self.quotas.count(self.jobs[job].queue, 0, -1, quota::requested_gpu(&self.jobs[job]));
         self.set_state(job, State::Finished);
-        self.log.push(Event::Finished { job, at_ms: self.now_ms });
+        true
     }
 
     /// Stops a running job and puts it back in its queue.
@@ -285,15 +286,17 @@ impl Scheduler {
         self.set_state(job, State::Pending(None));
     }
 
-    /// A node fails: its jobs lose their work since the last checkpoint and wait again.
-    pub fn fail_node(&mut self, node: NodeId) {
+    /// A node fails: its jobs lose their work since the last checkpoint and wait again
+    /// (returned, as `Requeued` events).
+    pub fn fail_node(&mut self, node: NodeId) -> Vec<Event> {
         self.quotas.advance_usage(self.now_ms);
         let victims: Vec<JobId> =
             self.running().filter(|&j| self.jobs[j].slots.iter().any(|s| s.node == node)).collect();
+        let mut requeued = Vec::with_capacity(victims.len());
         for j in victims {
             let (kept_ms, lost_gpu_s) = self.stop_progress(j);
             self.requeue(j);
-            self.log.push(Event::Requeued { job: j, node, kept_ms, lost_gpu_s, at_ms: self.now_ms });
+            requeued.push(Event::Requeued { job: j, node, kept_ms, lost_gpu_s, at_ms: self.now_ms });
         }
         self.cluster.set_up(node, false);
         self.refresh_node(node);
@@ -302,6 +305,7 @@ impl Scheduler {
         if let Some(&owner) = self.reserved.get(&node) {
             self.unreserve(owner);
         }
+        requeued
     }
 
     /// Takes a node out of service without stopping its jobs: they run to the end, and

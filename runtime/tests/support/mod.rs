@@ -55,22 +55,27 @@ impl Stream {
         Stream { s, ends: std::collections::BTreeMap::new() }
     }
 
-    /// Ends the jobs due by now, submits `spec`, runs a cycle and returns its events
-    /// (noting when each job it started ends).
+    /// Ends the jobs due by now, submits `spec`, runs a cycle and returns what happened:
+    /// the ends, the submission and the cycle's decisions (noting when each job it
+    /// started ends).
     pub fn arrive(&mut self, spec: JobSpec) -> Vec<gpol_runtime::Event> {
         let now = self.s.now_ms();
         let due: Vec<usize> = self.ends.range(..=now).flat_map(|(_, jobs)| jobs.iter().copied()).collect();
         self.ends.retain(|&t, _| t > now);
+        let mut events = Vec::new();
         for j in due {
             let job = self.s.job(j);
             let end = job.started_ms.saturating_add(i64::try_from(job.duration_ms.unwrap_or(0)).unwrap_or(i64::MAX));
-            if job.state == gpol_runtime::jobs::State::Running && end <= i64::try_from(now).unwrap_or(i64::MAX) {
-                self.s.complete(j);
+            if job.state == gpol_runtime::jobs::State::Running
+                && end <= i64::try_from(now).unwrap_or(i64::MAX)
+                && self.s.complete(j)
+            {
+                events.push(gpol_runtime::Event::Finished { job: j, at_ms: now });
             }
         }
-        self.s.submit(spec).expect("the job is valid");
-        self.s.cycle();
-        let events = self.s.take_log();
+        let job = self.s.submit(spec).expect("the job is valid");
+        events.push(gpol_runtime::Event::Submitted { job, at_ms: now });
+        events.extend(self.s.cycle());
         for e in &events {
             if let gpol_runtime::Event::Placed { job, .. } = e {
                 let end = self.s.now_ms() + self.s.job(*job).duration_ms.unwrap_or(0);

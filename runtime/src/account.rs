@@ -1,0 +1,467 @@
+//! What a decision saw (decision D10), as data: for one job at one moment, where its
+//! queue stood in the order of queues, each admit rule, the quota arithmetic along its
+//! queue's path, every node's verdict with its scores, the gang placements, the outcome
+//! and the victim search. A cycle records one for each turn as it decides it
+//! ([`Scheduler::cycle_recorded`]); [`account`] observes one now, for the next decision.
+//! Names are resolved when recorded, so an account outlives the scheduler (a decision
+//! log); [`crate::explain::render`] puts it in words.
+
+use crate::explain;
+use crate::fit;
+use crate::jobs::{JobId, Reason, State};
+use crate::place::Decision;
+use crate::preempt::{Place, Verdict, VictimSearch};
+use crate::quota;
+use crate::scheduler::Scheduler;
+use gpol_compiler::engine::clamp_score;
+use gpol_compiler::interp::{self, Roots};
+use gpol_compiler::ir::RuleId;
+
+/// One job's decision, as it was seen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Account {
+    pub job: String,
+    pub queue: String,
+    /// Its state when seen: `pending (capacity)`.
+    pub state: String,
+    /// What it asks for: `8 whole cards, 0 cpu, 0 GiB`.
+    pub request: String,
+    pub order: Option<QueueOrder>,
+    pub admits: Vec<AdmitSeen>,
+    pub quota: Vec<QuotaRow>,
+    /// What the quota says, if it holds the job back.
+    pub quota_block: Option<String>,
+    pub nodes: Vec<NodeSeen>,
+    pub gang: Option<GangSeen>,
+    pub outcome: Outcome,
+    /// The victim search made for it, if it waited and the policy evicts.
+    pub victims: Option<SearchSeen>,
+    /// The nodes it holds in reserve (after the decision).
+    pub holds: Vec<String>,
+}
+
+/// Where the job's queue stands among its siblings, level by level from its leaf up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueOrder {
+    /// What orders queues: the policy's `queue_order` keys, or the built-in.
+    pub by: String,
+    /// Whether the keys read the queues' next jobs, which a cycle fills in.
+    pub reads_heads: bool,
+    pub levels: Vec<OrderLevel>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrderLevel {
+    /// `in training`, or `at the top`.
+    pub parent: Option<String>,
+    /// The siblings, best first.
+    pub queues: Vec<QueueRank>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueRank {
+    pub name: String,
+    pub keys: Vec<f64>,
+    pub waiting: bool,
+    /// The job's own queue (or the one above it at this level).
+    pub its: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdmitSeen {
+    pub rule: String,
+    pub passed: bool,
+    /// A failing static rule turns the job away for good; others hold it back.
+    pub for_good: bool,
+    pub reason: Option<String>,
+}
+
+/// One queue's arithmetic for one resource.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuotaRow {
+    pub queue: String,
+    pub resource: String,
+    pub allocated: String,
+    pub guarantee: Option<String>,
+    pub limit: Option<String>,
+    pub borrow_limit: Option<String>,
+    pub lend_limit: Option<String>,
+    pub borrowed: String,
+    /// In the job's own leaf: what is available to it, and what it needs.
+    pub available_needs: Option<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSeen {
+    pub name: String,
+    pub verdict: NodeSaw,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeSaw {
+    OutOfService,
+    Filtered { rule: String, reason: Option<String> },
+    HeldFor { job: String },
+    Passes { total: f64, tiers: Option<[f64; 4]>, scores: Vec<ScoreSeen>, fits: bool },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScoreSeen {
+    pub rule: String,
+    /// The value used (clamped), and the raw value when that was a fault.
+    pub value: f64,
+    pub fault: Option<f64>,
+    /// Its tier, or its weight in the sum.
+    pub tier: Option<u8>,
+    pub weight: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum GangSeen {
+    Placements { found: usize, best: Vec<GangPlacement> },
+    None { reason: String },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GangPlacement {
+    pub nodes: Vec<String>,
+    pub value: f64,
+    pub tiers: Option<[f64; 4]>,
+}
+
+/// How the decision came out.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Seen before it was made: where the job would go.
+    WouldPlace {
+        nodes: Vec<String>,
+    },
+    /// It started there (after evictions, if the victim search chose some).
+    Placed {
+        nodes: Vec<String>,
+    },
+    Waits {
+        reason: String,
+        detail: Option<String>,
+    },
+    Rejected {
+        rule: String,
+    },
+}
+
+/// A victim search: the verdict on every running job, and the set chosen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchSeen {
+    pub considered: Vec<(String, VictimSaw)>,
+    pub chosen: Option<Chosen>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum VictimSaw {
+    WithinGuarantee { queue: String },
+    JustStarted,
+    Protected { rule: String, reason: Option<String> },
+    NoRule { cross_queue: bool },
+    Candidate { place: Place, rules: Vec<String>, cost: f64 },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chosen {
+    /// Each victim (`j`, or `j's replica on n1`), its rule and cost.
+    pub victims: Vec<(String, String, f64)>,
+    pub cost: f64,
+    pub nodes: Vec<String>,
+}
+
+/// What `job`'s next decision sees now, and where it would go (its victim search tried
+/// on a copy of the scheduler).
+pub fn account(s: &Scheduler, job: JobId) -> Account {
+    let mut a = seen(s, job);
+    a.outcome = match s.decide(job) {
+        Decision::Place { replicas } => Outcome::WouldPlace { nodes: node_names(s, &replicas) },
+        Decision::Wait(r) => {
+            if !s.policy.program.victims.is_empty() && s.jobs[job].is_pending() {
+                // The search tries evictions on the model and undoes them: run it on a copy.
+                let search = s.clone().victim_search_explained(job);
+                a.victims = Some(search_seen(s, &search));
+            }
+            waits(s, job, &r)
+        }
+        Decision::Reject(r) => Outcome::Rejected { rule: s.policy.program.rule_name(r) },
+    };
+    a.holds = holds(s, job);
+    a
+}
+
+/// What the job's turn sees as it begins, its outcome not yet known.
+pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
+    let j = &s.jobs[job];
+    let program = &s.policy.program;
+    let state = match &s.state(job) {
+        State::Pending(Some(r)) => format!("pending ({})", r.name(program)),
+        State::Pending(None) => "pending".into(),
+        State::Running => "running".into(),
+        State::Finished => "finished".into(),
+        State::Rejected(r) => format!("rejected by {}", program.rule_name(*r)),
+        State::Withdrawn => "withdrawn".to_string(),
+    };
+    let view = s.view(Some(job));
+    let ctx = s.ctx(&view);
+    let rec = s.job_rec(job);
+    let roots = Roots { job: Some(&rec), ..Roots::default() };
+    let admits = program
+        .admit
+        .iter()
+        .map(|r| AdmitSeen {
+            rule: r.name.clone(),
+            passed: interp::eval(&r.body, &ctx, &roots).b(),
+            for_good: r.is_static,
+            reason: r.reason.clone(),
+        })
+        .collect();
+    let demand = quota::demand(j, None);
+    let quota_block = s.quotas.admissible(j.queue, j.user, &demand).err().map(|b| explain::block_text(s, b));
+    let nodes = s
+        .node_records()
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let node = &s.cluster.nodes[i];
+            let roots = Roots { job: Some(&rec), node: Some(n), ..Roots::default() };
+            let verdict = if !node.up {
+                NodeSaw::OutOfService
+            } else if let Some(f) = program.filters.iter().find(|f| !interp::eval(&f.body, &ctx, &roots).b()) {
+                NodeSaw::Filtered { rule: f.name.clone(), reason: f.reason.clone() }
+            } else if let Some(&owner) = s.reserved.get(&i)
+                && owner != job
+            {
+                NodeSaw::HeldFor { job: s.jobs[owner].name.clone() }
+            } else {
+                let (mut total, mut tiers) = (0.0, [0.0f64; 4]);
+                let scores = program
+                    .scores
+                    .iter()
+                    .map(|sc| {
+                        let raw = interp::eval(&sc.body, &ctx, &roots).f();
+                        let (value, fault) = clamp_score(raw);
+                        match sc.tier {
+                            Some(t) => tiers[usize::from(t).saturating_sub(1).min(3)] += value,
+                            None => total += sc.weight * value,
+                        }
+                        let fault = (fault > 0).then_some(raw);
+                        ScoreSeen { rule: sc.name.clone(), value, fault, tier: sc.tier, weight: sc.weight }
+                    })
+                    .collect();
+                let tiers = program.scores.iter().any(|s| s.tier.is_some()).then_some(tiers);
+                NodeSaw::Passes { total, tiers, scores, fits: fit::fits(node, j) }
+            };
+            NodeSeen { name: node.name.clone(), verdict }
+        })
+        .collect();
+    Account {
+        job: j.name.clone(),
+        queue: s.quotas.queues[j.queue].name.clone(),
+        state,
+        request: explain::request_text(s, job),
+        order: queue_order(s, job),
+        admits,
+        quota: quota_rows(s, job),
+        quota_block,
+        nodes,
+        gang: (j.replicas > 1 && j.is_pending()).then(|| gang(s, job)).flatten(),
+        outcome: Outcome::Waits { reason: String::new(), detail: None },
+        victims: None,
+        holds: Vec::new(),
+    }
+}
+
+/// How a turn ended.
+pub(crate) enum Turned<'a> {
+    Placed,
+    Waits(&'a Reason),
+    Rejected(RuleId),
+}
+
+/// How a turn that began as `a` ended, with the victim search it made, if any.
+pub(crate) fn decided(
+    s: &Scheduler,
+    job: JobId,
+    mut a: Account,
+    turned: Turned,
+    search: Option<SearchSeen>,
+) -> Account {
+    a.victims = search;
+    a.outcome = match turned {
+        Turned::Placed => {
+            let nodes: Vec<usize> = s.jobs[job].slots.iter().map(|slot| slot.node).collect();
+            Outcome::Placed { nodes: node_names(s, &nodes) }
+        }
+        Turned::Waits(r) => waits(s, job, r),
+        Turned::Rejected(r) => Outcome::Rejected { rule: s.policy.program.rule_name(r) },
+    };
+    a.holds = holds(s, job);
+    a
+}
+
+fn waits(s: &Scheduler, job: JobId, r: &Reason) -> Outcome {
+    Outcome::Waits { reason: r.name(&s.policy.program), detail: explain::reason_detail(s, job, r) }
+}
+
+fn holds(s: &Scheduler, job: JobId) -> Vec<String> {
+    s.reservations.get(&job).map(|nodes| node_names(s, nodes)).unwrap_or_default()
+}
+
+fn node_names(s: &Scheduler, nodes: &[usize]) -> Vec<String> {
+    nodes.iter().map(|&n| s.cluster.nodes[n].name.clone()).collect()
+}
+
+/// The quota arithmetic along the job's queue's path, for the resources it asks for that
+/// some quota governs.
+fn quota_rows(s: &Scheduler, job: JobId) -> Vec<QuotaRow> {
+    let j = &s.jobs[job];
+    let mut rows = Vec::new();
+    for (&r, &need) in quota::demand(j, None).iter().filter(|(_, a)| **a > 0) {
+        let limited = s.quotas.available(j.queue, r) != i64::MAX
+            || std::iter::successors(Some(j.queue), |&q| s.quotas.queues[q].parent)
+                .any(|q| s.quotas.queues[q].limit.contains_key(&r));
+        if !limited {
+            continue;
+        }
+        let mut p = Some(j.queue);
+        while let Some(qi) = p {
+            let node = &s.quotas.queues[qi];
+            let g = node.guarantee.get(&r).copied();
+            let alloc = node.get(&node.alloc, r);
+            rows.push(QuotaRow {
+                queue: node.name.clone(),
+                resource: r.name(&s.syms).to_string(),
+                allocated: r.show(alloc),
+                guarantee: g.map(|v| r.show(v)),
+                limit: node.limit.get(&r).map(|&v| r.show(v)),
+                borrow_limit: node.borrow_limit.get(&r).map(|&v| r.show(v)),
+                lend_limit: node.lend_limit.get(&r).map(|&v| r.show(v)),
+                borrowed: r.show((alloc - g.unwrap_or(0)).max(0)),
+                available_needs: (qi == j.queue).then(|| (r.show(s.quotas.available(qi, r)), r.show(need))),
+            });
+            p = node.parent;
+        }
+    }
+    rows
+}
+
+/// How many of a gang's placements an account keeps.
+const GANG_PLACEMENTS_KEPT: usize = 5;
+
+/// A gang's placements as the quota admits it now, best first, with their values.
+fn gang(s: &Scheduler, job: JobId) -> Option<GangSeen> {
+    let count = s.quota_count(job).ok()?;
+    let view = s.placement_view(job);
+    let (ctx, rec) = (s.ctx(&view), s.job_rec(job));
+    let tiered = s.score_tiers() > 0;
+    Some(match s.gang_placements(job, None, &ctx, &rec, count, s.score_tiers()) {
+        Ok(placements) => GangSeen::Placements {
+            found: placements.len(),
+            best: placements
+                .iter()
+                .take(GANG_PLACEMENTS_KEPT)
+                .map(|p| GangPlacement {
+                    nodes: node_names(s, &p.replicas),
+                    value: p.value,
+                    tiers: tiered.then_some(p.tiers),
+                })
+                .collect(),
+        },
+        Err(reason) => GangSeen::None { reason: reason.name(&s.policy.program) },
+    })
+}
+
+/// Where the job's queue stands in the order of queues, level by level from the root.
+fn queue_order(s: &Scheduler, job: JobId) -> Option<QueueOrder> {
+    let quotas = &s.quotas;
+    if quotas.queues.len() < 2 {
+        return None;
+    }
+    let program = &s.policy.program;
+    let view = s.view(None);
+    let by = if program.queue_order.is_empty() {
+        "weighted dominant share, least first".to_string()
+    } else {
+        let keys: Vec<String> = (0..program.queue_order.len())
+            .map(|k| program.rule_name(RuleId::QueueOrder(u16::try_from(k).unwrap_or(u16::MAX))))
+            .collect();
+        keys.join(", then ")
+    };
+    let reads_heads = s.queue_order_reads_head;
+    let path: Vec<usize> = quotas.path(s.jobs[job].queue).collect();
+    let mut levels = Vec::new();
+    for &q in path.iter().rev() {
+        let siblings: Vec<usize> = match quotas.queues[q].parent {
+            Some(p) => quotas.queues[p].children.clone(),
+            None => (0..quotas.queues.len()).filter(|&r| quotas.queues[r].parent.is_none()).collect(),
+        };
+        if siblings.len() < 2 {
+            continue;
+        }
+        let mut ranked: Vec<(usize, Vec<f64>)> = siblings.iter().map(|&c| (c, s.queue_order_keys(&view, c))).collect();
+        ranked.sort_by(|a, b| s.queue_order_cmp((a.0, &a.1), (b.0, &b.1)));
+        let queues = ranked
+            .into_iter()
+            .map(|(c, keys)| QueueRank {
+                name: quotas.queues[c].name.clone(),
+                keys,
+                waiting: quotas.queues[c].pending > 0,
+                its: c == q,
+            })
+            .collect();
+        levels.push(OrderLevel { parent: quotas.queues[q].parent.map(|p| quotas.queues[p].name.clone()), queues });
+    }
+    Some(QueueOrder { by, reads_heads, levels })
+}
+
+/// A victim search with names (before its evictions are carried out: a replica is named
+/// by its node).
+pub(crate) fn search_seen(s: &Scheduler, search: &VictimSearch) -> SearchSeen {
+    let program = &s.policy.program;
+    let considered = search
+        .considered
+        .iter()
+        .map(|(job, verdict)| {
+            let saw = match verdict {
+                Verdict::WithinGuarantee { queue } => {
+                    VictimSaw::WithinGuarantee { queue: s.quotas.queues[*queue].name.clone() }
+                }
+                Verdict::JustStarted => VictimSaw::JustStarted,
+                Verdict::Protected { rule } => {
+                    let reason = match rule {
+                        RuleId::Victim(i) => program.victims.get(usize::from(*i)).and_then(|r| r.reason.clone()),
+                        _ => None,
+                    };
+                    VictimSaw::Protected { rule: program.rule_name(*rule), reason }
+                }
+                Verdict::NoRule { place } => VictimSaw::NoRule { cross_queue: *place == Place::Other },
+                Verdict::Candidate { place, rules, cost } => VictimSaw::Candidate {
+                    place: *place,
+                    rules: rules.iter().map(|r| program.rule_label(*r)).collect(),
+                    cost: *cost,
+                },
+            };
+            (s.jobs[*job].name.clone(), saw)
+        })
+        .collect();
+    let chosen = search.eviction.as_ref().map(|e| Chosen {
+        victims: e
+            .victims
+            .iter()
+            .map(|v| {
+                let what = match v.replica.and_then(|k| s.jobs[v.job].slots.get(k)) {
+                    Some(slot) => format!("{}'s replica on {}", s.jobs[v.job].name, s.cluster.nodes[slot.node].name),
+                    None => s.jobs[v.job].name.clone(),
+                };
+                (what, program.rule_label(v.rule), v.cost)
+            })
+            .collect(),
+        cost: e.cost,
+        nodes: node_names(s, &e.replicas),
+    });
+    SearchSeen { considered, chosen }
+}
