@@ -99,7 +99,7 @@ fn evictions_record_rule_claimant_and_lost_work() {
 }
 
 /// A failed `expect J on N` shows the trace of the decision that placed the job, not the
-/// decision it would take now that it holds cards: "running on a" with "→ would go to a".
+/// decision it would take now that it holds cards: "running on a" with "→ started on a".
 #[test]
 fn a_failure_shows_the_trace_of_the_decision_that_placed_the_job() {
     let text = "policy trace\n\nqueue team {}\n\nscore emptiest { node.free_gpu / 1 gpu }\n\n\
@@ -110,7 +110,7 @@ fn a_failure_shows_the_trace_of_the_decision_that_placed_the_job() {
     let failure = outcome.failures.first().expect("the expectation fails: j goes to a");
     assert_eq!(failure.actual, "running on a");
     assert!(failure.explain.starts_with("decided as follows when it started:"), "{}", failure.explain);
-    assert!(failure.explain.contains("→ would go to a"), "{}", failure.explain);
+    assert!(failure.explain.contains("→ started on a"), "{}", failure.explain);
     assert!(!failure.explain.contains("→ would go to b"), "{}", failure.explain);
 }
 
