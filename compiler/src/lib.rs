@@ -13,6 +13,7 @@ pub mod cost;
 pub mod cycles;
 pub mod diag;
 pub mod engine;
+pub mod eval;
 pub mod files;
 pub mod fmt;
 pub mod fold;
