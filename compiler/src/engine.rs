@@ -4,10 +4,8 @@
 //! have always found it.
 
 use crate::hir;
-use crate::ir::{Program, RuleId};
+use crate::ir::Program;
 use crate::lower;
-use crate::source::Span;
-use crate::syntax::RuleKind;
 use std::sync::Arc;
 
 pub use crate::eval::{Engine, MAX_TIERS, NONE, NodeResult, add_score, canonical, clamp_score};
@@ -48,9 +46,22 @@ impl std::fmt::Debug for CompiledPolicy {
     }
 }
 
-/// Compiles a checked policy for the chosen engine.
+/// Compiles a checked policy for the chosen engine, lowering it first: for code that
+/// holds a checked policy alone. [`crate::load`]'s pipeline lowers once, in its analyses,
+/// and compiles with [`compile_lowered`].
 pub fn compile(policy: hir::Policy, kind: EngineKind) -> Result<CompiledPolicy, crate::diag::Diagnostic> {
-    let program = Arc::new(lower::lower(&policy).map_err(|e| e.diagnostic(&policy))?);
+    let program = lower::lower(&policy).map_err(|e| e.diagnostic(&policy))?;
+    compile_lowered(Arc::new(policy), Arc::new(program), kind)
+}
+
+/// Compiles a policy already lowered (`program` is `policy` lowered) for the chosen
+/// engine. Policies and programs are shared, not copied: compiling one for both engines
+/// costs one lowering.
+pub fn compile_lowered(
+    policy: Arc<hir::Policy>,
+    program: Arc<Program>,
+    kind: EngineKind,
+) -> Result<CompiledPolicy, crate::diag::Diagnostic> {
     let engine: Arc<dyn Engine> = match kind {
         EngineKind::Interp => Arc::new(InterpEngine { program: Arc::clone(&program) }),
         EngineKind::Jit => match crate::jit::compile(Arc::clone(&program)) {
@@ -58,14 +69,14 @@ pub fn compile(policy: hir::Policy, kind: EngineKind) -> Result<CompiledPolicy, 
             Err(e) => return Err(backend_failure(&policy, &program, &e)),
         },
     };
-    Ok(CompiledPolicy { policy: Arc::new(policy), program, engine, kind })
+    Ok(CompiledPolicy { policy, program, engine, kind })
 }
 
 /// The diagnostic for a policy the backend could not compile: it names the rule (found
 /// by compiling rules one at a time) and points at it.
 pub fn backend_failure(policy: &hir::Policy, program: &Program, error: &str) -> crate::diag::Diagnostic {
     let culprit = crate::jit::culprit(program);
-    let span = culprit.and_then(|id| rule_span(policy, program, id)).unwrap_or_default();
+    let span = culprit.and_then(|id| program.rule_span(policy, id)).unwrap_or_default();
     let message = match culprit {
         Some(id) => format!("code generation failed for {}", program.rule_label(id)),
         None => "code generation failed".to_string(),
@@ -73,26 +84,6 @@ pub fn backend_failure(policy: &hir::Policy, program: &Program, error: &str) -> 
     crate::diag::Diagnostic::new(crate::diag::Code::Backend, span, message)
         .label(crate::diag::snippet(error))
         .help("this is a bug in gpolc; please report it with the policy. `--engine interp` runs the policy without native code")
-}
-
-/// Where a rule of the program is written in the policy.
-pub fn rule_span(policy: &hir::Policy, program: &Program, id: RuleId) -> Option<Span> {
-    let i = |k: u16| usize::from(k);
-    let named = |kind: RuleKind| {
-        let name = program.rule_name(id);
-        policy.rules.iter().find(|r| r.kind == kind && r.name == name).map(|r| r.span)
-    };
-    match id {
-        RuleId::Admit(_) => named(RuleKind::Admit),
-        RuleId::Filter(_) => named(RuleKind::Filter),
-        RuleId::Score(_) => named(RuleKind::Score),
-        RuleId::CardScore(_) => named(RuleKind::CardScore),
-        RuleId::QueueOrder(k) => policy.queue_order.get(i(k)).map(|o| o.expr.span),
-        RuleId::JobOrder(k) => policy.job_order.get(i(k)).map(|o| o.expr.span),
-        RuleId::VictimOrder(k) => policy.victim_order.get(i(k)).map(|o| o.expr.span),
-        RuleId::Gang(k) => policy.gang.get(i(k)).map(|g| g.span),
-        RuleId::Victim(k) => policy.victims.get(i(k)).map(|v| v.span),
-    }
 }
 
 impl std::str::FromStr for EngineKind {

@@ -110,14 +110,6 @@ pub fn check_policy(path: &Path, warnings: bool, color: bool) -> Result<CheckedP
     checked.into_policy().map_err(|_| FAILED)
 }
 
-/// Lowers a checked policy to IR, printing the error of one too large to lower.
-pub fn lower(checked: &CheckedPolicy, color: bool) -> Result<gpol_compiler::ir::Program, u8> {
-    gpol_compiler::lower::lower(&checked.policy).map_err(|e| {
-        eprint!("{}", render::human(&checked.sources, &e.diagnostic(&checked.policy), color));
-        FAILED
-    })
-}
-
 /// Compiles a checked policy with `engine`, printing a backend failure.
 pub fn compile_checked(checked: CheckedPolicy, engine: EngineKind, color: bool) -> Result<CompiledPolicy, u8> {
     checked.compile(engine).map_err(|failed| {
