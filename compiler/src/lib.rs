@@ -32,7 +32,7 @@ pub mod load;
 pub mod lower;
 pub mod mig;
 pub mod models;
-mod never;
+pub mod never;
 pub mod ops;
 pub mod parse;
 pub mod schema;
