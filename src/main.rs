@@ -55,6 +55,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let color = cli.color.enabled();
+    if !matches!(cli.command, Command::Serve(_)) {
+        // `serve` sets up logs of its own.
+        cmd::log_internal_errors();
+    }
     let code = match cli.command {
         Command::Check(a) => cmd::check::run(a, color),
         Command::Fmt(a) => cmd::fmt::run(a, color),

@@ -1,9 +1,11 @@
-//! How long `gpolc check` takes: a typical ~200-line policy and a generated 20,000-rule
-//! one. Results and the command to reproduce them are in docs/performance.md.
+//! How long `gpolc check` takes — the pipeline up to the engines: parse, check, lower,
+//! analyses — on a typical ~200-line policy, three shipped ones and a generated
+//! 20,000-rule one; and how long compiling them for the JIT takes on top. Results and the
+//! command to reproduce them are in docs/performance.md.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use gpol_compiler::check::check;
-use gpol_compiler::source::{SourceFile, SourceMap};
+use gpol_compiler::engine::EngineKind;
+use gpol_compiler::load::{self, Checked};
 use std::fmt::Write;
 use std::hint::black_box;
 
@@ -50,28 +52,41 @@ fn generated(rules: usize) -> String {
 }
 
 fn run(text: &str) -> usize {
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new("bench.gpol", text));
-    let checked = check(&mut sources, id);
+    let checked = Checked::from_text("bench.gpol", text);
     assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics.first());
     checked.policy.map_or(0, |p| p.rules.len())
 }
 
+fn compile(text: &str) -> usize {
+    let compiled = load::compile_text("bench.gpol", text, EngineKind::Jit).expect("the policy compiles");
+    compiled.policy.rules.len()
+}
+
 fn bench(c: &mut Criterion) {
-    let mut g = c.benchmark_group("check");
     let typical = generated(40);
     assert!((180..=260).contains(&typical.lines().count()), "{} lines", typical.lines().count());
-    g.bench_function(BenchmarkId::new("typical", format!("{}_lines", typical.lines().count())), |b| {
-        b.iter(|| run(black_box(&typical)))
-    });
-    for name in ["gpu_sharing", "preemption", "gangs"] {
-        let path = format!("{}/../policies/{name}.gpol", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).expect("the file is readable");
-        g.bench_function(BenchmarkId::new("policy", name), |b| b.iter(|| run(black_box(&text))));
+    let typical_id = format!("{}_lines", typical.lines().count());
+    let shipped: Vec<(&str, String)> = ["gpu_sharing", "preemption", "gangs"]
+        .into_iter()
+        .map(|name| {
+            let path = format!("{}/../policies/{name}.gpol", env!("CARGO_MANIFEST_DIR"));
+            (name, std::fs::read_to_string(&path).expect("the file is readable"))
+        })
+        .collect();
+    let mut g = c.benchmark_group("check");
+    g.bench_function(BenchmarkId::new("typical", &typical_id), |b| b.iter(|| run(black_box(&typical))));
+    for (name, text) in &shipped {
+        g.bench_function(BenchmarkId::new("policy", name), |b| b.iter(|| run(black_box(text))));
     }
     let huge = generated(20_000);
     g.sample_size(10);
     g.bench_function(BenchmarkId::new("generated", "20000_rules"), |b| b.iter(|| run(black_box(&huge))));
+    g.finish();
+    let mut g = c.benchmark_group("compile");
+    g.bench_function(BenchmarkId::new("typical", &typical_id), |b| b.iter(|| compile(black_box(&typical))));
+    for (name, text) in &shipped {
+        g.bench_function(BenchmarkId::new("policy", name), |b| b.iter(|| compile(black_box(text))));
+    }
     g.finish();
 }
 

@@ -138,7 +138,7 @@ mod tests {
 
     fn costs(src: &str) -> Vec<RuleCost> {
         let checked = load::Checked::from_text("cost.gpol", src).into_policy().expect("checks");
-        rule_costs(&crate::lower::lower(&checked.policy).expect("lowers"))
+        rule_costs(&checked.analysed.program)
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! records' safe accessors (not by offset), so it checks the JIT's layout as well as its
 //! arithmetic. Its results define the language; the JIT must agree bit for bit.
 
+use crate::eval::{Engine, NONE, NodeResult, add_score, canonical, clamp_score};
 use crate::hir::Builtin;
-use crate::ir::{AttrValue, Bin, Body, Kind, Node, VTy};
+use crate::ir::{AttrValue, Bin, Body, Kind, Node, Program, VTy};
 use crate::never;
 use crate::ops;
 use crate::schema::{
@@ -11,21 +12,11 @@ use crate::schema::{
     ShapeRec, Sym,
 };
 use crate::syntax::CompKind;
+use std::sync::Arc;
 
-/// What every evaluation can see besides its roots: the cluster, the queue and domain
-/// tables that queue and domain references index, and the runtime's symbols.
-#[derive(Clone, Copy)]
-pub struct Ctx<'a> {
-    pub cluster: &'a ClusterRec<'a>,
-    pub queues: &'a [QueueRec],
-    pub domains: &'a [DomainRec],
-    /// The runtime symbol of each of the program's string literals.
-    pub literals: &'a [Sym],
-    /// A 64-bit hash of each symbol's text, indexed by symbol (for `hash01`).
-    pub sym_hashes: &'a [u64],
-    /// The policy's attribute values, `attrs[queue][attr]`.
-    pub attrs: &'a [Vec<AttrValue>],
-}
+/// What every engine sees, defined with the [`Engine`] trait; named here too, where the
+/// interpreter's callers have always found it.
+pub use crate::eval::Ctx;
 
 /// The records a rule body is evaluated against; those its kind does not see are `None`.
 #[derive(Clone, Copy, Default)]
@@ -465,4 +456,97 @@ pub fn eval_constant(n: &Node) -> Option<Node> {
         Val::U(e) => Node::new(Kind::Enum(e), VTy::U8),
         _ => return None,
     })
+}
+
+/// The reference engine.
+pub struct InterpEngine {
+    pub program: Arc<Program>,
+}
+
+impl InterpEngine {
+    fn num(v: Val<'_>) -> f64 {
+        match v {
+            Val::F(x) => x,
+            Val::B(b) => f64::from(u8::from(b)),
+            _ => f64::NAN,
+        }
+    }
+}
+
+impl Engine for InterpEngine {
+    fn admit(&self, ctx: &Ctx<'_>, job: &JobRec<'_>) -> Option<usize> {
+        let roots = Roots { job: Some(job), ..Roots::default() };
+        self.program.admit.iter().position(|r| !eval(&r.body, ctx, &roots).b())
+    }
+
+    fn filter_score(&self, ctx: &Ctx<'_>, job: &JobRec<'_>, nodes: &[NodeRec<'_>], out: &mut [NodeResult]) {
+        let p = &*self.program;
+        for (node, res) in nodes.iter().zip(out.iter_mut()) {
+            *res = NodeResult { feasible: true, rejected_by: NONE, ..NodeResult::default() };
+            let roots = Roots { job: Some(job), node: Some(node), ..Roots::default() };
+            for &i in &p.filter_order {
+                if !eval(&p.filters[i].body, ctx, &roots).b() {
+                    res.feasible = false;
+                    res.rejected_by = u16::try_from(i).unwrap_or(NONE);
+                    break;
+                }
+            }
+            if !res.feasible {
+                continue;
+            }
+            for r in &p.scores {
+                add_score(r, eval(&r.body, ctx, &roots).f(), res);
+            }
+        }
+    }
+
+    fn card_score(&self, ctx: &Ctx<'_>, job: &JobRec<'_>, node: &NodeRec<'_>, card: &CardRec) -> (f64, u32) {
+        let roots = Roots { job: Some(job), node: Some(node), card: Some(card), ..Roots::default() };
+        let mut total = 0.0;
+        let mut faults = 0;
+        for r in &self.program.card_scores {
+            let (s, f) = clamp_score(eval(&r.body, ctx, &roots).f());
+            total += r.weight * s;
+            faults += f;
+        }
+        (total, faults)
+    }
+
+    fn queue_keys(&self, ctx: &Ctx<'_>, queue: u32, out: &mut [f64]) {
+        let roots = Roots { queue: Some(queue), ..Roots::default() };
+        for (k, slot) in self.program.queue_order.iter().zip(out.iter_mut()) {
+            *slot = canonical(Self::num(eval(&k.body, ctx, &roots)));
+        }
+    }
+
+    fn job_keys(&self, ctx: &Ctx<'_>, job: &JobRec<'_>, out: &mut [f64]) {
+        let roots = Roots { job: Some(job), ..Roots::default() };
+        for (k, slot) in self.program.job_order.iter().zip(out.iter_mut()) {
+            *slot = canonical(Self::num(eval(&k.body, ctx, &roots)));
+        }
+    }
+
+    fn gang_applies(&self, ctx: &Ctx<'_>, job: &JobRec<'_>, clause: usize) -> bool {
+        let roots = Roots { job: Some(job), ..Roots::default() };
+        match self.program.gang.get(clause).map(|g| &g.when) {
+            Some(Some(w)) => eval(w, ctx, &roots).b(),
+            Some(None) => true,
+            None => false,
+        }
+    }
+
+    fn victim(&self, ctx: &Ctx<'_>, rule: usize, claimant: &JobRec<'_>, victim: &JobRec<'_>) -> (bool, f64) {
+        let Some(r) = self.program.victims.get(rule) else { return (false, 0.0) };
+        let roots = Roots { claimant: Some(claimant), victim: Some(victim), ..Roots::default() };
+        let ok = eval(&r.when, ctx, &roots).b();
+        let cost = r.cost.as_ref().map_or(0.0, |c| canonical(eval(c, ctx, &roots).f()));
+        (ok, cost)
+    }
+
+    fn victim_keys(&self, ctx: &Ctx<'_>, claimant: &JobRec<'_>, victim: &JobRec<'_>, out: &mut [f64]) {
+        let roots = Roots { claimant: Some(claimant), victim: Some(victim), ..Roots::default() };
+        for (k, slot) in self.program.victim_order.iter().zip(out.iter_mut()) {
+            *slot = canonical(Self::num(eval(&k.body, ctx, &roots)));
+        }
+    }
 }

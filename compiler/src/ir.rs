@@ -6,6 +6,7 @@
 
 use crate::hir::Builtin;
 use crate::schema::{Record, Root};
+use crate::source::Span;
 use crate::syntax::{CompKind, Direction, GangKind, RuleKind, VictimKind};
 use std::fmt;
 
@@ -412,6 +413,26 @@ impl Program {
             RuleId::QueueOrder(_) | RuleId::JobOrder(_) | RuleId::VictimOrder(_) | RuleId::Gang(_) => "",
         };
         format!("{kind}{}", self.rule_name(id))
+    }
+
+    /// Where a rule of the program is written in `policy`, the policy it was lowered from.
+    pub fn rule_span(&self, policy: &crate::hir::Policy, id: RuleId) -> Option<Span> {
+        let i = |k: u16| usize::from(k);
+        let named = |kind: RuleKind| {
+            let name = self.rule_name(id);
+            policy.rules.iter().find(|r| r.kind == kind && r.name == name).map(|r| r.span)
+        };
+        match id {
+            RuleId::Admit(_) => named(RuleKind::Admit),
+            RuleId::Filter(_) => named(RuleKind::Filter),
+            RuleId::Score(_) => named(RuleKind::Score),
+            RuleId::CardScore(_) => named(RuleKind::CardScore),
+            RuleId::QueueOrder(k) => policy.queue_order.get(i(k)).map(|o| o.expr.span),
+            RuleId::JobOrder(k) => policy.job_order.get(i(k)).map(|o| o.expr.span),
+            RuleId::VictimOrder(k) => policy.victim_order.get(i(k)).map(|o| o.expr.span),
+            RuleId::Gang(k) => policy.gang.get(i(k)).map(|g| g.span),
+            RuleId::Victim(k) => policy.victims.get(i(k)).map(|v| v.span),
+        }
     }
 
     /// For each filter, the filters declared before it that the compiled pass evaluates

@@ -1,28 +1,36 @@
-//! The one way in: a policy from a file or from text, read, checked and compiled. The
-//! command line, the simulator, the adapters, tests and benches all load policies here,
-//! so they all see the same diagnostics for the same input.
+//! The one way in: a policy from a file or from text, through the whole pipeline — read,
+//! parsed and checked ([`check`]), lowered once and analysed ([`analyse`]: size, costs,
+//! eviction cycles), then compiled for an engine ([`engine`]) from the IR the analyses
+//! made. The command line, the simulator, the adapters, tests and benches all load
+//! policies here, so they all see the same diagnostics for the same input.
 
+use crate::analyse::{self, Analysed};
 use crate::check;
-use crate::diag::{Code, Diagnostic, render};
+use crate::diag::{self, Code, Diagnostic, render};
 use crate::engine::{self, CompiledPolicy, EngineKind};
 use crate::hir;
 use crate::source::{FileId, SourceFile, SourceMap, Span};
 use std::path::Path;
+use std::sync::Arc;
 
-/// A policy read and checked: every diagnostic, the sources they point into, and the
-/// checked policy when there is no error.
+/// A policy read, checked and analysed: every diagnostic, the sources they point into,
+/// and, when there is no error, the checked policy and what the analyses found (its IR
+/// among it). `policy` and `analysed` are both present or both absent.
 pub struct Checked {
     pub sources: SourceMap,
     pub file: FileId,
     pub diagnostics: Vec<Diagnostic>,
     pub policy: Option<hir::Policy>,
+    pub analysed: Option<Analysed>,
 }
 
-/// A policy that checked, with the sources its spans point into.
+/// A policy that checked, with the sources its spans point into and what the analyses
+/// found (its IR among it).
 pub struct CheckedPolicy {
     pub sources: SourceMap,
     pub file: FileId,
     pub policy: hir::Policy,
+    pub analysed: Analysed,
 }
 
 /// A policy that did not check or compile: its errors, with the sources they point into.
@@ -55,7 +63,7 @@ impl Checked {
         let mut sources = SourceMap::new();
         let (file, bad) = sources.add_bytes(name, bytes);
         match bad {
-            Some(d) => Checked { sources, file, diagnostics: vec![d], policy: None },
+            Some(d) => Checked { sources, file, diagnostics: vec![d], policy: None, analysed: None },
             None => Checked::from_sources(sources, file),
         }
     }
@@ -67,18 +75,12 @@ impl Checked {
         Checked::from_sources(sources, file)
     }
 
-    /// Checks file `file` of `sources` (library modules it imports are added).
+    /// Checks and analyses file `file` of `sources` (library modules it imports are
+    /// added).
     pub fn from_sources(mut sources: SourceMap, file: FileId) -> Checked {
-        let mut checked = on_big_stack(&mut sources, file);
-        // Eviction rules with no proof that they cannot cycle: W0009.
-        if let Some(policy) = &checked.policy
-            && !policy.victims.is_empty()
-            && let Ok(program) = crate::lower::lower(policy)
-            && crate::cycles::prove(policy, &program).is_none()
-        {
-            checked.diagnostics.push(crate::cycles::not_proved(policy));
-        }
-        Checked { sources, file, diagnostics: checked.diagnostics, policy: checked.policy }
+        let front = on_big_stack(&mut sources, file);
+        let (policy, analysed) = front.passed.unzip();
+        Checked { sources, file, diagnostics: front.diagnostics, policy, analysed }
     }
 
     pub fn has_errors(&self) -> bool {
@@ -87,9 +89,14 @@ impl Checked {
 
     /// The checked policy, or the errors that stop it.
     pub fn into_policy(self) -> Result<CheckedPolicy, Failed> {
-        match self.policy {
-            Some(policy) => Ok(CheckedPolicy { sources: self.sources, file: self.file, policy }),
-            None => {
+        match (self.policy, self.analysed) {
+            (Some(policy), Some(analysed)) => {
+                Ok(CheckedPolicy { sources: self.sources, file: self.file, policy, analysed })
+            }
+            (policy, analysed) => {
+                if policy.is_some() || analysed.is_some() {
+                    crate::never!("a checked policy without its analyses, or analyses without a policy");
+                }
                 let errors = self.diagnostics.into_iter().filter(Diagnostic::is_error).collect();
                 Err(Failed { sources: self.sources, diagnostics: errors })
             }
@@ -103,10 +110,11 @@ impl Checked {
 }
 
 impl CheckedPolicy {
-    /// Compiles the policy for `engine`.
+    /// Compiles the policy for `engine`, from the IR the analyses made.
     pub fn compile(self, engine: EngineKind) -> Result<CompiledPolicy, Failed> {
-        let CheckedPolicy { sources, policy, .. } = self;
-        engine::compile(policy, engine).map_err(|d| Failed { sources, diagnostics: vec![d] })
+        let CheckedPolicy { sources, policy, analysed, .. } = self;
+        engine::compile_lowered(Arc::new(policy), analysed.program, engine)
+            .map_err(|d| Failed { sources, diagnostics: vec![d] })
     }
 }
 
@@ -120,15 +128,44 @@ pub fn compile_text(name: &str, text: &str, engine: EngineKind) -> Result<Compil
     Checked::from_text(name, text).compile(engine)
 }
 
-/// Checks on a thread with a generous stack: nesting is bounded by the parser, but the
-/// margin keeps even pathological input far from the limit.
-fn on_big_stack(sources: &mut SourceMap, file: FileId) -> check::Checked {
+/// What the stages before the engines give: every diagnostic, and the policy with what
+/// the analyses found when nothing stops it.
+struct Front {
+    diagnostics: Vec<Diagnostic>,
+    passed: Option<(hir::Policy, Analysed)>,
+}
+
+/// Checks, then lowers and analyses a policy that checked clean: nothing is lowered or
+/// costed after a syntax or type error.
+fn front(sources: &mut SourceMap, file: FileId) -> Front {
+    let checked = check::check(sources, file);
+    let mut diagnostics = checked.diagnostics;
+    let Some(policy) = checked.policy else { return Front { diagnostics, passed: None } };
+    match analyse::analyse(&policy) {
+        Ok(analysed) => {
+            // After the checker's, where W0009 has always been reported.
+            diagnostics.extend(analyse::warnings(&policy, &analysed));
+            Front { diagnostics, passed: Some((policy, analysed)) }
+        }
+        Err(errors) => {
+            // In source order among the checker's (all warnings, as it found no error).
+            diagnostics.extend(errors);
+            diag::sort(&mut diagnostics);
+            Front { diagnostics, passed: None }
+        }
+    }
+}
+
+/// Checks and analyses on a thread with a generous stack: nesting is bounded by the
+/// parser, but the margin keeps even pathological input far from the limit, in the
+/// checker and in lowering alike.
+fn on_big_stack(sources: &mut SourceMap, file: FileId) -> Front {
     std::thread::scope(|s| {
-        let handle = std::thread::Builder::new().stack_size(64 << 20).spawn_scoped(s, || check::check(sources, file));
+        let handle = std::thread::Builder::new().stack_size(64 << 20).spawn_scoped(s, || front(sources, file));
         match handle.map(|h| h.join()) {
-            Ok(Ok(checked)) => checked,
-            _ => check::Checked {
-                policy: None,
+            Ok(Ok(front)) => front,
+            _ => Front {
+                passed: None,
                 diagnostics: vec![
                     Diagnostic::new(Code::Syntax, Span::new(file, 0, 0), "internal error while checking")
                         .help("this is a bug in gpolc; please report it with the file"),

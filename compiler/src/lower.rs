@@ -27,7 +27,7 @@ impl TooLarge {
     pub fn diagnostic(&self, policy: &hir::Policy) -> crate::diag::Diagnostic {
         let names: Vec<&str> =
             self.chain.iter().filter_map(|f| policy.functions.get(*f)).map(|f| f.name.as_str()).collect();
-        crate::check::over_budget(self.span, "inlining the function calls of this rule", &names, MAX_LOWERING_STEPS)
+        crate::budget::over_budget(self.span, "inlining the function calls of this rule", &names, MAX_LOWERING_STEPS)
     }
 }
 

@@ -2,7 +2,7 @@
 //! nodes with a spread of GPU models, sharing modes, free capacity and topology, and a
 //! job to place on it. Not a workload model — the simulator has that.
 
-use crate::interp::Ctx;
+use crate::eval::Ctx;
 use crate::ir::Program;
 use crate::ops::hash01;
 use crate::schema::{

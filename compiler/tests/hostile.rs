@@ -1,6 +1,7 @@
 //! Malformed and hostile input never panics, overflows the stack or hangs: it gets a
 //! diagnostic (or a clean result). Each case also runs the formatter.
 
+use gpol_compiler::analyse::analyse;
 use gpol_compiler::check::check;
 use gpol_compiler::diag::Code;
 use gpol_compiler::source::{SourceFile, SourceMap, decode};
@@ -8,7 +9,13 @@ use gpol_compiler::source::{SourceFile, SourceMap, decode};
 fn check_text(text: &str) -> Vec<Code> {
     let mut sources = SourceMap::new();
     let id = sources.add(SourceFile::new("hostile.gpol", text));
-    let checked = check(&mut sources, id);
+    let mut checked = check(&mut sources, id);
+    // Lowering and the analyses of what checks must hold out too.
+    if let Some(policy) = &checked.policy
+        && let Err(errors) = analyse(policy)
+    {
+        checked.diagnostics.extend(errors);
+    }
     // Rendering must not panic either (ariadne is strict about spans).
     for d in &checked.diagnostics {
         let _ = gpol_compiler::diag::render::human(&sources, d, false);

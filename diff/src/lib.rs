@@ -767,7 +767,7 @@ fn rule_refs(side: &Side, rules: &[RuleId]) -> Vec<RuleRef> {
     rules
         .iter()
         .map(|&id| {
-            let span = gpol_compiler::engine::rule_span(side.policy(), side.program(), id).unwrap_or_default();
+            let span = side.program().rule_span(side.policy(), id).unwrap_or_default();
             let file = side.sources.get(span.file);
             let (line, column) = file.line_col(span.start as usize);
             RuleRef { label: side.program().rule_label(id), file: file.name.clone(), line, column }

@@ -8,6 +8,7 @@ use gpol_compiler::load::{Checked, Failed};
 use gpol_compiler::source::{FileId, SourceMap};
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 
 /// A policy to compare: where it came from, its text, and the policy compiled for the
 /// JIT (the search) and for the reference interpreter (which re-checks counterexamples).
@@ -71,8 +72,10 @@ impl Side {
     /// A side from text; `label` is what reports and diagnostics call it.
     pub fn from_text(label: &str, text: &str) -> Result<Side, SideError> {
         let checked = Checked::from_text(label, text).into_policy().map_err(|f| SideError::Failed(label.into(), f))?;
+        // Both engines from the one IR the pipeline made, sharing the policy.
+        let policy = Arc::new(checked.policy);
         let compile = |kind| {
-            engine::compile(checked.policy.clone(), kind).map_err(|d| {
+            engine::compile_lowered(Arc::clone(&policy), Arc::clone(&checked.analysed.program), kind).map_err(|d| {
                 let failed = Failed { sources: checked.sources.clone(), diagnostics: vec![d] };
                 SideError::Failed(label.into(), failed)
             })

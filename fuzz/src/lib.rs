@@ -5,9 +5,10 @@
 
 pub mod policy;
 
-use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult};
+use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult, compile_lowered};
 use gpol_compiler::load::Checked;
 use gpol_compiler::synthetic::Cluster;
+use std::sync::Arc;
 
 /// Source text → parse and check; a file that parses is formatted, and formatting the
 /// result changes nothing and checks the same.
@@ -35,10 +36,11 @@ pub fn engines(data: &[u8]) {
     // generator bug.
     let budget = |e: &String| e.starts_with("E0041") || e.starts_with("E0042");
     assert!(errors.iter().all(budget), "a generated policy does not check:\n{text}\n{errors:?}");
-    let Ok(policy) = checked.into_policy() else { return };
-    let jit = policy.policy.clone();
-    let jit = gpol_compiler::engine::compile(jit, EngineKind::Jit).expect("the JIT compiles what checks");
-    let interp = gpol_compiler::engine::compile(policy.policy, EngineKind::Interp).expect("lowers");
+    let Ok(checked) = checked.into_policy() else { return };
+    let (policy, program) = (Arc::new(checked.policy), checked.analysed.program);
+    let compile = |kind| compile_lowered(Arc::clone(&policy), Arc::clone(&program), kind);
+    let jit = compile(EngineKind::Jit).expect("the JIT compiles what checks");
+    let interp = compile(EngineKind::Interp).expect("the interpreter takes what checks");
     agree(&jit, &interp, seed, &text);
 }
 

@@ -71,7 +71,7 @@ pub fn run(args: Args, color: bool) -> u8 {
         Err(code) => return code,
     };
     let bytes = match args.target {
-        Target::Object => object(&checked, color),
+        Target::Object => object(&checked),
         Target::Kueue => kueue_objects(&checked, &args, color),
     };
     let bytes = match bytes {
@@ -85,9 +85,8 @@ pub fn run(args: Args, color: bool) -> u8 {
     OK
 }
 
-fn object(checked: &CheckedPolicy, color: bool) -> Result<Vec<u8>, u8> {
-    let program = super::lower(checked, color)?;
-    gpol_compiler::jit::object::object(&program).map_err(|e| {
+fn object(checked: &CheckedPolicy) -> Result<Vec<u8>, u8> {
+    gpol_compiler::jit::object::object(&checked.analysed.program).map_err(|e| {
         eprintln!("error[E0040]: code generation failed: {e}");
         FAILED
     })

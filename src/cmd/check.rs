@@ -2,7 +2,6 @@
 
 use super::{FAILED, OK, USAGE, collect_files};
 use gpol_compiler::cost::{self, RuleCost};
-use gpol_compiler::cycles;
 use gpol_compiler::diag::{Code, Diagnostic, render};
 use gpol_compiler::load;
 use gpol_compiler::source::SourceMap;
@@ -81,25 +80,19 @@ pub fn run(args: Args, color: bool) -> u8 {
             Ok(mut checked) => {
                 // Rules nothing proves safe: look for a cycle to show.
                 gpol_runtime::cycles::check(&mut checked);
-                let program = checked.policy.as_ref().and_then(|p| gpol_compiler::lower::lower(p).ok());
-                if let Some(program) = &program
-                    && !program.victims.is_empty()
-                {
-                    // Unproved policies carry W0009 already.
-                    if let Some(policy) = &checked.policy
-                        && let Some(argument) = cycles::prove(policy, program)
-                    {
+                // What the analyses found, as the pipeline carries it: the IR, its costs
+                // and the proof of evictions (unproved policies carry W0009 already).
+                if let Some(analysed) = checked.analysed.take() {
+                    if let Some(argument) = &analysed.evictions {
                         proofs.push((path, argument.describe()));
                     }
-                }
-                if let (Some(Target::Slurm), Some(program), Some(policy)) = (args.target, &program, &checked.policy) {
-                    let view = gpol_slurm::lua::Policy { program, hir: policy };
-                    targets.push((path, slurm_summary(&gpol_slurm::submit::rules(view, false))));
-                }
-                if args.costs
-                    && let Some(program) = program
-                {
-                    costs.push((path, cost::rule_costs(&program)));
+                    if let (Some(Target::Slurm), Some(policy)) = (args.target, &checked.policy) {
+                        let view = gpol_slurm::lua::Policy { program: &analysed.program, hir: policy };
+                        targets.push((path, slurm_summary(&gpol_slurm::submit::rules(view, false))));
+                    }
+                    if args.costs {
+                        costs.push((path, analysed.costs));
+                    }
                 }
                 all.push((checked.sources, checked.diagnostics));
             }

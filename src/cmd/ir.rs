@@ -10,9 +10,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
-    match super::check_policy(&args.policy, true, color).and_then(|c| super::lower(&c, color)) {
-        Ok(program) => {
-            super::print(&program.to_string());
+    match super::check_policy(&args.policy, true, color) {
+        Ok(checked) => {
+            super::print(&checked.analysed.program.to_string());
             OK
         }
         Err(code) => code,

@@ -42,6 +42,18 @@ impl ColorChoice {
     }
 }
 
+/// Shows on standard error the internal errors gpol's libraries log in release builds
+/// (`never!`: a bug, worth a report), and nothing else, so every command's output stays
+/// its own. `serve` sets up its logs instead.
+pub fn log_internal_errors() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let only = tracing_subscriber::filter::Targets::new()
+        .with_target(gpol_compiler::never::TARGET, tracing_subscriber::filter::LevelFilter::ERROR);
+    let logs = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false);
+    let _ = tracing_subscriber::registry().with(logs).with(only).try_init();
+}
+
 /// Writes to standard output; a reader that went away (`| head`) is not an error.
 pub fn print(text: &str) {
     use std::io::Write;
@@ -108,14 +120,6 @@ pub fn check_policy(path: &Path, warnings: bool, color: bool) -> Result<CheckedP
     })?;
     report(&checked, warnings, color);
     checked.into_policy().map_err(|_| FAILED)
-}
-
-/// Lowers a checked policy to IR, printing the error of one too large to lower.
-pub fn lower(checked: &CheckedPolicy, color: bool) -> Result<gpol_compiler::ir::Program, u8> {
-    gpol_compiler::lower::lower(&checked.policy).map_err(|e| {
-        eprint!("{}", render::human(&checked.sources, &e.diagnostic(&checked.policy), color));
-        FAILED
-    })
 }
 
 /// Compiles a checked policy with `engine`, printing a backend failure.

@@ -7,11 +7,12 @@ mod expr;
 mod queues;
 mod scenarios;
 
+use crate::budget::over_budget;
 use crate::diag::{Code, Diagnostic, snippet};
 use crate::fold::{self, Folded};
 use crate::fuzzy;
 use crate::hir::{self, Value};
-use crate::limits::{MAX_CONST_EVAL_STEPS, MAX_RULE_COST};
+use crate::limits::MAX_CONST_EVAL_STEPS;
 use crate::parse;
 use crate::schema::{Context, DEFAULT_LEVELS};
 use crate::source::{FileId, SourceFile, SourceMap, Span};
@@ -25,7 +26,8 @@ use std::collections::HashMap;
 /// The result of checking one file.
 #[derive(Debug)]
 pub struct Checked {
-    /// The checked policy; `None` when there were errors (or the file is a library).
+    /// The checked policy; `None` when there were errors (or the file is a library), so
+    /// that nothing downstream of a syntax or type error is lowered or costed.
     pub policy: Option<hir::Policy>,
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -42,7 +44,6 @@ pub fn check(sources: &mut SourceMap, file: FileId) -> Checked {
     let (parsed, syntax_errors) = parse::parse_recovering(file, &text);
     let has_syntax_errors = !syntax_errors.is_empty();
     let bidi = bidi_controls(file, &text);
-    // Counted now, so that nothing downstream of a syntax error is lowered or costed.
     let mut c = Checker {
         sources,
         errors: syntax_errors.len(),
@@ -57,17 +58,12 @@ pub fn check(sources: &mut SourceMap, file: FileId) -> Checked {
         attr_values_declared: Vec::new(),
     };
     let policy = c.check_root(file, &parsed);
-    if let Some(p) = &policy
-        && c.errors == 0
-    {
-        c.diags.extend(bounds(p));
-    }
     if has_syntax_errors {
         c.diags.retain(|d| !depends_on_other_declarations(d.code));
         c.diags.extend(syntax_errors);
     }
     c.diags.extend(bidi);
-    c.diags.sort_by_key(|d| (d.primary.span.file, d.primary.span.start, d.code));
+    crate::diag::sort(&mut c.diags);
     let has_errors = c.diags.iter().any(Diagnostic::is_error);
     Checked { policy: if has_errors { None } else { policy }, diagnostics: c.diags }
 }
@@ -1161,60 +1157,6 @@ fn calls_in<'e>(e: &'e ast::Expr, out: &mut Vec<&'e ast::Path>) {
             calls_in(body, out);
         }
     }
-}
-
-/// E0041: compile-time work over its budget at `span`, through the calls `chain`
-/// (outermost first; long chains keep their ends).
-pub(crate) fn over_budget(span: Span, doing: &str, chain: &[&str], limit: u64) -> Diagnostic {
-    let label = match chain.len() {
-        0 => "too much work when the policy is compiled".to_string(),
-        n => {
-            let names: Vec<String> = chain.iter().map(|c| snippet(c)).collect();
-            let shown = if n <= 8 {
-                names.join(" → ")
-            } else {
-                format!("{} → … → {}", names[..3].join(" → "), names[n - 3..].join(" → "))
-            };
-            format!("in the calls {shown} ({n} deep)")
-        }
-    };
-    Diagnostic::new(Code::OverBudget, span, format!("{doing} takes more than {limit} steps")).label(label).help(
-        "each call is evaluated, or inlined, where it is made, so a function that calls another twice doubles the work at every \
-         level: bind a repeated call to a `let` and use the name twice",
-    )
-}
-
-/// Lowers a policy that checked clean, to bound the size of its inlined code (E0041) and
-/// each rule's worst-case cost (E0042).
-fn bounds(policy: &hir::Policy) -> Vec<Diagnostic> {
-    let program = match crate::lower::lower(policy) {
-        Ok(program) => program,
-        Err(too_large) => return vec![too_large.diagnostic(policy)],
-    };
-    let mut out = Vec::new();
-    for cost in crate::cost::rule_costs(&program).iter().filter(|c| c.over_budget()) {
-        let span = crate::engine::rule_span(policy, &program, cost.rule).unwrap_or_default();
-        let loops: Vec<String> = cost.loops.iter().map(|l| format!("{} ({})", l.over, l.max_len)).collect();
-        let label = match loops.len() {
-            0 => "this expression is too large".to_string(),
-            1 => format!("a loop over {}", loops[0]),
-            n => format!("{n} nested loops: over {}", loops.join(" × ")),
-        };
-        out.push(
-            Diagnostic::new(
-                Code::CostBudget,
-                span,
-                format!(
-                    "`{}` may take {} operations per evaluation, more than the budget of {MAX_RULE_COST}",
-                    cost.name,
-                    crate::cost::display(cost.ops)
-                ),
-            )
-            .label(label)
-            .help("rules run for every job and node in every cycle: nest fewer loops, or loop over a shorter list"),
-        );
-    }
-    out
 }
 
 /// Diagnostics that a declaration broken by a syntax error may cause in the ones that

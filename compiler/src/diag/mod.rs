@@ -74,6 +74,12 @@ impl Diagnostic {
     }
 }
 
+/// Puts diagnostics in the order they are reported: by file, then position, then code.
+/// The sort is stable, so diagnostics alike keep the order they were found in.
+pub fn sort(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by_key(|d| (d.primary.span.file, d.primary.span.start, d.code));
+}
+
 /// Shortens user-controlled text (a 1 MB identifier, say) before it goes into a message.
 pub fn snippet(text: &str) -> String {
     const MAX: usize = 48;

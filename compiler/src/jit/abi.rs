@@ -2,8 +2,7 @@
 //! Native code reads these `#[repr(C)]` structs by offset; the offsets come from
 //! `offset_of!`, here, and nowhere else.
 
-use crate::engine::NodeResult;
-use crate::interp::Ctx;
+use crate::eval::{Ctx, NodeResult};
 use crate::ir::AttrValue;
 use crate::schema::{ClusterRec, DomainRec, QueueRec, Sym};
 use std::mem::offset_of;

@@ -1,4 +1,4 @@
-//! IR → Cranelift IR. One native function per entry point of [`crate::engine::Engine`],
+//! IR → Cranelift IR. One native function per entry point of [`crate::eval::Engine`],
 //! every rule body inlined into it. Generic over the module so the JIT and object-file
 //! output share it. The semantics follow the interpreter exactly (decision D1): IEEE
 //! arithmetic in the same order, `min`/`max` as compare-and-select (not the hardware's
@@ -6,7 +6,7 @@
 //! interpreter makes it canonical.
 
 use super::abi::*;
-use crate::engine::NONE;
+use crate::eval::NONE;
 use crate::hir::Builtin;
 use crate::ir::{Bin, Body, Elem, Kind, Node, Program, Scalar, VTy};
 use crate::schema::{CardRec, NodeRec, Record, Repr, Root, ShapeRec};

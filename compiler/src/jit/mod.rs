@@ -8,8 +8,7 @@ pub mod abi;
 pub mod codegen;
 pub mod object;
 
-use crate::engine::{Engine, NodeResult};
-use crate::interp::Ctx;
+use crate::eval::{Ctx, Engine, NodeResult};
 use crate::ir::{Program, RuleId};
 use crate::schema::{CardRec, DomainRec, JobRec, NodeRec, QueueRec};
 use abi::CtxRepr;
