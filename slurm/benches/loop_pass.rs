@@ -57,8 +57,8 @@ fn policy(file: &str, engine: EngineKind) -> CompiledPolicy {
 
 /// The pass: both documents read, the plan made, its commands written out.
 fn pass(policy: &CompiledPolicy, sinfo: &str, squeue: &str) -> usize {
-    let cluster = gpol_sim::read_cluster(sinfo, "sinfo.json").expect("sinfo reads");
-    let nodes: Vec<NodeSpec> = cluster.nodes.iter().map(|n| n.to_spec(&policy.policy.levels)).collect();
+    let nodes: Vec<NodeSpec> =
+        gpol_slurm::sinfo::read(sinfo).expect("sinfo reads").into_iter().map(|n| n.spec).collect();
     let jobs = gpol_slurm::squeue::read(squeue).expect("squeue reads");
     let state = gpol_slurm::plan::State {
         nodes: &nodes,

@@ -14,7 +14,7 @@
 //! what scheduling decided.
 
 use crate::jobs::Request;
-use crate::squeue::{Flex, negative, number, text};
+use crate::json::{Flex, negative, number, text};
 use serde::Deserialize;
 
 /// Most jobs one document may hold (docs/limits.md): a year of a busy cluster.
