@@ -229,7 +229,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
     if hold_for_loop {
         lua.push_str(&format!(
             "  -- Held for the scheduling loop (`gpolc slurm apply`), which pins it to the nodes gpol\n  -- chooses and releases it.\n  job_desc.priority = 0\n  job_desc.admin_comment = {}\n",
-            lua::string(crate::plan::WAITING)
+            lua::string(crate::marks::WAITING)
         ));
     }
     lua.push_str("  return slurm.SUCCESS\nend\n\n");

@@ -7,6 +7,7 @@ use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::limits::MAX_CLUSTER_BYTES;
 use gpol_compiler::spec::NodeSpec;
+use gpol_slurm::loaded::LoadedPolicy;
 use gpol_slurm::lua::Policy;
 use gpol_slurm::sinfo::{Service, SlurmNode};
 use gpol_slurm::state::{self, Source, StateError};
@@ -118,7 +119,7 @@ pub fn run(command: Command, color: bool) -> u8 {
     }
 }
 
-/// Passes of `apply` until interrupted (or `--passes`); the policy is compiled once.
+/// Passes of `apply` until interrupted (or `--passes`); the policy is loaded once.
 fn run_loop(args: RunArgs, color: bool) -> u8 {
     if let Err(code) = partitions_have_no_accounts(&args.state) {
         return code;
@@ -132,14 +133,15 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
     if ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst)).is_err() {
         eprintln!("note: Ctrl-C ends the loop abruptly (no handler could be set)");
     }
-    let compiled = match super::compile_policy(&args.state.policy, EngineKind::Interp, color) {
-        Ok(c) => c,
+    // What job_submit.lua enforces of it is worked out once too, with the policy.
+    let loaded = match super::compile_policy(&args.state.policy, EngineKind::Interp, color) {
+        Ok(c) => LoadedPolicy::new(c),
         Err(code) => return code,
     };
     let (mut n, mut last) = (0u64, OK);
     while !stop.load(std::sync::atomic::Ordering::SeqCst) && args.passes.is_none_or(|most| n < most) {
         n += 1;
-        let code = pass(&compiled, &args.state, true);
+        let code = pass(&loaded, &args.state, true);
         last = code;
         eprintln!("pass {n}: {}", if code == OK { "done" } else { "failed; trying again" });
         if args.passes.is_some_and(|most| n >= most) {
@@ -178,7 +180,7 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
         return code;
     }
     match super::compile_policy(&args.policy, EngineKind::Interp, color) {
-        Ok(compiled) => pass(&compiled, &args, apply),
+        Ok(compiled) => pass(&LoadedPolicy::new(compiled), &args, apply),
         Err(code) => code,
     }
 }
@@ -210,7 +212,8 @@ fn out_of_service(live: &[SlurmNode]) -> impl Iterator<Item = String> + '_ {
 }
 
 /// One pass: Slurm's state read afresh, the plan printed, and (with `apply`) made.
-fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply: bool) -> u8 {
+fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool) -> u8 {
+    let compiled = loaded.compiled();
     let rest = match args.slurmrestd.as_deref().map(|a| gpol_slurm::rest::Rest::new(a, &args.rest_version)) {
         Some(Ok(mut r)) => {
             r.token = std::env::var("SLURM_JWT").ok().filter(|t| !t.is_empty());
@@ -267,7 +270,7 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
     let queue_from = args.queue_from;
     let state =
         gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now, queue_from, memory };
-    let mut plan = gpol_slurm::plan::plan(compiled, &state);
+    let mut plan = gpol_slurm::plan::plan(loaded, &state);
     if let Some(file) = &args.accounts {
         match account_changes(compiled, file) {
             // The accounts first: jobs may name them.
