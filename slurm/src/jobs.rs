@@ -48,13 +48,25 @@ impl QueueFrom {
     }
 }
 
+/// A name that is neither `account` nor `partition`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownQueueFrom(pub String);
+
+impl std::fmt::Display for UnknownQueueFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "expected `account` or `partition`, not `{}`", self.0)
+    }
+}
+
+impl std::error::Error for UnknownQueueFrom {}
+
 impl std::str::FromStr for QueueFrom {
-    type Err = String;
-    fn from_str(s: &str) -> Result<QueueFrom, String> {
+    type Err = UnknownQueueFrom;
+    fn from_str(s: &str) -> Result<QueueFrom, UnknownQueueFrom> {
         match s {
             "account" => Ok(QueueFrom::Account),
             "partition" => Ok(QueueFrom::Partition),
-            _ => Err(format!("expected `account` or `partition`, not `{s}`")),
+            _ => Err(UnknownQueueFrom(s.to_string())),
         }
     }
 }
