@@ -106,12 +106,15 @@ pub fn cluster(data: &[u8]) {
     }
 }
 
-/// Bytes → Slurm's documents as the scheduling loop reads them: `squeue --json` (each job's
-/// request through the job model), `sacct --json`, `topology.conf`, and every word as a
-/// TRES list and as a hostlist. Read or refused, never a panic; the hostlists of one input
+/// Bytes → Slurm's documents as the scheduling loop reads them: `sinfo --json`, `squeue
+/// --json` (each job's request through the job model), `sacct --json`, `topology.conf`, and
+/// every word as a TRES list, a node's GRES and a hostlist. Read or refused, never a panic; the hostlists of one input
 /// share one document's budget, so no input expands past it.
 pub fn slurm(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(nodes) = gpol_slurm::sinfo::read(text) {
+        assert!(nodes.iter().all(|n| n.spec.over_limit().is_none()), "a node over its limits was read");
+    }
     if let Ok(jobs) = gpol_slurm::squeue::read(text) {
         let mut ids: Vec<u64> = jobs.iter().map(|j| j.id).collect();
         ids.sort_unstable();
@@ -126,6 +129,7 @@ pub fn slurm(data: &[u8]) {
     let mut budget = gpol_slurm::hostlist::Budget::new(1 << 20);
     for word in text.split(['\n', ' ', '"', '=']) {
         let _ = gpol_slurm::jobs::gpus(word);
+        let _ = gpol_slurm::gres::configured(word);
         if let Ok(names) = gpol_slurm::hostlist::expand_within(word, &mut budget) {
             assert!(names.len() <= gpol_slurm::hostlist::MAX_HOSTS, "a hostlist past its limit was read");
         }

@@ -38,14 +38,6 @@ pub fn read_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputEr
     Ok(spec)
 }
 
-/// Reads a Slurm node list (`sinfo --json`, slurmrestd's `/nodes`) whatever `file` is
-/// called — a command or a saved file — within the node model's limits.
-pub fn read_slurm_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputError> {
-    let spec = slurm::parse_nodes(text, file)?;
-    within_limits(&spec, file)?;
-    Ok(spec)
-}
-
 /// Whatever a reader let through, the one node model's limits hold (docs/limits.md).
 fn within_limits(spec: &spec::ClusterSpec, file: &str) -> Result<(), InputError> {
     use gpol_compiler::limits::MAX_NODES;

@@ -22,7 +22,7 @@ pub fn is_history(text: &str) -> bool {
 
 /// The jobs of a history, read as `reading` says, and what the reading could not keep.
 pub fn parse(text: &str, file: &str, reading: &Reading) -> Result<(Vec<TraceJob>, Vec<String>), InputError> {
-    let history = sacct::read(text).map_err(|e| InputError::new(file, None, None, e.0))?;
+    let history = sacct::read(text).map_err(|e| InputError::new(file, None, None, e.to_string()))?;
     let mut warnings = Vec::new();
     let skipped = |what: &str, s: &Skipped, warnings: &mut Vec<String>| {
         if s.count > 0 {

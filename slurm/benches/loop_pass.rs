@@ -6,6 +6,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::spec::NodeSpec;
+use gpol_slurm::loaded::LoadedPolicy;
 use serde_json::{Value, json};
 
 const NODES: usize = 16;
@@ -56,9 +57,9 @@ fn policy(file: &str, engine: EngineKind) -> CompiledPolicy {
 }
 
 /// The pass: both documents read, the plan made, its commands written out.
-fn pass(policy: &CompiledPolicy, sinfo: &str, squeue: &str) -> usize {
-    let cluster = gpol_sim::read_cluster(sinfo, "sinfo.json").expect("sinfo reads");
-    let nodes: Vec<NodeSpec> = cluster.nodes.iter().map(|n| n.to_spec(&policy.policy.levels)).collect();
+fn pass(policy: &LoadedPolicy, sinfo: &str, squeue: &str) -> usize {
+    let nodes: Vec<NodeSpec> =
+        gpol_slurm::sinfo::read(sinfo).expect("sinfo reads").into_iter().map(|n| n.spec).collect();
     let jobs = gpol_slurm::squeue::read(squeue).expect("squeue reads");
     let state = gpol_slurm::plan::State {
         nodes: &nodes,
@@ -77,7 +78,8 @@ fn bench(c: &mut Criterion) {
     for (file, accounts) in [("slurm_multifactor.gpol", ["physics", "biology"]), ("kai.gpol", ["a", "b"])] {
         let squeue = squeue(accounts);
         for engine in [EngineKind::Jit, EngineKind::Interp] {
-            let p = policy(file, engine);
+            // Loaded once, as the loop loads it: its Lua translation is not part of a pass.
+            let p = LoadedPolicy::new(policy(file, engine));
             // The plan gives the waiting jobs Slurm's priorities: work that a real pass does.
             assert!(pass(&p, &sinfo, &squeue) >= WAITING, "every waiting job gets its priority");
             c.bench_function(&format!("slurm pass, 16 nodes, 1000 waiting, {file}, {engine:?}"), |b| {

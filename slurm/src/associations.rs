@@ -21,6 +21,65 @@ pub const SHOW_QOS: [&str; 6] = ["sacctmgr", "-n", "-P", "show", "qos", "format=
 /// Lines of `sacctmgr` output read at most (docs/limits.md).
 pub const MAX_ASSOCIATIONS: usize = 1_000_000;
 
+/// What is wrong with `sacctmgr`'s output, naming the line (1-based) and field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AssociationsError {
+    TooManyLines,
+    /// Not the six fields of [`SHOW`].
+    Fields {
+        line: usize,
+        count: usize,
+    },
+    /// A `GrpTRES` that cannot be read as counts.
+    GrpTres {
+        line: usize,
+        tres: String,
+        problem: TresError,
+    },
+    /// Not the `NAME|PRIORITY` of [`SHOW_QOS`].
+    NotQos {
+        line: usize,
+    },
+    Priority {
+        line: usize,
+        text: String,
+    },
+}
+
+/// What is wrong with one item of a TRES list (`cpu=64`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TresError {
+    NotNameCount(String),
+    UnknownUnit(String),
+    NotACount(String),
+}
+
+impl std::fmt::Display for AssociationsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AssociationsError::TooManyLines => write!(f, "more than {MAX_ASSOCIATIONS} lines"),
+            AssociationsError::Fields { line, count } => {
+                write!(f, "line {line}: {count} fields, not the 6 of `{}`", SHOW[5])
+            }
+            AssociationsError::GrpTres { line, tres, problem } => write!(f, "line {line}: GrpTRES `{tres}`: {problem}"),
+            AssociationsError::NotQos { line } => write!(f, "line {line}: not NAME|PRIORITY (`{}`)", SHOW_QOS[5]),
+            AssociationsError::Priority { line, text } => write!(f, "line {line}: Priority `{text}` is not a count"),
+        }
+    }
+}
+
+impl std::fmt::Display for TresError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TresError::NotNameCount(item) => write!(f, "`{item}` is not NAME=COUNT"),
+            TresError::UnknownUnit(item) => write!(f, "unknown unit in `{item}`"),
+            TresError::NotACount(item) => write!(f, "`{item}`: not a count"),
+        }
+    }
+}
+
+impl std::error::Error for AssociationsError {}
+
 /// One association of an account (not of a user under it).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Association {
@@ -35,20 +94,24 @@ pub struct Association {
 
 /// The account associations of `sacctmgr`'s output (user associations skipped), or what
 /// is wrong with it, naming the line and field.
-pub fn read(text: &str) -> Result<Vec<Association>, String> {
+pub fn read(text: &str) -> Result<Vec<Association>, AssociationsError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         if i >= MAX_ASSOCIATIONS {
-            return Err(format!("more than {MAX_ASSOCIATIONS} lines"));
+            return Err(AssociationsError::TooManyLines);
         }
         let fields: Vec<&str> = line.split('|').collect();
         let [cluster, account, parent, user, shares, tres] = fields[..] else {
-            return Err(format!("line {}: {} fields, not the 6 of `{}`", i + 1, fields.len(), SHOW[5]));
+            return Err(AssociationsError::Fields { line: i + 1, count: fields.len() });
         };
         if !user.is_empty() {
             continue;
         }
-        let limits = limits(tres).map_err(|e| format!("line {}: GrpTRES `{tres}`: {e}", i + 1))?;
+        let limits = limits(tres).map_err(|problem| AssociationsError::GrpTres {
+            line: i + 1,
+            tres: tres.to_string(),
+            problem,
+        })?;
         let text = |s: &str| s.trim().to_string();
         out.push(Association {
             cluster: text(cluster),
@@ -62,17 +125,17 @@ pub fn read(text: &str) -> Result<Vec<Association>, String> {
 }
 
 /// Slurm's QOS and their priorities, from `sacctmgr`'s output.
-pub fn read_qos(text: &str) -> Result<Vec<(String, u64)>, String> {
+pub fn read_qos(text: &str) -> Result<Vec<(String, u64)>, AssociationsError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         if i >= MAX_ASSOCIATIONS {
-            return Err(format!("more than {MAX_ASSOCIATIONS} lines"));
+            return Err(AssociationsError::TooManyLines);
         }
         let Some((name, priority)) = line.split_once('|') else {
-            return Err(format!("line {}: not NAME|PRIORITY (`{}`)", i + 1, SHOW_QOS[5]));
+            return Err(AssociationsError::NotQos { line: i + 1 });
         };
-        let priority =
-            priority.trim().parse().map_err(|_| format!("line {}: Priority `{priority}` is not a count", i + 1))?;
+        let priority = (priority.trim().parse())
+            .map_err(|_| AssociationsError::Priority { line: i + 1, text: priority.to_string() })?;
         out.push((name.trim().to_string(), priority));
     }
     Ok(out)
@@ -80,21 +143,21 @@ pub fn read_qos(text: &str) -> Result<Vec<(String, u64)>, String> {
 
 /// `cpu=64,gres/gpu=16,mem=256G` as counts; memory, which sacctmgr writes with a unit
 /// (`M`, `G`, `T`, `P`; none is MiB), in MiB.
-fn limits(tres: &str) -> Result<BTreeMap<String, u64>, String> {
+fn limits(tres: &str) -> Result<BTreeMap<String, u64>, TresError> {
     let mut out = BTreeMap::new();
     for item in tres.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (key, value) = item.split_once('=').ok_or_else(|| format!("`{item}` is not NAME=COUNT"))?;
+        let (key, value) = item.split_once('=').ok_or_else(|| TresError::NotNameCount(item.to_string()))?;
         let (digits, scale) = match value.char_indices().last() {
             Some((at, unit)) if key == "mem" && unit.is_ascii_alphabetic() => {
                 let power =
-                    "MGTP".find(unit.to_ascii_uppercase()).ok_or_else(|| format!("unknown unit in `{item}`"))?;
+                    ("MGTP".find(unit.to_ascii_uppercase())).ok_or_else(|| TresError::UnknownUnit(item.to_string()))?;
                 (&value[..at], 1024f64.powi(power as i32))
             }
             _ => (value, 1.0),
         };
-        let n: f64 = digits.parse().map_err(|_| format!("`{item}`: not a count"))?;
+        let n: f64 = digits.parse().map_err(|_| TresError::NotACount(item.to_string()))?;
         if !(n.is_finite() && n >= 0.0) {
-            return Err(format!("`{item}`: not a count"));
+            return Err(TresError::NotACount(item.to_string()));
         }
         out.insert(key.to_string(), (n * scale).round() as u64);
     }
@@ -250,7 +313,7 @@ pub fn changes(
     associations: &str,
     qos: Option<&str>,
     minute: Option<u16>,
-) -> Result<Vec<Change>, String> {
+) -> Result<Vec<Change>, AssociationsError> {
     let live = read(associations)?;
     let mut out = match qos {
         Some(text) => diff_qos(&crate::accounts::qos(policy).0, &read_qos(text)?),
@@ -286,10 +349,10 @@ mod tests {
     #[test]
     fn bad_lines_are_named() {
         assert_eq!(
-            read("gpol|a|org\n").expect_err("short"),
+            read("gpol|a|org\n").expect_err("short").to_string(),
             "line 1: 3 fields, not the 6 of `format=Cluster,Account,ParentName,User,Share,GrpTRES`"
         );
-        let e = read("gpol|root|||1|\ngpol|a|org||1|mem=3X\n").expect_err("unit");
+        let e = read("gpol|root|||1|\ngpol|a|org||1|mem=3X\n").expect_err("unit").to_string();
         assert!(e.starts_with("line 2: GrpTRES `mem=3X`: unknown unit"), "{e}");
         assert!(read("gpol|a|org||1|cpu=lots\n").is_err());
     }
@@ -376,7 +439,7 @@ mod tests {
         );
         assert_eq!(changes[0].command().join(" "), "sacctmgr -i modify qos where name=urgent set Priority=100");
         assert_eq!(changes[1].command().join(" "), "sacctmgr -i add qos batch Priority=10");
-        assert!(read_qos("urgent|high\n").expect_err("not a count").contains("line 1: Priority `high`"));
+        assert!(read_qos("urgent|high\n").expect_err("not a count").to_string().contains("line 1: Priority `high`"));
     }
 
     #[test]

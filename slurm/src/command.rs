@@ -4,18 +4,69 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long one Slurm command may take (Slurm's own commands retry a slurmctld that is
 /// restarting for about a minute before giving up).
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Why a command gave no output to read: the command as run, and what went wrong.
+#[derive(Debug)]
+pub struct CommandError {
+    /// The command line, its words joined by spaces.
+    pub command: String,
+    pub failure: Failure,
+}
+
+/// What went wrong with a command.
+#[derive(Debug)]
+pub enum Failure {
+    /// No words to run.
+    Empty,
+    /// It could not be started.
+    DoesNotRun(std::io::Error),
+    /// Its output or its status could not be read.
+    Io(std::io::Error),
+    /// The thread reading its output ended without its output.
+    OutputLost,
+    /// It printed more than the limit (then it is stopped).
+    TooMuch {
+        limit: u64,
+    },
+    /// It ran past its time (then it is stopped).
+    TimedOut {
+        seconds: u64,
+    },
+    /// It exited with a failure.
+    Failed(ExitStatus),
+    NotUtf8,
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.command;
+        match &self.failure {
+            Failure::Empty => write!(f, "no command"),
+            Failure::DoesNotRun(e) => write!(f, "`{c}` does not run: {e}"),
+            Failure::Io(e) => write!(f, "`{c}`: {e}"),
+            Failure::OutputLost => write!(f, "`{c}`: its output could not be read"),
+            Failure::TooMuch { limit } => write!(f, "`{c}` wrote more than {limit} bytes"),
+            Failure::TimedOut { seconds } => write!(f, "`{c}` took longer than {seconds} s and was stopped"),
+            Failure::Failed(status) => write!(f, "`{c}` failed ({status})"),
+            Failure::NotUtf8 => write!(f, "`{c}` wrote what is not UTF-8 text"),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {}
+
 /// Runs `argv` (its standard error passed through), within `timeout` and `limit` bytes of
 /// standard output; its output when it succeeds.
-pub fn run(argv: &[String], timeout: Duration, limit: u64) -> Result<String, String> {
+pub fn run(argv: &[String], timeout: Duration, limit: u64) -> Result<String, CommandError> {
     let shown = argv.join(" ");
-    let (program, args) = argv.split_first().ok_or("no command")?;
+    let fail = |failure| CommandError { command: shown.clone(), failure };
+    let (program, args) = argv.split_first().ok_or_else(|| fail(Failure::Empty))?;
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -24,7 +75,7 @@ pub fn run(argv: &[String], timeout: Duration, limit: u64) -> Result<String, Str
         // otherwise hold its output open).
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("`{shown}` does not run: {e}"))?;
+        .map_err(|e| fail(Failure::DoesNotRun(e)))?;
     // Read on a thread of its own, so the clock below can stop a command that never ends.
     let out = child.stdout.take();
     let reader = std::thread::spawn(move || {
@@ -40,10 +91,10 @@ pub fn run(argv: &[String], timeout: Duration, limit: u64) -> Result<String, Str
         // would block on a full pipe).
         if reader.as_ref().is_some_and(|r| r.is_finished()) {
             let (read, text) = reader.take().map(|r| r.join()).and_then(Result::ok).unwrap_or((Ok(0), Vec::new()));
-            read.map_err(|e| format!("`{shown}`: {e}"))?;
+            read.map_err(|e| fail(Failure::Io(e)))?;
             if text.len() as u64 > limit {
                 stop(&mut child);
-                return Err(format!("`{shown}` wrote more than {limit} bytes"));
+                return Err(fail(Failure::TooMuch { limit }));
             }
             output = Some(text);
         }
@@ -56,27 +107,27 @@ pub fn run(argv: &[String], timeout: Duration, limit: u64) -> Result<String, Str
                 if let Some(r) = reader {
                     let _ = r.join();
                 }
-                return Err(format!("`{shown}` took longer than {} s and was stopped", timeout.as_secs()));
+                return Err(fail(Failure::TimedOut { seconds: timeout.as_secs() }));
             }
-            Err(e) => return Err(format!("`{shown}`: {e}")),
+            Err(e) => return Err(fail(Failure::Io(e))),
         }
     };
     let text = match (output, reader) {
         (Some(text), _) => text,
         (None, Some(r)) => {
-            let (read, text) = r.join().map_err(|_| format!("`{shown}`: its output could not be read"))?;
-            read.map_err(|e| format!("`{shown}`: {e}"))?;
+            let (read, text) = r.join().map_err(|_| fail(Failure::OutputLost))?;
+            read.map_err(|e| fail(Failure::Io(e)))?;
             text
         }
         (None, None) => Vec::new(),
     };
     if text.len() as u64 > limit {
-        return Err(format!("`{shown}` wrote more than {limit} bytes"));
+        return Err(fail(Failure::TooMuch { limit }));
     }
     if !status.success() {
-        return Err(format!("`{shown}` failed ({status})"));
+        return Err(fail(Failure::Failed(status)));
     }
-    String::from_utf8(text).map_err(|_| format!("`{shown}` wrote what is not UTF-8 text"))
+    String::from_utf8(text).map_err(|_| fail(Failure::NotUtf8))
 }
 
 /// Kills a command and every process of its group, and reaps it.
@@ -144,13 +195,14 @@ mod tests {
 
     #[test]
     fn a_command_is_bounded_in_time_and_output() {
-        assert_eq!(run(&sh("echo hi"), TIMEOUT, 100), Ok("hi\n".into()));
-        let slow = run(&sh("sleep 30"), Duration::from_millis(200), 100).expect_err("stopped");
+        assert_eq!(run(&sh("echo hi"), TIMEOUT, 100).expect("runs"), "hi\n");
+        let said = |argv: &[String], timeout, limit| run(argv, timeout, limit).expect_err("fails").to_string();
+        let slow = said(&sh("sleep 30"), Duration::from_millis(200), 100);
         assert!(slow.contains("took longer than"), "{slow}");
-        let flood = run(&sh("yes"), TIMEOUT, 1000).expect_err("too much");
+        let flood = said(&sh("yes"), TIMEOUT, 1000);
         assert!(flood.contains("wrote more than 1000 bytes"), "{flood}");
-        assert!(run(&sh("exit 3"), TIMEOUT, 100).expect_err("failed").contains("failed"));
-        assert!(run(&["/no/such/command".into()], TIMEOUT, 100).expect_err("missing").contains("does not run"));
+        assert!(said(&sh("exit 3"), TIMEOUT, 100).contains("failed"));
+        assert!(said(&["/no/such/command".into()], TIMEOUT, 100).contains("does not run"));
     }
 
     #[test]

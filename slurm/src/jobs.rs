@@ -23,6 +23,7 @@
 //! shards — the shards per card are the nodes' —, MIG profiles, GPU memory) is not in the
 //! Lua model: rules reading it are not compiled.
 
+use crate::gres::{self, GresError};
 use crate::lua;
 use gpol_compiler::models;
 use gpol_compiler::spec::{self, JobSpec, NodeSpec, Sharing};
@@ -47,13 +48,25 @@ impl QueueFrom {
     }
 }
 
+/// A name that is neither `account` nor `partition`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownQueueFrom(pub String);
+
+impl std::fmt::Display for UnknownQueueFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "expected `account` or `partition`, not `{}`", self.0)
+    }
+}
+
+impl std::error::Error for UnknownQueueFrom {}
+
 impl std::str::FromStr for QueueFrom {
-    type Err = String;
-    fn from_str(s: &str) -> Result<QueueFrom, String> {
+    type Err = UnknownQueueFrom;
+    fn from_str(s: &str) -> Result<QueueFrom, UnknownQueueFrom> {
         match s {
             "account" => Ok(QueueFrom::Account),
             "partition" => Ok(QueueFrom::Partition),
-            _ => Err(format!("expected `account` or `partition`, not `{s}`")),
+            _ => Err(UnknownQueueFrom(s.to_string())),
         }
     }
 }
@@ -333,125 +346,28 @@ pub fn lua_model_table() -> String {
 pub struct BadRequest {
     /// The `job_desc` / `squeue --json` field: `tres_per_node`, `tres_per_job`, `tres_per_task`.
     pub field: &'static str,
-    pub message: String,
+    pub problem: GresError,
 }
 
 impl std::fmt::Display for BadRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "`{}`: {}", self.field, crate::command::printable(&self.message))
+        write!(f, "`{}`: {}", self.field, crate::command::printable(&self.problem.to_string()))
     }
 }
 
 impl std::error::Error for BadRequest {}
 
-/// The multiple of a GRES count's suffix, as Slurm's `suffix_mult` takes them (any case).
-fn suffix_multiple(suffix: &str) -> Option<u64> {
-    let power = |base: u64, n: u32| base.pow(n);
-    Some(match suffix.to_ascii_lowercase().as_str() {
-        "" => 1,
-        "k" | "kib" => power(1024, 1),
-        "kb" => power(1000, 1),
-        "m" | "mib" => power(1024, 2),
-        "mb" => power(1000, 2),
-        "g" | "gib" => power(1024, 3),
-        "gb" => power(1000, 3),
-        "t" | "tib" => power(1024, 4),
-        "tb" => power(1000, 4),
-        "p" | "pib" => power(1024, 5),
-        "pb" => power(1000, 5),
-        _ => return None,
-    })
-}
-
-/// A GRES count as Slurm 22.05 reads one (`_is_valid_number` in src/common/gres.c:
-/// `strtoull`, then a suffix): `Ok(None)` when the text is no count (it is then a type).
-/// A negative count — which `strtoull` turns into 2^64 less it — is refused; a count past
-/// 64 bits is the largest (more than any node has; Slurm would read it as a type no node
-/// has).
-fn gres_count(text: &str) -> Result<Option<u64>, String> {
-    let unsigned = text.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (negative, unsigned) = match unsigned.as_bytes().first() {
-        Some(b'-') => (true, &unsigned[1..]),
-        Some(b'+') => (false, &unsigned[1..]),
-        _ => (false, unsigned),
-    };
-    let digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        // Nothing converted: the whole text is the suffix (`k` is a count of 0).
-        return Ok(suffix_multiple(text).map(|_| 0));
-    }
-    let Some(multiple) = suffix_multiple(&unsigned[digits..]) else { return Ok(None) };
-    if negative {
-        return Err("a negative count".into());
-    }
-    let n = unsigned[..digits].parse::<u64>().unwrap_or(u64::MAX);
-    Ok(Some(n.saturating_mul(multiple)))
-}
-
-/// One GRES of a TRES list: `NAME`, `NAME:COUNT`, `NAME:TYPE` (one of it) or
-/// `NAME:TYPE:COUNT`, after an optional `gres:` (22.05) or `gres/` (later releases).
-#[derive(Debug, PartialEq)]
-struct Gres<'a> {
-    name: &'a str,
-    kind: Option<&'a str>,
-    count: u64,
-}
-
-fn gres_item(item: &str) -> Result<Gres<'_>, String> {
-    let spec = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
-    let bad = |why: &str| format!("`{spec}`: {why}");
-    let Some((name, rest)) = spec.split_once(':') else { return Ok(Gres { name: spec, kind: None, count: 1 }) };
-    match rest.split_once(':') {
-        None if rest.is_empty() => Err(bad("no count or type after `:`")),
-        None => match gres_count(rest).map_err(|e| bad(&e))? {
-            Some(count) => Ok(Gres { name, kind: None, count }),
-            None => Ok(Gres { name, kind: Some(rest), count: 1 }),
-        },
-        Some((kind, count)) if kind.is_empty() || count.is_empty() => Err(bad("an empty type or count")),
-        Some((kind, count)) => match gres_count(count).map_err(|e| bad(&e))? {
-            Some(n) => Ok(Gres { name, kind: Some(kind), count: n }),
-            None => Err(bad(&format!("`{count}` is not a count"))),
-        },
-    }
-}
-
-/// The count of GRES `name` a TRES list asks for, and its type, as Slurm reads the list:
-/// every item checked; an item of count 0 is no GRES; the same type asked twice is its
-/// last count (`gpu:4,gpu:2` is 2 GPUs: measured on Slurm 22.05, which allocates 2); two
-/// types (or a type and none) are both asked for, which gpol's one-model jobs cannot be.
-fn gres_of<'a>(tres: &'a str, name: &str) -> Result<(u64, Option<&'a str>), String> {
-    let mut found: Vec<(Option<&str>, u64)> = Vec::new();
-    for item in tres.split(',').filter(|i| !i.is_empty()) {
-        let g = gres_item(item)?;
-        if g.name != name || g.count == 0 {
-            continue;
-        }
-        match found.iter_mut().find(|(k, _)| *k == g.kind) {
-            Some((_, n)) => *n = g.count,
-            None => found.push((g.kind, g.count)),
-        }
-    }
-    match found[..] {
-        [] => Ok((0, None)),
-        [(kind, n)] => Ok((n, kind)),
-        _ => {
-            let kinds: Vec<&str> = found.iter().map(|(k, _)| k.unwrap_or("untyped")).collect();
-            Err(format!("{name} of more than one type ({}): gpol reads one", kinds.join(", ")))
-        }
-    }
-}
-
 /// GPUs and their type a TRES list asks for (`gres:gpu:4`, `gres/gpu:a100:4`, `gpu`,
 /// comma-separated), as `gpol.gpus` reads it; the type through gpol's model table (as a
 /// node's GRES type is: `a100_80g` is `a100`). A count past 32 bits is the largest.
-pub fn gpus(tres: &str) -> Result<(u32, Option<String>), String> {
-    let (n, kind) = gres_of(tres, "gpu")?;
+pub fn gpus(tres: &str) -> Result<(u32, Option<String>), GresError> {
+    let (n, kind) = gres::requested(tres, "gpu")?;
     Ok((u32::try_from(n).unwrap_or(u32::MAX), kind.map(models::name)))
 }
 
 /// Shards per node a TRES list asks for (`gres:shard:4`, `gres/shard:h100:4`).
-pub fn shards(tres: &str) -> Result<u32, String> {
-    let (n, _) = gres_of(tres, "shard")?;
+pub fn shards(tres: &str) -> Result<u32, GresError> {
+    let (n, _) = gres::requested(tres, "shard")?;
     Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
@@ -493,7 +409,7 @@ impl Request {
         j.replicas = self.nodes.max(1);
         // Every list is read, whichever gives the cards: one Slurm refuses is refused here,
         // in the order `gpol.job` reads them.
-        let bad = |field: &'static str| move |message| BadRequest { field, message };
+        let bad = |field: &'static str| move |problem| BadRequest { field, problem };
         let per_node = gpus(&self.tres_per_node).map_err(bad("tres_per_node"))?;
         let shards = shards(&self.tres_per_node).map_err(bad("tres_per_node"))?;
         let per_job = gpus(&self.tres_per_job).map_err(bad("tres_per_job"))?;
@@ -755,10 +671,10 @@ mod tests {
             ("gres:gpu:h100:4,gres:gpu:2", "gpu of more than one type (h100, untyped): gpol reads one"),
         ];
         for (list, why) in refused {
-            assert_eq!(gpus(list), Err(why.to_string()), "{list}");
+            assert_eq!(gpus(list).map_err(|e| e.to_string()), Err(why.to_string()), "{list}");
         }
         assert_eq!(
-            shards("gres:shard:a:4,gres:shard:b:4"),
+            shards("gres:shard:a:4,gres:shard:b:4").map_err(|e| e.to_string()),
             Err("shard of more than one type (a, b): gpol reads one".into())
         );
     }

@@ -14,6 +14,7 @@ use gpol_compiler::ir::{Kind, Node};
 use gpol_compiler::schema::{Root, Storage};
 use gpol_compiler::spec::{NodeSpec, Sharing};
 use gpol_runtime::Scheduler;
+use gpol_runtime::model::SpecError;
 use std::cmp::Ordering;
 
 /// The fragment, and what went into the weights.
@@ -24,6 +25,26 @@ pub struct Fragment {
     /// Scores that depend on the job or the cluster's state (the loop applies them).
     pub other_scores: Vec<String>,
 }
+
+/// Why the nodes cannot be written as node lines.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeLinesError {
+    /// A name slurm.conf cannot hold.
+    Unwritable { node: String },
+    /// A node gpol's model refuses (a field past its limits).
+    Unmodelled { node: String, error: SpecError },
+}
+
+impl std::fmt::Display for NodeLinesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeLinesError::Unwritable { node } => write!(f, "node name {node:?} cannot be written in slurm.conf"),
+            NodeLinesError::Unmodelled { node, error } => write!(f, "node {node}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for NodeLinesError {}
 
 /// Whether a rule body reads only the node, and only what does not change as it runs.
 pub fn node_static(n: &Node) -> bool {
@@ -52,15 +73,15 @@ fn word(s: &str) -> String {
 }
 
 /// The node lines for `nodes` under `policy`; `file` is where the nodes were read.
-pub fn emit(policy: &CompiledPolicy, nodes: &[NodeSpec], file: &str) -> Result<Fragment, String> {
+pub fn emit(policy: &CompiledPolicy, nodes: &[NodeSpec], file: &str) -> Result<Fragment, NodeLinesError> {
     if let Some(n) = nodes.iter().find(|n| n.name.is_empty() || word(&n.name) != n.name) {
-        return Err(format!("node name {:?} cannot be written in slurm.conf", n.name));
+        return Err(NodeLinesError::Unwritable { node: n.name.clone() });
     }
     let program = &policy.program;
     let (fixed, other): (Vec<_>, Vec<_>) = program.scores.iter().partition(|r| node_static(&r.body.node));
     let mut s = Scheduler::new(policy.clone());
     for n in nodes {
-        s.add_node(n).map_err(|e| format!("node {}: {e}", n.name))?;
+        s.add_node(n).map_err(|error| NodeLinesError::Unmodelled { node: n.name.clone(), error })?;
     }
     let view = s.view(None);
     let ctx = s.ctx(&view);

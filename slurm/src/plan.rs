@@ -10,25 +10,13 @@
 
 use crate::command::printable;
 use crate::jobs::{QueueFrom, Reading};
+use crate::loaded::LoadedPolicy;
+use crate::marks::{CANCELLED, HELD, PLACED, WAITING};
 use crate::squeue::SlurmJob;
-use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::spec::{History, NodeSpec};
 use gpol_runtime::Scheduler;
 use gpol_runtime::explain;
 use gpol_runtime::jobs::{self, JobId, Reason};
-
-/// What the loop writes in a job's `AdminComment` when it holds it.
-pub const HELD: &str = "gpol: held: ";
-/// What the loop writes in the `AdminComment` of a job it pins to nodes, until Slurm starts
-/// it: the job is then the loop's decision in flight, and the next pass counts it as
-/// started there rather than placing it afresh.
-pub const PLACED: &str = "gpol: placed";
-/// The hold `job_submit.lua --hold-for-loop` puts on every job, and the loop on every job
-/// it evicts (with why, in parentheses): kept until gpol places it.
-pub const WAITING: &str = "gpol: held: waiting for the scheduling loop";
-/// What the loop writes, before the rule's message, in the `Comment` (and `AdminComment`)
-/// of a job it cancels.
-pub const CANCELLED: &str = "gpol: cancelled: ";
 
 /// One change to make in Slurm.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,7 +150,8 @@ pub struct State<'a> {
 }
 
 /// The plan for Slurm's state.
-pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
+pub fn plan(loaded: &LoadedPolicy, state: &State<'_>) -> Plan {
+    let policy = loaded.compiled();
     let State { nodes, unavailable, jobs, now, queue_from, memory } = *state;
     let mut out = Plan::default();
     let mut s = Scheduler::new(policy.clone());
@@ -289,12 +278,7 @@ pub fn plan(policy: &CompiledPolicy, state: &State<'_>) -> Plan {
             evicted.insert(job, explain::eviction_text(&s, &claimant, rule));
         }
     }
-    let view = crate::lua::Policy { program: &policy.program, hir: &policy.policy };
-    let at_submission: Vec<String> = crate::submit::rules(view, false)
-        .into_iter()
-        .filter(|r| r.kind == "admit" && r.condition.is_ok())
-        .map(|r| r.name)
-        .collect();
+    let at_submission = loaded.enforced_at_submission();
     for (id, j) in ids.iter().zip(&taken).filter_map(|(id, j)| Some(((*id)?, *j))) {
         let name = j.request.name.clone();
         let was_running = j.is_running();

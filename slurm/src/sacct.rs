@@ -14,7 +14,7 @@
 //! what scheduling decided.
 
 use crate::jobs::Request;
-use crate::squeue::{Flex, negative, number, text};
+use crate::json::{Flex, negative, number, text};
 use serde::Deserialize;
 
 /// Most jobs one document may hold (docs/limits.md): a year of a busy cluster.
@@ -62,8 +62,49 @@ impl Skipped {
 }
 
 /// What is wrong with the document, naming the job and field.
-#[derive(Debug, PartialEq)]
-pub struct BadHistory(pub String);
+#[derive(Clone, Debug, PartialEq)]
+pub enum BadHistory {
+    /// Not a job history: serde's message (escaped: it may quote the document).
+    NotJson(String),
+    /// Slurm's `errors` list instead of the history (slurmdbd down, say).
+    SlurmSaid(Vec<String>),
+    NoList,
+    TooMany {
+        count: usize,
+    },
+    /// A job without an id (1-based, as listed).
+    NoId {
+        item: usize,
+    },
+    NoSubmission {
+        id: u64,
+    },
+    /// A requested TRES (`gres/gpu`) with a negative count, which Slurm never records.
+    NegativeCount {
+        id: u64,
+        tres: String,
+    },
+}
+
+impl std::fmt::Display for BadHistory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadHistory::NotJson(message) => write!(f, "not a job history: {message}"),
+            BadHistory::SlurmSaid(said) => {
+                write!(f, "Slurm answered with errors, not the history: {}", said.join("; "))
+            }
+            BadHistory::NoList => write!(f, "no `jobs` list"),
+            BadHistory::TooMany { count } => write!(f, "{count} jobs: more than {MAX_JOBS}"),
+            BadHistory::NoId { item } => write!(f, "job {item}: no `job_id`"),
+            BadHistory::NoSubmission { id } => write!(f, "job {id}: no `time.submission`"),
+            BadHistory::NegativeCount { id, tres } => {
+                write!(f, "job {id}: `tres.requested`: `{}`: a negative count", crate::command::printable(tres))
+            }
+        }
+    }
+}
+
+impl std::error::Error for BadHistory {}
 
 /// Whether JSON text looks like `sacct --json`: an object with a `jobs` list whose records
 /// carry accounting's `time` object (squeue's jobs carry `submit_time` instead).
@@ -151,15 +192,15 @@ struct Requested {
     shards: u64,
 }
 
-/// What a record's requested TRES add up to; a negative count (which Slurm never records)
+/// What job `id`'s requested TRES add up to; a negative count (which Slurm never records)
 /// is refused, naming the TRES.
-fn requested(items: &[RawTresItem]) -> Result<Requested, String> {
+fn requested(id: u64, items: &[RawTresItem]) -> Result<Requested, BadHistory> {
     let mut r = Requested::default();
     for item in items {
         let (kind, name, count) = (text(&item.kind), text(&item.name), number(&item.count));
         if negative(&item.count) {
             let tres = if name.is_empty() { kind } else { format!("{kind}/{name}") };
-            return Err(format!("`tres.requested`: `{}`: a negative count", crate::command::printable(&tres)));
+            return Err(BadHistory::NegativeCount { id, tres });
         }
         match (kind.as_str(), name.split_once(':')) {
             ("cpu", _) => r.cpu = count,
@@ -179,22 +220,21 @@ fn requested(items: &[RawTresItem]) -> Result<Requested, String> {
 /// The jobs of a `sacct --json` document.
 pub fn read(json: &str) -> Result<History, BadHistory> {
     // (serde's message may quote the document's text.)
-    let doc: Document = serde_json::from_str(json)
-        .map_err(|e| BadHistory(format!("not a job history: {}", crate::command::printable(&e.to_string()))))?;
+    let doc: Document =
+        serde_json::from_str(json).map_err(|e| BadHistory::NotJson(crate::command::printable(&e.to_string())))?;
     let said = crate::errors::messages(&doc.errors);
     if !said.is_empty() {
-        return Err(BadHistory(format!("Slurm answered with errors, not the history: {}", said.join("; "))));
+        return Err(BadHistory::SlurmSaid(said));
     }
-    let raw = doc.jobs.ok_or_else(|| BadHistory("no `jobs` list".into()))?;
+    let raw = doc.jobs.ok_or(BadHistory::NoList)?;
     if raw.len() > MAX_JOBS {
-        return Err(BadHistory(format!("{} jobs: more than {MAX_JOBS}", raw.len())));
+        return Err(BadHistory::TooMany { count: raw.len() });
     }
     let mut history = History::default();
     for (i, j) in raw.into_iter().enumerate() {
-        let id = number(&j.job_id).ok_or_else(|| BadHistory(format!("job {}: no `job_id`", i + 1)))?;
+        let id = number(&j.job_id).ok_or(BadHistory::NoId { item: i + 1 })?;
         let time = j.time.unwrap_or_default();
-        let submitted =
-            number(&time.submission).ok_or_else(|| BadHistory(format!("job {id}: no `time.submission`")))?;
+        let submitted = number(&time.submission).ok_or(BadHistory::NoSubmission { id })?;
         let (started, ended) = (number(&time.start).unwrap_or(0), number(&time.end).unwrap_or(0));
         let tres = j.tres.unwrap_or_default();
         // Slurm gives a job cancelled while it waited its cancel time as start and end;
@@ -211,7 +251,7 @@ pub fn read(json: &str) -> Result<History, BadHistory> {
             history.running.add(id);
             continue;
         }
-        let tres = requested(&tres.requested).map_err(|e| BadHistory(format!("job {id}: {e}")))?;
+        let tres = requested(id, &tres.requested)?;
         let nodes = tres.nodes.or(number(&j.allocation_nodes)).unwrap_or(1).max(1);
         // Counts as recorded (a count past the job model's limits is refused there).
         let gres = |what: &str, model: Option<&str>, n: u64| match (n, model) {
@@ -285,19 +325,20 @@ mod tests {
 
     #[test]
     fn bad_histories_name_the_job_and_field() {
-        assert!(read("[").expect_err("not JSON").0.starts_with("not a job history"));
-        assert_eq!(read(r#"{"meta": {}}"#).expect_err("no jobs").0, "no `jobs` list");
-        assert_eq!(read(r#"{"jobs": [{"name": "x"}]}"#).expect_err("no id").0, "job 1: no `job_id`");
-        assert_eq!(read(r#"{"jobs": [{"job_id": 3}]}"#).expect_err("no time").0, "job 3: no `time.submission`");
+        let said = |text: &str| read(text).expect_err("refused").to_string();
+        assert!(said("[").starts_with("not a job history"));
+        assert_eq!(said(r#"{"meta": {}}"#), "no `jobs` list");
+        assert_eq!(said(r#"{"jobs": [{"name": "x"}]}"#), "job 1: no `job_id`");
+        assert_eq!(said(r#"{"jobs": [{"job_id": 3}]}"#), "job 3: no `time.submission`");
         // Errors Slurm reported instead of the history, and counts it never records.
         let down = r#"{"errors": [{"error": "Unable to connect to database", "errno": 7000}], "jobs": []}"#;
         assert_eq!(
-            read(down).expect_err("errors").0,
+            said(down),
             "Slurm answered with errors, not the history: Unable to connect to database (error 7000)"
         );
         let minus = r#"{"jobs": [{"job_id": 4, "allocation_nodes": 1, "time": {"submission": 1, "start": 2, "end": 3},
                         "tres": {"requested": [{"type": "gres", "name": "gpu", "count": -1}]}}]}"#;
-        assert_eq!(read(minus).expect_err("negative").0, "job 4: `tres.requested`: `gres/gpu`: a negative count");
+        assert_eq!(said(minus), "job 4: `tres.requested`: `gres/gpu`: a negative count");
         // squeue's document is not a history.
         assert!(!is_history(r#"{"jobs": [{"job_id": 1, "submit_time": 5}]}"#));
     }

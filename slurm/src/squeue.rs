@@ -5,8 +5,9 @@
 //! request goes through the one job model ([`crate::jobs::Request`]).
 
 use crate::command::printable;
-use crate::hostlist;
+use crate::hostlist::{self, HostlistError};
 use crate::jobs::Request;
+use crate::json::{Flex, number, text};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -53,27 +54,42 @@ impl SlurmJob {
 }
 
 /// What is wrong with the document, naming the job and field.
-#[derive(Debug, PartialEq)]
-pub struct BadJobs(pub String);
-
-/// A field as any data parser writes it: a number, a string, a list (of state flags), or
-/// a `{"set", "infinite", "number"}` struct; anything else is skipped.
-#[derive(Deserialize)]
-#[serde(untagged)]
-pub(crate) enum Flex {
-    Number(serde_json::Number),
-    Text(String),
-    List(Vec<serde_json::Value>),
-    NoVal {
-        #[serde(default)]
-        set: Option<bool>,
-        #[serde(default)]
-        infinite: Option<bool>,
-        #[serde(default)]
-        number: Option<serde_json::Number>,
+#[derive(Clone, Debug, PartialEq)]
+pub enum BadJobs {
+    /// Not a job list: serde's message (escaped: it may quote the document).
+    NotJson(String),
+    /// Slurm's `errors` list instead of the jobs (slurmctld not answering).
+    SlurmSaid(Vec<String>),
+    NoList,
+    /// A job without an id (1-based, as listed).
+    NoId {
+        item: usize,
     },
-    Other(serde::de::IgnoredAny),
+    Twice {
+        id: u64,
+    },
+    /// A hostlist field (`nodes`, `required_nodes`) that cannot be expanded.
+    Hostlist {
+        id: u64,
+        field: &'static str,
+        error: HostlistError,
+    },
 }
+
+impl std::fmt::Display for BadJobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadJobs::NotJson(message) => write!(f, "not a job list: {message}"),
+            BadJobs::SlurmSaid(said) => write!(f, "Slurm answered with errors, not the jobs: {}", said.join("; ")),
+            BadJobs::NoList => write!(f, "no `jobs` list"),
+            BadJobs::NoId { item } => write!(f, "job {item}: no `job_id`"),
+            BadJobs::Twice { id } => write!(f, "job {id} is listed twice (`job_id`)"),
+            BadJobs::Hostlist { id, field, error } => write!(f, "job {id}: `{field}`: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for BadJobs {}
 
 /// The fields of a job the loop reads; every other field is skipped unread, so a pass
 /// holds the document's text and these, not a tree of all of it.
@@ -119,60 +135,24 @@ struct Document {
     errors: Vec<Value>,
 }
 
-/// A number, or a `{"set": true, "number": n}` struct; `None` when unset or infinite.
-pub(crate) fn number(v: &Option<Flex>) -> Option<u64> {
-    match v.as_ref()? {
-        Flex::Number(n) => n.as_u64(),
-        Flex::NoVal { set, infinite, number } => {
-            if set.unwrap_or(true) && !infinite.unwrap_or(false) {
-                number.as_ref().and_then(|n| n.as_u64())
-            } else {
-                None
-            }
-        }
-        _ => None,
-    }
-}
-
-/// Whether a field holds a negative number (which [`number`] reads as unset): a count
-/// Slurm never writes, refused rather than read as none.
-pub(crate) fn negative(v: &Option<Flex>) -> bool {
-    let n = match v {
-        Some(Flex::Number(n)) => Some(n),
-        Some(Flex::NoVal { number, .. }) => number.as_ref(),
-        _ => None,
-    };
-    n.and_then(serde_json::Number::as_f64).is_some_and(|x| x < 0.0)
-}
-
-pub(crate) fn text(v: &Option<Flex>) -> String {
-    match v {
-        Some(Flex::Text(s)) => s.clone(),
-        // Later data parsers write some states as lists of flags.
-        Some(Flex::List(items)) => items.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","),
-        _ => String::new(),
-    }
-}
-
 /// The jobs of a `squeue --json` document: refused when Slurm reported errors in it (its
 /// job list is then not the queue), when a job is listed twice, and when its hostlists
 /// together name more hosts than one document may ([`hostlist::Budget::per_document`]).
 pub fn read(json: &str) -> Result<Vec<SlurmJob>, BadJobs> {
     // (serde's message may quote the document's text.)
-    let doc: Document =
-        serde_json::from_str(json).map_err(|e| BadJobs(format!("not a job list: {}", printable(&e.to_string()))))?;
+    let doc: Document = serde_json::from_str(json).map_err(|e| BadJobs::NotJson(printable(&e.to_string())))?;
     let said = crate::errors::messages(&doc.errors);
     if !said.is_empty() {
-        return Err(BadJobs(format!("Slurm answered with errors, not the jobs: {}", said.join("; "))));
+        return Err(BadJobs::SlurmSaid(said));
     }
-    let jobs = doc.jobs.ok_or_else(|| BadJobs("no `jobs` list".into()))?;
+    let jobs = doc.jobs.ok_or(BadJobs::NoList)?;
     let mut budget = hostlist::Budget::per_document();
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(jobs.len());
     for (i, j) in jobs.into_iter().enumerate() {
-        let id = number(&j.job_id).ok_or_else(|| BadJobs(format!("job {}: no `job_id`", i + 1)))?;
+        let id = number(&j.job_id).ok_or(BadJobs::NoId { item: i + 1 })?;
         if !seen.insert(id) {
-            return Err(BadJobs(format!("job {id} is listed twice (`job_id`)")));
+            return Err(BadJobs::Twice { id });
         }
         out.push(job(id, j, &mut budget)?);
     }
@@ -203,8 +183,8 @@ fn job(id: u64, j: RawJob, budget: &mut hostlist::Budget) -> Result<SlurmJob, Ba
         time_limit_min: time,
         comment: text(&j.comment),
     };
-    let mut list = |k: &str, v: &Option<Flex>| {
-        hostlist::expand_within(&text(v), budget).map_err(|e| BadJobs(format!("job {id}: `{k}`: {e}")))
+    let mut list = |field: &'static str, v: &Option<Flex>| {
+        hostlist::expand_within(&text(v), budget).map_err(|error| BadJobs::Hostlist { id, field, error })
     };
     let (nodes, required_nodes) = (list("nodes", &j.nodes)?, list("required_nodes", &j.required_nodes)?);
     let reason = text(&j.state_reason);
@@ -235,7 +215,7 @@ mod tests {
         let jobs = read(doc).expect("read");
         assert_eq!((jobs[0].id, jobs[0].request.time_limit_min, jobs[0].request.nodes), (7, None, 2));
         assert_eq!(jobs[0].state, "PENDING");
-        assert!(read(r#"{"jobs": [{"name": "x"}]}"#).expect_err("no id").0.contains("job 1: no `job_id`"));
+        assert!(read(r#"{"jobs": [{"name": "x"}]}"#).expect_err("no id").to_string().contains("job 1: no `job_id`"));
         assert!(read("[]").is_err());
     }
 
@@ -245,7 +225,7 @@ mod tests {
         let down = r#"{"meta": {}, "errors": [{"description": "Failed while looking for jobs", "error_number": -1,
                         "error": "Unspecified error", "source": "slurm_load_jobs"}], "jobs": []}"#;
         assert_eq!(
-            read(down).expect_err("errors").0,
+            read(down).expect_err("errors").to_string(),
             "Slurm answered with errors, not the jobs: Failed while looking for jobs: Unspecified error: \
              slurm_load_jobs (error -1)"
         );
@@ -255,7 +235,7 @@ mod tests {
     #[test]
     fn a_job_listed_twice_is_refused() {
         let doc = r#"{"jobs": [{"job_id": 4}, {"job_id": 5}, {"job_id": {"set": true, "number": 4}}]}"#;
-        assert_eq!(read(doc).expect_err("twice").0, "job 4 is listed twice (`job_id`)");
+        assert_eq!(read(doc).expect_err("twice").to_string(), "job 4 is listed twice (`job_id`)");
     }
 
     #[test]
@@ -266,7 +246,7 @@ mod tests {
         let jobs: Vec<String> = (1..=2000).map(job).collect();
         let doc = format!(r#"{{"jobs": [{}]}}"#, jobs.join(","));
         assert!(doc.len() < 200_000);
-        let e = read(&doc).expect_err("past the budget").0;
+        let e = read(&doc).expect_err("past the budget").to_string();
         assert_eq!(
             e,
             "job 41: `nodes`: `n[0-99999]`: the document's hostlists name more than 4000000 hosts in all \
@@ -275,7 +255,7 @@ mod tests {
         // A bad hostlist names the job, the field and what is wrong.
         let bad = r#"{"jobs": [{"job_id": 7, "required_nodes": "gpu-[3-1]"}]}"#;
         assert_eq!(
-            read(bad).expect_err("backwards").0,
+            read(bad).expect_err("backwards").to_string(),
             "job 7: `required_nodes`: `gpu-[3-1]`: the range `3-1` runs backwards"
         );
     }

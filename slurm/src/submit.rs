@@ -16,6 +16,7 @@ use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::schema::{FieldValue, Record, Storage, Sym};
 use gpol_compiler::spec::NodeSpec;
 use gpol_runtime::Scheduler;
+use gpol_runtime::model::SpecError;
 
 /// How the leading `job_order` key is listed when it becomes the site factor.
 pub const SITE_FACTOR: &str = "key 1 (as site_factor)";
@@ -229,7 +230,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
     if hold_for_loop {
         lua.push_str(&format!(
             "  -- Held for the scheduling loop (`gpolc slurm apply`), which pins it to the nodes gpol\n  -- chooses and releases it.\n  job_desc.priority = 0\n  job_desc.admin_comment = {}\n",
-            lua::string(crate::plan::WAITING)
+            lua::string(crate::marks::WAITING)
         ));
     }
     lua.push_str("  return slurm.SUCCESS\nend\n\n");
@@ -237,16 +238,31 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
     Submit { lua, rules }
 }
 
+/// A node gpol's model refuses (a field past its limits): no table can carry it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnmodelledNode {
+    pub node: String,
+    pub error: SpecError,
+}
+
+impl std::fmt::Display for UnmodelledNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "node {}: {}", self.node, self.error)
+    }
+}
+
+impl std::error::Error for UnmodelledNode {}
+
 /// The cluster's nodes as the Lua table `gpol.nodes`: classes of nodes alike in every
 /// field that never changes (as the runtime's node record holds it) and in their labels,
 /// each with those fields, `hosts` (its nodes as one Slurm hostlist) and `count`. A filter's verdict is the
 /// same for every node of a class, so a submission evaluates the filters once per class,
 /// not per node (a 100,000-node cluster is usually a few hundred classes). When a filter
 /// reads `node.name`, every node is a class of its own.
-pub fn node_table(policy: &CompiledPolicy, nodes: &[NodeSpec]) -> Result<String, String> {
+pub fn node_table(policy: &CompiledPolicy, nodes: &[NodeSpec]) -> Result<String, UnmodelledNode> {
     let mut s = Scheduler::new(policy.clone());
     for n in nodes {
-        s.add_node(n).map_err(|e| format!("node {}: {e}", n.name))?;
+        s.add_node(n).map_err(|error| UnmodelledNode { node: n.name.clone(), error })?;
     }
     let by_name = policy.program.filters.iter().any(|f| f.body.node.reads(Record::Node, "name"));
     let name = |sym: Sym| lua::string(s.symbols().name(sym));

@@ -9,8 +9,8 @@
 //! same documents in each release.)
 
 use gpol_compiler::spec::{Request as Cards, Sharing};
-use gpol_sim::spec::NodeEventKind;
 use gpol_slurm::jobs::Reading;
+use gpol_slurm::sinfo::{self, Service};
 use gpol_slurm::squeue;
 use serde_json::{Value, json};
 
@@ -133,14 +133,14 @@ fn nodes_of_every_later_data_parser_read_as_in_22_05() {
             ],
         );
         let text = json!({ "nodes": [node] }).to_string();
-        let cluster = gpol_sim::read_cluster(&text, "nodes.json").unwrap_or_else(|e| panic!("{version}: {e}"));
-        let n = &cluster.nodes[0].spec;
+        let nodes = sinfo::read(&text).unwrap_or_else(|e| panic!("{version}: {e}"));
+        let n = &nodes[0].spec;
         assert_eq!((n.name.as_str(), n.model.as_str(), n.cards), ("gpu-1", "h100", 8), "{version}");
         assert_eq!((n.sharing, n.max_clients), (Sharing::Timeslice, 8), "{version}");
         assert_eq!((n.cpu_milli, n.mem), (64_000, 512_000 << 20), "{version}");
         for label in ["slurm.feature/nvlink", "slurm.partition/gpu"] {
             assert!(n.labels.iter().any(|(k, v)| k == label && v == "true"), "{version}: {label} in {:?}", n.labels);
         }
-        assert_eq!(cluster.events.iter().map(|e| e.kind).collect::<Vec<_>>(), [NodeEventKind::Drain], "{version}");
+        assert_eq!(nodes.iter().map(|n| n.service).collect::<Vec<_>>(), [Service::Drained], "{version}");
     }
 }

@@ -7,7 +7,9 @@ use gpol_compiler::load::Checked;
 use gpol_compiler::spec::NodeSpec;
 use gpol_slurm::config::Memory;
 use gpol_slurm::jobs::{QueueFrom, Request};
-use gpol_slurm::plan::{Action, HELD, PLACED, State, TOP_PRIORITY, WAITING, plan};
+use gpol_slurm::loaded::LoadedPolicy;
+use gpol_slurm::marks::{HELD, PLACED, WAITING};
+use gpol_slurm::plan::{Action, State, TOP_PRIORITY, plan};
 use gpol_slurm::squeue::SlurmJob;
 
 const POLICY: &str = r#"policy t
@@ -38,7 +40,8 @@ fn plan_counting(
     memory: Memory,
 ) -> gpol_slurm::plan::Plan {
     let (nodes, unavailable) = (nodes(), down.iter().map(|d| d.to_string()).collect::<Vec<_>>());
-    plan(p, &State { nodes: &nodes, unavailable: &unavailable, jobs, now, queue_from: QueueFrom::Account, memory })
+    let state = State { nodes: &nodes, unavailable: &unavailable, jobs, now, queue_from: QueueFrom::Account, memory };
+    plan(&LoadedPolicy::new(p.clone()), &state)
 }
 
 fn policy() -> CompiledPolicy {

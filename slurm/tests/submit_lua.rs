@@ -731,7 +731,7 @@ fn gres_lists_read_alike_in_lua_and_rust() {
                 };
                 // What the Lua read of the cards is not used: the job is refused.
                 let lua_why = line.rsplit('\t').next().unwrap_or_default();
-                assert_eq!(lua_why, format!("{} ({option})", e.message), "{r:?}");
+                assert_eq!(lua_why, format!("{} ({option})", e.problem), "{r:?}");
                 continue;
             }
         };

@@ -7,7 +7,10 @@ use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::limits::MAX_CLUSTER_BYTES;
 use gpol_compiler::spec::NodeSpec;
+use gpol_slurm::loaded::LoadedPolicy;
 use gpol_slurm::lua::Policy;
+use gpol_slurm::sinfo::{Service, SlurmNode};
+use gpol_slurm::state::{self, Source, StateError};
 use gpol_slurm::topology::{self, Node};
 use std::path::PathBuf;
 
@@ -116,7 +119,7 @@ pub fn run(command: Command, color: bool) -> u8 {
     }
 }
 
-/// Passes of `apply` until interrupted (or `--passes`); the policy is compiled once.
+/// Passes of `apply` until interrupted (or `--passes`); the policy is loaded once.
 fn run_loop(args: RunArgs, color: bool) -> u8 {
     if let Err(code) = partitions_have_no_accounts(&args.state) {
         return code;
@@ -130,14 +133,15 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
     if ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::SeqCst)).is_err() {
         eprintln!("note: Ctrl-C ends the loop abruptly (no handler could be set)");
     }
-    let compiled = match super::compile_policy(&args.state.policy, EngineKind::Interp, color) {
-        Ok(c) => c,
+    // What job_submit.lua enforces of it is worked out once too, with the policy.
+    let loaded = match super::compile_policy(&args.state.policy, EngineKind::Interp, color) {
+        Ok(c) => LoadedPolicy::new(c),
         Err(code) => return code,
     };
     let (mut n, mut last) = (0u64, OK);
     while !stop.load(std::sync::atomic::Ordering::SeqCst) && args.passes.is_none_or(|most| n < most) {
         n += 1;
-        let code = pass(&compiled, &args.state, true);
+        let code = pass(&loaded, &args.state, true);
         last = code;
         eprintln!("pass {n}: {}", if code == OK { "done" } else { "failed; trying again" });
         if args.passes.is_some_and(|most| n >= most) {
@@ -162,27 +166,13 @@ fn partitions_have_no_accounts(args: &PlanArgs) -> Result<(), u8> {
     Ok(())
 }
 
-/// Output of a Slurm command, or a file standing for it, within `limit` bytes.
 /// Whether Slurm allocates memory: from `--slurm-config`, else from `scontrol show config`
 /// when the jobs are read live from Slurm's commands; otherwise as under CR_*_Memory.
-fn memory(args: &PlanArgs, rest: bool) -> Result<gpol_slurm::config::Memory, String> {
+fn memory(args: &PlanArgs, rest: bool) -> Result<gpol_slurm::config::Memory, StateError> {
     if args.slurm_config.is_none() && (args.squeue.is_some() || rest) {
         return Ok(gpol_slurm::config::Memory::default());
     }
-    let (text, from) = slurm_output(&args.slurm_config, &["scontrol", "show", "config"], 16 << 20)?;
-    gpol_slurm::config::memory(&text)
-        .ok_or_else(|| format!("{from}: no `SelectTypeParameters` line: not `scontrol show config`'s output"))
-}
-
-fn slurm_output(file: &Option<PathBuf>, command: &[&str], limit: u64) -> Result<(String, String), String> {
-    if let Some(path) = file {
-        let bytes = gpol_compiler::files::read(path, limit).map_err(|e| e.to_string())?;
-        let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))?;
-        return Ok((text, path.display().to_string()));
-    }
-    let argv: Vec<String> = command.iter().map(|w| w.to_string()).collect();
-    let text = gpol_slurm::command::run(&argv, gpol_slurm::command::TIMEOUT, limit)?;
-    Ok((text, format!("`{}`", command.join(" "))))
+    state::memory(args.slurm_config.as_deref())
 }
 
 fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
@@ -190,7 +180,7 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
         return code;
     }
     match super::compile_policy(&args.policy, EngineKind::Interp, color) {
-        Ok(compiled) => pass(&compiled, &args, apply),
+        Ok(compiled) => pass(&LoadedPolicy::new(compiled), &args, apply),
         Err(code) => code,
     }
 }
@@ -203,9 +193,9 @@ fn account_changes(
 ) -> Result<Vec<gpol_slurm::associations::Change>, String> {
     use gpol_compiler::limits::MAX_INPUT_BYTES;
     use gpol_slurm::associations::{SHOW, SHOW_QOS, changes};
-    let (tree, from) = slurm_output(file, &SHOW, MAX_INPUT_BYTES)?;
+    let tree = state::output(file.as_deref(), &SHOW, MAX_INPUT_BYTES).map_err(|e| e.to_string())?;
     let qos = match file {
-        None => Some(slurm_output(&None, &SHOW_QOS, MAX_INPUT_BYTES)?.0),
+        None => Some(state::output(None, &SHOW_QOS, MAX_INPUT_BYTES).map_err(|e| e.to_string())?.text),
         Some(_) => None,
     };
     // The limits in force now: quota windows follow the policy's clock in real time.
@@ -213,12 +203,17 @@ fn account_changes(
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
     clock.start_at_unix_ms(i64::try_from(now_ms).unwrap_or(i64::MAX));
     let minute = clock.minute_of_week(0);
-    changes(&compiled.policy, &tree, qos.as_deref(), Some(minute)).map_err(|e| format!("{from}: {e}"))
+    changes(&compiled.policy, &tree.text, qos.as_deref(), Some(minute)).map_err(|e| format!("{}: {e}", tree.from))
+}
+
+/// The nodes Slurm shows drained or down: they take no new job.
+fn out_of_service(live: &[SlurmNode]) -> impl Iterator<Item = String> + '_ {
+    live.iter().filter(|n| n.service != Service::InService).map(|n| n.spec.name.clone())
 }
 
 /// One pass: Slurm's state read afresh, the plan printed, and (with `apply`) made.
-fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply: bool) -> u8 {
-    use gpol_compiler::limits::MAX_INPUT_BYTES;
+fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool) -> u8 {
+    let compiled = loaded.compiled();
     let rest = match args.slurmrestd.as_deref().map(|a| gpol_slurm::rest::Rest::new(a, &args.rest_version)) {
         Some(Ok(mut r)) => {
             r.token = std::env::var("SLURM_JWT").ok().filter(|t| !t.is_empty());
@@ -231,69 +226,51 @@ fn pass(compiled: &gpol_compiler::engine::CompiledPolicy, args: &PlanArgs, apply
         }
         None => None,
     };
-    // A saved file when given, else slurmrestd when given, else the command.
-    let state = |file: &Option<PathBuf>,
-                 command: &[&str],
-                 limit: u64,
-                 ask: fn(&gpol_slurm::rest::Rest, u64) -> Result<String, String>| {
-        match (file, &rest) {
-            (None, Some(r)) => ask(r, limit).map(|text| (text, format!("slurmrestd {}", r.version))),
-            _ => slurm_output(file, command, limit),
-        }
+    let failed = |e: StateError| {
+        eprintln!("error: {e}");
+        USAGE
     };
-    let sinfo = || {
-        state(&args.sinfo, &["sinfo", "--json"], MAX_CLUSTER_BYTES, gpol_slurm::rest::Rest::nodes)
-            .and_then(|(text, from)| gpol_sim::read_slurm_cluster(&text, &from).map_err(|e| e.to_string()))
-            .map_err(|e| {
-                eprintln!("error: {e}");
-                USAGE
-            })
-    };
+    let sinfo = || state::nodes(&Source::of(args.sinfo.as_deref(), rest.as_ref())).map_err(failed);
     // The nodes: from the cluster file (with its topology) or from Slurm. Which are down
     // or drained is Slurm's to say, live — unless the jobs are a file and no nodes are
     // (a plan of recorded state).
-    let (cluster, live) = match &args.cluster {
+    let (nodes, unavailable): (Vec<NodeSpec>, Vec<String>) = match &args.cluster {
         Some(_) => {
             let file =
                 super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster);
             let live =
                 if args.sinfo.is_some() || args.squeue.is_none() || rest.is_some() { Some(sinfo()) } else { None };
-            (file.map_err(|_| USAGE), live)
+            let (cluster, live) = match (file.map_err(|_| USAGE), live.transpose()) {
+                (Ok(c), Ok(l)) => (c, l),
+                (Err(code), _) | (_, Err(code)) => return code,
+            };
+            let nodes = cluster.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect();
+            // Drained or down now: no new job goes there.
+            let unavailable = (cluster.events.iter())
+                .filter(|e| e.at_ms == 0 && !matches!(e.kind, gpol_sim::spec::NodeEventKind::Restore))
+                .map(|e| e.node.clone())
+                .chain(live.iter().flat_map(|l| out_of_service(l)))
+                .collect();
+            (nodes, unavailable)
         }
-        None => (sinfo(), None),
+        None => match sinfo() {
+            Ok(live) => (live.iter().map(|n| n.spec.clone()).collect(), out_of_service(&live).collect()),
+            Err(code) => return code,
+        },
     };
-    let (cluster, live) = match (cluster, live.transpose()) {
-        (Ok(c), Ok(l)) => (c, l),
-        (Err(code), _) | (_, Err(code)) => return code,
-    };
-    let nodes: Vec<NodeSpec> = cluster.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect();
-    // Drained or down now (sinfo's states): no new job goes there.
-    let unavailable: Vec<String> = (cluster.events.iter())
-        .chain(live.iter().flat_map(|l| &l.events))
-        .filter(|e| e.at_ms == 0 && !matches!(e.kind, gpol_sim::spec::NodeEventKind::Restore))
-        .map(|e| e.node.clone())
-        .collect();
-    let jobs = state(&args.squeue, &["squeue", "--json"], MAX_INPUT_BYTES, gpol_slurm::rest::Rest::jobs)
-        .and_then(|(text, from)| gpol_slurm::squeue::read(&text).map_err(|e| format!("{from}: {}", e.0)));
-    let jobs = match jobs {
+    let jobs = match state::jobs(&Source::of(args.squeue.as_deref(), rest.as_ref())) {
         Ok(j) => j,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
+        Err(e) => return failed(e),
     };
     let memory = match memory(args, rest.is_some()) {
         Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
+        Err(e) => return failed(e),
     };
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let queue_from = args.queue_from;
     let state =
         gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now, queue_from, memory };
-    let mut plan = gpol_slurm::plan::plan(compiled, &state);
+    let mut plan = gpol_slurm::plan::plan(loaded, &state);
     if let Some(file) = &args.accounts {
         match account_changes(compiled, file) {
             // The accounts first: jobs may name them.
