@@ -144,9 +144,14 @@ impl GpolDiagnostics {
 pub fn compile(name: &str, text: Vec<u8>, engine: EngineKind) -> (Result<GpolPolicy, Failure>, GpolDiagnostics) {
     // The way every consumer loads a policy (`load::Checked`), the stages kept apart only
     // so that the warnings of a policy that compiles are returned too.
-    let Checked { sources, mut diagnostics, policy, .. } = Checked::from_bytes(name, text);
-    let result = match policy {
-        Some(policy) => match engine::compile(policy, engine) {
+    let Checked { sources, mut diagnostics, policy, analysed, .. } = Checked::from_bytes(name, text);
+    // Lowered once, by the checking pipeline, when it could be.
+    let compiled = policy.map(|policy| match analysed {
+        Some(a) => engine::compile_lowered(std::sync::Arc::new(policy), a.program, engine),
+        None => engine::compile(policy, engine),
+    });
+    let result = match compiled {
+        Some(compiled) => match compiled {
             Ok(compiled) => Ok(GpolPolicy::new(compiled)),
             Err(d) => {
                 diagnostics.push(d);

@@ -17,12 +17,14 @@
 use crate::Scheduler;
 use crate::jobs::State;
 use gpol_compiler::diag::{Code, Diagnostic};
-use gpol_compiler::engine::{CompiledPolicy, EngineKind, compile};
+use gpol_compiler::engine::{CompiledPolicy, EngineKind, compile_lowered};
 use gpol_compiler::hir;
+use gpol_compiler::ir::Program;
 use gpol_compiler::load::Checked;
 use gpol_compiler::spec::{JobSpec, NodeSpec, Request};
 use std::collections::BTreeSet;
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// Steps of the clock tried, in seconds.
 const STEPS_S: [u64; 4] = [1, 60, 600, 3600];
@@ -57,7 +59,10 @@ struct Job {
 pub fn check(checked: &mut Checked) {
     let Some(at) = checked.diagnostics.iter().position(|d| d.code == Code::EvictionsNotProved) else { return };
     let Some(policy) = checked.policy.clone() else { return };
-    let found = search(&policy);
+    let found = match &checked.analysed {
+        Some(a) => search_lowered(Arc::new(policy), Arc::clone(&a.program)),
+        None => search(&policy),
+    };
     let d = &mut checked.diagnostics[at];
     match found {
         Found::Cycle(test) => {
@@ -88,9 +93,18 @@ pub fn check(checked: &mut Checked) {
 /// Looks for a scenario in which evictions bring the running jobs back to an earlier
 /// state, smallest first.
 pub fn search(policy: &hir::Policy) -> Found {
-    let Ok(compiled) = compile(policy.clone(), EngineKind::Interp) else {
+    match gpol_compiler::lower::lower(policy) {
+        Ok(program) => search_lowered(Arc::new(policy.clone()), Arc::new(program)),
+        Err(_) => Found::Nothing { scenarios: 0, sized: 0 },
+    }
+}
+
+/// [`search`] on a policy already lowered (`program`), as the pipeline carries it.
+pub fn search_lowered(policy: Arc<hir::Policy>, program: Arc<Program>) -> Found {
+    let Ok(compiled) = compile_lowered(Arc::clone(&policy), program, EngineKind::Interp) else {
         return Found::Nothing { scenarios: 0, sized: 0 };
     };
+    let policy = policy.as_ref();
     let leaves: Vec<&hir::Queue> = policy.queues.iter().filter(|q| q.children.is_empty()).take(2).collect();
     let names: Vec<String> = leaves.iter().map(|q| q.name.clone()).collect();
     let mut tried = 0;
