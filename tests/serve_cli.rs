@@ -163,3 +163,75 @@ fn leader_election_flags_are_checked() {
         assert!(stderr.contains(says), "{flags:?}: {stderr}");
     }
 }
+
+fn gpolc(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpolc")).args(args).output().expect("gpolc runs");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// `--decision-log`: each decision a JSON line, read back by `gpolc explain --log` as
+/// explain renders a decision; a log it cannot use is refused before serving.
+#[test]
+fn decisions_are_logged_and_explained_from_the_log() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = dir.path().join("policy.gpol");
+    std::fs::write(&policy, SPREAD).expect("written");
+    let log = dir.path().join("decisions.jsonl");
+    let (policy_arg, log_arg) = (policy.display().to_string(), log.display().to_string());
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpolc"))
+        .args(["serve", &policy_arg, "--no-api", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--decision-log", &log_arg])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gpolc serve starts");
+    until("it answers /healthz", || http(port, "/healthz", None).is_some_and(|(s, _)| s == 200));
+    assert_eq!(best(port), "big");
+    let filter = PRIORITIZE.replace(r#""nvidia.com/gpu": "1""#, r#""nvidia.com/gpu": "4""#);
+    let (status, body) = http(port, "/gpol/filter", Some(&filter)).expect("an answer");
+    assert_eq!(status, 200, "{body}");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // The latest decision about the pod: the filter, four cards fitting on `big` only.
+    let (code, out, err) = gpolc(&["explain", "default/p", "--log", &log_arg]);
+    assert_eq!(code, Some(0), "{err}");
+    // The policy as `sha256sum` names it.
+    let sum = Command::new("sha256sum").arg(&policy).output().expect("sha256sum runs");
+    let digest = String::from_utf8_lossy(&sum.stdout).split_whitespace().next().unwrap_or_default().to_string();
+    assert_eq!(digest.len(), 64);
+    let heading = out.lines().next().unwrap_or_default();
+    assert!(heading.starts_with("== filter of default/p at "), "{out}");
+    assert!(heading.contains(&format!("(policy sha256:{digest}, inputs sha256:")), "{out}");
+    assert!(out.contains("node small: passes; score") && out.contains("does not fit"), "{out}");
+    assert!(out.contains("→ would go to big"), "{out}");
+    // Every decision, oldest first.
+    let (code, all, _) = gpolc(&["explain", "default/p", "--log", &log_arg, "--all"]);
+    assert_eq!(code, Some(0));
+    let verbs: Vec<&str> =
+        all.lines().filter(|l| l.starts_with("== ")).map(|l| &l[3..l.find(" of").unwrap_or(3)]).collect();
+    assert_eq!(verbs, ["prioritize", "filter"]);
+
+    // A job it never decided about, a malformed line, a log that is the policy or a FIFO.
+    let (code, _, err) = gpolc(&["explain", "default/q", "--log", &log_arg]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no decision about `default/q` among its 2 records"), "{err}");
+    let mut text = std::fs::read(&log).expect("the log");
+    text.extend_from_slice(b"{\"verb\": \"filter\"}\n");
+    std::fs::write(&log, text).expect("written");
+    let (code, _, err) = gpolc(&["explain", "default/p", "--log", &log_arg]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains(&format!("{log_arg}:3: not a decision record: missing field")), "{err}");
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    for (bad, says) in [(&policy_arg, "is also an input"), (&fifo.display().to_string(), "is a FIFO")] {
+        let (code, _, err) = gpolc(&["serve", &policy_arg, "--no-api", "--decision-log", bad]);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("--decision-log") && err.contains(says), "{err}");
+    }
+    // Without --log, a test must be named.
+    let (code, _, err) = gpolc(&["explain", &policy_arg]);
+    assert_eq!(code, Some(2), "{err}");
+}

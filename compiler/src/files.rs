@@ -162,6 +162,35 @@ fn read_with_identity(path: &Path, max: u64) -> Result<(Vec<u8>, (u64, u64)), Fi
     Ok((bytes, identity(&meta)))
 }
 
+/// Opens a log to append to (`--decision-log`): a regular file, created if missing
+/// (readable by its owner and group only), written through a symbolic link to the file it
+/// names; never a FIFO or a device (a reader that stops would stall every decision) and
+/// none of `inputs`. Every write of a whole line with `O_APPEND` lands at the end, after
+/// any other writer's.
+pub fn append(path: &Path, inputs: &[&Path]) -> Result<File, FileError> {
+    // Look before opening (opening some devices does something), and again after.
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+    {
+        return Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind(&meta) });
+    }
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o640)
+        .custom_flags(nonblocking())
+        .open(path)
+        .map_err(io(path))?;
+    let meta = file.metadata().map_err(io(path))?;
+    if !meta.is_file() {
+        return Err(FileError::NotRegular { path: path.to_path_buf(), kind: kind(&meta) });
+    }
+    if inputs.iter().any(|i| std::fs::metadata(i).is_ok_and(|m| identity(&m) == identity(&meta))) {
+        return Err(FileError::IsInput { path: path.to_path_buf() });
+    }
+    Ok(file)
+}
+
 /// A file as it was read, to rewrite it in place only if nobody changed it since.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
@@ -405,6 +434,29 @@ mod tests {
         Output::new(&link, &[], false).expect("usable").write(b"new", None).expect("written");
         assert!(std::fs::symlink_metadata(&link).expect("link").file_type().is_symlink());
         assert_eq!(std::fs::read(&real).expect("read"), b"new");
+    }
+
+    #[test]
+    fn a_log_is_appended_through_a_symlink_and_never_to_a_fifo_or_an_input() {
+        let d = dir();
+        let real = d.path().join("decisions.jsonl");
+        std::fs::write(&real, "one\n").expect("write");
+        let link = d.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        append(&link, &[]).expect("appendable").write_all(b"two\n").expect("written");
+        assert!(std::fs::symlink_metadata(&link).expect("link").file_type().is_symlink());
+        assert_eq!(std::fs::read(&real).expect("read"), b"one\ntwo\n");
+        let fifo = d.path().join("p.jsonl");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+        assert!(made.success());
+        let e = append(&fifo, &[]).expect_err("a FIFO");
+        assert_eq!(e.to_string(), format!("{}: is a FIFO, not a regular file", fifo.display()));
+        let e = append(&link, &[&real]).expect_err("an input");
+        assert!(matches!(e, FileError::IsInput { .. }), "{e}");
+        let new = d.path().join("new.jsonl");
+        append(&new, &[]).expect("created");
+        // Others may not read what pods and jobs were decided.
+        assert_eq!(std::fs::metadata(&new).expect("made").permissions().mode() & 0o007, 0);
     }
 
     #[test]

@@ -7,6 +7,8 @@ use crate::extender::ExtenderBindingArgs;
 use crate::pods::keys;
 use crate::server::Extender;
 use futures::StreamExt;
+use gpol_runtime::account::Outcome;
+use gpol_runtime::decision_log::Verb;
 use k8s_openapi::api::core::v1::{Binding, Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -151,7 +153,18 @@ pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -
     let value = serde_json::to_value(&pod).map_err(|e| format!("{who}: {e}"))?;
     let cards = {
         let mut cluster = ext.cluster();
-        let cards = cluster.reserve(&value, &args.node).map_err(|e| e.message)?;
+        // What the bind saw, taken before the place is reserved (it then counts itself).
+        let seen = if ext.logs_decisions() { cluster.account(&value, &[&args.node], false).ok() } else { None };
+        let reserved = cluster.reserve(&value, &args.node);
+        if let Some((job, mut account)) = seen {
+            account.outcome = match &reserved {
+                Ok(_) => Outcome::Placed { nodes: vec![args.node.clone()] },
+                Err(e) => Outcome::Waits { reason: "bind refused".into(), detail: Some(e.message.clone()) },
+            };
+            let inputs = serde_json::to_vec(&value).unwrap_or_default();
+            ext.log_decision(&cluster, Verb::Bind, &job, &inputs, account);
+        }
+        let cards = reserved.map_err(|e| e.message)?;
         ext.metrics.held(&cluster);
         cards
     };

@@ -14,6 +14,7 @@ use crate::nodes::{self, MappedNode};
 use crate::pods::{self, MappedPod, Phase};
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::spec::{History, NodeSpec, domains_at};
+use gpol_runtime::account::Account;
 use gpol_runtime::jobs::JobId;
 use gpol_runtime::model::NodeId;
 use gpol_runtime::verdict::NodeVerdict;
@@ -32,6 +33,8 @@ pub const MAX_PODS: usize = 1_000_000;
 /// Sent between the server's threads (behind a mutex).
 pub struct Cluster {
     policy: CompiledPolicy,
+    /// The policy's file as the decision log names it (`sha256:…`).
+    policy_digest: String,
     nodes: BTreeMap<String, MappedNode>,
     /// Each node's `resourceVersion` as last mapped.
     versions: FxHashMap<String, String>,
@@ -138,6 +141,7 @@ impl Cluster {
     pub fn new(policy: CompiledPolicy) -> Cluster {
         Cluster {
             policy,
+            policy_digest: String::new(),
             nodes: BTreeMap::new(),
             versions: FxHashMap::default(),
             sent: Some(FxHashMap::default()),
@@ -161,6 +165,16 @@ impl Cluster {
 
     pub fn policy(&self) -> &CompiledPolicy {
         &self.policy
+    }
+
+    /// Names the policy served by its file's digest (set with each policy), for the
+    /// decision log.
+    pub fn set_policy_digest(&mut self, digest: String) {
+        self.policy_digest = digest;
+    }
+
+    pub fn policy_digest(&self) -> &str {
+        &self.policy_digest
     }
 
     pub fn node_count(&self) -> usize {
@@ -454,6 +468,23 @@ impl Cluster {
 }
 
 impl Cluster {
+    /// What a decision about the pod sees now over the named nodes (unknown names are left
+    /// out) — admit rules, quota, every node's verdict and scores — and where the policy
+    /// would place it; with `search`, the victim search it would make. The pod's
+    /// `namespace/name` with it. What the decision log records.
+    pub fn account(&mut self, pod: &Value, names: &[&str], search: bool) -> Result<(String, Account), FieldError> {
+        let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
+        let mapped = pods::pod(pod, &classes)?;
+        let origin = self.origin_ms;
+        let b = self.built();
+        let among: Vec<NodeId> = names.iter().filter_map(|n| b.node_ids.get(*n).copied()).collect();
+        let waited = since(origin, b.s.now_ms(), mapped.created_ms);
+        let account =
+            b.s.ask(mapped.job, waited, |asked| asked.account(&among, search))
+                .map_err(|e| FieldError::new(e.field(), e.to_string()))?;
+        Ok((format!("{}/{}", mapped.namespace, mapped.name), account))
+    }
+
     /// Reserves the pod's place on `node` for `bind`: the policy's admit rules, quota,
     /// filters and fit are checked again now, and if the pod may start there it counts on
     /// the node at once, on the cards (and MIG instances) its `card_score` rules choose

@@ -29,8 +29,11 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::load::Checked;
+use gpol_runtime::account::Account;
+use gpol_runtime::decision_log::{self, Record, Verb};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
@@ -98,6 +101,8 @@ pub struct Extender {
     api: std::sync::OnceLock<kube::Client>,
     /// With `--leader-elect`: whether this replica leads, and so may bind and be ready.
     leadership: Option<Arc<Leadership>>,
+    /// With `--decision-log`: where every decision is appended.
+    decision_log: Option<decision_log::Writer>,
 }
 
 impl Extender {
@@ -110,6 +115,7 @@ impl Extender {
             .map_err(|f| f.to_string())?;
         let metrics = Metrics::default();
         let mut cluster = Cluster::new(policy);
+        cluster.set_policy_digest(decision_log::digest(&bytes));
         let unix_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         cluster.set_origin(i64::try_from(unix_now.as_millis()).unwrap_or(i64::MAX));
         Ok(Extender {
@@ -122,7 +128,31 @@ impl Extender {
             ready: std::sync::atomic::AtomicBool::new(false),
             api: std::sync::OnceLock::new(),
             leadership: None,
+            decision_log: None,
         })
+    }
+
+    /// Appends every decision (filter, prioritize, preempt, bind) to `log`.
+    pub fn with_decision_log(mut self, log: decision_log::Writer) -> Extender {
+        self.decision_log = Some(log);
+        self
+    }
+
+    /// Whether decisions are logged: worth the work of an account.
+    pub fn logs_decisions(&self) -> bool {
+        self.decision_log.is_some()
+    }
+
+    /// Logs a decision made on `cluster` (under its lock, so records follow the order of
+    /// decisions) from `inputs` (the request, the pod read). A log that cannot be written
+    /// is said in the server's log; the decision stands.
+    pub fn log_decision(&self, cluster: &Cluster, verb: Verb, job: &str, inputs: &[u8], account: Account) {
+        let Some(log) = &self.decision_log else { return };
+        let digest = decision_log::digest(inputs);
+        let record = Record::now(SOURCE, cluster.policy_digest(), &digest, verb, job, account);
+        if let Err(e) = log.write(&record) {
+            tracing::error!(error = %e, "decision not logged");
+        }
     }
 
     /// One replica of several (`--leader-elect`): it binds and is ready only while
@@ -179,9 +209,13 @@ impl Extender {
             // Refused contents are not tried again until they change.
             *last = bytes.clone();
         }
+        let digest = decision_log::digest(&bytes);
         match Checked::from_bytes(&self.path.display().to_string(), bytes).compile(self.engine) {
             Ok(policy) => {
-                self.cluster().set_policy(policy);
+                let mut cluster = self.cluster();
+                cluster.set_policy(policy);
+                cluster.set_policy_digest(digest);
+                drop(cluster);
                 self.metrics.reloaded(true);
                 tracing::info!(policy = %self.path.display(), "policy reloaded");
                 Reload::Swapped
@@ -253,6 +287,9 @@ enum Lock {
 /// and any that would wait for the lock, go to the blocking pool, where a deadline holds
 /// however long they take.
 const INLINE_BODY_BYTES: usize = 128 << 10;
+
+/// What the decision log says made its records.
+const SOURCE: &str = "gpolc serve";
 
 /// The verbs, by the last segment of the path.
 const VERBS: [&str; 4] = ["filter", "prioritize", "preempt", "bind"];
@@ -467,7 +504,11 @@ async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
 fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant, lock: Lock) -> Option<Response> {
     match verb {
         "filter" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderArgs, m| {
+            let asked = ext.logs_decisions().then(|| (args.pod.clone(), verbs::asked_names(&args)));
             let r = verbs::filter(c, args)?;
+            if let Some((Some(pod), names)) = asked {
+                log_asked(ext, c, Verb::Filter, body, &pod, &names, false);
+            }
             let passed = r.node_names.as_ref().map_or_else(
                 || r.nodes.as_ref().and_then(|n| n.get("items")).and_then(|i| i.as_array()).map_or(0, Vec::len),
                 Vec::len,
@@ -477,9 +518,22 @@ fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant, lock: L
             m.decided("unresolvable", r.failed_and_unresolvable_nodes.as_ref().map_or(0, |f| f.len()) as u64);
             Ok(r)
         }),
-        "prioritize" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderArgs, _| verbs::prioritize(c, args)),
+        "prioritize" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderArgs, _| {
+            let asked = ext.logs_decisions().then(|| (args.pod.clone(), verbs::asked_names(&args)));
+            let r = verbs::prioritize(c, args)?;
+            if let Some((Some(pod), names)) = asked {
+                log_asked(ext, c, Verb::Prioritize, body, &pod, &names, false);
+            }
+            Ok(r)
+        }),
         "preempt" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderPreemptionArgs, m| {
             let r = verbs::preempt(c, &args)?;
+            if ext.logs_decisions()
+                && let Some(pod) = &args.pod
+            {
+                let names = verbs::proposed_nodes(&args);
+                log_asked(ext, c, Verb::Preempt, body, pod, &names, true);
+            }
             m.decided("preemption_nodes", r.node_name_to_meta_victims.as_ref().map_or(0, |v| v.len()) as u64);
             Ok(r)
         }),
@@ -496,6 +550,15 @@ fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant, lock: L
                 ),
             })
         }),
+    }
+}
+
+/// Logs the account of a pod asked about over the named nodes (with the victim search
+/// when `search`). A pod that cannot be mapped was answered as such: no decision to log.
+fn log_asked(ext: &Extender, c: &mut Cluster, verb: Verb, body: &[u8], pod: &Value, names: &[String], search: bool) {
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    if let Ok((job, account)) = c.account(pod, &names, search) {
+        ext.log_decision(c, verb, &job, body, account);
     }
 }
 

@@ -61,6 +61,25 @@ fn nodes_of(args: &mut ExtenderArgs) -> Result<Nodes, BadRequest> {
     Ok(nodes)
 }
 
+/// The names of the nodes a filter or prioritize request asks about, in its order (for
+/// the decision log).
+pub fn asked_names(args: &ExtenderArgs) -> Vec<String> {
+    if let Some(names) = &args.node_names {
+        return names.clone();
+    }
+    let items = args.nodes.as_ref().and_then(|l| l.get("items")).and_then(Value::as_array);
+    items.into_iter().flatten().filter_map(|n| crate::nodes::name(n).ok().map(str::to_string)).collect()
+}
+
+/// The nodes a preempt request proposes evictions on.
+pub fn proposed_nodes(args: &ExtenderPreemptionArgs) -> Vec<String> {
+    match (&args.node_name_to_meta_victims, &args.node_name_to_victims) {
+        (Some(meta), _) => meta.keys().cloned().collect(),
+        (None, Some(full)) => full.keys().cloned().collect(),
+        (None, None) => Vec::new(),
+    }
+}
+
 fn pod_of(pod: &Option<Value>) -> Result<&Value, BadRequest> {
     pod.as_ref().ok_or_else(|| BadRequest("the request has no `Pod`".into()))
 }

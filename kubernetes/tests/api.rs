@@ -187,3 +187,40 @@ fn watch_events_keep_the_cluster_in_step() {
     api::pod_event(&mut c, &mut pods, Event::InitDone);
     assert_eq!(c.pod_count(), 0);
 }
+
+#[tokio::test]
+async fn a_bind_is_logged_as_placed_or_refused_with_why() {
+    use gpol_runtime::account::Outcome;
+    use gpol_runtime::decision_log::{self, Verb, Writer};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (path, log) = (dir.path().join("policy.gpol"), dir.path().join("decisions.jsonl"));
+    std::fs::write(&path, POLICY).expect("written");
+    let writer = Writer::open(&log, &[&path]).expect("the log opens");
+    let ext = Extender::load(path, EngineKind::Jit).expect("loads").with_decision_log(writer);
+    ext.cluster().apply_node(&node("a", 4)).expect("node");
+    let client = ClientBuilder::new()
+        .with_object(serde_json::from_value::<Pod>(pod("first", 3)).expect("pod"))
+        .with_object(serde_json::from_value::<Pod>(pod("second", 2)).expect("pod"))
+        .with_interceptor_funcs(binding_api())
+        .build()
+        .await
+        .expect("the fake API");
+    api::bind(&client, &ext, &args("first", "a")).await.expect("bound");
+    api::bind(&client, &ext, &args("second", "a")).await.expect_err("no room");
+
+    let mut records = Vec::new();
+    decision_log::read(&log, |_, r| records.push(r)).expect("the log reads back");
+    let seen: Vec<(Verb, &str, &Outcome)> =
+        records.iter().map(|r| (r.verb, r.job.as_str(), &r.account.outcome)).collect();
+    let refused = Outcome::Waits {
+        reason: "bind refused".into(),
+        detail: Some("pod `ml/second` may not start on `a` now: not enough free capacity".into()),
+    };
+    assert_eq!(
+        seen,
+        [(Verb::Bind, "ml/first", &Outcome::Placed { nodes: vec!["a".into()] }), (Verb::Bind, "ml/second", &refused)]
+    );
+    // What the refused bind saw: the first pod's three cards taken.
+    assert_eq!(records[1].account.nodes.len(), 1);
+    assert_eq!(records[0].policy, decision_log::digest(POLICY.as_bytes()));
+}

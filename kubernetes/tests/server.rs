@@ -248,3 +248,49 @@ async fn a_heavy_request_is_answered_408_at_the_time_limit() {
     let (status, _, text) = call_with(&ext, &options, request).await;
     assert_eq!(status, StatusCode::REQUEST_TIMEOUT, "{text}");
 }
+
+#[tokio::test]
+async fn every_decision_is_logged_with_what_it_saw_by_the_policy_served() {
+    use gpol_runtime::account::{NodeSaw, Outcome};
+    use gpol_runtime::decision_log::{self, Verb, Writer};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (policy, log) = (dir.path().join("policy.gpol"), dir.path().join("decisions.jsonl"));
+    std::fs::write(&policy, POLICY).expect("policy written");
+    let writer = Writer::open(&log, &[&policy]).expect("the log opens");
+    let ext = Arc::new(Extender::load(policy.clone(), EngineKind::Jit).expect("loads").with_decision_log(writer));
+    half_full_b(&ext);
+    let small = format!(r#"{{"Pod": {}, "NodeNames": ["a", "b"]}}"#, pod(2));
+    let big = format!(r#"{{"Pod": {}, "Nodes": {NODES}}}"#, pod(6));
+    let preempt = format!(r#"{{"Pod": {}, "NodeNameToMetaVictims": {{"b": {{"Pods": [{{"UID": "r"}}]}}}}}}"#, pod(6));
+    for (path, body) in [("/filter", &small), ("/prioritize", &small), ("/filter", &big), ("/preempt", &preempt)] {
+        assert_eq!(call(&ext, "POST", path, body).await.0, StatusCode::OK, "{path}");
+    }
+    std::fs::write(&policy, PACKING).expect("written");
+    assert!(matches!(ext.reload(), Reload::Swapped));
+    assert_eq!(call(&ext, "POST", "/filter", &small).await.0, StatusCode::OK);
+    // A request that is not a decision is not logged.
+    assert_eq!(call(&ext, "POST", "/filter", r#"{"NodeNames": ["a"]}"#).await.0, StatusCode::BAD_REQUEST);
+
+    let mut records = Vec::new();
+    decision_log::read(&log, |_, r| records.push(r)).expect("the log reads back");
+    let verbs: Vec<Verb> = records.iter().map(|r| r.verb).collect();
+    assert_eq!(verbs, [Verb::Filter, Verb::Prioritize, Verb::Filter, Verb::Preempt, Verb::Filter]);
+    let (served, packing) = (decision_log::digest(POLICY.as_bytes()), decision_log::digest(PACKING.as_bytes()));
+    let policies: Vec<&str> = records.iter().map(|r| r.policy.as_str()).collect();
+    assert_eq!(policies, [&served, &served, &served, &served, &packing]);
+    assert_eq!(records[2].inputs, decision_log::digest(big.as_bytes()));
+    assert!(records.iter().all(|r| r.job == "default/p" && r.source == "gpolc serve"));
+    // Six cards fit on the empty node only; the half-full one passes its rules but not fit.
+    let big = &records[2].account;
+    let fits: Vec<(&str, bool)> = (big.nodes.iter())
+        .map(|n| match &n.verdict {
+            NodeSaw::Passes { fits, .. } => (n.name.as_str(), *fits),
+            other => panic!("{}: {other:?}", n.name),
+        })
+        .collect();
+    assert_eq!(fits, [("a", true), ("b", false)]);
+    assert_eq!(big.outcome, Outcome::WouldPlace { nodes: vec!["a".into()] });
+    // The preempt request proposed node b only: the account's nodes are the ones asked about.
+    let names: Vec<&str> = records[3].account.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["b"]);
+}

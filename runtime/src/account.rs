@@ -9,6 +9,7 @@
 use crate::explain;
 use crate::fit;
 use crate::jobs::{JobId, Reason, State};
+use crate::model::NodeId;
 use crate::place::Decision;
 use crate::preempt::{Place, Verdict, VictimSearch};
 use crate::quota;
@@ -16,9 +17,11 @@ use crate::scheduler::Scheduler;
 use gpol_compiler::engine::clamp_score;
 use gpol_compiler::interp::{self, Roots};
 use gpol_compiler::ir::RuleId;
+use rustc_hash::FxHashSet;
+use serde::{Deserialize, Serialize};
 
 /// One job's decision, as it was seen.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Account {
     pub job: String,
     pub queue: String,
@@ -41,7 +44,7 @@ pub struct Account {
 }
 
 /// Where the job's queue stands among its siblings, level by level from its leaf up.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QueueOrder {
     /// What orders queues: the policy's `queue_order` keys, or the built-in.
     pub by: String,
@@ -50,7 +53,7 @@ pub struct QueueOrder {
     pub levels: Vec<OrderLevel>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OrderLevel {
     /// `in training`, or `at the top`.
     pub parent: Option<String>,
@@ -58,16 +61,17 @@ pub struct OrderLevel {
     pub queues: Vec<QueueRank>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QueueRank {
     pub name: String,
+    #[serde(with = "num::list")]
     pub keys: Vec<f64>,
     pub waiting: bool,
     /// The job's own queue (or the one above it at this level).
     pub its: bool,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AdmitSeen {
     pub rule: String,
     pub passed: bool,
@@ -77,7 +81,7 @@ pub struct AdmitSeen {
 }
 
 /// One queue's arithmetic for one resource.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QuotaRow {
     pub queue: String,
     pub resource: String,
@@ -91,46 +95,66 @@ pub struct QuotaRow {
     pub available_needs: Option<(String, String)>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeSeen {
     pub name: String,
     pub verdict: NodeSaw,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum NodeSaw {
     OutOfService,
-    Filtered { rule: String, reason: Option<String> },
-    HeldFor { job: String },
-    Passes { total: f64, tiers: Option<[f64; 4]>, scores: Vec<ScoreSeen>, fits: bool },
+    Filtered {
+        rule: String,
+        reason: Option<String>,
+    },
+    HeldFor {
+        job: String,
+    },
+    Passes {
+        #[serde(with = "num::one")]
+        total: f64,
+        #[serde(with = "num::tiers")]
+        tiers: Option<[f64; 4]>,
+        scores: Vec<ScoreSeen>,
+        fits: bool,
+    },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScoreSeen {
     pub rule: String,
     /// The value used (clamped), and the raw value when that was a fault.
+    #[serde(with = "num::one")]
     pub value: f64,
+    #[serde(with = "num::maybe")]
     pub fault: Option<f64>,
     /// Its tier, or its weight in the sum.
     pub tier: Option<u8>,
+    #[serde(with = "num::one")]
     pub weight: f64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum GangSeen {
     Placements { found: usize, best: Vec<GangPlacement> },
     None { reason: String },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GangPlacement {
     pub nodes: Vec<String>,
+    #[serde(with = "num::one")]
     pub value: f64,
+    #[serde(with = "num::tiers")]
     pub tiers: Option<[f64; 4]>,
 }
 
 /// How the decision came out.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
     /// Seen before it was made: where the job would go.
     WouldPlace {
@@ -150,25 +174,40 @@ pub enum Outcome {
 }
 
 /// A victim search: the verdict on every running job, and the set chosen.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchSeen {
     pub considered: Vec<(String, VictimSaw)>,
     pub chosen: Option<Chosen>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum VictimSaw {
-    WithinGuarantee { queue: String },
+    WithinGuarantee {
+        queue: String,
+    },
     JustStarted,
-    Protected { rule: String, reason: Option<String> },
-    NoRule { cross_queue: bool },
-    Candidate { place: Place, rules: Vec<String>, cost: f64 },
+    Protected {
+        rule: String,
+        reason: Option<String>,
+    },
+    NoRule {
+        cross_queue: bool,
+    },
+    Candidate {
+        place: Place,
+        rules: Vec<String>,
+        #[serde(with = "num::one")]
+        cost: f64,
+    },
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Chosen {
     /// Each victim (`j`, or `j's replica on n1`), its rule and cost.
+    #[serde(with = "num::victims")]
     pub victims: Vec<(String, String, f64)>,
+    #[serde(with = "num::one")]
     pub cost: f64,
     pub nodes: Vec<String>,
 }
@@ -176,17 +215,36 @@ pub struct Chosen {
 /// What `job`'s next decision sees now, and where it would go (its victim search tried
 /// on a copy of the scheduler).
 pub fn account(s: &Scheduler, job: JobId) -> Account {
+    let a = seen(s, job);
+    let decision = s.decide(job);
+    let search = searches(s, job, &decision).then(|| s.clone().victim_search_explained(job));
+    next(s, job, a, decision, search)
+}
+
+/// [`account`] of a job asked about ([`crate::Asked::account`]), its node verdicts kept
+/// for the nodes in `among`; with `search`, the victim search runs on the scheduler
+/// itself (it undoes what it tries).
+pub(crate) fn asked(s: &mut Scheduler, job: JobId, among: &[NodeId], search: bool) -> Account {
     let mut a = seen(s, job);
-    a.outcome = match s.decide(job) {
+    let nodes = &s.cluster.nodes;
+    let keep: FxHashSet<&str> = among.iter().filter_map(|&n| nodes.get(n)).map(|n| n.name.as_str()).collect();
+    a.nodes.retain(|n| keep.contains(n.name.as_str()));
+    let decision = s.decide(job);
+    let search = (search && searches(s, job, &decision)).then(|| s.victim_search_explained(job));
+    next(s, job, a, decision, search)
+}
+
+/// Whether the next decision would search for victims: it waits, and the policy evicts.
+fn searches(s: &Scheduler, job: JobId, decision: &Decision) -> bool {
+    matches!(decision, Decision::Wait(_)) && !s.policy.program.victims.is_empty() && s.jobs[job].is_pending()
+}
+
+/// The account `a` with the next decision's outcome and victim search.
+fn next(s: &Scheduler, job: JobId, mut a: Account, decision: Decision, search: Option<VictimSearch>) -> Account {
+    a.victims = search.map(|search| search_seen(s, &search));
+    a.outcome = match decision {
         Decision::Place { replicas } => Outcome::WouldPlace { nodes: node_names(s, &replicas) },
-        Decision::Wait(r) => {
-            if !s.policy.program.victims.is_empty() && s.jobs[job].is_pending() {
-                // The search tries evictions on the model and undoes them: run it on a copy.
-                let search = s.clone().victim_search_explained(job);
-                a.victims = Some(search_seen(s, &search));
-            }
-            waits(s, job, &r)
-        }
+        Decision::Wait(r) => waits(s, job, &r),
         Decision::Reject(r) => Outcome::Rejected { rule: s.policy.program.rule_name(r) },
     };
     a.holds = holds(s, job);
@@ -464,4 +522,92 @@ pub(crate) fn search_seen(s: &Scheduler, search: &VictimSearch) -> SearchSeen {
         nodes: node_names(s, &e.replicas),
     });
     SearchSeen { considered, chosen }
+}
+
+/// Numbers in JSON: a rule may compute an infinity or NaN (a score's fault, a queue key,
+/// a cost), which JSON has no literal for; those are written as the strings `inf`, `-inf`
+/// and `NaN`, so that an account read back is the account written.
+mod num {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Num {
+        Finite(f64),
+        Named(String),
+    }
+
+    fn to(x: f64) -> Num {
+        match x {
+            x if x.is_finite() => Num::Finite(x),
+            x if x.is_nan() => Num::Named("NaN".into()),
+            x if x > 0.0 => Num::Named("inf".into()),
+            _ => Num::Named("-inf".into()),
+        }
+    }
+
+    fn from<E: Error>(n: Num) -> Result<f64, E> {
+        match n {
+            Num::Finite(x) => Ok(x),
+            Num::Named(s) => match s.as_str() {
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                "NaN" => Ok(f64::NAN),
+                other => Err(E::custom(format!("expected a number, `inf`, `-inf` or `NaN`, found `{other}`"))),
+            },
+        }
+    }
+
+    pub mod one {
+        use super::*;
+        pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+            to(*x).serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+            from(Num::deserialize(d)?)
+        }
+    }
+
+    pub mod maybe {
+        use super::*;
+        pub fn serialize<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+            x.map(to).serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+            Option::<Num>::deserialize(d)?.map(from).transpose()
+        }
+    }
+
+    pub mod list {
+        use super::*;
+        pub fn serialize<S: Serializer>(x: &[f64], s: S) -> Result<S::Ok, S::Error> {
+            x.iter().map(|&v| to(v)).collect::<Vec<_>>().serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+            Vec::<Num>::deserialize(d)?.into_iter().map(from).collect()
+        }
+    }
+
+    pub mod tiers {
+        use super::*;
+        pub fn serialize<S: Serializer>(x: &Option<[f64; 4]>, s: S) -> Result<S::Ok, S::Error> {
+            x.map(|t| t.map(to)).serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[f64; 4]>, D::Error> {
+            let Some(t) = Option::<[Num; 4]>::deserialize(d)? else { return Ok(None) };
+            let [a, b, c, e] = t;
+            Ok(Some([from(a)?, from(b)?, from(c)?, from(e)?]))
+        }
+    }
+
+    pub mod victims {
+        use super::*;
+        pub fn serialize<S: Serializer>(x: &[(String, String, f64)], s: S) -> Result<S::Ok, S::Error> {
+            x.iter().map(|(w, r, c)| (w, r, to(*c))).collect::<Vec<_>>().serialize(s)
+        }
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String, f64)>, D::Error> {
+            Vec::<(String, String, Num)>::deserialize(d)?.into_iter().map(|(w, r, c)| Ok((w, r, from(c)?))).collect()
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! replay another scheduler's state (Slurm, Kubernetes) need. The job asked about is in
 //! the scheduler only while the question is answered; every trace of it goes with it.
 
+use crate::account::Account;
 use crate::jobs::JobId;
 use crate::model::NodeId;
 use crate::preempt::VictimSearch;
@@ -129,6 +130,13 @@ impl Asked<'_> {
     /// does not fit.
     pub fn cards_for(&self, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {
         self.s.cards_for(self.job, node)
+    }
+
+    /// What its decision sees now — admit rules, quota arithmetic, the verdict and scores
+    /// on each node of `among` — and where it would go; with `search`, the victim search a
+    /// cycle would make if it waits. What a decision log records.
+    pub fn account(&mut self, among: &[NodeId], search: bool) -> Account {
+        crate::account::asked(self.s, self.job, among, search)
     }
 
     /// The victim search a cycle would make for it now, with the verdict on every

@@ -7,6 +7,7 @@
 pub mod account;
 pub mod ask;
 pub mod cycles;
+pub mod decision_log;
 pub mod explain;
 pub mod fair_share;
 pub mod fair_tree;

@@ -45,7 +45,8 @@ pub struct Victim {
 }
 
 /// Where a running job stands relative to a claimant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Place {
     /// In the claimant's own leaf queue.
     Own,

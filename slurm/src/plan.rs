@@ -15,6 +15,7 @@ use crate::marks::{CANCELLED, HELD, PLACED, WAITING};
 use crate::squeue::SlurmJob;
 use gpol_compiler::spec::{History, NodeSpec};
 use gpol_runtime::Scheduler;
+use gpol_runtime::account::Account;
 use gpol_runtime::explain;
 use gpol_runtime::jobs::{self, JobId, Reason};
 
@@ -132,6 +133,10 @@ impl Action {
 pub struct Plan {
     pub actions: Vec<Action>,
     pub skipped: Vec<String>,
+    /// With [`plan_recorded`]: each turn of the cycle as it was decided, by Slurm job id.
+    pub accounts: Vec<(u64, Account)>,
+    /// With [`plan_recorded`]: the digest of the state planned for (`sha256:…`).
+    pub inputs: String,
 }
 
 /// Slurm's state as the loop reads it.
@@ -151,9 +156,25 @@ pub struct State<'a> {
 
 /// The plan for Slurm's state.
 pub fn plan(loaded: &LoadedPolicy, state: &State<'_>) -> Plan {
+    plan_with(loaded, state, false)
+}
+
+/// [`plan`], with the account of every turn its cycle took, as it was decided (what a
+/// decision log records).
+pub fn plan_recorded(loaded: &LoadedPolicy, state: &State<'_>) -> Plan {
+    plan_with(loaded, state, true)
+}
+
+fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
     let policy = loaded.compiled();
     let State { nodes, unavailable, jobs, now, queue_from, memory } = *state;
     let mut out = Plan::default();
+    if record {
+        // Everything read is plain lists and values: its `Debug` text is the same for the
+        // same state.
+        let read = format!("{:?}", (nodes, unavailable, jobs, now, queue_from, memory));
+        out.inputs = gpol_runtime::decision_log::digest(read.as_bytes());
+    }
     let mut s = Scheduler::new(policy.clone());
     for n in nodes {
         if let Err(e) = s.add_node(n) {
@@ -268,9 +289,14 @@ pub fn plan(loaded: &LoadedPolicy, state: &State<'_>) -> Plan {
             s.drain_node(id);
         }
     }
-    let decided = s.cycle();
+    let (decided, accounts) = if record { s.cycle_recorded() } else { (s.cycle(), Vec::new()) };
     // Why each evicted job was evicted: for whom, under which rule.
     let slurm_id = |id: JobId| taken.iter().zip(&ids).find(|(_, i)| **i == Some(id)).map_or(0, |(j, _)| j.id);
+    if record {
+        let slurm: std::collections::HashMap<JobId, u64> =
+            ids.iter().zip(&taken).filter_map(|(id, j)| Some(((*id)?, j.id))).collect();
+        out.accounts = s.turns().iter().map(|id| slurm.get(id).copied().unwrap_or(0)).zip(accounts).collect();
+    }
     let mut evicted: std::collections::HashMap<JobId, String> = std::collections::HashMap::new();
     for e in decided {
         if let gpol_runtime::scheduler::Event::Evicted { job, by, rule, .. } = e {

@@ -496,3 +496,39 @@ fn a_placed_job_slurm_does_not_start_is_planned_again_and_says_why() {
         out.skipped
     );
 }
+
+/// A recorded plan keeps, by Slurm job id, the account of every turn its cycle took, as
+/// decided: the actions are the same as unrecorded, and the same state has the same digest.
+#[test]
+fn a_recorded_plan_keeps_every_turn_by_slurm_job_id() {
+    use gpol_runtime::account::Outcome;
+    let p = policy();
+    let mut running = job(1, "a", 1, 8, "RUNNING");
+    running.nodes = vec!["n1".into()];
+    let jobs = vec![running, job(2, "a", 1, 1, "PENDING"), job(3, "b", 1, 4, "PENDING")];
+    let (nodes, unavailable) = (nodes(), Vec::new());
+    let state = |now| State {
+        nodes: &nodes,
+        unavailable: &unavailable,
+        jobs: &jobs,
+        now,
+        queue_from: QueueFrom::Account,
+        memory: Memory::Counted,
+    };
+    let loaded = LoadedPolicy::new(p);
+    let recorded = gpol_slurm::plan::plan_recorded(&loaded, &state(2000));
+    let plain = plan(&loaded, &state(2000));
+    assert_eq!(recorded.actions, plain.actions);
+    assert!(plain.accounts.is_empty() && plain.inputs.is_empty());
+    let turns: Vec<(u64, &Outcome)> = recorded.accounts.iter().map(|(id, a)| (*id, &a.outcome)).collect();
+    // Queue b, holding nothing, comes first: job 3 starts on the free node; job 2's queue
+    // is at its limit.
+    assert!(
+        matches!(&turns[..], [(3, Outcome::Placed { nodes }), (2, Outcome::Waits { reason, detail: Some(d) })]
+            if nodes == &["n2"] && reason == "quota" && d.contains("limit 8")),
+        "{turns:#?}"
+    );
+    assert!(recorded.inputs.starts_with("sha256:"));
+    assert_eq!(gpol_slurm::plan::plan_recorded(&loaded, &state(2000)).inputs, recorded.inputs);
+    assert_ne!(gpol_slurm::plan::plan_recorded(&loaded, &state(2001)).inputs, recorded.inputs);
+}

@@ -1,10 +1,12 @@
 //! `gpolc explain`: replay one of a policy's tests and show every turn of every
 //! scheduling cycle as it was decided — the order of queues, the admit rules, the quota
 //! arithmetic, the first filter that turns each node away, every score, the victim
-//! search, where the job went — and what each cycle did.
+//! search, where the job went — and what each cycle did. With `--log`, show a decision
+//! an adapter made, from its decision log.
 
-use super::{OK, USAGE};
+use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
+use gpol_runtime::decision_log::{self, Record};
 use gpol_runtime::explain::{describe_event, render, state_text};
 use gpol_runtime::scenario::{Moment, run_with};
 use gpol_runtime::{Event, Scheduler};
@@ -13,13 +15,32 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The policy file.
-    policy: PathBuf,
+    /// The policy file; with --log, the job: a pod's `namespace/name`, a Slurm job id, or
+    /// the job's name.
+    #[arg(value_name = "POLICY|JOB")]
+    target: PathBuf,
     /// The name of one of the policy's tests (a scenario).
-    scenario: String,
+    #[arg(required_unless_present = "log")]
+    scenario: Option<String>,
+    /// Explain a decision from a decision log (`gpolc serve --decision-log`, `gpolc slurm
+    /// run --decision-log`): the latest about the job.
+    #[arg(long, value_name = "FILE", conflicts_with = "scenario")]
+    log: Option<PathBuf>,
+    /// With --log: every decision about the job, oldest first.
+    #[arg(long, requires = "log")]
+    all: bool,
 }
 
 pub fn run(args: Args, color: bool) -> u8 {
+    let (scenario, policy) = match (args.scenario, args.log) {
+        (_, Some(log)) => return from_log(&log, &args.target.to_string_lossy(), args.all),
+        (Some(scenario), None) => (scenario, args.target),
+        (None, None) => {
+            eprintln!("error: name a test of the policy, or give --log FILE");
+            return USAGE;
+        }
+    };
+    let args = Scenario { policy, scenario };
     let checked = match super::check_policy(&args.policy, false, color) {
         Ok(c) => c,
         Err(code) => return code,
@@ -58,6 +79,54 @@ pub fn run(args: Args, color: bool) -> u8 {
     }
     super::print(&out);
     OK
+}
+
+/// A test of a policy to replay.
+struct Scenario {
+    policy: PathBuf,
+    scenario: String,
+}
+
+/// The latest decision about `job` in the log (or all of them, oldest first), each under
+/// a heading that says what made it, when, and from what.
+fn from_log(log: &std::path::Path, job: &str, all: bool) -> u8 {
+    let (mut found, mut read) = (Vec::new(), 0u64);
+    let scanned = decision_log::read(log, |_, record| {
+        read += 1;
+        if record.is_about(job) {
+            if !all {
+                found.clear();
+            }
+            found.push(record);
+        }
+    });
+    if let Err(e) = scanned {
+        eprintln!("error: {e}");
+        return FAILED;
+    }
+    if found.is_empty() {
+        eprintln!("error: {}: no decision about `{job}` among its {read} records", log.display());
+        return FAILED;
+    }
+    let mut out = String::new();
+    // Names in a log come from pods and Slurm jobs: nothing in them may act on a terminal.
+    for record in &found {
+        let text = heading(record) + &render(&record.account);
+        for line in text.lines() {
+            out.push_str(&gpol_slurm::command::printable(line));
+            out.push('\n');
+        }
+    }
+    super::print(&out);
+    OK
+}
+
+fn heading(r: &Record) -> String {
+    let job = if r.job == r.account.job { r.job.clone() } else { format!("{} (job {})", r.job, r.account.job) };
+    format!(
+        "== {} of {job} at {} by {} {} (policy {}, inputs {})\n",
+        r.verb, r.at, r.source, r.version, r.policy, r.inputs
+    )
 }
 
 /// One `-> …` line per event that says something.

@@ -135,6 +135,20 @@ pub fn compile_policy(path: &Path, engine: EngineKind, color: bool) -> Result<Co
     compile_checked(check_policy(path, false, color)?, engine, color)
 }
 
+/// [`compile_policy`], with the digest of the file's bytes it compiled (what the decision
+/// log names the policy by).
+pub fn compile_policy_digest(path: &Path, engine: EngineKind, color: bool) -> Result<(CompiledPolicy, String), u8> {
+    let bytes = gpol_compiler::files::read(path, gpol_compiler::limits::MAX_POLICY_BYTES).map_err(|e| {
+        eprintln!("error: {e}");
+        USAGE
+    })?;
+    let digest = gpol_runtime::decision_log::digest(&bytes);
+    let checked = load::Checked::from_bytes(&path.display().to_string(), bytes);
+    report(&checked, false, color);
+    let policy = checked.into_policy().map_err(|_| FAILED)?;
+    Ok((compile_checked(policy, engine, color)?, digest))
+}
+
 /// [`compile_policy`] for a policy given as text (the bundled defaults).
 pub fn compile_policy_text(name: &str, text: &str, engine: EngineKind, color: bool) -> Result<CompiledPolicy, u8> {
     let checked = load::Checked::from_text(name, text);

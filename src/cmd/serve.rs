@@ -8,6 +8,7 @@ use gpol_kubernetes::api;
 use gpol_kubernetes::leader::{self, Election, Leadership};
 use gpol_kubernetes::server::{self, Extender, Options};
 use gpol_kubernetes::tls::TlsFiles;
+use gpol_runtime::decision_log::Writer;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -60,6 +61,11 @@ pub struct Args {
     no_api: bool,
     #[command(flatten)]
     lease: Lease,
+    /// Append every decision (filter, prioritize, preempt, bind) to FILE as a JSON line:
+    /// the policy's digest, the request's, the pod and what the decision saw. `gpolc
+    /// explain --log FILE POD` shows one.
+    #[arg(long, value_name = "FILE")]
+    decision_log: Option<PathBuf>,
     /// Log as JSON lines (for log collectors) rather than text.
     #[arg(long)]
     log_json: bool,
@@ -134,11 +140,23 @@ pub fn run(args: Args) -> u8 {
             return USAGE;
         }
     };
+    let decision_log = match args.decision_log.as_deref().map(|p| Writer::open(p, &[&args.policy])).transpose() {
+        Ok(log) => log,
+        Err(e) => {
+            eprintln!("error: --decision-log: {e}");
+            return USAGE;
+        }
+    };
     let extender = match Extender::load(args.policy.clone(), args.engine) {
-        Ok(e) => match &election {
-            Some((leadership, _)) => Arc::new(e.with_leadership(Arc::clone(leadership))),
-            None => Arc::new(e),
-        },
+        Ok(mut e) => {
+            if let Some(log) = decision_log {
+                e = e.with_decision_log(log);
+            }
+            match &election {
+                Some((leadership, _)) => Arc::new(e.with_leadership(Arc::clone(leadership))),
+                None => Arc::new(e),
+            }
+        }
         Err(diagnostics) => {
             eprint!("{diagnostics}");
             eprintln!("error: {} cannot be served", args.policy.display());

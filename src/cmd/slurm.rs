@@ -7,6 +7,7 @@ use super::{FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::limits::MAX_CLUSTER_BYTES;
 use gpol_compiler::spec::NodeSpec;
+use gpol_runtime::decision_log::{Record, Verb, Writer};
 use gpol_slurm::loaded::LoadedPolicy;
 use gpol_slurm::lua::Policy;
 use gpol_slurm::sinfo::{Service, SlurmNode};
@@ -96,6 +97,50 @@ pub struct PlanArgs {
     /// 24.05: v0.0.41).
     #[arg(long, value_name = "VERSION", default_value = gpol_slurm::rest::DEFAULT_VERSION, requires = "slurmrestd")]
     rest_version: String,
+    /// Append every turn of each pass's cycle to FILE as a JSON line: the policy's digest,
+    /// the digest of Slurm's state read, the job id and what the decision saw. `gpolc
+    /// explain --log FILE JOBID` shows one.
+    #[arg(long, value_name = "FILE")]
+    decision_log: Option<PathBuf>,
+}
+
+/// Where a pass logs its decisions, and the digest of the policy they were made by.
+struct DecisionLog {
+    writer: Writer,
+    policy: String,
+    /// The command: `gpolc slurm run`.
+    source: &'static str,
+}
+
+impl DecisionLog {
+    /// The log `--decision-log` names, if any, and the policy loaded with its digest.
+    fn open(args: &PlanArgs, source: &'static str, color: bool) -> Result<(LoadedPolicy, Option<DecisionLog>), u8> {
+        let (compiled, policy) = super::compile_policy_digest(&args.policy, EngineKind::Interp, color)?;
+        let log = match &args.decision_log {
+            Some(path) => match Writer::open(path, &[&args.policy]) {
+                Ok(writer) => Some(DecisionLog { writer, policy, source }),
+                Err(e) => {
+                    eprintln!("error: --decision-log: {e}");
+                    return Err(USAGE);
+                }
+            },
+            None => None,
+        };
+        Ok((LoadedPolicy::new(compiled), log))
+    }
+
+    /// Appends the plan's accounts; a record that cannot be written is said, and the pass
+    /// goes on.
+    fn write(&self, plan: &gpol_slurm::plan::Plan) {
+        for (job, account) in &plan.accounts {
+            let record =
+                Record::now(self.source, &self.policy, &plan.inputs, Verb::Cycle, &job.to_string(), account.clone());
+            if let Err(e) = self.writer.write(&record) {
+                eprintln!("error: {e}");
+                return;
+            }
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -134,14 +179,14 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
         eprintln!("note: Ctrl-C ends the loop abruptly (no handler could be set)");
     }
     // What job_submit.lua enforces of it is worked out once too, with the policy.
-    let loaded = match super::compile_policy(&args.state.policy, EngineKind::Interp, color) {
-        Ok(c) => LoadedPolicy::new(c),
+    let (loaded, log) = match DecisionLog::open(&args.state, "gpolc slurm run", color) {
+        Ok(opened) => opened,
         Err(code) => return code,
     };
     let (mut n, mut last) = (0u64, OK);
     while !stop.load(std::sync::atomic::Ordering::SeqCst) && args.passes.is_none_or(|most| n < most) {
         n += 1;
-        let code = pass(&loaded, &args.state, true);
+        let code = pass(&loaded, &args.state, true, log.as_ref());
         last = code;
         eprintln!("pass {n}: {}", if code == OK { "done" } else { "failed; trying again" });
         if args.passes.is_some_and(|most| n >= most) {
@@ -179,8 +224,9 @@ fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
     if let Err(code) = partitions_have_no_accounts(&args) {
         return code;
     }
-    match super::compile_policy(&args.policy, EngineKind::Interp, color) {
-        Ok(compiled) => pass(&LoadedPolicy::new(compiled), &args, apply),
+    let source = if apply { "gpolc slurm apply" } else { "gpolc slurm plan" };
+    match DecisionLog::open(&args, source, color) {
+        Ok((loaded, log)) => pass(&loaded, &args, apply, log.as_ref()),
         Err(code) => code,
     }
 }
@@ -212,7 +258,7 @@ fn out_of_service(live: &[SlurmNode]) -> impl Iterator<Item = String> + '_ {
 }
 
 /// One pass: Slurm's state read afresh, the plan printed, and (with `apply`) made.
-fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool) -> u8 {
+fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool, log: Option<&DecisionLog>) -> u8 {
     let compiled = loaded.compiled();
     let rest = match args.slurmrestd.as_deref().map(|a| gpol_slurm::rest::Rest::new(a, &args.rest_version)) {
         Some(Ok(mut r)) => {
@@ -270,7 +316,14 @@ fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool) -> u8 {
     let queue_from = args.queue_from;
     let state =
         gpol_slurm::plan::State { nodes: &nodes, unavailable: &unavailable, jobs: &jobs, now, queue_from, memory };
-    let mut plan = gpol_slurm::plan::plan(loaded, &state);
+    let mut plan = match log {
+        Some(log) => {
+            let plan = gpol_slurm::plan::plan_recorded(loaded, &state);
+            log.write(&plan);
+            plan
+        }
+        None => gpol_slurm::plan::plan(loaded, &state),
+    };
     if let Some(file) = &args.accounts {
         match account_changes(compiled, file) {
             // The accounts first: jobs may name them.

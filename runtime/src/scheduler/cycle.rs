@@ -43,6 +43,12 @@ impl Scheduler {
         (decided, self.recording.take().unwrap_or_default())
     }
 
+    /// The jobs the last cycle gave a turn, in order: a recorded cycle's accounts are
+    /// theirs, one each.
+    pub fn turns(&self) -> &[JobId] {
+        &self.turns
+    }
+
     /// Runs one scheduling cycle: places every job that can be placed now, in order.
     /// Returns what it decided, in order: starts, rejections, evictions, reservations,
     /// growth.
