@@ -3,7 +3,7 @@
 //! arithmetic, the first filter that turns each node away, every score, the victim
 //! search, where the job went — and what each cycle did.
 
-use super::{OK, USAGE};
+use super::{CliError, OK};
 use gpol_compiler::engine::EngineKind;
 use gpol_runtime::explain::{describe_event, render, state_text};
 use gpol_runtime::scenario::{Moment, run_with};
@@ -19,22 +19,19 @@ pub struct Args {
     scenario: String,
 }
 
-pub fn run(args: Args, color: bool) -> u8 {
-    let checked = match super::check_policy(&args.policy, false, color) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
+    let checked = super::check_policy(&args.policy, false, color)?;
     let tests = &checked.policy.tests;
     let Some(test) = tests.iter().find(|t| t.name == args.scenario).cloned() else {
         let names: Vec<String> = tests.iter().map(|t| format!("\"{}\"", t.name)).collect();
-        eprintln!("error: the policy has no test named \"{}\"; its tests are {}", args.scenario, names.join(", "));
-        return USAGE;
+        let names = names.join(", ");
+        return Err(CliError::usage(format!(
+            "the policy has no test named \"{}\"; its tests are {names}",
+            args.scenario
+        )));
     };
     // Explain re-runs rules in the interpreter (D10); the cycle itself runs the same way.
-    let compiled = match super::compile_checked(checked, EngineKind::Interp, color) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let compiled = super::compile_checked(checked, EngineKind::Interp, color)?;
     let mut out = String::new();
     let played = run_with(&compiled, &test, |moment, s| match moment {
         Moment::BeforeCycle(steps) => {
@@ -54,10 +51,11 @@ pub fn run(args: Args, color: bool) -> u8 {
         }
     });
     if let Some(error) = played.outcome.error {
-        eprintln!("error: the test stops early: {error}");
+        // Said, and the cycles played until then still shown.
+        super::show(&CliError::failed(format!("the test stops early: {error}")));
     }
     super::print(&out);
-    OK
+    Ok(OK)
 }
 
 /// One `-> …` line per event that says something.
