@@ -59,7 +59,7 @@ fn main() -> ExitCode {
         // `serve` sets up logs of its own.
         cmd::log_internal_errors();
     }
-    let code = match cli.command {
+    let result = match cli.command {
         Command::Check(a) => cmd::check::run(a, color),
         Command::Fmt(a) => cmd::fmt::run(a, color),
         Command::Test(a) => cmd::test::run(a, color),
@@ -73,5 +73,5 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::serve::run(a),
         Command::Slurm(c) => cmd::slurm::run(c, color),
     };
-    ExitCode::from(code)
+    ExitCode::from(cmd::exit_code(result))
 }

@@ -10,7 +10,7 @@ use gpol_compiler::ir::RuleId;
 use gpol_runtime::jobs::{JobId, Reason};
 use gpol_runtime::model::NodeId;
 use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{Asked, Found, History, JobSpec, NodeSpec, Scheduler, StartError};
+use gpol_runtime::{Asked, Found, History, JobSpec, NodeSpec, Scheduler, StartError, WallClock};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
@@ -187,17 +187,18 @@ impl Inner {
         Ok(())
     }
 
-    /// Moves the clock (milliseconds since the cluster was made) to `ms`; it never goes
-    /// back, nor past 100 years.
-    /// Ties clock 0 to real time, `unix_ms` after the Unix epoch.
+    /// Ties clock 0 to real time, `unix_ms` after the Unix epoch. (The caller gives each
+    /// started job's `ran_ms`: [`WallClock::elapsed_ms`] is how the other adapters read it.)
     pub fn set_clock_origin(&mut self, unix_ms: i64) -> Result<(), Failure> {
         if !gpol_compiler::clock::is_real_time(unix_ms) {
             return Err(Failure::invalid(format!("{unix_ms} ms is not a time of years 1 to 9999")).at("unix_ms"));
         }
-        self.s.start_clock_at_unix_ms(unix_ms);
+        self.s.start_wall_clock(WallClock::at_unix_ms(unix_ms));
         Ok(())
     }
 
+    /// Moves the clock (milliseconds since the cluster was made) to `ms`; it never goes
+    /// back, nor past 100 years.
     pub fn set_clock(&mut self, ms: u64) -> Result<(), Failure> {
         let now = self.s.now_ms();
         if ms < now {

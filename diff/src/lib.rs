@@ -45,17 +45,30 @@ pub enum Budget {
     Time(Duration),
 }
 
+/// A budget that is neither a number of cases nor a time within the limits: the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadBudget(pub String);
+
+impl std::fmt::Display for BadBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use gpol_compiler::limits::MAX_DIFF_CASES;
+        write!(
+            f,
+            "`{}` is not a budget: give a number of cases (`5000`, at most {MAX_DIFF_CASES}) or a time (`10s`, `2m`, at most 24h)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for BadBudget {}
+
 impl std::str::FromStr for Budget {
-    type Err = String;
+    type Err = BadBudget;
 
     /// `5000` (cases) or `10s`, `2m` (time).
-    fn from_str(s: &str) -> Result<Budget, String> {
+    fn from_str(s: &str) -> Result<Budget, BadBudget> {
         use gpol_compiler::limits::{MAX_DIFF_CASES, MAX_DIFF_SECONDS};
-        let bad = || {
-            format!(
-                "`{s}` is not a budget: give a number of cases (`5000`, at most {MAX_DIFF_CASES}) or a time (`10s`, `2m`, at most 24h)"
-            )
-        };
+        let bad = || BadBudget(s.to_string());
         let time = |secs: f64| {
             (secs > 0.0 && secs <= MAX_DIFF_SECONDS as f64).then(|| Budget::Time(Duration::from_secs_f64(secs)))
         };

@@ -21,9 +21,62 @@ use std::sync::Arc;
 
 /// A client for the API server: in a pod, its service account; elsewhere, the kubeconfig
 /// (`KUBECONFIG`, `~/.kube/config`).
-pub async fn connect() -> Result<Client, String> {
-    Client::try_default().await.map_err(|e| e.to_string())
+pub async fn connect() -> Result<Client, kube::Error> {
+    Client::try_default().await
 }
+
+/// Why a bind failed, as kube-scheduler is told.
+#[derive(Debug)]
+pub enum BindError {
+    /// The place is refused (the policy, the cards): in the cluster's words, which name the pod.
+    Refused(String),
+    /// A step of binding the pod (`pod ns/name`) failed. (Boxed: a `kube::Error` is
+    /// large, and errors travel through every `?`.)
+    Failed { pod: String, step: Box<BindStep> },
+}
+
+/// The step of a bind that failed.
+#[derive(Debug)]
+pub enum BindStep {
+    Read(kube::Error),
+    /// The pod has another UID than the one asked for.
+    Replaced {
+        uid: String,
+    },
+    AlreadyBound {
+        node: String,
+    },
+    NoUid,
+    Encode(serde_json::Error),
+    /// This replica may no longer write.
+    NotLeading(crate::leader::NotLeading),
+    RecordCards(kube::Error),
+    Bind {
+        node: String,
+        error: kube::Error,
+    },
+}
+
+impl std::fmt::Display for BindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (pod, step) = match self {
+            BindError::Refused(message) => return f.write_str(message),
+            BindError::Failed { pod, step } => (pod, &**step),
+        };
+        match step {
+            BindStep::Read(e) => write!(f, "{pod}: cannot read it: {e}"),
+            BindStep::Replaced { uid } => write!(f, "{pod}: it was replaced (UID {uid} asked for)"),
+            BindStep::AlreadyBound { node } => write!(f, "{pod}: it is already bound, to {node}"),
+            BindStep::NoUid => write!(f, "{pod}: the API server gave it no UID"),
+            BindStep::Encode(e) => write!(f, "{pod}: {e}"),
+            BindStep::NotLeading(why) => write!(f, "{pod}: not bound: {why}"),
+            BindStep::RecordCards(e) => write!(f, "{pod}: cannot record its cards: {e}"),
+            BindStep::Bind { node, error } => write!(f, "{pod}: cannot bind it to {node}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for BindError {}
 
 /// Where a watch stands: objects named during a re-list, and whether one has finished.
 #[derive(Default)]
@@ -135,22 +188,23 @@ fn as_value<K: serde::Serialize>(e: Event<K>) -> Event<Value> {
 /// failed; kube-scheduler then forgets its own assumption and retries the pod. With
 /// leader election each write is sent only while this replica still leads
 /// ([`Extender::may_write`]); else the place is given back too.
-pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -> Result<(), String> {
+pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -> Result<(), BindError> {
     let started = std::time::Instant::now();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &args.pod_namespace);
     let who = format!("pod {}/{}", args.pod_namespace, args.pod_name);
-    let pod = pods.get(&args.pod_name).await.map_err(|e| format!("{who}: cannot read it: {e}"))?;
+    let failed = |step| BindError::Failed { pod: who.clone(), step: Box::new(step) };
+    let pod = pods.get(&args.pod_name).await.map_err(|e| failed(BindStep::Read(e)))?;
     if !args.pod_uid.is_empty() && pod.metadata.uid.as_deref() != Some(args.pod_uid.as_str()) {
-        return Err(format!("{who}: it was replaced (UID {} asked for)", args.pod_uid));
+        return Err(failed(BindStep::Replaced { uid: args.pod_uid.clone() }));
     }
     if let Some(on) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
-        return Err(format!("{who}: it is already bound, to {on}"));
+        return Err(failed(BindStep::AlreadyBound { node: on.to_string() }));
     }
     let uid = pod.metadata.uid.clone().unwrap_or_default();
     if uid.is_empty() {
-        return Err(format!("{who}: the API server gave it no UID"));
+        return Err(failed(BindStep::NoUid));
     }
-    let value = serde_json::to_value(&pod).map_err(|e| format!("{who}: {e}"))?;
+    let value = serde_json::to_value(&pod).map_err(|e| failed(BindStep::Encode(e)))?;
     let cards = {
         let mut cluster = ext.cluster();
         // What the bind saw, taken before the place is reserved (it then counts itself).
@@ -164,11 +218,11 @@ pub async fn bind(client: &Client, ext: &Extender, args: &ExtenderBindingArgs) -
             let inputs = serde_json::to_vec(&value).unwrap_or_default();
             ext.log_decision(&cluster, Verb::Bind, &job, &inputs, account);
         }
-        let cards = reserved.map_err(|e| e.message)?;
+        let cards = reserved.map_err(|e| BindError::Refused(e.message))?;
         ext.metrics.held(&cluster);
         cards
     };
-    let may_write = || ext.may_write(started).map_err(|why| format!("{who}: not bound: {why}"));
+    let may_write = || ext.may_write(started).map_err(|why| failed(BindStep::NotLeading(why)));
     let written = write(&pods, &pod, args, &cards, &who, may_write).await;
     let mut cluster = ext.cluster();
     match &written {
@@ -188,15 +242,16 @@ async fn write(
     args: &ExtenderBindingArgs,
     cards: &str,
     who: &str,
-    may_write: impl Fn() -> Result<(), String>,
-) -> Result<(), String> {
+    may_write: impl Fn() -> Result<(), BindError>,
+) -> Result<(), BindError> {
+    let failed = |step| BindError::Failed { pod: who.to_string(), step: Box::new(step) };
     may_write()?;
     // The resourceVersion makes the write conditional: a pod changed meanwhile is a conflict.
     let patch =
         json!({"metadata": {"resourceVersion": pod.metadata.resource_version, "annotations": {keys::CARDS: cards}}});
     pods.patch(&args.pod_name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map_err(|e| format!("{who}: cannot record its cards: {e}"))?;
+        .map_err(|e| failed(BindStep::RecordCards(e)))?;
     let binding = Binding {
         metadata: ObjectMeta {
             name: Some(args.pod_name.clone()),
@@ -229,5 +284,5 @@ async fn write(
             return Ok(());
         }
     }
-    Err(format!("{who}: cannot bind it to {}: {e}", args.node))
+    Err(failed(BindStep::Bind { node: args.node.clone(), error: e }))
 }

@@ -18,7 +18,7 @@ use gpol_runtime::account::Account;
 use gpol_runtime::jobs::JobId;
 use gpol_runtime::model::NodeId;
 use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{Found, Scheduler, explain};
+use gpol_runtime::{Found, Scheduler, WallClock, explain};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -53,8 +53,8 @@ pub struct Cluster {
     unplaced: usize,
     /// The clock rules read (`job.runtime`, `cluster.time`), in milliseconds.
     now_ms: u64,
-    /// Unix time (ms) at clock zero, to read pods' timestamps; `None`: they are not read.
-    origin_ms: Option<i64>,
+    /// Clock zero in Unix time, to read pods' timestamps; `None`: they are not read.
+    wall: Option<WallClock>,
     /// Counts every change to what decisions read (nodes, pods, the policy).
     generation: u64,
     last: Option<Last>,
@@ -151,7 +151,7 @@ impl Cluster {
             built: None,
             unplaced: 0,
             now_ms: 0,
-            origin_ms: None,
+            wall: None,
             generation: 0,
             last: None,
         }
@@ -322,7 +322,7 @@ impl Cluster {
         self.remove_pod(&pod.uid);
         self.generation += 1;
         if let Some(b) = &mut self.built
-            && !start(b, &pod, self.origin_ms)
+            && !start(b, &pod, self.wall)
         {
             self.unplaced += 1;
         }
@@ -374,7 +374,7 @@ impl Cluster {
     /// has run since its `status.startTime` (`job.runtime`, what eviction rules read) and a
     /// pending pod has waited since its `metadata.creationTimestamp` (`job.waiting`).
     pub fn set_origin(&mut self, unix_ms: i64) {
-        self.origin_ms = Some(unix_ms);
+        self.wall = Some(WallClock::at_unix_ms(unix_ms));
         self.changed();
     }
 
@@ -385,9 +385,9 @@ impl Cluster {
 
     /// The scheduler, built now if stale, its clock brought up to date.
     fn built(&mut self) -> &mut Built {
-        let Cluster { policy, nodes, pods, built, unplaced, now_ms, origin_ms, .. } = self;
+        let Cluster { policy, nodes, pods, built, unplaced, now_ms, wall, .. } = self;
         let b = built.get_or_insert_with(|| {
-            let (b, missed) = build(policy, nodes, pods, *now_ms, *origin_ms);
+            let (b, missed) = build(policy, nodes, pods, *now_ms, *wall);
             *unplaced = missed;
             b
         });
@@ -445,9 +445,9 @@ impl Cluster {
     fn work_out(&mut self, pod: &Value, known: &[NodeId]) -> Result<Last, FieldError> {
         let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
         let mapped = pods::pod(pod, &classes)?;
-        let (generation, at_ms, origin) = (self.generation, self.now_ms, self.origin_ms);
+        let (generation, at_ms, wall) = (self.generation, self.now_ms, self.wall);
         let s = &mut self.built().s;
-        let waited = since(origin, s.now_ms(), mapped.created_ms);
+        let waited = since(wall, s.now_ms(), mapped.created_ms);
         let (closed, answers) = s
             .ask(mapped.job, waited, |asked| {
                 let (s, id) = (asked.scheduler(), asked.job());
@@ -475,10 +475,10 @@ impl Cluster {
     pub fn account(&mut self, pod: &Value, names: &[&str], search: bool) -> Result<(String, Account), FieldError> {
         let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
         let mapped = pods::pod(pod, &classes)?;
-        let origin = self.origin_ms;
+        let wall = self.wall;
         let b = self.built();
         let among: Vec<NodeId> = names.iter().filter_map(|n| b.node_ids.get(*n).copied()).collect();
-        let waited = since(origin, b.s.now_ms(), mapped.created_ms);
+        let waited = since(wall, b.s.now_ms(), mapped.created_ms);
         let account =
             b.s.ask(mapped.job, waited, |asked| asked.account(&among, search))
                 .map_err(|e| FieldError::new(e.field(), e.to_string()))?;
@@ -500,12 +500,12 @@ impl Cluster {
         if let Some(on) = self.pods.get(&mapped.uid).and_then(|p| p.node.as_deref()) {
             return Err(FieldError::new("PodUID", format!("{who} is bound already, to `{on}`")));
         }
-        let origin = self.origin_ms;
+        let wall = self.wall;
         let b = self.built();
         let Some(&n) = b.node_ids.get(node) else {
             return Err(FieldError::new("Node", format!("the extender does not know node `{node}`")));
         };
-        let waited = since(origin, b.s.now_ms(), mapped.created_ms);
+        let waited = since(wall, b.s.now_ms(), mapped.created_ms);
         let cards =
             b.s.ask(mapped.job.clone(), waited, |asked| {
                 let (s, id) = (asked.scheduler(), asked.job());
@@ -570,9 +570,9 @@ impl Cluster {
     ) -> Result<BTreeMap<String, Vec<String>>, FieldError> {
         let classes = |c: &str| self.policy.policy.priority_classes.iter().any(|(n, _)| n == c);
         let mapped = pods::pod(pod, &classes)?;
-        let origin = self.origin_ms;
+        let wall = self.wall;
         let b = self.built();
-        let waited = since(origin, b.s.now_ms(), mapped.created_ms);
+        let waited = since(wall, b.s.now_ms(), mapped.created_ms);
         let Built { s, job_pods, .. } = b;
         let search = s
             .ask(mapped.job, waited, |asked| {
@@ -617,18 +617,17 @@ impl Cluster {
 }
 
 /// How long before clock `now_ms` a pod's Unix timestamp was (0 when unknown or later).
-fn since(origin: Option<i64>, now_ms: u64, at: Option<i64>) -> u64 {
-    let (Some(origin), Some(at)) = (origin, at) else { return 0 };
-    let now = origin.saturating_add(i64::try_from(now_ms).unwrap_or(i64::MAX));
-    u64::try_from(now.saturating_sub(at)).unwrap_or(0)
+fn since(wall: Option<WallClock>, now_ms: u64, at: Option<i64>) -> u64 {
+    let (Some(wall), Some(at)) = (wall, at) else { return 0 };
+    wall.elapsed_ms(now_ms, at)
 }
 
 /// Starts a bound pod on its node in the scheduler, as running since its start time;
 /// false when it does not fit there.
-fn start(b: &mut Built, pod: &MappedPod, origin: Option<i64>) -> bool {
+fn start(b: &mut Built, pod: &MappedPod, wall: Option<WallClock>) -> bool {
     let Some(&node) = pod.node.as_ref().and_then(|n| b.node_ids.get(n)) else { return false };
-    let waited = since(origin, b.s.now_ms(), pod.created_ms);
-    let history = History { ran_ms: since(origin, b.s.now_ms(), pod.started_ms), ..History::default() };
+    let waited = since(wall, b.s.now_ms(), pod.created_ms);
+    let history = History { ran_ms: since(wall, b.s.now_ms(), pod.started_ms), ..History::default() };
     // On the cards `bind` recorded, if it did (a pod bound by another scheduler has none:
     // gpol's best fit stands in for the device plugin's choice).
     let on = match &pod.cards {
@@ -648,12 +647,12 @@ fn build(
     nodes: &BTreeMap<String, MappedNode>,
     pods: &HashMap<String, MappedPod>,
     now_ms: u64,
-    origin: Option<i64>,
+    wall: Option<WallClock>,
 ) -> (Built, usize) {
     let levels = &policy.program.levels;
     let mut s = Scheduler::new(policy.clone());
-    if let Some(origin) = origin {
-        s.start_clock_at_unix_ms(origin);
+    if let Some(wall) = wall {
+        s.start_wall_clock(wall);
     }
     // At the cluster's time before pods start, so that each runs since its own start. (A
     // clock beyond the runtime's limit stays behind, as `built` leaves it.)
@@ -672,7 +671,7 @@ fn build(
     let mut b = Built { s, node_ids, pod_jobs: HashMap::new(), job_pods: HashMap::new() };
     let mut bound: Vec<&MappedPod> = pods.values().collect();
     bound.sort_by(|x, y| (&x.node, &x.uid).cmp(&(&y.node, &y.uid)));
-    let missed = bound.into_iter().filter(|p| !start(&mut b, p, origin)).count();
+    let missed = bound.into_iter().filter(|p| !start(&mut b, p, wall)).count();
     (b, missed)
 }
 

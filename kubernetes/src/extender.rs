@@ -207,10 +207,31 @@ fn fold_document(v: Value) -> Value {
     }
 }
 
+/// Why a body is no extender message.
+#[derive(Debug)]
+pub enum DecodeError {
+    NotJson(serde_json::Error),
+    NotMessage(serde_json::Error),
+    /// A field the verb needs is empty or missing.
+    Missing(&'static str),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::NotJson(e) => write!(f, "not JSON: {e}"),
+            DecodeError::NotMessage(e) => write!(f, "not an extender message: {e}"),
+            DecodeError::Missing(field) => write!(f, "the request has no `{field}`"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
 /// A request or answer as kube-scheduler writes it (any key case), or what is wrong with it.
-pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, String> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
-    serde_json::from_value(fold_document(v)).map_err(|e| format!("not an extender message: {e}"))
+pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
+    let v: Value = serde_json::from_slice(body).map_err(DecodeError::NotJson)?;
+    serde_json::from_value(fold_document(v)).map_err(DecodeError::NotMessage)
 }
 
 /// A request or answer as kube-scheduler reads it.

@@ -29,6 +29,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client};
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use prometheus_client::metrics::gauge::Gauge;
+use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
@@ -45,6 +46,90 @@ const MAX_IDENTITY: usize = 100;
 /// How long resigning waits for the lease manager to give the lease up.
 const RELEASE_WAIT: Duration = Duration::from_secs(5);
 
+/// Lease settings or an identity that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadSettings {
+    Unnamed,
+    /// The grace period is 0 or not shorter than the duration (seconds).
+    Grace {
+        grace: u64,
+        duration: u64,
+    },
+    /// Longer than a Lease's `leaseDurationSeconds` (an `i32`) holds.
+    TooLong(u64),
+    /// An identity of this many bytes.
+    Identity(usize),
+}
+
+impl fmt::Display for BadSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BadSettings::Unnamed => f.write_str("the lease needs a name and a namespace"),
+            BadSettings::Grace { grace, duration } => write!(
+                f,
+                "the grace period ({grace} s) must be at least 1 s and shorter than the lease duration ({duration} s)"
+            ),
+            BadSettings::TooLong(duration) => {
+                write!(f, "a lease duration of {duration} s is longer than a Lease holds")
+            }
+            BadSettings::Identity(len) => {
+                write!(f, "the identity must have 1 to {MAX_IDENTITY} characters, not {len}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BadSettings {}
+
+/// Why this replica may not bind, or write for a bind, now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotLeading {
+    /// Not the leader: the replica's identity, and why not, in words.
+    Follower { identity: String, why: &'static str },
+    /// Just elected: binds begin in this many milliseconds.
+    Settling { identity: String, in_ms: u128 },
+    /// The bind took longer than it may (`--timeout`).
+    TooSlow(Duration),
+}
+
+impl fmt::Display for NotLeading {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotLeading::Follower { identity, why } => write!(f, "this replica ({identity}) is not the leader: {why}"),
+            NotLeading::Settling { identity, in_ms } => write!(
+                f,
+                "this replica ({identity}) has just become the leader and binds in {in_ms} ms, once the previous \
+                 leader's binds have settled"
+            ),
+            NotLeading::TooSlow(settle) => write!(f, "the bind took longer than {settle:?} (--timeout): given up"),
+        }
+    }
+}
+
+impl std::error::Error for NotLeading {}
+
+/// Why an election cannot start.
+#[derive(Debug)]
+pub enum ElectionError {
+    Settings(BadSettings),
+    /// The lease manager failed on the named lease (`lease ns/name`).
+    Manager {
+        lease: String,
+        error: Box<kube_lease_manager::LeaseManagerError>,
+    },
+}
+
+impl fmt::Display for ElectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ElectionError::Settings(e) => write!(f, "{e}"),
+            ElectionError::Manager { lease, error } => write!(f, "{lease}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ElectionError {}
+
 /// The Lease competed for, and how it is held.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -60,18 +145,15 @@ pub struct Settings {
 impl Settings {
     /// Why these settings cannot be used, if they cannot (the lease manager panics on
     /// some, and loops on others).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), BadSettings> {
         if self.lease.is_empty() || self.namespace.is_empty() {
-            return Err("the lease needs a name and a namespace".into());
+            return Err(BadSettings::Unnamed);
         }
         if self.grace == 0 || self.grace >= self.duration {
-            return Err(format!(
-                "the grace period ({} s) must be at least 1 s and shorter than the lease duration ({} s)",
-                self.grace, self.duration
-            ));
+            return Err(BadSettings::Grace { grace: self.grace, duration: self.duration });
         }
         if i32::try_from(self.duration).is_err() {
-            return Err(format!("a lease duration of {} s is longer than a Lease holds", self.duration));
+            return Err(BadSettings::TooLong(self.duration));
         }
         Ok(())
     }
@@ -106,9 +188,9 @@ pub fn default_identity() -> String {
 }
 
 /// Whether an identity can name a replica in the Lease.
-pub fn check_identity(identity: &str) -> Result<(), String> {
+pub fn check_identity(identity: &str) -> Result<(), BadSettings> {
     if identity.is_empty() || identity.len() > MAX_IDENTITY {
-        return Err(format!("the identity must have 1 to {MAX_IDENTITY} characters, not {}", identity.len()));
+        return Err(BadSettings::Identity(identity.len()));
     }
     Ok(())
 }
@@ -202,30 +284,28 @@ impl Leadership {
     }
 
     /// Whether a bind may begin now; else why not, in words.
-    pub fn may_bind(&self) -> Result<(), String> {
+    pub fn may_bind(&self) -> Result<(), NotLeading> {
         let now = Instant::now();
         let mut term = self.term();
         self.look(&mut term, now);
         if !term.leads(now) {
-            return Err(format!("this replica ({}) is not the leader: {}", self.identity, term.why_not(now)));
+            return Err(NotLeading::Follower { identity: self.identity.clone(), why: term.why_not(now) });
         }
         match &term.held {
-            Some(h) if now < h.binds_from => Err(format!(
-                "this replica ({}) has just become the leader and binds in {} ms, once the previous leader's \
-                 binds have settled",
-                self.identity,
-                h.binds_from.duration_since(now).as_millis()
-            )),
+            Some(h) if now < h.binds_from => Err(NotLeading::Settling {
+                identity: self.identity.clone(),
+                in_ms: h.binds_from.duration_since(now).as_millis(),
+            }),
             _ => Ok(()),
         }
     }
 
     /// Whether a bind begun at `started` may send its next write: it still leads, and
     /// the bind is within the longest a bind may take.
-    pub fn may_write(&self, started: Instant) -> Result<(), String> {
+    pub fn may_write(&self, started: Instant) -> Result<(), NotLeading> {
         self.may_bind()?;
         if started.elapsed() >= self.settle {
-            return Err(format!("the bind took longer than {:?} (--timeout): given up", self.settle));
+            return Err(NotLeading::TooSlow(self.settle));
         }
         Ok(())
     }
@@ -309,9 +389,13 @@ pub struct Election {
 
 impl Election {
     /// Competes for the Lease (created if missing) as `leadership`'s identity.
-    pub async fn start(client: Client, settings: &Settings, leadership: Arc<Leadership>) -> Result<Election, String> {
-        settings.check()?;
-        check_identity(leadership.identity())?;
+    pub async fn start(
+        client: Client,
+        settings: &Settings,
+        leadership: Arc<Leadership>,
+    ) -> Result<Election, ElectionError> {
+        settings.check().map_err(ElectionError::Settings)?;
+        check_identity(leadership.identity()).map_err(ElectionError::Settings)?;
         let where_ = format!("lease {}/{}", settings.namespace, settings.lease);
         let manager = LeaseManagerBuilder::new(client.clone(), &settings.lease)
             .with_namespace(&settings.namespace)
@@ -323,7 +407,7 @@ impl Election {
             .with_grace(settings.grace)
             .build()
             .await
-            .map_err(|e| format!("{where_}: {e}"))?;
+            .map_err(|error| ElectionError::Manager { lease: where_.clone(), error: Box::new(error) })?;
         let (changes, manager) = manager.watch().await;
         let leases: Api<Lease> = Api::namespaced(client, &settings.namespace);
         let (stop, stopped) = oneshot::channel();

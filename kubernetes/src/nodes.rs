@@ -90,12 +90,12 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
     // A resource read as the API server reads it; `None` when the node has none.
     let amount = |key: &str| -> Result<Option<(Quantity, String)>, FieldError> {
         let Some(text) = raw(key) else { return Ok(None) };
-        read(&text).map(|q| Some((q, text))).map_err(|m| err(&format!("status.allocatable.{key}"), m))
+        read(&text).map(|q| Some((q, text))).map_err(|m| err(&format!("status.allocatable.{key}"), m.to_string()))
     };
     // Counts are whole and within their limits: never rounded, never clamped.
     let counted = |key: &str, max: u64| -> Result<Option<u32>, FieldError> {
         let field = format!("status.allocatable.{key}");
-        amount(key)?.map(|(q, text)| whole_count(&q, &text, max).map_err(|m| err(&field, m))).transpose()
+        amount(key)?.map(|(q, text)| whole_count(&q, &text, max).map_err(|m| err(&field, m.to_string()))).transpose()
     };
     let labelled = |key: &str, max: u64| -> Result<Option<u32>, FieldError> {
         let field = format!("metadata.labels.{key}");
@@ -107,7 +107,7 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
         None => 0,
         Some((q, text)) => {
             let field = "status.allocatable.cpu";
-            let milli = milli_cores(&q, &text).map_err(|m| err(field, m))?;
+            let milli = milli_cores(&q, &text).map_err(|m| err(field, m.to_string()))?;
             if !q.is_whole_milli() {
                 warn(
                     field,
@@ -121,7 +121,7 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
         None => 0,
         Some((q, text)) => {
             let field = "status.allocatable.memory";
-            let bytes = bytes(&q, &text).map_err(|m| err(field, m))?;
+            let bytes = bytes(&q, &text).map_err(|m| err(field, m.to_string()))?;
             if !q.is_whole() {
                 warn(
                     field,

@@ -69,14 +69,26 @@ pub fn cards_text(cards: &[(usize, Option<usize>)]) -> String {
     cards.iter().map(one).collect::<Vec<_>>().join(",")
 }
 
+/// A part of a card assignment that is not a card or instance index: the part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadCardIndex(pub String);
+
+impl std::fmt::Display for BadCardIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` is not a card or instance index", self.0)
+    }
+}
+
+impl std::error::Error for BadCardIndex {}
+
 /// Reads [`cards_text`]'s form back.
-pub fn parse_cards(text: &str) -> Result<Vec<(usize, Option<usize>)>, String> {
-    let index = |t: &str| -> Result<usize, String> {
+pub fn parse_cards(text: &str) -> Result<Vec<(usize, Option<usize>)>, BadCardIndex> {
+    let index = |t: &str| -> Result<usize, BadCardIndex> {
         t.trim()
             .parse::<usize>()
             .ok()
             .filter(|&i| i < MAX_CARDS_PER_NODE as usize * 8)
-            .ok_or_else(|| format!("`{t}` is not a card or instance index"))
+            .ok_or_else(|| BadCardIndex(t.to_string()))
     };
     text.split(',')
         .filter(|p| !p.trim().is_empty())
@@ -141,7 +153,7 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
         match resources.get(key) {
             None => Ok(0),
             Some(q) => quantity::whole_count(&q, &q.to_string(), max)
-                .map_err(|m| err(&format!("spec.containers[].resources.limits.{key}"), m)),
+                .map_err(|m| err(&format!("spec.containers[].resources.limits.{key}"), m.to_string())),
         }
     };
     let cards = count("nvidia.com/gpu", u64::from(MAX_CARDS_PER_NODE))?;
@@ -201,14 +213,15 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
     };
     // As the scheduler counts them: the exact sum, CPU in milli-cores and memory in
     // bytes, each rounded up (`MilliValue`, `Value`).
-    let cpu_milli =
-        quantity::milli_cores(&resources.cpu, &resources.cpu.to_string()).map_err(|m| err("requests.cpu", m))?;
-    let mem = quantity::bytes(&resources.mem, &resources.mem.to_string()).map_err(|m| err("requests.memory", m))?;
+    let cpu_milli = quantity::milli_cores(&resources.cpu, &resources.cpu.to_string())
+        .map_err(|m| err("requests.cpu", m.to_string()))?;
+    let mem = quantity::bytes(&resources.mem, &resources.mem.to_string())
+        .map_err(|m| err("requests.memory", m.to_string()))?;
     let gpu_mem = annotation(keys::GPU_MEMORY)
         .map(|t| {
             let field = format!("metadata.annotations.{}", keys::GPU_MEMORY);
-            let b = quantity::read(t).map_err(|m| err(&field, m))?;
-            quantity::bytes(&b, t).map_err(|m| err(&field, m))
+            let b = quantity::read(t).map_err(|m| err(&field, m.to_string()))?;
+            quantity::bytes(&b, t).map_err(|m| err(&field, m.to_string()))
         })
         .transpose()?
         .unwrap_or(0);
@@ -224,7 +237,7 @@ pub fn pod(item: &Value, classes: &dyn Classes) -> Result<MappedPod, FieldError>
         })
         .transpose()?;
     let cards = annotation(keys::CARDS)
-        .map(|t| parse_cards(t).map_err(|m| err(&format!("metadata.annotations.{}", keys::CARDS), m)))
+        .map(|t| parse_cards(t).map_err(|m| err(&format!("metadata.annotations.{}", keys::CARDS), m.to_string())))
         .transpose()?;
     let kueue_class = label(keys::KUEUE_PRIORITY_CLASS).map(crate::kueue::names::ident_of);
     let class = text("/spec/priorityClassName")
@@ -351,7 +364,7 @@ impl Resources {
                 };
                 let text = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
                 let field = format!("spec.{list}[{i}].resources.{which}.{key}");
-                let amount = quantity::read(&text).map_err(|m| (field, m))?;
+                let amount = quantity::read(&text).map_err(|m| (field, m.to_string()))?;
                 match key.as_str() {
                     "cpu" => add(&mut r.cpu, amount),
                     "memory" => add(&mut r.mem, amount),

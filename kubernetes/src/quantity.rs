@@ -165,44 +165,74 @@ impl Quantity {
 
 // ---- Reading objects' quantities against gpol's limits -----------------------------------
 
+/// A quantity in an object that gpol cannot take; the text is the object's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadQuantity {
+    Negative(String),
+    NotAQuantity(String),
+    NotWhole(String),
+    /// Past a limit: the text, and the limit in words (`64`, `100000 cores`).
+    TooLarge {
+        text: String,
+        most: String,
+    },
+}
+
+impl fmt::Display for BadQuantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BadQuantity::Negative(text) => write!(f, "`{text}` is negative"),
+            BadQuantity::NotAQuantity(text) => write!(f, "`{text}` is not a quantity"),
+            BadQuantity::NotWhole(text) => write!(f, "expected a whole number, found `{text}`"),
+            BadQuantity::TooLarge { text, most } => write!(f, "`{text}` is too large, at most {most}"),
+        }
+    }
+}
+
+impl std::error::Error for BadQuantity {}
+
+fn too_large(text: &str, most: impl fmt::Display) -> BadQuantity {
+    BadQuantity::TooLarge { text: text.to_string(), most: most.to_string() }
+}
+
 /// A quantity as the API server reads it (trimmed, as `Quantity.UnmarshalJSON` trims).
 /// One past what gpol holds at all (`1e400`) reads as past every limit, so that the
 /// field's own check names its limit.
-pub fn read(text: &str) -> Result<Quantity, String> {
+pub fn read(text: &str) -> Result<Quantity, BadQuantity> {
     match Quantity::parse(text.trim()) {
-        Ok(q) if q.is_negative() => Err(format!("`{text}` is negative")),
+        Ok(q) if q.is_negative() => Err(BadQuantity::Negative(text.to_string())),
         Ok(q) => Ok(q),
         Err(QuantityError::TooLarge) => Ok(Quantity::from_nano(i128::MAX)),
-        Err(_) => Err(format!("`{text}` is not a quantity")),
+        Err(_) => Err(BadQuantity::NotAQuantity(text.to_string())),
     }
 }
 
 /// A count: whole and at most `max`, never rounded, never clamped.
-pub fn whole_count(q: &Quantity, text: &str, max: u64) -> Result<u32, String> {
+pub fn whole_count(q: &Quantity, text: &str, max: u64) -> Result<u32, BadQuantity> {
     let units = q.ceil_units();
     if units > i128::from(max) {
-        return Err(format!("`{text}` is too large, at most {max}"));
+        return Err(too_large(text, max));
     }
     if !q.is_whole() {
-        return Err(format!("expected a whole number, found `{text}`"));
+        return Err(BadQuantity::NotWhole(text.to_string()));
     }
-    u32::try_from(units).map_err(|_| format!("`{text}` is too large, at most {}", u32::MAX))
+    u32::try_from(units).map_err(|_| too_large(text, u32::MAX))
 }
 
 /// CPU in milli-cores as Kubernetes counts it (`MilliValue`: finer values round up).
-pub fn milli_cores(q: &Quantity, text: &str) -> Result<u64, String> {
+pub fn milli_cores(q: &Quantity, text: &str) -> Result<u64, BadQuantity> {
     let milli = q.ceil_milli();
     match u64::try_from(milli) {
         Ok(m) if m <= MAX_CPU_CORES * 1000 => Ok(m),
-        _ => Err(format!("`{text}` is too large, at most {MAX_CPU_CORES} cores")),
+        _ => Err(too_large(text, format_args!("{MAX_CPU_CORES} cores"))),
     }
 }
 
 /// Bytes as Kubernetes counts them (`Value`: a fraction of a byte rounds up).
-pub fn bytes(q: &Quantity, text: &str) -> Result<u64, String> {
+pub fn bytes(q: &Quantity, text: &str) -> Result<u64, BadQuantity> {
     match u64::try_from(q.ceil_units()) {
         Ok(b) if b <= MAX_MEMORY_BYTES => Ok(b),
-        _ => Err(format!("`{text}` is too large, at most {}TiB", MAX_MEMORY_BYTES >> 40)),
+        _ => Err(too_large(text, format_args!("{}TiB", MAX_MEMORY_BYTES >> 40))),
     }
 }
 

@@ -17,7 +17,7 @@
 
 use crate::cluster::Cluster;
 use crate::extender::{self, ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderPreemptionArgs};
-use crate::leader::Leadership;
+use crate::leader::{Leadership, NotLeading};
 use crate::listen::Connections;
 use crate::metrics::Metrics;
 use crate::tls::{Tls, TlsError, TlsFiles, Token};
@@ -105,14 +105,33 @@ pub struct Extender {
     decision_log: Option<decision_log::Writer>,
 }
 
+/// Why a policy cannot be served.
+#[derive(Debug)]
+pub enum LoadError {
+    Read(gpol_compiler::files::FileError),
+    /// It does not check or compile: its diagnostics, rendered.
+    Refused(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Read(e) => write!(f, "{e}"),
+            LoadError::Refused(diagnostics) => f.write_str(diagnostics),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
 impl Extender {
     /// Loads the policy; its diagnostics when it does not check.
-    pub fn load(path: PathBuf, engine: EngineKind) -> Result<Extender, String> {
+    pub fn load(path: PathBuf, engine: EngineKind) -> Result<Extender, LoadError> {
         let bytes =
-            gpol_compiler::files::read(&path, gpol_compiler::limits::MAX_POLICY_BYTES).map_err(|e| e.to_string())?;
+            gpol_compiler::files::read(&path, gpol_compiler::limits::MAX_POLICY_BYTES).map_err(LoadError::Read)?;
         let policy = Checked::from_bytes(&path.display().to_string(), bytes.clone())
             .compile(engine)
-            .map_err(|f| f.to_string())?;
+            .map_err(|f| LoadError::Refused(f.to_string()))?;
         let metrics = Metrics::default();
         let mut cluster = Cluster::new(policy);
         cluster.set_policy_digest(decision_log::digest(&bytes));
@@ -169,7 +188,7 @@ impl Extender {
 
     /// Whether a bind begun at `started` may send its next write (always, without
     /// leader election); else why not.
-    pub fn may_write(&self, started: Instant) -> Result<(), String> {
+    pub fn may_write(&self, started: Instant) -> Result<(), NotLeading> {
         self.leadership.as_ref().map_or(Ok(()), |l| l.may_write(started))
     }
 
@@ -249,7 +268,7 @@ impl Extender {
                 Err(TryLockError::WouldBlock) => return None,
             },
         };
-        let outcome = extender::decode::<A>(body).map_err(BadRequest).and_then(|args| {
+        let outcome = extender::decode::<A>(body).map_err(|e| BadRequest(e.to_string())).and_then(|args| {
             let mut cluster = free.unwrap_or_else(|| self.cluster());
             // Waited too long for the cluster: the client has had its 408 already.
             if Instant::now() >= deadline {
@@ -464,7 +483,7 @@ fn not_json(headers: &HeaderMap) -> Option<String> {
 async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
     let start = std::time::Instant::now();
     let args = extender::decode::<ExtenderBindingArgs>(body).and_then(|a| match a.missing() {
-        Some(field) => Err(format!("the request has no `{field}`")),
+        Some(field) => Err(extender::DecodeError::Missing(field)),
         None => Ok(a),
     });
     let response = match args {
@@ -489,7 +508,7 @@ async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
                     Err(e) => {
                         ext.metrics.decided("bind_failed", 1);
                         tracing::warn!(error = %e, "bind failed");
-                        e
+                        e.to_string()
                     }
                 },
             };

@@ -94,22 +94,23 @@ async fn bind_records_the_cards_then_binds() {
     );
 
     // Bound already: refused before anything is written.
-    let e = api::bind(&client, &ext, &args("first", "a")).await.expect_err("already bound");
+    let e = api::bind(&client, &ext, &args("first", "a")).await.expect_err("already bound").to_string();
     assert_eq!(e, "pod ml/first: it is already bound, to a");
     // No room left on the node: refused before anything is written.
     let third: Pod = serde_json::from_value(pod("third", 1)).expect("pod");
     pods.create(&PostParams::default(), &third).await.expect("created");
-    let e = api::bind(&client, &ext, &args("third", "a")).await.expect_err("no room");
+    let e = api::bind(&client, &ext, &args("third", "a")).await.expect_err("no room").to_string();
     assert_eq!(e, "pod `ml/third` may not start on `a` now: not enough free capacity");
     let third = pods.get("third").await.expect("pod");
     assert!(third.metadata.annotations.is_none_or(|a| !a.contains_key("gpol.dev/cards")));
     // A replaced pod (another UID) is not bound.
     let e = api::bind(&client, &ext, &ExtenderBindingArgs { pod_uid: "other".into(), ..args("second", "a") })
         .await
-        .expect_err("replaced");
+        .expect_err("replaced")
+        .to_string();
     assert!(e.contains("was replaced"), "{e}");
     // A pod the API does not have.
-    let e = api::bind(&client, &ext, &args("missing", "a")).await.expect_err("no such pod");
+    let e = api::bind(&client, &ext, &args("missing", "a")).await.expect_err("no such pod").to_string();
     assert!(e.contains("cannot read it"), "{e}");
 }
 
@@ -133,7 +134,7 @@ async fn a_pod_changed_since_it_was_read_is_a_conflict() {
     });
     let client = ClientBuilder::new().with_object(p).with_interceptor_funcs(funcs).build().await.expect("the fake API");
     stale.store(true, Ordering::SeqCst);
-    let e = api::bind(&client, &ext, &args("p", "a")).await.expect_err("a conflict");
+    let e = api::bind(&client, &ext, &args("p", "a")).await.expect_err("a conflict").to_string();
     assert!(e.contains("cannot record its cards"), "{e}");
     stale.store(false, Ordering::SeqCst);
     let pods: Api<Pod> = Api::namespaced(client, "ml");

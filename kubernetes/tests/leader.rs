@@ -265,7 +265,9 @@ async fn forward(State(endpoints): State<Arc<Endpoints>>, request: axum::extract
     if is_bind {
         endpoints.count(replica, -1);
         let seen = match &answer {
-            Ok((StatusCode::OK, bytes)) => decode::<ExtenderBindingResult>(bytes).map(|r| r.error),
+            Ok((StatusCode::OK, bytes)) => {
+                decode::<ExtenderBindingResult>(bytes).map(|r| r.error).map_err(|e| e.to_string())
+            }
             Ok((code, _)) => Err(format!("HTTP {code}")),
             Err(e) => Err(e.clone()),
         };

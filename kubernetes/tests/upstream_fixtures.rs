@@ -99,9 +99,12 @@ fn a_prioritize_answer_is_a_bare_list_and_nulls_read_as_absent() {
 
 #[test]
 fn what_is_not_a_message_is_an_error_naming_why() {
-    assert!(decode::<ExtenderArgs>(b"{").expect_err("truncated").starts_with("not JSON"));
+    assert!(decode::<ExtenderArgs>(b"{").expect_err("truncated").to_string().starts_with("not JSON"));
     assert!(
-        decode::<ExtenderArgs>(br#"{"NodeNames":"n1"}"#).expect_err("a string").starts_with("not an extender message")
+        decode::<ExtenderArgs>(br#"{"NodeNames":"n1"}"#)
+            .expect_err("a string")
+            .to_string()
+            .starts_with("not an extender message")
     );
     assert!(decode::<Vec<HostPriority>>(br#"{"Host":"a"}"#).is_err());
 }

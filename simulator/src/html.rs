@@ -60,12 +60,31 @@ enum Axis {
     LogSeconds,
 }
 
+/// Why a report cannot be written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HtmlError {
+    NoRuns,
+    /// The chart library failed, in its words.
+    Chart(String),
+}
+
+impl std::fmt::Display for HtmlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HtmlError::NoRuns => f.write_str("no runs to report"),
+            HtmlError::Chart(e) => write!(f, "drawing a chart: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HtmlError {}
+
 /// The whole report for runs grouped by policy (each with one report per seed); charts
 /// show each policy's first seed.
-pub fn render(runs: &[(String, Vec<Report>)]) -> Result<String, String> {
+pub fn render(runs: &[(String, Vec<Report>)]) -> Result<String, HtmlError> {
     let firsts: Vec<(&str, &Report)> =
         runs.iter().filter_map(|(name, reports)| reports.first().map(|r| (name.as_str(), r))).collect();
-    let Some(&(_, first)) = firsts.first() else { return Err("no runs to report".into()) };
+    let Some(&(_, first)) = firsts.first() else { return Err(HtmlError::NoRuns) };
     let mut body = String::new();
     let title = if firsts.len() == 1 {
         format!("gpol simulation: {}", esc(&first.policy))
@@ -410,7 +429,7 @@ fn interpolate(curve: &[(f64, f64)], x: f64) -> Option<f64> {
 }
 
 /// One line chart as an SVG element.
-fn chart(x_label: &str, y_label: &str, lines: &[Line], axis: Axis) -> Result<String, String> {
+fn chart(x_label: &str, y_label: &str, lines: &[Line], axis: Axis) -> Result<String, HtmlError> {
     let finite = |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite();
     let points = || lines.iter().flat_map(|l| l.points.iter().copied()).filter(finite);
     let (x_min, x_max) = points().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| (lo.min(p.0), hi.max(p.0)));
@@ -440,8 +459,8 @@ fn chart(x_label: &str, y_label: &str, lines: &[Line], axis: Axis) -> Result<Str
     Ok(svg)
 }
 
-fn fail(e: &dyn std::fmt::Display) -> String {
-    format!("drawing a chart: {e}")
+fn fail(e: &dyn std::fmt::Display) -> HtmlError {
+    HtmlError::Chart(e.to_string())
 }
 
 /// Draws `lines` on `root` over the x range `x` (linear or logarithmic).
@@ -453,7 +472,7 @@ fn draw<X>(
     y_label: &str,
     lines: &[Line],
     x_format: &dyn Fn(&f64) -> String,
-) -> Result<(), String>
+) -> Result<(), HtmlError>
 where
     X: AsRangedCoord<Value = f64>,
     X::CoordDescType: ValueFormatter<f64>,

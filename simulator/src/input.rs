@@ -41,18 +41,53 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
+/// A quantity that cannot be read; the text is the input's, unescaped (an
+/// [`InputError`] escapes it where it is shown).
+#[derive(Clone, Debug, PartialEq)]
+pub enum QuantityError {
+    NotANumber(String),
+    /// Negative, infinite or not a number at all (`NaN`).
+    NotNonNegative(String),
+    WrongUnit {
+        unit: String,
+        dim: Dim,
+    },
+    /// A time past the clock's limit.
+    TooLong(String),
+    /// Past a limit the compiler checks (`limits`), in its words.
+    OverLimit(String),
+}
+
+impl fmt::Display for QuantityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QuantityError::NotANumber(text) => write!(f, "expected a number, found `{text}`"),
+            QuantityError::NotNonNegative(text) => write!(f, "expected a finite, non-negative number, found `{text}`"),
+            QuantityError::WrongUnit { unit, dim } => {
+                write!(f, "`{unit}` is not a unit of {}; expected one of {}", dim_name(*dim), units_of(*dim))
+            }
+            QuantityError::TooLong(text) => {
+                write!(f, "`{text}` is too large, at most {}s (100 years)", MAX_CLOCK_MS / 1000)
+            }
+            QuantityError::OverLimit(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for QuantityError {}
+
 /// A quantity of dimension `dim` in base units (seconds, bytes, cores): a plain number
 /// is already in base units; otherwise a number followed by a unit of that dimension.
-pub fn quantity(text: &str, dim: Dim) -> Result<f64, String> {
+pub fn quantity(text: &str, dim: Dim) -> Result<f64, QuantityError> {
     let text = text.trim();
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'));
     let (number, unit) = match split {
         Some(i) => text.split_at(i),
         None => (text, ""),
     };
-    let value: f64 = number.trim().parse().map_err(|_| format!("expected a number, found `{text}`"))?;
+    let value: f64 = number.trim().parse().map_err(|_| QuantityError::NotANumber(text.to_string()))?;
     if !value.is_finite() || value < 0.0 {
-        return Err(format!("expected a finite, non-negative number, found `{text}`"));
+        return Err(QuantityError::NotNonNegative(text.to_string()));
     }
     let unit = unit.trim();
     if unit.is_empty() {
@@ -60,7 +95,7 @@ pub fn quantity(text: &str, dim: Dim) -> Result<f64, String> {
     }
     match Unit::from_symbol(unit) {
         Some(u) if u.dim() == dim => Ok(u.to_base(value)),
-        _ => Err(format!("`{unit}` is not a unit of {}; expected one of {}", dim_name(dim), units_of(dim))),
+        _ => Err(QuantityError::WrongUnit { unit: unit.to_string(), dim }),
     }
 }
 
@@ -79,23 +114,23 @@ fn units_of(dim: Dim) -> String {
 }
 
 /// Seconds (or a time with a unit) as whole milliseconds, at most the clock's limit.
-pub fn millis(text: &str) -> Result<u64, String> {
+pub fn millis(text: &str) -> Result<u64, QuantityError> {
     let ms = (quantity(text, Dim::TIME)? * 1000.0).round();
     if ms > MAX_CLOCK_MS as f64 {
-        return Err(format!("`{text}` is too large, at most {}s (100 years)", MAX_CLOCK_MS / 1000));
+        return Err(QuantityError::TooLong(text.to_string()));
     }
     Ok(ms as u64)
 }
 
 /// Bytes (or a size with a unit) as a whole number of bytes, at most the memory limit.
-pub fn bytes(text: &str) -> Result<u64, String> {
+pub fn bytes(text: &str) -> Result<u64, QuantityError> {
     let b = quantity(text, Dim::BYTES)?.round();
-    within_bytes(b, text)
+    within_bytes(b, text).map_err(QuantityError::OverLimit)
 }
 
 /// CPU cores (fractions allowed) as milli-cores, at most the CPU limit.
-pub fn milli_cpu(text: &str) -> Result<u64, String> {
-    within_cores(quantity(text, Dim::CPU)?, text)
+pub fn milli_cpu(text: &str) -> Result<u64, QuantityError> {
+    within_cores(quantity(text, Dim::CPU)?, text).map_err(QuantityError::OverLimit)
 }
 
 /// Where each line of a text starts, counting `\n`, `\r\n` and a lone `\r` as line
@@ -212,17 +247,21 @@ mod tests {
         assert_eq!(bytes("80GiB"), Ok(80 << 30));
         assert_eq!(bytes("1e3"), Ok(1000));
         assert_eq!(milli_cpu("0.5"), Ok(500));
-        assert!(millis("2GiB").expect_err("bad input").contains("not a unit of time"));
+        assert!(millis("2GiB").expect_err("bad input").to_string().contains("not a unit of time"));
         assert!(bytes("-1").is_err());
-        assert!(millis("soon").expect_err("bad input").contains("expected a number"));
+        assert!(millis("soon").expect_err("bad input").to_string().contains("expected a number"));
         assert!(millis("NaN").is_err());
     }
 
     #[test]
     fn limits_are_errors_never_clamps() {
-        assert_eq!(millis("1e300w").expect_err("too long"), "`1e300w` is too large, at most 3155760000s (100 years)");
-        assert_eq!(milli_cpu("1e300").expect_err("too many"), "`1e300` is too large, at most 100000 cores");
-        assert_eq!(bytes("65TiB").expect_err("too much"), "`65TiB` is too large, at most 64TiB");
+        let said = |e: QuantityError| e.to_string();
+        assert_eq!(
+            said(millis("1e300w").expect_err("too long")),
+            "`1e300w` is too large, at most 3155760000s (100 years)"
+        );
+        assert_eq!(said(milli_cpu("1e300").expect_err("too many")), "`1e300` is too large, at most 100000 cores");
+        assert_eq!(said(bytes("65TiB").expect_err("too much")), "`65TiB` is too large, at most 64TiB");
         assert_eq!(count("2.7", 64).expect_err("fraction"), "expected a whole number, found `2.7`");
         assert_eq!(count("1e12", 64).expect_err("too many"), "`1e12` is too large, at most 64");
         assert_eq!(count("64", 64), Ok(64));

@@ -14,6 +14,26 @@ pub struct Prices {
     default: Option<f64>,
 }
 
+/// A price that cannot be taken.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PriceError {
+    /// Negative, infinite or not a number.
+    Negative(f64),
+    /// `--price` text that is neither `MODEL=PRICE` nor `PRICE`.
+    Malformed(String),
+}
+
+impl std::fmt::Display for PriceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PriceError::Negative(price) => write!(f, "a price per GPU-hour is a number of 0 or more, not {price}"),
+            PriceError::Malformed(text) => write!(f, "expected MODEL=PRICE (h100=2.50) or PRICE, found `{text}`"),
+        }
+    }
+}
+
+impl std::error::Error for PriceError {}
+
 /// The key of a `[prices]` table and the model of `--price PRICE` that prices every
 /// model without its own.
 pub const DEFAULT_KEY: &str = "default";
@@ -25,9 +45,9 @@ impl Prices {
 
     /// Sets the price of `model` (`default`: of every model without its own), replacing
     /// any before it.
-    pub fn set(&mut self, model: &str, price: f64) -> Result<(), String> {
+    pub fn set(&mut self, model: &str, price: f64) -> Result<(), PriceError> {
         if !price.is_finite() || price < 0.0 {
-            return Err(format!("a price per GPU-hour is a number of 0 or more, not {price}"));
+            return Err(PriceError::Negative(price));
         }
         if model == DEFAULT_KEY {
             self.default = Some(price);
@@ -39,14 +59,14 @@ impl Prices {
 
     /// Reads `MODEL=PRICE`, or `PRICE` for every model without its own, as `--price`
     /// takes them.
-    pub fn parse_arg(text: &str) -> Result<(String, f64), String> {
+    pub fn parse_arg(text: &str) -> Result<(String, f64), PriceError> {
+        let malformed = || PriceError::Malformed(text.to_string());
         let (model, price) = match text.split_once('=') {
             Some((model, price)) if !model.trim().is_empty() => (model.trim(), price),
-            Some(_) => return Err(format!("expected MODEL=PRICE (h100=2.50) or PRICE, found `{text}`")),
+            Some(_) => return Err(malformed()),
             None => (DEFAULT_KEY, text),
         };
-        let price: f64 =
-            price.trim().parse().map_err(|_| format!("expected MODEL=PRICE (h100=2.50) or PRICE, found `{text}`"))?;
+        let price: f64 = price.trim().parse().map_err(|_| malformed())?;
         let mut probe = Prices::default();
         probe.set(model, price)?;
         Ok((model.to_string(), price))

@@ -28,8 +28,8 @@ impl ClusterSpec {
     pub fn add_prices(&mut self, prices: &[(String, f64)], origin: &str) -> Result<(), InputError> {
         let mut added = Prices::default();
         for (model, price) in prices {
-            added.set(model, *price).map_err(|m| InputError::new(origin, None, Some(model), m))?;
-            self.prices.set(model, *price).map_err(|m| InputError::new(origin, None, Some(model), m))?;
+            added.set(model, *price).map_err(|m| InputError::new(origin, None, Some(model), m.to_string()))?;
+            self.prices.set(model, *price).map_err(|m| InputError::new(origin, None, Some(model), m.to_string()))?;
         }
         self.warn_unmatched(&added, origin, |_| None);
         Ok(())
@@ -270,7 +270,7 @@ pub fn parse_toml(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
         let line = Some(lines.line_of(event.span().start));
         let err = |field: &str, msg: String| InputError::new(file, line, Some(field), msg);
         let e = event.get_ref();
-        let at_ms = input::millis(&e.at.text()).map_err(|m| err("at", m))?;
+        let at_ms = input::millis(&e.at.text()).map_err(|m| err("at", m.to_string()))?;
         if !names.contains(&e.node) {
             return Err(err("node", format!("no node is named `{}`", e.node)));
         }
@@ -288,7 +288,9 @@ pub fn parse_toml(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
     for (model, &price) in &raw.prices {
         let line = Some(lines.line_of(model.span().start));
         let field = format!("prices.{}", model.get_ref());
-        spec.prices.set(model.get_ref(), price).map_err(|m| InputError::new(file, line, Some(&field), m))?;
+        spec.prices
+            .set(model.get_ref(), price)
+            .map_err(|m| InputError::new(file, line, Some(&field), m.to_string()))?;
     }
     let prices = spec.prices.clone();
     let line_of = |key: &str| raw.prices.keys().find(|k| k.get_ref() == key).map(|k| lines.line_of(k.span().start));
@@ -338,9 +340,10 @@ fn pool_nodes(p: &RawPool) -> Result<Vec<NodeDef>, (&'static str, String)> {
     }
     // What a pool does not say is the one node model's default.
     let defaults = NodeSpec::default();
-    let quantity = |q: &Option<Quantity>, field: &'static str, default: u64, f: fn(&str) -> Result<u64, String>| {
-        q.as_ref().map_or(Ok(default), |q| f(&q.text())).map_err(|m| (field, m))
-    };
+    let quantity =
+        |q: &Option<Quantity>, field: &'static str, default: u64, f: fn(&str) -> Result<u64, input::QuantityError>| {
+            q.as_ref().map_or(Ok(default), |q| f(&q.text())).map_err(|m| (field, m.to_string()))
+        };
     let card_mem = quantity(&p.gpu_mem, "gpu_mem", defaults.card_mem, input::bytes)?;
     let cpu_milli = quantity(&p.cpu, "cpu", defaults.cpu_milli, input::milli_cpu)?;
     let mem = quantity(&p.mem, "mem", defaults.mem, input::bytes)?;

@@ -59,6 +59,39 @@ pub const COLUMNS: &[&str] = &[
     "labels",
 ];
 
+/// A column or cell of the wrong name or shape; the text is the input's, unescaped (an
+/// [`InputError`] escapes it where it is shown).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CellError {
+    UnknownColumn { name: String, suggestion: Option<String> },
+    NotSingle,
+    NotList,
+    NotStrings,
+    NotPairs,
+    BadPair(String),
+}
+
+impl std::fmt::Display for CellError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CellError::UnknownColumn { name, suggestion } => {
+                write!(f, "unknown column `{name}`")?;
+                match suggestion {
+                    Some(s) => write!(f, "; did you mean `{s}`?"),
+                    None => Ok(()),
+                }
+            }
+            CellError::NotSingle => f.write_str("expected a single value"),
+            CellError::NotList => f.write_str("expected a list"),
+            CellError::NotStrings => f.write_str("expected a list of strings"),
+            CellError::NotPairs => f.write_str("expected key=value pairs"),
+            CellError::BadPair(kv) => write!(f, "expected key=value pairs separated by `;`, found `{kv}`"),
+        }
+    }
+}
+
+impl std::error::Error for CellError {}
+
 /// One cell, as read: text from CSV; text, lists and maps from JSON.
 enum Cell {
     Text(String),
@@ -67,24 +100,24 @@ enum Cell {
 }
 
 impl Cell {
-    fn text(&self) -> Result<&str, String> {
+    fn text(&self) -> Result<&str, CellError> {
         match self {
             Cell::Text(t) => Ok(t),
-            _ => Err("expected a single value".into()),
+            _ => Err(CellError::NotSingle),
         }
     }
 
     /// `a|b|c` in CSV, or a JSON array.
-    fn list(&self) -> Result<Vec<String>, String> {
+    fn list(&self) -> Result<Vec<String>, CellError> {
         match self {
             Cell::Text(t) => Ok(t.split('|').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()),
             Cell::List(l) => Ok(l.clone()),
-            Cell::Map(_) => Err("expected a list".into()),
+            Cell::Map(_) => Err(CellError::NotList),
         }
     }
 
     /// `k=v;k=v` in CSV, or a JSON object.
-    fn map(&self) -> Result<Vec<(String, String)>, String> {
+    fn map(&self) -> Result<Vec<(String, String)>, CellError> {
         match self {
             Cell::Text(t) => t
                 .split(';')
@@ -92,11 +125,11 @@ impl Cell {
                 .filter(|s| !s.is_empty())
                 .map(|kv| match kv.split_once('=') {
                     Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
-                    _ => Err(format!("expected key=value pairs separated by `;`, found `{kv}`")),
+                    _ => Err(CellError::BadPair(kv.to_string())),
                 })
                 .collect(),
             Cell::Map(m) => Ok(m.clone()),
-            Cell::List(_) => Err("expected key=value pairs".into()),
+            Cell::List(_) => Err(CellError::NotPairs),
         }
     }
 }
@@ -170,7 +203,7 @@ impl<R: std::io::BufRead> Rows<R> {
             let hline = rows.lines.line();
             let headers = record.read(&mut rows.lines, &mut rows.line, file)?;
             for (i, h) in headers.iter().enumerate() {
-                check_column(h).map_err(|m| InputError::new(file, Some(hline), Some(h), m))?;
+                check_column(h).map_err(|m| InputError::new(file, Some(hline), Some(h), m.to_string()))?;
                 if headers[..i].contains(h) {
                     let m = format!("the column `{h}` appears twice");
                     return Err(InputError::new(file, Some(hline), Some(h), m));
@@ -348,7 +381,7 @@ fn json_row(row: &str, index: usize, file: &str, line: usize) -> Result<TraceJob
     }
     let mut cells = Vec::new();
     for (k, v) in &fields {
-        check_column(k).map_err(|m| err(Some(k), m))?;
+        check_column(k).map_err(|m| err(Some(k), m.to_string()))?;
         let cell = match v {
             serde_json::Value::Null => continue,
             serde_json::Value::String(s) => Cell::Text(s.clone()),
@@ -357,18 +390,18 @@ fn json_row(row: &str, index: usize, file: &str, line: usize) -> Result<TraceJob
             serde_json::Value::Array(items) => Cell::List(
                 items
                     .iter()
-                    .map(|x| x.as_str().map(str::to_string).ok_or("expected a list of strings".to_string()))
+                    .map(|x| x.as_str().map(str::to_string).ok_or(CellError::NotStrings))
                     .collect::<Result<_, _>>()
-                    .map_err(|m| err(Some(k), m))?,
+                    .map_err(|m| err(Some(k), m.to_string()))?,
             ),
+            // Any value reads as text: a string as itself, anything else as its JSON.
             serde_json::Value::Object(m) => Cell::Map(
                 m.iter()
                     .map(|(k2, v2)| match v2 {
-                        serde_json::Value::String(s) => Ok((k2.clone(), s.clone())),
-                        other => Ok((k2.clone(), other.to_string())),
+                        serde_json::Value::String(s) => (k2.clone(), s.clone()),
+                        other => (k2.clone(), other.to_string()),
                     })
-                    .collect::<Result<_, String>>()
-                    .map_err(|m| err(Some(k), m))?,
+                    .collect(),
             ),
         };
         cells.push((k.as_str(), cell));
@@ -425,13 +458,12 @@ impl<'de> serde::Deserialize<'de> for Row {
     }
 }
 
-fn check_column(name: &str) -> Result<(), String> {
+fn check_column(name: &str) -> Result<(), CellError> {
     if COLUMNS.contains(&name) {
         return Ok(());
     }
-    let hint =
-        fuzzy::suggest(name, COLUMNS.iter().copied()).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
-    Err(format!("unknown column `{name}`{hint}"))
+    let suggestion = fuzzy::suggest(name, COLUMNS.iter().copied()).map(|s| s.to_string());
+    Err(CellError::UnknownColumn { name: name.to_string(), suggestion })
 }
 
 /// Builds the job of one row from its non-empty cells.
@@ -439,11 +471,12 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
     let get = |name: &str| cells.iter().find(|(k, _)| *k == name).map(|(_, c)| c);
     let err = |field: &str, m: String| InputError::new(file, Some(line), Some(field), m);
     let text = |name: &str| -> Result<Option<&str>, InputError> {
-        get(name).map(|c| c.text().map_err(|m| err(name, m))).transpose()
+        get(name).map(|c| c.text().map_err(|m| err(name, m.to_string()))).transpose()
     };
-    let parsed = |name: &str, f: &dyn Fn(&str) -> Result<u64, String>| -> Result<Option<u64>, InputError> {
-        text(name)?.map(|t| f(t).map_err(|m| err(name, m))).transpose()
-    };
+    let parsed =
+        |name: &str, f: &dyn Fn(&str) -> Result<u64, input::QuantityError>| -> Result<Option<u64>, InputError> {
+            text(name)?.map(|t| f(t).map_err(|m| err(name, m.to_string()))).transpose()
+        };
     let number = |name: &str| -> Result<Option<f64>, InputError> {
         text(name)?
             .map(|t| match t.parse::<f64>() {
@@ -504,10 +537,10 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
     j.job.cpu_milli = parsed("cpu", &input::milli_cpu)?.unwrap_or(0);
     j.job.mem = parsed("mem", &input::bytes)?.unwrap_or(0);
     if let Some(c) = get("models") {
-        j.job.models = c.list().map_err(|m| err("models", m))?;
+        j.job.models = c.list().map_err(|m| err("models", m.to_string()))?;
     }
     if let Some(c) = get("flags") {
-        for flag in c.list().map_err(|m| err("flags", m))? {
+        for flag in c.list().map_err(|m| err("flags", m.to_string()))? {
             match flag.as_str() {
                 "preemptible" => j.job.preemptible = true,
                 "bursty" => j.job.bursty = true,
@@ -529,7 +562,7 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
         j.job.utilization = u;
     }
     if let Some(c) = get("labels") {
-        j.job.labels = c.map().map_err(|m| err("labels", m))?;
+        j.job.labels = c.map().map_err(|m| err("labels", m.to_string()))?;
         for (i, (k, _)) in j.job.labels.iter().enumerate() {
             if j.job.labels[..i].iter().any(|(seen, _)| seen == k) {
                 return Err(err("labels", format!("the label `{k}` is set twice")));

@@ -18,6 +18,7 @@ use gpol_runtime::Scheduler;
 use gpol_runtime::account::Account;
 use gpol_runtime::explain;
 use gpol_runtime::jobs::{self, JobId, Reason};
+use gpol_runtime::wall::{WallClock, unix_ms_of_secs};
 
 /// One change to make in Slurm.
 #[derive(Clone, Debug, PartialEq)]
@@ -219,8 +220,10 @@ fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
     // The clock starts at the earliest submission, within the clock's limit.
     let span_s = gpol_compiler::limits::MAX_CLOCK_MS / 1000;
     let base = taken.iter().map(|j| j.submit_time).min().unwrap_or(now).clamp(now.saturating_sub(span_s), now);
-    let at_ms = |t: u64| (t.clamp(base, now) - base) * 1000;
-    s.start_clock_at_unix_ms(i64::try_from(base.saturating_mul(1000)).unwrap_or(i64::MAX));
+    let wall = WallClock::at_unix_secs(base);
+    // A time before clock 0 reads as 0; one after `now` (clocks disagree) as `now`.
+    let at_ms = |t: u64| wall.reading(unix_ms_of_secs(t.min(now)));
+    s.start_wall_clock(wall);
     let mut events: Vec<(u64, bool, usize)> = Vec::new();
     for (i, j) in taken.iter().enumerate() {
         let submitted = if j.is_running() { j.submit_time.min(j.start_time) } else { j.submit_time };

@@ -1,7 +1,7 @@
 //! `gpolc bench`: what a policy costs — compile time, and nanoseconds per (job, node)
 //! in the JIT and the interpreter on a generated cluster.
 
-use super::{FAILED, OK};
+use super::{CliError, FAILED, OK};
 use gpol_compiler::diag::render;
 use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult, compile};
 use gpol_compiler::limits::MAX_NODES;
@@ -28,11 +28,8 @@ fn node_count(text: &str) -> Result<usize, String> {
     }
 }
 
-pub fn run(args: Args, color: bool) -> u8 {
-    let checked = match super::check_policy(&args.policy, true, color) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
+    let checked = super::check_policy(&args.policy, true, color)?;
     let text = checked.sources.get(checked.file).text.clone();
     let (policy, sources) = (checked.policy, checked.sources);
     let compile_time = median(15, || {
@@ -51,7 +48,7 @@ pub fn run(args: Args, color: bool) -> u8 {
             Ok(e) => e,
             Err(d) => {
                 eprint!("{}", render::human(&sources, &d, color));
-                return FAILED;
+                return Err(CliError::reported(FAILED));
             }
         };
         let per_pass = measure(&engine, args.nodes);
@@ -63,7 +60,7 @@ pub fn run(args: Args, color: bool) -> u8 {
         ));
     }
     super::print(&report);
-    OK
+    Ok(OK)
 }
 
 /// The median time of one filter+score pass over the generated cluster.

@@ -1,7 +1,7 @@
 //! `gpolc build`: compile a policy to a relocatable object file with C symbols, or
 //! (`--target kueue`) write its quota tree as Kueue's objects.
 
-use super::{FAILED, OK, USAGE};
+use super::{CliError, FAILED, OK};
 use gpol_compiler::diag::{Code, Diagnostic};
 use gpol_compiler::load::CheckedPolicy;
 use gpol_kubernetes::kueue::{self, Finding};
@@ -49,11 +49,10 @@ enum Target {
     Kueue,
 }
 
-pub fn run(args: Args, color: bool) -> u8 {
+pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
     let kueue_only = args.cluster.is_some() || !args.namespaces.is_empty() || args.at.is_some();
     if args.target == Target::Object && (kueue_only || args.follow_windows.is_some()) {
-        eprintln!("error: --cluster, --namespace, --at and --follow-windows are for --target kueue");
-        return USAGE;
+        return Err(CliError::usage("--cluster, --namespace, --at and --follow-windows are for --target kueue"));
     }
     let extension = match args.target {
         Target::Object => "o",
@@ -62,43 +61,28 @@ pub fn run(args: Args, color: bool) -> u8 {
     let path = args.output.clone().unwrap_or_else(|| args.policy.with_extension(extension));
     let mut inputs = vec![args.policy.as_path()];
     inputs.extend(args.cluster.as_deref());
-    let out = match super::output(&path, &inputs, args.force) {
-        Ok(out) => out,
-        Err(code) => return code,
-    };
-    let checked = match super::check_policy(&args.policy, true, color) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let out = super::output(&path, &inputs, args.force)?;
+    let checked = super::check_policy(&args.policy, true, color)?;
     let bytes = match args.target {
-        Target::Object => object(&checked),
-        Target::Kueue => kueue_objects(&checked, &args, color),
+        Target::Object => object(&checked)?,
+        Target::Kueue => kueue_objects(&checked, &args, color)?,
     };
-    let bytes = match bytes {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
-    if let Err(code) = super::write_output(&out, &bytes, None) {
-        return code;
-    }
+    super::write_output(&out, &bytes, None)?;
     eprintln!("wrote {} ({} bytes)", out.path().display(), bytes.len());
-    OK
+    Ok(OK)
 }
 
-fn object(checked: &CheckedPolicy) -> Result<Vec<u8>, u8> {
-    gpol_compiler::jit::object::object(&checked.analysed.program).map_err(|e| {
-        eprintln!("error[E0040]: code generation failed: {e}");
-        FAILED
-    })
+fn object(checked: &CheckedPolicy) -> Result<Vec<u8>, CliError> {
+    gpol_compiler::jit::object::object(&checked.analysed.program)
+        .map_err(|e| CliError::failed(format!("code generation failed: {e}")).labelled(Code::Backend))
 }
 
-fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Vec<u8>, u8> {
+fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Vec<u8>, CliError> {
     for ns in args.namespaces.iter().chain(&args.follow_windows) {
         if !kueue::names::is_dns_subdomain(ns) || ns.contains('.') || ns.len() > 63 {
-            eprintln!(
-                "error: --namespace `{ns}`: not a Kubernetes namespace name (lower-case letters, digits and `-`)"
-            );
-            return Err(USAGE);
+            return Err(CliError::usage(format!(
+                "--namespace `{ns}`: not a Kubernetes namespace name (lower-case letters, digits and `-`)"
+            )));
         }
     }
     let capacity = match &args.cluster {
@@ -125,13 +109,8 @@ fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Ve
     let minute = match &args.at {
         Some(text) => {
             let mut clock = gpol_compiler::clock::Clock::of_zone(checked.policy.settings.timezone.as_deref());
-            match clock.start_at_local(text) {
-                Ok(()) => Some(clock.minute_of_week(0)),
-                Err(m) => {
-                    eprintln!("error: --at: {m}");
-                    return Err(USAGE);
-                }
-            }
+            clock.start_at_local(text).map_err(|m| CliError::usage(format!("--at: {m}")))?;
+            Some(clock.minute_of_week(0))
         }
         None => None,
     };
@@ -148,10 +127,7 @@ fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Ve
                 translation.objects.extend(objects);
                 translation.findings.extend(findings);
             }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Err(FAILED);
-            }
+            Err(e) => return Err(CliError::failed(e)),
         }
     }
     let diagnostics: Vec<Diagnostic> = translation.findings.iter().filter_map(diagnostic).collect();
@@ -175,7 +151,7 @@ fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Ve
         }
     }
     if translation.findings.iter().any(Finding::is_error) {
-        return Err(FAILED);
+        return Err(CliError::reported(FAILED));
     }
     let header = format!(
         "Kueue objects for policy `{}` ({}), written by gpolc {} build --target kueue.",
@@ -183,10 +159,7 @@ fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Ve
         args.policy.display(),
         env!("CARGO_PKG_VERSION")
     );
-    kueue::yaml(&translation, &header).map(String::into_bytes).map_err(|e| {
-        eprintln!("error: {e}");
-        FAILED
-    })
+    kueue::yaml(&translation, &header).map(String::into_bytes).map_err(CliError::failed)
 }
 
 /// A finding with a place in the policy, as a diagnostic.

@@ -1,6 +1,6 @@
 //! `gpolc check`: report errors and warnings in policies.
 
-use super::{FAILED, OK, USAGE, collect_files};
+use super::{CliError, FAILED, OK, collect_files};
 use gpol_compiler::cost::{self, RuleCost};
 use gpol_compiler::diag::{Code, Diagnostic, render};
 use gpol_compiler::load;
@@ -47,30 +47,19 @@ enum Format {
     Github,
 }
 
-pub fn run(args: Args, color: bool) -> u8 {
+pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
     if let Some(code) = &args.explain {
-        return match Code::parse(code) {
-            Some(c) => {
-                super::print(&format!("{c}: {}\n\n{}\n", c.title(), c.explanation()));
-                OK
-            }
-            None => {
-                eprintln!(
-                    "error: no diagnostic code `{code}`; codes are E0001–E{:04} and W0001–W{:04}",
-                    errors(),
-                    warnings()
-                );
-                USAGE
-            }
+        let Some(c) = Code::parse(code) else {
+            return Err(CliError::usage(format!(
+                "no diagnostic code `{code}`; codes are E0001–E{:04} and W0001–W{:04}",
+                errors(),
+                warnings()
+            )));
         };
+        super::print(&format!("{c}: {}\n\n{}\n", c.title(), c.explanation()));
+        return Ok(OK);
     }
-    let files = match collect_files(&args.paths) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
-    };
+    let files = collect_files(&args.paths)?;
     let mut all: Vec<(SourceMap, Vec<Diagnostic>)> = Vec::new();
     let mut costs: Vec<(&PathBuf, Vec<RuleCost>)> = Vec::new();
     let mut proofs: Vec<(&PathBuf, String)> = Vec::new();
@@ -96,10 +85,7 @@ pub fn run(args: Args, color: bool) -> u8 {
                 }
                 all.push((checked.sources, checked.diagnostics));
             }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return USAGE;
-            }
+            Err(e) => return Err(CliError::usage(e)),
         }
     }
     let (mut n_err, mut n_warn) = (0, 0);
@@ -158,7 +144,7 @@ pub fn run(args: Args, color: bool) -> u8 {
         }
         Format::Github | Format::Json => {}
     }
-    if n_err > 0 || (args.deny_warnings && n_warn > 0) { FAILED } else { OK }
+    Ok(if n_err > 0 || (args.deny_warnings && n_warn > 0) { FAILED } else { OK })
 }
 
 fn errors() -> usize {

@@ -1,6 +1,6 @@
 //! `gpolc diff`: what a change to a policy changes, decision by decision.
 
-use super::{USAGE, print};
+use super::{CliError, USAGE, print};
 use gpol_diff::side::Side;
 use gpol_diff::{Budget, Options, render, report};
 use std::path::PathBuf;
@@ -55,39 +55,18 @@ enum Format {
     Github,
 }
 
-pub fn run(args: Args) -> u8 {
-    let budget: Budget = match args.budget.parse() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
-    };
+pub fn run(args: Args) -> Result<u8, CliError> {
+    let budget: Budget = args.budget.parse().map_err(CliError::usage)?;
     let options = Options { seed: args.seed, budget, bound: args.bound };
     let pairs = match (&args.base, &args.old, &args.new) {
-        (Some(base), _, _) => match changed_since(base) {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return USAGE;
-            }
-        },
+        (Some(base), _, _) => changed_since(base).map_err(CliError::usage)?,
         (None, Some(old), Some(new)) => {
             vec![Pair { old: old.clone(), old_label: old.clone(), new: new.clone(), new_label: new.clone() }]
         }
-        _ => {
-            eprintln!("error: give OLD and NEW, or --base REV");
-            return USAGE;
-        }
+        _ => return Err(CliError::usage("give OLD and NEW, or --base REV")),
     };
     let replaying = args.trace.is_some() || args.cluster.is_some() || args.fill.is_some();
-    let inputs = match replaying {
-        true => match replay_inputs(&args) {
-            Ok(i) => Some(i),
-            Err(code) => return code,
-        },
-        false => None,
-    };
+    let inputs = if replaying { Some(replay_inputs(&args)?) } else { None };
     let mut worst = report::SAME;
     let mut reports = Vec::new();
     let mut failed = false;
@@ -96,7 +75,7 @@ pub fn run(args: Args) -> u8 {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {
                 // Said, and the other files still compared.
-                eprintln!("error: {e}");
+                super::show(&CliError::usage(e));
                 failed = true;
                 continue;
             }
@@ -105,7 +84,7 @@ pub fn run(args: Args) -> u8 {
         if let Some((cluster, workload, mode)) = &inputs
             && let Err(e) = gpol_diff::add_replay(&mut r, &old, &new, cluster, workload, *mode)
         {
-            eprintln!("error: {e}");
+            super::show(&CliError::usage(e));
             failed = true;
             continue;
         }
@@ -130,31 +109,28 @@ pub fn run(args: Args) -> u8 {
         }
         Format::Github => reports.iter().for_each(|r| print(&render::github(r))),
     }
-    if failed { USAGE } else { worst }
+    Ok(if failed { USAGE } else { worst })
 }
 
 /// The cluster, trace and mode of a replay.
-fn replay_inputs(args: &Args) -> Result<(gpol_sim::spec::ClusterSpec, gpol_sim::Workload, gpol_sim::Mode), u8> {
+fn replay_inputs(args: &Args) -> Result<(gpol_sim::spec::ClusterSpec, gpol_sim::Workload, gpol_sim::Mode), CliError> {
     use gpol_compiler::limits::{MAX_CLUSTER_BYTES, MAX_INPUT_BYTES};
     let mode = match args.fill {
         Some(pct) if pct > 0.0 && pct.is_finite() => gpol_sim::Mode::Fill { target: pct / 100.0 },
-        Some(pct) => {
-            eprintln!("error: --fill takes a positive percentage, not {pct}");
-            return Err(USAGE);
-        }
+        Some(pct) => return Err(CliError::usage(format!("--fill takes a positive percentage, not {pct}"))),
         None => gpol_sim::Mode::Timed,
     };
     // A cluster or trace that cannot be read is an error (2), never a change.
     let cluster =
         super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
-            .map_err(|_| USAGE)?;
+            .map_err(|e| e.with_code(USAGE))?;
     let (reading, _) =
         gpol_slurm::jobs::Reading::new(Vec::new(), cluster.nodes.iter().map(|n| &n.spec), args.queue_from);
     let workload = match &args.trace {
         Some(path) => super::sim::open_trace(path, &reading),
         None => super::sim::read(&None, super::sim::DEFAULT_TRACE, MAX_INPUT_BYTES, gpol_sim::read_trace),
     }
-    .map_err(|_| USAGE)?;
+    .map_err(|e| e.with_code(USAGE))?;
     for w in &workload.warnings {
         eprintln!("warning: {w}");
     }

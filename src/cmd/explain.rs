@@ -4,7 +4,7 @@
 //! search, where the job went — and what each cycle did. With `--log`, show a decision
 //! an adapter made, from its decision log.
 
-use super::{FAILED, OK, USAGE};
+use super::{CliError, OK};
 use gpol_compiler::engine::EngineKind;
 use gpol_runtime::decision_log::{self, Record};
 use gpol_runtime::explain::{describe_event, render, state_text};
@@ -31,31 +31,25 @@ pub struct Args {
     all: bool,
 }
 
-pub fn run(args: Args, color: bool) -> u8 {
+pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
     let (scenario, policy) = match (args.scenario, args.log) {
         (_, Some(log)) => return from_log(&log, &args.target.to_string_lossy(), args.all),
         (Some(scenario), None) => (scenario, args.target),
-        (None, None) => {
-            eprintln!("error: name a test of the policy, or give --log FILE");
-            return USAGE;
-        }
+        (None, None) => return Err(CliError::usage("name a test of the policy, or give --log FILE")),
     };
     let args = Scenario { policy, scenario };
-    let checked = match super::check_policy(&args.policy, false, color) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let checked = super::check_policy(&args.policy, false, color)?;
     let tests = &checked.policy.tests;
     let Some(test) = tests.iter().find(|t| t.name == args.scenario).cloned() else {
         let names: Vec<String> = tests.iter().map(|t| format!("\"{}\"", t.name)).collect();
-        eprintln!("error: the policy has no test named \"{}\"; its tests are {}", args.scenario, names.join(", "));
-        return USAGE;
+        let names = names.join(", ");
+        return Err(CliError::usage(format!(
+            "the policy has no test named \"{}\"; its tests are {names}",
+            args.scenario
+        )));
     };
     // Explain re-runs rules in the interpreter (D10); the cycle itself runs the same way.
-    let compiled = match super::compile_checked(checked, EngineKind::Interp, color) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let compiled = super::compile_checked(checked, EngineKind::Interp, color)?;
     let mut out = String::new();
     let played = run_with(&compiled, &test, |moment, s| match moment {
         Moment::BeforeCycle(steps) => {
@@ -75,10 +69,11 @@ pub fn run(args: Args, color: bool) -> u8 {
         }
     });
     if let Some(error) = played.outcome.error {
-        eprintln!("error: the test stops early: {error}");
+        // Said, and the cycles played until then still shown.
+        super::show(&CliError::failed(format!("the test stops early: {error}")));
     }
     super::print(&out);
-    OK
+    Ok(OK)
 }
 
 /// A test of a policy to replay.
@@ -89,7 +84,7 @@ struct Scenario {
 
 /// The latest decision about `job` in the log (or all of them, oldest first), each under
 /// a heading that says what made it, when, and from what.
-fn from_log(log: &std::path::Path, job: &str, all: bool) -> u8 {
+fn from_log(log: &std::path::Path, job: &str, all: bool) -> Result<u8, CliError> {
     let (mut found, mut read) = (Vec::new(), 0u64);
     let scanned = decision_log::read(log, |_, record| {
         read += 1;
@@ -100,13 +95,9 @@ fn from_log(log: &std::path::Path, job: &str, all: bool) -> u8 {
             found.push(record);
         }
     });
-    if let Err(e) = scanned {
-        eprintln!("error: {e}");
-        return FAILED;
-    }
+    scanned.map_err(CliError::failed)?;
     if found.is_empty() {
-        eprintln!("error: {}: no decision about `{job}` among its {read} records", log.display());
-        return FAILED;
+        return Err(CliError::failed(format!("{}: no decision about `{job}` among its {read} records", log.display())));
     }
     let mut out = String::new();
     // Names in a log come from pods and Slurm jobs: nothing in them may act on a terminal.
@@ -118,7 +109,7 @@ fn from_log(log: &std::path::Path, job: &str, all: bool) -> u8 {
         }
     }
     super::print(&out);
-    OK
+    Ok(OK)
 }
 
 fn heading(r: &Record) -> String {

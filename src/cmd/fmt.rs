@@ -1,6 +1,6 @@
 //! `gpolc fmt`: rewrite policies in the canonical layout.
 
-use super::{FAILED, OK, USAGE, collect_files, read_source};
+use super::{CliError, FAILED, OK, collect_files, read_source};
 use gpol_compiler::diag::render;
 use gpol_compiler::fmt::format_source;
 use std::path::PathBuf;
@@ -18,23 +18,11 @@ pub struct Args {
     force: bool,
 }
 
-pub fn run(args: Args, color: bool) -> u8 {
-    let files = match collect_files(&args.paths) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
-    };
+pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
+    let files = collect_files(&args.paths)?;
     let mut status = OK;
     for path in &files {
-        let (sources, id, bad, snapshot) = match read_source(path) {
-            Ok(x) => x,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return USAGE;
-            }
-        };
+        let (sources, id, bad, snapshot) = read_source(path)?;
         if let Some(d) = bad {
             eprint!("{}", render::human(&sources, &d, color));
             status = FAILED;
@@ -58,11 +46,8 @@ pub fn run(args: Args, color: bool) -> u8 {
             status = FAILED;
             continue;
         }
-        let written = super::output(path, &[], args.force)
-            .and_then(|out| super::write_output(&out, formatted.as_bytes(), Some(&snapshot)));
-        if let Err(code) = written {
-            return code;
-        }
+        let out = super::output(path, &[], args.force)?;
+        super::write_output(&out, formatted.as_bytes(), Some(&snapshot))?;
     }
-    status
+    Ok(status)
 }

@@ -1,6 +1,6 @@
 //! `gpolc gen-trace`: writes a synthetic workload in gpol's trace format.
 
-use super::{OK, USAGE};
+use super::{CliError, OK};
 use gpol_sim::generate::{GenSpec, Profile, QueueMix, generate};
 use gpol_sim::trace::to_csv;
 use std::path::PathBuf;
@@ -36,17 +36,10 @@ pub struct Args {
     force: bool,
 }
 
-pub fn run(args: Args) -> u8 {
-    let queues = match args.queues.iter().map(|q| parse_queue(q)).collect::<Result<Vec<_>, _>>() {
-        Ok(q) => q,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
-    };
+pub fn run(args: Args) -> Result<u8, CliError> {
+    let queues = args.queues.iter().map(|q| parse_queue(q)).collect::<Result<Vec<_>, _>>().map_err(CliError::usage)?;
     if !(args.load > 0.0 && args.load.is_finite()) || args.gpus == 0 || args.jobs == 0 {
-        eprintln!("error: --jobs and --gpus must be positive, and --load a positive number");
-        return USAGE;
+        return Err(CliError::usage("--jobs and --gpus must be positive, and --load a positive number"));
     }
     let spec = GenSpec {
         jobs: args.jobs,
@@ -56,21 +49,13 @@ pub fn run(args: Args) -> u8 {
         node_gpus: args.node_gpus,
         queues,
     };
-    let out = match args.output.as_deref().map(|p| super::output(p, &[], args.force)).transpose() {
-        Ok(out) => out,
-        Err(code) => return code,
-    };
+    let out = args.output.as_deref().map(|p| super::output(p, &[], args.force)).transpose()?;
     let csv = to_csv(&generate(&spec));
     match &out {
-        Some(out) => match super::write_output(out, csv.as_bytes(), None) {
-            Ok(()) => OK,
-            Err(code) => code,
-        },
-        None => {
-            super::print(&csv);
-            OK
-        }
+        Some(out) => super::write_output(out, csv.as_bytes(), None)?,
+        None => super::print(&csv),
     }
+    Ok(OK)
 }
 
 /// `NAME[:PROFILE][=SHARE]`.

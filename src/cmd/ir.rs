@@ -1,6 +1,6 @@
 //! `gpolc ir`: print the IR a policy lowers to.
 
-use super::OK;
+use super::{CliError, OK};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -9,12 +9,8 @@ pub struct Args {
     policy: PathBuf,
 }
 
-pub fn run(args: Args, color: bool) -> u8 {
-    match super::check_policy(&args.policy, true, color) {
-        Ok(checked) => {
-            super::print(&checked.analysed.program.to_string());
-            OK
-        }
-        Err(code) => code,
-    }
+pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
+    let checked = super::check_policy(&args.policy, true, color)?;
+    super::print(&checked.analysed.program.to_string());
+    Ok(OK)
 }

@@ -2,7 +2,7 @@
 //! The library does the work (`gpol_kubernetes::server`); this sets up logging, the
 //! runtime and the listener.
 
-use super::{FAILED, OK, USAGE};
+use super::{CliError, OK};
 use gpol_compiler::engine::EngineKind;
 use gpol_kubernetes::api;
 use gpol_kubernetes::leader::{self, Election, Leadership};
@@ -99,7 +99,7 @@ struct Lease {
     lease_grace: u64,
 }
 
-pub fn run(args: Args) -> u8 {
+pub fn run(args: Args) -> Result<u8, CliError> {
     init_logs(args.log_json);
     let seconds = |s: f64, flag: &str| {
         if s.is_finite() && s > 0.0 && s <= 86_400.0 {
@@ -124,29 +124,19 @@ pub fn run(args: Args) -> u8 {
             token_file: args.token_file,
             health_listen: args.health_listen,
         },
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return Err(CliError::usage(e)),
     };
     if options.max_connections == 0 {
-        eprintln!("error: --max-connections: at least 1");
-        return USAGE;
+        return Err(CliError::usage("--max-connections: at least 1"));
     }
-    let election = match args.lease.leader_elect.then(|| election(&args.lease, options.timeout)).transpose() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
-    };
-    let decision_log = match args.decision_log.as_deref().map(|p| Writer::open(p, &[&args.policy])).transpose() {
-        Ok(log) => log,
-        Err(e) => {
-            eprintln!("error: --decision-log: {e}");
-            return USAGE;
-        }
-    };
+    let election =
+        args.lease.leader_elect.then(|| election(&args.lease, options.timeout)).transpose().map_err(CliError::usage)?;
+    let decision_log = args
+        .decision_log
+        .as_deref()
+        .map(|p| Writer::open(p, &[&args.policy]))
+        .transpose()
+        .map_err(|e| CliError::usage(format!("--decision-log: {e}")))?;
     let extender = match Extender::load(args.policy.clone(), args.engine) {
         Ok(mut e) => {
             if let Some(log) = decision_log {
@@ -159,17 +149,13 @@ pub fn run(args: Args) -> u8 {
         }
         Err(diagnostics) => {
             eprint!("{diagnostics}");
-            eprintln!("error: {} cannot be served", args.policy.display());
-            return FAILED;
+            return Err(CliError::failed(format!("{} cannot be served", args.policy.display())));
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the server's runtime: {e}");
-            return FAILED;
-        }
-    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::failed(format!("cannot start the server's runtime: {e}")))?;
     runtime.block_on(async move {
         let client = if args.no_api {
             // The nodes come whole in each request: nothing to wait for.
@@ -183,28 +169,18 @@ pub fn run(args: Args) -> u8 {
                     Some(client)
                 }
                 Err(e) => {
-                    eprintln!("error: cannot reach the API server: {e}");
-                    eprintln!("(--no-api serves without it: nodes sent whole in each request, no bind)");
-                    return FAILED;
+                    return Err(CliError::failed(format!("cannot reach the API server: {e}"))
+                        .with_hint("--no-api serves without it: nodes sent whole in each request, no bind"));
                 }
             }
         };
-        let listener = match tokio::net::TcpListener::bind(args.listen).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("error: cannot listen on {}: {e}", args.listen);
-                return FAILED;
-            }
-        };
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|e| CliError::failed(format!("cannot listen on {}: {e}", args.listen)))?;
         let election = match (election, client) {
             (Some((leadership, settings)), Some(client)) => {
-                match Election::start(client, &settings, leadership).await {
-                    Ok(e) => Some(e),
-                    Err(e) => {
-                        eprintln!("error: cannot compete for the leader lease: {e}");
-                        return FAILED;
-                    }
-                }
+                let started = Election::start(client, &settings, leadership).await;
+                Some(started.map_err(|e| CliError::failed(format!("cannot compete for the leader lease: {e}")))?)
             }
             _ => None,
         };
@@ -217,13 +193,10 @@ pub fn run(args: Args) -> u8 {
             }
         };
         tracing::info!(listen = %args.listen, policy = %args.policy.display(), "serving");
-        match server::serve(extender, listener, options, shutdown).await {
-            Ok(()) => OK,
-            Err(e) => {
-                eprintln!("error: the server stopped: {e}");
-                FAILED
-            }
-        }
+        server::serve(extender, listener, options, shutdown)
+            .await
+            .map(|()| OK)
+            .map_err(|e| CliError::failed(format!("the server stopped: {e}")))
     })
 }
 

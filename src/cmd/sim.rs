@@ -3,7 +3,7 @@
 //! side. Without arguments it runs the bundled default (a 128-GPU cluster, 3,000
 //! synthetic jobs over about two weeks, policies/borrowing.gpol).
 
-use super::{FAILED, OK, USAGE};
+use super::{CliError, OK};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::limits::{MAX_CLUSTER_BYTES, MAX_DECISIONS_BYTES, MAX_INPUT_BYTES};
 use gpol_sim::{self as sim, Config, Control, Mode, SimError, report::Report};
@@ -111,36 +111,33 @@ enum FillSampling {
     Replacement,
 }
 
-pub fn run(args: Args, color: bool) -> u8 {
-    match execute(&args, color) {
-        Ok(()) => OK,
-        Err(code) => code,
-    }
+pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
+    execute(&args, color).map(|()| OK)
 }
 
-fn execute(args: &Args, color: bool) -> Result<(), u8> {
-    let usage = |m: String| {
-        eprintln!("error: {m}");
-        USAGE
-    };
+fn execute(args: &Args, color: bool) -> Result<(), CliError> {
     let seeds = match &args.seeds {
-        Some(range) => parse_seeds(range).map_err(usage)?,
+        Some(range) => parse_seeds(range).map_err(CliError::usage)?,
         None => vec![args.seed],
     };
-    let retry_ms = sim::input::millis(&args.retry).map_err(|m| usage(format!("--retry: {m}")))?;
+    let retry_ms = sim::input::millis(&args.retry).map_err(|m| CliError::usage(format!("--retry: {m}")))?;
     let mode = match args.fill {
         Some(pct) if pct > 0.0 && pct.is_finite() => Mode::Fill { target: pct / 100.0 },
-        Some(pct) => return Err(usage(format!("--fill takes a positive percentage, not {pct}"))),
+        Some(pct) => return Err(CliError::usage(format!("--fill takes a positive percentage, not {pct}"))),
         None => Mode::Timed,
     };
     if !(0.0..=100.0).contains(&args.shape_coverage) {
-        eprintln!("error: --shape-coverage takes a percentage from 0 to 100, not {}", args.shape_coverage);
-        return Err(USAGE);
+        return Err(CliError::usage(format!(
+            "--shape-coverage takes a percentage from 0 to 100, not {}",
+            args.shape_coverage
+        )));
     }
     let shape_coverage = args.shape_coverage / 100.0;
     if let Some(start) = &args.start {
         // The format, before any work (the policy's zone is applied in the run).
-        gpol_compiler::clock::Clock::default().start_at_local(start).map_err(|m| usage(format!("--start: {m}")))?;
+        gpol_compiler::clock::Clock::default()
+            .start_at_local(start)
+            .map_err(|m| CliError::usage(format!("--start: {m}")))?;
     }
     // The report's path and the inputs first, so a bad one is reported before any work.
     let inputs: Vec<&std::path::Path> = [&args.policy, &args.cluster, &args.slurm_topology, &args.trace]
@@ -157,7 +154,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         cluster.add_topology(&topology.nodes, &path.display().to_string());
     }
     cluster.add_label_levels(&args.topology_label, "--topology-label");
-    cluster.add_prices(&args.price, "--price").map_err(|e| usage(e.to_string()))?;
+    cluster.add_prices(&args.price, "--price").map_err(CliError::usage)?;
     for w in &cluster.warnings {
         eprintln!("warning: {w}");
     }
@@ -199,7 +196,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     }
     let runs: Vec<(usize, u64)> = (0..policies.len()).flat_map(|p| seeds.iter().map(move |&s| (p, s))).collect();
     if decisions.is_some() && runs.len() > 1 {
-        return Err(usage("--decisions records one run: one policy and one seed".into()));
+        return Err(CliError::usage("--decisions records one run: one policy and one seed"));
     }
     // The decisions as JSON Lines, up to a limit (the run fails beyond it).
     let lines = std::sync::Mutex::new((Vec::<u8>::new(), false));
@@ -244,12 +241,9 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
             Ok(report) => reports.push(report),
             Err(SimError::Interrupted) => {
                 eprintln!("interrupted: nothing was written");
-                return Err(INTERRUPTED);
+                return Err(CliError::reported(INTERRUPTED));
             }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Err(FAILED);
-            }
+            Err(e) => return Err(CliError::failed(e)),
         }
     }
     let grouped: Vec<(String, Vec<Report>)> = policies
@@ -264,10 +258,7 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
         } else {
             serde_json::to_value(serde_json::json!({ "runs": reports }))
         };
-        let mut s = value.and_then(|v| serde_json::to_string_pretty(&v)).map_err(|e| {
-            eprintln!("error: {e}");
-            FAILED
-        })?;
+        let mut s = value.and_then(|v| serde_json::to_string_pretty(&v)).map_err(CliError::failed)?;
         s.push('\n');
         s
     } else if single {
@@ -279,17 +270,16 @@ fn execute(args: &Args, color: bool) -> Result<(), u8> {
     // The summary first: a report that cannot be written loses nothing else.
     super::print(&text);
     if let Some(out) = &report {
-        let html = sim::html::render(&grouped).map_err(|e| {
-            eprintln!("error: {e}");
-            FAILED
-        })?;
+        let html = sim::html::render(&grouped).map_err(CliError::failed)?;
         super::write_output(out, html.as_bytes(), None)?;
     }
     if let Some(out) = &decisions {
         let (text, over) = lines.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
         if over {
-            eprintln!("error: the decisions pass {MAX_DECISIONS_BYTES} bytes: {} is not written", out.path().display());
-            return Err(FAILED);
+            let path = out.path().display();
+            return Err(CliError::failed(format!(
+                "the decisions pass {MAX_DECISIONS_BYTES} bytes: {path} is not written"
+            )));
         }
         super::write_output(out, &text, None)?;
     }
@@ -318,36 +308,24 @@ pub(super) fn read<T>(
     default: (&str, &str),
     max_bytes: u64,
     parse: fn(&str, &str) -> Result<T, sim::input::InputError>,
-) -> Result<T, u8> {
+) -> Result<T, CliError> {
     let (name, text) = match path {
-        Some(p) => match gpol_compiler::files::read(p, max_bytes) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => (p.display().to_string(), text),
-                Err(e) => {
-                    eprintln!("error: {}: not UTF-8 text (byte {})", p.display(), e.utf8_error().valid_up_to());
-                    return Err(FAILED);
-                }
-            },
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Err(USAGE);
-            }
-        },
+        Some(p) => {
+            let bytes = gpol_compiler::files::read(p, max_bytes).map_err(CliError::usage)?;
+            let text = String::from_utf8(bytes).map_err(|e| {
+                CliError::failed(format!("{}: not UTF-8 text (byte {})", p.display(), e.utf8_error().valid_up_to()))
+            })?;
+            (p.display().to_string(), text)
+        }
         None => (default.0.to_string(), default.1.to_string()),
     };
-    parse(&text, &name).map_err(|e| {
-        eprintln!("error: {e}");
-        FAILED
-    })
+    parse(&text, &name).map_err(CliError::failed)
 }
 
 /// Opens a trace file: checked in one pass, then streamed by each run when its rows are
 /// in arrival order (docs/simulator.md).
-pub(super) fn open_trace(path: &std::path::Path, slurm: &gpol_slurm::jobs::Reading) -> Result<sim::Workload, u8> {
-    if let Err(e) = gpol_compiler::files::open(path, MAX_INPUT_BYTES) {
-        eprintln!("error: {e}");
-        return Err(USAGE);
-    }
+pub(super) fn open_trace(path: &std::path::Path, slurm: &gpol_slurm::jobs::Reading) -> Result<sim::Workload, CliError> {
+    gpol_compiler::files::open(path, MAX_INPUT_BYTES).map_err(CliError::usage)?;
     let bar = Progress::new(1000, "checking the trace");
     let seen = AtomicU64::new(0);
     let progress = |done: f64| {
@@ -356,10 +334,7 @@ pub(super) fn open_trace(path: &std::path::Path, slurm: &gpol_slurm::jobs::Readi
     };
     let workload = sim::open_trace(path, &path.display().to_string(), MAX_INPUT_BYTES, slurm, &progress);
     bar.finish();
-    workload.map_err(|e| {
-        eprintln!("error: {e}");
-        FAILED
-    })
+    workload.map_err(CliError::failed)
 }
 
 /// `A..B` (inclusive), or a single seed.

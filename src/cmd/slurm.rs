@@ -3,7 +3,7 @@
 //! at configuration time: `job_submit.lua` (the submit-time rules) and `accounts.sh` (the
 //! queue tree as `sacctmgr` commands) and, given a cluster, `topology.conf`.
 
-use super::{FAILED, OK, USAGE};
+use super::{CliError, FAILED, OK, USAGE};
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::limits::MAX_CLUSTER_BYTES;
 use gpol_compiler::spec::NodeSpec;
@@ -114,16 +114,18 @@ struct DecisionLog {
 
 impl DecisionLog {
     /// The log `--decision-log` names, if any, and the policy loaded with its digest.
-    fn open(args: &PlanArgs, source: &'static str, color: bool) -> Result<(LoadedPolicy, Option<DecisionLog>), u8> {
+    fn open(
+        args: &PlanArgs,
+        source: &'static str,
+        color: bool,
+    ) -> Result<(LoadedPolicy, Option<DecisionLog>), CliError> {
         let (compiled, policy) = super::compile_policy_digest(&args.policy, EngineKind::Interp, color)?;
         let log = match &args.decision_log {
-            Some(path) => match Writer::open(path, &[&args.policy]) {
-                Ok(writer) => Some(DecisionLog { writer, policy, source }),
-                Err(e) => {
-                    eprintln!("error: --decision-log: {e}");
-                    return Err(USAGE);
-                }
-            },
+            Some(path) => {
+                let writer =
+                    Writer::open(path, &[&args.policy]).map_err(|e| CliError::usage(format!("--decision-log: {e}")))?;
+                Some(DecisionLog { writer, policy, source })
+            }
             None => None,
         };
         Ok((LoadedPolicy::new(compiled), log))
@@ -136,7 +138,7 @@ impl DecisionLog {
             let record =
                 Record::now(self.source, &self.policy, &plan.inputs, Verb::Cycle, &job.to_string(), account.clone());
             if let Err(e) = self.writer.write(&record) {
-                eprintln!("error: {e}");
+                super::show(&CliError::failed(e));
                 return;
             }
         }
@@ -155,7 +157,7 @@ pub struct RunArgs {
     passes: Option<u64>,
 }
 
-pub fn run(command: Command, color: bool) -> u8 {
+pub fn run(command: Command, color: bool) -> Result<u8, CliError> {
     match command {
         Command::Emit(args) => emit(args, color),
         Command::Plan(args) => plan(args, false, color),
@@ -165,13 +167,10 @@ pub fn run(command: Command, color: bool) -> u8 {
 }
 
 /// Passes of `apply` until interrupted (or `--passes`); the policy is loaded once.
-fn run_loop(args: RunArgs, color: bool) -> u8 {
-    if let Err(code) = partitions_have_no_accounts(&args.state) {
-        return code;
-    }
+fn run_loop(args: RunArgs, color: bool) -> Result<u8, CliError> {
+    partitions_have_no_accounts(&args.state)?;
     if !(args.every.is_finite() && (0.1..=86_400.0).contains(&args.every)) {
-        eprintln!("error: --every takes seconds between 0.1 and 86400, not {}", args.every);
-        return USAGE;
+        return Err(CliError::usage(format!("--every takes seconds between 0.1 and 86400, not {}", args.every)));
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
@@ -179,14 +178,12 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
         eprintln!("note: Ctrl-C ends the loop abruptly (no handler could be set)");
     }
     // What job_submit.lua enforces of it is worked out once too, with the policy.
-    let (loaded, log) = match DecisionLog::open(&args.state, "gpolc slurm run", color) {
-        Ok(opened) => opened,
-        Err(code) => return code,
-    };
+    let (loaded, log) = DecisionLog::open(&args.state, "gpolc slurm run", color)?;
     let (mut n, mut last) = (0u64, OK);
     while !stop.load(std::sync::atomic::Ordering::SeqCst) && args.passes.is_none_or(|most| n < most) {
         n += 1;
-        let code = pass(&loaded, &args.state, true, log.as_ref());
+        // A pass that fails says why and the loop goes on.
+        let code = super::exit_code(pass(&loaded, &args.state, true, log.as_ref()));
         last = code;
         eprintln!("pass {n}: {}", if code == OK { "done" } else { "failed; trying again" });
         if args.passes.is_some_and(|most| n >= most) {
@@ -197,16 +194,15 @@ fn run_loop(args: RunArgs, color: bool) -> u8 {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     }
-    last
+    Ok(last)
 }
 
 /// `--accounts` mends an association tree: none when queues are partitions.
-fn partitions_have_no_accounts(args: &PlanArgs) -> Result<(), u8> {
+fn partitions_have_no_accounts(args: &PlanArgs) -> Result<(), CliError> {
     if args.accounts.is_some() && args.queue_from == gpol_slurm::jobs::QueueFrom::Partition {
-        eprintln!(
-            "error: --accounts mends an association tree, and with --queue-from partition the queues are partitions"
-        );
-        return Err(USAGE);
+        return Err(CliError::usage(
+            "--accounts mends an association tree, and with --queue-from partition the queues are partitions",
+        ));
     }
     Ok(())
 }
@@ -220,15 +216,11 @@ fn memory(args: &PlanArgs, rest: bool) -> Result<gpol_slurm::config::Memory, Sta
     state::memory(args.slurm_config.as_deref())
 }
 
-fn plan(args: PlanArgs, apply: bool, color: bool) -> u8 {
-    if let Err(code) = partitions_have_no_accounts(&args) {
-        return code;
-    }
+fn plan(args: PlanArgs, apply: bool, color: bool) -> Result<u8, CliError> {
+    partitions_have_no_accounts(&args)?;
     let source = if apply { "gpolc slurm apply" } else { "gpolc slurm plan" };
-    match DecisionLog::open(&args, source, color) {
-        Ok((loaded, log)) => pass(&loaded, &args, apply, log.as_ref()),
-        Err(code) => code,
-    }
+    let (loaded, log) = DecisionLog::open(&args, source, color)?;
+    pass(&loaded, &args, apply, log.as_ref())
 }
 
 /// What makes Slurm's accounts and QOS the policy's: the association tree read live (and
@@ -258,7 +250,7 @@ fn out_of_service(live: &[SlurmNode]) -> impl Iterator<Item = String> + '_ {
 }
 
 /// One pass: Slurm's state read afresh, the plan printed, and (with `apply`) made.
-fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool, log: Option<&DecisionLog>) -> u8 {
+fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool, log: Option<&DecisionLog>) -> Result<u8, CliError> {
     let compiled = loaded.compiled();
     let rest = match args.slurmrestd.as_deref().map(|a| gpol_slurm::rest::Rest::new(a, &args.rest_version)) {
         Some(Ok(mut r)) => {
@@ -266,16 +258,10 @@ fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool, log: Option<&Decisi
             r.user = std::env::var("SLURM_USER_NAME").or_else(|_| std::env::var("USER")).ok();
             Some(r)
         }
-        Some(Err(e)) => {
-            eprintln!("error: --slurmrestd: {e}");
-            return USAGE;
-        }
+        Some(Err(e)) => return Err(CliError::usage(format!("--slurmrestd: {e}"))),
         None => None,
     };
-    let failed = |e: StateError| {
-        eprintln!("error: {e}");
-        USAGE
-    };
+    let failed = CliError::usage;
     let sinfo = || state::nodes(&Source::of(args.sinfo.as_deref(), rest.as_ref())).map_err(failed);
     // The nodes: from the cluster file (with its topology) or from Slurm. Which are down
     // or drained is Slurm's to say, live — unless the jobs are a file and no nodes are
@@ -286,9 +272,9 @@ fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool, log: Option<&Decisi
                 super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster);
             let live =
                 if args.sinfo.is_some() || args.squeue.is_none() || rest.is_some() { Some(sinfo()) } else { None };
-            let (cluster, live) = match (file.map_err(|_| USAGE), live.transpose()) {
+            let (cluster, live) = match (file.map_err(|e| e.with_code(USAGE)), live.transpose()) {
                 (Ok(c), Ok(l)) => (c, l),
-                (Err(code), _) | (_, Err(code)) => return code,
+                (Err(e), _) | (_, Err(e)) => return Err(e),
             };
             let nodes = cluster.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect();
             // Drained or down now: no new job goes there.
@@ -299,19 +285,13 @@ fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool, log: Option<&Decisi
                 .collect();
             (nodes, unavailable)
         }
-        None => match sinfo() {
-            Ok(live) => (live.iter().map(|n| n.spec.clone()).collect(), out_of_service(&live).collect()),
-            Err(code) => return code,
-        },
+        None => {
+            let live = sinfo()?;
+            (live.iter().map(|n| n.spec.clone()).collect(), out_of_service(&live).collect())
+        }
     };
-    let jobs = match state::jobs(&Source::of(args.squeue.as_deref(), rest.as_ref())) {
-        Ok(j) => j,
-        Err(e) => return failed(e),
-    };
-    let memory = match memory(args, rest.is_some()) {
-        Ok(m) => m,
-        Err(e) => return failed(e),
-    };
+    let jobs = state::jobs(&Source::of(args.squeue.as_deref(), rest.as_ref())).map_err(failed)?;
+    let memory = memory(args, rest.is_some()).map_err(failed)?;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let queue_from = args.queue_from;
     let state =
@@ -325,23 +305,16 @@ fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool, log: Option<&Decisi
         None => gpol_slurm::plan::plan(loaded, &state),
     };
     if let Some(file) = &args.accounts {
-        match account_changes(compiled, file) {
-            // The accounts first: jobs may name them.
-            Ok(changes) => {
-                plan.actions.splice(0..0, changes.into_iter().map(gpol_slurm::plan::Action::Account));
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                return USAGE;
-            }
-        }
+        let changes = account_changes(compiled, file).map_err(CliError::usage)?;
+        // The accounts first: jobs may name them.
+        plan.actions.splice(0..0, changes.into_iter().map(gpol_slurm::plan::Action::Account));
     }
     for s in &plan.skipped {
         eprintln!("note: not taken: {s}");
     }
     if plan.actions.is_empty() {
         eprintln!("nothing to change: Slurm already does what the policy decides");
-        return OK;
+        return Ok(OK);
     }
     let mut failed = 0;
     for a in &plan.actions {
@@ -354,20 +327,18 @@ fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool, log: Option<&Decisi
             ));
             // The rest of an action that fails waits for the next pass.
             if apply && let Err(e) = gpol_slurm::command::run(&c, gpol_slurm::command::TIMEOUT, 1 << 20) {
-                eprintln!("error: {e}");
+                super::show(&CliError::failed(e));
                 failed += 1;
                 break;
             }
         }
     }
-    if failed > 0 { FAILED } else { OK }
+    Ok(if failed > 0 { FAILED } else { OK })
 }
 
-fn emit(args: EmitArgs, color: bool) -> u8 {
-    if let Err(e) = std::fs::create_dir_all(&args.out) {
-        eprintln!("error: cannot create {}: {e}", args.out.display());
-        return USAGE;
-    }
+fn emit(args: EmitArgs, color: bool) -> Result<u8, CliError> {
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CliError::usage(format!("cannot create {}: {e}", args.out.display())))?;
     // Every output checked before the work that fills them.
     let mut outs = Vec::new();
     let names: &[&str] = match args.cluster {
@@ -375,29 +346,16 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
         None => &["job_submit.lua", "accounts.sh"],
     };
     for name in names {
-        match super::output(&args.out.join(name), &[&args.policy], args.force) {
-            Ok(out) => outs.push(out),
-            Err(code) => return code,
-        }
+        outs.push(super::output(&args.out.join(name), &[&args.policy], args.force)?);
     }
-    let compiled = match super::compile_policy(&args.policy, EngineKind::Interp, color) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    let compiled = super::compile_policy(&args.policy, EngineKind::Interp, color)?;
     let file = args.policy.display().to_string();
     let policy = Policy { program: &compiled.program, hir: &compiled.policy };
     let cluster = match &args.cluster {
-        Some(_) => {
-            match super::sim::read(
-                &args.cluster,
-                super::sim::DEFAULT_CLUSTER,
-                MAX_CLUSTER_BYTES,
-                gpol_sim::read_cluster,
-            ) {
-                Ok(c) => Some(c),
-                Err(_) => return USAGE,
-            }
-        }
+        Some(_) => Some(
+            super::sim::read(&args.cluster, super::sim::DEFAULT_CLUSTER, MAX_CLUSTER_BYTES, gpol_sim::read_cluster)
+                .map_err(|e| e.with_code(USAGE))?,
+        ),
         None => None,
     };
     let place = args.cluster.as_ref().map_or(String::new(), |p| p.display().to_string());
@@ -405,13 +363,9 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
     let specs: Vec<NodeSpec> = cluster.iter().flat_map(|c| &c.nodes).map(|n| n.to_spec(levels)).collect();
     // The nodes, for the filters job_submit.lua applies.
     let node_table = match &cluster {
-        Some(_) => match gpol_slurm::submit::node_table(&compiled, &specs) {
-            Ok(t) => Some(t),
-            Err(e) => {
-                eprintln!("error: {place}: {e}");
-                return FAILED;
-            }
-        },
+        Some(_) => Some(
+            gpol_slurm::submit::node_table(&compiled, &specs).map_err(|e| CliError::failed(format!("{place}: {e}")))?,
+        ),
         None => None,
     };
     let submit = gpol_slurm::submit::emit(policy, &file, args.hold_for_loop, node_table.as_deref(), args.queue_from);
@@ -435,8 +389,7 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
         let block = args.block_level.clone().or_else(|| levels.iter().find(|l| *l == "block").cloned());
         if let Some(level) = block.as_ref().filter(|b| !levels.contains(b)) {
             let known = levels.join(", ");
-            eprintln!("error: --block-level {level}: the policy's topology levels are {known}");
-            return USAGE;
+            return Err(CliError::usage(format!("--block-level {level}: the policy's topology levels are {known}")));
         }
         let tree = topology::emit(&compiled.policy.name, levels, &nodes, &place);
         let blocks = match &block {
@@ -444,30 +397,18 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
             None => Ok(None),
         };
         for written in [tree, blocks] {
-            match written {
-                Ok(text) => texts.push(text),
-                Err(e) => {
-                    eprintln!("error: {place}: {}", e.0);
-                    return FAILED;
-                }
-            }
+            texts.push(written.map_err(|e| CliError::failed(format!("{place}: {}", e.0)))?);
         }
-        match gpol_slurm::nodes::emit(&compiled, &specs, &place) {
-            Ok(fragment) => texts.push(Some(fragment.text)),
-            Err(e) => {
-                eprintln!("error: {place}: {e}");
-                return FAILED;
-            }
-        }
+        let fragment = gpol_slurm::nodes::emit(&compiled, &specs, &place)
+            .map_err(|e| CliError::failed(format!("{place}: {e}")))?;
+        texts.push(Some(fragment.text));
         if texts[2].is_none() {
             eprintln!("note: the cluster has none of the policy's topology levels: topology.conf is not written");
         }
     }
     for (out, text) in outs.iter().zip(&texts) {
-        if let Some(text) = text
-            && let Err(code) = super::write_output(out, text.as_bytes(), None)
-        {
-            return code;
+        if let Some(text) = text {
+            super::write_output(out, text.as_bytes(), None)?;
         }
     }
     let enforced = submit.rules.iter().filter(|r| r.condition.is_ok()).count();
@@ -489,5 +430,5 @@ fn emit(args: EmitArgs, color: bool) -> u8 {
             eprintln!("wrote {}", out.path().display());
         }
     }
-    OK
+    Ok(OK)
 }

@@ -1,6 +1,6 @@
 //! `gpolc test`: run the `test` blocks of policies against the runtime.
 
-use super::{FAILED, OK, USAGE, collect_files};
+use super::{CliError, FAILED, OK, collect_files};
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::load;
 use gpol_compiler::source::SourceMap;
@@ -26,25 +26,13 @@ enum Format {
     Junit,
 }
 
-pub fn run(args: Args, color: bool) -> u8 {
-    let files = match collect_files(&args.paths) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return USAGE;
-        }
-    };
+pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
+    let files = collect_files(&args.paths)?;
     let mut report = quick_junit::Report::new("gpolc test");
     let (mut passed, mut failed) = (0, 0);
     let mut human = String::new();
     for path in &files {
-        let checked = match load::Checked::from_file(path) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return USAGE;
-            }
-        };
+        let checked = load::Checked::from_file(path).map_err(CliError::usage)?;
         let mut suite = quick_junit::TestSuite::new(path.display().to_string());
         let (compiled, sources) = match checked.into_policy() {
             Ok(policy) => {
@@ -98,7 +86,7 @@ pub fn run(args: Args, color: bool) -> u8 {
         }
         Format::Junit => super::print(&report.to_string().unwrap_or_default()),
     }
-    if failed == 0 { OK } else { FAILED }
+    Ok(if failed == 0 { OK } else { FAILED })
 }
 
 fn first_line(o: &Outcome) -> String {

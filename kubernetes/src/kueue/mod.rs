@@ -182,7 +182,7 @@ fn tree(
             Ok(n) => {
                 object_names.insert(q.name.clone(), n);
             }
-            Err(m) => findings.push(Finding::error(Some(q.span), format!("queue `{}`", q.name), m)),
+            Err(m) => findings.push(Finding::error(Some(q.span), format!("queue `{}`", q.name), m.to_string())),
         }
     }
     let layout = quotas::Layout::of(policy, findings);
@@ -196,7 +196,7 @@ fn tree(
     }
     for model in &layout.models {
         if let Err(m) = names::flavor_name(model) {
-            findings.push(Finding::error(None, format!("GPU model `{model}`"), m));
+            findings.push(Finding::error(None, format!("GPU model `{model}`"), m.to_string()));
         } else if !names::is_label_value(model) {
             let m = format!("`{model}` is not a valid label value for `{}`", crate::nodes::MODEL_LABEL);
             findings.push(Finding::error(None, format!("GPU model `{model}`"), m));
@@ -258,7 +258,7 @@ fn tree(
     let fair = |q: &Queue, findings: &mut Vec<Finding>| {
         (q.weight != 1.0).then(|| {
             let weight = quotas::number(q.weight).unwrap_or_else(|m| {
-                findings.push(Finding::error(Some(q.span), format!("queue `{}`: its weight", q.name), m));
+                findings.push(Finding::error(Some(q.span), format!("queue `{}`: its weight", q.name), m.to_string()));
                 String::new()
             });
             FairSharing { weight }
@@ -382,7 +382,7 @@ fn priority_classes(policy: &Policy, objects: &mut Vec<Object>, findings: &mut V
         let object_name = match names::object_name(name) {
             Ok(n) => n,
             Err(m) => {
-                findings.push(Finding::error(None, construct, m));
+                findings.push(Finding::error(None, construct, m.to_string()));
                 continue;
             }
         };
@@ -458,9 +458,25 @@ fn unenforced_rules(policy: &Policy, findings: &mut Vec<Finding>) {
     }
 }
 
+/// An object that cannot be written as YAML: its kind and name, and the writer's words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct YamlError {
+    pub kind: &'static str,
+    pub name: String,
+    pub error: String,
+}
+
+impl std::fmt::Display for YamlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} `{}`: {}", self.kind, self.name, self.error)
+    }
+}
+
+impl std::error::Error for YamlError {}
+
 /// The objects as one YAML stream, with the Configuration they need and the findings as
 /// comments at the top.
-pub fn yaml(t: &Translation, header: &str) -> Result<String, String> {
+pub fn yaml(t: &Translation, header: &str) -> Result<String, YamlError> {
     let mut out = String::new();
     for line in header.lines() {
         out.push_str(&format!("# {line}\n"));
@@ -480,7 +496,12 @@ pub fn yaml(t: &Translation, header: &str) -> Result<String, String> {
     }
     for o in &t.objects {
         out.push_str("---\n");
-        out.push_str(&serde_saphyr::to_string(o).map_err(|e| format!("{} `{}`: {e}", o.kind(), o.name()))?);
+        let text = serde_saphyr::to_string(o).map_err(|error| YamlError {
+            kind: o.kind(),
+            name: o.name().to_string(),
+            error: error.to_string(),
+        })?;
+        out.push_str(&text);
     }
     Ok(out)
 }

@@ -10,19 +10,53 @@ pub const MAX_NAME: usize = 253;
 /// WorkloadPriorityClass in a label value, at most 63 characters.
 pub const MAX_LABELLED_NAME: usize = 63;
 
+/// A gpol name that has no Kubernetes name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadName {
+    /// An identifier longer than a label value holds.
+    TooLong(String),
+    UpperCase(String),
+    /// An identifier whose object name (`name`) is no DNS-1123 subdomain.
+    Invalid {
+        ident: String,
+        name: String,
+    },
+    /// A GPU model that gives no flavor name.
+    NoFlavor(String),
+}
+
+impl std::fmt::Display for BadName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadName::TooLong(ident) => write!(
+                f,
+                "`{ident}` is longer than {MAX_LABELLED_NAME} characters, which a label naming it cannot hold"
+            ),
+            BadName::UpperCase(ident) => {
+                write!(f, "`{ident}` has upper-case letters, which Kubernetes object names cannot hold")
+            }
+            BadName::Invalid { ident, name } => write!(
+                f,
+                "`{ident}` is not a valid Kubernetes object name as `{name}` (lower-case letters, digits and `-`, starting and ending with a letter or digit)"
+            ),
+            BadName::NoFlavor(model) => write!(f, "GPU model `{model}` gives no flavor name"),
+        }
+    }
+}
+
+impl std::error::Error for BadName {}
+
 /// The object name of a gpol identifier, or why it cannot have one.
-pub fn object_name(ident: &str) -> Result<String, String> {
+pub fn object_name(ident: &str) -> Result<String, BadName> {
     let name = ident.replace('_', "-");
     if name.len() > MAX_LABELLED_NAME {
-        Err(format!("`{ident}` is longer than {MAX_LABELLED_NAME} characters, which a label naming it cannot hold"))
+        Err(BadName::TooLong(ident.to_string()))
     } else if is_dns_subdomain(&name) {
         Ok(name)
     } else if name.chars().any(|c| c.is_ascii_uppercase()) {
-        Err(format!("`{ident}` has upper-case letters, which Kubernetes object names cannot hold"))
+        Err(BadName::UpperCase(ident.to_string()))
     } else {
-        Err(format!(
-            "`{ident}` is not a valid Kubernetes object name as `{name}` (lower-case letters, digits and `-`, starting and ending with a letter or digit)"
-        ))
+        Err(BadName::Invalid { ident: ident.to_string(), name })
     }
 }
 
@@ -32,11 +66,11 @@ pub fn ident_of(name: &str) -> String {
 }
 
 /// The ResourceFlavor of one GPU model (`gpu(h100)` → `gpu-h100`), or why it has none.
-pub fn flavor_name(model: &str) -> Result<String, String> {
+pub fn flavor_name(model: &str) -> Result<String, BadName> {
     let name: String =
         model.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
     let name = format!("gpu-{}", name.trim_matches('-'));
-    if is_dns_subdomain(&name) { Ok(name) } else { Err(format!("GPU model `{model}` gives no flavor name")) }
+    if is_dns_subdomain(&name) { Ok(name) } else { Err(BadName::NoFlavor(model.to_string())) }
 }
 
 /// Whether a label value is valid (at most 63 characters of `[A-Za-z0-9._-]`, starting

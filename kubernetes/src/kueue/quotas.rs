@@ -298,7 +298,8 @@ impl<'p> Tree<'p> {
 /// naming the queue, the amount and why, and no objects are written.
 fn written(queue: &Queue, r: &Resource, what: &str, x: f64, findings: &mut Vec<Finding>) -> String {
     quantity(r, x).unwrap_or_else(|m| {
-        findings.push(Finding::error(Some(queue.span), format!("queue `{}`: its {r} {what}", queue.name), m));
+        let construct = format!("queue `{}`: its {r} {what}", queue.name);
+        findings.push(Finding::error(Some(queue.span), construct, m.to_string()));
         String::new()
     })
 }
@@ -326,13 +327,54 @@ fn whole(x: f64) -> Option<f64> {
     (x.is_finite() && (x - r).abs() <= WHOLE_TOLERANCE * x.abs()).then_some(r)
 }
 
+/// An amount Kubernetes or Kueue would read otherwise than gpol means it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BadAmount {
+    /// Negative, infinite or not a number: no amount Kueue holds.
+    NotAnAmount(f64),
+    /// Not whole in the unit Kueue reads (`kueue` says which), which would round it up.
+    NotWhole { scaled: f64, unit: &'static str, kueue: &'static str },
+    /// At least 2^63 of the unit Kueue reads.
+    TooMuch { n: f64, unit: &'static str, kueue: &'static str },
+    /// Negative, infinite or not a number: no quantity Kubernetes holds.
+    NotAQuantity(f64),
+    /// At least 2^63 of the finest unit it is exact in (`suffix`).
+    TooLarge { x: f64, suffix: &'static str },
+    /// Finer than a billionth.
+    TooFine(f64),
+}
+
+impl std::fmt::Display for BadAmount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            BadAmount::NotAnAmount(x) => write!(f, "{x} is not an amount Kueue can hold"),
+            BadAmount::NotWhole { scaled, unit, kueue } => {
+                write!(f, "{scaled} {unit} is no whole number: {kueue}, and would read it as {}", scaled.ceil())
+            }
+            // `{:.0}`: every digit of the number, where `{}` would print its shortest form.
+            BadAmount::TooMuch { n, unit, kueue } => {
+                write!(f, "{n:.0} {unit} is more than Kueue can hold: {kueue}, at most {}", i64::MAX)
+            }
+            BadAmount::NotAQuantity(x) => write!(f, "{x} is not a quantity Kubernetes can hold"),
+            BadAmount::TooLarge { x, suffix } => {
+                write!(f, "{x:.0} is more than a Kubernetes quantity holds: at most {}{suffix}", i64::MAX)
+            }
+            BadAmount::TooFine(x) => {
+                write!(f, "{x} is finer than a billionth, Kubernetes' finest unit: it would round it up")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BadAmount {}
+
 /// A quota amount as the Kubernetes quantity Kueue reads: cores in whole milli-cores,
 /// cards and bytes in whole units, each below 2^63 of them (memory in binary units when
 /// exact). Anything else Kueue would round up or overflow, so it is an error saying why,
 /// never a value written that Kueue would read otherwise.
-pub fn quantity(r: &Resource, x: f64) -> Result<String, String> {
+pub fn quantity(r: &Resource, x: f64) -> Result<String, BadAmount> {
     if !(x.is_finite() && x >= 0.0) {
-        return Err(format!("{x} is not an amount Kueue can hold"));
+        return Err(BadAmount::NotAnAmount(x));
     }
     let (unit, scaled, kueue) = match r {
         Resource::Cpu => ("milli-cores", x * 1000.0, "it reads `cpu` in whole milli-cores"),
@@ -340,12 +382,10 @@ pub fn quantity(r: &Resource, x: f64) -> Result<String, String> {
         Resource::Gpu(_) => ("GPUs", x, "it reads `nvidia.com/gpu` in whole GPUs"),
     };
     let Some(n) = whole(scaled) else {
-        let up = scaled.ceil();
-        return Err(format!("{scaled} {unit} is no whole number: {kueue}, and would read it as {up}"));
+        return Err(BadAmount::NotWhole { scaled, unit, kueue });
     };
     if n >= INT64_END {
-        // `{:.0}`: every digit of the number, where `{}` would print its shortest form.
-        return Err(format!("{n:.0} {unit} is more than Kueue can hold: {kueue}, at most {}", i64::MAX));
+        return Err(BadAmount::TooMuch { n, unit, kueue });
     }
     // Below 2^63 and whole: exact as a `u64`.
     let n = n as u64;
@@ -371,19 +411,19 @@ fn binary(bytes: u64) -> String {
 /// (`500m`) or in billionths (`1500n`, Kubernetes' finest unit) when exact there, the
 /// written integer below 2^63 (Kubernetes' own `int64` form). Anything finer Kubernetes
 /// would round up, anything larger it cannot hold as written: an error saying why.
-pub fn number(x: f64) -> Result<String, String> {
+pub fn number(x: f64) -> Result<String, BadAmount> {
     if !(x.is_finite() && x >= 0.0) {
-        return Err(format!("{x} is not a quantity Kubernetes can hold"));
+        return Err(BadAmount::NotAQuantity(x));
     }
     for (scale, suffix) in [(1.0, ""), (1e3, "m"), (1e9, "n")] {
         if let Some(n) = whole(x * scale) {
             if n >= INT64_END {
-                return Err(format!("{x:.0} is more than a Kubernetes quantity holds: at most {}{suffix}", i64::MAX));
+                return Err(BadAmount::TooLarge { x, suffix });
             }
             return Ok(format!("{}{suffix}", n as u64));
         }
     }
-    Err(format!("{x} is finer than a billionth, Kubernetes' finest unit: it would round it up"))
+    Err(BadAmount::TooFine(x))
 }
 
 /// The resources a tree quotes that Kueue should not count, for the Configuration note.

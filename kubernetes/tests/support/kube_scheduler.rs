@@ -455,7 +455,9 @@ impl Shared {
     async fn prioritize(&self, pod: &Value, nodes: &[String]) -> HashMap<String, i64> {
         self.stats().prioritizes += 1;
         let answer = match self.post("prioritize", &json!({"Pod": pod, "NodeNames": nodes})).await {
-            Ok(bytes) => decode::<Vec<HostPriority>>(&bytes).and_then(|scores| check_scores(nodes, &scores)),
+            Ok(bytes) => decode::<Vec<HostPriority>>(&bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|scores| check_scores(nodes, &scores)),
             Err(e) => Err(e),
         };
         answer.unwrap_or_else(|e| {

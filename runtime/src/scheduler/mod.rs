@@ -29,6 +29,7 @@ use crate::model::{Cluster, NodeId};
 use crate::quota::{self, Amounts, Quotas, Res};
 use crate::records;
 use crate::symbols::Symbols;
+use crate::wall::WallClock;
 use gpol_compiler::clock::Clock;
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::interp::Ctx;
@@ -493,10 +494,10 @@ impl Scheduler {
         self.follow_quota_windows();
     }
 
-    /// Ties clock 0 to real time: `unix_ms` milliseconds after the Unix epoch (adapters,
-    /// whose clocks replay a real scheduler's).
-    pub fn start_clock_at_unix_ms(&mut self, unix_ms: i64) {
-        self.clock.start_at_unix_ms(unix_ms);
+    /// Ties clock 0 to real time (adapters, whose clocks replay a real scheduler's; they
+    /// read wall times with the same [`WallClock`]).
+    pub fn start_wall_clock(&mut self, wall: WallClock) {
+        self.clock.start_at_unix_ms(wall.origin_unix_ms());
         self.touch();
         self.follow_quota_windows();
     }
