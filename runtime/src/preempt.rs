@@ -24,10 +24,10 @@ use crate::quota::{self, Amounts, Res};
 use crate::records;
 use crate::scheduler::Scheduler;
 use crate::scheduler::View;
+use crate::scheduler::facts::Reads;
 use crate::scheduler::order::compare_keys;
-use gpol_compiler::ir::{Body, Kind, OrderKey, Program, RuleId};
+use gpol_compiler::ir::{OrderKey, RuleId};
 use gpol_compiler::schema::QueueRec;
-use gpol_compiler::schema::Record;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -306,7 +306,9 @@ impl Scheduler {
         claimant: JobId,
         record: Option<&mut Vec<(JobId, Verdict)>>,
     ) -> Result<Eviction, Option<Watch>> {
-        let program = &self.policy.program;
+        // Shared, not borrowed: the trial evictions below change the scheduler.
+        let facts = std::sync::Arc::clone(&self.facts);
+        let program = &facts.policy.program;
         if !program.victims.iter().any(|r| r.kind != VictimKind::Protect) {
             return Err(None);
         }
@@ -320,9 +322,8 @@ impl Scheduler {
                     .map(|(k, _)| Attempt::Borrow(k)),
             )
             .collect();
-        let order = program.victim_order.clone();
-        let reads = self.victim_reads.clone();
-        let (dynamic, dynamic_rules) = (reads.order, &reads.rules);
+        let order = &program.victim_order;
+        let (dynamic, dynamic_rules) = (facts.victim_reads.order, &facts.victim_reads.rules[..]);
         let needed = self.needed(claimant);
         // Jobs of other queues are looked at only if some attempt could take them.
         let others = attempts.len() > 1 || self.leaf_could_end_within(claimant, &needed, None);
@@ -340,16 +341,9 @@ impl Scheduler {
                 continue;
             }
             searched = true;
-            let search = Search {
-                claimant,
-                attempt,
-                candidates: &candidates,
-                needed: &needed,
-                order: &order,
-                dynamic,
-                dynamic_rules,
-            };
-            let found = if self.jobs[claimant].replicas == 1 {
+            let search =
+                Search { claimant, attempt, candidates: &candidates, needed: &needed, order, dynamic, dynamic_rules };
+            let found = if self.world.jobs[claimant].replicas == 1 {
                 self.search_nodes(&search, frees)
             } else {
                 self.search_all(&search)
@@ -385,7 +379,7 @@ impl Scheduler {
         // change that. Candidates that no attempt could take were of other queues, left out
         // because the claimant's leaf cannot end within its guarantee: a change there can
         // alter that too.
-        let cq = self.jobs[claimant].queue;
+        let cq = self.world.jobs[claimant].queue;
         Err(all.watch.map(|mut w| {
             if !all.list.is_empty() {
                 w.changes.push(cq);
@@ -398,10 +392,10 @@ impl Scheduler {
 
     /// What the claimant needs (at its minimum count) that the quota tree governs.
     fn needed(&self, claimant: JobId) -> Vec<Res> {
-        let c = &self.jobs[claimant];
+        let c = &self.world.jobs[claimant];
         quota::replicas_demand(c, c.min_replicas, None)
             .iter()
-            .filter(|&(r, a)| *a > 0 && self.quotas.is_constrained(*r))
+            .filter(|&(r, a)| *a > 0 && self.world.quotas.is_constrained(*r))
             .map(|(r, _)| *r)
             .collect()
     }
@@ -416,8 +410,8 @@ impl Scheduler {
         others: bool,
         mut record: Option<&mut Vec<(JobId, Verdict)>>,
     ) -> Candidates {
-        let program = &self.policy.program;
-        let quotas = &self.quotas;
+        let program = &self.facts.policy.program;
+        let quotas = &self.world.quotas;
         let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
         let has_preempt = has_kind(VictimKind::Preempt);
         let has_cross = has_kind(VictimKind::Reclaim) || has_kind(VictimKind::Borrow);
@@ -433,25 +427,26 @@ impl Scheduler {
             Standing::WithinGuarantee(_) => false,
         };
         let watch = self
+            .facts
             .victim_reads
             .watchable
             .then(|| self.watch(claimant, needed, &standings, has_preempt, has_cross, others));
         if record.is_none() && !standings.iter().flatten().any(evictable) {
             return Candidates { watch, ..Candidates::default() };
         }
-        let reads_after = self.victim_reads.after;
+        let reads_after = self.facts.victim_reads.after;
         // Reclaim and borrow rules have no cost of their own: they take the first preempt
         // rule's.
         let cost_rule = program.victims.iter().position(|r| r.kind == VictimKind::Preempt && r.cost.is_some());
         let claimant_rec = self.job_rec(claimant);
         // Sized for every running job up front: growing them would copy and fault pages.
-        let mut out: Vec<Candidate> = Vec::with_capacity(self.running.len());
-        let mut frees: Vec<Frees> = Vec::with_capacity(self.running.len());
+        let mut out: Vec<Candidate> = Vec::with_capacity(self.world.running.len());
+        let mut frees: Vec<Frees> = Vec::with_capacity(self.world.running.len());
         let mut view = self.view(Some(claimant));
         let mut after = self.after_count(claimant);
         let recording = record.is_some();
         for v in self.running() {
-            let vj = &self.jobs[v];
+            let vj = &self.world.jobs[v];
             let mut note = |verdict: Verdict| {
                 if let Some(r) = record.as_deref_mut() {
                     r.push((v, verdict));
@@ -570,9 +565,9 @@ impl Scheduler {
         place: Place,
         cost_rule: Option<usize>,
     ) -> Judged {
-        let program = &self.policy.program;
-        let engine = self.policy.engine();
-        let saved = if self.victim_reads.after { after.count(self, view, v, held) } else { Vec::new() };
+        let program = &self.facts.policy.program;
+        let engine = self.facts.policy.engine();
+        let saved = if self.facts.victim_reads.after { after.count(self, view, v, held) } else { Vec::new() };
         let ctx = self.ctx(view);
         let vrec = self.job_rec(v);
         let holds = |i: usize| engine.victim(&ctx, i, claimant_rec, &vrec);
@@ -614,15 +609,15 @@ impl Scheduler {
     /// What a candidate holds: its job's charge, or its one replica's.
     fn candidate_holds(&self, c: &Candidate) -> Amounts {
         match c.part {
-            None => self.jobs[c.job].charged.clone(),
+            None => self.world.jobs[c.job].charged.clone(),
             Some(k) => self.slot_demand(c.job, k),
         }
     }
 
     /// What the replica in slot `k` of a running job is charged.
     fn slot_demand(&self, job: JobId, k: usize) -> Amounts {
-        let model = self.cluster.nodes[self.jobs[job].slots[k].node].model;
-        quota::placement_demand(&self.jobs[job], &[model])
+        let model = self.world.cluster.nodes[self.world.jobs[job].slots[k].node].model;
+        quota::placement_demand(&self.world.jobs[job], &[model])
     }
 
     /// Takes a candidate off the model on trial (the whole job, or its one replica).
@@ -659,16 +654,16 @@ impl Scheduler {
         has_cross: bool,
         others: bool,
     ) -> Watch {
-        let cq = self.jobs[claimant].queue;
+        let cq = self.world.jobs[claimant].queue;
         if !others && !has_preempt {
             // Only reclaims, and the claimant's leaf cannot end within its guarantee: no
             // job anywhere is a candidate until that leaf holds less.
-            let c = &self.jobs[claimant];
+            let c = &self.world.jobs[claimant];
             let demand = quota::replicas_demand(c, c.min_replicas, None);
             let needs = needed.iter().map(|&r| (r, demand.get(&r).copied().unwrap_or(0))).collect();
             return Watch { within: Some((cq, needs)), ..Watch::default() };
         }
-        let leaves = self.victim_reads.leaves;
+        let leaves = self.facts.victim_reads.leaves;
         let mut w = Watch::default();
         for (vq, standing) in standings.iter().enumerate() {
             match standing {
@@ -689,8 +684,8 @@ impl Scheduler {
                     }
                 }
                 Some(Standing::WithinGuarantee(_)) if has_cross => {
-                    let top = self.quotas.common_ancestor(cq, vq);
-                    w.borrowers.extend(self.quotas.path_below(vq, top).last());
+                    let top = self.world.quotas.common_ancestor(cq, vq);
+                    w.borrowers.extend(self.world.quotas.path_below(vq, top).last());
                 }
                 Some(Standing::Other(_) | Standing::WithinGuarantee(_)) => {}
             }
@@ -701,8 +696,8 @@ impl Scheduler {
     /// A counter of victims evicted in the `_after` fields, for `claimant`.
     fn after_count(&self, claimant: JobId) -> AfterCount {
         AfterCount {
-            claimant_queue: self.jobs[claimant].queue,
-            demand: quota::demand(&self.jobs[claimant], None),
+            claimant_queue: self.world.jobs[claimant].queue,
+            demand: quota::demand(&self.world.jobs[claimant], None),
             totals: self.totals(),
             memo: HashMap::new(),
         }
@@ -716,15 +711,16 @@ impl Scheduler {
         let Some(rule) = c.rule(search.attempt) else { return false };
         // The two jobs' queues are all a `Leaves` rule reads: unless an earlier pick was in
         // one of them, it reads what it read when it allowed the candidate.
-        let leaves = [self.jobs[search.claimant].queue, self.jobs[c.job].queue];
-        let touched = || lifted.iter().any(|&k| leaves.contains(&self.jobs[search.candidates[k].job].queue));
+        let leaves = [self.world.jobs[search.claimant].queue, self.world.jobs[c.job].queue];
+        let touched = || lifted.iter().any(|&k| leaves.contains(&self.world.jobs[search.candidates[k].job].queue));
         let asks = |r: usize| match search.dynamic_rules[r] {
             Reads::Jobs => false,
             Reads::Leaves => touched(),
             Reads::Anything => true,
         };
-        let protects =
-            || self.policy.program.victims.iter().enumerate().any(|(p, r)| r.kind == VictimKind::Protect && asks(p));
+        let protects = || {
+            self.facts.policy.program.victims.iter().enumerate().any(|(p, r)| r.kind == VictimKind::Protect && asks(p))
+        };
         if !asks(rule) && !protects() {
             return true;
         }
@@ -744,20 +740,20 @@ impl Scheduler {
         }
         self.after_count(search.claimant).count(self, &mut view, c.job, &held);
         let ctx = self.ctx(&view);
-        let ok = self.policy.engine().victim(&ctx, rule, &self.job_rec(search.claimant), &self.job_rec(c.job)).0;
+        let ok = self.facts.policy.engine().victim(&ctx, rule, &self.job_rec(search.claimant), &self.job_rec(c.job)).0;
         // A protect rule that reads the state may veto now.
-        ok && !self.policy.program.victims.iter().enumerate().any(|(p, r)| {
+        ok && !self.facts.policy.program.victims.iter().enumerate().any(|(p, r)| {
             r.kind == VictimKind::Protect
                 && search.dynamic_rules[p] != Reads::Jobs
-                && self.policy.engine().victim(&ctx, p, &self.job_rec(search.claimant), &self.job_rec(c.job)).0
+                && self.facts.policy.engine().victim(&ctx, p, &self.job_rec(search.claimant), &self.job_rec(c.job)).0
         })
     }
 
     /// Where the jobs of queue `vq` stand as victims for `claimant`, which needs `needed`
     /// (the resources the tree governs).
     fn standing(&self, claimant: JobId, vq: QueueId, needed: &[Res]) -> Standing {
-        let quotas = &self.quotas;
-        let cq = self.jobs[claimant].queue;
+        let quotas = &self.world.quotas;
+        let cq = self.world.jobs[claimant].queue;
         if vq == cq {
             return Standing::Own;
         }
@@ -779,11 +775,11 @@ impl Scheduler {
     /// side borrows now: taking it then lowers that borrowing (which is also why reclaim
     /// cannot cycle).
     fn frees_borrowed(&self, v: JobId, sides: &Sides, needed: &[Res]) -> bool {
-        let charged = &self.jobs[v].charged;
+        let charged = &self.world.jobs[v].charged;
         needed.iter().any(|&r| {
             charged.get(&r).is_some_and(|&a| a > 0)
                 && sides.victim.iter().all(|&q| {
-                    let queue = &self.quotas.queues[q];
+                    let queue = &self.world.quotas.queues[q];
                     queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r)
                 })
         })
@@ -791,7 +787,7 @@ impl Scheduler {
 
     /// Whether queue `q` holds more than its guarantee of one of `needed`.
     fn borrows(&self, q: QueueId, needed: &[Res]) -> bool {
-        let queue = &self.quotas.queues[q];
+        let queue = &self.world.quotas.queues[q];
         needed.iter().any(|&r| queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r))
     }
 
@@ -799,10 +795,10 @@ impl Scheduler {
     /// with its minimum replicas admitted and every own-queue candidate gone (or, before
     /// the candidates are known, every own-queue job a preempt rule might take).
     fn leaf_could_end_within(&self, claimant: JobId, needed: &[Res], candidates: Option<&[Candidate]>) -> bool {
-        let c = &self.jobs[claimant];
+        let c = &self.world.jobs[claimant];
         let demand = quota::replicas_demand(c, c.min_replicas, None);
-        let leaf = &self.quotas.queues[c.queue];
-        let has_preempt = self.policy.program.victims.iter().any(|r| r.kind == VictimKind::Preempt);
+        let leaf = &self.world.quotas.queues[c.queue];
+        let has_preempt = self.facts.policy.program.victims.iter().any(|r| r.kind == VictimKind::Preempt);
         needed.iter().all(|&r| {
             // A leaf holds only its own jobs: all of them gone leaves nothing.
             let own: i64 = match candidates {
@@ -810,8 +806,8 @@ impl Scheduler {
                 None => 0,
                 Some(list) => list
                     .iter()
-                    .filter(|k| k.preempt.is_some() && self.jobs[k.job].queue == c.queue)
-                    .map(|k| self.jobs[k.job].charged.get(&r).copied().unwrap_or(0))
+                    .filter(|k| k.preempt.is_some() && self.world.jobs[k.job].queue == c.queue)
+                    .map(|k| self.world.jobs[k.job].charged.get(&r).copied().unwrap_or(0))
                     .sum(),
             };
             leaf.get(&leaf.alloc, r) - own + demand.get(&r).copied().unwrap_or(0) <= leaf.get(&leaf.guarantee, r)
@@ -821,9 +817,9 @@ impl Scheduler {
     /// Whether the claimant's side of `sides`, with `replicas` of the claimant admitted,
     /// holds no more than its guarantee of anything needed.
     fn claimant_within(&self, search: &Search, sides: &Sides, replicas: usize) -> bool {
-        let demand = quota::replicas_demand(&self.jobs[search.claimant], replicas as u32, None);
+        let demand = quota::replicas_demand(&self.world.jobs[search.claimant], replicas as u32, None);
         sides.claimant.iter().all(|&q| {
-            let queue = &self.quotas.queues[q];
+            let queue = &self.world.quotas.queues[q];
             search.needed.iter().all(|&r| {
                 queue.get(&queue.alloc, r) + demand.get(&r).copied().unwrap_or(0) <= queue.get(&queue.guarantee, r)
             })
@@ -865,13 +861,13 @@ impl Scheduler {
         jobs.sort_unstable();
         jobs.dedup();
         for &job in &jobs {
-            let j = &self.jobs[job];
-            self.quotas.charge(j.queue, j.user, &j.charged, -1);
+            let j = &self.world.jobs[job];
+            self.world.quotas.charge(j.queue, j.user, &j.charged, -1);
         }
         let admits = self.quota_replicas(claimant).is_ok();
         for &job in jobs.iter().rev() {
-            let j = &self.jobs[job];
-            self.quotas.charge(j.queue, j.user, &j.charged, 1);
+            let j = &self.world.jobs[job];
+            self.world.quotas.charge(j.queue, j.user, &j.charged, 1);
         }
         admits
     }
@@ -965,7 +961,7 @@ impl Scheduler {
         }
         // A node the claimant could use at all.
         let usable = |s: &Scheduler, n: NodeId| {
-            let (node, j) = (&s.cluster.nodes[n], &s.jobs[claimant]);
+            let (node, j) = (&s.world.cluster.nodes[n], &s.world.jobs[claimant]);
             node.up
                 && (j.models.is_empty() || j.models.contains(&node.model))
                 && !s.reserved_for_other(n, claimant)
@@ -984,7 +980,7 @@ impl Scheduler {
         };
         // Every node once, with its victims if it has any (both lists are in node order).
         let mut runs = by_node.iter().peekable();
-        let mut order: Vec<(f64, NodeId)> = (0..self.cluster.nodes.len())
+        let mut order: Vec<(f64, NodeId)> = (0..self.world.cluster.nodes.len())
             .filter_map(|n| {
                 let local = runs.next_if(|(m, _)| *m == n).map_or(&[][..], |(_, run)| *run);
                 if local.is_empty() && !fits_untouched_works {
@@ -1024,7 +1020,7 @@ impl Scheduler {
     /// without which the claimant could not fit by free amounts alone; `None` if even all
     /// of them would not do.
     fn lower_bound(&self, claimant: JobId, n: NodeId, local: &[Frees], candidates: &[Candidate]) -> Option<f64> {
-        let j = &self.jobs[claimant];
+        let j = &self.world.jobs[claimant];
         // The node's record has its free amounts at hand (exact in f64).
         let rec = &self.node_records()[n];
         let need_gpu = match j.request {
@@ -1056,7 +1052,7 @@ impl Scheduler {
         let (claimant, candidates) = (search.claimant, search.candidates);
         let mut lifted: Vec<usize> = Vec::new();
         let mut next_local = Picker::new(local.to_vec());
-        let fits_here = |s: &Scheduler| fit::fits(&s.cluster.nodes[n], &s.jobs[claimant]);
+        let fits_here = |s: &Scheduler| fit::fits(&s.world.cluster.nodes[n], &s.world.jobs[claimant]);
         while !fits_here(self) {
             let Some(i) = self.pick(search, &mut next_local) else {
                 self.undo(candidates, &lifted);
@@ -1117,8 +1113,8 @@ impl Scheduler {
         if search.dynamic && rest.len() > 1 {
             let claimant_rec = self.job_rec(search.claimant);
             let mut view = self.view(Some(search.claimant));
-            let engine = self.policy.engine();
-            let reads_after = self.victim_reads.after;
+            let engine = self.facts.policy.engine();
+            let reads_after = self.facts.victim_reads.after;
             let mut after = self.after_count(search.claimant);
             let keyed: Vec<(usize, Candidate)> = rest
                 .iter()
@@ -1167,8 +1163,9 @@ impl Scheduler {
     /// Whether the nodes have room for the claimant's minimum replicas (before filters
     /// and topology): a cheap test before a full placement.
     fn room_for(&self, claimant: JobId) -> bool {
-        let j = &self.jobs[claimant];
+        let j = &self.world.jobs[claimant];
         let room: u64 = self
+            .world
             .cluster
             .nodes
             .iter()
@@ -1177,100 +1174,6 @@ impl Scheduler {
             .sum();
         room >= u64::from(j.min_replicas)
     }
-}
-
-/// Whether a body reads queue or cluster state, which evictions change.
-fn reads_state(body: &Body) -> bool {
-    body.node.any(&|n| matches!(n.kind, Kind::Field { record: Record::Queue | Record::Cluster, .. }))
-}
-
-/// What a victim rule reads that picks change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Reads {
-    /// Only the two jobs.
-    Jobs,
-    /// Also their queues, not their parents nor the cluster: only the claimant's and the
-    /// victim's leaves (in a victim rule, queues are reached only through the jobs).
-    Leaves,
-    /// The cluster, or queues above the leaves.
-    Anything,
-}
-
-impl Reads {
-    fn of(body: &Body) -> Reads {
-        let n = &body.node;
-        if !reads_state(body) {
-            Reads::Jobs
-        } else if n.any(&|x| matches!(x.kind, Kind::Field { record: Record::Cluster, .. }))
-            || n.reads(Record::Queue, "parent")
-        {
-            Reads::Anything
-        } else {
-            Reads::Leaves
-        }
-    }
-}
-
-/// What the victim rules and `victim_order` read that a search must follow: worked out
-/// once per policy.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct VictimReads {
-    /// Per victim rule, what it reads that picks change.
-    rules: std::sync::Arc<[Reads]>,
-    /// Whether `victim_order` reads queue or cluster state.
-    order: bool,
-    /// Whether any of them reads the queues' `_after` fields.
-    after: bool,
-    /// Whether a search that finds no candidate can say what would give it one (a
-    /// [`Watch`]): the rules' conditions read nothing beyond the two jobs and their leaves,
-    /// and of those nothing that changes with time, with waiting jobs or with other queues.
-    pub(crate) watchable: bool,
-    /// Whether some rule's condition reads the jobs' queues.
-    leaves: bool,
-}
-
-impl VictimReads {
-    pub(crate) fn of(program: &Program) -> VictimReads {
-        VictimReads {
-            rules: program
-                .victims
-                .iter()
-                .map(|r| Reads::of(&r.when).max(r.cost.as_ref().map_or(Reads::Jobs, Reads::of)))
-                .collect(),
-            order: program.victim_order.iter().any(|k| reads_state(&k.body)),
-            after: reads_after(program),
-            watchable: program.victims.iter().all(|r| watchable(&r.when)),
-            leaves: program.victims.iter().any(|r| Reads::of(&r.when) == Reads::Leaves),
-        }
-    }
-}
-
-/// Whether what a victim rule's condition says of two jobs can change only as the jobs'
-/// leaves' allocation does (see [`Watch`]).
-fn watchable(body: &Body) -> bool {
-    // Queue fields that follow anything but the queue's own allocation.
-    const UNWATCHED: [&str; 8] = [
-        "usage",
-        "fair_share",
-        "lendable",
-        "pending",
-        "head_waiting",
-        "head_gpus",
-        "head_priority",
-        "head_fits_guarantee",
-    ];
-    Reads::of(body) != Reads::Anything
-        && !crate::scheduler::reads_time(&body.node)
-        && !body.node.any(&|n| matches!(n.kind, Kind::Domain { .. }))
-        && !UNWATCHED.iter().any(|f| body.node.reads(Record::Queue, f))
-}
-
-/// Whether the victim rules or `victim_order` read the `_after` fields of queues.
-fn reads_after(program: &Program) -> bool {
-    let reads =
-        |b: &Body| ["share_after", "allocated_after", "borrowed_after"].iter().any(|f| b.node.reads(Record::Queue, f));
-    program.victims.iter().any(|r| reads(&r.when) || r.cost.as_ref().is_some_and(reads))
-        || program.victim_order.iter().any(|k| reads(&k.body))
 }
 
 impl Candidates {
@@ -1314,18 +1217,19 @@ type QueueRecs = Rc<[(QueueId, QueueRec)]>;
 impl AfterCount {
     /// Counts `held` of `victim` evicted in `view`; returns the records it replaced.
     fn count(&mut self, s: &Scheduler, view: &mut View, victim: JobId, held: &Amounts) -> Vec<(QueueId, QueueRec)> {
-        let vj = &s.jobs[victim];
+        let vj = &s.world.jobs[victim];
         let amounts = [Res::Gpu, Res::Cpu, Res::Mem].map(|r| held.get(&r).copied().unwrap_or(0));
         let recs = self
             .memo
             .entry((vj.queue, amounts))
             .or_insert_with(|| {
                 let changes = [(self.claimant_queue, &self.demand, 1), (vj.queue, held, -1)];
-                s.quotas
+                s.world
+                    .quotas
                     .path(vj.queue)
                     .map(|q| {
                         let mut rec = view.queues[q];
-                        records::apply_after(&s.quotas, &self.totals, q, &changes, &mut rec);
+                        records::apply_after(&s.world.quotas, &self.totals, q, &changes, &mut rec);
                         (q, rec)
                     })
                     .collect()
