@@ -54,10 +54,13 @@ impl Default for Caches {
     }
 }
 
+// The look-ups are small and asked per waiting class after every change: inlined, as
+// they were when they sat in the scheduler's own methods.
 impl Caches {
     /// The queue records for `key`: the cached ones, brought up to date by `refresh` when
     /// only allocation, usage and counts moved since (same tree shape and capacity), or
     /// made anew by `build`.
+    #[inline]
     pub(super) fn queue_recs(
         &self,
         key: QueueRecsKey,
@@ -81,12 +84,14 @@ impl Caches {
     }
 
     /// The queue records of the last view, whatever state they are of.
+    #[inline]
     pub(super) fn last_queue_recs(&self) -> Option<Vec<QueueRec>> {
         self.queue_recs.borrow().as_ref().map(|(_, recs)| recs.clone())
     }
 
     /// The room shape `shape` has when the nodes are empty, worked out by `compute` if
     /// not known.
+    #[inline]
     pub(super) fn room_when_empty(&self, shape: usize, compute: impl FnOnce() -> u64) -> u64 {
         if let Some(&room) = self.room_when_empty.borrow().get(&shape) {
             return room;
@@ -103,6 +108,7 @@ impl Caches {
 
     /// Fair Tree's factor of `user` in leaf `queue`, from the factors of `key` (quota
     /// version and time), worked out by `compute` if not known; 0 for an unknown user.
+    #[inline]
     pub(super) fn fair_tree_factor(
         &self,
         key: (u64, u64),
@@ -119,6 +125,7 @@ impl Caches {
 
     /// Whether queue `q` borrows, per the list `compute` works out for quota version
     /// `version` (once per version).
+    #[inline]
     pub(super) fn borrows(&self, version: u64, q: QueueId, compute: impl FnOnce() -> Vec<bool>) -> bool {
         let mut cache = self.borrowing.borrow_mut();
         if cache.as_ref().is_none_or(|(v, _)| *v != version) {
@@ -129,6 +136,7 @@ impl Caches {
 
     /// The room of the cohort cap on `res` over leaf `queue` at quota version `version`,
     /// worked out by `compute` once per version.
+    #[inline]
     pub(super) fn cohort_room(&self, version: u64, queue: QueueId, res: Res, compute: impl FnOnce() -> i64) -> i64 {
         let mut cache = self.cohort_room.borrow_mut();
         if cache.0 != version {

@@ -6,6 +6,11 @@
 //! placement decision ([`crate::place`]), then, if it waits, the victim search
 //! ([`crate::preempt`]) and head-of-line reservation ([`crate::reserve`]). Failed jobs
 //! wait to be retried until something that could change their fate happens (`retry`).
+//!
+//! The scheduler composes parts that each keep their own invariants and never write one
+//! another's fields: `facts` (fixed per policy, shared), `world` (what is scheduled),
+//! `epochs` (the counts retries wait on) and `caches`; the methods here and in `state`,
+//! `intake`, `cycle` and `retry` change them together.
 
 mod caches;
 mod cycle;

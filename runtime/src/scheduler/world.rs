@@ -67,6 +67,7 @@ impl World {
 
     /// Sets a job's state (a waiting job's without its reason: that is its class's),
     /// keeping `running` and `short_gangs`; whether it was waiting before.
+    #[inline]
     pub(crate) fn set_job_state(&mut self, job: JobId, state: State) -> bool {
         let j = &mut self.jobs[job];
         let (was_pending, was_running) = (j.is_pending(), j.state == State::Running);
@@ -106,6 +107,7 @@ impl World {
     }
 
     /// The clock as a signed time, to compare with jobs' times.
+    #[inline]
     pub(crate) fn now(&self) -> i64 {
         i64::try_from(self.now_ms).unwrap_or(i64::MAX)
     }
