@@ -226,7 +226,7 @@ pub fn account(s: &Scheduler, job: JobId) -> Account {
 /// itself (it undoes what it tries).
 pub(crate) fn asked(s: &mut Scheduler, job: JobId, among: &[NodeId], search: bool) -> Account {
     let mut a = seen(s, job);
-    let nodes = &s.cluster.nodes;
+    let nodes = &s.world.cluster.nodes;
     let keep: FxHashSet<&str> = among.iter().filter_map(|&n| nodes.get(n)).map(|n| n.name.as_str()).collect();
     a.nodes.retain(|n| keep.contains(n.name.as_str()));
     let decision = s.decide(job);
@@ -236,7 +236,9 @@ pub(crate) fn asked(s: &mut Scheduler, job: JobId, among: &[NodeId], search: boo
 
 /// Whether the next decision would search for victims: it waits, and the policy evicts.
 fn searches(s: &Scheduler, job: JobId, decision: &Decision) -> bool {
-    matches!(decision, Decision::Wait(_)) && !s.policy.program.victims.is_empty() && s.jobs[job].is_pending()
+    matches!(decision, Decision::Wait(_))
+        && !s.facts.policy.program.victims.is_empty()
+        && s.world.jobs[job].is_pending()
 }
 
 /// The account `a` with the next decision's outcome and victim search.
@@ -245,7 +247,7 @@ fn next(s: &Scheduler, job: JobId, mut a: Account, decision: Decision, search: O
     a.outcome = match decision {
         Decision::Place { replicas } => Outcome::WouldPlace { nodes: node_names(s, &replicas) },
         Decision::Wait(r) => waits(s, job, &r),
-        Decision::Reject(r) => Outcome::Rejected { rule: s.policy.program.rule_name(r) },
+        Decision::Reject(r) => Outcome::Rejected { rule: s.facts.policy.program.rule_name(r) },
     };
     a.holds = holds(s, job);
     a
@@ -253,8 +255,8 @@ fn next(s: &Scheduler, job: JobId, mut a: Account, decision: Decision, search: O
 
 /// What the job's turn sees as it begins, its outcome not yet known.
 pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
-    let j = &s.jobs[job];
-    let program = &s.policy.program;
+    let j = &s.world.jobs[job];
+    let program = &s.facts.policy.program;
     let state = match &s.state(job) {
         State::Pending(Some(r)) => format!("pending ({})", r.name(program)),
         State::Pending(None) => "pending".into(),
@@ -278,22 +280,22 @@ pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
         })
         .collect();
     let demand = quota::demand(j, None);
-    let quota_block = s.quotas.admissible(j.queue, j.user, &demand).err().map(|b| explain::block_text(s, b));
+    let quota_block = s.world.quotas.admissible(j.queue, j.user, &demand).err().map(|b| explain::block_text(s, b));
     let nodes = s
         .node_records()
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let node = &s.cluster.nodes[i];
+            let node = &s.world.cluster.nodes[i];
             let roots = Roots { job: Some(&rec), node: Some(n), ..Roots::default() };
             let verdict = if !node.up {
                 NodeSaw::OutOfService
             } else if let Some(f) = program.filters.iter().find(|f| !interp::eval(&f.body, &ctx, &roots).b()) {
                 NodeSaw::Filtered { rule: f.name.clone(), reason: f.reason.clone() }
-            } else if let Some(&owner) = s.reserved.get(&i)
+            } else if let Some(&owner) = s.world.reserved.get(&i)
                 && owner != job
             {
-                NodeSaw::HeldFor { job: s.jobs[owner].name.clone() }
+                NodeSaw::HeldFor { job: s.world.jobs[owner].name.clone() }
             } else {
                 let (mut total, mut tiers) = (0.0, [0.0f64; 4]);
                 let scores = program
@@ -318,7 +320,7 @@ pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
         .collect();
     Account {
         job: j.name.clone(),
-        queue: s.quotas.queues[j.queue].name.clone(),
+        queue: s.world.quotas.queues[j.queue].name.clone(),
         state,
         request: explain::request_text(s, job),
         order: queue_order(s, job),
@@ -351,55 +353,55 @@ pub(crate) fn decided(
     a.victims = search;
     a.outcome = match turned {
         Turned::Placed => {
-            let nodes: Vec<usize> = s.jobs[job].slots.iter().map(|slot| slot.node).collect();
+            let nodes: Vec<usize> = s.world.jobs[job].slots.iter().map(|slot| slot.node).collect();
             Outcome::Placed { nodes: node_names(s, &nodes) }
         }
         Turned::Waits(r) => waits(s, job, r),
-        Turned::Rejected(r) => Outcome::Rejected { rule: s.policy.program.rule_name(r) },
+        Turned::Rejected(r) => Outcome::Rejected { rule: s.facts.policy.program.rule_name(r) },
     };
     a.holds = holds(s, job);
     a
 }
 
 fn waits(s: &Scheduler, job: JobId, r: &Reason) -> Outcome {
-    Outcome::Waits { reason: r.name(&s.policy.program), detail: explain::reason_detail(s, job, r) }
+    Outcome::Waits { reason: r.name(&s.facts.policy.program), detail: explain::reason_detail(s, job, r) }
 }
 
 fn holds(s: &Scheduler, job: JobId) -> Vec<String> {
-    s.reservations.get(&job).map(|nodes| node_names(s, nodes)).unwrap_or_default()
+    s.world.reservations.get(&job).map(|nodes| node_names(s, nodes)).unwrap_or_default()
 }
 
 fn node_names(s: &Scheduler, nodes: &[usize]) -> Vec<String> {
-    nodes.iter().map(|&n| s.cluster.nodes[n].name.clone()).collect()
+    nodes.iter().map(|&n| s.world.cluster.nodes[n].name.clone()).collect()
 }
 
 /// The quota arithmetic along the job's queue's path, for the resources it asks for that
 /// some quota governs.
 fn quota_rows(s: &Scheduler, job: JobId) -> Vec<QuotaRow> {
-    let j = &s.jobs[job];
+    let j = &s.world.jobs[job];
     let mut rows = Vec::new();
     for (&r, &need) in quota::demand(j, None).iter().filter(|(_, a)| **a > 0) {
-        let limited = s.quotas.available(j.queue, r) != i64::MAX
-            || std::iter::successors(Some(j.queue), |&q| s.quotas.queues[q].parent)
-                .any(|q| s.quotas.queues[q].limit.contains_key(&r));
+        let limited = s.world.quotas.available(j.queue, r) != i64::MAX
+            || std::iter::successors(Some(j.queue), |&q| s.world.quotas.queues[q].parent)
+                .any(|q| s.world.quotas.queues[q].limit.contains_key(&r));
         if !limited {
             continue;
         }
         let mut p = Some(j.queue);
         while let Some(qi) = p {
-            let node = &s.quotas.queues[qi];
+            let node = &s.world.quotas.queues[qi];
             let g = node.guarantee.get(&r).copied();
             let alloc = node.get(&node.alloc, r);
             rows.push(QuotaRow {
                 queue: node.name.clone(),
-                resource: r.name(&s.syms).to_string(),
+                resource: r.name(&s.world.syms).to_string(),
                 allocated: r.show(alloc),
                 guarantee: g.map(|v| r.show(v)),
                 limit: node.limit.get(&r).map(|&v| r.show(v)),
                 borrow_limit: node.borrow_limit.get(&r).map(|&v| r.show(v)),
                 lend_limit: node.lend_limit.get(&r).map(|&v| r.show(v)),
                 borrowed: r.show((alloc - g.unwrap_or(0)).max(0)),
-                available_needs: (qi == j.queue).then(|| (r.show(s.quotas.available(qi, r)), r.show(need))),
+                available_needs: (qi == j.queue).then(|| (r.show(s.world.quotas.available(qi, r)), r.show(need))),
             });
             p = node.parent;
         }
@@ -429,17 +431,17 @@ fn gang(s: &Scheduler, job: JobId) -> Option<GangSeen> {
                 })
                 .collect(),
         },
-        Err(reason) => GangSeen::None { reason: reason.name(&s.policy.program) },
+        Err(reason) => GangSeen::None { reason: reason.name(&s.facts.policy.program) },
     })
 }
 
 /// Where the job's queue stands in the order of queues, level by level from the root.
 fn queue_order(s: &Scheduler, job: JobId) -> Option<QueueOrder> {
-    let quotas = &s.quotas;
+    let quotas = &s.world.quotas;
     if quotas.queues.len() < 2 {
         return None;
     }
-    let program = &s.policy.program;
+    let program = &s.facts.policy.program;
     let view = s.view(None);
     let by = if program.queue_order.is_empty() {
         "weighted dominant share, least first".to_string()
@@ -449,8 +451,8 @@ fn queue_order(s: &Scheduler, job: JobId) -> Option<QueueOrder> {
             .collect();
         keys.join(", then ")
     };
-    let reads_heads = s.queue_order_reads_head;
-    let path: Vec<usize> = quotas.path(s.jobs[job].queue).collect();
+    let reads_heads = s.facts.queue_order_reads_head;
+    let path: Vec<usize> = quotas.path(s.world.jobs[job].queue).collect();
     let mut levels = Vec::new();
     for &q in path.iter().rev() {
         let siblings: Vec<usize> = match quotas.queues[q].parent {
@@ -479,14 +481,14 @@ fn queue_order(s: &Scheduler, job: JobId) -> Option<QueueOrder> {
 /// A victim search with names (before its evictions are carried out: a replica is named
 /// by its node).
 pub(crate) fn search_seen(s: &Scheduler, search: &VictimSearch) -> SearchSeen {
-    let program = &s.policy.program;
+    let program = &s.facts.policy.program;
     let considered = search
         .considered
         .iter()
         .map(|(job, verdict)| {
             let saw = match verdict {
                 Verdict::WithinGuarantee { queue } => {
-                    VictimSaw::WithinGuarantee { queue: s.quotas.queues[*queue].name.clone() }
+                    VictimSaw::WithinGuarantee { queue: s.world.quotas.queues[*queue].name.clone() }
                 }
                 Verdict::JustStarted => VictimSaw::JustStarted,
                 Verdict::Protected { rule } => {
@@ -503,7 +505,7 @@ pub(crate) fn search_seen(s: &Scheduler, search: &VictimSearch) -> SearchSeen {
                     cost: *cost,
                 },
             };
-            (s.jobs[*job].name.clone(), saw)
+            (s.world.jobs[*job].name.clone(), saw)
         })
         .collect();
     let chosen = search.eviction.as_ref().map(|e| Chosen {
@@ -511,9 +513,11 @@ pub(crate) fn search_seen(s: &Scheduler, search: &VictimSearch) -> SearchSeen {
             .victims
             .iter()
             .map(|v| {
-                let what = match v.replica.and_then(|k| s.jobs[v.job].slots.get(k)) {
-                    Some(slot) => format!("{}'s replica on {}", s.jobs[v.job].name, s.cluster.nodes[slot.node].name),
-                    None => s.jobs[v.job].name.clone(),
+                let what = match v.replica.and_then(|k| s.world.jobs[v.job].slots.get(k)) {
+                    Some(slot) => {
+                        format!("{}'s replica on {}", s.world.jobs[v.job].name, s.world.cluster.nodes[slot.node].name)
+                    }
+                    None => s.world.jobs[v.job].name.clone(),
                 };
                 (what, program.rule_label(v.rule), v.cost)
             })

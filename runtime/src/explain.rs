@@ -15,7 +15,7 @@ use gpol_compiler::ir::RuleId;
 use std::fmt::Write;
 
 pub fn request_text(s: &Scheduler, job: JobId) -> String {
-    let j = &s.jobs[job];
+    let j = &s.world.jobs[job];
     let r = match j.request {
         Request::Whole(k) => format!("{k} whole card{}", if k == 1 { "" } else { "s" }),
         Request::Fraction(m) => format!("{:.3} of a card", f64::from(m) / 1000.0),
@@ -31,12 +31,12 @@ pub fn request_text(s: &Scheduler, job: JobId) -> String {
 
 /// A quota block in words, with its numbers.
 pub fn block_text(s: &Scheduler, block: Block) -> String {
-    let queue = |q: usize| &s.quotas.queues[q].name;
+    let queue = |q: usize| &s.world.quotas.queues[q].name;
     match block {
         Block::Limit { queue: q, res, limit, allocated, needs } => format!(
             "queue `{}` would exceed its {} limit (holds {}, needs {}, limit {})",
             queue(q),
-            res.name(&s.syms),
+            res.name(&s.world.syms),
             res.show(allocated),
             res.show(needs),
             res.show(limit)
@@ -44,7 +44,7 @@ pub fn block_text(s: &Scheduler, block: Block) -> String {
         Block::UserLimit { queue: q, res, limit, used, needs } => format!(
             "the user would exceed queue `{}`'s {} user limit (holds {}, needs {}, limit {})",
             queue(q),
-            res.name(&s.syms),
+            res.name(&s.world.syms),
             res.show(used),
             res.show(needs),
             res.show(limit)
@@ -53,7 +53,7 @@ pub fn block_text(s: &Scheduler, block: Block) -> String {
             "queue `{}` has {} {} available in its cohort, needs {}",
             queue(q),
             res.show(available.max(0)),
-            res.name(&s.syms),
+            res.name(&s.world.syms),
             res.show(needs)
         ),
     }
@@ -69,7 +69,7 @@ pub fn unschedulable_text(s: &Scheduler, job: JobId, why: Unschedulable) -> Stri
             format!("the nodes could hold {room} of its replicas ({}) even if they were empty", request_text(s, job))
         }
         Unschedulable::OverLimit { queue, .. } => {
-            format!("it needs more than queue `{}`'s limit", s.quotas.queues[queue].name)
+            format!("it needs more than queue `{}`'s limit", s.world.quotas.queues[queue].name)
         }
     }
 }
@@ -98,7 +98,7 @@ pub fn rule_text(program: &gpol_compiler::ir::Program, rule: RuleId) -> String {
 
 /// Why the job cannot start anywhere now ([`Scheduler::gate`]), in words.
 pub fn closed_text(s: &Scheduler, job: JobId, closed: Closed) -> String {
-    let program = &s.policy.program;
+    let program = &s.facts.policy.program;
     match closed.reason {
         Reason::Rule(rule) => rule_text(program, rule),
         reason => reason_detail(s, job, &reason).unwrap_or_else(|| reason.name(program)),
@@ -109,7 +109,7 @@ pub fn closed_text(s: &Scheduler, job: JobId, closed: Closed) -> String {
 pub fn verdict_text(s: &Scheduler, verdict: &NodeVerdict) -> Option<String> {
     Some(match *verdict {
         NodeVerdict::Fits(_) => return None,
-        NodeVerdict::Filtered(rule) => format!("filter {}", rule_text(&s.policy.program, rule)),
+        NodeVerdict::Filtered(rule) => format!("filter {}", rule_text(&s.facts.policy.program, rule)),
         NodeVerdict::Full => "not enough free capacity".into(),
         NodeVerdict::TooSmall => "too small for the job even when empty".into(),
         NodeVerdict::Down => "cordoned or out of service".into(),
@@ -122,21 +122,21 @@ pub fn verdict_text(s: &Scheduler, verdict: &NodeVerdict) -> Option<String> {
 /// Why a job was evicted: for whom (`claimant`, as the caller names it) and under which
 /// rule.
 pub fn eviction_text(s: &Scheduler, claimant: &str, rule: RuleId) -> String {
-    format!("evicted for {claimant} under {}", s.policy.program.rule_name(rule))
+    format!("evicted for {claimant} under {}", s.facts.policy.program.rule_name(rule))
 }
 
 /// Why a job was turned away for good: the admit rule.
 pub fn refusal_text(s: &Scheduler, rule: RuleId) -> String {
-    format!("refused by admit rule {}", s.policy.program.rule_name(rule))
+    format!("refused by admit rule {}", s.facts.policy.program.rule_name(rule))
 }
 
 /// A job's state in a few words (`pending because quota`, `running on n1, n2`).
 pub fn state_text(s: &Scheduler, job: JobId) -> String {
-    let j = &s.jobs[job];
-    let program = &s.policy.program;
+    let j = &s.world.jobs[job];
+    let program = &s.facts.policy.program;
     match &s.state(job) {
         State::Running => {
-            let nodes: Vec<&str> = j.slots.iter().map(|sl| s.cluster.nodes[sl.node].name.as_str()).collect();
+            let nodes: Vec<&str> = j.slots.iter().map(|sl| s.world.cluster.nodes[sl.node].name.as_str()).collect();
             format!("running on {}", nodes.join(", "))
         }
         State::Pending(Some(r)) => format!("pending because {}", r.name(program)),
@@ -334,17 +334,20 @@ fn search_text(search: &SearchSeen, out: &mut String) {
 
 /// One line for an event of the log (`None` for submissions, which say nothing new).
 pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
-    let program = &s.policy.program;
-    let name = |j: &JobId| s.jobs[*j].name.as_str();
-    let nodes = |ns: &[NodeId]| ns.iter().map(|n| s.cluster.nodes[*n].name.as_str()).collect::<Vec<_>>().join(", ");
+    let program = &s.facts.policy.program;
+    let name = |j: &JobId| s.world.jobs[*j].name.as_str();
+    let nodes =
+        |ns: &[NodeId]| ns.iter().map(|n| s.world.cluster.nodes[*n].name.as_str()).collect::<Vec<_>>().join(", ");
     Some(match event {
         Event::Submitted { .. } => return None,
         Event::Placed { job, nodes: ns, .. } => format!("placed {} on {}", name(job), nodes(ns)),
-        Event::Grown { job, node, .. } => format!("grew {} by a replica on {}", name(job), s.cluster.nodes[*node].name),
+        Event::Grown { job, node, .. } => {
+            format!("grew {} by a replica on {}", name(job), s.world.cluster.nodes[*node].name)
+        }
         Event::Rejected { job, rule, .. } => format!("rejected {} by {}", name(job), program.rule_name(*rule)),
         Event::Finished { job, .. } => format!("finished {}", name(job)),
         Event::Requeued { job, node, .. } => {
-            format!("requeued {} (lost node {})", name(job), s.cluster.nodes[*node].name)
+            format!("requeued {} (lost node {})", name(job), s.world.cluster.nodes[*node].name)
         }
         Event::Evicted { job, by, rule, lost_gpu_s, .. } => format!(
             "evicted {} for {} under {}, losing {lost_gpu_s} GPU-seconds",
@@ -356,7 +359,7 @@ pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
         Event::Shrunk { job, by, rule, node, lost_gpu_s, .. } => format!(
             "took {}'s replica on {} for {} under {}, losing {lost_gpu_s} GPU-seconds",
             name(job),
-            s.cluster.nodes[*node].name,
+            s.world.cluster.nodes[*node].name,
             name(by),
             program.rule_name(*rule)
         ),

@@ -33,7 +33,7 @@ pub enum Decision {
 impl Scheduler {
     /// The placement decision for a job, without changing anything.
     pub fn decide(&self, job: JobId) -> Decision {
-        let program = &self.policy.program;
+        let program = &self.facts.policy.program;
         if let Some(i) = self.first_refusing_admit(job) {
             let rule = RuleId::Admit(u16::try_from(i).unwrap_or(u16::MAX));
             return if program.admit[i].is_static {
@@ -52,17 +52,17 @@ impl Scheduler {
 
     /// The first admit rule that turns the job away now, if any.
     pub(crate) fn first_refusing_admit(&self, job: JobId) -> Option<usize> {
-        if self.policy.program.admit.is_empty() {
+        if self.facts.policy.program.admit.is_empty() {
             return None;
         }
         let view = self.placement_view(job);
-        self.policy.engine().admit(&self.ctx(&view), &self.job_rec(job))
+        self.facts.policy.engine().admit(&self.ctx(&view), &self.job_rec(job))
     }
 
     /// Where the job's replicas would go now — quota, filters and scores, exact fit, and
     /// for a gang its topology — among `among` or every node.
     pub(crate) fn place(&self, job: JobId, among: Option<&[NodeId]>) -> Result<Vec<NodeId>, Reason> {
-        let j = &self.jobs[job];
+        let j = &self.world.jobs[job];
         let count = self.quota_count(job)?;
         if j.replicas > 1 {
             let view = self.placement_view(job);
@@ -78,11 +78,11 @@ impl Scheduler {
     /// `among` or any node; `replicas` is how many the per-model quota check and the
     /// queues' `_after` fields count (the job's, or the one a growing job adds).
     pub(crate) fn best_node(&self, job: JobId, among: Option<&[NodeId]>, replicas: u32) -> Result<NodeId, Reason> {
-        let j = &self.jobs[job];
+        let j = &self.world.jobs[job];
         let view = self.placement_view_for(job, replicas);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
-        let program = &self.policy.program;
+        let program = &self.facts.policy.program;
         let tiers = self.score_tiers();
         let usable = |i: NodeId| self.usable_node(job, i);
         let rejections = vec![0usize; program.filters.len()];
@@ -106,18 +106,18 @@ impl Scheduler {
         let ask = fit::Ask::of(j);
         let decides = fit::headroom_decides(&ask);
         let fits = |i: NodeId| {
-            fit::may_fit(&self.cluster.headroom[i], &ask)
+            fit::may_fit(&self.world.cluster.headroom[i], &ask)
                 && usable(i)
-                && (decides || fit::fits(&self.cluster.nodes[i], j))
+                && (decides || fit::fits(&self.world.cluster.nodes[i], j))
         };
         let fitting: Vec<NodeId> = match among {
-            Some(ids) => ids.iter().copied().filter(|&i| i < self.cluster.nodes.len() && fits(i)).collect(),
+            Some(ids) => ids.iter().copied().filter(|&i| i < self.world.cluster.nodes.len() && fits(i)).collect(),
             None => match j.request {
-                gpol_compiler::spec::Request::Whole(k) if k > 0 => self.cluster.with_free_cards(k),
+                gpol_compiler::spec::Request::Whole(k) if k > 0 => self.world.cluster.with_free_cards(k),
                 _ => None,
             }
             .map_or_else(
-                || (0..self.cluster.nodes.len()).filter(|&i| fits(i)).collect(),
+                || (0..self.world.cluster.nodes.len()).filter(|&i| fits(i)).collect(),
                 |ids| ids.into_iter().filter(|&i| fits(i)).collect(),
             ),
         };
@@ -147,7 +147,7 @@ impl Scheduler {
         among: Option<&[NodeId]>,
         mut visit: impl FnMut(NodeId, &NodeResult),
     ) {
-        let engine = self.policy.engine();
+        let engine = self.facts.policy.engine();
         let nodes = self.node_records();
         let mut buffer = [NodeResult::default(); CHUNK];
         match among {
@@ -186,8 +186,8 @@ impl Scheduler {
 
     /// `quota_count` with the cap that blocks it, for the victim search's many trials.
     pub(crate) fn quota_replicas(&self, job: JobId) -> Result<u32, Block> {
-        let j = &self.jobs[job];
-        let admits = |n: u32| self.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, n, None));
+        let j = &self.world.jobs[job];
+        let admits = |n: u32| self.world.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, n, None));
         match admits(j.replicas) {
             Ok(()) => Ok(j.replicas),
             Err(why) => {
@@ -218,16 +218,17 @@ impl Scheduler {
         count: u32,
         tiers: usize,
     ) -> Result<Vec<gang::Placement>, Reason> {
-        let j = &self.jobs[job];
-        let mut rejections = vec![0usize; self.policy.program.filters.len()];
+        let j = &self.world.jobs[job];
+        let mut rejections = vec![0usize; self.facts.policy.program.filters.len()];
         let mut passed_filters = false;
         let mut hosts: Vec<Host> = Vec::new();
         self.scan(ctx, rec, among, |i, r| {
             if !r.feasible {
                 count_rejection(&mut rejections, self.rejecting_filter(ctx, rec, i, r));
-            } else if self.cluster.nodes[i].up {
+            } else if self.world.cluster.nodes[i].up {
                 passed_filters = true;
-                let capacity = if self.usable_node(job, i) { fit::capacity(&self.cluster.nodes[i], j) } else { 0 };
+                let capacity =
+                    if self.usable_node(job, i) { fit::capacity(&self.world.cluster.nodes[i], j) } else { 0 };
                 if capacity > 0 {
                     hosts.push(Host { node: i, result: *r, capacity });
                 }
@@ -237,7 +238,7 @@ impl Scheduler {
             return Err(most_rejecting(&rejections));
         }
         let clauses = self.gang_clauses(ctx, rec);
-        gang::place(&self.cluster, &hosts, count, j.min_replicas, &clauses, tiers).map_err(|short| match short {
+        gang::place(&self.world.cluster, &hosts, count, j.min_replicas, &clauses, tiers).map_err(|short| match short {
             Shortfall::Capacity => Reason::Capacity,
             Shortfall::Topology => Reason::Gang,
         })
@@ -246,19 +247,19 @@ impl Scheduler {
     /// Whether the job may use node `i` at all: in service, of an allowed model, not held
     /// for another job.
     fn usable_node(&self, job: JobId, i: NodeId) -> bool {
-        let (node, j) = (&self.cluster.nodes[i], &self.jobs[job]);
+        let (node, j) = (&self.world.cluster.nodes[i], &self.world.jobs[job]);
         node.up && (j.models.is_empty() || j.models.contains(&node.model)) && !self.reserved_for_other(i, job)
     }
 
     /// The tiers the policy's scores use (0 without tiers).
     pub(crate) fn score_tiers(&self) -> usize {
-        let program = &self.policy.program;
+        let program = &self.facts.policy.program;
         program.scores.iter().filter_map(|s| s.tier).max().map_or(0, |t| usize::from(t).clamp(1, MAX_TIERS))
     }
 
     pub(crate) fn gang_clauses(&self, ctx: &Ctx<'_>, rec: &JobRec<'_>) -> Vec<Clause> {
-        let engine = self.policy.engine();
-        let gang = &self.policy.program.gang;
+        let engine = self.facts.policy.engine();
+        let gang = &self.facts.policy.program.gang;
         (0..gang.len())
             .filter(|&i| engine.gang_applies(ctx, rec, i))
             .map(|i| Clause {
@@ -275,14 +276,14 @@ impl Scheduler {
         job: JobId,
         placements: impl Iterator<Item = Vec<NodeId>>,
     ) -> Result<Vec<NodeId>, Reason> {
-        let j = &self.jobs[job];
+        let j = &self.world.jobs[job];
         let mut first_block = None;
         for replicas in placements {
-            if !self.quotas.limits_models() {
+            if !self.world.quotas.limits_models() {
                 return Ok(replicas);
             }
-            let models: Vec<Sym> = replicas.iter().map(|&n| self.cluster.nodes[n].model).collect();
-            match self.quotas.admissible(j.queue, j.user, &quota::placement_demand(j, &models)) {
+            let models: Vec<Sym> = replicas.iter().map(|&n| self.world.cluster.nodes[n].model).collect();
+            match self.world.quotas.admissible(j.queue, j.user, &quota::placement_demand(j, &models)) {
                 Ok(()) => return Ok(replicas),
                 Err(why) => {
                     first_block.get_or_insert(why);
@@ -295,9 +296,9 @@ impl Scheduler {
     /// The cards one replica takes on `node`: by the policy's `card_score` rules if it
     /// has any, else by built-in best fit.
     pub(crate) fn choose_cards(&self, job: JobId, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {
-        let n = &self.cluster.nodes[node];
-        let j = &self.jobs[job];
-        if self.policy.program.card_scores.is_empty() {
+        let n = &self.world.cluster.nodes[node];
+        let j = &self.world.jobs[job];
+        if self.facts.policy.program.card_scores.is_empty() {
             return fit::choose(n, j, None);
         }
         let view = self.placement_view(job);
@@ -305,7 +306,7 @@ impl Scheduler {
         let rec = self.job_rec(job);
         let node_rec = self.node_records().get(node)?;
         let cards = node_rec.cards_list.as_slice();
-        let engine = self.policy.engine();
+        let engine = self.facts.policy.engine();
         let score = |card: usize| match cards.get(card) {
             Some(c) => engine.card_score(&ctx, &rec, node_rec, c).0,
             None => {
@@ -318,7 +319,7 @@ impl Scheduler {
 
     /// Why a job can never run as the cluster and its queue are, if it cannot.
     pub(crate) fn never_fits(&self, job: JobId) -> Option<Unschedulable> {
-        let j = &self.jobs[job];
+        let j = &self.world.jobs[job];
         let room = self.room_when_empty(job);
         if room == 0 {
             return Some(Unschedulable::NoNode);
@@ -327,8 +328,8 @@ impl Scheduler {
             return Some(Unschedulable::TooFewNodes { room });
         }
         let demand = quota::replicas_demand(j, j.min_replicas, None);
-        self.quotas.path(j.queue).find_map(|queue| {
-            let node = &self.quotas.queues[queue];
+        self.world.quotas.path(j.queue).find_map(|queue| {
+            let node = &self.world.quotas.queues[queue];
             node.limit
                 .iter()
                 .find(|(r, limit)| demand.get(r).copied().unwrap_or(0) > **limit)
@@ -358,11 +359,11 @@ impl Scheduler {
     /// that rejects it (the pass stops at the cheapest), as `explain` reports it.
     pub(crate) fn rejecting_filter(&self, ctx: &Ctx<'_>, rec: &JobRec<'_>, node: NodeId, r: &NodeResult) -> usize {
         let first = usize::from(r.rejected_by);
-        let earlier = match self.recheck_filters.get(first) {
+        let earlier = match self.facts.recheck_filters.get(first) {
             Some(e) if !e.is_empty() => e,
             _ => return first,
         };
-        let filters = &self.policy.program.filters;
+        let filters = &self.facts.policy.program.filters;
         let roots = Roots { job: Some(rec), node: self.node_records().get(node), ..Roots::default() };
         earlier.iter().copied().find(|&g| !interp::eval(&filters[g].body, ctx, &roots).b()).unwrap_or(first)
     }
@@ -402,7 +403,7 @@ impl Choice<'_> {
             return;
         }
         let s = self.s;
-        let (node, j) = (&s.cluster.nodes[i], &s.jobs[self.job]);
+        let (node, j) = (&s.world.cluster.nodes[i], &s.world.jobs[self.job]);
         if !node.up {
             return;
         }
@@ -413,12 +414,12 @@ impl Choice<'_> {
                 return;
             }
         }
-        if s.quotas.limits_models() {
+        if s.world.quotas.limits_models() {
             let verdict = match self.by_model.iter().find(|(m, _)| *m == node.model) {
                 Some((_, v)) => v,
                 None => {
                     let demand = quota::replicas_demand(j, self.replicas, Some(node.model));
-                    self.by_model.push((node.model, s.quotas.admissible(j.queue, j.user, &demand)));
+                    self.by_model.push((node.model, s.world.quotas.admissible(j.queue, j.user, &demand)));
                     &self.by_model[self.by_model.len() - 1].1
                 }
             };

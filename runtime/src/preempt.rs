@@ -24,14 +24,15 @@ use crate::quota::{self, Amounts, Res};
 use crate::records;
 use crate::scheduler::Scheduler;
 use crate::scheduler::View;
+use crate::scheduler::facts::{PolicyFacts, Reads};
 use crate::scheduler::order::compare_keys;
-use gpol_compiler::ir::{Body, Kind, OrderKey, Program, RuleId};
+use gpol_compiler::ir::{OrderKey, RuleId};
 use gpol_compiler::schema::QueueRec;
-use gpol_compiler::schema::Record;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// A job to evict, the rule that allows it and what it costs.
 #[derive(Clone, Debug, PartialEq)]
@@ -262,27 +263,25 @@ struct Found {
     claimant_within: bool,
 }
 
-/// One attempt of a search: the claimant, the candidates this attempt may take, and
-/// what the resources the tree governs that the claimant needs are.
-struct Search<'a> {
+/// One victim search for one claimant: the scheduler it tries evictions on (each undone
+/// before it ends), what the claimant needs, and the attempt under way with the
+/// candidates that attempt may take.
+struct VictimFinder<'s> {
+    s: &'s mut Scheduler,
+    /// The policy's facts, held apart from `s` (which trial evictions change).
+    facts: Arc<PolicyFacts>,
     claimant: JobId,
+    /// The resources the tree governs that the claimant needs (at its minimum count).
+    needed: Vec<Res>,
     attempt: Attempt,
-    candidates: &'a [Candidate],
-    needed: &'a [Res],
-    /// The policy's `victim_order`, and whether its keys read queue or cluster state
-    /// that evictions change (then they are re-evaluated at every pick).
-    order: &'a [OrderKey],
-    dynamic: bool,
-    /// Per victim rule, what state it reads that earlier picks change (then it is asked
-    /// again at a pick).
-    dynamic_rules: &'a [Reads],
+    candidates: Vec<Candidate>,
 }
 
 impl Scheduler {
     /// Searches for victims whose eviction lets `claimant` start now. Evictions are tried
     /// on the model and undone: nothing changes in the end.
     pub fn victim_search(&mut self, claimant: JobId) -> Option<Eviction> {
-        self.search(claimant, None).ok()
+        VictimFinder::new(self, claimant).run(None).ok()
     }
 
     /// A cycle's victim search: the eviction, or what to watch for before searching
@@ -292,22 +291,45 @@ impl Scheduler {
         claimant: JobId,
         record: Option<&mut Vec<(JobId, Verdict)>>,
     ) -> Result<Eviction, Option<Watch>> {
-        self.search(claimant, record)
+        VictimFinder::new(self, claimant).run(record)
     }
 
     /// [`Scheduler::victim_search`], with what it decided about every running job.
     pub fn victim_search_explained(&mut self, claimant: JobId) -> VictimSearch {
         let mut considered = Vec::new();
-        let eviction = self.search(claimant, Some(&mut considered)).ok();
+        let eviction = VictimFinder::new(self, claimant).run(Some(&mut considered)).ok();
         VictimSearch { considered, eviction }
     }
+}
 
-    fn search(
-        &mut self,
-        claimant: JobId,
-        record: Option<&mut Vec<(JobId, Verdict)>>,
-    ) -> Result<Eviction, Option<Watch>> {
-        let program = &self.policy.program;
+impl<'s> VictimFinder<'s> {
+    fn new(s: &'s mut Scheduler, claimant: JobId) -> VictimFinder<'s> {
+        let c = &s.world.jobs[claimant];
+        let needed = quota::replicas_demand(c, c.min_replicas, None)
+            .iter()
+            .filter(|&(r, a)| *a > 0 && s.world.quotas.is_constrained(*r))
+            .map(|(r, _)| *r)
+            .collect();
+        let facts = Arc::clone(&s.facts);
+        VictimFinder { s, facts, claimant, needed, attempt: Attempt::Reclaim, candidates: Vec::new() }
+    }
+}
+
+impl VictimFinder<'_> {
+    /// The policy's `victim_order`.
+    fn order(&self) -> &[OrderKey] {
+        &self.facts.policy.program.victim_order
+    }
+
+    /// Whether `victim_order`'s keys read queue or cluster state that evictions change
+    /// (then they are re-evaluated at every pick).
+    fn dynamic(&self) -> bool {
+        self.facts.victim_reads.order
+    }
+
+    fn run(&mut self, record: Option<&mut Vec<(JobId, Verdict)>>) -> Result<Eviction, Option<Watch>> {
+        let facts = Arc::clone(&self.facts);
+        let program = &facts.policy.program;
         if !program.victims.iter().any(|r| r.kind != VictimKind::Protect) {
             return Err(None);
         }
@@ -321,46 +343,35 @@ impl Scheduler {
                     .map(|(k, _)| Attempt::Borrow(k)),
             )
             .collect();
-        let order = program.victim_order.clone();
-        let reads = self.victim_reads.clone();
-        let (dynamic, dynamic_rules) = (reads.order, &reads.rules);
-        let needed = self.needed(claimant);
         // Jobs of other queues are looked at only if some attempt could take them.
-        let others = attempts.len() > 1 || self.leaf_could_end_within(claimant, &needed, None);
-        let all = self.candidates(claimant, &needed, others, record);
+        let others = attempts.len() > 1 || self.leaf_could_end_within(None);
+        let all = self.all_candidates(others, record);
         // A reclaim leaves the claimant's leaf within its guarantee: if even every one of
         // its own queue's candidates gone would not do that, no job of another queue can
         // be reclaimed for it (and none is tried: that is most searches of a borrower).
-        let reclaim_reachable = self.leaf_could_end_within(claimant, &needed, Some(&all.list));
+        let reclaim_reachable = self.leaf_could_end_within(Some(&all.list));
         // Whether some attempt had candidates that, all gone, would let the quota admit it.
         let mut searched = false;
         for attempt in attempts {
             let others = attempt != Attempt::Reclaim || reclaim_reachable;
             let (candidates, frees) = all.for_attempt(attempt, others);
-            if candidates.is_empty() || !self.quota_could_admit(claimant, &candidates) {
+            self.attempt = attempt;
+            self.candidates = candidates;
+            if self.candidates.is_empty() || !self.quota_could_admit() {
                 continue;
             }
             searched = true;
-            let search = Search {
-                claimant,
-                attempt,
-                candidates: &candidates,
-                needed: &needed,
-                order: &order,
-                dynamic,
-                dynamic_rules,
-            };
-            let found = if self.jobs[claimant].replicas == 1 {
-                self.search_nodes(&search, frees)
+            let found = if self.s.world.jobs[self.claimant].replicas == 1 {
+                self.search_nodes(frees)
             } else {
-                self.search_all(&search)
+                self.search_all()
             };
             if let Some(f) = found {
                 let victims = f
                     .victims
                     .iter()
                     .map(|&i| {
-                        let c = &candidates[i];
+                        let c = &self.candidates[i];
                         let rule = match attempt {
                             Attempt::Borrow(k) if !f.claimant_within && c.preempt.is_none() => Some(k),
                             Attempt::Borrow(_) if c.preempt.is_none() => c.reclaim,
@@ -386,7 +397,7 @@ impl Scheduler {
         // change that. Candidates that no attempt could take were of other queues, left out
         // because the claimant's leaf cannot end within its guarantee: a change there can
         // alter that too.
-        let cq = self.jobs[claimant].queue;
+        let cq = self.s.world.jobs[self.claimant].queue;
         Err(all.watch.map(|mut w| {
             if !all.list.is_empty() {
                 w.changes.push(cq);
@@ -397,74 +408,56 @@ impl Scheduler {
         }))
     }
 
-    /// What the claimant needs (at its minimum count) that the quota tree governs.
-    fn needed(&self, claimant: JobId) -> Vec<Res> {
-        let c = &self.jobs[claimant];
-        quota::replicas_demand(c, c.min_replicas, None)
-            .iter()
-            .filter(|&(r, a)| *a > 0 && self.quotas.is_constrained(*r))
-            .map(|(r, _)| *r)
-            .collect()
-    }
-
-    /// The running jobs some rule allows evicting for `claimant` (of other queues, only if
-    /// `others`); `record`, if given, receives the verdict on every running job (then
+    /// The running jobs some rule allows evicting for the claimant (of other queues, only
+    /// if `others`); `record`, if given, receives the verdict on every running job (then
     /// those of other queues are judged whatever `others` says).
-    fn candidates(
-        &self,
-        claimant: JobId,
-        needed: &[Res],
-        others: bool,
-        mut record: Option<&mut Vec<(JobId, Verdict)>>,
-    ) -> Candidates {
-        let program = &self.policy.program;
-        let quotas = &self.quotas;
+    fn all_candidates(&self, others: bool, mut record: Option<&mut Vec<(JobId, Verdict)>>) -> Candidates {
+        let s = &*self.s;
+        let claimant = self.claimant;
+        let program = &self.facts.policy.program;
+        let quotas = &s.world.quotas;
         let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
         let has_preempt = has_kind(VictimKind::Preempt);
         let has_cross = has_kind(VictimKind::Reclaim) || has_kind(VictimKind::Borrow);
         // Where each leaf's jobs stand (jobs run only in leaves). When no leaf's jobs
         // could be victims at all, nothing more is needed — unless the search is being
         // recorded job by job.
-        let standings: Vec<Option<Standing>> = (0..quotas.queues.len())
-            .map(|q| quotas.queues[q].children.is_empty().then(|| self.standing(claimant, q, needed)))
-            .collect();
-        let evictable = |s: &Standing| match s {
+        let standings: Vec<Option<Standing>> =
+            (0..quotas.queues.len()).map(|q| quotas.queues[q].children.is_empty().then(|| self.standing(q))).collect();
+        let evictable = |st: &Standing| match st {
             Standing::Own | Standing::Anywhere => has_preempt,
             Standing::Other(_) => has_cross && others,
             Standing::WithinGuarantee(_) => false,
         };
-        let watch = self
-            .victim_reads
-            .watchable
-            .then(|| self.watch(claimant, needed, &standings, has_preempt, has_cross, others));
+        let watch = self.facts.victim_reads.watchable.then(|| self.watch(&standings, has_preempt, has_cross, others));
         if record.is_none() && !standings.iter().flatten().any(evictable) {
             return Candidates { watch, ..Candidates::default() };
         }
-        let reads_after = self.victim_reads.after;
+        let reads_after = self.facts.victim_reads.after;
         // Reclaim and borrow rules have no cost of their own: they take the first preempt
         // rule's.
         let cost_rule = program.victims.iter().position(|r| r.kind == VictimKind::Preempt && r.cost.is_some());
-        let claimant_rec = self.job_rec(claimant);
+        let claimant_rec = s.job_rec(claimant);
         // Sized for every running job up front: growing them would copy and fault pages.
-        let mut out: Vec<Candidate> = Vec::with_capacity(self.running.len());
-        let mut frees: Vec<Frees> = Vec::with_capacity(self.running.len());
-        let mut view = self.view(Some(claimant));
-        let mut after = self.after_count(claimant);
+        let mut out: Vec<Candidate> = Vec::with_capacity(s.world.running.len());
+        let mut frees: Vec<Frees> = Vec::with_capacity(s.world.running.len());
+        let mut view = s.view(Some(claimant));
+        let mut after = AfterCount::new(s, claimant);
         let recording = record.is_some();
-        for v in self.running() {
-            let vj = &self.jobs[v];
+        for v in s.running() {
+            let vj = &s.world.jobs[v];
             let mut note = |verdict: Verdict| {
                 if let Some(r) = record.as_deref_mut() {
                     r.push((v, verdict));
                 }
             };
-            if self.started_this_cycle.contains(&v) {
+            if s.started_this_cycle.contains(&v) {
                 note(Verdict::JustStarted);
                 continue;
             }
             let standing = match &standings[vj.queue] {
-                Some(s) => s.clone(),
-                None => self.standing(claimant, vj.queue, needed),
+                Some(st) => st.clone(),
+                None => self.standing(vj.queue),
             };
             let (place, sides) = match standing {
                 Standing::Own => (Place::Own, None),
@@ -478,8 +471,8 @@ impl Scheduler {
             };
             // A job of another queue is taken only if it holds something needed that its
             // side borrows.
-            if let Some(s) = &sides
-                && !self.frees_borrowed(v, s, needed)
+            if let Some(sd) = &sides
+                && !self.frees_borrowed(v, sd)
             {
                 note(Verdict::WithinGuarantee { queue: vj.queue });
                 continue;
@@ -495,7 +488,7 @@ impl Scheduler {
                 .filter_map(|k| {
                     let mut part = match reads_after {
                         true => {
-                            let held = self.slot_demand(v, k);
+                            let held = slot_demand(s, v, k);
                             self.judge(&mut view, &mut after, &claimant_rec, v, &held, place, cost_rule)
                         }
                         false => whole.clone(),
@@ -536,8 +529,8 @@ impl Scheduler {
                 keys: j.keys.into(),
             };
             if whole_allowed {
-                for s in &vj.slots {
-                    let f = Frees { node: s.node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu };
+                for slot in &vj.slots {
+                    let f = Frees { node: slot.node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu };
                     match frees.last_mut() {
                         Some(last) if last.node == f.node && last.candidate == f.candidate => {
                             last.cpu += f.cpu;
@@ -571,11 +564,12 @@ impl Scheduler {
         place: Place,
         cost_rule: Option<usize>,
     ) -> Judged {
-        let program = &self.policy.program;
-        let engine = self.policy.engine();
-        let saved = if self.victim_reads.after { after.count(self, view, v, held) } else { Vec::new() };
-        let ctx = self.ctx(view);
-        let vrec = self.job_rec(v);
+        let s = &*self.s;
+        let program = &self.facts.policy.program;
+        let engine = self.facts.policy.engine();
+        let saved = if self.facts.victim_reads.after { after.count(s, view, v, held) } else { Vec::new() };
+        let ctx = s.ctx(view);
+        let vrec = s.job_rec(v);
         let holds = |i: usize| engine.victim(&ctx, i, claimant_rec, &vrec);
         let mut keys = vec![0.0; program.victim_order.len()];
         if !keys.is_empty() {
@@ -612,64 +606,21 @@ impl Scheduler {
         Judged { protect, preempt, reclaim, borrow, cost, keys }
     }
 
-    /// What a candidate holds: its job's charge, or its one replica's.
-    fn candidate_holds(&self, c: &Candidate) -> Amounts {
-        match c.part {
-            None => self.jobs[c.job].charged.clone(),
-            Some(k) => self.slot_demand(c.job, k),
-        }
-    }
-
-    /// What the replica in slot `k` of a running job is charged.
-    fn slot_demand(&self, job: JobId, k: usize) -> Amounts {
-        let model = self.cluster.nodes[self.jobs[job].slots[k].node].model;
-        quota::placement_demand(&self.jobs[job], &[model])
-    }
-
-    /// Takes a candidate off the model on trial (the whole job, or its one replica).
-    fn lift_candidate(&mut self, c: &Candidate) {
-        self.trial(c, true);
-    }
-
-    /// Undoes `lift_candidate`.
-    fn restore_candidate(&mut self, c: &Candidate) {
-        self.trial(c, false);
-    }
-
-    /// Lifts (`take`) or restores a candidate.
-    fn trial(&mut self, c: &Candidate, take: bool) {
-        match (c.part, take) {
-            (None, true) => self.lift(c.job),
-            (None, false) => self.restore(c.job),
-            (Some(k), _) => {
-                let demand = self.slot_demand(c.job, k);
-                if take { self.lift_slot(c.job, k, &demand) } else { self.restore_slot(c.job, k, &demand) }
-            }
-        }
-    }
-
-    /// What could give `claimant` candidates where none of the leaves' jobs, as they
+    /// What could give the claimant candidates where none of the leaves' jobs, as they
     /// `standings` say, is one (see [`Watch`]); `others` says whether jobs of other
     /// queues were looked at.
-    fn watch(
-        &self,
-        claimant: JobId,
-        needed: &[Res],
-        standings: &[Option<Standing>],
-        has_preempt: bool,
-        has_cross: bool,
-        others: bool,
-    ) -> Watch {
-        let cq = self.jobs[claimant].queue;
+    fn watch(&self, standings: &[Option<Standing>], has_preempt: bool, has_cross: bool, others: bool) -> Watch {
+        let quotas = &self.s.world.quotas;
+        let c = &self.s.world.jobs[self.claimant];
+        let cq = c.queue;
         if !others && !has_preempt {
             // Only reclaims, and the claimant's leaf cannot end within its guarantee: no
             // job anywhere is a candidate until that leaf holds less.
-            let c = &self.jobs[claimant];
             let demand = quota::replicas_demand(c, c.min_replicas, None);
-            let needs = needed.iter().map(|&r| (r, demand.get(&r).copied().unwrap_or(0))).collect();
+            let needs = self.needed.iter().map(|&r| (r, demand.get(&r).copied().unwrap_or(0))).collect();
             return Watch { within: Some((cq, needs)), ..Watch::default() };
         }
-        let leaves = self.victim_reads.leaves;
+        let leaves = self.facts.victim_reads.leaves;
         let mut w = Watch::default();
         for (vq, standing) in standings.iter().enumerate() {
             match standing {
@@ -690,8 +641,8 @@ impl Scheduler {
                     }
                 }
                 Some(Standing::WithinGuarantee(_)) if has_cross => {
-                    let top = self.quotas.common_ancestor(cq, vq);
-                    w.borrowers.extend(self.quotas.path_below(vq, top).last());
+                    let top = quotas.common_ancestor(cq, vq);
+                    w.borrowers.extend(quotas.path_below(vq, top).last());
                 }
                 Some(Standing::Other(_) | Standing::WithinGuarantee(_)) => {}
             }
@@ -699,75 +650,64 @@ impl Scheduler {
         w
     }
 
-    /// A counter of victims evicted in the `_after` fields, for `claimant`.
-    fn after_count(&self, claimant: JobId) -> AfterCount {
-        AfterCount {
-            claimant_queue: self.jobs[claimant].queue,
-            demand: quota::demand(&self.jobs[claimant], None),
-            totals: self.totals(),
-            memo: HashMap::new(),
-        }
-    }
-
-    /// Whether the rule that lets `search` take candidate `i` still allows it on the
+    /// Whether the rule that lets this attempt take candidate `i` still allows it on the
     /// model as it stands (earlier victims gone): rules that read queue or cluster state
     /// are asked again at every pick, as Kueue's fair sharing compares shares afresh.
-    fn still_allowed(&self, search: &Search, i: usize, lifted: &[usize]) -> bool {
-        let c = &search.candidates[i];
-        let Some(rule) = c.rule(search.attempt) else { return false };
+    fn still_allowed(&self, i: usize, lifted: &[usize]) -> bool {
+        let (s, claimant, candidates) = (&*self.s, self.claimant, &self.candidates);
+        let program = &self.facts.policy.program;
+        let dynamic_rules = &self.facts.victim_reads.rules;
+        let c = &candidates[i];
+        let Some(rule) = c.rule(self.attempt) else { return false };
         // The two jobs' queues are all a `Leaves` rule reads: unless an earlier pick was in
         // one of them, it reads what it read when it allowed the candidate.
-        let leaves = [self.jobs[search.claimant].queue, self.jobs[c.job].queue];
-        let touched = || lifted.iter().any(|&k| leaves.contains(&self.jobs[search.candidates[k].job].queue));
-        let asks = |r: usize| match search.dynamic_rules[r] {
+        let leaves = [s.world.jobs[claimant].queue, s.world.jobs[c.job].queue];
+        let touched = || lifted.iter().any(|&k| leaves.contains(&s.world.jobs[candidates[k].job].queue));
+        let asks = |r: usize| match dynamic_rules[r] {
             Reads::Jobs => false,
             Reads::Leaves => touched(),
             Reads::Anything => true,
         };
-        let protects =
-            || self.policy.program.victims.iter().enumerate().any(|(p, r)| r.kind == VictimKind::Protect && asks(p));
+        let protects = || program.victims.iter().enumerate().any(|(p, r)| r.kind == VictimKind::Protect && asks(p));
         if !asks(rule) && !protects() {
             return true;
         }
-        let mut view = self.view(Some(search.claimant));
+        let mut view = s.view(Some(claimant));
         // What it still holds on the model: its job without the replicas already taken.
-        let mut held = self.candidate_holds(c);
+        let mut held = c.holds(s);
         if c.part.is_none() {
-            for p in lifted
-                .iter()
-                .filter_map(|&k| (search.candidates[k].job == c.job).then_some(search.candidates[k].part))
-                .flatten()
+            for p in lifted.iter().filter_map(|&k| (candidates[k].job == c.job).then_some(candidates[k].part)).flatten()
             {
-                for (r, a) in self.slot_demand(c.job, p) {
+                for (r, a) in slot_demand(s, c.job, p) {
                     *held.entry(r).or_insert(0) -= a;
                 }
             }
         }
-        self.after_count(search.claimant).count(self, &mut view, c.job, &held);
-        let ctx = self.ctx(&view);
-        let ok = self.policy.engine().victim(&ctx, rule, &self.job_rec(search.claimant), &self.job_rec(c.job)).0;
+        AfterCount::new(s, claimant).count(s, &mut view, c.job, &held);
+        let ctx = s.ctx(&view);
+        let engine = self.facts.policy.engine();
+        let ok = engine.victim(&ctx, rule, &s.job_rec(claimant), &s.job_rec(c.job)).0;
         // A protect rule that reads the state may veto now.
-        ok && !self.policy.program.victims.iter().enumerate().any(|(p, r)| {
+        ok && !program.victims.iter().enumerate().any(|(p, r)| {
             r.kind == VictimKind::Protect
-                && search.dynamic_rules[p] != Reads::Jobs
-                && self.policy.engine().victim(&ctx, p, &self.job_rec(search.claimant), &self.job_rec(c.job)).0
+                && dynamic_rules[p] != Reads::Jobs
+                && engine.victim(&ctx, p, &s.job_rec(claimant), &s.job_rec(c.job)).0
         })
     }
 
-    /// Where the jobs of queue `vq` stand as victims for `claimant`, which needs `needed`
-    /// (the resources the tree governs).
-    fn standing(&self, claimant: JobId, vq: QueueId, needed: &[Res]) -> Standing {
-        let quotas = &self.quotas;
-        let cq = self.jobs[claimant].queue;
+    /// Where the jobs of queue `vq` stand as victims for the claimant.
+    fn standing(&self, vq: QueueId) -> Standing {
+        let quotas = &self.s.world.quotas;
+        let cq = self.s.world.jobs[self.claimant].queue;
         if vq == cq {
             return Standing::Own;
         }
-        if needed.is_empty() {
+        if self.needed.is_empty() {
             return Standing::Anywhere;
         }
         let top = quotas.common_ancestor(cq, vq);
         let victim = quotas.path_below(vq, top);
-        if let Some(&q) = victim.iter().find(|&&q| !self.borrows(q, needed)) {
+        if let Some(&q) = victim.iter().find(|&&q| !self.borrows(q)) {
             return Standing::WithinGuarantee(q);
         }
         if victim.is_empty() {
@@ -779,40 +719,42 @@ impl Scheduler {
     /// Whether job `v` of another queue holds some needed resource that every queue of its
     /// side borrows now: taking it then lowers that borrowing (which is also why reclaim
     /// cannot cycle).
-    fn frees_borrowed(&self, v: JobId, sides: &Sides, needed: &[Res]) -> bool {
-        let charged = &self.jobs[v].charged;
-        needed.iter().any(|&r| {
+    fn frees_borrowed(&self, v: JobId, sides: &Sides) -> bool {
+        let quotas = &self.s.world.quotas;
+        let charged = &self.s.world.jobs[v].charged;
+        self.needed.iter().any(|&r| {
             charged.get(&r).is_some_and(|&a| a > 0)
                 && sides.victim.iter().all(|&q| {
-                    let queue = &self.quotas.queues[q];
+                    let queue = &quotas.queues[q];
                     queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r)
                 })
         })
     }
 
-    /// Whether queue `q` holds more than its guarantee of one of `needed`.
-    fn borrows(&self, q: QueueId, needed: &[Res]) -> bool {
-        let queue = &self.quotas.queues[q];
-        needed.iter().any(|&r| queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r))
+    /// Whether queue `q` holds more than its guarantee of something the claimant needs.
+    fn borrows(&self, q: QueueId) -> bool {
+        let queue = &self.s.world.quotas.queues[q];
+        self.needed.iter().any(|&r| queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r))
     }
 
     /// Whether the claimant's leaf could end within its guarantee of everything needed,
     /// with its minimum replicas admitted and every own-queue candidate gone (or, before
     /// the candidates are known, every own-queue job a preempt rule might take).
-    fn leaf_could_end_within(&self, claimant: JobId, needed: &[Res], candidates: Option<&[Candidate]>) -> bool {
-        let c = &self.jobs[claimant];
+    fn leaf_could_end_within(&self, candidates: Option<&[Candidate]>) -> bool {
+        let jobs = &self.s.world.jobs;
+        let c = &jobs[self.claimant];
         let demand = quota::replicas_demand(c, c.min_replicas, None);
-        let leaf = &self.quotas.queues[c.queue];
-        let has_preempt = self.policy.program.victims.iter().any(|r| r.kind == VictimKind::Preempt);
-        needed.iter().all(|&r| {
+        let leaf = &self.s.world.quotas.queues[c.queue];
+        let has_preempt = self.facts.policy.program.victims.iter().any(|r| r.kind == VictimKind::Preempt);
+        self.needed.iter().all(|&r| {
             // A leaf holds only its own jobs: all of them gone leaves nothing.
             let own: i64 = match candidates {
                 None if has_preempt => leaf.get(&leaf.alloc, r),
                 None => 0,
                 Some(list) => list
                     .iter()
-                    .filter(|k| k.preempt.is_some() && self.jobs[k.job].queue == c.queue)
-                    .map(|k| self.jobs[k.job].charged.get(&r).copied().unwrap_or(0))
+                    .filter(|k| k.preempt.is_some() && jobs[k.job].queue == c.queue)
+                    .map(|k| jobs[k.job].charged.get(&r).copied().unwrap_or(0))
                     .sum(),
             };
             leaf.get(&leaf.alloc, r) - own + demand.get(&r).copied().unwrap_or(0) <= leaf.get(&leaf.guarantee, r)
@@ -821,11 +763,11 @@ impl Scheduler {
 
     /// Whether the claimant's side of `sides`, with `replicas` of the claimant admitted,
     /// holds no more than its guarantee of anything needed.
-    fn claimant_within(&self, search: &Search, sides: &Sides, replicas: usize) -> bool {
-        let demand = quota::replicas_demand(&self.jobs[search.claimant], replicas as u32, None);
+    fn claimant_within(&self, sides: &Sides, replicas: usize) -> bool {
+        let demand = quota::replicas_demand(&self.s.world.jobs[self.claimant], replicas as u32, None);
         sides.claimant.iter().all(|&q| {
-            let queue = &self.quotas.queues[q];
-            search.needed.iter().all(|&r| {
+            let queue = &self.s.world.quotas.queues[q];
+            self.needed.iter().all(|&r| {
                 queue.get(&queue.alloc, r) + demand.get(&r).copied().unwrap_or(0) <= queue.get(&queue.guarantee, r)
             })
         })
@@ -835,44 +777,45 @@ impl Scheduler {
     /// tree goes: a reclaim leaves its side within its guarantee of what it needs; a
     /// victim of another queue taken while it borrows needs a `borrow` rule, one taken
     /// while it does not a `reclaim` rule.
-    fn ends_well(&self, search: &Search, lifted: &[usize], replicas: usize) -> bool {
+    fn ends_well(&self, lifted: &[usize], replicas: usize) -> bool {
         lifted.iter().all(|&i| {
-            let c = &search.candidates[i];
+            let c = &self.candidates[i];
             let Some(sides) = &c.sides else { return true };
-            match search.attempt {
-                Attempt::Reclaim => self.claimant_within(search, sides, replicas),
-                Attempt::Borrow(_) => c.reclaim.is_some() || !self.claimant_within(search, sides, replicas),
+            match self.attempt {
+                Attempt::Reclaim => self.claimant_within(sides, replicas),
+                Attempt::Borrow(_) => c.reclaim.is_some() || !self.claimant_within(sides, replicas),
             }
         })
     }
 
     /// Where the claimant starts with `lifted` gone (on one of `among`, if given), if the
     /// quota admits it, it fits, and it ends where the attempt allows.
-    fn starts(&self, search: &Search, lifted: &[usize], among: Option<&[NodeId]>) -> Option<Vec<NodeId>> {
-        self.quota_replicas(search.claimant).ok()?;
-        let replicas = self.place(search.claimant, among).ok()?;
-        self.ends_well(search, lifted, replicas.len()).then_some(replicas)
+    fn starts(&self, lifted: &[usize], among: Option<&[NodeId]>) -> Option<Vec<NodeId>> {
+        self.s.quota_replicas(self.claimant).ok()?;
+        let replicas = self.s.place(self.claimant, among).ok()?;
+        self.ends_well(lifted, replicas.len()).then_some(replicas)
     }
 
     /// Whether the quota would admit the claimant were every candidate gone: if not, no
     /// set of them lets it start anywhere, and nothing need be tried. Quota only ever
     /// admits more as usage falls, so this is a necessary condition.
-    fn quota_could_admit(&mut self, claimant: JobId, candidates: &[Candidate]) -> bool {
-        if self.quota_replicas(claimant).is_ok() {
+    fn quota_could_admit(&mut self) -> bool {
+        let s = &mut *self.s;
+        if s.quota_replicas(self.claimant).is_ok() {
             return true;
         }
         // Each job once (its replicas are candidates beside it).
-        let mut jobs: Vec<JobId> = candidates.iter().map(|c| c.job).collect();
+        let mut jobs: Vec<JobId> = self.candidates.iter().map(|c| c.job).collect();
         jobs.sort_unstable();
         jobs.dedup();
         for &job in &jobs {
-            let j = &self.jobs[job];
-            self.quotas.charge(j.queue, j.user, &j.charged, -1);
+            let j = &s.world.jobs[job];
+            s.world.quotas.charge(j.queue, j.user, &j.charged, -1);
         }
-        let admits = self.quota_replicas(claimant).is_ok();
+        let admits = s.quota_replicas(self.claimant).is_ok();
         for &job in jobs.iter().rev() {
-            let j = &self.jobs[job];
-            self.quotas.charge(j.queue, j.user, &j.charged, 1);
+            let j = &s.world.jobs[job];
+            s.world.quotas.charge(j.queue, j.user, &j.charged, 1);
         }
         admits
     }
@@ -880,85 +823,82 @@ impl Scheduler {
     /// Evicts candidate `i` on trial if it may still be taken: a job of another queue
     /// only while every queue of its side borrows something needed. Records it in
     /// `lifted`.
-    fn try_lift(&mut self, search: &Search, i: usize, lifted: &mut Vec<usize>) -> bool {
-        let c = &search.candidates[i];
+    fn try_lift(&mut self, i: usize, lifted: &mut Vec<usize>) -> bool {
+        let c = &self.candidates[i];
         if lifted.contains(&i) {
             return false;
         }
         if let Some(sides) = &c.sides
-            && !self.frees_borrowed(c.job, sides, search.needed)
+            && !self.frees_borrowed(c.job, sides)
         {
             return false;
         }
-        if !lifted.is_empty() && !self.still_allowed(search, i, lifted) {
+        if !lifted.is_empty() && !self.still_allowed(i, lifted) {
             return false;
         }
-        let same_job = |k: &usize| search.candidates[*k].job == c.job;
+        let candidates = &self.candidates;
+        let same_job = |k: &usize| candidates[*k].job == c.job;
         match c.part {
             // Its whole job is gone already.
-            Some(_) if lifted.iter().any(|k| same_job(k) && search.candidates[*k].part.is_none()) => return false,
+            Some(_) if lifted.iter().any(|k| same_job(k) && candidates[*k].part.is_none()) => return false,
             Some(_) => {}
             // The whole job goes: the replicas of it taken so far come back first.
             None => {
                 let parts: Vec<usize> = lifted.iter().copied().filter(same_job).collect();
                 for &k in parts.iter().rev() {
-                    self.restore_candidate(&search.candidates[k]);
+                    candidates[k].trial(self.s, false);
                 }
                 lifted.retain(|k| !parts.contains(k));
             }
         }
-        self.lift_candidate(c);
+        c.trial(self.s, true);
         lifted.push(i);
         true
     }
 
     /// The reverse pass: gives back, last taken first, every victim the claimant can
     /// start without; then undoes the trial. Returns the set that is needed.
-    fn reverse_pass(
-        &mut self,
-        search: &Search,
-        mut lifted: Vec<usize>,
-        mut replicas: Vec<NodeId>,
-        among: Option<&[NodeId]>,
-    ) -> Found {
-        let candidates = search.candidates;
+    fn reverse_pass(&mut self, mut lifted: Vec<usize>, mut replicas: Vec<NodeId>, among: Option<&[NodeId]>) -> Found {
         let mut needed: Vec<usize> = Vec::new();
         while let Some(i) = lifted.pop() {
-            self.restore_candidate(&candidates[i]);
+            self.candidates[i].trial(self.s, false);
             let still: Vec<usize> = lifted.iter().chain(&needed).copied().collect();
-            match self.starts(search, &still, among) {
+            match self.starts(&still, among) {
                 Some(r) => replicas = r,
                 None => {
-                    self.lift_candidate(&candidates[i]);
+                    self.candidates[i].trial(self.s, true);
                     needed.push(i);
                 }
             }
         }
         let claimant_within = needed
             .iter()
-            .filter_map(|&i| candidates[i].sides.as_deref())
-            .all(|sides| self.claimant_within(search, sides, replicas.len()));
+            .filter_map(|&i| self.candidates[i].sides.as_deref())
+            .all(|sides| self.claimant_within(sides, replicas.len()));
         for &i in needed.iter().rev() {
-            self.restore_candidate(&candidates[i]);
+            self.candidates[i].trial(self.s, false);
         }
         needed.reverse();
-        let cost = needed.iter().map(|&i| candidates[i].cost).sum();
+        let cost = needed.iter().map(|&i| self.candidates[i].cost).sum();
         Found { cost, victims: needed, replicas, claimant_within }
     }
 
-    fn undo(&mut self, candidates: &[Candidate], lifted: &[usize]) {
+    /// Gives back every candidate in `lifted`, last taken first.
+    fn undo(&mut self, lifted: &[usize]) {
         for &i in lifted.iter().rev() {
-            self.restore_candidate(&candidates[i]);
+            self.candidates[i].trial(self.s, false);
         }
     }
 
     /// A single-node claimant: each node searched on its own, cheapest lower bound first.
-    fn search_nodes(&mut self, search: &Search, mut frees: Vec<Frees>) -> Option<Found> {
-        let (claimant, candidates) = (search.claimant, search.candidates);
+    fn search_nodes(&mut self, mut frees: Vec<Frees>) -> Option<Found> {
+        let claimant = self.claimant;
         // Each node's candidates in greedy order.
         frees.sort_unstable_by_key(|f| f.node);
         for run in frees.chunk_by_mut(|a, b| a.node == b.node) {
-            run.sort_unstable_by(|a, b| greedy(search.order, &candidates[a.candidate], &candidates[b.candidate]));
+            run.sort_unstable_by(|a, b| {
+                greedy(self.order(), &self.candidates[a.candidate], &self.candidates[b.candidate])
+            });
         }
         let mut by_node: Vec<(NodeId, &[Frees])> = Vec::new();
         for run in frees.chunk_by(|a, b| a.node == b.node) {
@@ -966,7 +906,7 @@ impl Scheduler {
         }
         // A node the claimant could use at all.
         let usable = |s: &Scheduler, n: NodeId| {
-            let (node, j) = (&s.cluster.nodes[n], &s.jobs[claimant]);
+            let (node, j) = (&s.world.cluster.nodes[n], &s.world.jobs[claimant]);
             node.up
                 && (j.models.is_empty() || j.models.contains(&node.model))
                 && !s.reserved_for_other(n, claimant)
@@ -976,39 +916,39 @@ impl Scheduler {
         // Where the claimant fits untouched, only the quota can need victims, and the
         // same ones on every such node; if all of them would not do, only nodes with
         // victims of their own are worth a look.
-        let fits_untouched_works = self.quota_replicas(claimant).is_ok() || {
+        let fits_untouched_works = self.s.quota_replicas(claimant).is_ok() || {
             let mut lifted = Vec::new();
-            let works = self.lift_for_quota(search, &mut global, &mut lifted);
-            self.undo(candidates, &lifted);
+            let works = self.lift_for_quota(&mut global, &mut lifted);
+            self.undo(&lifted);
             global.quota_fails_untouched = !works;
             works
         };
         // Every node once, with its victims if it has any (both lists are in node order).
         let mut runs = by_node.iter().peekable();
-        let mut order: Vec<(f64, NodeId)> = (0..self.cluster.nodes.len())
+        let mut order: Vec<(f64, NodeId)> = (0..self.s.world.cluster.nodes.len())
             .filter_map(|n| {
                 let local = runs.next_if(|(m, _)| *m == n).map_or(&[][..], |(_, run)| *run);
                 if local.is_empty() && !fits_untouched_works {
                     return None;
                 }
-                Some((self.lower_bound(claimant, n, local, candidates)?, n))
+                Some((self.lower_bound(n, local)?, n))
             })
             .collect();
         order.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         // Lower bounds are only bounds when no cost is negative.
-        let prune = candidates.iter().all(|c| c.cost >= 0.0);
+        let prune = self.candidates.iter().all(|c| c.cost >= 0.0);
         let mut best: Option<(Found, NodeId)> = None;
         for (bound, n) in order {
             if prune && best.as_ref().is_some_and(|(b, _)| bound > b.cost) {
                 break;
             }
-            if !usable(self, n) {
+            if !usable(self.s, n) {
                 continue;
             }
             let local: Vec<usize> = by_node
                 .binary_search_by_key(&n, |(node, _)| *node)
                 .map_or_else(|_| Vec::new(), |k| by_node[k].1.iter().map(|f| f.candidate).collect());
-            if let Some(found) = self.search_node(search, n, &local, &mut global) {
+            if let Some(found) = self.search_node(n, &local, &mut global) {
                 let better = best.as_ref().is_none_or(|(b, bn)| {
                     found.cost.total_cmp(&b.cost).then(found.victims.len().cmp(&b.victims.len())).then(n.cmp(bn))
                         == Ordering::Less
@@ -1024,10 +964,10 @@ impl Scheduler {
     /// The cost of the cheapest victims on node `n` (`local`, what each frees there)
     /// without which the claimant could not fit by free amounts alone; `None` if even all
     /// of them would not do.
-    fn lower_bound(&self, claimant: JobId, n: NodeId, local: &[Frees], candidates: &[Candidate]) -> Option<f64> {
-        let j = &self.jobs[claimant];
+    fn lower_bound(&self, n: NodeId, local: &[Frees]) -> Option<f64> {
+        let j = &self.s.world.jobs[self.claimant];
         // The node's record has its free amounts at hand (exact in f64).
-        let rec = &self.node_records()[n];
+        let rec = &self.s.node_records()[n];
         let need_gpu = match j.request {
             Request::Mig(_) | Request::None => 0,
             r => r.milli(),
@@ -1042,7 +982,7 @@ impl Scheduler {
             cpu += f.cpu as f64;
             mem += f.mem as f64;
             gpu += f.gpu as f64;
-            cost += candidates[f.candidate].cost;
+            cost += self.candidates[f.candidate].cost;
             if enough(cpu, mem, gpu) {
                 return Some(cost);
             }
@@ -1053,90 +993,91 @@ impl Scheduler {
     /// Victims that let the claimant start on node `n`: the node's own victims until it
     /// fits there, then victims anywhere until the quota admits it, then more of the
     /// node's own until it starts; then the reverse pass.
-    fn search_node(&mut self, search: &Search, n: NodeId, local: &[usize], global: &mut Global) -> Option<Found> {
-        let (claimant, candidates) = (search.claimant, search.candidates);
+    fn search_node(&mut self, n: NodeId, local: &[usize], global: &mut Global) -> Option<Found> {
+        let claimant = self.claimant;
         let mut lifted: Vec<usize> = Vec::new();
         let mut next_local = Picker::new(local.to_vec());
-        let fits_here = |s: &Scheduler| fit::fits(&s.cluster.nodes[n], &s.jobs[claimant]);
-        while !fits_here(self) {
-            let Some(i) = self.pick(search, &mut next_local) else {
-                self.undo(candidates, &lifted);
+        let fits_here = |s: &Scheduler| fit::fits(&s.world.cluster.nodes[n], &s.world.jobs[claimant]);
+        while !fits_here(self.s) {
+            let Some(i) = self.pick(&mut next_local) else {
+                self.undo(&lifted);
                 return None;
             };
-            self.try_lift(search, i, &mut lifted);
+            self.try_lift(i, &mut lifted);
         }
-        if self.quota_replicas(claimant).is_err() {
+        if self.s.quota_replicas(claimant).is_err() {
             // From the untouched state, this pass is the same on every node; once it has
             // failed to satisfy the quota, it tried every candidate, so no node where the
             // claimant fits untouched can do better.
             if lifted.is_empty() && global.quota_fails_untouched {
                 return None;
             }
-            self.lift_for_quota(search, global, &mut lifted);
+            self.lift_for_quota(global, &mut lifted);
         }
         let replicas = loop {
-            if let Some(r) = self.starts(search, &lifted, Some(&[n])) {
+            if let Some(r) = self.starts(&lifted, Some(&[n])) {
                 break r;
             }
-            match self.pick(search, &mut next_local) {
+            match self.pick(&mut next_local) {
                 Some(i) => {
-                    self.try_lift(search, i, &mut lifted);
+                    self.try_lift(i, &mut lifted);
                 }
                 None => {
-                    self.undo(candidates, &lifted);
+                    self.undo(&lifted);
                     return None;
                 }
             }
         };
-        Some(self.reverse_pass(search, lifted, replicas, Some(&[n])))
+        Some(self.reverse_pass(lifted, replicas, Some(&[n])))
     }
 
     /// Lifts candidates in greedy order (as they may still be taken) until the quota
     /// admits the claimant; whether it does.
-    fn lift_for_quota(&mut self, search: &Search, global: &mut Global, lifted: &mut Vec<usize>) -> bool {
-        let order = global.order.get_or_insert_with(|| greedy_order(search.order, search.candidates));
-        if search.dynamic {
+    fn lift_for_quota(&mut self, global: &mut Global, lifted: &mut Vec<usize>) -> bool {
+        let order = global.order.get_or_insert_with(|| greedy_order(self.order(), &self.candidates));
+        if self.dynamic() {
             let mut picker = Picker::new(order.clone());
-            while let Some(i) = self.pick(search, &mut picker) {
-                if self.try_lift(search, i, lifted) && self.quota_replicas(search.claimant).is_ok() {
+            while let Some(i) = self.pick(&mut picker) {
+                if self.try_lift(i, lifted) && self.s.quota_replicas(self.claimant).is_ok() {
                     return true;
                 }
             }
         } else {
             for &i in order.iter() {
-                if self.try_lift(search, i, lifted) && self.quota_replicas(search.claimant).is_ok() {
+                if self.try_lift(i, lifted) && self.s.quota_replicas(self.claimant).is_ok() {
                     return true;
                 }
             }
         }
-        self.quota_replicas(search.claimant).is_ok()
+        self.s.quota_replicas(self.claimant).is_ok()
     }
 
     /// The next candidate of `picker`'s pool in victim order (see [`Picker`]).
-    fn pick(&self, search: &Search, picker: &mut Picker) -> Option<usize> {
+    fn pick(&self, picker: &mut Picker) -> Option<usize> {
         let rest = picker.pool.get(picker.next..)?;
-        if search.dynamic && rest.len() > 1 {
-            let claimant_rec = self.job_rec(search.claimant);
-            let mut view = self.view(Some(search.claimant));
-            let engine = self.policy.engine();
-            let reads_after = self.victim_reads.after;
-            let mut after = self.after_count(search.claimant);
+        if self.dynamic() && rest.len() > 1 {
+            let s = &*self.s;
+            let claimant_rec = s.job_rec(self.claimant);
+            let mut view = s.view(Some(self.claimant));
+            let engine = self.facts.policy.engine();
+            let reads_after = self.facts.victim_reads.after;
+            let mut after = AfterCount::new(s, self.claimant);
             let keyed: Vec<(usize, Candidate)> = rest
                 .iter()
                 .enumerate()
                 .map(|(at, &i)| {
-                    let c = &search.candidates[i];
-                    let held = self.candidate_holds(c);
-                    let saved = if reads_after { after.count(self, &mut view, c.job, &held) } else { Vec::new() };
-                    let mut keys = vec![0.0; search.order.len()];
-                    engine.victim_keys(&self.ctx(&view), &claimant_rec, &self.job_rec(c.job), &mut keys);
+                    let c = &self.candidates[i];
+                    let held = c.holds(s);
+                    let saved = if reads_after { after.count(s, &mut view, c.job, &held) } else { Vec::new() };
+                    let mut keys = vec![0.0; self.order().len()];
+                    engine.victim_keys(&s.ctx(&view), &claimant_rec, &s.job_rec(c.job), &mut keys);
                     for (q, old) in saved {
                         view.queues[q] = old;
                     }
                     (at, Candidate { keys: keys.into(), ..c.clone() })
                 })
                 .collect();
-            if let Some((at, _)) = keyed.iter().min_by(|(_, a), (_, b)| greedy(search.order, a, b)) {
+            if let Some((at, _)) = keyed.iter().min_by(|(_, a), (_, b)| greedy(self.order(), a, b)) {
                 picker.pool.swap(picker.next, picker.next + at);
             }
         }
@@ -1146,30 +1087,29 @@ impl Scheduler {
     }
 
     /// A gang claimant: victims anywhere, cheapest first, until the gang can start.
-    fn search_all(&mut self, search: &Search) -> Option<Found> {
-        let claimant = search.claimant;
+    fn search_all(&mut self) -> Option<Found> {
+        let claimant = self.claimant;
         let mut lifted: Vec<usize> = Vec::new();
-        let mut picker = Picker::new(greedy_order(search.order, search.candidates));
-        while let Some(i) = self.pick(search, &mut picker) {
-            if !self.try_lift(search, i, &mut lifted)
-                || self.quota_replicas(claimant).is_err()
-                || !self.room_for(claimant)
-            {
+        let mut picker = Picker::new(greedy_order(self.order(), &self.candidates));
+        while let Some(i) = self.pick(&mut picker) {
+            if !self.try_lift(i, &mut lifted) || self.s.quota_replicas(claimant).is_err() || !self.room_for() {
                 continue;
             }
-            if let Some(replicas) = self.starts(search, &lifted, None) {
-                return Some(self.reverse_pass(search, lifted, replicas, None));
+            if let Some(replicas) = self.starts(&lifted, None) {
+                return Some(self.reverse_pass(lifted, replicas, None));
             }
         }
-        self.undo(search.candidates, &lifted);
+        self.undo(&lifted);
         None
     }
 
     /// Whether the nodes have room for the claimant's minimum replicas (before filters
     /// and topology): a cheap test before a full placement.
-    fn room_for(&self, claimant: JobId) -> bool {
-        let j = &self.jobs[claimant];
+    fn room_for(&self) -> bool {
+        let j = &self.s.world.jobs[self.claimant];
         let room: u64 = self
+            .s
+            .world
             .cluster
             .nodes
             .iter()
@@ -1180,98 +1120,33 @@ impl Scheduler {
     }
 }
 
-/// Whether a body reads queue or cluster state, which evictions change.
-fn reads_state(body: &Body) -> bool {
-    body.node.any(&|n| matches!(n.kind, Kind::Field { record: Record::Queue | Record::Cluster, .. }))
-}
+impl Candidate {
+    /// What it holds: its job's charge, or its one replica's.
+    fn holds(&self, s: &Scheduler) -> Amounts {
+        match self.part {
+            None => s.world.jobs[self.job].charged.clone(),
+            Some(k) => slot_demand(s, self.job, k),
+        }
+    }
 
-/// What a victim rule reads that picks change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Reads {
-    /// Only the two jobs.
-    Jobs,
-    /// Also their queues, not their parents nor the cluster: only the claimant's and the
-    /// victim's leaves (in a victim rule, queues are reached only through the jobs).
-    Leaves,
-    /// The cluster, or queues above the leaves.
-    Anything,
-}
-
-impl Reads {
-    fn of(body: &Body) -> Reads {
-        let n = &body.node;
-        if !reads_state(body) {
-            Reads::Jobs
-        } else if n.any(&|x| matches!(x.kind, Kind::Field { record: Record::Cluster, .. }))
-            || n.reads(Record::Queue, "parent")
-        {
-            Reads::Anything
-        } else {
-            Reads::Leaves
+    /// Takes it off the model on trial (`take`: the whole job, or its one replica), or
+    /// gives it back; `lift` and `restore` are exact inverses.
+    fn trial(&self, s: &mut Scheduler, take: bool) {
+        match (self.part, take) {
+            (None, true) => s.lift(self.job),
+            (None, false) => s.restore(self.job),
+            (Some(k), _) => {
+                let demand = slot_demand(s, self.job, k);
+                if take { s.lift_slot(self.job, k, &demand) } else { s.restore_slot(self.job, k, &demand) }
+            }
         }
     }
 }
 
-/// What the victim rules and `victim_order` read that a search must follow: worked out
-/// once per policy.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct VictimReads {
-    /// Per victim rule, what it reads that picks change.
-    rules: std::sync::Arc<[Reads]>,
-    /// Whether `victim_order` reads queue or cluster state.
-    order: bool,
-    /// Whether any of them reads the queues' `_after` fields.
-    after: bool,
-    /// Whether a search that finds no candidate can say what would give it one (a
-    /// [`Watch`]): the rules' conditions read nothing beyond the two jobs and their leaves,
-    /// and of those nothing that changes with time, with waiting jobs or with other queues.
-    pub(crate) watchable: bool,
-    /// Whether some rule's condition reads the jobs' queues.
-    leaves: bool,
-}
-
-impl VictimReads {
-    pub(crate) fn of(program: &Program) -> VictimReads {
-        VictimReads {
-            rules: program
-                .victims
-                .iter()
-                .map(|r| Reads::of(&r.when).max(r.cost.as_ref().map_or(Reads::Jobs, Reads::of)))
-                .collect(),
-            order: program.victim_order.iter().any(|k| reads_state(&k.body)),
-            after: reads_after(program),
-            watchable: program.victims.iter().all(|r| watchable(&r.when)),
-            leaves: program.victims.iter().any(|r| Reads::of(&r.when) == Reads::Leaves),
-        }
-    }
-}
-
-/// Whether what a victim rule's condition says of two jobs can change only as the jobs'
-/// leaves' allocation does (see [`Watch`]).
-fn watchable(body: &Body) -> bool {
-    // Queue fields that follow anything but the queue's own allocation.
-    const UNWATCHED: [&str; 8] = [
-        "usage",
-        "fair_share",
-        "lendable",
-        "pending",
-        "head_waiting",
-        "head_gpus",
-        "head_priority",
-        "head_fits_guarantee",
-    ];
-    Reads::of(body) != Reads::Anything
-        && !crate::scheduler::reads_time(&body.node)
-        && !body.node.any(&|n| matches!(n.kind, Kind::Domain { .. }))
-        && !UNWATCHED.iter().any(|f| body.node.reads(Record::Queue, f))
-}
-
-/// Whether the victim rules or `victim_order` read the `_after` fields of queues.
-fn reads_after(program: &Program) -> bool {
-    let reads =
-        |b: &Body| ["share_after", "allocated_after", "borrowed_after"].iter().any(|f| b.node.reads(Record::Queue, f));
-    program.victims.iter().any(|r| reads(&r.when) || r.cost.as_ref().is_some_and(reads))
-        || program.victim_order.iter().any(|k| reads(&k.body))
+/// What the replica in slot `k` of a running job is charged.
+fn slot_demand(s: &Scheduler, job: JobId, k: usize) -> Amounts {
+    let model = s.world.cluster.nodes[s.world.jobs[job].slots[k].node].model;
+    quota::placement_demand(&s.world.jobs[job], &[model])
 }
 
 impl Candidates {
@@ -1313,20 +1188,31 @@ struct AfterCount {
 type QueueRecs = Rc<[(QueueId, QueueRec)]>;
 
 impl AfterCount {
+    /// A counter for `claimant`'s search.
+    fn new(s: &Scheduler, claimant: JobId) -> AfterCount {
+        AfterCount {
+            claimant_queue: s.world.jobs[claimant].queue,
+            demand: quota::demand(&s.world.jobs[claimant], None),
+            totals: s.totals(),
+            memo: HashMap::new(),
+        }
+    }
+
     /// Counts `held` of `victim` evicted in `view`; returns the records it replaced.
     fn count(&mut self, s: &Scheduler, view: &mut View, victim: JobId, held: &Amounts) -> Vec<(QueueId, QueueRec)> {
-        let vj = &s.jobs[victim];
+        let vj = &s.world.jobs[victim];
         let amounts = [Res::Gpu, Res::Cpu, Res::Mem].map(|r| held.get(&r).copied().unwrap_or(0));
         let recs = self
             .memo
             .entry((vj.queue, amounts))
             .or_insert_with(|| {
                 let changes = [(self.claimant_queue, &self.demand, 1), (vj.queue, held, -1)];
-                s.quotas
+                s.world
+                    .quotas
                     .path(vj.queue)
                     .map(|q| {
                         let mut rec = view.queues[q];
-                        records::apply_after(&s.quotas, &self.totals, q, &changes, &mut rec);
+                        records::apply_after(&s.world.quotas, &self.totals, q, &changes, &mut rec);
                         (q, rec)
                     })
                     .collect()

@@ -111,7 +111,7 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
                     }
                 };
                 jobs.insert(j.name.clone(), id);
-                events.push(Event::Submitted { job: id, at_ms: s.now_ms });
+                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms });
                 dirty = true;
             }
             Step::Run(j, nodes, history) => {
@@ -123,13 +123,13 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
                     }
                 };
                 jobs.insert(j.name.clone(), id);
-                events.push(Event::Submitted { job: id, at_ms: s.now_ms });
-                let ids: Vec<usize> = nodes.iter().filter_map(|n| s.cluster.node(n)).collect();
+                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms });
+                let ids: Vec<usize> = nodes.iter().filter_map(|n| s.world.cluster.node(n)).collect();
                 if let Err(e) = s.start_on(id, &ids, *history) {
                     outcome.error = Some(e);
                     break;
                 }
-                events.push(Event::Placed { job: id, nodes: ids, at_ms: s.now_ms });
+                events.push(Event::Placed { job: id, nodes: ids, at_ms: s.world.now_ms });
                 dirty = true;
             }
             Step::Advance(secs) => {
@@ -147,12 +147,12 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
                 if let Some(&id) = jobs.get(name)
                     && s.complete(id)
                 {
-                    events.push(Event::Finished { job: id, at_ms: s.now_ms });
+                    events.push(Event::Finished { job: id, at_ms: s.world.now_ms });
                 }
                 dirty = true;
             }
             Step::Fail(name) => {
-                if let Some(n) = s.cluster.node(name) {
+                if let Some(n) = s.world.cluster.node(name) {
                     events.extend(s.fail_node(n));
                 }
                 dirty = true;
@@ -216,7 +216,7 @@ impl Decisions {
     /// account of each turn (when recorded).
     fn cycle(&mut self, s: &mut Scheduler) -> (Vec<Event>, Vec<Account>) {
         let pending = s.pending();
-        if pending.saturating_mul(s.cluster.nodes.len()) > TRACED_WORK {
+        if pending.saturating_mul(s.world.cluster.nodes.len()) > TRACED_WORK {
             return (s.cycle(), Vec::new());
         }
         let (decided, turns) = s.cycle_recorded();
@@ -233,7 +233,7 @@ impl Decisions {
     /// runs there, else its next decision.
     fn trace(&self, s: &Scheduler, job: JobId) -> String {
         match self.traces.get(&job) {
-            Some(t) if s.jobs[job].state == State::Running => format!("decided as follows when it started:\n{t}"),
+            Some(t) if s.world.jobs[job].state == State::Running => format!("decided as follows when it started:\n{t}"),
             _ => explain::explain(s, job),
         }
     }
@@ -256,11 +256,12 @@ fn check(
     match e {
         Expect::On(name, nodes) => {
             let j = job(name)?;
-            let mut on: Vec<&str> = s.jobs[j].slots.iter().map(|sl| s.cluster.nodes[sl.node].name.as_str()).collect();
+            let mut on: Vec<&str> =
+                s.world.jobs[j].slots.iter().map(|sl| s.world.cluster.nodes[sl.node].name.as_str()).collect();
             let mut want: Vec<&str> = nodes.iter().map(String::as_str).collect();
             on.sort_unstable();
             want.sort_unstable();
-            if s.jobs[j].state == State::Running && on == want {
+            if s.world.jobs[j].state == State::Running && on == want {
                 None
             } else {
                 fail(format!("{name} on {}", nodes.join(", ")), Some(j))
@@ -270,8 +271,8 @@ fn check(
             let j = job(name)?;
             let pending = matches!(e, Expect::Pending(..));
             let (state_ok, reason) = match &s.state(j) {
-                State::Pending(r) if pending => (true, r.as_ref().map(|r| r.name(&s.policy.program))),
-                State::Rejected(r) if !pending => (true, Some(s.policy.program.rule_name(*r))),
+                State::Pending(r) if pending => (true, r.as_ref().map(|r| r.name(&s.facts.policy.program))),
+                State::Rejected(r) if !pending => (true, Some(s.facts.policy.program.rule_name(*r))),
                 _ => (false, None),
             };
             let reason_ok = because.as_ref().is_none_or(|b| reason.as_deref() == Some(b.as_str()));
@@ -285,12 +286,12 @@ fn check(
         }
         Expect::Running(name) => {
             let j = job(name)?;
-            if s.jobs[j].state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
+            if s.world.jobs[j].state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
         }
         Expect::Evicted(name, by, under) => {
             let j = job(name)?;
             let by_id = by.as_ref().map(|b| jobs.get(b).copied());
-            let program = &s.policy.program;
+            let program = &s.facts.policy.program;
             let evicted = events.iter().any(|ev| match ev {
                 Event::Evicted { job, by: claimant, rule, .. } | Event::Shrunk { job, by: claimant, rule, .. } => {
                     *job == j
@@ -328,12 +329,12 @@ fn check(
                     TestName::Queue(_, q) => Val::Queue(*q as u32),
                     TestName::Job(_, name) => job_recs.get(name.as_str()).map_or(Val::F(f64::NAN), Val::Job),
                     TestName::Node(_, name) => {
-                        s.cluster.node(name).and_then(|i| nodes.get(i)).map_or(Val::F(f64::NAN), Val::Node)
+                        s.world.cluster.node(name).and_then(|i| nodes.get(i)).map_or(Val::F(f64::NAN), Val::Node)
                     }
                 })
                 .collect();
             let eval = |e: &hir::Expr| {
-                gpol_compiler::lower::lower_expectation(&s.policy.policy, e, &inputs)
+                gpol_compiler::lower::lower_expectation(&s.facts.policy.policy, e, &inputs)
                     .map(|body| interp::eval_with_inputs(&body, &ctx, &Roots::default(), &vals))
             };
             let failure = |actual: String| Failure {
@@ -343,7 +344,7 @@ fn check(
                 explain: String::new(),
             };
             match eval(expr) {
-                Err(too_large) => Some(failure(too_large.diagnostic(&s.policy.policy).message)),
+                Err(too_large) => Some(failure(too_large.diagnostic(&s.facts.policy.policy).message)),
                 Ok(v) if v.b() => None,
                 // A failed comparison says what each side came to.
                 Ok(_) => Some(failure(match &expr.kind {
@@ -381,5 +382,5 @@ fn value_text(v: &Val<'_>, ty: &gpol_compiler::types::Ty, symbols: &crate::symbo
 
 /// The jobs by name (a test's job names are its own, one per job).
 fn jobs_by_name(s: &Scheduler) -> HashMap<&str, JobId> {
-    s.jobs.with_ids().map(|(id, j)| (j.name.as_str(), id)).collect()
+    s.world.jobs.with_ids().map(|(id, j)| (j.name.as_str(), id)).collect()
 }

@@ -55,7 +55,7 @@ impl NodeVerdict {
 impl Scheduler {
     /// Whether the job may start at all now: its admit rules and its queue's quota.
     pub fn gate(&self, job: JobId) -> Result<(), Closed> {
-        let program = &self.policy.program;
+        let program = &self.facts.policy.program;
         if let Some(i) = self.first_refusing_admit(job) {
             let rule = RuleId::Admit(u16::try_from(i).unwrap_or(u16::MAX));
             return Err(Closed { reason: Reason::Rule(rule), for_good: program.admit[i].is_static });
@@ -89,13 +89,14 @@ impl Scheduler {
         let view = self.placement_view(job);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
-        let j = &self.jobs[job];
+        let j = &self.world.jobs[job];
         let mut by_model: Vec<(gpol_compiler::schema::Sym, Result<(), Block>)> = Vec::new();
         // The nodes' free-capacity summaries decide most fits without walking cards.
         let ask = fit::Ask::of(j);
         let decides = fit::headroom_decides(&ask);
         let fits = |i: NodeId| {
-            fit::may_fit(&self.cluster.headroom[i], &ask) && (decides || fit::fits(&self.cluster.nodes[i], j))
+            fit::may_fit(&self.world.cluster.headroom[i], &ask)
+                && (decides || fit::fits(&self.world.cluster.nodes[i], j))
         };
         let mut at = 0;
         self.scan(&ctx, &rec, Some(among), |i, r| {
@@ -108,7 +109,7 @@ impl Scheduler {
             }
             let here = at;
             at += 1;
-            let node = &self.cluster.nodes[i];
+            let node = &self.world.cluster.nodes[i];
             let verdict = if !r.feasible {
                 NodeVerdict::Filtered(RuleId::Filter(
                     u16::try_from(self.rejecting_filter(&ctx, &rec, i, r)).unwrap_or(u16::MAX),
@@ -121,12 +122,12 @@ impl Scheduler {
                 NodeVerdict::Reserved
             } else if !fits(i) {
                 if fit::could_ever_fit(node, j) { NodeVerdict::Full } else { NodeVerdict::TooSmall }
-            } else if self.quotas.limits_models() {
+            } else if self.world.quotas.limits_models() {
                 let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
                     Some((_, v)) => *v,
                     None => {
                         let demand = quota::replicas_demand(j, 1, Some(node.model));
-                        let v = self.quotas.admissible(j.queue, j.user, &demand);
+                        let v = self.world.quotas.admissible(j.queue, j.user, &demand);
                         by_model.push((node.model, v));
                         v
                     }

@@ -53,17 +53,18 @@ impl Scheduler {
     /// Returns what it decided, in order: starts, rejections, evictions, reservations,
     /// growth.
     pub fn cycle(&mut self) -> Vec<Event> {
-        self.quotas.advance_usage(self.now_ms);
+        self.world.quotas.advance_usage(self.world.now_ms);
         self.forget_irrelevant_starts();
         self.started_this_cycle.clear();
         self.turns.clear();
         self.in_cycle = true;
-        self.cycle_starts = self.starts;
+        self.epochs.begin_cycle();
         let mut turns = Turns::default();
         while let Some(job) = self.next_job(&mut turns) {
             // The state the answer is computed in (a failed turn may still change it: a
             // reservation).
-            let (leaf, class, version) = (self.jobs[job].queue, self.waiting.class_of(job), self.version);
+            let (leaf, class, version) =
+                (self.world.jobs[job].queue, self.waiting.class_of(job), self.epochs.version());
             turns.classes.extend(class);
             if let Some(c) = turns.candidates.get_mut(leaf) {
                 *c = None;
@@ -75,18 +76,18 @@ impl Scheduler {
             match self.attempt(job) {
                 Attempt::Placed => {}
                 Attempt::Rejected(rule) => {
-                    self.quotas.count(leaf, -1, 0, crate::quota::requested_gpu(&self.jobs[job]));
+                    self.world.quotas.count(leaf, -1, 0, crate::quota::requested_gpu(&self.world.jobs[job]));
                     self.set_state(job, State::Rejected(rule));
-                    self.decided.push(Event::Rejected { job, rule, at_ms: self.now_ms });
+                    self.decided.push(Event::Rejected { job, rule, at_ms: self.world.now_ms });
                 }
                 Attempt::Waiting(reason) => {
-                    if self.quotas.queues[leaf].queueing == Queueing::Strict {
+                    if self.world.quotas.queues[leaf].queueing == Queueing::Strict {
                         turns.blocked.insert(leaf);
                         self.blocked_by[leaf] = Some(job);
                     }
                     let backoff = (!matches!(reason, Reason::Rule(_)) || reason.is_filter()).then(|| Backoff {
-                        at_ms: self.now_ms,
-                        starts: self.cycle_starts,
+                        at_ms: self.world.now_ms,
+                        starts: self.epochs.cycle_starts(),
                         quota: self.quota_cap(job, &reason),
                     });
                     if matches!(reason, Reason::Capacity) || reason.is_filter() {
@@ -114,7 +115,7 @@ impl Scheduler {
         // The jobs this cycle started may be victims once it ends: a class that failed
         // after one of them started is not held by the state it failed in (its backoff
         // says whether they could be its victims).
-        if !self.started_this_cycle.is_empty() && !self.policy.program.victims.is_empty() {
+        if !self.started_this_cycle.is_empty() && !self.facts.policy.program.victims.is_empty() {
             self.touch();
         }
         self.started_this_cycle.clear();
@@ -124,9 +125,9 @@ impl Scheduler {
     /// The next job to try: the best queue at each level of the tree, then the best job
     /// of that leaf (D3). `None` when no queue has a job that can take a turn.
     fn next_job(&mut self, turns: &mut Turns) -> Option<JobId> {
-        let nq = self.quotas.queues.len();
+        let nq = self.world.quotas.queues.len();
         // Candidates stand until a turn in their leaf, or until anything changes.
-        let at = (self.version, self.full.len());
+        let at = (self.epochs.version(), self.full.len());
         if turns.found_at != at || turns.candidates.len() != nq {
             turns.candidates = vec![None; nq];
             turns.classes_by_leaf = vec![None; nq];
@@ -155,7 +156,7 @@ impl Scheduler {
         // A queue is live if some leaf below it has a candidate.
         let mut live = vec![false; nq];
         for q in (0..nq).rev() {
-            live[q] = candidate[q].is_some() || self.quotas.queues[q].children.iter().any(|&c| live[c]);
+            live[q] = candidate[q].is_some() || self.world.quotas.queues[q].children.iter().any(|&c| live[c]);
         }
         // The best of some queues by `queue_order` (without one, the weighted dominant
         // share: the queue holding the least of the cluster for its weight goes first).
@@ -166,14 +167,14 @@ impl Scheduler {
                 .map(|(q, _)| q)
         };
         let live_children = |q: QueueId| -> Vec<QueueId> {
-            self.quotas.queues[q].children.iter().copied().filter(|&c| live[c]).collect()
+            self.world.quotas.queues[q].children.iter().copied().filter(|&c| live[c]).collect()
         };
-        if self.queue_order_reads_head {
+        if self.facts.queue_order_reads_head {
             // Each queue's next job, bottom up (children follow their parents): a leaf's
             // candidate, or its best child's; its `head_*` fields are that job's.
             let mut head: Vec<Option<JobId>> = vec![None; nq];
             for q in (0..nq).rev() {
-                head[q] = if self.quotas.queues[q].children.is_empty() {
+                head[q] = if self.world.quotas.queues[q].children.is_empty() {
                     candidate[q]
                 } else {
                     rank(&view, &live_children(q)).and_then(|c| head[c])
@@ -183,7 +184,8 @@ impl Scheduler {
                 }
             }
         }
-        let roots: Vec<QueueId> = (0..nq).filter(|&q| self.quotas.queues[q].parent.is_none() && live[q]).collect();
+        let roots: Vec<QueueId> =
+            (0..nq).filter(|&q| self.world.quotas.queues[q].parent.is_none() && live[q]).collect();
         let mut q = rank(&view, &roots)?;
         loop {
             let children = live_children(q);
@@ -196,16 +198,16 @@ impl Scheduler {
 
     /// Fills queue `q`'s `head_*` fields from its next job.
     fn fill_head(&self, rec: &mut gpol_compiler::schema::QueueRec, q: QueueId, job: JobId) {
-        let j = &self.jobs[job];
+        let j = &self.world.jobs[job];
         let jr = self.job_rec(job);
         rec.head_waiting = jr.waiting;
         rec.head_gpus = jr.total_gpus;
         rec.head_priority = j.priority;
         let demand = crate::quota::demand(j, None);
-        let queue = &self.quotas.queues[q];
+        let queue = &self.world.quotas.queues[q];
         rec.head_fits_guarantee = demand
             .iter()
-            .filter(|(r, _)| self.quotas.is_constrained(**r))
+            .filter(|(r, _)| self.world.quotas.is_constrained(**r))
             .all(|(r, &a)| queue.get(&queue.alloc, *r) + a <= queue.get(&queue.guarantee, *r));
     }
 
@@ -268,7 +270,7 @@ impl Scheduler {
     /// Whether evicting running jobs could help a job that waits for `reason`: capacity,
     /// quota, topology, or a filter (filters can read free capacity).
     pub(super) fn may_evict_for(&self, reason: &Reason) -> bool {
-        !self.policy.program.victims.is_empty()
+        !self.facts.policy.program.victims.is_empty()
             && (matches!(reason, Reason::Capacity | Reason::Quota(_) | Reason::Gang) || reason.is_filter())
     }
 
@@ -284,16 +286,16 @@ impl Scheduler {
             self.started_this_cycle.insert(job);
         }
         self.note_start(job);
-        let j = &mut self.jobs[job];
+        let j = &mut self.world.jobs[job];
         j.started_ms = now;
         j.checkpoint_ms = now;
-        self.decided.push(Event::Placed { job, nodes: replicas.to_vec(), at_ms: self.now_ms });
+        self.decided.push(Event::Placed { job, nodes: replicas.to_vec(), at_ms: self.world.now_ms });
     }
 
     /// Carries out an eviction: the victims stop, lose their work since their last
     /// checkpoint, and wait again.
     pub(super) fn evict(&mut self, claimant: JobId, eviction: &Eviction) {
-        self.quotas.advance_usage(self.now_ms);
+        self.world.quotas.advance_usage(self.world.now_ms);
         // Replicas of elastic gangs first, the highest slots first so the others keep
         // their places.
         let mut replicas: Vec<(JobId, usize, RuleId)> =
@@ -301,7 +303,14 @@ impl Scheduler {
         replicas.sort_unstable_by_key(|&(job, k, _)| (job, std::cmp::Reverse(k)));
         for (job, k, rule) in replicas {
             if let Some((node, lost_gpu_s)) = self.remove_replica(job, k) {
-                self.decided.push(Event::Shrunk { job, by: claimant, rule, node, lost_gpu_s, at_ms: self.now_ms });
+                self.decided.push(Event::Shrunk {
+                    job,
+                    by: claimant,
+                    rule,
+                    node,
+                    lost_gpu_s,
+                    at_ms: self.world.now_ms,
+                });
             }
         }
         for v in eviction.victims.iter().filter(|v| v.replica.is_none()) {
@@ -313,7 +322,7 @@ impl Scheduler {
                 rule: v.rule,
                 kept_ms,
                 lost_gpu_s,
-                at_ms: self.now_ms,
+                at_ms: self.world.now_ms,
             });
         }
     }

@@ -75,11 +75,11 @@ impl Scheduler {
     /// naming no queue goes to the only leaf), its priority as given or its class's, and
     /// its user as given or named after its queue.
     pub fn resolve(&self, spec: &JobSpec) -> Result<Resolved, SubmitError> {
-        let queues = &self.quotas.queues;
+        let queues = &self.world.quotas.queues;
         let leaves = || queues.iter().enumerate().filter(|(_, q)| q.is_leaf());
         let job = || spec.name.clone();
         let queue = match &spec.queue {
-            _ if self.policy.policy.has_implicit_queue() => 0,
+            _ if self.facts.policy.policy.has_implicit_queue() => 0,
             Some(name) => match queues.iter().position(|q| &q.name == name) {
                 Some(q) if queues[q].is_leaf() => q,
                 Some(_) => return Err(SubmitError::NotALeaf { job: job(), queue: name.clone() }),
@@ -97,7 +97,7 @@ impl Scheduler {
                 _ => return Err(SubmitError::NoQueue { job: job() }),
             },
         };
-        let classes = &self.policy.policy.priority_classes;
+        let classes = &self.facts.policy.policy.priority_classes;
         let class = match &spec.priority_class {
             None => None,
             Some(c) => match classes.iter().find(|(n, _)| n == c) {
@@ -125,32 +125,33 @@ impl Scheduler {
             return Err(SubmitError::TooLarge { job: spec.name.clone(), over });
         }
         let Resolved { queue, priority } = self.resolve(&spec)?;
-        let id = self.jobs.len();
+        let id = self.world.jobs.len();
         // Names, users and label values can be new with every job: they are forgotten with
         // the job. Label keys, models and classes come from small sets, kept for good.
-        let labels = spec.labels.iter().map(|(k, v)| (self.syms.intern(k), self.syms.intern_counted(v))).collect();
+        let labels =
+            spec.labels.iter().map(|(k, v)| (self.world.syms.intern(k), self.world.syms.intern_counted(v))).collect();
         let user = match &spec.user {
-            Some(u) => self.syms.intern_counted(u),
-            None => self.quotas.queues[queue].name_sym,
+            Some(u) => self.world.syms.intern_counted(u),
+            None => self.world.quotas.queues[queue].name_sym,
         };
         // When rules read users' usage, the quota tree keeps each user's for good (it is
         // history), and holds the name too.
-        if self.user_fields.tracked && self.quotas.join_user(queue, user) && spec.user.is_some() {
-            self.syms.intern_counted(self.syms.name(user).to_string().as_str());
+        if self.world.users_tracked && self.world.quotas.join_user(queue, user) && spec.user.is_some() {
+            self.world.syms.intern_counted(self.world.syms.name(user).to_string().as_str());
         }
         let job = Job {
-            id: self.syms.intern_counted(&spec.name),
+            id: self.world.syms.intern_counted(&spec.name),
             user,
             queue,
             priority,
-            priority_class: spec.priority_class.as_deref().map_or(Sym(0), |c| self.syms.intern(c)),
+            priority_class: spec.priority_class.as_deref().map_or(Sym(0), |c| self.world.syms.intern(c)),
             request: spec.request,
             replicas: spec.replicas.max(1),
             min_replicas: spec.min_replicas(),
             gpu_mem: spec.gpu_mem,
             cpu_milli: spec.cpu_milli,
             mem: spec.mem,
-            models: spec.models.iter().map(|m| self.syms.intern(m)).collect(),
+            models: spec.models.iter().map(|m| self.world.syms.intern(m)).collect(),
             bursty: spec.bursty,
             latency_critical: spec.latency_critical,
             preemptible: spec.preemptible,
@@ -168,11 +169,11 @@ impl Scheduler {
             charged: Amounts::new(),
             name: spec.name,
         };
-        let labels = records::label_slots(&job.labels, &self.job_label_keys);
-        let next = self.shapes.len();
-        let shape = *self.shapes.entry(job.shape()).or_insert(next);
-        self.quotas.count(job.queue, 1, 0, crate::quota::requested_gpu(&job));
-        self.jobs.push(job, labels, shape);
+        let labels = records::label_slots(&job.labels, &self.facts.job_label_keys);
+        let next = self.world.shapes.len();
+        let shape = *self.world.shapes.entry(job.shape()).or_insert(next);
+        self.world.quotas.count(job.queue, 1, 0, crate::quota::requested_gpu(&job));
+        self.world.jobs.push(job, labels, shape);
         self.touch();
         self.enqueue(id);
         Ok(id)
@@ -182,9 +183,9 @@ impl Scheduler {
     /// listed node, cards by built-in best fit, quota charged without checks.
     pub fn start_on(&mut self, job: JobId, nodes: &[NodeId], history: History) -> Result<(), String> {
         for &n in nodes {
-            let node = &self.cluster.nodes[n];
-            if fit::choose(node, &self.jobs[job], None).is_none() {
-                return Err(format!("job `{}` does not fit on node `{}`", self.jobs[job].name, node.name));
+            let node = &self.world.cluster.nodes[n];
+            if fit::choose(node, &self.world.jobs[job], None).is_none() {
+                return Err(format!("job `{}` does not fit on node `{}`", self.world.jobs[job].name, node.name));
             }
             self.bind_replica(job, n, false);
         }
@@ -200,7 +201,7 @@ impl Scheduler {
         let start = self.now() - i64::try_from(ran_ms).unwrap_or(i64::MAX);
         self.set_state(job, State::Running);
         let now = self.now();
-        let j = &mut self.jobs[job];
+        let j = &mut self.world.jobs[job];
         j.started_ms = start;
         j.waiting_since_ms = j.waiting_since_ms.min(start);
         j.submitted_ms = j.submitted_ms.min(start);
@@ -218,12 +219,15 @@ impl Scheduler {
         cards: &[(usize, Option<usize>)],
         history: History,
     ) -> Result<(), String> {
-        let Some(n) = self.cluster.nodes.get(node) else { return Err(format!("no node {node}")) };
-        if self.jobs[job].replicas != 1 || !fit::valid_choice(n, &self.jobs[job], cards) {
-            return Err(format!("job `{}` cannot take cards {cards:?} of node `{}`", self.jobs[job].name, n.name));
+        let Some(n) = self.world.cluster.nodes.get(node) else { return Err(format!("no node {node}")) };
+        if self.world.jobs[job].replicas != 1 || !fit::valid_choice(n, &self.world.jobs[job], cards) {
+            return Err(format!(
+                "job `{}` cannot take cards {cards:?} of node `{}`",
+                self.world.jobs[job].name, n.name
+            ));
         }
-        let slot = fit::bind(&mut self.cluster, node, &self.jobs[job], cards);
-        self.jobs[job].slots.push(slot);
+        let slot = fit::bind(&mut self.world.cluster, node, &self.world.jobs[job], cards);
+        self.world.jobs[job].slots.push(slot);
         self.refresh_node(node);
         self.start_bound(job, history);
         Ok(())
@@ -234,20 +238,25 @@ impl Scheduler {
     /// ended job calls this, so that a long run holds only the jobs in flight. A waiting or
     /// running job is kept, and `None` returned.
     pub fn forget(&mut self, job: JobId) -> Option<Job> {
-        let ended = self.jobs.get(job).is_some_and(|j| !matches!(j.state, State::Pending(_) | State::Running));
-        let j = if ended { self.jobs.remove(job)? } else { return None };
-        self.syms.release(j.id);
-        self.syms.release(j.user);
+        let ended = self.world.jobs.get(job).is_some_and(|j| !matches!(j.state, State::Pending(_) | State::Running));
+        let j = if ended { self.world.jobs.remove(job)? } else { return None };
+        self.world.syms.release(j.id);
+        self.world.syms.release(j.user);
         for &v in j.labels.values() {
-            self.syms.release(v);
+            self.world.syms.release(v);
         }
         Some(j)
     }
 
     /// Takes back a job that has not started; a running or ended job stays as it is.
     pub fn withdraw(&mut self, job: JobId) {
-        if self.jobs[job].is_pending() {
-            self.quotas.count(self.jobs[job].queue, -1, 0, crate::quota::requested_gpu(&self.jobs[job]));
+        if self.world.jobs[job].is_pending() {
+            self.world.quotas.count(
+                self.world.jobs[job].queue,
+                -1,
+                0,
+                crate::quota::requested_gpu(&self.world.jobs[job]),
+            );
             self.set_state(job, State::Withdrawn);
         }
     }

@@ -15,7 +15,7 @@ impl Scheduler {
     /// A leaf's classes that may take a turn now (a strict leaf's: all of them, for its
     /// head), ranked.
     pub(super) fn leaf_classes(&mut self, leaf: QueueId) -> Vec<ClassId> {
-        let strict = self.quotas.queues[leaf].queueing == Queueing::Strict;
+        let strict = self.world.quotas.queues[leaf].queueing == Queueing::Strict;
         let classes: Vec<ClassId> = self.waiting.in_leaf(leaf).filter(|&c| strict || self.eligible(c)).collect();
         self.rerank_stale(&classes);
         classes
@@ -27,7 +27,7 @@ impl Scheduler {
     pub(super) fn leaf_candidate(&self, leaf: QueueId, classes: &[ClassId]) -> Option<JobId> {
         let best = classes.iter().filter_map(|c| self.waiting.class(*c).members.first()).min().map(job_of)?;
         match self.waiting.class_of(best) {
-            Some(c) if self.quotas.queues[leaf].queueing == Queueing::Strict && !self.eligible(c) => None,
+            Some(c) if self.world.quotas.queues[leaf].queueing == Queueing::Strict && !self.eligible(c) => None,
             _ => Some(best),
         }
     }
@@ -38,21 +38,21 @@ impl Scheduler {
     /// without one the built-in key, its weighted dominant share (NaN, 0 ÷ 0, as
     /// infinity: last).
     pub fn queue_order_keys(&self, view: &super::View, q: QueueId) -> Vec<f64> {
-        let program = &self.policy.program;
+        let program = &self.facts.policy.program;
         if program.queue_order.is_empty() {
             let rec = &view.queues[q];
             let w = rec.dominant_share / rec.weight;
             return vec![if w.is_nan() { f64::INFINITY } else { w }];
         }
         let mut keys = vec![0.0; program.queue_order.len()];
-        self.policy.engine().queue_keys(&self.ctx(view), q as u32, &mut keys);
+        self.facts.policy.engine().queue_keys(&self.ctx(view), q as u32, &mut keys);
         keys
     }
 
     /// Orders two queues by their [`Scheduler::queue_order_keys`], ties to the first
     /// declared.
     pub fn queue_order_cmp(&self, a: (QueueId, &[f64]), b: (QueueId, &[f64])) -> Ordering {
-        let keys = &self.policy.program.queue_order;
+        let keys = &self.facts.policy.program.queue_order;
         let by_keys = if keys.is_empty() { a.1[0].total_cmp(&b.1[0]) } else { compare_keys(keys, a.1, b.1) };
         by_keys.then(a.0.cmp(&b.0))
     }

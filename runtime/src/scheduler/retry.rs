@@ -40,10 +40,10 @@ impl Scheduler {
     /// side borrows anything the tree governs, whatever the guards and the claimant's own
     /// side say.)
     pub(super) fn forget_irrelevant_starts(&mut self) {
-        if !self.victims_read_jobs || self.policy.program.victims.is_empty() {
+        if !self.facts.victims_read_jobs || self.facts.policy.program.victims.is_empty() {
             return;
         }
-        let now = self.starts;
+        let now = self.epochs.starts();
         let waiting: Vec<(ClassId, u64)> = self
             .waiting
             .all()
@@ -64,42 +64,38 @@ impl Scheduler {
     /// that could give one has happened — nor for an elastic gang (a smaller count meets
     /// other caps).
     pub(super) fn quota_cap(&self, job: JobId, reason: &Reason) -> Option<(Block, i64)> {
-        let j = &self.jobs[job];
+        let j = &self.world.jobs[job];
         // Evictions cannot help while the class's latest search found no candidate and
         // nothing that could give it one has happened.
-        let evicts = !self.policy.program.victims.is_empty() && !self.still_no_victims(job);
+        let evicts = !self.facts.policy.program.victims.is_empty() && !self.still_no_victims(job);
         if !matches!(reason, Reason::Quota(_)) || j.min_replicas != j.replicas || evicts {
             return None;
         }
         let block = self.quota_replicas(job).err()?;
-        Some((block, self.quotas.room(block, j.user)))
+        Some((block, self.world.quotas.room(block, j.user)))
     }
 
     /// Whether a job started, after the `starts`-th start, in a queue whose jobs could be
     /// victims for class `c`.
     pub(super) fn new_victims_since(&self, c: ClassId, starts: u64) -> bool {
-        if !self.victims_read_jobs {
+        if !self.facts.victims_read_jobs {
             return true;
         }
         let class = self.waiting.class(c);
         // A claimant that needs nothing the tree governs may preempt in any queue.
-        (0..self.started_under.len())
-            .filter(|&q| self.quotas.queues[q].children.is_empty() && self.started_under[q] > starts)
+        (0..self.epochs.queues())
+            .filter(|&q| self.world.quotas.queues[q].children.is_empty() && self.epochs.started_under(q) > starts)
             .any(|q| !class.governed || self.may_hold_victims(class.queue, q))
     }
 
     /// Counts a start: the job's queues have new jobs to judge as victims.
     pub(super) fn note_start(&mut self, job: JobId) {
-        self.starts += 1;
-        for q in self.quotas.path(self.jobs[job].queue) {
-            self.started_under[q] = self.starts;
-        }
+        self.epochs.note_start(self.world.quotas.path(self.world.jobs[job].queue));
     }
 
     /// Counts a change of the allocation of the job's leaf.
     pub(super) fn note_alloc_change(&mut self, job: JobId) {
-        self.alloc_changes += 1;
-        self.changed_at[self.jobs[job].queue] = self.alloc_changes;
+        self.epochs.note_alloc_change(self.world.jobs[job].queue);
     }
 
     /// Records, for a job's class, that a victim search found no candidate, and what could
@@ -109,9 +105,9 @@ impl Scheduler {
         let no_victims = watch.map(|watch| NoVictims {
             watch,
             // Jobs this cycle started were not judged: they count as new.
-            starts: if self.in_cycle { self.cycle_starts } else { self.starts },
-            changes: self.alloc_changes,
-            releases: self.releases,
+            starts: if self.in_cycle { self.epochs.cycle_starts() } else { self.epochs.starts() },
+            changes: self.epochs.alloc_changes(),
+            releases: self.epochs.releases(),
         });
         if let Some(c) = self.waiting.class_of(job) {
             self.waiting.class_mut(c).no_victims = no_victims;
@@ -129,12 +125,13 @@ impl Scheduler {
 
     fn watch_fired(&self, nv: &NoVictims) -> bool {
         let w = &nv.watch;
-        w.starts.iter().any(|&q| self.started_under[q] > nv.starts)
-            || w.borrowers.iter().any(|&q| self.started_under[q] > nv.starts && self.borrows_governed(q))
-            || w.changes.iter().any(|&q| self.changed_at[q] > nv.changes)
-            || (w.releases && self.releases > nv.releases)
+        let epochs = &self.epochs;
+        w.starts.iter().any(|&q| epochs.started_under(q) > nv.starts)
+            || w.borrowers.iter().any(|&q| epochs.started_under(q) > nv.starts && self.borrows_governed(q))
+            || w.changes.iter().any(|&q| epochs.changed_at(q) > nv.changes)
+            || (w.releases && epochs.releases() > nv.releases)
             || w.within.as_ref().is_some_and(|(q, needs)| {
-                let leaf = &self.quotas.queues[*q];
+                let leaf = &self.world.quotas.queues[*q];
                 needs.iter().all(|&(r, a)| leaf.get(&leaf.alloc, r) + a <= leaf.get(&leaf.guarantee, r))
             })
     }
@@ -142,34 +139,25 @@ impl Scheduler {
     /// [`crate::quota::Quotas::room`]; a cohort's, which walks the tree, worked out once
     /// per quota version and queue (waiting classes ask after every change).
     fn room(&self, block: Block, user: Sym) -> i64 {
-        let Block::Cohort { queue, res, .. } = block else { return self.quotas.room(block, user) };
-        let version = self.quotas.version();
-        let mut cache = self.cohort_room.borrow_mut();
-        if cache.0 != version {
-            cache.0 = version;
-            cache.1.clear();
-        }
-        *cache.1.entry((queue, res)).or_insert_with(|| self.quotas.room(block, user))
+        let Block::Cohort { queue, res, .. } = block else { return self.world.quotas.room(block, user) };
+        let version = self.world.quotas.version();
+        self.caches.cohort_room(version, queue, res, || self.world.quotas.room(block, user))
     }
 
     /// Whether queue `q` holds more than its guarantee of something the tree governs.
     /// Worked out for every queue once per quota version: waiting classes ask it of the
     /// same few queues after every change.
     fn borrows_governed(&self, q: QueueId) -> bool {
-        let version = self.quotas.version();
-        let mut cache = self.borrowing.borrow_mut();
-        if cache.as_ref().is_none_or(|(v, _)| *v != version) {
-            let quotas = &self.quotas;
-            let borrowing = quotas
+        let quotas = &self.world.quotas;
+        self.caches.borrows(quotas.version(), q, || {
+            quotas
                 .queues
                 .iter()
                 .map(|queue| {
                     queue.alloc.iter().any(|(&r, &a)| quotas.is_constrained(r) && a > queue.get(&queue.guarantee, r))
                 })
-                .collect();
-            *cache = Some((version, borrowing));
-        }
-        cache.as_ref().is_some_and(|(_, b)| b.get(q).copied().unwrap_or(false))
+                .collect()
+        })
     }
 
     /// Whether a class whose victim search found no candidate waits until something that
@@ -193,7 +181,7 @@ impl Scheduler {
     /// Whether jobs of queue `vq` could ever be victims for a claimant of `cq` as the
     /// quotas stand: its own queue, or a queue whose side borrows.
     pub(super) fn may_hold_victims(&self, cq: QueueId, vq: QueueId) -> bool {
-        let quotas = &self.quotas;
+        let quotas = &self.world.quotas;
         if cq == vq {
             return true;
         }
@@ -206,18 +194,18 @@ impl Scheduler {
     pub(super) fn skipped_as_full(&self, c: ClassId) -> bool {
         let class = self.waiting.class(c);
         // Evictions could make room for a shape no node can take as things are.
-        !self.time_matters
-            && self.policy.program.victims.is_empty()
+        !self.facts.time_matters
+            && self.facts.policy.program.victims.is_empty()
             && self.full.contains(&class.shape)
             && matches!(class.reason, Some(r) if !matches!(r, Reason::Unschedulable(_)))
     }
 
     /// Marks the job's shape full if no node in service could take one replica now.
     pub(super) fn note_if_full(&mut self, job: JobId) {
-        let j = &self.jobs[job];
+        let j = &self.world.jobs[job];
         let takes = |n: &crate::model::Node| (j.models.is_empty() || j.models.contains(&n.model)) && fit::fits(n, j);
-        if !self.cluster.nodes.iter().any(takes) {
-            self.full.insert(self.jobs.shape(job));
+        if !self.world.cluster.nodes.iter().any(takes) {
+            self.full.insert(self.world.jobs.shape(job));
         }
     }
 
@@ -225,31 +213,31 @@ impl Scheduler {
     /// `failed_ms` (its failed attempt came before it could reserve; the next one may).
     /// With `reserve_after` each job is a class of its own.
     fn came_due_since(&self, c: ClassId, failed_ms: u64) -> bool {
-        let Some(after_s) = self.policy.policy.settings.reserve_after else { return false };
+        let Some(after_s) = self.facts.policy.policy.settings.reserve_after else { return false };
         let Some(job) = self.waiting.class(c).members.first().map(super::waiting::job_of) else { return false };
         // The first whole ms at which `reserve_if_due` reserves.
-        let due = self.jobs[job].waiting_since_ms.saturating_add((after_s * 1000.0).ceil() as i64);
+        let due = self.world.jobs[job].waiting_since_ms.saturating_add((after_s * 1000.0).ceil() as i64);
         let failed = i64::try_from(failed_ms).unwrap_or(i64::MAX);
-        !self.reservations.contains_key(&job) && failed < due && self.now() >= due
+        !self.world.reservations.contains_key(&job) && failed < due && self.now() >= due
     }
 
     /// Whether a class's jobs can take a turn: not while the state its latest attempt
     /// failed in stands, nor while its backoff holds, nor while its shape is full.
     pub(super) fn eligible(&self, c: ClassId) -> bool {
         let class = self.waiting.class(c);
-        if class.failed_at == Some(self.version) {
+        if class.failed_at == Some(self.epochs.version()) {
             return false;
         }
-        let retry = |at: u64| self.now_ms > at && self.now_ms >= at.saturating_add(self.retry_interval_ms);
-        let evicts = !self.policy.program.victims.is_empty();
+        let retry = |at: u64| self.world.now_ms > at && self.world.now_ms >= at.saturating_add(self.retry_interval_ms);
+        let evicts = !self.facts.policy.program.victims.is_empty();
         let backed_off = class.backoff.is_some_and(|b| {
             let cap_gave = b.quota.is_some_and(|(block, room)| self.room(block, class.user) > room);
             !(cap_gave
-                || (self.retry_on_time && retry(b.at_ms))
+                || (self.facts.retry_on_time && retry(b.at_ms))
                 || self.came_due_since(c, b.at_ms)
                 || match &class.no_victims {
                     Some(nv) => self.watch_fired(nv),
-                    None => evicts && self.starts > b.starts && self.new_victims_since(c, b.starts),
+                    None => evicts && self.epochs.starts() > b.starts && self.new_victims_since(c, b.starts),
                 })
         });
         !backed_off && !self.skipped_as_full(c)

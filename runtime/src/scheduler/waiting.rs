@@ -223,7 +223,7 @@ impl Ranking {
         let keys = || program.job_order.iter().map(|k| &k.body.node);
         let user =
             |n: &gpol_compiler::ir::Node| n.reads(Record::Job, "user_usage") || n.reads(Record::Job, "fair_tree");
-        if keys().any(super::reads_beyond_job) || keys().any(user) {
+        if keys().any(super::facts::reads_beyond_job) || keys().any(user) {
             Ranking::State
         } else if keys().any(|n| n.reads(Record::Job, "waiting")) {
             Ranking::Clock
@@ -264,18 +264,18 @@ impl Scheduler {
 
     /// The class a waiting job belongs to: what rules and the runtime read of it.
     fn class_for(&self, job: JobId) -> NewClass {
-        let j = &self.jobs[job];
-        let shape = self.jobs.shape(job);
+        let j = &self.world.jobs[job];
+        let shape = self.world.jobs.shape(job);
         let mut key =
             vec![j.queue as u64, u64::from(j.user.0), shape as u64, u64::from(j.replicas), u64::from(j.min_replicas)];
         // Whether a job reserves when its turn fails depends on how long it has waited,
         // and the nodes it holds are its alone: with reservations, each job is its own class.
-        if self.policy.policy.settings.reserve_after.is_some() {
+        if self.facts.policy.policy.settings.reserve_after.is_some() {
             key.push(job as u64);
         }
         let rec = self.job_rec(job);
         let waiting = Record::Job.field("waiting").map(|(i, _)| i);
-        for &f in &self.distinguishing {
+        for &f in &self.facts.distinguishing {
             if Some(f) == waiting {
                 // What it has waited grows with the clock; when it began does not.
                 key.push(j.waiting_since_ms as u64);
@@ -286,16 +286,16 @@ impl Scheduler {
                 None => key.push(job as u64),
             }
         }
-        let governed = quota::demand(j, None).iter().any(|(&r, &a)| a > 0 && self.quotas.is_constrained(r));
+        let governed = quota::demand(j, None).iter().any(|(&r, &a)| a > 0 && self.world.quotas.is_constrained(r));
         NewClass { key, queue: j.queue, user: j.user, shape, governed }
     }
 
     /// A waiting job's rank by `job_order` now.
     pub(super) fn rank(&self, ctx: &Ctx<'_>, job: JobId) -> Rank {
-        let keys = &self.policy.program.job_order;
+        let keys = &self.facts.policy.program.job_order;
         let mut values = vec![0.0; keys.len()];
-        self.policy.engine().job_keys(ctx, &self.job_rec(job), &mut values);
-        let submitted = self.jobs[job].submitted_ms as u64 ^ 1 << 63;
+        self.facts.policy.engine().job_keys(ctx, &self.job_rec(job), &mut values);
+        let submitted = self.world.jobs[job].submitted_ms as u64 ^ 1 << 63;
         keys.iter()
             .zip(values)
             .map(|(k, x)| ordered(if k.dir == Direction::Desc { -x } else { x }))
@@ -305,8 +305,8 @@ impl Scheduler {
 
     /// Ranks again the members of these classes whose ranks may have changed since.
     pub(super) fn rerank_stale(&mut self, classes: &[ClassId]) {
-        let now = (self.version, self.now_ms);
-        let stale = |c: &Class| match self.ranking {
+        let now = (self.epochs.version(), self.world.now_ms);
+        let stale = |c: &Class| match self.facts.ranking {
             Ranking::Fixed => false,
             Ranking::Clock => c.ranked_at.1 != now.1,
             Ranking::State => c.ranked_at != now,
