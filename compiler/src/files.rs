@@ -446,9 +446,7 @@ mod tests {
         append(&link, &[]).expect("appendable").write_all(b"two\n").expect("written");
         assert!(std::fs::symlink_metadata(&link).expect("link").file_type().is_symlink());
         assert_eq!(std::fs::read(&real).expect("read"), b"one\ntwo\n");
-        let fifo = d.path().join("p.jsonl");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
-        assert!(made.success());
+        let fifo = fifo_in(&d, "p.jsonl");
         let e = append(&fifo, &[]).expect_err("a FIFO");
         assert_eq!(e.to_string(), format!("{}: is a FIFO, not a regular file", fifo.display()));
         let e = append(&link, &[&real]).expect_err("an input");
@@ -459,12 +457,18 @@ mod tests {
         assert_eq!(std::fs::metadata(&new).expect("made").permissions().mode() & 0o007, 0);
     }
 
+    /// A FIFO named `name` in `d`.
+    fn fifo_in(d: &tempfile::TempDir, name: &str) -> PathBuf {
+        let fifo = d.path().join(name);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+        assert!(made.success());
+        fifo
+    }
+
     #[test]
     fn a_fifo_is_refused_as_input_without_blocking() {
         let d = dir();
-        let fifo = d.path().join("p.gpol");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
-        assert!(made.success());
+        let fifo = fifo_in(&d, "p.gpol");
         let e = read(&fifo, 1 << 20).expect_err("a FIFO");
         assert_eq!(e.to_string(), format!("{}: is a FIFO, not a regular file", fifo.display()));
     }

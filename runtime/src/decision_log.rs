@@ -286,6 +286,37 @@ mod tests {
         assert!(message.starts_with(&format!("{}:4: not a decision record: ", path.display())), "{message}");
     }
 
+    /// Decisions made at once on several threads (the extender's verbs and its binds in
+    /// the background), and by a second writer on the same file (a restarted or second
+    /// process): every line is a whole record, none lost.
+    #[test]
+    fn overlapping_writers_leave_whole_records() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let path = dir.path().join("decisions.jsonl");
+        let first = Writer::open(&path, &[]).expect("opened");
+        let second = Writer::open(&path, &[]).expect("opened again");
+        let mut big = account();
+        big.nodes = (0..2_000).map(|i| NodeSeen { name: format!("n{i}"), verdict: NodeSaw::OutOfService }).collect();
+        std::thread::scope(|scope| {
+            for (t, w) in [&first, &second, &first, &second].into_iter().enumerate() {
+                let big = &big;
+                scope.spawn(move || {
+                    for i in 0..50 {
+                        let r = Record::now("test", "p", "i", Verb::Bind, &format!("{t}/{i}"), big.clone());
+                        w.write(&r).expect("written");
+                    }
+                });
+            }
+        });
+        let mut jobs = std::collections::BTreeSet::new();
+        read(&path, |_, r| {
+            assert_eq!(r.account.nodes.len(), 2_000);
+            jobs.insert(r.job);
+        })
+        .expect("every line a record");
+        assert_eq!(jobs.len(), 200);
+    }
+
     #[test]
     fn a_line_past_the_limit_is_refused_without_reading_it_whole() {
         let long = std::io::repeat(b'x').take(MAX_LINE_BYTES + 10);
