@@ -214,6 +214,15 @@ fn decisions_are_logged_and_explained_from_the_log() {
         all.lines().filter(|l| l.starts_with("== ")).map(|l| &l[3..l.find(" of").unwrap_or(3)]).collect();
     assert_eq!(verbs, ["prioritize", "filter"]);
 
+    // A name that would act on a terminal (set its title, ring its bell) is shown escaped.
+    let first = std::fs::read_to_string(&log).expect("the log").lines().next().unwrap_or_default().to_string();
+    let hostile = dir.path().join("hostile.jsonl");
+    std::fs::write(&hostile, first.replace("default/p", "default/\\u001b]0;owned\\u0007p") + "\n").expect("written");
+    let (code, out, err) = gpolc(&["explain", "default/\u{1b}]0;owned\u{7}p", "--log", &hostile.display().to_string()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!out.contains(['\u{1b}', '\u{7}']), "{out:?}");
+    assert!(out.starts_with("== prioritize of default/\\u{1b}]0;owned\\u{7}p at "), "{out}");
+
     // A job it never decided about, a malformed line, a log that is the policy or a FIFO.
     let (code, _, err) = gpolc(&["explain", "default/q", "--log", &log_arg]);
     assert_eq!(code, Some(1));

@@ -104,7 +104,7 @@ fn from_log(log: &std::path::Path, job: &str, all: bool) -> Result<u8, CliError>
     for record in &found {
         let text = heading(record) + &render(&record.account);
         for line in text.lines() {
-            out.push_str(&gpol_slurm::command::printable(line));
+            out.push_str(&gpol_compiler::terminal::escape(line));
             out.push('\n');
         }
     }
