@@ -142,28 +142,3 @@ impl SourceMap {
 pub fn decode(bytes: Vec<u8>) -> Result<String, usize> {
     String::from_utf8(bytes).map_err(|e| e.utf8_error().valid_up_to())
 }
-
-impl SourceMap {
-    /// Adds a file read from disk. A file that is not UTF-8 is added as its valid
-    /// prefix (so the report can show where the bad byte is) with an E0031 diagnostic.
-    pub fn add_bytes(&mut self, name: impl Into<String>, bytes: Vec<u8>) -> (FileId, Option<crate::diag::Diagnostic>) {
-        match String::from_utf8(bytes) {
-            Ok(text) => (self.add(SourceFile::new(name, text)), None),
-            Err(e) => {
-                let at = e.utf8_error().valid_up_to();
-                let mut bytes = e.into_bytes();
-                bytes.truncate(at);
-                let prefix = String::from_utf8(bytes).unwrap_or_default();
-                let id = self.add(SourceFile::new(name, prefix));
-                let d = crate::diag::Diagnostic::new(
-                    crate::diag::Code::InvalidUtf8,
-                    Span::new(id, at, at),
-                    format!("invalid UTF-8 at byte {at}"),
-                )
-                .label("the file is not UTF-8 text from here on")
-                .help("save the file as UTF-8");
-                (id, Some(d))
-            }
-        }
-    }
-}

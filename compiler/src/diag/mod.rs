@@ -6,7 +6,7 @@ pub mod render;
 
 pub use codes::Code;
 
-use crate::source::Span;
+use crate::source::{FileId, SourceFile, SourceMap, Span};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -118,4 +118,27 @@ pub fn markdown() -> String {
         out.push_str(&format!("\n## {}: {}\n\n```text\n{}\n```\n", c.as_str(), c.title(), c.explanation()));
     }
     out
+}
+
+// Here rather than in `source`, so that sources know nothing of diagnostics.
+impl SourceMap {
+    /// Adds a file read from disk. A file that is not UTF-8 is added as its valid
+    /// prefix (so the report can show where the bad byte is) with an E0031 diagnostic.
+    pub fn add_bytes(&mut self, name: impl Into<String>, bytes: Vec<u8>) -> (FileId, Option<Diagnostic>) {
+        match String::from_utf8(bytes) {
+            Ok(text) => (self.add(SourceFile::new(name, text)), None),
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let mut bytes = e.into_bytes();
+                bytes.truncate(at);
+                let prefix = String::from_utf8(bytes).unwrap_or_default();
+                let id = self.add(SourceFile::new(name, prefix));
+                let d =
+                    Diagnostic::new(Code::InvalidUtf8, Span::new(id, at, at), format!("invalid UTF-8 at byte {at}"))
+                        .label("the file is not UTF-8 text from here on")
+                        .help("save the file as UTF-8");
+                (id, Some(d))
+            }
+        }
+    }
 }
