@@ -166,7 +166,7 @@ fn build_writes_kueue_objects_and_names_what_kueue_cannot_enforce() {
     let yaml = dir.path().join("objects.yaml").display().to_string();
     let out = gpolc()
         .args(["build", "--target", "kueue", "policies/preemption.gpol", "-o", &yaml, "--namespace", "ml"])
-        .args(["--cluster", "sim/cluster.toml"])
+        .args(["--cluster", "samples/cluster.toml"])
         .assert()
         .success();
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
@@ -181,7 +181,7 @@ fn build_writes_kueue_objects_and_names_what_kueue_cannot_enforce() {
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(err.contains("[E0044] Error: queue `Team_A` cannot be written as a Kueue object"), "{err}");
     gpolc().args(["build", "--target", "kueue", &upper, "--namespace", "Bad_NS"]).assert().code(2);
-    gpolc().args(["build", "policies/gangs.gpol", "--cluster", "sim/cluster.toml"]).assert().code(2);
+    gpolc().args(["build", "policies/gangs.gpol", "--cluster", "samples/cluster.toml"]).assert().code(2);
 
     // A model's flavor selects the product its nodes carry (a recorded vGPU node list).
     let a16 = write(
@@ -197,13 +197,13 @@ fn build_writes_kueue_objects_and_names_what_kueue_cannot_enforce() {
     // The objects of a quota phase: the daily tide's inference lends 16 by day, 56 at night.
     for (at, lends) in [("2026-11-25T12:00", "lendingLimit: \"16\""), ("2026-11-25T23:00", "lendingLimit: \"56\"")] {
         let tide = ["build", "--target", "kueue", "policies/daily_tide.gpol", "--at", at, "-o", &yaml, "--force"];
-        gpolc().args(tide).args(["--cluster", "sim/cluster.toml"]).assert().success();
+        gpolc().args(tide).args(["--cluster", "samples/cluster.toml"]).assert().success();
         let text = std::fs::read_to_string(&yaml).unwrap_or_default();
         assert!(text.contains(lends), "{at}: {text}");
     }
     // Or followed: a CronJob per window edge applies the phase beginning there.
     let follow = ["build", "--target", "kueue", "policies/daily_tide.gpol", "--follow-windows", "kueue-system"];
-    gpolc().args(follow).args(["--cluster", "sim/cluster.toml", "-o", &yaml, "--force"]).assert().success();
+    gpolc().args(follow).args(["--cluster", "samples/cluster.toml", "-o", &yaml, "--force"]).assert().success();
     let text = std::fs::read_to_string(&yaml).unwrap_or_default();
     assert!(text.contains("schedule: 0 22 * * 0,1,2,3,4,5,6") && text.contains("timeZone: Europe/Berlin"), "{text}");
     let bad =
@@ -593,7 +593,7 @@ fn sim_prints_progress_lines_when_stderr_is_not_a_terminal() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.lines().any(|l| l.starts_with("simulating: ") && l.contains("% after ")), "{stderr}");
     // A trace file is checked in a pass of its own before the run, with its own lines.
-    let out = gpolc().env("GPOLC_PROGRESS_EVERY", "0").args(["sim", "--trace", "sim/trace.csv"]).assert().success();
+    let out = gpolc().env("GPOLC_PROGRESS_EVERY", "0").args(["sim", "--trace", "samples/trace.csv"]).assert().success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     let checking = stderr.lines().position(|l| l.starts_with("checking the trace: "));
     let simulating = stderr.lines().position(|l| l.starts_with("simulating: "));

@@ -67,7 +67,7 @@ fn with_a_cluster_emit_writes_the_topology_as_switches() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let out = dir.path().join("slurm");
     gpolc()
-        .args(["slurm", "emit", "policies/gangs.gpol", "--cluster", "sim/cluster.toml", "--out"])
+        .args(["slurm", "emit", "policies/gangs.gpol", "--cluster", "samples/cluster.toml", "--out"])
         .arg(&out)
         .assert()
         .code(0);
@@ -82,7 +82,7 @@ fn with_a_cluster_emit_writes_the_topology_as_switches() {
             "emit",
             "policies/gangs.gpol",
             "--cluster",
-            "sim/cluster.toml",
+            "samples/cluster.toml",
             "--block-level",
             "rack",
             "--out",
@@ -93,7 +93,7 @@ fn with_a_cluster_emit_writes_the_topology_as_switches() {
     let blocks = std::fs::read_to_string(out.join("topology-block.conf")).expect("written");
     assert!(blocks.contains("\nBlockName=h100-rack0 Nodes=h100-0,h100-1,h100-2,h100-3\n"), "{blocks}");
     assert!(blocks.ends_with("\nBlockSizes=4,8,16\n"), "{blocks}");
-    let unknown = ["slurm", "emit", "policies/gangs.gpol", "--cluster", "sim/cluster.toml", "--block-level", "row"];
+    let unknown = ["slurm", "emit", "policies/gangs.gpol", "--cluster", "samples/cluster.toml", "--block-level", "row"];
     gpolc().args(unknown).arg("--out").arg(dir.path().join("row")).assert().code(2);
     // A cluster that cannot be read is an error, and nothing of it is written.
     let other = dir.path().join("other");

@@ -8,7 +8,7 @@
 //!
 //! Modules: [`types`] (everything C sees), [`ffi`] (the exported functions), [`convert`]
 //! (C's records read into gpol's), [`policy`] and [`cluster`] (the work, on gpol's own
-//! types), [`error`] and [`guard`] (failures as values, panics caught), [`records`]
+//! types), [`error`] and [`guard`] (failures as values, panics caught), [`records_header`]
 //! (`gpol_records.h`). `unsafe` is confined to `ffi` and `convert`. docs/capi.md is the
 //! guide for C programmers.
 
@@ -18,7 +18,7 @@ pub mod error;
 pub mod ffi;
 pub mod guard;
 pub mod policy;
-pub mod records;
+pub mod records_header;
 pub mod types;
 
 pub use cluster::GpolCluster;

@@ -41,5 +41,5 @@ fn header_is_current() {
 #[test]
 fn records_header_is_current() {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    compare_or_bless(&crate_dir.join("include/gpol_records.h"), &gpol::records::header());
+    compare_or_bless(&crate_dir.join("include/gpol_records.h"), &gpol::records_header::header());
 }

@@ -404,7 +404,7 @@ pub fn add_replay(
     report: &mut Report,
     old: &Side,
     new: &Side,
-    cluster: &gpol_sim::spec::ClusterSpec,
+    cluster: &gpol_sim::cluster_file::ClusterSpec,
     workload: &gpol_sim::Workload,
     mode: gpol_sim::Mode,
 ) -> Result<(), gpol_sim::SimError> {

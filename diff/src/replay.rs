@@ -7,7 +7,7 @@
 use crate::renames::Renames;
 use crate::side::Side;
 use gpol_runtime::{Event, Scheduler};
-use gpol_sim::spec::ClusterSpec;
+use gpol_sim::cluster_file::ClusterSpec;
 use gpol_sim::{Config, Control, Mode, SimError, Workload};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -209,7 +209,7 @@ fn splitting_an_admit_rule_changes_the_reason() {
     replays(&r, old, new);
 }
 
-fn bundled() -> (gpol_sim::spec::ClusterSpec, gpol_sim::Workload) {
+fn bundled() -> (gpol_sim::cluster_file::ClusterSpec, gpol_sim::Workload) {
     let dir = format!("{}/../sim", env!("CARGO_MANIFEST_DIR"));
     let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).expect("the bundled inputs");
     let cluster = gpol_sim::read_cluster(&read("cluster.toml"), "cluster.toml").expect("a cluster");

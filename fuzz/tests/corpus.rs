@@ -11,8 +11,8 @@ fn inputs(target: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let folders: &[&str] = match target {
         "check" => &["policies", "stdlib", "tests/diagnostics", "tests/hostile/policies"],
-        "trace" => &["sim", "tests/hostile/traces"],
-        "cluster" => &["sim", "tests/hostile/clusters", "simulator/tests/fixtures/slurm"],
+        "trace" => &["samples", "tests/hostile/traces"],
+        "cluster" => &["samples", "tests/hostile/clusters", "simulator/tests/fixtures/slurm"],
         "slurm" => &["tests/hostile/slurm", "simulator/tests/fixtures/slurm"],
         _ => &[],
     };

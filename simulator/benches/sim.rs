@@ -2,14 +2,14 @@
 //! 1,213-node GPU cluster, fill mode to 130% of capacity, one run per placement policy
 //! of policies/ (read from ../shared/data/alibaba-gpu-2023 or `GPOL_OPENB_DIR` when
 //! present; skipped otherwise). `timed_10k_gpus`: a synthetic timed trace of
-//! `GPOL_SCALE_JOBS` jobs (default 100,000) on sim/scale-10k.toml's 10,000 GPUs, under
-//! best fit and under sim/fleet-10k.gpol (quotas, borrowing and reclaim).
+//! `GPOL_SCALE_JOBS` jobs (default 100,000) on samples/scale-10k.toml's 10,000 GPUs, under
+//! best fit and under samples/fleet-10k.gpol (quotas, borrowing and reclaim).
 //! Results are in docs/performance.md.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_sim::generate::{self, GenSpec, Profile, QueueMix};
-use gpol_sim::{self as sim, Config, Control, Mode, Workload, spec};
+use gpol_sim::{self as sim, Config, Control, Mode, Workload, cluster_file};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -34,7 +34,7 @@ fn read(path: PathBuf) -> (String, String) {
     (path.display().to_string(), text)
 }
 
-fn run(policy: &CompiledPolicy, cluster: &spec::ClusterSpec, workload: &Workload, config: &Config) -> f64 {
+fn run(policy: &CompiledPolicy, cluster: &cluster_file::ClusterSpec, workload: &Workload, config: &Config) -> f64 {
     let cancel = AtomicBool::new(false);
     let control = Control::new(&|_| {}, &cancel);
     let report = sim::run(policy, cluster, workload, config, &control).expect("the policy checks");
@@ -62,8 +62,8 @@ fn openb_fill(c: &mut Criterion) {
 
 fn timed_scale(c: &mut Criterion) {
     let jobs: usize = std::env::var("GPOL_SCALE_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-    let (cname, ctext) = read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sim/scale-10k.toml"));
-    let cluster = spec::parse_toml(&ctext, &cname).expect("the cluster spec is valid");
+    let (cname, ctext) = read(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/scale-10k.toml"));
+    let cluster = cluster_file::parse_toml(&ctext, &cname).expect("the cluster spec is valid");
     let trace = generate::generate(&GenSpec {
         jobs,
         seed: 1,
@@ -79,7 +79,7 @@ fn timed_scale(c: &mut Criterion) {
     let workload = Workload::from_jobs("scale", trace);
     let mut group = c.benchmark_group("timed_10k_gpus");
     group.sample_size(10).measurement_time(Duration::from_secs(60));
-    for file in ["policies/best_fit.gpol", "sim/fleet-10k.gpol"] {
+    for file in ["policies/best_fit.gpol", "samples/fleet-10k.gpol"] {
         let p = policy(file);
         let name = format!("{}/{jobs}_jobs", p.policy.name);
         group.bench_function(name, |b| b.iter(|| run(&p, &cluster, &workload, &Config::default())));

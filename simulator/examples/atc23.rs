@@ -18,7 +18,7 @@
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_sim::report::Report;
-use gpol_sim::{self as sim, Config, Control, Mode, Sampling, Workload, spec::ClusterSpec};
+use gpol_sim::{self as sim, Config, Control, Mode, Sampling, Workload, cluster_file::ClusterSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

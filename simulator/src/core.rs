@@ -2,12 +2,12 @@
 //! scheduler, which runs one cycle per moment something happened (never by polling each
 //! job each tick). Fill mode replays a shuffled trace with no departures instead.
 
+use crate::cluster_file::{ClusterSpec, NodeEventKind};
 use crate::input::InputError;
 use crate::report::{
     self, Delay, FillCurve, GpuHours, JobCounts, NeverScheduled, Preemption, QueueSummary, Report, Stats,
 };
 use crate::series::Series;
-use crate::spec::{ClusterSpec, NodeEventKind};
 use crate::trace::TraceJob;
 use crate::workload::Workload;
 use gpol_compiler::engine::CompiledPolicy;

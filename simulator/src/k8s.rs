@@ -2,8 +2,8 @@
 //! `Node`s), each node mapped by `gpol_kubernetes::nodes` — the mapping the extender
 //! uses too, with its warnings. A cordoned node starts drained.
 
+use crate::cluster_file::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
 use crate::input::InputError;
-use crate::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
 use serde_json::Value;
 
 /// Whether JSON text looks like `kubectl get nodes -o json` output.

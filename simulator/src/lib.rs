@@ -2,12 +2,13 @@
 //! policy and reports what happened — allocation and utilization over time, queueing
 //! delay, fairness, preemptions, fragmentation (docs/simulator.md).
 //!
-//! Inputs come from [`spec`] (clusters), [`trace`] (gpol's trace format), [`openb`]
+//! Inputs come from [`cluster_file`] (clusters), [`trace`] (gpol's trace format), [`openb`]
 //! (the Alibaba GPU trace) and [`generate`] (synthetic workloads); [`core`] runs the
 //! discrete-event replay and fills in a [`report::Report`].
 
 pub mod core;
 
+pub mod cluster_file;
 pub mod decisions;
 pub mod generate;
 pub mod html;
@@ -19,7 +20,6 @@ pub mod report;
 pub mod sacct;
 pub mod series;
 pub mod slurm;
-pub mod spec;
 pub mod summary;
 pub mod trace;
 pub mod workload;
@@ -32,14 +32,14 @@ use input::InputError;
 /// Reads a cluster file in whichever format it is: a TOML spec (`.toml`), an openb
 /// node list (CSV), `kubectl get nodes -o json` output, or a Slurm node list
 /// (`sinfo --json`).
-pub fn read_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputError> {
+pub fn read_cluster(text: &str, file: &str) -> Result<cluster_file::ClusterSpec, InputError> {
     let spec = read_any_cluster(text, file)?;
     within_limits(&spec, file)?;
     Ok(spec)
 }
 
 /// Whatever a reader let through, the one node model's limits hold (docs/limits.md).
-fn within_limits(spec: &spec::ClusterSpec, file: &str) -> Result<(), InputError> {
+fn within_limits(spec: &cluster_file::ClusterSpec, file: &str) -> Result<(), InputError> {
     use gpol_compiler::limits::MAX_NODES;
     if spec.nodes.len() > MAX_NODES as usize {
         let m = format!("{} nodes: too large, at most {MAX_NODES}", spec.nodes.len());
@@ -54,9 +54,9 @@ fn within_limits(spec: &spec::ClusterSpec, file: &str) -> Result<(), InputError>
     Ok(())
 }
 
-fn read_any_cluster(text: &str, file: &str) -> Result<spec::ClusterSpec, InputError> {
+fn read_any_cluster(text: &str, file: &str) -> Result<cluster_file::ClusterSpec, InputError> {
     if file.ends_with(".toml") {
-        spec::parse_toml(text, file)
+        cluster_file::parse_toml(text, file)
     } else if openb::is_node_list(text) {
         openb::parse_nodes(text, file)
     } else if k8s::is_node_list(text) {

@@ -6,8 +6,8 @@
 //! Every GPU node shares its cards by fractions (pods ask for `gpu_milli` of one card),
 //! with no limit on pods per card but the shares; GPU memory is not in the trace.
 
+use crate::cluster_file::{ClusterSpec, NodeDef};
 use crate::input::InputError;
-use crate::spec::{ClusterSpec, NodeDef};
 use crate::trace::TraceJob;
 use gpol_runtime::jobs::Request;
 use gpol_runtime::model::{NodeSpec, Sharing};

@@ -4,8 +4,8 @@
 //! down or unresponsive one starts failed. The node JSON carries no topology.
 //! simulator/tests/slurm/capture.sh captures the test fixture from a real Slurm.
 
+use crate::cluster_file::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
 use crate::input::InputError;
-use crate::spec::{ClusterSpec, NodeDef, NodeEvent, NodeEventKind};
 use gpol_slurm::sinfo::{self, Service};
 
 pub use gpol_slurm::sinfo::is_node_list;

@@ -29,7 +29,7 @@ fn read(dir: &std::path::Path, file: &str) -> (String, String) {
 }
 
 /// The study's cluster (every GPU node) and its default pod list.
-fn default_trace(dir: &std::path::Path) -> (sim::spec::ClusterSpec, sim::Workload) {
+fn default_trace(dir: &std::path::Path) -> (sim::cluster_file::ClusterSpec, sim::Workload) {
     let (cname, ctext) = read(dir, "openb_node_list_gpu_node.csv");
     let (tname, ttext) = read(dir, "openb_pod_list_default.csv");
     let cluster = sim::read_cluster(&ctext, &cname).expect("the cluster imports");

@@ -10,7 +10,7 @@
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::schema::EnumKind;
 use gpol_runtime::{Event, JobSpec, NodeSpec, Request, Sharing, scenario};
-use gpol_sim::spec::{ClusterSpec, NodeDef};
+use gpol_sim::cluster_file::{ClusterSpec, NodeDef};
 use gpol_sim::trace::{self, TraceJob};
 use gpol_sim::{Config, Control, Workload};
 use proptest::prelude::*;

@@ -3,8 +3,8 @@
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_runtime::Request;
+use gpol_sim::cluster_file::{ClusterSpec, parse_toml};
 use gpol_sim::report::Report;
-use gpol_sim::spec::{ClusterSpec, parse_toml};
 use gpol_sim::trace::{TraceJob, parse};
 use gpol_sim::{Config, Control, Mode, Sampling, Workload, run};
 use proptest::prelude::*;
@@ -400,9 +400,10 @@ fn the_daily_tide_lends_at_night_what_serving_leaves_idle() {
         ],
     };
     let trace = Workload::from_jobs("tide.csv", generate(&spec));
-    let fleet = cluster(&read("sim/cluster.toml"));
-    let [tide, fixed, all] = ["policies/daily_tide.gpol", "sim/daily_tide_fixed.gpol", "sim/daily_tide_lend_all.gpol"]
-        .map(|p| simulate(&compiled(p), &fleet, &trace, &Config::default()));
+    let fleet = cluster(&read("samples/cluster.toml"));
+    let [tide, fixed, all] =
+        ["policies/daily_tide.gpol", "samples/daily_tide_fixed.gpol", "samples/daily_tide_lend_all.gpol"]
+            .map(|p| simulate(&compiled(p), &fleet, &trace, &Config::default()));
     let research_p50 = |r: &Report| {
         r.queues.iter().find(|q| q.name == "research").and_then(|q| q.delay_p50_s).expect("research's jobs started")
     };

@@ -3,8 +3,8 @@
 //! between the check and a run.
 
 use gpol_compiler::engine::EngineKind;
+use gpol_sim::cluster_file::parse_toml;
 use gpol_sim::input::InputError;
-use gpol_sim::spec::parse_toml;
 use gpol_sim::{Config, Control, SimError, Workload, open_trace, run};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -98,7 +98,7 @@ fn kueue_objects(checked: &CheckedPolicy, args: &Args, color: bool) -> Result<Ve
                 cluster
                     .events
                     .iter()
-                    .any(|e| e.at_ms == 0 && e.node == name && e.kind == gpol_sim::spec::NodeEventKind::Drain)
+                    .any(|e| e.at_ms == 0 && e.node == name && e.kind == gpol_sim::cluster_file::NodeEventKind::Drain)
             };
             let nodes: Vec<_> =
                 cluster.nodes.iter().filter(|n| !drained(&n.spec.name)).map(|n| n.spec.clone()).collect();

@@ -31,11 +31,11 @@ pub struct Args {
     /// palette is cut to fit, and the report says how). Played besides the budget.
     #[arg(long, default_value_t = gpol_diff::DEFAULT_BOUND, value_parser = clap::value_parser!(u64).range(1..=gpol_compiler::limits::MAX_DIFF_BOUND))]
     bound: u64,
-    /// Also replay this trace on both versions (the bundled sim/trace.csv when only
+    /// Also replay this trace on both versions (the bundled samples/trace.csv when only
     /// --cluster or --fill is given) and compare their decisions in order.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
-    /// The cluster to replay on (the bundled sim/cluster.toml if not given).
+    /// The cluster to replay on (the bundled samples/cluster.toml if not given).
     #[arg(long, value_name = "FILE")]
     cluster: Option<PathBuf>,
     /// Replay in fill mode, to this percentage of capacity, instead of timed.
@@ -113,7 +113,9 @@ pub fn run(args: Args) -> Result<u8, CliError> {
 }
 
 /// The cluster, trace and mode of a replay.
-fn replay_inputs(args: &Args) -> Result<(gpol_sim::spec::ClusterSpec, gpol_sim::Workload, gpol_sim::Mode), CliError> {
+fn replay_inputs(
+    args: &Args,
+) -> Result<(gpol_sim::cluster_file::ClusterSpec, gpol_sim::Workload, gpol_sim::Mode), CliError> {
     use gpol_compiler::limits::{MAX_CLUSTER_BYTES, MAX_INPUT_BYTES};
     let mode = match args.fill {
         Some(pct) if pct > 0.0 && pct.is_finite() => gpol_sim::Mode::Fill { target: pct / 100.0 },

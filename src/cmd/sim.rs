@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The bundled default: what `gpolc sim` runs without arguments.
 const DEFAULT_POLICY: (&str, &str) = ("policies/borrowing.gpol", include_str!("../../policies/borrowing.gpol"));
-pub(super) const DEFAULT_CLUSTER: (&str, &str) = ("sim/cluster.toml", include_str!("../../sim/cluster.toml"));
-pub(super) const DEFAULT_TRACE: (&str, &str) = ("sim/trace.csv", include_str!("../../sim/trace.csv"));
+pub(super) const DEFAULT_CLUSTER: (&str, &str) = ("samples/cluster.toml", include_str!("../../samples/cluster.toml"));
+pub(super) const DEFAULT_TRACE: (&str, &str) = ("samples/trace.csv", include_str!("../../samples/trace.csv"));
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 const INTERRUPTED: u8 = 130;
@@ -32,7 +32,7 @@ pub struct Args {
     compare: Vec<PathBuf>,
     /// The cluster: a TOML spec, `kubectl get nodes -o json` output, a Slurm node list
     /// (`sinfo --json`, slurmrestd's `/nodes`) or an openb node list (default: the
-    /// bundled sim/cluster.toml).
+    /// bundled samples/cluster.toml).
     #[arg(long)]
     cluster: Option<PathBuf>,
     /// Slurm's `topology.conf` (topology/tree or topology/block) for the cluster's nodes:
@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long, value_name = "MODEL=PRICE", value_parser = sim::prices::Prices::parse_arg)]
     price: Vec<(String, f64)>,
     /// The workload: gpol's CSV or JSON Lines trace, a Slurm cluster's history
-    /// (`sacct --json`), or an openb pod list (default: the bundled sim/trace.csv).
+    /// (`sacct --json`), or an openb pod list (default: the bundled samples/trace.csv).
     #[arg(long)]
     trace: Option<PathBuf>,
     /// For a Slurm history: what a job's queue is, its `account` or its `partition` (as

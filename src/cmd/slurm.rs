@@ -279,7 +279,7 @@ fn pass(loaded: &LoadedPolicy, args: &PlanArgs, apply: bool, log: Option<&Decisi
             let nodes = cluster.nodes.iter().map(|n| n.to_spec(&compiled.policy.levels)).collect();
             // Drained or down now: no new job goes there.
             let unavailable = (cluster.events.iter())
-                .filter(|e| e.at_ms == 0 && !matches!(e.kind, gpol_sim::spec::NodeEventKind::Restore))
+                .filter(|e| e.at_ms == 0 && !matches!(e.kind, gpol_sim::cluster_file::NodeEventKind::Restore))
                 .map(|e| e.node.clone())
                 .chain(live.iter().flat_map(|l| out_of_service(l)))
                 .collect();
