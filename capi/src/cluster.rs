@@ -2,8 +2,7 @@
 //! started on them, and the clock. A job is asked about ([`Scheduler::ask`]): asking
 //! changes nothing.
 
-use crate::convert::reserve;
-use crate::error::Failure;
+use crate::error::{Failure, reserve};
 use crate::types::{GpolAdmit, GpolNodeResult, GpolReason, GpolVerdict};
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::ir::RuleId;

@@ -15,7 +15,7 @@
 #![allow(unsafe_code)]
 
 use crate::cluster::NodeInput;
-use crate::error::Failure;
+use crate::error::{Failure, reserve};
 use crate::types::{
     GPOL_MAX_LIST, GPOL_MAX_MIG_INSTANCES, GPOL_MAX_STRING_BYTES, GpolDomain, GpolJob, GpolLabel, GpolNode,
     GpolRequestKind, GpolSharing, GpolStatus,
@@ -103,13 +103,6 @@ pub unsafe fn slice<'a, T>(p: *const T, n: usize, max: usize) -> Result<&'a [T],
     // (a shared borrow, so no `&mut` aliases it); `n <= max`, and every `max` used here is
     // small enough that `n * size_of::<T>()` is far below `isize::MAX`.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
-}
-
-/// Room for `n` more items in `v`, or `GPOL_STATUS_TOO_LARGE`: an allocation sized by
-/// a count the caller gave fails the call when memory is short, never aborts the
-/// process.
-pub fn reserve<T>(v: &mut Vec<T>, n: usize) -> Result<(), Failure> {
-    v.try_reserve_exact(n).map_err(|e| Failure::too_large(format!("{n} items: {e}")))
 }
 
 /// The policy text: `n` bytes at `p` (not necessarily NUL-terminated), at most `max`.
@@ -509,18 +502,6 @@ pub unsafe fn history(p: *const crate::types::GpolHistory) -> Result<History, Fa
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn room_the_allocator_cannot_give_is_too_large_never_an_abort() {
-        let mut v: Vec<u64> = Vec::new();
-        // More than a `Vec` can count, and more than any allocator gives (an exabyte).
-        for n in [usize::MAX / 4, (isize::MAX as usize) / 8 - 1] {
-            let f = reserve(&mut v, n).expect_err("no such room");
-            assert_eq!(f.status, GpolStatus::TooLarge);
-            assert!(f.message().starts_with(&format!("{n} items: ")), "{}", f.message());
-        }
-        assert!(reserve(&mut v, 3).is_ok() && v.capacity() >= 3);
-    }
 
     #[test]
     fn text_counts_each_string_with_its_overhead() {

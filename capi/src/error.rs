@@ -1,6 +1,7 @@
 //! Errors as values: a [`Failure`] is what went wrong inside a call (a status and words
 //! naming the argument or field); at the boundary it becomes a status and, when the
-//! caller asked for one, a [`GpolError`].
+//! caller asked for one, a [`GpolError`]. Room asked for by a count the caller gave is
+//! taken through [`reserve`], so that too much is a `Failure`, never an abort.
 
 use crate::types::GpolStatus;
 use std::ffi::{CStr, CString};
@@ -81,6 +82,13 @@ impl GpolError {
     }
 }
 
+/// Room for `n` more items in `v`, or `GPOL_STATUS_TOO_LARGE`: an allocation sized by
+/// a count the caller gave fails the call when memory is short, never aborts the
+/// process.
+pub fn reserve<T>(v: &mut Vec<T>, n: usize) -> Result<(), Failure> {
+    v.try_reserve_exact(n).map_err(|e| Failure::too_large(format!("{n} items: {e}")))
+}
+
 /// Text as a C string; NUL characters (which C strings cannot hold) become U+FFFD.
 pub fn c_string(text: &str) -> CString {
     let clean = if text.contains('\0') { text.replace('\0', "\u{FFFD}") } else { text.to_string() };
@@ -96,6 +104,18 @@ mod tests {
         let f = Failure::null().at("key").at("[1]").at("labels").at("[3]").at("nodes");
         assert_eq!(f.message(), "nodes[3].labels[1].key: is NULL");
         assert_eq!(Failure::invalid("bad").message(), "bad");
+    }
+
+    #[test]
+    fn room_the_allocator_cannot_give_is_too_large_never_an_abort() {
+        let mut v: Vec<u64> = Vec::new();
+        // More than a `Vec` can count, and more than any allocator gives (an exabyte).
+        for n in [usize::MAX / 4, (isize::MAX as usize) / 8 - 1] {
+            let f = reserve(&mut v, n).expect_err("no such room");
+            assert_eq!(f.status, GpolStatus::TooLarge);
+            assert!(f.message().starts_with(&format!("{n} items: ")), "{}", f.message());
+        }
+        assert!(reserve(&mut v, 3).is_ok() && v.capacity() >= 3);
     }
 
     #[test]

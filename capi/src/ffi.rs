@@ -14,7 +14,7 @@
 
 use crate::cluster::{GpolCluster, NodeInput};
 use crate::convert;
-use crate::error::{Failure, GpolError};
+use crate::error::{Failure, GpolError, reserve};
 use crate::guard::{guarded, quiet};
 use crate::policy::{self, GpolDiagnostics, GpolPolicy};
 use crate::types::{
@@ -458,7 +458,7 @@ pub unsafe extern "C" fn gpol_cluster_new(
         unsafe { convert::cluster_text(records) }?;
         let levels = &policy.compiled.program.levels;
         let mut inputs: Vec<NodeInput> = Vec::new();
-        convert::reserve(&mut inputs, records.len()).map_err(|e| e.at("nodes"))?;
+        reserve(&mut inputs, records.len()).map_err(|e| e.at("nodes"))?;
         for (i, n) in records.iter().enumerate() {
             // SAFETY: each record's pointers are as `GpolNode` says, by the caller's promise.
             inputs.push(unsafe { convert::node(n, levels) }.map_err(|e| e.at(format!("[{i}]")).at("nodes"))?);

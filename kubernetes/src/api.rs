@@ -5,7 +5,7 @@
 use crate::cluster::Cluster;
 use crate::extender::ExtenderBindingArgs;
 use crate::pods::keys;
-use crate::server::Extender;
+use crate::served::Extender;
 use futures::StreamExt;
 use gpol_runtime::account::Outcome;
 use gpol_runtime::decision_log::Verb;

@@ -19,6 +19,8 @@ pub mod nodes;
 pub mod pods;
 pub mod quantity;
 #[cfg(feature = "serve")]
+pub mod served;
+#[cfg(feature = "serve")]
 pub mod server;
 #[cfg(feature = "serve")]
 pub mod tls;

@@ -17,9 +17,9 @@
 
 use crate::cluster::Cluster;
 use crate::extender::{self, ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderPreemptionArgs};
-use crate::leader::{Leadership, NotLeading};
 use crate::listen::Connections;
 use crate::metrics::Metrics;
+use crate::served::Extender;
 use crate::tls::{Tls, TlsError, TlsFiles, Token};
 use crate::verbs::{self, BadRequest};
 use axum::Router;
@@ -27,15 +27,12 @@ use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use gpol_compiler::engine::EngineKind;
-use gpol_compiler::load::Checked;
-use gpol_runtime::account::Account;
-use gpol_runtime::decision_log::{self, Record, Verb};
+use gpol_runtime::decision_log::Verb;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Limits, timings and security of a served extender.
@@ -77,218 +74,41 @@ impl Default for Options {
     }
 }
 
-/// What a reload did.
-#[derive(Debug)]
-pub enum Reload {
-    Unchanged,
-    Swapped,
-    /// The new file does not check or cannot be read: its diagnostics.
-    Refused(String),
-}
-
-/// The served extender: the cluster it knows, the policy file, the metrics.
-pub struct Extender {
-    cluster: Mutex<Cluster>,
-    pub metrics: Metrics,
-    path: PathBuf,
-    engine: EngineKind,
-    /// The policy file's contents as last compiled (or refused).
-    source: Mutex<Vec<u8>>,
-    started: Instant,
-    /// Whether the cluster's state is known (set by whoever feeds it).
-    ready: std::sync::atomic::AtomicBool,
-    /// The API server, once connected: `bind` goes through it.
-    api: std::sync::OnceLock<kube::Client>,
-    /// With `--leader-elect`: whether this replica leads, and so may bind and be ready.
-    leadership: Option<Arc<Leadership>>,
-    /// With `--decision-log`: where every decision is appended.
-    decision_log: Option<decision_log::Writer>,
-}
-
-/// Why a policy cannot be served.
-#[derive(Debug)]
-pub enum LoadError {
-    Read(gpol_compiler::files::FileError),
-    /// It does not check or compile: its diagnostics, rendered.
-    Refused(String),
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LoadError::Read(e) => write!(f, "{e}"),
-            LoadError::Refused(diagnostics) => f.write_str(diagnostics),
+/// Answers one verb: decodes the request (any key case), runs it on the cluster and
+/// encodes the answer; counts and times it.
+fn answer<A: DeserializeOwned, R: Serialize>(
+    ext: &Extender,
+    verb: &str,
+    body: &[u8],
+    deadline: Instant,
+    lock: Lock,
+    run: impl FnOnce(&mut Cluster, A, &Metrics) -> Result<R, BadRequest>,
+) -> Option<Response> {
+    let start = Instant::now();
+    let free = match lock {
+        Lock::Wait => None,
+        Lock::IfFree => Some(ext.try_cluster()?),
+    };
+    let outcome = extender::decode::<A>(body).map_err(|e| BadRequest(e.to_string())).and_then(|args| {
+        let mut cluster = free.unwrap_or_else(|| ext.cluster());
+        // Waited too long for the cluster: the client has had its 408 already.
+        if Instant::now() >= deadline {
+            return Err(BadRequest("no time left to answer".into()));
         }
-    }
-}
-
-impl std::error::Error for LoadError {}
-
-impl Extender {
-    /// Loads the policy; its diagnostics when it does not check.
-    pub fn load(path: PathBuf, engine: EngineKind) -> Result<Extender, LoadError> {
-        let bytes =
-            gpol_compiler::files::read(&path, gpol_compiler::limits::MAX_POLICY_BYTES).map_err(LoadError::Read)?;
-        let policy = Checked::from_bytes(&path.display().to_string(), bytes.clone())
-            .compile(engine)
-            .map_err(|f| LoadError::Refused(f.to_string()))?;
-        let metrics = Metrics::default();
-        let mut cluster = Cluster::new(policy);
-        cluster.set_policy_digest(decision_log::digest(&bytes));
-        let unix_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        cluster.set_origin(i64::try_from(unix_now.as_millis()).unwrap_or(i64::MAX));
-        Ok(Extender {
-            cluster: Mutex::new(cluster),
-            metrics,
-            path,
-            engine,
-            source: Mutex::new(bytes),
-            started: Instant::now(),
-            ready: std::sync::atomic::AtomicBool::new(false),
-            api: std::sync::OnceLock::new(),
-            leadership: None,
-            decision_log: None,
-        })
-    }
-
-    /// Appends every decision (filter, prioritize, preempt, bind) to `log`.
-    pub fn with_decision_log(mut self, log: decision_log::Writer) -> Extender {
-        self.decision_log = Some(log);
-        self
-    }
-
-    /// Whether decisions are logged: worth the work of an account.
-    pub fn logs_decisions(&self) -> bool {
-        self.decision_log.is_some()
-    }
-
-    /// Logs a decision made on `cluster` (under its lock, so records follow the order of
-    /// decisions) from `inputs` (the request, the pod read). A log that cannot be written
-    /// is said in the server's log; the decision stands.
-    pub fn log_decision(&self, cluster: &Cluster, verb: Verb, job: &str, inputs: &[u8], account: Account) {
-        let Some(log) = &self.decision_log else { return };
-        let digest = decision_log::digest(inputs);
-        let record = Record::now(SOURCE, cluster.policy_digest(), &digest, verb, job, account);
-        if let Err(e) = log.write(&record) {
-            tracing::error!(error = %e, "decision not logged");
+        cluster.set_clock(ext.clock_ms());
+        let answer = run(&mut cluster, args, &ext.metrics);
+        ext.metrics.held(&cluster);
+        answer
+    });
+    let response = match outcome {
+        Ok(answer) => ([(header::CONTENT_TYPE, "application/json")], extender::encode(&answer)).into_response(),
+        Err(BadRequest(message)) => {
+            tracing::warn!(verb, %message, "bad request");
+            (StatusCode::BAD_REQUEST, format!("{verb}: {message}\n")).into_response()
         }
-    }
-
-    /// One replica of several (`--leader-elect`): it binds and is ready only while
-    /// `leadership` says it leads, which the metrics show (`gpol_extender_leader`).
-    pub fn with_leadership(mut self, leadership: Arc<Leadership>) -> Extender {
-        self.metrics.register_leader(leadership.gauge());
-        self.leadership = Some(leadership);
-        self
-    }
-
-    pub fn leadership(&self) -> Option<&Leadership> {
-        self.leadership.as_deref()
-    }
-
-    /// Whether a bind begun at `started` may send its next write (always, without
-    /// leader election); else why not.
-    pub fn may_write(&self, started: Instant) -> Result<(), NotLeading> {
-        self.leadership.as_ref().map_or(Ok(()), |l| l.may_write(started))
-    }
-
-    /// The cluster, for whoever keeps it up to date. A panic while it was held cannot
-    /// leave it half-changed in a way that matters more than a stale cache: carry on.
-    pub fn cluster(&self) -> MutexGuard<'_, Cluster> {
-        self.cluster.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Binds pods through this API server from now on (the first connection stays), and
-    /// takes nodes from its watch only: request bodies no longer change what is known.
-    pub fn connect(&self, client: kube::Client) {
-        self.cluster().watch_nodes();
-        let _ = self.api.set(client);
-    }
-
-    pub fn set_ready(&self, ready: bool) {
-        self.ready.store(ready, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Looks at the policy file: a changed one is checked and compiled aside and swapped
-    /// in whole, or refused with its diagnostics while the old policy keeps serving.
-    pub fn reload(&self) -> Reload {
-        let bytes = match gpol_compiler::files::read(&self.path, gpol_compiler::limits::MAX_POLICY_BYTES) {
-            Ok(b) => b,
-            Err(e) => return self.refuse(e.to_string()),
-        };
-        {
-            let mut last = self.source.lock().unwrap_or_else(PoisonError::into_inner);
-            if *last == bytes {
-                return Reload::Unchanged;
-            }
-            // Refused contents are not tried again until they change.
-            *last = bytes.clone();
-        }
-        let digest = decision_log::digest(&bytes);
-        match Checked::from_bytes(&self.path.display().to_string(), bytes).compile(self.engine) {
-            Ok(policy) => {
-                let mut cluster = self.cluster();
-                cluster.set_policy(policy);
-                cluster.set_policy_digest(digest);
-                drop(cluster);
-                self.metrics.reloaded(true);
-                tracing::info!(policy = %self.path.display(), "policy reloaded");
-                Reload::Swapped
-            }
-            Err(failed) => self.refuse(failed.to_string()),
-        }
-    }
-
-    fn refuse(&self, diagnostics: String) -> Reload {
-        self.metrics.reloaded(false);
-        tracing::error!(policy = %self.path.display(), %diagnostics, "policy refused; the previous one keeps serving");
-        Reload::Refused(diagnostics)
-    }
-
-    /// Answers one verb: decodes the request (any key case), runs it on the cluster and
-    /// encodes the answer; counts and times it.
-    fn answer<A: DeserializeOwned, R: Serialize>(
-        &self,
-        verb: &str,
-        body: &[u8],
-        deadline: Instant,
-        lock: Lock,
-        run: impl FnOnce(&mut Cluster, A, &Metrics) -> Result<R, BadRequest>,
-    ) -> Option<Response> {
-        let start = Instant::now();
-        let free = match lock {
-            Lock::Wait => None,
-            Lock::IfFree => match self.cluster.try_lock() {
-                Ok(guard) => Some(guard),
-                Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-                Err(TryLockError::WouldBlock) => return None,
-            },
-        };
-        let outcome = extender::decode::<A>(body).map_err(|e| BadRequest(e.to_string())).and_then(|args| {
-            let mut cluster = free.unwrap_or_else(|| self.cluster());
-            // Waited too long for the cluster: the client has had its 408 already.
-            if Instant::now() >= deadline {
-                return Err(BadRequest("no time left to answer".into()));
-            }
-            cluster.set_clock(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
-            let answer = run(&mut cluster, args, &self.metrics);
-            self.metrics.held(&cluster);
-            answer
-        });
-        let response = match outcome {
-            Ok(answer) => ([(header::CONTENT_TYPE, "application/json")], extender::encode(&answer)).into_response(),
-            Err(BadRequest(message)) => {
-                tracing::warn!(verb, %message, "bad request");
-                (StatusCode::BAD_REQUEST, format!("{verb}: {message}\n")).into_response()
-            }
-        };
-        self.metrics.answered(verb, response.status().as_u16(), start.elapsed().as_secs_f64());
-        Some(response)
-    }
+    };
+    ext.metrics.answered(verb, response.status().as_u16(), start.elapsed().as_secs_f64());
+    Some(response)
 }
 
 /// How a verb takes the cluster's lock.
@@ -306,9 +126,6 @@ enum Lock {
 /// and any that would wait for the lock, go to the blocking pool, where a deadline holds
 /// however long they take.
 const INLINE_BODY_BYTES: usize = 128 << 10;
-
-/// What the decision log says made its records.
-const SOURCE: &str = "gpolc serve";
 
 /// The verbs, by the last segment of the path.
 const VERBS: [&str; 4] = ["filter", "prioritize", "preempt", "bind"];
@@ -371,7 +188,7 @@ fn health(ext: &Extender, path: &str, method: &Method) -> Option<Response> {
         "/healthz" | "/readyz" | "/metrics" if method != Method::GET => wrong_method(path, method, "GET"),
         "/healthz" => plain(StatusCode::OK, "ok\n".into()),
         // A replica that does not lead stays out of the Service's endpoints.
-        "/readyz" if ext.leadership.as_ref().is_some_and(|l| !l.is_leader()) => {
+        "/readyz" if ext.leadership().is_some_and(|l| !l.is_leader()) => {
             plain(StatusCode::SERVICE_UNAVAILABLE, "not the leader\n".into())
         }
         "/readyz" if ext.is_ready() => plain(StatusCode::OK, "ready\n".into()),
@@ -442,7 +259,7 @@ async fn route(ext: Arc<Extender>, request: Request, limits: Arc<Limits>) -> Res
         Ok(b) => b,
         Err(_) => return refused(StatusCode::PAYLOAD_TOO_LARGE, too_large()),
     };
-    match (verb.as_str(), ext.api.get().cloned()) {
+    match (verb.as_str(), ext.api().cloned()) {
         ("bind", Some(client)) => {
             // Run apart: a bind cut short by the time limit would leave its reservation
             // behind; finished on its own, it binds or gives the place back.
@@ -492,7 +309,7 @@ async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
             plain(StatusCode::BAD_REQUEST, format!("bind: {message}\n"))
         }
         Ok(args) => {
-            let error = match ext.leadership.as_ref().map(|l| l.may_bind()) {
+            let error = match ext.leadership().map(|l| l.may_bind()) {
                 // Refused before anything is read, reserved or written.
                 Some(Err(why)) => {
                     ext.metrics.decided("bind_not_leader", 1);
@@ -522,7 +339,7 @@ async fn bind(ext: &Extender, client: &kube::Client, body: &Bytes) -> Response {
 
 fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant, lock: Lock) -> Option<Response> {
     match verb {
-        "filter" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderArgs, m| {
+        "filter" => answer(ext, verb, body, deadline, lock, |c, args: ExtenderArgs, m| {
             let asked = ext.logs_decisions().then(|| (args.pod.clone(), verbs::asked_names(&args)));
             let r = verbs::filter(c, args)?;
             if let Some((Some(pod), names)) = asked {
@@ -537,7 +354,7 @@ fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant, lock: L
             m.decided("unresolvable", r.failed_and_unresolvable_nodes.as_ref().map_or(0, |f| f.len()) as u64);
             Ok(r)
         }),
-        "prioritize" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderArgs, _| {
+        "prioritize" => answer(ext, verb, body, deadline, lock, |c, args: ExtenderArgs, _| {
             let asked = ext.logs_decisions().then(|| (args.pod.clone(), verbs::asked_names(&args)));
             let r = verbs::prioritize(c, args)?;
             if let Some((Some(pod), names)) = asked {
@@ -545,7 +362,7 @@ fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant, lock: L
             }
             Ok(r)
         }),
-        "preempt" => ext.answer(verb, body, deadline, lock, |c, args: ExtenderPreemptionArgs, m| {
+        "preempt" => answer(ext, verb, body, deadline, lock, |c, args: ExtenderPreemptionArgs, m| {
             let r = verbs::preempt(c, &args)?;
             if ext.logs_decisions()
                 && let Some(pod) = &args.pod
@@ -556,7 +373,7 @@ fn dispatch(ext: &Extender, verb: &str, body: &Bytes, deadline: Instant, lock: L
             m.decided("preemption_nodes", r.node_name_to_meta_victims.as_ref().map_or(0, |v| v.len()) as u64);
             Ok(r)
         }),
-        _ => ext.answer(verb, body, deadline, lock, |_, args: ExtenderBindingArgs, m| {
+        _ => answer(ext, verb, body, deadline, lock, |_, args: ExtenderBindingArgs, m| {
             if let Some(field) = args.missing() {
                 return Err(BadRequest(format!("the request has no `{field}`")));
             }

@@ -6,7 +6,7 @@
 use gpol_compiler::engine::EngineKind;
 use gpol_kubernetes::api::{self, Sync};
 use gpol_kubernetes::extender::ExtenderBindingArgs;
-use gpol_kubernetes::server::Extender;
+use gpol_kubernetes::served::Extender;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::PostParams;

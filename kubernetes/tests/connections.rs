@@ -5,7 +5,8 @@
 //! certificate without a restart, and a bearer token file guards the verbs.
 
 use gpol_compiler::engine::EngineKind;
-use gpol_kubernetes::server::{self, Extender, Options};
+use gpol_kubernetes::served::Extender;
+use gpol_kubernetes::server::{self, Options};
 use gpol_kubernetes::tls::TlsFiles;
 use http_body_util::BodyExt;
 use hyper_util::rt::TokioIo;

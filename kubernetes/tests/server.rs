@@ -6,7 +6,8 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use gpol_compiler::engine::EngineKind;
-use gpol_kubernetes::server::{Extender, Options, Reload, router};
+use gpol_kubernetes::served::{Extender, Reload};
+use gpol_kubernetes::server::{Options, router};
 use http_body_util::BodyExt;
 use std::sync::Arc;
 use tower::ServiceExt;

@@ -1,12 +1,13 @@
 //! `gpolc serve`: a policy as a kube-scheduler extender over HTTP (docs/kubernetes.md).
-//! The library does the work (`gpol_kubernetes::server`); this sets up logging, the
-//! runtime and the listener.
+//! The library does the work (`gpol_kubernetes::served`, `gpol_kubernetes::server`);
+//! this sets up logging, the runtime and the listener.
 
 use super::{CliError, OK};
 use gpol_compiler::engine::EngineKind;
 use gpol_kubernetes::api;
 use gpol_kubernetes::leader::{self, Election, Leadership};
-use gpol_kubernetes::server::{self, Extender, Options};
+use gpol_kubernetes::served::Extender;
+use gpol_kubernetes::server::{self, Options};
 use gpol_kubernetes::tls::TlsFiles;
 use gpol_runtime::decision_log::Writer;
 use std::io::IsTerminal;

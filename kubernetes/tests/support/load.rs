@@ -7,7 +7,8 @@
 
 use axum::body::Bytes;
 use gpol_compiler::engine::EngineKind;
-use gpol_kubernetes::server::{self, Extender, Options};
+use gpol_kubernetes::served::Extender;
+use gpol_kubernetes::server::{self, Options};
 use gpol_kubernetes::tls::TlsFiles;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
