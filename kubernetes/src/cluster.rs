@@ -582,7 +582,7 @@ impl Cluster {
             .map_err(|e| FieldError::new(e.field(), e.to_string()))?;
         let mut agreed = BTreeMap::new();
         if let Some(search) = search {
-            let node_of = |job: JobId| s.jobs()[job].slots.first().map(|slot| slot.node);
+            let node_of = |job: JobId| s.jobs()[job].holding.slots.first().map(|slot| slot.node);
             let own = search.eviction.as_ref().and_then(|e| {
                 let &[node] = e.replicas.as_slice() else { return None };
                 let name = &s.cluster().nodes[node].name;

@@ -16,7 +16,7 @@ use std::fmt::Write;
 
 pub fn request_text(s: &Scheduler, job: JobId) -> String {
     let j = &s.world.jobs[job];
-    let r = match j.request {
+    let r = match j.ask.request {
         Request::Whole(k) => format!("{k} whole card{}", if k == 1 { "" } else { "s" }),
         Request::Fraction(m) => format!("{:.3} of a card", f64::from(m) / 1000.0),
         Request::Mig(p) => format!(
@@ -25,13 +25,13 @@ pub fn request_text(s: &Scheduler, job: JobId) -> String {
         ),
         Request::None => "no GPU".into(),
     };
-    let replicas = if j.replicas > 1 { format!(" × {} replicas", j.replicas) } else { String::new() };
-    format!("{r}{replicas}, {} cpu, {} GiB", j.cpu_milli as f64 / 1000.0, j.mem / (1 << 30))
+    let replicas = if j.ask.replicas > 1 { format!(" × {} replicas", j.ask.replicas) } else { String::new() };
+    format!("{r}{replicas}, {} cpu, {} GiB", j.ask.cpu_milli as f64 / 1000.0, j.ask.mem / (1 << 30))
 }
 
 /// A quota block in words, with its numbers.
 pub fn block_text(s: &Scheduler, block: Block) -> String {
-    let queue = |q: usize| &s.world.quotas.queues[q].name;
+    let queue = |q: usize| &s.world.quotas.queues[q].place.name;
     match block {
         Block::Limit { queue: q, res, limit, allocated, needs } => format!(
             "queue `{}` would exceed its {} limit (holds {}, needs {}, limit {})",
@@ -69,7 +69,7 @@ pub fn unschedulable_text(s: &Scheduler, job: JobId, why: Unschedulable) -> Stri
             format!("the nodes could hold {room} of its replicas ({}) even if they were empty", request_text(s, job))
         }
         Unschedulable::OverLimit { queue, .. } => {
-            format!("it needs more than queue `{}`'s limit", s.world.quotas.queues[queue].name)
+            format!("it needs more than queue `{}`'s limit", s.world.quotas.queues[queue].place.name)
         }
     }
 }
@@ -136,7 +136,8 @@ pub fn state_text(s: &Scheduler, job: JobId) -> String {
     let program = &s.facts.policy.program;
     match &s.state(job) {
         State::Running => {
-            let nodes: Vec<&str> = j.slots.iter().map(|sl| s.world.cluster.nodes[sl.node].name.as_str()).collect();
+            let nodes: Vec<&str> =
+                j.holding.slots.iter().map(|sl| s.world.cluster.nodes[sl.node].name.as_str()).collect();
             format!("running on {}", nodes.join(", "))
         }
         State::Pending(Some(r)) => format!("pending because {}", r.name(program)),
@@ -335,7 +336,7 @@ fn search_text(search: &SearchSeen, out: &mut String) {
 /// One line for an event of the log (`None` for submissions, which say nothing new).
 pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
     let program = &s.facts.policy.program;
-    let name = |j: &JobId| s.world.jobs[*j].name.as_str();
+    let name = |j: &JobId| s.world.jobs[*j].ask.name.as_str();
     let nodes =
         |ns: &[NodeId]| ns.iter().map(|n| s.world.cluster.nodes[*n].name.as_str()).collect::<Vec<_>>().join(", ");
     Some(match event {

@@ -44,7 +44,7 @@ pub struct Ask {
 
 impl Ask {
     pub fn of(job: &Job) -> Ask {
-        Ask { request: job.request, gpu_mem: job.gpu_mem, cpu_milli: job.cpu_milli, mem: job.mem }
+        Ask { request: job.ask.request, gpu_mem: job.ask.gpu_mem, cpu_milli: job.ask.cpu_milli, mem: job.ask.mem }
     }
 
     /// What one replica of a job as submitted asks for.
@@ -97,18 +97,22 @@ pub fn usable_cards<'n>(node: &'n Node, ask: &'n Ask) -> impl Iterator<Item = us
 
 /// How many replicas of the job the node could hold if it were empty.
 pub fn capacity_when_empty(node: &Node, job: &Job) -> u32 {
-    let host = per(node.cpu_milli, job.cpu_milli).min(per(node.mem, job.mem));
-    let unpartitioned = || node.cards.iter().filter(|c| c.instances.is_empty() && c.mem >= job.gpu_mem);
-    let gpu = match job.request {
+    let host = per(node.cpu_milli, job.ask.cpu_milli).min(per(node.mem, job.ask.mem));
+    let unpartitioned = || node.cards.iter().filter(|c| c.instances.is_empty() && c.mem >= job.ask.gpu_mem);
+    let gpu = match job.ask.request {
         Request::None => u64::MAX,
         Request::Whole(k) => unpartitioned().count() as u64 / u64::from(k.max(1)),
         Request::Fraction(m) => unpartitioned()
-            .map(|c| per(u64::from(MILLI), u64::from(m)).min(u64::from(node.max_clients)).min(per(c.mem, job.gpu_mem)))
+            .map(|c| {
+                per(u64::from(MILLI), u64::from(m)).min(u64::from(node.max_clients)).min(per(c.mem, job.ask.gpu_mem))
+            })
             .sum(),
         Request::Mig(p) => node
             .cards
             .iter()
-            .map(|c| c.instances.iter().filter(|i| i.profile == p && mig_memory_bytes(p) >= job.gpu_mem).count() as u64)
+            .map(|c| {
+                c.instances.iter().filter(|i| i.profile == p && mig_memory_bytes(p) >= job.ask.gpu_mem).count() as u64
+            })
             .sum(),
     };
     u32::try_from(host.min(gpu)).unwrap_or(u32::MAX)
@@ -116,10 +120,10 @@ pub fn capacity_when_empty(node: &Node, job: &Job) -> u32 {
 
 /// Whether one replica would fit on the node if the node were empty.
 pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
-    let card_ok = |c: &crate::model::Card| c.mem >= job.gpu_mem;
-    node.cpu_milli >= job.cpu_milli
-        && node.mem >= job.mem
-        && match job.request {
+    let card_ok = |c: &crate::model::Card| c.mem >= job.ask.gpu_mem;
+    node.cpu_milli >= job.ask.cpu_milli
+        && node.mem >= job.ask.mem
+        && match job.ask.request {
             Request::None => true,
             Request::Whole(k) => {
                 node.cards.iter().filter(|c| c.instances.is_empty() && card_ok(c)).count() >= k as usize
@@ -128,7 +132,7 @@ pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
             Request::Mig(p) => node
                 .cards
                 .iter()
-                .any(|c| c.instances.iter().any(|i| i.profile == p) && mig_memory_bytes(p) >= job.gpu_mem),
+                .any(|c| c.instances.iter().any(|i| i.profile == p) && mig_memory_bytes(p) >= job.ask.gpu_mem),
         }
 }
 
@@ -220,7 +224,7 @@ pub fn choose(node: &Node, job: &Job, score: Option<&dyn Fn(usize) -> f64>) -> O
         return None;
     }
     let mut cands = candidates(node, job);
-    let need = match job.request {
+    let need = match job.ask.request {
         Request::Whole(k) => k as usize,
         Request::None => 0,
         _ => 1,
@@ -250,7 +254,7 @@ pub fn choose(node: &Node, job: &Job, score: Option<&dyn Fn(usize) -> f64>) -> O
 /// Whether `chosen` is a valid choice of cards for one replica on the node: as many as it
 /// needs, distinct, each one it could use now.
 pub fn valid_choice(node: &Node, job: &Job, chosen: &[(usize, Option<usize>)]) -> bool {
-    let need = match job.request {
+    let need = match job.ask.request {
         Request::Whole(k) => k as usize,
         Request::None => 0,
         _ => 1,
@@ -266,7 +270,7 @@ pub fn valid_choice(node: &Node, job: &Job, chosen: &[(usize, Option<usize>)]) -
 pub fn slot(node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
     let mut slot = Slot { node, cards: Vec::new(), instance: None };
     for &(ci, ii) in chosen {
-        match (job.request, ii) {
+        match (job.ask.request, ii) {
             (_, Some(ii)) => slot.instance = Some((ci, ii)),
             (Request::Whole(_), None) => slot.cards.push((ci, MILLI)),
             (Request::Fraction(m), None) => slot.cards.push((ci, m)),
@@ -293,16 +297,16 @@ pub fn release(cluster: &mut Cluster, job: &Job, slot: &Slot) {
 pub fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
     cluster.add_to_domains(slot.node, -1);
     let n = &mut cluster.nodes[slot.node];
-    let whole = match job.request {
+    let whole = match job.ask.request {
         Request::Whole(k) => Some(k),
         _ => None,
     };
     if take {
-        n.free_cpu_milli -= job.cpu_milli;
-        n.free_mem -= job.mem;
+        n.free_cpu_milli -= job.ask.cpu_milli;
+        n.free_mem -= job.ask.mem;
     } else {
-        n.free_cpu_milli += job.cpu_milli;
-        n.free_mem += job.mem;
+        n.free_cpu_milli += job.ask.cpu_milli;
+        n.free_mem += job.ask.mem;
     }
     for &(ci, milli) in &slot.cards {
         let card = &mut n.cards[ci];
@@ -310,12 +314,12 @@ pub fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
             card.free_milli -= milli;
             card.clients += 1;
             card.holder_cards = whole.unwrap_or(0);
-            card.free_mem = if whole.is_some() { 0 } else { card.free_mem - job.gpu_mem };
+            card.free_mem = if whole.is_some() { 0 } else { card.free_mem - job.ask.gpu_mem };
         } else {
             card.free_milli += milli;
             card.clients -= 1;
             card.holder_cards = 0;
-            card.free_mem = if whole.is_some() { card.mem } else { card.free_mem + job.gpu_mem };
+            card.free_mem = if whole.is_some() { card.mem } else { card.free_mem + job.ask.gpu_mem };
         }
     }
     if let Some((ci, ii)) = slot.instance {

@@ -64,7 +64,7 @@ impl Scheduler {
     pub(crate) fn place(&self, job: JobId, among: Option<&[NodeId]>) -> Result<Vec<NodeId>, Reason> {
         let j = &self.world.jobs[job];
         let count = self.quota_count(job)?;
-        if j.replicas > 1 {
+        if j.ask.replicas > 1 {
             let view = self.placement_view(job);
             let ctx = self.ctx(&view);
             let rec = self.job_rec(job);
@@ -112,7 +112,7 @@ impl Scheduler {
         };
         let fitting: Vec<NodeId> = match among {
             Some(ids) => ids.iter().copied().filter(|&i| i < self.world.cluster.nodes.len() && fits(i)).collect(),
-            None => match j.request {
+            None => match j.ask.request {
                 gpol_compiler::spec::Request::Whole(k) if k > 0 => self.world.cluster.with_free_cards(k),
                 _ => None,
             }
@@ -187,16 +187,17 @@ impl Scheduler {
     /// `quota_count` with the cap that blocks it, for the victim search's many trials.
     pub(crate) fn quota_replicas(&self, job: JobId) -> Result<u32, Block> {
         let j = &self.world.jobs[job];
-        let admits = |n: u32| self.world.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, n, None));
-        match admits(j.replicas) {
-            Ok(()) => Ok(j.replicas),
+        let admits =
+            |n: u32| self.world.quotas.admissible(j.ask.queue, j.ask.user, &quota::replicas_demand(j, n, None));
+        match admits(j.ask.replicas) {
+            Ok(()) => Ok(j.ask.replicas),
             Err(why) => {
                 // Demand grows with the count, so the counts the quota admits are a prefix:
                 // search for its end in O(log n) trials.
-                if admits(j.min_replicas).is_err() {
+                if admits(j.ask.min_replicas).is_err() {
                     return Err(why);
                 }
-                let (mut ok, mut too_many) = (j.min_replicas, j.replicas);
+                let (mut ok, mut too_many) = (j.ask.min_replicas, j.ask.replicas);
                 while too_many - ok > 1 {
                     let mid = ok + (too_many - ok) / 2;
                     if admits(mid).is_ok() { ok = mid } else { too_many = mid }
@@ -238,17 +239,19 @@ impl Scheduler {
             return Err(most_rejecting(&rejections));
         }
         let clauses = self.gang_clauses(ctx, rec);
-        gang::place(&self.world.cluster, &hosts, count, j.min_replicas, &clauses, tiers).map_err(|short| match short {
-            Shortfall::Capacity => Reason::Capacity,
-            Shortfall::Topology => Reason::Gang,
-        })
+        gang::place(&self.world.cluster, &hosts, count, j.ask.min_replicas, &clauses, tiers).map_err(
+            |short| match short {
+                Shortfall::Capacity => Reason::Capacity,
+                Shortfall::Topology => Reason::Gang,
+            },
+        )
     }
 
     /// Whether the job may use node `i` at all: in service, of an allowed model, not held
     /// for another job.
     fn usable_node(&self, job: JobId, i: NodeId) -> bool {
         let (node, j) = (&self.world.cluster.nodes[i], &self.world.jobs[job]);
-        node.up && (j.models.is_empty() || j.models.contains(&node.model)) && !self.reserved_for_other(i, job)
+        node.up && (j.ask.models.is_empty() || j.ask.models.contains(&node.model)) && !self.reserved_for_other(i, job)
     }
 
     /// The tiers the policy's scores use (0 without tiers).
@@ -283,7 +286,7 @@ impl Scheduler {
                 return Ok(replicas);
             }
             let models: Vec<Sym> = replicas.iter().map(|&n| self.world.cluster.nodes[n].model).collect();
-            match self.world.quotas.admissible(j.queue, j.user, &quota::placement_demand(j, &models)) {
+            match self.world.quotas.admissible(j.ask.queue, j.ask.user, &quota::placement_demand(j, &models)) {
                 Ok(()) => return Ok(replicas),
                 Err(why) => {
                     first_block.get_or_insert(why);
@@ -324,13 +327,14 @@ impl Scheduler {
         if room == 0 {
             return Some(Unschedulable::NoNode);
         }
-        if room < u64::from(j.min_replicas) {
+        if room < u64::from(j.ask.min_replicas) {
             return Some(Unschedulable::TooFewNodes { room });
         }
-        let demand = quota::replicas_demand(j, j.min_replicas, None);
-        self.world.quotas.path(j.queue).find_map(|queue| {
+        let demand = quota::replicas_demand(j, j.ask.min_replicas, None);
+        self.world.quotas.path(j.ask.queue).find_map(|queue| {
             let node = &self.world.quotas.queues[queue];
-            node.limit
+            node.quota
+                .limit
                 .iter()
                 .find(|(r, limit)| demand.get(r).copied().unwrap_or(0) > **limit)
                 .map(|(&res, _)| Unschedulable::OverLimit { queue, res })
@@ -409,7 +413,8 @@ impl Choice<'_> {
         }
         self.passed_filters = true;
         if !self.fit_known {
-            let usable = (j.models.is_empty() || j.models.contains(&node.model)) && !s.reserved_for_other(i, self.job);
+            let usable =
+                (j.ask.models.is_empty() || j.ask.models.contains(&node.model)) && !s.reserved_for_other(i, self.job);
             if !usable || !fit::fits(node, j) {
                 return;
             }
@@ -419,7 +424,7 @@ impl Choice<'_> {
                 Some((_, v)) => v,
                 None => {
                     let demand = quota::replicas_demand(j, self.replicas, Some(node.model));
-                    self.by_model.push((node.model, s.world.quotas.admissible(j.queue, j.user, &demand)));
+                    self.by_model.push((node.model, s.world.quotas.admissible(j.ask.queue, j.ask.user, &demand)));
                     &self.by_model[self.by_model.len() - 1].1
                 }
             };

@@ -13,7 +13,7 @@ impl Scheduler {
     /// Reserves for `job` if it has waited long enough and holds nothing yet.
     pub(crate) fn reserve_if_due(&mut self, job: JobId) {
         let Some(after_s) = self.facts.policy.policy.settings.reserve_after else { return };
-        let waited_ms = crate::jobs::since(self.world.now_ms, self.world.jobs[job].waiting_since_ms);
+        let waited_ms = crate::jobs::since(self.world.now_ms, self.world.jobs[job].life.waiting_since_ms);
         if self.world.reservations.contains_key(&job) || (waited_ms as f64) < after_s * 1000.0 {
             return;
         }
@@ -37,14 +37,14 @@ impl Scheduler {
             let node = &self.world.cluster.nodes[i];
             if r.feasible
                 && node.up
-                && (j.models.is_empty() || j.models.contains(&node.model))
+                && (j.ask.models.is_empty() || j.ask.models.contains(&node.model))
                 && !self.reserved_for_other(i, job)
                 && fit::capacity_when_empty(node, j) > 0
             {
                 usable.push(i);
             }
         });
-        let mut levels: Vec<u8> = if j.replicas > 1 {
+        let mut levels: Vec<u8> = if j.ask.replicas > 1 {
             self.gang_clauses(&ctx, &rec).iter().filter(|c| c.require).map(|c| c.level).collect()
         } else {
             Vec::new()
@@ -64,14 +64,14 @@ impl Scheduler {
             nodes.sort_by_key(|&n| (std::cmp::Reverse(self.world.cluster.nodes[n].free_milli()), n));
             let (mut room, mut free, mut taken) = (0u64, 0u64, Vec::new());
             for n in nodes {
-                if room >= u64::from(j.replicas) {
+                if room >= u64::from(j.ask.replicas) {
                     break;
                 }
                 room += u64::from(fit::capacity_when_empty(&self.world.cluster.nodes[n], j));
                 free += self.world.cluster.nodes[n].free_milli();
                 taken.push(n);
             }
-            if room >= u64::from(j.replicas) && best.as_ref().is_none_or(|(f, _)| free > *f) {
+            if room >= u64::from(j.ask.replicas) && best.as_ref().is_none_or(|(f, _)| free > *f) {
                 taken.sort_unstable();
                 best = Some((free, taken));
             }

@@ -233,7 +233,9 @@ impl Decisions {
     /// runs there, else its next decision.
     fn trace(&self, s: &Scheduler, job: JobId) -> String {
         match self.traces.get(&job) {
-            Some(t) if s.world.jobs[job].state == State::Running => format!("decided as follows when it started:\n{t}"),
+            Some(t) if s.world.jobs[job].life.state == State::Running => {
+                format!("decided as follows when it started:\n{t}")
+            }
             _ => explain::explain(s, job),
         }
     }
@@ -257,11 +259,11 @@ fn check(
         Expect::On(name, nodes) => {
             let j = job(name)?;
             let mut on: Vec<&str> =
-                s.world.jobs[j].slots.iter().map(|sl| s.world.cluster.nodes[sl.node].name.as_str()).collect();
+                s.world.jobs[j].holding.slots.iter().map(|sl| s.world.cluster.nodes[sl.node].name.as_str()).collect();
             let mut want: Vec<&str> = nodes.iter().map(String::as_str).collect();
             on.sort_unstable();
             want.sort_unstable();
-            if s.world.jobs[j].state == State::Running && on == want {
+            if s.world.jobs[j].life.state == State::Running && on == want {
                 None
             } else {
                 fail(format!("{name} on {}", nodes.join(", ")), Some(j))
@@ -286,7 +288,7 @@ fn check(
         }
         Expect::Running(name) => {
             let j = job(name)?;
-            if s.world.jobs[j].state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
+            if s.world.jobs[j].life.state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
         }
         Expect::Evicted(name, by, under) => {
             let j = job(name)?;
@@ -382,5 +384,5 @@ fn value_text(v: &Val<'_>, ty: &gpol_compiler::types::Ty, symbols: &crate::symbo
 
 /// The jobs by name (a test's job names are its own, one per job).
 fn jobs_by_name(s: &Scheduler) -> HashMap<&str, JobId> {
-    s.world.jobs.with_ids().map(|(id, j)| (j.name.as_str(), id)).collect()
+    s.world.jobs.with_ids().map(|(id, j)| (j.ask.name.as_str(), id)).collect()
 }

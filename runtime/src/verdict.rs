@@ -116,7 +116,7 @@ impl Scheduler {
                 ))
             } else if !node.up {
                 NodeVerdict::Down
-            } else if !(j.models.is_empty() || j.models.contains(&node.model)) {
+            } else if !(j.ask.models.is_empty() || j.ask.models.contains(&node.model)) {
                 NodeVerdict::Model
             } else if self.reserved_for_other(i, job) {
                 NodeVerdict::Reserved
@@ -127,7 +127,7 @@ impl Scheduler {
                     Some((_, v)) => *v,
                     None => {
                         let demand = quota::replicas_demand(j, 1, Some(node.model));
-                        let v = self.world.quotas.admissible(j.queue, j.user, &demand);
+                        let v = self.world.quotas.admissible(j.ask.queue, j.ask.user, &demand);
                         by_model.push((node.model, v));
                         v
                     }

@@ -64,7 +64,7 @@ type Arrival = (u8, u32, u64, bool, bool);
 fn start(policy: &str, skip: bool) -> (support::Stream, Vec<String>) {
     let mut stream = support::Stream::new(support::scheduler(policy, &[h100("n1"), h100("n2")]));
     stream.s.skip_fruitless_searches(skip);
-    let leaves = stream.s.quotas().queues.iter().filter(|q| q.is_leaf()).map(|q| q.name.clone()).collect();
+    let leaves = stream.s.quotas().queues.iter().filter(|q| q.is_leaf()).map(|q| q.place.name.clone()).collect();
     (stream, leaves)
 }
 
@@ -94,7 +94,7 @@ fn run(policy: &str, arrivals: &[Arrival], skip: bool) -> (Vec<String>, u64) {
 }
 
 fn render(s: &Scheduler, e: &Event) -> String {
-    let name = |j: &usize| s.job(*j).name.clone();
+    let name = |j: &usize| s.job(*j).ask.name.clone();
     match e {
         Event::Placed { job, nodes, .. } => format!("{} on {nodes:?}", name(job)),
         Event::Finished { job, .. } => format!("{} finished", name(job)),

@@ -59,10 +59,10 @@ fn an_elastic_gang_takes_exactly_what_the_quota_admits() {
             s.cycle();
             let j = &s.jobs()[g];
             if limit >= min {
-                assert_eq!(j.state, State::Running, "limit {limit}, min {min}");
-                assert_eq!(j.slots.len(), limit as usize, "limit {limit}, min {min}");
+                assert_eq!(j.life.state, State::Running, "limit {limit}, min {min}");
+                assert_eq!(j.holding.slots.len(), limit as usize, "limit {limit}, min {min}");
             } else {
-                assert_ne!(j.state, State::Running, "limit {limit}, min {min}");
+                assert_ne!(j.life.state, State::Running, "limit {limit}, min {min}");
             }
         }
     }

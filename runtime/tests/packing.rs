@@ -120,7 +120,7 @@ fn agrees(kind: EngineKind, case: &Case) -> Result<(), TestCaseError> {
         if !fit::fits(node, job) {
             continue;
         }
-        let expected = match job.request {
+        let expected = match job.ask.request {
             Request::None => oracle(s.cluster(), n, job, &[], &shapes),
             Request::Whole(_) => {
                 let chosen = fit::choose(node, job, None).ok_or_else(|| TestCaseError::fail("fits but no cards"))?;

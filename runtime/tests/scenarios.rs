@@ -90,7 +90,7 @@ fn evictions_record_rule_claimant_and_lost_work() {
         .filter_map(|e| match e {
             Event::Evicted { job, by, rule, lost_gpu_s, .. } => {
                 let rule = s.policy().program.rule_name(*rule);
-                Some((s.job(*job).name.clone(), s.job(*by).name.clone(), rule, *lost_gpu_s))
+                Some((s.job(*job).ask.name.clone(), s.job(*by).ask.name.clone(), rule, *lost_gpu_s))
             }
             _ => None,
         })

@@ -28,7 +28,7 @@ pub struct Decision {
 impl Decision {
     /// The decision an event of the scheduler's log records (`None` for a submission).
     pub fn of(s: &Scheduler, event: &Event) -> Option<Decision> {
-        let name = |j: &usize| s.jobs()[*j].name.clone();
+        let name = |j: &usize| s.jobs()[*j].ask.name.clone();
         let node = |n: &usize| s.cluster().nodes[*n].name.clone();
         let rule = |r| Some(s.policy().program.rule_name(r));
         let d = |at_ms: &u64, kind: &str, job: &usize| Decision {

@@ -303,7 +303,7 @@ fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
     let mut evicted: std::collections::HashMap<JobId, String> = std::collections::HashMap::new();
     for e in decided {
         if let gpol_runtime::scheduler::Event::Evicted { job, by, rule, .. } = e {
-            let claimant = format!("job {} ({})", slurm_id(by), s.job(by).name);
+            let claimant = format!("job {} ({})", slurm_id(by), s.job(by).ask.name);
             evicted.insert(job, explain::eviction_text(&s, &claimant, rule));
         }
     }
@@ -330,7 +330,7 @@ fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
             jobs::State::Running => {
                 // Slurm pins a set of nodes (one replica each), sorted.
                 let mut nodes: Vec<String> =
-                    (s.job(id).slots.iter()).map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
+                    (s.job(id).holding.slots.iter()).map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
                 nodes.sort();
                 nodes.dedup();
                 let mut pinned = j.required_nodes.clone();

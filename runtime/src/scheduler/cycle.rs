@@ -64,7 +64,7 @@ impl Scheduler {
             // The state the answer is computed in (a failed turn may still change it: a
             // reservation).
             let (leaf, class, version) =
-                (self.world.jobs[job].queue, self.waiting.class_of(job), self.epochs.version());
+                (self.world.jobs[job].ask.queue, self.waiting.class_of(job), self.epochs.version());
             turns.classes.extend(class);
             if let Some(c) = turns.candidates.get_mut(leaf) {
                 *c = None;
@@ -81,7 +81,7 @@ impl Scheduler {
                     self.decided.push(Event::Rejected { job, rule, at_ms: self.world.now_ms });
                 }
                 Attempt::Waiting(reason) => {
-                    if self.world.quotas.queues[leaf].queueing == Queueing::Strict {
+                    if self.world.quotas.queues[leaf].place.queueing == Queueing::Strict {
                         turns.blocked.insert(leaf);
                         self.blocked_by[leaf] = Some(job);
                     }
@@ -156,7 +156,7 @@ impl Scheduler {
         // A queue is live if some leaf below it has a candidate.
         let mut live = vec![false; nq];
         for q in (0..nq).rev() {
-            live[q] = candidate[q].is_some() || self.world.quotas.queues[q].children.iter().any(|&c| live[c]);
+            live[q] = candidate[q].is_some() || self.world.quotas.queues[q].place.children.iter().any(|&c| live[c]);
         }
         // The best of some queues by `queue_order` (without one, the weighted dominant
         // share: the queue holding the least of the cluster for its weight goes first).
@@ -167,14 +167,14 @@ impl Scheduler {
                 .map(|(q, _)| q)
         };
         let live_children = |q: QueueId| -> Vec<QueueId> {
-            self.world.quotas.queues[q].children.iter().copied().filter(|&c| live[c]).collect()
+            self.world.quotas.queues[q].place.children.iter().copied().filter(|&c| live[c]).collect()
         };
         if self.facts.queue_order_reads_head {
             // Each queue's next job, bottom up (children follow their parents): a leaf's
             // candidate, or its best child's; its `head_*` fields are that job's.
             let mut head: Vec<Option<JobId>> = vec![None; nq];
             for q in (0..nq).rev() {
-                head[q] = if self.world.quotas.queues[q].children.is_empty() {
+                head[q] = if self.world.quotas.queues[q].place.children.is_empty() {
                     candidate[q]
                 } else {
                     rank(&view, &live_children(q)).and_then(|c| head[c])
@@ -185,7 +185,7 @@ impl Scheduler {
             }
         }
         let roots: Vec<QueueId> =
-            (0..nq).filter(|&q| self.world.quotas.queues[q].parent.is_none() && live[q]).collect();
+            (0..nq).filter(|&q| self.world.quotas.queues[q].place.parent.is_none() && live[q]).collect();
         let mut q = rank(&view, &roots)?;
         loop {
             let children = live_children(q);
@@ -202,13 +202,13 @@ impl Scheduler {
         let jr = self.job_rec(job);
         rec.head_waiting = jr.waiting;
         rec.head_gpus = jr.total_gpus;
-        rec.head_priority = j.priority;
+        rec.head_priority = j.ask.priority;
         let demand = crate::quota::demand(j, None);
         let queue = &self.world.quotas.queues[q];
         rec.head_fits_guarantee = demand
             .iter()
             .filter(|(r, _)| self.world.quotas.is_constrained(**r))
-            .all(|(r, &a)| queue.get(&queue.alloc, *r) + a <= queue.get(&queue.guarantee, *r));
+            .all(|(r, &a)| queue.get(&queue.load.alloc, *r) + a <= queue.get(&queue.quota.guarantee, *r));
     }
 
     /// One job's turn, recorded if a recorded cycle runs.
@@ -287,8 +287,8 @@ impl Scheduler {
         }
         self.note_start(job);
         let j = &mut self.world.jobs[job];
-        j.started_ms = now;
-        j.checkpoint_ms = now;
+        j.life.started_ms = now;
+        j.life.checkpoint_ms = now;
         self.decided.push(Event::Placed { job, nodes: replicas.to_vec(), at_ms: self.world.now_ms });
     }
 

@@ -19,19 +19,24 @@ impl Scheduler {
         if self.world.short_gangs.is_empty() || self.waits_for_capacity() {
             return 0;
         }
-        let short = |s: &Scheduler, j: JobId| s.world.jobs[j].slots.len() < s.world.jobs[j].replicas as usize;
+        let short =
+            |s: &Scheduler, j: JobId| s.world.jobs[j].holding.slots.len() < s.world.jobs[j].ask.replicas as usize;
         let mut growing: Vec<JobId> = self.world.short_gangs.iter().copied().collect();
         if growing.is_empty() {
             return 0;
         }
         growing.sort_by_key(|&j| {
-            (Reverse(crate::scheduler::waiting::ordered(self.world.jobs[j].priority)), self.world.jobs[j].started_ms, j)
+            (
+                Reverse(crate::scheduler::waiting::ordered(self.world.jobs[j].ask.priority)),
+                self.world.jobs[j].life.started_ms,
+                j,
+            )
         });
         let mut added = 0;
         for job in growing {
             while short(self, job) {
                 let j = &self.world.jobs[job];
-                if self.world.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, 1, None)).is_err() {
+                if self.world.quotas.admissible(j.ask.queue, j.ask.user, &quota::replicas_demand(j, 1, None)).is_err() {
                     break;
                 }
                 let among = self.growth_nodes(job);
@@ -55,7 +60,7 @@ impl Scheduler {
         let view = self.placement_view_for(job, 1);
         let ctx = self.ctx(&view);
         let clauses = self.gang_clauses(&ctx, &self.job_rec(job));
-        let first = self.world.jobs[job].slots.first()?.node;
+        let first = self.world.jobs[job].holding.slots.first()?.node;
         let domain = |n: NodeId, level: u8| self.world.cluster.nodes[n].domains.get(usize::from(level)).copied();
         let levels: Vec<(u8, Option<u32>)> =
             clauses.iter().filter(|c| c.require).map(|c| (c.level, domain(first, c.level))).collect();

@@ -2,9 +2,8 @@
 //! every consumer shares), jobs found already running, and jobs taken back.
 
 use super::Scheduler;
-use crate::jobs::{Job, JobId, QueueId, State};
+use crate::jobs::{Flags, Holding, Job, JobAsk, JobId, Life, QueueId, State};
 use crate::model::NodeId;
-use crate::quota::Amounts;
 use crate::{fit, records};
 use gpol_compiler::schema::Sym;
 use gpol_compiler::spec::{History, JobSpec, OverLimit};
@@ -80,11 +79,11 @@ impl Scheduler {
         let job = || spec.name.clone();
         let queue = match &spec.queue {
             _ if self.facts.policy.policy.has_implicit_queue() => 0,
-            Some(name) => match queues.iter().position(|q| &q.name == name) {
+            Some(name) => match queues.iter().position(|q| &q.place.name == name) {
                 Some(q) if queues[q].is_leaf() => q,
                 Some(_) => return Err(SubmitError::NotALeaf { job: job(), queue: name.clone() }),
                 None => {
-                    let suggestion = gpol_compiler::fuzzy::suggest(name, leaves().map(|(_, q)| q.name.as_str()));
+                    let suggestion = gpol_compiler::fuzzy::suggest(name, leaves().map(|(_, q)| q.place.name.as_str()));
                     return Err(SubmitError::UnknownQueue {
                         job: job(),
                         queue: name.clone(),
@@ -132,14 +131,14 @@ impl Scheduler {
             spec.labels.iter().map(|(k, v)| (self.world.syms.intern(k), self.world.syms.intern_counted(v))).collect();
         let user = match &spec.user {
             Some(u) => self.world.syms.intern_counted(u),
-            None => self.world.quotas.queues[queue].name_sym,
+            None => self.world.quotas.queues[queue].place.name_sym,
         };
         // When rules read users' usage, the quota tree keeps each user's for good (it is
         // history), and holds the name too.
         if self.world.users_tracked && self.world.quotas.join_user(queue, user) && spec.user.is_some() {
             self.world.syms.intern_counted(self.world.syms.name(user).to_string().as_str());
         }
-        let job = Job {
+        let ask = JobAsk {
             id: self.world.syms.intern_counted(&spec.name),
             user,
             queue,
@@ -152,27 +151,30 @@ impl Scheduler {
             cpu_milli: spec.cpu_milli,
             mem: spec.mem,
             models: spec.models.iter().map(|m| self.world.syms.intern(m)).collect(),
-            bursty: spec.bursty,
-            latency_critical: spec.latency_critical,
-            preemptible: spec.preemptible,
-            submitted_ms: since,
-            waiting_since_ms: since,
+            flags: Flags {
+                bursty: spec.bursty,
+                latency_critical: spec.latency_critical,
+                preemptible: spec.preemptible,
+            },
             duration_ms: spec.duration_ms,
             utilization: spec.utilization,
             labels,
-            state: State::Pending(None),
-            evictions: 0,
-            started_ms: 0,
-            checkpoint_ms: 0,
-            checkpoint_every_ms: spec.checkpoint_every_ms,
-            slots: Vec::new(),
-            charged: Amounts::new(),
             name: spec.name,
         };
-        let labels = records::label_slots(&job.labels, &self.facts.job_label_keys);
+        let life = Life {
+            state: State::Pending(None),
+            submitted_ms: since,
+            waiting_since_ms: since,
+            started_ms: 0,
+            evictions: 0,
+            checkpoint_ms: 0,
+            checkpoint_every_ms: spec.checkpoint_every_ms,
+        };
+        let job = Job { ask, life, holding: Holding::default() };
+        let labels = records::label_slots(&job.ask.labels, &self.facts.job_label_keys);
         let next = self.world.shapes.len();
         let shape = *self.world.shapes.entry(job.shape()).or_insert(next);
-        self.world.quotas.count(job.queue, 1, 0, crate::quota::requested_gpu(&job));
+        self.world.quotas.count(job.ask.queue, 1, 0, crate::quota::requested_gpu(&job));
         self.world.jobs.push(job, labels, shape);
         self.touch();
         self.enqueue(id);
@@ -185,7 +187,7 @@ impl Scheduler {
         for &n in nodes {
             let node = &self.world.cluster.nodes[n];
             if fit::choose(node, &self.world.jobs[job], None).is_none() {
-                return Err(format!("job `{}` does not fit on node `{}`", self.world.jobs[job].name, node.name));
+                return Err(format!("job `{}` does not fit on node `{}`", self.world.jobs[job].ask.name, node.name));
             }
             self.bind_replica(job, n, false);
         }
@@ -202,11 +204,11 @@ impl Scheduler {
         self.set_state(job, State::Running);
         let now = self.now();
         let j = &mut self.world.jobs[job];
-        j.started_ms = start;
-        j.waiting_since_ms = j.waiting_since_ms.min(start);
-        j.submitted_ms = j.submitted_ms.min(start);
-        j.checkpoint_ms = now - i64::try_from(since_checkpoint_ms.min(ran_ms)).unwrap_or(i64::MAX);
-        j.evictions = evictions;
+        j.life.started_ms = start;
+        j.life.waiting_since_ms = j.life.waiting_since_ms.min(start);
+        j.life.submitted_ms = j.life.submitted_ms.min(start);
+        j.life.checkpoint_ms = now - i64::try_from(since_checkpoint_ms.min(ran_ms)).unwrap_or(i64::MAX);
+        j.life.evictions = evictions;
     }
 
     /// Places a one-replica job directly on `node` on the given cards (and MIG instances),
@@ -220,14 +222,14 @@ impl Scheduler {
         history: History,
     ) -> Result<(), String> {
         let Some(n) = self.world.cluster.nodes.get(node) else { return Err(format!("no node {node}")) };
-        if self.world.jobs[job].replicas != 1 || !fit::valid_choice(n, &self.world.jobs[job], cards) {
+        if self.world.jobs[job].ask.replicas != 1 || !fit::valid_choice(n, &self.world.jobs[job], cards) {
             return Err(format!(
                 "job `{}` cannot take cards {cards:?} of node `{}`",
-                self.world.jobs[job].name, n.name
+                self.world.jobs[job].ask.name, n.name
             ));
         }
         let slot = fit::bind(&mut self.world.cluster, node, &self.world.jobs[job], cards);
-        self.world.jobs[job].slots.push(slot);
+        self.world.jobs[job].holding.slots.push(slot);
         self.refresh_node(node);
         self.start_bound(job, history);
         Ok(())
@@ -238,11 +240,12 @@ impl Scheduler {
     /// ended job calls this, so that a long run holds only the jobs in flight. A waiting or
     /// running job is kept, and `None` returned.
     pub fn forget(&mut self, job: JobId) -> Option<Job> {
-        let ended = self.world.jobs.get(job).is_some_and(|j| !matches!(j.state, State::Pending(_) | State::Running));
+        let ended =
+            self.world.jobs.get(job).is_some_and(|j| !matches!(j.life.state, State::Pending(_) | State::Running));
         let j = if ended { self.world.jobs.remove(job)? } else { return None };
-        self.world.syms.release(j.id);
-        self.world.syms.release(j.user);
-        for &v in j.labels.values() {
+        self.world.syms.release(j.ask.id);
+        self.world.syms.release(j.ask.user);
+        for &v in j.ask.labels.values() {
             self.world.syms.release(v);
         }
         Some(j)
@@ -252,7 +255,7 @@ impl Scheduler {
     pub fn withdraw(&mut self, job: JobId) {
         if self.world.jobs[job].is_pending() {
             self.world.quotas.count(
-                self.world.jobs[job].queue,
+                self.world.jobs[job].ask.queue,
                 -1,
                 0,
                 crate::quota::requested_gpu(&self.world.jobs[job]),

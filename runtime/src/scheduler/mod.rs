@@ -233,7 +233,7 @@ impl Scheduler {
     /// A job's state; a waiting job's with the reason it waits (its class's latest failed
     /// attempt, or `order` behind a strict queue's waiting head).
     pub fn state(&self, job: JobId) -> State {
-        match &self.world.jobs[job].state {
+        match &self.world.jobs[job].life.state {
             State::Pending(_) => State::Pending(self.reason(job)),
             other => other.clone(),
         }
@@ -241,14 +241,14 @@ impl Scheduler {
 
     /// Why a waiting job waits; `None` before any job of its class was tried.
     fn reason(&self, job: JobId) -> Option<Reason> {
-        let leaf = self.world.jobs[job].queue;
+        let leaf = self.world.jobs[job].ask.queue;
         let behind = self
             .blocked_by
             .get(leaf)
             .copied()
             .flatten()
             .filter(|&h| h != job && self.world.jobs.get(h).is_some_and(Job::is_pending));
-        if behind.is_some() && self.world.quotas.queues[leaf].queueing == gpol_compiler::hir::Queueing::Strict {
+        if behind.is_some() && self.world.quotas.queues[leaf].place.queueing == gpol_compiler::hir::Queueing::Strict {
             return Some(Reason::Order);
         }
         self.waiting.class_of(job).and_then(|c| self.waiting.class(c).reason)
@@ -405,7 +405,7 @@ impl Scheduler {
     /// reads a queue, the queue records are the last ones worked out (as many, and never
     /// read) rather than worked out anew after every change.
     pub(crate) fn placement_view(&self, job: JobId) -> View<'_> {
-        self.placement_view_for(job, self.world.jobs[job].replicas)
+        self.placement_view_for(job, self.world.jobs[job].ask.replicas)
     }
 
     /// [`Scheduler::placement_view`] with `replicas` of the job admitted (a growing gang
@@ -418,7 +418,7 @@ impl Scheduler {
         }
         let j = &self.world.jobs[job];
         let demand = quota::replicas_demand(j, replicas, None);
-        self.view_with(&[(j.queue, &demand, 1)])
+        self.view_with(&[(j.ask.queue, &demand, 1)])
     }
 
     /// What rules see now; `job` is the job in scope, for its queues' `share_after`.
@@ -426,7 +426,7 @@ impl Scheduler {
         match job {
             Some(j) => {
                 let demand = quota::demand(&self.world.jobs[j], None);
-                self.view_with(&[(self.world.jobs[j].queue, &demand, 1)])
+                self.view_with(&[(self.world.jobs[j].ask.queue, &demand, 1)])
             }
             None => self.view_with(&[]),
         }
@@ -452,10 +452,10 @@ impl Scheduler {
         let j = &self.world.jobs[job];
         let mut rec = records::job_rec(j, self.world.jobs.labels(job), self.world.now_ms);
         if self.facts.user_reads.usage {
-            rec.user_usage = self.world.quotas.user_usage(j.queue, j.user, self.world.now_ms);
+            rec.user_usage = self.world.quotas.user_usage(j.ask.queue, j.ask.user, self.world.now_ms);
         }
         if self.facts.user_reads.fair_tree {
-            rec.fair_tree = self.fair_tree_factor(j.queue, j.user);
+            rec.fair_tree = self.fair_tree_factor(j.ask.queue, j.ask.user);
         }
         rec
     }
@@ -471,8 +471,8 @@ impl Scheduler {
     pub fn job_rec_in_full(&self, job: JobId) -> JobRec<'_> {
         let j = &self.world.jobs[job];
         let mut rec = self.job_rec(job);
-        rec.user_usage = self.world.quotas.user_usage(j.queue, j.user, self.world.now_ms);
-        rec.fair_tree = self.fair_tree_factor(j.queue, j.user);
+        rec.user_usage = self.world.quotas.user_usage(j.ask.queue, j.ask.user, self.world.now_ms);
+        rec.fair_tree = self.fair_tree_factor(j.ask.queue, j.ask.user);
         rec
     }
 

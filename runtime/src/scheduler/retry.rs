@@ -68,11 +68,11 @@ impl Scheduler {
         // Evictions cannot help while the class's latest search found no candidate and
         // nothing that could give it one has happened.
         let evicts = !self.facts.policy.program.victims.is_empty() && !self.still_no_victims(job);
-        if !matches!(reason, Reason::Quota(_)) || j.min_replicas != j.replicas || evicts {
+        if !matches!(reason, Reason::Quota(_)) || j.ask.min_replicas != j.ask.replicas || evicts {
             return None;
         }
         let block = self.quota_replicas(job).err()?;
-        Some((block, self.world.quotas.room(block, j.user)))
+        Some((block, self.world.quotas.room(block, j.ask.user)))
     }
 
     /// Whether a job started, after the `starts`-th start, in a queue whose jobs could be
@@ -84,18 +84,18 @@ impl Scheduler {
         let class = self.waiting.class(c);
         // A claimant that needs nothing the tree governs may preempt in any queue.
         (0..self.epochs.queues())
-            .filter(|&q| self.world.quotas.queues[q].children.is_empty() && self.epochs.started_under(q) > starts)
+            .filter(|&q| self.world.quotas.queues[q].place.children.is_empty() && self.epochs.started_under(q) > starts)
             .any(|q| !class.governed || self.may_hold_victims(class.queue, q))
     }
 
     /// Counts a start: the job's queues have new jobs to judge as victims.
     pub(super) fn note_start(&mut self, job: JobId) {
-        self.epochs.note_start(self.world.quotas.path(self.world.jobs[job].queue));
+        self.epochs.note_start(self.world.quotas.path(self.world.jobs[job].ask.queue));
     }
 
     /// Counts a change of the allocation of the job's leaf.
     pub(super) fn note_alloc_change(&mut self, job: JobId) {
-        self.epochs.note_alloc_change(self.world.jobs[job].queue);
+        self.epochs.note_alloc_change(self.world.jobs[job].ask.queue);
     }
 
     /// Records, for a job's class, that a victim search found no candidate, and what could
@@ -132,7 +132,7 @@ impl Scheduler {
             || (w.releases && epochs.releases() > nv.releases)
             || w.within.as_ref().is_some_and(|(q, needs)| {
                 let leaf = &self.world.quotas.queues[*q];
-                needs.iter().all(|&(r, a)| leaf.get(&leaf.alloc, r) + a <= leaf.get(&leaf.guarantee, r))
+                needs.iter().all(|&(r, a)| leaf.get(&leaf.load.alloc, r) + a <= leaf.get(&leaf.quota.guarantee, r))
             })
     }
 
@@ -154,7 +154,11 @@ impl Scheduler {
                 .queues
                 .iter()
                 .map(|queue| {
-                    queue.alloc.iter().any(|(&r, &a)| quotas.is_constrained(r) && a > queue.get(&queue.guarantee, r))
+                    queue
+                        .load
+                        .alloc
+                        .iter()
+                        .any(|(&r, &a)| quotas.is_constrained(r) && a > queue.get(&queue.quota.guarantee, r))
                 })
                 .collect()
         })
@@ -203,7 +207,8 @@ impl Scheduler {
     /// Marks the job's shape full if no node in service could take one replica now.
     pub(super) fn note_if_full(&mut self, job: JobId) {
         let j = &self.world.jobs[job];
-        let takes = |n: &crate::model::Node| (j.models.is_empty() || j.models.contains(&n.model)) && fit::fits(n, j);
+        let takes =
+            |n: &crate::model::Node| (j.ask.models.is_empty() || j.ask.models.contains(&n.model)) && fit::fits(n, j);
         if !self.world.cluster.nodes.iter().any(takes) {
             self.full.insert(self.world.jobs.shape(job));
         }
@@ -216,7 +221,7 @@ impl Scheduler {
         let Some(after_s) = self.facts.policy.policy.settings.reserve_after else { return false };
         let Some(job) = self.waiting.class(c).members.first().map(super::waiting::job_of) else { return false };
         // The first whole ms at which `reserve_if_due` reserves.
-        let due = self.world.jobs[job].waiting_since_ms.saturating_add((after_s * 1000.0).ceil() as i64);
+        let due = self.world.jobs[job].life.waiting_since_ms.saturating_add((after_s * 1000.0).ceil() as i64);
         let failed = i64::try_from(failed_ms).unwrap_or(i64::MAX);
         !self.world.reservations.contains_key(&job) && failed < due && self.now() >= due
     }

@@ -67,7 +67,7 @@ impl Scheduler {
                 .cluster
                 .nodes
                 .iter()
-                .filter(|n| n.up && (j.models.is_empty() || j.models.contains(&n.model)))
+                .filter(|n| n.up && (j.ask.models.is_empty() || j.ask.models.contains(&n.model)))
                 .fold(0u64, |sum, n| sum.saturating_add(u64::from(fit::capacity_when_empty(n, j))))
         })
     }
@@ -129,7 +129,7 @@ impl Scheduler {
             return;
         };
         let slot = fit::bind(&mut self.world.cluster, node, &self.world.jobs[job], &cards);
-        self.world.jobs[job].slots.push(slot);
+        self.world.jobs[job].holding.slots.push(slot);
         self.refresh_node(node);
     }
 
@@ -137,12 +137,12 @@ impl Scheduler {
     /// what it was charged before.
     fn recharge(&mut self, job: JobId) {
         let models: Vec<Sym> =
-            self.world.jobs[job].slots.iter().map(|s| self.world.cluster.nodes[s.node].model).collect();
+            self.world.jobs[job].holding.slots.iter().map(|s| self.world.cluster.nodes[s.node].model).collect();
         let j = &self.world.jobs[job];
-        let (before, after) = (j.charged.clone(), quota::placement_demand(j, &models));
-        self.world.quotas.charge(j.queue, j.user, &before, -1);
-        self.world.quotas.charge(j.queue, j.user, &after, 1);
-        self.world.jobs[job].charged = after;
+        let (before, after) = (j.holding.charged.clone(), quota::placement_demand(j, &models));
+        self.world.quotas.charge(j.ask.queue, j.ask.user, &before, -1);
+        self.world.quotas.charge(j.ask.queue, j.ask.user, &after, 1);
+        self.world.jobs[job].holding.charged = after;
     }
 
     /// Adds one replica of a running job on `node`, charged for what it then holds.
@@ -150,7 +150,7 @@ impl Scheduler {
         self.world.quotas.advance_usage(self.world.now_ms);
         self.bind_replica(job, node, true);
         self.recharge(job);
-        if self.world.jobs[job].slots.len() >= self.world.jobs[job].replicas as usize {
+        if self.world.jobs[job].holding.slots.len() >= self.world.jobs[job].ask.replicas as usize {
             self.world.short_gangs.remove(&job);
         }
         self.note_alloc_change(job);
@@ -162,12 +162,12 @@ impl Scheduler {
     /// Charges a job that just started with what its replicas hold.
     pub(super) fn charge(&mut self, job: JobId) {
         let models: Vec<Sym> =
-            self.world.jobs[job].slots.iter().map(|s| self.world.cluster.nodes[s.node].model).collect();
+            self.world.jobs[job].holding.slots.iter().map(|s| self.world.cluster.nodes[s.node].model).collect();
         let j = &self.world.jobs[job];
         let charged = quota::placement_demand(j, &models);
-        self.world.quotas.charge(j.queue, j.user, &charged, 1);
-        self.world.quotas.count(j.queue, -1, 1, quota::requested_gpu(j));
-        self.world.jobs[job].charged = charged;
+        self.world.quotas.charge(j.ask.queue, j.ask.user, &charged, 1);
+        self.world.quotas.count(j.ask.queue, -1, 1, quota::requested_gpu(j));
+        self.world.jobs[job].holding.charged = charged;
         self.note_alloc_change(job);
     }
 
@@ -176,53 +176,53 @@ impl Scheduler {
         self.lift(job);
         self.epochs.note_release();
         self.note_alloc_change(job);
-        self.world.jobs[job].slots.clear();
-        self.world.jobs[job].charged.clear();
+        self.world.jobs[job].holding.slots.clear();
+        self.world.jobs[job].holding.charged.clear();
         self.capacity_changed();
     }
 
     /// Gives back what a running job holds, keeping its slots so `restore` can take
     /// them again exactly (the victim search tries evictions this way).
     pub(crate) fn lift(&mut self, job: JobId) {
-        let slots = std::mem::take(&mut self.world.jobs[job].slots);
+        let slots = std::mem::take(&mut self.world.jobs[job].holding.slots);
         for s in &slots {
             fit::apply(&mut self.world.cluster, &self.world.jobs[job], s, false);
             self.refresh_node(s.node);
         }
-        self.world.jobs[job].slots = slots;
+        self.world.jobs[job].holding.slots = slots;
         let j = &self.world.jobs[job];
-        self.world.quotas.charge(j.queue, j.user, &j.charged, -1);
+        self.world.quotas.charge(j.ask.queue, j.ask.user, &j.holding.charged, -1);
     }
 
     /// Gives back what one replica (slot `k`) of a running job holds, charged `demand`,
     /// keeping the slot so `restore_slot` can take it again.
     pub(crate) fn lift_slot(&mut self, job: JobId, k: usize, demand: &quota::Amounts) {
-        let Some(slot) = self.world.jobs[job].slots.get(k).cloned() else { return };
+        let Some(slot) = self.world.jobs[job].holding.slots.get(k).cloned() else { return };
         fit::apply(&mut self.world.cluster, &self.world.jobs[job], &slot, false);
         self.refresh_node(slot.node);
         let j = &self.world.jobs[job];
-        self.world.quotas.charge(j.queue, j.user, demand, -1);
+        self.world.quotas.charge(j.ask.queue, j.ask.user, demand, -1);
     }
 
     /// Undoes `lift_slot`.
     pub(crate) fn restore_slot(&mut self, job: JobId, k: usize, demand: &quota::Amounts) {
-        let Some(slot) = self.world.jobs[job].slots.get(k).cloned() else { return };
+        let Some(slot) = self.world.jobs[job].holding.slots.get(k).cloned() else { return };
         fit::apply(&mut self.world.cluster, &self.world.jobs[job], &slot, true);
         self.refresh_node(slot.node);
         let j = &self.world.jobs[job];
-        self.world.quotas.charge(j.queue, j.user, demand, 1);
+        self.world.quotas.charge(j.ask.queue, j.ask.user, demand, 1);
     }
 
     /// Takes replica `k` from a running elastic gang, which keeps running with the rest;
     /// the GPU-seconds that replica loses (its GPUs × the time since the job's last
     /// checkpoint).
     pub(super) fn remove_replica(&mut self, job: JobId, k: usize) -> Option<(NodeId, f64)> {
-        if k >= self.world.jobs[job].slots.len() {
+        if k >= self.world.jobs[job].holding.slots.len() {
             return None;
         }
         self.world.quotas.advance_usage(self.world.now_ms);
         let (_, lost) = self.world.jobs[job].progress_ms(self.world.now_ms);
-        let slot = self.world.jobs[job].slots.remove(k);
+        let slot = self.world.jobs[job].holding.slots.remove(k);
         fit::apply(&mut self.world.cluster, &self.world.jobs[job], &slot, false);
         self.refresh_node(slot.node);
         self.recharge(job);
@@ -230,30 +230,30 @@ impl Scheduler {
         self.epochs.note_release();
         self.note_alloc_change(job);
         self.capacity_changed();
-        Some((slot.node, records::gpus(self.world.jobs[job].request.milli()) * records::seconds(lost)))
+        Some((slot.node, records::gpus(self.world.jobs[job].ask.request.milli()) * records::seconds(lost)))
     }
 
     /// Undoes `lift`.
     pub(crate) fn restore(&mut self, job: JobId) {
-        let slots = std::mem::take(&mut self.world.jobs[job].slots);
+        let slots = std::mem::take(&mut self.world.jobs[job].holding.slots);
         for s in &slots {
             fit::apply(&mut self.world.cluster, &self.world.jobs[job], s, true);
             self.refresh_node(s.node);
         }
-        self.world.jobs[job].slots = slots;
+        self.world.jobs[job].holding.slots = slots;
         let j = &self.world.jobs[job];
-        self.world.quotas.charge(j.queue, j.user, &j.charged, 1);
+        self.world.quotas.charge(j.ask.queue, j.ask.user, &j.holding.charged, 1);
     }
 
     /// A running job finishes and frees what it held; false (and nothing changes) if it
     /// was not running.
     pub fn complete(&mut self, job: JobId) -> bool {
-        if self.world.jobs[job].state != State::Running {
+        if self.world.jobs[job].life.state != State::Running {
             return false;
         }
         self.world.quotas.advance_usage(self.world.now_ms);
         self.release(job);
-        self.world.quotas.count(self.world.jobs[job].queue, 0, -1, quota::requested_gpu(&self.world.jobs[job]));
+        self.world.quotas.count(self.world.jobs[job].ask.queue, 0, -1, quota::requested_gpu(&self.world.jobs[job]));
         self.set_state(job, State::Finished);
         true
     }
@@ -261,12 +261,12 @@ impl Scheduler {
     /// Stops a running job and puts it back in its queue.
     pub(super) fn requeue(&mut self, job: JobId) {
         self.release(job);
-        self.world.quotas.count(self.world.jobs[job].queue, 1, -1, quota::requested_gpu(&self.world.jobs[job]));
+        self.world.quotas.count(self.world.jobs[job].ask.queue, 1, -1, quota::requested_gpu(&self.world.jobs[job]));
         // Before it joins a class: what it counts as while it waits.
         let now = self.now();
         let j = &mut self.world.jobs[job];
-        j.evictions += 1;
-        j.waiting_since_ms = now;
+        j.life.evictions += 1;
+        j.life.waiting_since_ms = now;
         self.set_state(job, State::Pending(None));
     }
 
@@ -275,7 +275,7 @@ impl Scheduler {
     pub fn fail_node(&mut self, node: NodeId) -> Vec<Event> {
         self.world.quotas.advance_usage(self.world.now_ms);
         let victims: Vec<JobId> =
-            self.running().filter(|&j| self.world.jobs[j].slots.iter().any(|s| s.node == node)).collect();
+            self.running().filter(|&j| self.world.jobs[j].holding.slots.iter().any(|s| s.node == node)).collect();
         let mut requeued = Vec::with_capacity(victims.len());
         for j in victims {
             let (kept_ms, lost_gpu_s) = self.stop_progress(j);
@@ -346,7 +346,7 @@ impl Scheduler {
     pub(super) fn stop_progress(&self, job: JobId) -> (u64, f64) {
         let j = &self.world.jobs[job];
         let (kept, lost) = j.progress_ms(self.world.now_ms);
-        (kept, records::gpus(j.request.milli() * j.slots.len() as u64) * records::seconds(lost))
+        (kept, records::gpus(j.ask.request.milli() * j.holding.slots.len() as u64) * records::seconds(lost))
     }
 
     /// Releases the nodes a job holds in reserve.

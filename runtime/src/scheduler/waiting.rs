@@ -266,8 +266,13 @@ impl Scheduler {
     fn class_for(&self, job: JobId) -> NewClass {
         let j = &self.world.jobs[job];
         let shape = self.world.jobs.shape(job);
-        let mut key =
-            vec![j.queue as u64, u64::from(j.user.0), shape as u64, u64::from(j.replicas), u64::from(j.min_replicas)];
+        let mut key = vec![
+            j.ask.queue as u64,
+            u64::from(j.ask.user.0),
+            shape as u64,
+            u64::from(j.ask.replicas),
+            u64::from(j.ask.min_replicas),
+        ];
         // Whether a job reserves when its turn fails depends on how long it has waited,
         // and the nodes it holds are its alone: with reservations, each job is its own class.
         if self.facts.policy.policy.settings.reserve_after.is_some() {
@@ -278,7 +283,7 @@ impl Scheduler {
         for &f in &self.facts.distinguishing {
             if Some(f) == waiting {
                 // What it has waited grows with the clock; when it began does not.
-                key.push(j.waiting_since_ms as u64);
+                key.push(j.life.waiting_since_ms as u64);
                 continue;
             }
             match rec.field(f) {
@@ -287,7 +292,7 @@ impl Scheduler {
             }
         }
         let governed = quota::demand(j, None).iter().any(|(&r, &a)| a > 0 && self.world.quotas.is_constrained(r));
-        NewClass { key, queue: j.queue, user: j.user, shape, governed }
+        NewClass { key, queue: j.ask.queue, user: j.ask.user, shape, governed }
     }
 
     /// A waiting job's rank by `job_order` now.
@@ -295,7 +300,7 @@ impl Scheduler {
         let keys = &self.facts.policy.program.job_order;
         let mut values = vec![0.0; keys.len()];
         self.facts.policy.engine().job_keys(ctx, &self.job_rec(job), &mut values);
-        let submitted = self.world.jobs[job].submitted_ms as u64 ^ 1 << 63;
+        let submitted = self.world.jobs[job].life.submitted_ms as u64 ^ 1 << 63;
         keys.iter()
             .zip(values)
             .map(|(k, x)| ordered(if k.dir == Direction::Desc { -x } else { x }))

@@ -70,7 +70,7 @@ impl World {
     #[inline]
     pub(crate) fn set_job_state(&mut self, job: JobId, state: State) -> bool {
         let j = &mut self.jobs[job];
-        let (was_pending, was_running) = (j.is_pending(), j.state == State::Running);
+        let (was_pending, was_running) = (j.is_pending(), j.life.state == State::Running);
         let (now_pending, now_running) = (matches!(state, State::Pending(_)), state == State::Running);
         if was_running != now_running {
             if now_running {
@@ -80,12 +80,12 @@ impl World {
             }
         }
         // Running elastic gangs below their count, which may grow.
-        if now_running && j.min_replicas < j.replicas && j.slots.len() < j.replicas as usize {
+        if now_running && j.ask.min_replicas < j.ask.replicas && j.holding.slots.len() < j.ask.replicas as usize {
             self.short_gangs.insert(job);
         } else {
             self.short_gangs.remove(&job);
         }
-        j.state = if now_pending { State::Pending(None) } else { state };
+        j.life.state = if now_pending { State::Pending(None) } else { state };
         was_pending
     }
 
