@@ -304,10 +304,10 @@ impl Scheduler {
 
 impl<'s> VictimFinder<'s> {
     fn new(s: &'s mut Scheduler, claimant: JobId) -> VictimFinder<'s> {
-        let c = &s.world.jobs[claimant];
+        let c = &s.world.jobs()[claimant];
         let needed = quota::replicas_demand(c, c.ask.min_replicas, None)
             .iter()
-            .filter(|&(r, a)| *a > 0 && s.world.quotas.is_constrained(*r))
+            .filter(|&(r, a)| *a > 0 && s.world.quotas().is_constrained(*r))
             .map(|(r, _)| *r)
             .collect();
         let facts = Arc::clone(&s.facts);
@@ -361,7 +361,7 @@ impl VictimFinder<'_> {
                 continue;
             }
             searched = true;
-            let found = if self.s.world.jobs[self.claimant].ask.replicas == 1 {
+            let found = if self.s.world.jobs()[self.claimant].ask.replicas == 1 {
                 self.search_nodes(frees)
             } else {
                 self.search_all()
@@ -397,7 +397,7 @@ impl VictimFinder<'_> {
         // change that. Candidates that no attempt could take were of other queues, left out
         // because the claimant's leaf cannot end within its guarantee: a change there can
         // alter that too.
-        let cq = self.s.world.jobs[self.claimant].ask.queue;
+        let cq = self.s.world.jobs()[self.claimant].ask.queue;
         Err(all.watch.map(|mut w| {
             if !all.list.is_empty() {
                 w.changes.push(cq);
@@ -415,7 +415,7 @@ impl VictimFinder<'_> {
         let s = &*self.s;
         let claimant = self.claimant;
         let program = &self.facts.policy.program;
-        let quotas = &s.world.quotas;
+        let quotas = &s.world.quotas();
         let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
         let has_preempt = has_kind(VictimKind::Preempt);
         let has_cross = has_kind(VictimKind::Reclaim) || has_kind(VictimKind::Borrow);
@@ -440,13 +440,13 @@ impl VictimFinder<'_> {
         let cost_rule = program.victims.iter().position(|r| r.kind == VictimKind::Preempt && r.cost.is_some());
         let claimant_rec = s.job_rec(claimant);
         // Sized for every running job up front: growing them would copy and fault pages.
-        let mut out: Vec<Candidate> = Vec::with_capacity(s.world.running.len());
-        let mut frees: Vec<Frees> = Vec::with_capacity(s.world.running.len());
+        let mut out: Vec<Candidate> = Vec::with_capacity(s.world.running().len());
+        let mut frees: Vec<Frees> = Vec::with_capacity(s.world.running().len());
         let mut view = s.view(Some(claimant));
         let mut after = AfterCount::new(s, claimant);
         let recording = record.is_some();
         for v in s.running() {
-            let vj = &s.world.jobs[v];
+            let vj = &s.world.jobs()[v];
             let mut note = |verdict: Verdict| {
                 if let Some(r) = record.as_deref_mut() {
                     r.push((v, verdict));
@@ -612,8 +612,8 @@ impl VictimFinder<'_> {
     /// `standings` say, is one (see [`Watch`]); `others` says whether jobs of other
     /// queues were looked at.
     fn watch(&self, standings: &[Option<Standing>], has_preempt: bool, has_cross: bool, others: bool) -> Watch {
-        let quotas = &self.s.world.quotas;
-        let c = &self.s.world.jobs[self.claimant];
+        let quotas = &self.s.world.quotas();
+        let c = &self.s.world.jobs()[self.claimant];
         let cq = c.ask.queue;
         if !others && !has_preempt {
             // Only reclaims, and the claimant's leaf cannot end within its guarantee: no
@@ -663,8 +663,8 @@ impl VictimFinder<'_> {
         let Some(rule) = c.rule(self.attempt) else { return false };
         // The two jobs' queues are all a `Leaves` rule reads: unless an earlier pick was in
         // one of them, it reads what it read when it allowed the candidate.
-        let leaves = [s.world.jobs[claimant].ask.queue, s.world.jobs[c.job].ask.queue];
-        let touched = || lifted.iter().any(|&k| leaves.contains(&s.world.jobs[candidates[k].job].ask.queue));
+        let leaves = [s.world.jobs()[claimant].ask.queue, s.world.jobs()[c.job].ask.queue];
+        let touched = || lifted.iter().any(|&k| leaves.contains(&s.world.jobs()[candidates[k].job].ask.queue));
         let asks = |r: usize| match dynamic_rules[r] {
             Reads::Jobs => false,
             Reads::Leaves => touched(),
@@ -699,8 +699,8 @@ impl VictimFinder<'_> {
 
     /// Where the jobs of queue `vq` stand as victims for the claimant.
     fn standing(&self, vq: QueueId) -> Standing {
-        let quotas = &self.s.world.quotas;
-        let cq = self.s.world.jobs[self.claimant].ask.queue;
+        let quotas = &self.s.world.quotas();
+        let cq = self.s.world.jobs()[self.claimant].ask.queue;
         if vq == cq {
             return Standing::Own;
         }
@@ -722,8 +722,8 @@ impl VictimFinder<'_> {
     /// side borrows now: taking it then lowers that borrowing (which is also why reclaim
     /// cannot cycle).
     fn frees_borrowed(&self, v: JobId, sides: &Sides) -> bool {
-        let quotas = &self.s.world.quotas;
-        let charged = &self.s.world.jobs[v].holding.charged;
+        let quotas = &self.s.world.quotas();
+        let charged = &self.s.world.jobs()[v].holding.charged;
         self.needed.iter().any(|&r| {
             charged.get(&r).is_some_and(|&a| a > 0)
                 && sides.victim.iter().all(|&q| {
@@ -735,7 +735,7 @@ impl VictimFinder<'_> {
 
     /// Whether queue `q` holds more than its guarantee of something the claimant needs.
     fn borrows(&self, q: QueueId) -> bool {
-        let queue = &self.s.world.quotas.queues[q];
+        let queue = &self.s.world.quotas().queues[q];
         self.needed.iter().any(|&r| queue.get(&queue.load.alloc, r) > queue.get(&queue.quota.guarantee, r))
     }
 
@@ -743,10 +743,10 @@ impl VictimFinder<'_> {
     /// with its minimum replicas admitted and every own-queue candidate gone (or, before
     /// the candidates are known, every own-queue job a preempt rule might take).
     fn leaf_could_end_within(&self, candidates: Option<&[Candidate]>) -> bool {
-        let jobs = &self.s.world.jobs;
+        let jobs = &self.s.world.jobs();
         let c = &jobs[self.claimant];
         let demand = quota::replicas_demand(c, c.ask.min_replicas, None);
-        let leaf = &self.s.world.quotas.queues[c.ask.queue];
+        let leaf = &self.s.world.quotas().queues[c.ask.queue];
         let has_preempt = self.facts.policy.program.victims.iter().any(|r| r.kind == VictimKind::Preempt);
         self.needed.iter().all(|&r| {
             // A leaf holds only its own jobs: all of them gone leaves nothing.
@@ -767,9 +767,9 @@ impl VictimFinder<'_> {
     /// Whether the claimant's side of `sides`, with `replicas` of the claimant admitted,
     /// holds no more than its guarantee of anything needed.
     fn claimant_within(&self, sides: &Sides, replicas: usize) -> bool {
-        let demand = quota::replicas_demand(&self.s.world.jobs[self.claimant], replicas as u32, None);
+        let demand = quota::replicas_demand(&self.s.world.jobs()[self.claimant], replicas as u32, None);
         sides.claimant.iter().all(|&q| {
-            let queue = &self.s.world.quotas.queues[q];
+            let queue = &self.s.world.quotas().queues[q];
             self.needed.iter().all(|&r| {
                 queue.get(&queue.load.alloc, r) + demand.get(&r).copied().unwrap_or(0)
                     <= queue.get(&queue.quota.guarantee, r)
@@ -813,13 +813,11 @@ impl VictimFinder<'_> {
         jobs.sort_unstable();
         jobs.dedup();
         for &job in &jobs {
-            let j = &s.world.jobs[job];
-            s.world.quotas.charge(j.ask.queue, j.ask.user, &j.holding.charged, -1);
+            s.world.charge_held(job, -1);
         }
         let admits = s.quota_replicas(self.claimant).is_ok();
         for &job in jobs.iter().rev() {
-            let j = &s.world.jobs[job];
-            s.world.quotas.charge(j.ask.queue, j.ask.user, &j.holding.charged, 1);
+            s.world.charge_held(job, 1);
         }
         admits
     }
@@ -910,7 +908,7 @@ impl VictimFinder<'_> {
         }
         // A node the claimant could use at all.
         let usable = |s: &Scheduler, n: NodeId| {
-            let (node, j) = (&s.world.cluster.nodes[n], &s.world.jobs[claimant]);
+            let (node, j) = (&s.world.cluster().nodes[n], &s.world.jobs()[claimant]);
             node.up
                 && (j.ask.models.is_empty() || j.ask.models.contains(&node.model))
                 && !s.reserved_for_other(n, claimant)
@@ -929,7 +927,7 @@ impl VictimFinder<'_> {
         };
         // Every node once, with its victims if it has any (both lists are in node order).
         let mut runs = by_node.iter().peekable();
-        let mut order: Vec<(f64, NodeId)> = (0..self.s.world.cluster.nodes.len())
+        let mut order: Vec<(f64, NodeId)> = (0..self.s.world.cluster().nodes.len())
             .filter_map(|n| {
                 let local = runs.next_if(|(m, _)| *m == n).map_or(&[][..], |(_, run)| *run);
                 if local.is_empty() && !fits_untouched_works {
@@ -969,7 +967,7 @@ impl VictimFinder<'_> {
     /// without which the claimant could not fit by free amounts alone; `None` if even all
     /// of them would not do.
     fn lower_bound(&self, n: NodeId, local: &[Frees]) -> Option<f64> {
-        let j = &self.s.world.jobs[self.claimant];
+        let j = &self.s.world.jobs()[self.claimant];
         // The node's record has its free amounts at hand (exact in f64).
         let rec = &self.s.node_records()[n];
         let need_gpu = match j.ask.request {
@@ -1002,7 +1000,7 @@ impl VictimFinder<'_> {
         let claimant = self.claimant;
         let mut lifted: Vec<usize> = Vec::new();
         let mut next_local = Picker::new(local.to_vec());
-        let fits_here = |s: &Scheduler| fit::fits(&s.world.cluster.nodes[n], &s.world.jobs[claimant]);
+        let fits_here = |s: &Scheduler| fit::fits(&s.world.cluster().nodes[n], &s.world.jobs()[claimant]);
         while !fits_here(self.s) {
             let Some(i) = self.pick(&mut next_local) else {
                 self.undo(&lifted);
@@ -1111,11 +1109,11 @@ impl VictimFinder<'_> {
     /// Whether the nodes have room for the claimant's minimum replicas (before filters
     /// and topology): a cheap test before a full placement.
     fn room_for(&self) -> bool {
-        let j = &self.s.world.jobs[self.claimant];
+        let j = &self.s.world.jobs()[self.claimant];
         let room: u64 = self
             .s
             .world
-            .cluster
+            .cluster()
             .nodes
             .iter()
             .filter(|n| j.ask.models.is_empty() || j.ask.models.contains(&n.model))
@@ -1129,7 +1127,7 @@ impl Candidate {
     /// What it holds: its job's charge, or its one replica's.
     fn holds(&self, s: &Scheduler) -> Amounts {
         match self.part {
-            None => s.world.jobs[self.job].holding.charged.clone(),
+            None => s.world.jobs()[self.job].holding.charged.clone(),
             Some(k) => slot_demand(s, self.job, k),
         }
     }
@@ -1138,11 +1136,11 @@ impl Candidate {
     /// gives it back; `lift` and `restore` are exact inverses.
     fn trial(&self, s: &mut Scheduler, take: bool) {
         match (self.part, take) {
-            (None, true) => s.lift(self.job),
-            (None, false) => s.restore(self.job),
+            (None, true) => s.world.lift(self.job),
+            (None, false) => s.world.restore(self.job),
             (Some(k), _) => {
                 let demand = slot_demand(s, self.job, k);
-                if take { s.lift_slot(self.job, k, &demand) } else { s.restore_slot(self.job, k, &demand) }
+                if take { s.world.lift_slot(self.job, k, &demand) } else { s.world.restore_slot(self.job, k, &demand) }
             }
         }
     }
@@ -1150,8 +1148,8 @@ impl Candidate {
 
 /// What the replica in slot `k` of a running job is charged.
 fn slot_demand(s: &Scheduler, job: JobId, k: usize) -> Amounts {
-    let model = s.world.cluster.nodes[s.world.jobs[job].holding.slots[k].node].model;
-    quota::placement_demand(&s.world.jobs[job], &[model])
+    let model = s.world.cluster().nodes[s.world.jobs()[job].holding.slots[k].node].model;
+    quota::placement_demand(&s.world.jobs()[job], &[model])
 }
 
 impl Candidates {
@@ -1196,8 +1194,8 @@ impl AfterCount {
     /// A counter for `claimant`'s search.
     fn new(s: &Scheduler, claimant: JobId) -> AfterCount {
         AfterCount {
-            claimant_queue: s.world.jobs[claimant].ask.queue,
-            demand: quota::demand(&s.world.jobs[claimant], None),
+            claimant_queue: s.world.jobs()[claimant].ask.queue,
+            demand: quota::demand(&s.world.jobs()[claimant], None),
             totals: s.totals(),
             memo: HashMap::new(),
         }
@@ -1205,7 +1203,7 @@ impl AfterCount {
 
     /// Counts `held` of `victim` evicted in `view`; returns the records it replaced.
     fn count(&mut self, s: &Scheduler, view: &mut View, victim: JobId, held: &Amounts) -> Vec<(QueueId, QueueRec)> {
-        let vj = &s.world.jobs[victim];
+        let vj = &s.world.jobs()[victim];
         let amounts = [Res::Gpu, Res::Cpu, Res::Mem].map(|r| held.get(&r).copied().unwrap_or(0));
         let recs = self
             .memo
@@ -1213,11 +1211,11 @@ impl AfterCount {
             .or_insert_with(|| {
                 let changes = [(self.claimant_queue, &self.demand, 1), (vj.ask.queue, held, -1)];
                 s.world
-                    .quotas
+                    .quotas()
                     .path(vj.ask.queue)
                     .map(|q| {
                         let mut rec = view.queues[q];
-                        records::apply_after(&s.world.quotas, &self.totals, q, &changes, &mut rec);
+                        records::apply_after(s.world.quotas(), &self.totals, q, &changes, &mut rec);
                         (q, rec)
                     })
                     .collect()

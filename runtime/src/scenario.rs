@@ -111,7 +111,7 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
                     }
                 };
                 jobs.insert(j.name.clone(), id);
-                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms });
+                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms() });
                 dirty = true;
             }
             Step::Run(j, nodes, history) => {
@@ -123,13 +123,13 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
                     }
                 };
                 jobs.insert(j.name.clone(), id);
-                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms });
-                let ids: Vec<usize> = nodes.iter().filter_map(|n| s.world.cluster.node(n)).collect();
+                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms() });
+                let ids: Vec<usize> = nodes.iter().filter_map(|n| s.world.cluster().node(n)).collect();
                 if let Err(e) = s.start_on(id, &ids, *history) {
                     outcome.error = Some(e);
                     break;
                 }
-                events.push(Event::Placed { job: id, nodes: ids, at_ms: s.world.now_ms });
+                events.push(Event::Placed { job: id, nodes: ids, at_ms: s.world.now_ms() });
                 dirty = true;
             }
             Step::Advance(secs) => {
@@ -147,12 +147,12 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
                 if let Some(&id) = jobs.get(name)
                     && s.complete(id)
                 {
-                    events.push(Event::Finished { job: id, at_ms: s.world.now_ms });
+                    events.push(Event::Finished { job: id, at_ms: s.world.now_ms() });
                 }
                 dirty = true;
             }
             Step::Fail(name) => {
-                if let Some(n) = s.world.cluster.node(name) {
+                if let Some(n) = s.world.cluster().node(name) {
                     events.extend(s.fail_node(n));
                 }
                 dirty = true;
@@ -216,7 +216,7 @@ impl Decisions {
     /// account of each turn (when recorded).
     fn cycle(&mut self, s: &mut Scheduler) -> (Vec<Event>, Vec<Account>) {
         let pending = s.pending();
-        if pending.saturating_mul(s.world.cluster.nodes.len()) > TRACED_WORK {
+        if pending.saturating_mul(s.world.cluster().nodes.len()) > TRACED_WORK {
             return (s.cycle(), Vec::new());
         }
         let (decided, turns) = s.cycle_recorded();
@@ -233,7 +233,7 @@ impl Decisions {
     /// runs there, else its next decision.
     fn trace(&self, s: &Scheduler, job: JobId) -> String {
         match self.traces.get(&job) {
-            Some(t) if s.world.jobs[job].life.state == State::Running => {
+            Some(t) if s.world.jobs()[job].life.state == State::Running => {
                 format!("decided as follows when it started:\n{t}")
             }
             _ => explain::explain(s, job),
@@ -258,12 +258,16 @@ fn check(
     match e {
         Expect::On(name, nodes) => {
             let j = job(name)?;
-            let mut on: Vec<&str> =
-                s.world.jobs[j].holding.slots.iter().map(|sl| s.world.cluster.nodes[sl.node].name.as_str()).collect();
+            let mut on: Vec<&str> = s.world.jobs()[j]
+                .holding
+                .slots
+                .iter()
+                .map(|sl| s.world.cluster().nodes[sl.node].name.as_str())
+                .collect();
             let mut want: Vec<&str> = nodes.iter().map(String::as_str).collect();
             on.sort_unstable();
             want.sort_unstable();
-            if s.world.jobs[j].life.state == State::Running && on == want {
+            if s.world.jobs()[j].life.state == State::Running && on == want {
                 None
             } else {
                 fail(format!("{name} on {}", nodes.join(", ")), Some(j))
@@ -288,7 +292,7 @@ fn check(
         }
         Expect::Running(name) => {
             let j = job(name)?;
-            if s.world.jobs[j].life.state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
+            if s.world.jobs()[j].life.state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
         }
         Expect::Evicted(name, by, under) => {
             let j = job(name)?;
@@ -331,7 +335,7 @@ fn check(
                     TestName::Queue(_, q) => Val::Queue(*q as u32),
                     TestName::Job(_, name) => job_recs.get(name.as_str()).map_or(Val::F(f64::NAN), Val::Job),
                     TestName::Node(_, name) => {
-                        s.world.cluster.node(name).and_then(|i| nodes.get(i)).map_or(Val::F(f64::NAN), Val::Node)
+                        s.world.cluster().node(name).and_then(|i| nodes.get(i)).map_or(Val::F(f64::NAN), Val::Node)
                     }
                 })
                 .collect();
@@ -384,5 +388,5 @@ fn value_text(v: &Val<'_>, ty: &gpol_compiler::types::Ty, symbols: &crate::symbo
 
 /// The jobs by name (a test's job names are its own, one per job).
 fn jobs_by_name(s: &Scheduler) -> HashMap<&str, JobId> {
-    s.world.jobs.with_ids().map(|(id, j)| (j.ask.name.as_str(), id)).collect()
+    s.world.jobs().with_ids().map(|(id, j)| (j.ask.name.as_str(), id)).collect()
 }

@@ -2,10 +2,9 @@
 //! every consumer shares), jobs found already running, and jobs taken back.
 
 use super::Scheduler;
-use crate::jobs::{Flags, Holding, Job, JobAsk, JobId, Life, QueueId, State};
+use crate::fit;
+use crate::jobs::{Job, JobId, QueueId, State};
 use crate::model::NodeId;
-use crate::{fit, records};
-use gpol_compiler::schema::Sym;
 use gpol_compiler::spec::{History, JobSpec, OverLimit};
 
 /// Where a submitted job goes: its leaf queue and its priority.
@@ -74,7 +73,7 @@ impl Scheduler {
     /// naming no queue goes to the only leaf), its priority as given or its class's, and
     /// its user as given or named after its queue.
     pub fn resolve(&self, spec: &JobSpec) -> Result<Resolved, SubmitError> {
-        let queues = &self.world.quotas.queues;
+        let queues = &self.world.quotas().queues;
         let leaves = || queues.iter().enumerate().filter(|(_, q)| q.is_leaf());
         let job = || spec.name.clone();
         let queue = match &spec.queue {
@@ -123,59 +122,8 @@ impl Scheduler {
         if let Some(over) = spec.over_limit() {
             return Err(SubmitError::TooLarge { job: spec.name.clone(), over });
         }
-        let Resolved { queue, priority } = self.resolve(&spec)?;
-        let id = self.world.jobs.len();
-        // Names, users and label values can be new with every job: they are forgotten with
-        // the job. Label keys, models and classes come from small sets, kept for good.
-        let labels =
-            spec.labels.iter().map(|(k, v)| (self.world.syms.intern(k), self.world.syms.intern_counted(v))).collect();
-        let user = match &spec.user {
-            Some(u) => self.world.syms.intern_counted(u),
-            None => self.world.quotas.queues[queue].place.name_sym,
-        };
-        // When rules read users' usage, the quota tree keeps each user's for good (it is
-        // history), and holds the name too.
-        if self.world.users_tracked && self.world.quotas.join_user(queue, user) && spec.user.is_some() {
-            self.world.syms.intern_counted(self.world.syms.name(user).to_string().as_str());
-        }
-        let ask = JobAsk {
-            id: self.world.syms.intern_counted(&spec.name),
-            user,
-            queue,
-            priority,
-            priority_class: spec.priority_class.as_deref().map_or(Sym(0), |c| self.world.syms.intern(c)),
-            request: spec.request,
-            replicas: spec.replicas.max(1),
-            min_replicas: spec.min_replicas(),
-            gpu_mem: spec.gpu_mem,
-            cpu_milli: spec.cpu_milli,
-            mem: spec.mem,
-            models: spec.models.iter().map(|m| self.world.syms.intern(m)).collect(),
-            flags: Flags {
-                bursty: spec.bursty,
-                latency_critical: spec.latency_critical,
-                preemptible: spec.preemptible,
-            },
-            duration_ms: spec.duration_ms,
-            utilization: spec.utilization,
-            labels,
-            name: spec.name,
-        };
-        let life = Life {
-            state: State::Pending(None),
-            submitted_ms: since,
-            waiting_since_ms: since,
-            started_ms: 0,
-            evictions: 0,
-            checkpoint_ms: 0,
-            checkpoint_every_ms: spec.checkpoint_every_ms,
-        };
-        let job = Job { ask, life, holding: Holding::default() };
-        let labels = records::label_slots(&job.ask.labels, &self.facts.job_label_keys);
-        let next = self.world.shapes.len();
-        let shape = *self.world.shapes.entry(job.shape()).or_insert(next);
-        self.world.quotas.count(job.ask.queue, 1, 0, crate::quota::requested_gpu(&job));
-        self.world.jobs.push(job, labels, shape);
+        let to = self.resolve(&spec)?;
+        let id = self.world.add_job(spec, to, since, &self.facts.job_label_keys);
         self.touch();
         self.enqueue(id);
         Ok(id)
@@ -185,9 +133,9 @@ impl Scheduler {
     /// listed node, cards by built-in best fit, quota charged without checks.
     pub fn start_on(&mut self, job: JobId, nodes: &[NodeId], history: History) -> Result<(), String> {
         for &n in nodes {
-            let node = &self.world.cluster.nodes[n];
-            if fit::choose(node, &self.world.jobs[job], None).is_none() {
-                return Err(format!("job `{}` does not fit on node `{}`", self.world.jobs[job].ask.name, node.name));
+            let node = &self.world.cluster().nodes[n];
+            if fit::choose(node, &self.world.jobs()[job], None).is_none() {
+                return Err(format!("job `{}` does not fit on node `{}`", self.world.jobs()[job].ask.name, node.name));
             }
             self.bind_replica(job, n, false);
         }
@@ -197,18 +145,11 @@ impl Scheduler {
 
     /// Marks a job whose replicas are bound as running, charged, with its history.
     fn start_bound(&mut self, job: JobId, history: History) {
-        let History { ran_ms, since_checkpoint_ms, evictions } = history;
         self.charge(job);
         self.note_start(job);
-        let start = self.now() - i64::try_from(ran_ms).unwrap_or(i64::MAX);
+        let start = self.now() - i64::try_from(history.ran_ms).unwrap_or(i64::MAX);
         self.set_state(job, State::Running);
-        let now = self.now();
-        let j = &mut self.world.jobs[job];
-        j.life.started_ms = start;
-        j.life.waiting_since_ms = j.life.waiting_since_ms.min(start);
-        j.life.submitted_ms = j.life.submitted_ms.min(start);
-        j.life.checkpoint_ms = now - i64::try_from(since_checkpoint_ms.min(ran_ms)).unwrap_or(i64::MAX);
-        j.life.evictions = evictions;
+        self.world.note_found_running(job, start, history);
     }
 
     /// Places a one-replica job directly on `node` on the given cards (and MIG instances),
@@ -221,16 +162,15 @@ impl Scheduler {
         cards: &[(usize, Option<usize>)],
         history: History,
     ) -> Result<(), String> {
-        let Some(n) = self.world.cluster.nodes.get(node) else { return Err(format!("no node {node}")) };
-        if self.world.jobs[job].ask.replicas != 1 || !fit::valid_choice(n, &self.world.jobs[job], cards) {
+        let Some(n) = self.world.cluster().nodes.get(node) else { return Err(format!("no node {node}")) };
+        if self.world.jobs()[job].ask.replicas != 1 || !fit::valid_choice(n, &self.world.jobs()[job], cards) {
             return Err(format!(
                 "job `{}` cannot take cards {cards:?} of node `{}`",
-                self.world.jobs[job].ask.name, n.name
+                self.world.jobs()[job].ask.name,
+                n.name
             ));
         }
-        let slot = fit::bind(&mut self.world.cluster, node, &self.world.jobs[job], cards);
-        self.world.jobs[job].holding.slots.push(slot);
-        self.refresh_node(node);
+        self.world.bind(job, node, cards);
         self.start_bound(job, history);
         Ok(())
     }
@@ -240,26 +180,12 @@ impl Scheduler {
     /// ended job calls this, so that a long run holds only the jobs in flight. A waiting or
     /// running job is kept, and `None` returned.
     pub fn forget(&mut self, job: JobId) -> Option<Job> {
-        let ended =
-            self.world.jobs.get(job).is_some_and(|j| !matches!(j.life.state, State::Pending(_) | State::Running));
-        let j = if ended { self.world.jobs.remove(job)? } else { return None };
-        self.world.syms.release(j.ask.id);
-        self.world.syms.release(j.ask.user);
-        for &v in j.ask.labels.values() {
-            self.world.syms.release(v);
-        }
-        Some(j)
+        self.world.forget(job)
     }
 
     /// Takes back a job that has not started; a running or ended job stays as it is.
     pub fn withdraw(&mut self, job: JobId) {
-        if self.world.jobs[job].is_pending() {
-            self.world.quotas.count(
-                self.world.jobs[job].ask.queue,
-                -1,
-                0,
-                crate::quota::requested_gpu(&self.world.jobs[job]),
-            );
+        if self.world.jobs()[job].is_pending() {
             self.set_state(job, State::Withdrawn);
         }
     }
