@@ -170,7 +170,7 @@ impl Inner {
         }
         let id = self.s.start_found(job, 0, Found::Nodes(&ids), history).map_err(|e| match e {
             StartError::Submit(e) => Failure::refused(e.to_string()).at("job"),
-            StartError::DoesNotFit(why) => Failure::refused(why),
+            StartError::DoesNotFit(why) => Failure::refused(why.to_string()),
         })?;
         self.running.insert(id);
         Ok(id)

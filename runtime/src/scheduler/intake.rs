@@ -67,6 +67,33 @@ impl std::fmt::Display for SubmitError {
 
 impl std::error::Error for SubmitError {}
 
+/// A job that cannot be started where it was found running, and why (nothing of the
+/// attempt stays).
+#[derive(Clone, Debug, PartialEq)]
+pub enum StartOnError {
+    /// One of its replicas does not fit on a node it is to run on.
+    DoesNotFit { job: String, node: String },
+    /// No node has this id.
+    NoNode(NodeId),
+    /// The job is not of one replica, or these cards (and MIG instances) are not free
+    /// for it.
+    CardsNotFree { job: String, node: String, cards: Vec<(usize, Option<usize>)> },
+}
+
+impl std::fmt::Display for StartOnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartOnError::DoesNotFit { job, node } => write!(f, "job `{job}` does not fit on node `{node}`"),
+            StartOnError::NoNode(node) => write!(f, "no node {node}"),
+            StartOnError::CardsNotFree { job, node, cards } => {
+                write!(f, "job `{job}` cannot take cards {cards:?} of node `{node}`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartOnError {}
+
 impl Scheduler {
     /// Where a job goes and what it counts as, by the rules every consumer shares: its
     /// queue by name (a policy without queues takes every job into its one queue; a job
@@ -131,11 +158,12 @@ impl Scheduler {
 
     /// Places a job directly, as already running (a scenario's `run`): one replica per
     /// listed node, cards by built-in best fit, quota charged without checks.
-    pub fn start_on(&mut self, job: JobId, nodes: &[NodeId], history: History) -> Result<(), String> {
+    pub fn start_on(&mut self, job: JobId, nodes: &[NodeId], history: History) -> Result<(), StartOnError> {
         for &n in nodes {
             let node = &self.world.cluster().nodes[n];
             if fit::choose(node, &self.world.jobs()[job], None).is_none() {
-                return Err(format!("job `{}` does not fit on node `{}`", self.world.jobs()[job].ask.name, node.name));
+                let job = self.world.jobs()[job].ask.name.clone();
+                return Err(StartOnError::DoesNotFit { job, node: node.name.clone() });
             }
             self.bind_replica(job, n, false);
         }
@@ -161,14 +189,14 @@ impl Scheduler {
         node: NodeId,
         cards: &[(usize, Option<usize>)],
         history: History,
-    ) -> Result<(), String> {
-        let Some(n) = self.world.cluster().nodes.get(node) else { return Err(format!("no node {node}")) };
+    ) -> Result<(), StartOnError> {
+        let Some(n) = self.world.cluster().nodes.get(node) else { return Err(StartOnError::NoNode(node)) };
         if self.world.jobs()[job].ask.replicas != 1 || !fit::valid_choice(n, &self.world.jobs()[job], cards) {
-            return Err(format!(
-                "job `{}` cannot take cards {cards:?} of node `{}`",
-                self.world.jobs()[job].ask.name,
-                n.name
-            ));
+            return Err(StartOnError::CardsNotFree {
+                job: self.world.jobs()[job].ask.name.clone(),
+                node: n.name.clone(),
+                cards: cards.to_vec(),
+            });
         }
         self.world.bind(job, node, cards);
         self.start_bound(job, history);

@@ -26,7 +26,7 @@ mod waiting;
 mod world;
 
 pub use event::{Event, starts};
-pub use intake::{Resolved, SubmitError};
+pub use intake::{Resolved, StartOnError, SubmitError};
 pub use order::compare_keys;
 
 use caches::{Caches, QueueRecsKey};
