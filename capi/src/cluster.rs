@@ -7,10 +7,11 @@ use crate::error::Failure;
 use crate::types::{GpolAdmit, GpolNodeResult, GpolReason, GpolVerdict};
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::ir::RuleId;
+use gpol_compiler::spec::{History, JobSpec, NodeSpec};
 use gpol_runtime::jobs::{JobId, Reason};
 use gpol_runtime::model::NodeId;
 use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{Asked, Found, History, JobSpec, NodeSpec, Scheduler, StartError, WallClock};
+use gpol_runtime::{Asked, Found, Scheduler, StartError, WallClock};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 

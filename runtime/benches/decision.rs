@@ -9,7 +9,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 mod support;
 
 use gpol_compiler::engine::{EngineKind, NodeResult};
-use gpol_runtime::{History, JobSpec, NodeSpec, Request, Scheduler};
+use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request};
+use gpol_runtime::Scheduler;
 
 const NODES: usize = 5000;
 

@@ -10,7 +10,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 mod support;
 
 use gpol_compiler::engine::EngineKind;
-use gpol_runtime::{History, JobSpec, NodeSpec, Request, Scheduler};
+use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request};
+use gpol_runtime::Scheduler;
 
 const GANGS: &str = r#"policy bench_gangs
 use std.pack

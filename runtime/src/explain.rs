@@ -5,13 +5,14 @@
 //! which carry rule identities and numbers — become words.
 
 use crate::account::{self, Account, GangSeen, NodeSaw, Outcome, QueueOrder, SearchSeen, VictimSaw};
-use crate::jobs::{JobId, Reason, Request, State, Unschedulable};
+use crate::jobs::{JobId, Reason, State, Unschedulable};
 use crate::model::NodeId;
 use crate::preempt::Place;
 use crate::quota::Block;
 use crate::scheduler::{Event, Scheduler};
 use crate::verdict::{Closed, NodeVerdict};
 use gpol_compiler::ir::RuleId;
+use gpol_compiler::spec::Request;
 use std::fmt::Write;
 
 pub fn request_text(s: &Scheduler, job: JobId) -> String {

@@ -1,8 +1,11 @@
 //! Exact fit (decision D2): whether a replica fits on a node, which card(s) it takes,
 //! and binding and releasing it. Free shares on different cards never add up.
 
-use crate::jobs::{Job, Request, Slot};
-use crate::model::{Card, CardsFree, Cluster, Headroom, Instance, MILLI, Node, NodeId, mig_memory_bytes};
+use crate::jobs::{Job, Slot};
+
+use crate::model::{Card, CardsFree, Cluster, Headroom, Instance, Node, NodeId, mig_memory_bytes};
+use gpol_compiler::spec::MILLI;
+use gpol_compiler::spec::Request;
 
 /// How many times `need` fits in `amount`: unlimited when nothing is needed.
 fn per(amount: u64, need: u64) -> u64 {

@@ -16,9 +16,10 @@
 //! renormalised.
 
 use crate::fit::{self, Ask};
-use crate::jobs::Request;
-use crate::model::{Card, MILLI, Node};
+use crate::model::{Card, Node};
 use gpol_compiler::schema::{Opt, ShapeRec, ShapeTable, Sym};
+use gpol_compiler::spec::MILLI;
+use gpol_compiler::spec::Request;
 use std::collections::BTreeMap;
 
 /// How many shapes a test's jobs make `cluster.task_shapes` (its own workload).
@@ -239,8 +240,9 @@ impl UnusableCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Cluster, NodeSpec, Sharing};
+    use crate::model::Cluster;
     use crate::symbols::Symbols;
+    use gpol_compiler::spec::{NodeSpec, Sharing};
     use proptest::prelude::*;
 
     fn node(cards: u32, cpu: u64) -> Node {

@@ -129,7 +129,7 @@ mod tests {
             gpol_compiler::load::compile_text("p.gpol", "policy p\n", gpol_compiler::engine::EngineKind::Interp)
                 .expect("the empty policy compiles");
         let mut s = crate::Scheduler::new(policy);
-        let id = s.submit(crate::JobSpec::named(name)).expect("a default job is valid");
+        let id = s.submit(gpol_compiler::spec::JobSpec::named(name)).expect("a default job is valid");
         s.job(id).clone()
     }
 

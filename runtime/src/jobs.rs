@@ -4,7 +4,7 @@ use crate::model::NodeId;
 use crate::quota::{Block, Res};
 use gpol_compiler::ir::{Program, RuleId};
 use gpol_compiler::schema::Sym;
-pub use gpol_compiler::spec::Request;
+use gpol_compiler::spec::Request;
 use std::collections::HashMap;
 
 pub type JobId = usize;

@@ -29,7 +29,5 @@ pub mod verdict;
 pub mod wall;
 
 pub use ask::{Asked, Found, StartError};
-pub use gpol_compiler::schema;
-pub use gpol_compiler::spec::{History, JobSpec, MILLI, NodeSpec, Request, Sharing};
 pub use scheduler::{ClockLimit, Event, Resolved, Scheduler, SubmitError};
 pub use wall::WallClock;

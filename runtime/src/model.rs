@@ -5,7 +5,7 @@
 use crate::symbols::Symbols;
 use gpol_compiler::limits::MAX_NODES;
 use gpol_compiler::schema::{MAX_LEVELS, MigCounts, Sym};
-pub use gpol_compiler::spec::{MILLI, NodeSpec, Sharing, mig_milli};
+use gpol_compiler::spec::{MILLI, NodeSpec, Sharing};
 use std::collections::{BTreeSet, HashMap};
 
 pub type NodeId = usize;
@@ -467,6 +467,7 @@ impl Cluster {
 mod tests {
     use super::*;
     use gpol_compiler::schema::EnumKind;
+    use gpol_compiler::spec::mig_milli;
 
     fn p(name: &str) -> u8 {
         EnumKind::MigProfile.variant(name).unwrap_or(u8::MAX)

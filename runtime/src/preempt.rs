@@ -18,7 +18,7 @@
 //! own, in order of a lower bound on its cost, stopping once no node can beat the best.
 
 use crate::fit;
-use crate::jobs::{JobId, QueueId, Request};
+use crate::jobs::{JobId, QueueId};
 use crate::model::NodeId;
 use crate::quota::{self, Amounts, Res};
 use crate::records;
@@ -28,6 +28,7 @@ use crate::scheduler::facts::{PolicyFacts, Reads};
 use crate::scheduler::order::compare_keys;
 use gpol_compiler::ir::{OrderKey, RuleId};
 use gpol_compiler::schema::QueueRec;
+use gpol_compiler::spec::Request;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
 use std::collections::HashMap;

@@ -1,10 +1,13 @@
 //! The records rules read, built from the model: exact integers become `f64` in base
 //! units (milli-GPU → cards, milliseconds → seconds, milli-cores → cores).
 
-use crate::jobs::{Job, QueueId, Request, State, since};
-use crate::model::{Card, Domain, MILLI, Node};
+use crate::jobs::{Job, QueueId, State, since};
+
+use crate::model::{Card, Domain, Node};
 use crate::quota::{Amounts, Quotas, Res};
 use gpol_compiler::schema::{CardRec, DomainRec, JobRec, List, NodeRec, Opt, QueueRec, Resources, Sym};
+use gpol_compiler::spec::MILLI;
+use gpol_compiler::spec::Request;
 
 pub fn gpus(milli: u64) -> f64 {
     milli as f64 / f64::from(MILLI)

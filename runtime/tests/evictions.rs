@@ -9,10 +9,11 @@ mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::ir::RuleId;
+use gpol_compiler::spec::{JobSpec, MILLI, NodeSpec, Request};
 use gpol_compiler::syntax::VictimKind;
 use gpol_runtime::jobs::{JobId, QueueId, State};
 use gpol_runtime::quota::Res;
-use gpol_runtime::{Event, JobSpec, MILLI, NodeSpec, Request, Scheduler};
+use gpol_runtime::{Event, Scheduler};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use std::collections::{HashMap, HashSet};

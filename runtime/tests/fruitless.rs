@@ -69,7 +69,11 @@ fn start(policy: &str, skip: bool) -> (support::Stream, Vec<String>) {
 }
 
 /// The `i`-th arrival as a job.
-fn job(i: usize, &(queue, cards, minutes, high, preemptible): &Arrival, leaves: &[String]) -> gpol_runtime::JobSpec {
+fn job(
+    i: usize,
+    &(queue, cards, minutes, high, preemptible): &Arrival,
+    leaves: &[String],
+) -> gpol_compiler::spec::JobSpec {
     let mut spec = support::cards(&format!("job-{i}"), cards);
     spec.queue = Some(leaves[usize::from(queue) % leaves.len()].clone());
     spec.priority = Some(if high { 10.0 } else { 0.0 });

@@ -5,8 +5,9 @@
 mod support;
 
 use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLOCK_MS, MAX_REPLICAS};
+use gpol_compiler::spec::{JobSpec, NodeSpec};
 use gpol_runtime::jobs::State;
-use gpol_runtime::{ClockLimit, JobSpec, NodeSpec, SubmitError};
+use gpol_runtime::{ClockLimit, SubmitError};
 use support::{h100, queued};
 
 fn policy(quota: &str) -> String {

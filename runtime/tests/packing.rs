@@ -6,10 +6,11 @@
 mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult};
+use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request, Sharing};
+use gpol_runtime::Scheduler;
 use gpol_runtime::fit::{self, Ask};
 use gpol_runtime::frag::{self, TaskShape};
 use gpol_runtime::model::Cluster;
-use gpol_runtime::{History, JobSpec, NodeSpec, Request, Scheduler, Sharing};
 use proptest::prelude::*;
 
 /// The growth is read back from a score: `0.5 − growth / SCALE`.

@@ -7,14 +7,16 @@ mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::schema::EnumKind;
+use gpol_compiler::spec::mig_milli;
+use gpol_compiler::spec::{JobSpec, MILLI, NodeSpec, Request, Sharing};
 use gpol_compiler::syntax::QuotaKind;
+use gpol_runtime::Scheduler;
 use gpol_runtime::fit::{self, Ask};
 use gpol_runtime::jobs::State;
-use gpol_runtime::model::{Headroom, mig_milli};
+use gpol_runtime::model::Headroom;
 use gpol_runtime::place::Decision;
 use gpol_runtime::quota::{self, Quotas, Res};
 use gpol_runtime::symbols::Symbols;
-use gpol_runtime::{JobSpec, MILLI, NodeSpec, Request, Scheduler, Sharing};
 use proptest::prelude::*;
 use std::collections::HashMap;
 

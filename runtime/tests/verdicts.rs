@@ -6,9 +6,10 @@
 mod support;
 
 use gpol_compiler::engine::EngineKind;
+use gpol_compiler::spec::{JobSpec, NodeSpec, Request};
+use gpol_runtime::Scheduler;
 use gpol_runtime::place::Decision;
 use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{JobSpec, NodeSpec, Request, Scheduler};
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use support::compiled;

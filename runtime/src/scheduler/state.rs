@@ -5,9 +5,10 @@
 use super::{Event, Scheduler};
 use crate::fit;
 use crate::jobs::{JobId, QueueId, State};
-use crate::model::{NodeId, NodeSpec, SpecError};
+use crate::model::{NodeId, SpecError};
 use crate::quota::Res;
 use crate::records;
+use gpol_compiler::spec::NodeSpec;
 
 impl Scheduler {
     /// Capacity freed up: every waiting job may fit now, except those the quota holds

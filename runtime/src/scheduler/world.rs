@@ -12,7 +12,7 @@ use super::intake::Resolved;
 use crate::fit;
 use crate::job_store::JobStore;
 use crate::jobs::{Flags, Holding, Job, JobAsk, JobId, Life, QueueId, Shape, State};
-use crate::model::{Cluster, NodeId, NodeSpec, SpecError};
+use crate::model::{Cluster, NodeId, SpecError};
 use crate::quota::{self, Amounts, Quotas, Res};
 use crate::records;
 use crate::symbols::Symbols;
@@ -20,6 +20,7 @@ use crate::wall::WallClock;
 use gpol_compiler::clock::Clock;
 use gpol_compiler::limits::MAX_CLOCK_MS;
 use gpol_compiler::schema::{DomainRec, NodeTable, ShapeTable, Sym};
+use gpol_compiler::spec::NodeSpec;
 use gpol_compiler::spec::{History, JobSpec};
 use gpol_compiler::syntax::QuotaKind;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -517,7 +518,7 @@ impl World {
                     .nodes
                     .iter()
                     .filter(|n| n.up && n.model == m)
-                    .map(|n| n.cards.len() as i64 * i64::from(crate::model::MILLI))
+                    .map(|n| n.cards.len() as i64 * i64::from(gpol_compiler::spec::MILLI))
                     .sum(),
                 r => totals.get(&r).copied().unwrap_or(0),
             };

@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
-use gpol_runtime::{JobSpec, NodeSpec, Request, Scheduler};
+use gpol_compiler::spec::{JobSpec, NodeSpec, Request};
+use gpol_runtime::Scheduler;
 
 /// A policy given as text, compiled for `engine`; a policy that does not check fails the
 /// test with its diagnostics.
