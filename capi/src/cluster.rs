@@ -8,10 +8,10 @@ use crate::types::{GpolAdmit, GpolNodeResult, GpolReason, GpolVerdict};
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::ir::RuleId;
 use gpol_compiler::spec::{History, JobSpec, NodeSpec};
-use gpol_runtime::jobs::{JobId, Reason};
-use gpol_runtime::model::NodeId;
-use gpol_runtime::verdict::NodeVerdict;
+use gpol_runtime::NodeId;
+use gpol_runtime::NodeVerdict;
 use gpol_runtime::{Asked, Found, Scheduler, StartError, WallClock};
+use gpol_runtime::{JobId, Reason};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 

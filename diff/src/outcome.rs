@@ -5,7 +5,7 @@
 
 use crate::renames::Renames;
 use gpol_runtime::Event;
-use gpol_runtime::jobs::State;
+use gpol_runtime::State;
 use gpol_runtime::scenario::Played;
 use std::collections::BTreeSet;
 

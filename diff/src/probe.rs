@@ -15,10 +15,10 @@ use crate::world::{Invalid, World};
 use gpol_compiler::engine::{MAX_TIERS, NodeResult};
 use gpol_compiler::interp::{self, Roots};
 use gpol_compiler::ir::RuleId;
+use gpol_runtime::Decision as Placement;
 use gpol_runtime::Scheduler;
-use gpol_runtime::jobs::{JobId, Reason, State};
-use gpol_runtime::place::Decision as Placement;
 use gpol_runtime::preempt::Verdict;
+use gpol_runtime::{JobId, Reason, State};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
@@ -275,8 +275,8 @@ impl Probe<'_> {
         for (k, &x) in open.iter().enumerate() {
             for &y in &open[k + 1..] {
                 tally.sample(Decision::Ranking, 1);
-                let oa = gpol_runtime::gang::rank(&na[x], &na[y], ta);
-                let ob = gpol_runtime::gang::rank(&nb[x], &nb[y], tb);
+                let oa = gpol_runtime::rank(&na[x], &na[y], ta);
+                let ob = gpol_runtime::rank(&nb[x], &nb[y], tb);
                 if oa == ob {
                     continue;
                 }
@@ -361,8 +361,8 @@ impl Probe<'_> {
                     continue;
                 }
                 tally.sample(Decision::JobOrder, 1);
-                let oa = gpol_runtime::scheduler::compare_keys(&a.policy().program.job_order, &keys(a, x), &keys(a, y));
-                let ob = gpol_runtime::scheduler::compare_keys(&b.policy().program.job_order, &keys(b, x), &keys(b, y));
+                let oa = gpol_runtime::compare_keys(&a.policy().program.job_order, &keys(a, x), &keys(a, y));
+                let ob = gpol_runtime::compare_keys(&b.policy().program.job_order, &keys(b, x), &keys(b, y));
                 if oa == ob {
                     continue;
                 }
@@ -406,7 +406,7 @@ impl Probe<'_> {
                 tally.sample(Decision::QueueOrder, 1);
                 // The runtime's order: keys, then declaration order (a tie the declarations
                 // break the same way is no change).
-                let cmp = |s: &Scheduler, view: &gpol_runtime::scheduler::View<'_>, i: usize, j: usize| {
+                let cmp = |s: &Scheduler, view: &gpol_runtime::View<'_>, i: usize, j: usize| {
                     let (ki, kj) = (s.queue_order_keys(view, i), s.queue_order_keys(view, j));
                     s.queue_order_cmp((i, &ki), (j, &kj))
                 };

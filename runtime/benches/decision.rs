@@ -74,7 +74,7 @@ fn decision(c: &mut Criterion) {
             b.iter(|| {
                 n += 1;
                 let j = s.submit(job(format!("j{n}"), 2)).expect("valid");
-                let placed = gpol_runtime::scheduler::starts(&s.cycle());
+                let placed = gpol_runtime::starts(&s.cycle());
                 assert_eq!(placed, 1);
                 s.complete(j);
             })

@@ -83,7 +83,7 @@ fn gang(c: &mut Criterion) {
         b.iter(|| {
             n += 1;
             let j = s.submit(job(format!("g{n}"), 8, 8, 0.0)).expect("valid");
-            assert_eq!(gpol_runtime::scheduler::starts(&s.cycle()), 1);
+            assert_eq!(gpol_runtime::starts(&s.cycle()), 1);
             s.complete(j);
         })
     });
@@ -105,7 +105,7 @@ fn preemption(c: &mut Criterion) {
     c.bench_function("preemption/5000_nodes_20000_jobs/jit", |b| {
         b.iter(|| {
             let decision = s.decide(claimant);
-            assert!(matches!(decision, gpol_runtime::place::Decision::Wait(_)));
+            assert!(matches!(decision, gpol_runtime::Decision::Wait(_)));
             let eviction = s.victim_search(claimant).expect("victims");
             assert_eq!(eviction.victims.len(), 2);
         })

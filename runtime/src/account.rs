@@ -571,54 +571,54 @@ mod num {
         }
     }
 
-    pub mod one {
+    pub(super) mod one {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
             to(*x).serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
             from(Num::deserialize(d)?)
         }
     }
 
-    pub mod maybe {
+    pub(super) mod maybe {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
             x.map(to).serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
             Option::<Num>::deserialize(d)?.map(from).transpose()
         }
     }
 
-    pub mod list {
+    pub(super) mod list {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &[f64], s: S) -> Result<S::Ok, S::Error> {
             x.iter().map(|&v| to(v)).collect::<Vec<_>>().serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
             Vec::<Num>::deserialize(d)?.into_iter().map(from).collect()
         }
     }
 
-    pub mod tiers {
+    pub(super) mod tiers {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &Option<[f64; 4]>, s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &Option<[f64; 4]>, s: S) -> Result<S::Ok, S::Error> {
             x.map(|t| t.map(to)).serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[f64; 4]>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[f64; 4]>, D::Error> {
             let Some(t) = Option::<[Num; 4]>::deserialize(d)? else { return Ok(None) };
             let [a, b, c, e] = t;
             Ok(Some([from(a)?, from(b)?, from(c)?, from(e)?]))
         }
     }
 
-    pub mod victims {
+    pub(super) mod victims {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &[(String, String, f64)], s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &[(String, String, f64)], s: S) -> Result<S::Ok, S::Error> {
             x.iter().map(|(w, r, c)| (w, r, to(*c))).collect::<Vec<_>>().serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String, f64)>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String, f64)>, D::Error> {
             Vec::<(String, String, Num)>::deserialize(d)?.into_iter().map(|(w, r, c)| Ok((w, r, from(c)?))).collect()
         }
     }

@@ -39,7 +39,7 @@ pub fn water_fill(capacity: f64, demand: &[f64], weights: &[f64]) -> Vec<f64> {
 }
 
 /// Each queue's fair share, as a share of `total_milli` GPU (see the module).
-pub fn fair_shares(quotas: &Quotas, total_milli: i64) -> Vec<f64> {
+pub(crate) fn fair_shares(quotas: &Quotas, total_milli: i64) -> Vec<f64> {
     let queues = &quotas.queues;
     let gpu = |q: usize| (queues[q].get(&queues[q].quota.guarantee, Res::Gpu) as f64).max(0.0);
     let requested = |q: usize| (queues[q].load.running_gpu + queues[q].load.pending_gpu).max(0) as f64;

@@ -25,7 +25,7 @@ enum Assoc {
 }
 
 /// Every user's Fair Tree factor, by leaf queue and user.
-pub fn factors(quotas: &Quotas, now_ms: u64) -> HashMap<(QueueId, Sym), f64> {
+pub(crate) fn factors(quotas: &Quotas, now_ms: u64) -> HashMap<(QueueId, Sym), f64> {
     let tree = Tree::new(quotas, now_ms);
     let roots: Vec<Assoc> =
         (0..quotas.queues.len()).filter(|&q| quotas.queues[q].place.parent.is_none()).map(Assoc::Account).collect();

@@ -151,7 +151,7 @@ pub struct Holding {
 }
 
 /// Milliseconds from `at` to `now` (0 if `at` is later).
-pub fn since(now_ms: u64, at_ms: i64) -> u64 {
+pub(crate) fn since(now_ms: u64, at_ms: i64) -> u64 {
     u64::try_from(i64::try_from(now_ms).unwrap_or(i64::MAX).saturating_sub(at_ms)).unwrap_or(0)
 }
 

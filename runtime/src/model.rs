@@ -13,7 +13,7 @@ pub type DomainId = u32;
 
 /// Memory of a MIG instance, bytes: the GB its name gives, read as GiB (NVIDIA's
 /// `40gb` instance of an 80 GB card has about 40 GiB).
-pub fn mig_memory_bytes(profile: u8) -> u64 {
+pub(crate) fn mig_memory_bytes(profile: u8) -> u64 {
     gpol_compiler::mig::memory_gb(profile) << 30
 }
 

@@ -100,7 +100,7 @@ pub enum Block {
 /// and its decayed usage (changed as the clock moves).
 #[derive(Clone, Debug)]
 pub struct Queue {
-    pub place: Place,
+    pub place: Position,
     pub quota: Terms,
     pub load: Load,
     pub usage: Usage,
@@ -108,7 +108,7 @@ pub struct Queue {
 
 /// Where a queue sits in the tree and what the policy declares of it beyond amounts.
 #[derive(Clone, Debug)]
-pub struct Place {
+pub struct Position {
     pub name: String,
     pub name_sym: Sym,
     pub parent: Option<QueueId>,
@@ -218,12 +218,12 @@ fn billed(billing: &Billing, a: &Amounts) -> f64 {
 
 /// What a job would take from its queue with all its replicas, per resource (and of GPU
 /// model `model`, if it is known).
-pub fn demand(job: &Job, model: Option<Sym>) -> Amounts {
+pub(crate) fn demand(job: &Job, model: Option<Sym>) -> Amounts {
     replicas_demand(job, job.ask.replicas, model)
 }
 
 /// What `n` replicas of a job take, all on GPUs of `model` if given.
-pub fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
+pub(crate) fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
     let n = i64::from(n);
     let gpu = job.ask.request.milli() as i64 * n;
     let mut d = Amounts::new();
@@ -237,12 +237,12 @@ pub fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
 }
 
 /// GPU (milli) a job asks for, all its replicas: what it adds to its queue's request.
-pub fn requested_gpu(job: &Job) -> i64 {
+pub(crate) fn requested_gpu(job: &Job) -> i64 {
     job.ask.request.milli() as i64 * i64::from(job.ask.replicas)
 }
 
 /// What a placement takes: one replica on a GPU of each model listed.
-pub fn placement_demand(job: &Job, models: &[Sym]) -> Amounts {
+pub(crate) fn placement_demand(job: &Job, models: &[Sym]) -> Amounts {
     let mut d = replicas_demand(job, models.len() as u32, None);
     let milli = job.ask.request.milli() as i64;
     for &m in models {
@@ -290,7 +290,7 @@ impl Quotas {
                 written[0].retain(|r, _| !unset_guarantee.contains(r));
                 let windows = q.windows.iter().map(|w| (w.window, w.kind, convert(&w.amounts, syms))).collect();
                 Queue {
-                    place: Place {
+                    place: Position {
                         name: q.name.clone(),
                         name_sym,
                         parent: q.parent,

@@ -9,15 +9,15 @@ use gpol_compiler::schema::{CardRec, DomainRec, JobRec, List, NodeRec, Opt, Queu
 use gpol_compiler::spec::MILLI;
 use gpol_compiler::spec::Request;
 
-pub fn gpus(milli: u64) -> f64 {
+pub(crate) fn gpus(milli: u64) -> f64 {
     milli as f64 / f64::from(MILLI)
 }
 
-pub fn seconds(ms: u64) -> f64 {
+pub(crate) fn seconds(ms: u64) -> f64 {
     ms as f64 / 1000.0
 }
 
-pub fn card_rec(c: &Card, index: usize, node: &Node) -> CardRec {
+pub(crate) fn card_rec(c: &Card, index: usize, node: &Node) -> CardRec {
     CardRec {
         index: index as f64,
         model: node.model,
@@ -31,12 +31,12 @@ pub fn card_rec(c: &Card, index: usize, node: &Node) -> CardRec {
     }
 }
 
-pub fn node_cards(node: &Node) -> Vec<CardRec> {
+pub(crate) fn node_cards(node: &Node) -> Vec<CardRec> {
     node.cards.iter().enumerate().map(|(i, c)| card_rec(c, i, node)).collect()
 }
 
 /// A node's scalar fields (its card and label lists are kept by the `NodeTable`).
-pub fn node_rec(n: &Node) -> NodeRec<'static> {
+pub(crate) fn node_rec(n: &Node) -> NodeRec<'static> {
     let up = |x: f64| if n.up { x } else { 0.0 };
     NodeRec {
         name: n.name_sym,
@@ -59,11 +59,11 @@ pub fn node_rec(n: &Node) -> NodeRec<'static> {
 }
 
 /// A node's label values in the policy's slot order.
-pub fn label_slots(labels: &std::collections::HashMap<Sym, Sym>, keys: &[Sym]) -> Vec<Sym> {
+pub(crate) fn label_slots(labels: &std::collections::HashMap<Sym, Sym>, keys: &[Sym]) -> Vec<Sym> {
     keys.iter().map(|k| labels.get(k).copied().unwrap_or(Sym(0))).collect()
 }
 
-pub fn domain_rec(d: &Domain) -> DomainRec {
+pub(crate) fn domain_rec(d: &Domain) -> DomainRec {
     DomainRec {
         name: d.name,
         nodes: d.nodes.len() as f64,
@@ -75,7 +75,7 @@ pub fn domain_rec(d: &Domain) -> DomainRec {
 }
 
 /// A job's record; its lists borrow the job.
-pub fn job_rec<'a>(j: &'a Job, labels: &'a [Sym], now_ms: u64) -> JobRec<'a> {
+pub(crate) fn job_rec<'a>(j: &'a Job, labels: &'a [Sym], now_ms: u64) -> JobRec<'a> {
     let (whole, fraction, mig) = match j.ask.request {
         Request::Whole(k) => (f64::from(k), 0.0, None),
         Request::Fraction(m) => (0.0, gpus(u64::from(m)), None),
@@ -126,7 +126,7 @@ fn resources(a: &Amounts, unset: f64) -> Resources {
 /// What changes when `changes` (jobs admitted, +1, or evicted, -1) are counted: a
 /// queue's `allocated`, `borrowed` and dominant share. Only the queues above a changed
 /// leaf differ from their plain record.
-pub fn apply_after(
+pub(crate) fn apply_after(
     quotas: &Quotas,
     totals: &Amounts,
     q: QueueId,
@@ -162,7 +162,7 @@ pub fn apply_after(
 
 /// Every queue's record as of now (`_after` fields equal to the plain ones); `fair` is
 /// each queue's `fair_share`, empty when no rule reads it.
-pub fn queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64]) -> Vec<QueueRec> {
+pub(crate) fn queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64]) -> Vec<QueueRec> {
     let mut recs: Vec<QueueRec> = (0..quotas.queues.len()).map(|i| queue_shape(quotas, i)).collect();
     refresh_queue_recs(quotas, totals, fair, &mut recs);
     recs
@@ -195,7 +195,7 @@ fn queue_shape(quotas: &Quotas, i: QueueId) -> QueueRec {
 
 /// Brings the records' allocation, usage, shares and counts up to date (records of the
 /// same quota shape: [`Quotas::shape_version`]); `fair` as in [`queue_recs`].
-pub fn refresh_queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64], recs: &mut [QueueRec]) {
+pub(crate) fn refresh_queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64], recs: &mut [QueueRec]) {
     // Straight from the amounts, without building maps: this runs after every start.
     let res = [Res::Gpu, Res::Cpu, Res::Mem];
     let total = res.map(|r| totals.get(&r).copied().unwrap_or(0));

@@ -4,8 +4,8 @@
 mod support;
 
 use gpol_runtime::explain::{explain, state_text};
-use gpol_runtime::jobs::{Reason, State};
-use gpol_runtime::quota::{Block, Res};
+use gpol_runtime::{Block, Res};
+use gpol_runtime::{Reason, State};
 use support::{cards, h100, queued};
 
 #[test]

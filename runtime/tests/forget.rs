@@ -5,8 +5,8 @@
 mod support;
 
 use gpol_compiler::spec::JobSpec;
-use gpol_runtime::jobs::State;
-use gpol_runtime::scheduler::starts;
+use gpol_runtime::State;
+use gpol_runtime::starts;
 use gpol_runtime::{Event, Scheduler};
 use proptest::prelude::*;
 use support::h100;

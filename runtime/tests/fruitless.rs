@@ -4,7 +4,7 @@
 
 mod support;
 
-use gpol_runtime::place::Decision;
+use gpol_runtime::Decision;
 use gpol_runtime::{Event, Scheduler};
 use proptest::prelude::*;
 use support::h100;
@@ -123,7 +123,7 @@ fn settled(policy: &str, arrivals: &[Arrival], skip: bool) -> Result<(), String>
         let s = &mut stream.s;
         // Evictions may go on cycle after cycle (some of these policies let jobs evict
         // each other back and forth): only a settled state says anything.
-        if !(0..50).any(|_| gpol_runtime::scheduler::starts(&s.cycle()) == 0) {
+        if !(0..50).any(|_| gpol_runtime::starts(&s.cycle()) == 0) {
             s.advance(60_000).expect("the clock stays within its limit");
             continue;
         }

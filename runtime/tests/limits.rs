@@ -6,7 +6,7 @@ mod support;
 
 use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLOCK_MS, MAX_REPLICAS};
 use gpol_compiler::spec::{JobSpec, NodeSpec};
-use gpol_runtime::jobs::State;
+use gpol_runtime::State;
 use gpol_runtime::{ClockLimit, SubmitError};
 use support::{h100, queued};
 

@@ -7,10 +7,10 @@ mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult};
 use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request, Sharing};
+use gpol_runtime::Cluster;
 use gpol_runtime::Scheduler;
 use gpol_runtime::fit::{self, Ask};
 use gpol_runtime::frag::{self, TaskShape};
-use gpol_runtime::model::Cluster;
 use proptest::prelude::*;
 
 /// The growth is read back from a score: `0.5 − growth / SCALE`.
@@ -83,7 +83,7 @@ fn case() -> impl Strategy<Value = Case> {
 fn oracle(
     cluster: &Cluster,
     n: usize,
-    job: &gpol_runtime::jobs::Job,
+    job: &gpol_runtime::Job,
     chosen: &[(usize, Option<usize>)],
     shapes: &[TaskShape],
 ) -> f64 {
@@ -210,7 +210,7 @@ fn node_order_is_a_fixed_random_order_per_seed() {
         }
         let id = s.submit(job(Request::Whole(1), 0)).expect("submit");
         match s.decide(id) {
-            gpol_runtime::place::Decision::Place { replicas } => replicas[0],
+            gpol_runtime::Decision::Place { replicas } => replicas[0],
             other => panic!("placed nowhere: {other:?}"),
         }
     };

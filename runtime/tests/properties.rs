@@ -10,13 +10,13 @@ use gpol_compiler::schema::EnumKind;
 use gpol_compiler::spec::mig_milli;
 use gpol_compiler::spec::{JobSpec, MILLI, NodeSpec, Request, Sharing};
 use gpol_compiler::syntax::QuotaKind;
+use gpol_runtime::Decision;
+use gpol_runtime::Headroom;
 use gpol_runtime::Scheduler;
+use gpol_runtime::State;
+use gpol_runtime::Symbols;
 use gpol_runtime::fit::{self, Ask};
-use gpol_runtime::jobs::State;
-use gpol_runtime::model::Headroom;
-use gpol_runtime::place::Decision;
-use gpol_runtime::quota::{self, Quotas, Res};
-use gpol_runtime::symbols::Symbols;
+use gpol_runtime::{Amounts, Quotas, Res};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -299,7 +299,7 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
     for j in s.jobs().iter().filter(|j| j.life.state == State::Running) {
         let mut q = Some(j.ask.queue);
         while let Some(qi) = q {
-            gpu[qi] += quota::demand(j, None)[&Res::Gpu];
+            gpu[qi] += j.total_milli() as i64;
             q = s.quotas().queues[qi].place.parent;
         }
     }
@@ -467,7 +467,7 @@ proptest! {
         let mut b = a.clone();
         let (mut now, user) = (0u64, gpol_compiler::schema::Sym(1));
         for (gpus, dt, splits) in steps {
-            let amount = quota::Amounts::from([(Res::Gpu, gpus)]);
+            let amount = Amounts::from([(Res::Gpu, gpus)]);
             for q in [&mut a, &mut b] {
                 q.advance_usage(now);
                 q.charge(1, user, &amount, 1);

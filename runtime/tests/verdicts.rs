@@ -7,9 +7,9 @@ mod support;
 
 use gpol_compiler::engine::EngineKind;
 use gpol_compiler::spec::{JobSpec, NodeSpec, Request};
+use gpol_runtime::Decision;
+use gpol_runtime::NodeVerdict;
 use gpol_runtime::Scheduler;
-use gpol_runtime::place::Decision;
-use gpol_runtime::verdict::NodeVerdict;
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use support::compiled;
@@ -110,7 +110,7 @@ proptest! {
                 Decision::Wait(reason) => prop_assert_eq!(reason, closed.reason),
                 Decision::Reject(rule) => {
                     prop_assert!(closed.for_good);
-                    prop_assert_eq!(gpol_runtime::jobs::Reason::Rule(rule), closed.reason);
+                    prop_assert_eq!(gpol_runtime::Reason::Rule(rule), closed.reason);
                 }
                 Decision::Place { .. } => prop_assert!(false, "placed although the gate is closed: {closed:?}"),
             },

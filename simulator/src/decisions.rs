@@ -2,7 +2,7 @@
 //! or rejection, with job, node and rule names, as `gpolc sim --decisions` writes them
 //! (JSON Lines) and as the Slurm adapter's tests compare them with what Slurm did.
 
-use gpol_runtime::scheduler::{Event, Scheduler};
+use gpol_runtime::{Event, Scheduler};
 use serde::{Deserialize, Serialize};
 
 /// One decision of the scheduler.

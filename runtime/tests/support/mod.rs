@@ -68,7 +68,7 @@ impl Stream {
             let job = self.s.job(j);
             let end =
                 job.life.started_ms.saturating_add(i64::try_from(job.ask.duration_ms.unwrap_or(0)).unwrap_or(i64::MAX));
-            if job.life.state == gpol_runtime::jobs::State::Running
+            if job.life.state == gpol_runtime::State::Running
                 && end <= i64::try_from(now).unwrap_or(i64::MAX)
                 && self.s.complete(j)
             {
