@@ -100,7 +100,7 @@ pub fn search(policy: &hir::Policy) -> Found {
 }
 
 /// [`search`] on a policy already lowered (`program`), as the pipeline carries it.
-pub fn search_lowered(policy: Arc<hir::Policy>, program: Arc<Program>) -> Found {
+pub(crate) fn search_lowered(policy: Arc<hir::Policy>, program: Arc<Program>) -> Found {
     let Ok(compiled) = compile_lowered(Arc::clone(&policy), program, EngineKind::Interp) else {
         return Found::Nothing { scenarios: 0, sized: 0 };
     };

@@ -15,7 +15,7 @@ use gpol_compiler::ir::RuleId;
 use gpol_compiler::spec::Request;
 use std::fmt::Write;
 
-pub fn request_text(s: &Scheduler, job: JobId) -> String {
+pub(crate) fn request_text(s: &Scheduler, job: JobId) -> String {
     let j = &s.world.jobs()[job];
     let r = match j.ask.request {
         Request::Whole(k) => format!("{k} whole card{}", if k == 1 { "" } else { "s" }),
@@ -31,7 +31,7 @@ pub fn request_text(s: &Scheduler, job: JobId) -> String {
 }
 
 /// A quota block in words, with its numbers.
-pub fn block_text(s: &Scheduler, block: Block) -> String {
+pub(crate) fn block_text(s: &Scheduler, block: Block) -> String {
     let queue = |q: usize| &s.world.quotas().queues[q].place.name;
     match block {
         Block::Limit { queue: q, res, limit, allocated, needs } => format!(
@@ -61,7 +61,7 @@ pub fn block_text(s: &Scheduler, block: Block) -> String {
 }
 
 /// Why a job can never run, in words.
-pub fn unschedulable_text(s: &Scheduler, job: JobId, why: Unschedulable) -> String {
+pub(crate) fn unschedulable_text(s: &Scheduler, job: JobId, why: Unschedulable) -> String {
     match why {
         Unschedulable::NoNode => {
             format!("no node could hold one replica ({}) even if it were empty", request_text(s, job))
@@ -85,7 +85,7 @@ pub fn reason_detail(s: &Scheduler, job: JobId, reason: &Reason) -> Option<Strin
 }
 
 /// A rule by name, with its reason string when it has one: `gpu_only (GPU jobs only)`.
-pub fn rule_text(program: &gpol_compiler::ir::Program, rule: RuleId) -> String {
+pub(crate) fn rule_text(program: &gpol_compiler::ir::Program, rule: RuleId) -> String {
     let r = match rule {
         RuleId::Admit(i) => program.admit.get(usize::from(i)),
         RuleId::Filter(i) => program.filters.get(usize::from(i)),

@@ -84,7 +84,7 @@ pub fn candidates(node: &Node, job: &Job) -> Vec<(usize, Option<usize>)> {
 
 /// The cards (each once) that could take one replica of `ask`, or of a whole-card ask
 /// one of its cards; nothing when the host cannot. Allocation-free.
-pub fn usable_cards<'n>(node: &'n Node, ask: &'n Ask) -> impl Iterator<Item = usize> + 'n {
+pub(crate) fn usable_cards<'n>(node: &'n Node, ask: &'n Ask) -> impl Iterator<Item = usize> + 'n {
     let host = host_fits(node, ask);
     node.cards.iter().enumerate().filter_map(move |(i, c)| {
         let takes = host
@@ -122,7 +122,7 @@ pub fn capacity_when_empty(node: &Node, job: &Job) -> u32 {
 }
 
 /// Whether one replica would fit on the node if the node were empty.
-pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
+pub(crate) fn could_ever_fit(node: &Node, job: &Job) -> bool {
     let card_ok = |c: &crate::model::Card| c.mem >= job.ask.gpu_mem;
     node.cpu_milli >= job.ask.cpu_milli
         && node.mem >= job.ask.mem
@@ -190,7 +190,7 @@ pub fn fits(node: &Node, job: &Job) -> bool {
 }
 
 /// How many replicas of the job the node can hold at once (0 when it is out of service).
-pub fn capacity(node: &Node, job: &Job) -> u32 {
+pub(crate) fn capacity(node: &Node, job: &Job) -> u32 {
     let job = &Ask::of(job);
     if !node.up {
         return 0;
@@ -256,7 +256,7 @@ pub fn choose(node: &Node, job: &Job, score: Option<&dyn Fn(usize) -> f64>) -> O
 
 /// Whether `chosen` is a valid choice of cards for one replica on the node: as many as it
 /// needs, distinct, each one it could use now.
-pub fn valid_choice(node: &Node, job: &Job, chosen: &[(usize, Option<usize>)]) -> bool {
+pub(crate) fn valid_choice(node: &Node, job: &Job, chosen: &[(usize, Option<usize>)]) -> bool {
     let need = match job.ask.request {
         Request::Whole(k) => k as usize,
         Request::None => 0,
@@ -270,7 +270,7 @@ pub fn valid_choice(node: &Node, job: &Job, chosen: &[(usize, Option<usize>)]) -
 }
 
 /// The slot one replica takes on the chosen cards.
-pub fn slot(node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
+pub(crate) fn slot(node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
     let mut slot = Slot { node, cards: Vec::new(), instance: None };
     for &(ci, ii) in chosen {
         match (job.ask.request, ii) {
@@ -290,14 +290,9 @@ pub fn bind(cluster: &mut Cluster, node: NodeId, job: &Job, chosen: &[(usize, Op
     slot
 }
 
-/// Releases what a replica held.
-pub fn release(cluster: &mut Cluster, job: &Job, slot: &Slot) {
-    apply(cluster, job, slot, false);
-}
-
-/// Takes (`take`) or gives back what a slot holds: exact inverses, so a release followed
-/// by a bind of the same slot restores the node bit for bit.
-pub fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
+/// Takes (`take`) or gives back what a slot holds: exact inverses, so giving a slot back
+/// and binding it again restores the node bit for bit.
+pub(crate) fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
     cluster.add_to_domains(slot.node, -1);
     let n = &mut cluster.nodes[slot.node];
     let whole = match job.ask.request {

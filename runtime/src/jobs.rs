@@ -162,7 +162,7 @@ impl Job {
     }
 
     /// When the running job last saved its work, as of `now_ms`.
-    pub fn last_checkpoint_ms(&self, now_ms: u64) -> i64 {
+    pub(crate) fn last_checkpoint_ms(&self, now_ms: u64) -> i64 {
         let life = &self.life;
         match life.checkpoint_every_ms {
             Some(every) if every > 0 => {
@@ -176,7 +176,7 @@ impl Job {
 
     /// Work since the running job started that a stop now would keep (up to its last
     /// checkpoint), and work it would lose, in ms.
-    pub fn progress_ms(&self, now_ms: u64) -> (u64, u64) {
+    pub(crate) fn progress_ms(&self, now_ms: u64) -> (u64, u64) {
         let checkpoint = self.last_checkpoint_ms(now_ms);
         let kept = u64::try_from(checkpoint.saturating_sub(self.life.started_ms)).unwrap_or(0);
         (kept, since(now_ms, checkpoint.max(self.life.started_ms)))
@@ -186,7 +186,7 @@ impl Job {
         matches!(self.life.state, State::Pending(_))
     }
 
-    pub fn shape(&self) -> Shape {
+    pub(crate) fn shape(&self) -> Shape {
         let a = &self.ask;
         let mut models = a.models.clone();
         models.sort();

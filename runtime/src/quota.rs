@@ -41,7 +41,7 @@ pub enum Res {
 
 impl Res {
     /// An amount of the resource in its unit (cards, cores, GiB), as messages show it.
-    pub fn show(self, v: i64) -> String {
+    pub(crate) fn show(self, v: i64) -> String {
         match self {
             _ if v == i64::MAX => "∞".into(),
             Res::Mem => format!("{:.1}GiB", v as f64 / (1u64 << 30) as f64),
@@ -49,7 +49,7 @@ impl Res {
         }
     }
 
-    pub fn name(self, syms: &Symbols) -> String {
+    pub(crate) fn name(self, syms: &Symbols) -> String {
         match self {
             Res::Gpu => "gpu".into(),
             Res::Cpu => "cpu".into(),
@@ -349,7 +349,7 @@ impl Quotas {
 
     /// Puts in force the amounts of `minute` of the local week (0 is Monday 00:00), if
     /// that is another phase of the week than the amounts in force; whether it was.
-    pub fn set_minute_of_week(&mut self, minute: u16) -> bool {
+    pub(crate) fn set_minute_of_week(&mut self, minute: u16) -> bool {
         if self.edges.is_empty() {
             return false;
         }
@@ -366,7 +366,7 @@ impl Quotas {
     }
 
     /// Minutes of the local week where some window opens or closes (empty: none).
-    pub fn window_edges(&self) -> &[u16] {
+    pub(crate) fn window_edges(&self) -> &[u16] {
         &self.edges
     }
 
@@ -450,7 +450,7 @@ impl Quotas {
 
     /// Changes one amount of a queue's quota (`None` unsets it), as an operator editing
     /// quotas at run time would. Running jobs are not affected.
-    pub fn set(&mut self, q: QueueId, kind: QuotaKind, r: Res, value: Option<i64>) {
+    pub(crate) fn set(&mut self, q: QueueId, kind: QuotaKind, r: Res, value: Option<i64>) {
         self.version += 1;
         let Some(node) = self.queues.get_mut(q) else { return };
         let i = QuotaKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
@@ -464,7 +464,7 @@ impl Quotas {
 
     /// Sets the cluster's capacity (of the nodes in service), which a root's unset
     /// guarantee stands for.
-    pub fn set_capacity(&mut self, capacity: Amounts) {
+    pub(crate) fn set_capacity(&mut self, capacity: Amounts) {
         if capacity != self.capacity {
             self.capacity = capacity;
             self.version += 1;
@@ -475,18 +475,18 @@ impl Quotas {
     /// What queue `q`'s cohort can lend of `r`: its parent's pool (a root's own), the
     /// members' guarantees up to their lend limits plus the parent's own guarantee beyond
     /// its children's — Kueue's lendable capacity. 0 for a resource the tree does not govern.
-    pub fn lendable(&self, q: QueueId, r: Res) -> i64 {
+    pub(crate) fn lendable(&self, q: QueueId, r: Res) -> i64 {
         let pool = self.queues[q].place.parent.unwrap_or(q);
         self.queues[pool].get(&self.queues[pool].quota.subtree, r)
     }
 
     /// The resources the tree governs (some queue guarantees them).
-    pub fn governed(&self) -> impl Iterator<Item = Res> + '_ {
+    pub(crate) fn governed(&self) -> impl Iterator<Item = Res> + '_ {
         self.constrained.iter().copied()
     }
 
     /// Whether the GPU model a job lands on can change its quota check.
-    pub fn limits_models(&self) -> bool {
+    pub(crate) fn limits_models(&self) -> bool {
         self.by_model
     }
 
@@ -497,12 +497,12 @@ impl Quotas {
 
     /// The queues from `leaf` up to, not including, `stop` (all of them if `stop` is not
     /// an ancestor).
-    pub fn path_below(&self, leaf: QueueId, stop: Option<QueueId>) -> Vec<QueueId> {
+    pub(crate) fn path_below(&self, leaf: QueueId, stop: Option<QueueId>) -> Vec<QueueId> {
         self.path(leaf).take_while(|&q| Some(q) != stop).collect()
     }
 
     /// The lowest queue that is an ancestor of both (or either itself).
-    pub fn common_ancestor(&self, a: QueueId, b: QueueId) -> Option<QueueId> {
+    pub(crate) fn common_ancestor(&self, a: QueueId, b: QueueId) -> Option<QueueId> {
         let above_a: Vec<QueueId> = self.path(a).collect();
         self.path(b).find(|q| above_a.contains(q))
     }
@@ -527,7 +527,7 @@ impl Quotas {
     }
 
     /// How much more of `r` queue `q` can take from the tree.
-    pub fn available(&self, q: QueueId, r: Res) -> i64 {
+    pub(crate) fn available(&self, q: QueueId, r: Res) -> i64 {
         if !self.constrained.contains(&r) {
             return i64::MAX;
         }
@@ -549,7 +549,7 @@ impl Quotas {
 
     /// Whether `demand` can be admitted into leaf `q` for `user`; the error names the
     /// queue, the resource and the cap that would be crossed.
-    pub fn admissible(&self, q: QueueId, user: Sym, demand: &Amounts) -> Result<(), Block> {
+    pub(crate) fn admissible(&self, q: QueueId, user: Sym, demand: &Amounts) -> Result<(), Block> {
         for (&r, &amount) in demand.iter().filter(|(_, a)| **a > 0) {
             for p in self.path(q) {
                 let node = &self.queues[p];
@@ -576,7 +576,7 @@ impl Quotas {
 
     /// The room left under the cap behind `block` (for `user`): a demand it turned away
     /// can only pass once this grows.
-    pub fn room(&self, block: Block, user: Sym) -> i64 {
+    pub(crate) fn room(&self, block: Block, user: Sym) -> i64 {
         match block {
             Block::Limit { queue, res, .. } => {
                 let node = &self.queues[queue];
@@ -612,7 +612,7 @@ impl Quotas {
 
     /// Counts jobs that begin (1) or stop (-1) waiting or running in leaf `q`; each asks
     /// for `gpu_milli` in all (what waiting and running jobs ask for is counted too).
-    pub fn count(&mut self, q: QueueId, pending: i32, running: i32, gpu_milli: i64) {
+    pub(crate) fn count(&mut self, q: QueueId, pending: i32, running: i32, gpu_milli: i64) {
         self.for_path(q, |node| {
             let load = &mut node.load;
             load.pending = load.pending.saturating_add_signed(pending);
@@ -636,7 +636,7 @@ impl Quotas {
     /// Brings decayed usage up to `now`: exact for the constant allocation since the last
     /// update, so it does not depend on how often this is called.
     /// Changes with every change to the tree's amounts, counts or usage.
-    pub fn version(&self) -> u64 {
+    pub(crate) fn version(&self) -> u64 {
         self.version
     }
 
@@ -662,7 +662,7 @@ impl Quotas {
 
     /// Records that `user` has jobs in leaf `q`, so Fair Tree counts it; whether it is new
     /// there.
-    pub fn join_user(&mut self, q: QueueId, user: Sym) -> bool {
+    pub(crate) fn join_user(&mut self, q: QueueId, user: Sym) -> bool {
         let clock = self.clock_ms;
         let Some(queue) = self.queues.get_mut(q) else { return false };
         let new = !queue.usage.users.contains_key(&user);
@@ -674,7 +674,7 @@ impl Quotas {
     }
 
     /// Sets queue `q`'s usage as of the last `advance_usage`.
-    pub fn set_usage(&mut self, q: QueueId, value: f64) {
+    pub(crate) fn set_usage(&mut self, q: QueueId, value: f64) {
         self.version += 1;
         if let Some(queue) = self.queues.get_mut(q) {
             queue.usage.value = value;
@@ -682,7 +682,7 @@ impl Quotas {
     }
 
     /// Sets `user`'s usage in leaf `q` as of the last `advance_usage` (it must have joined).
-    pub fn set_user_usage(&mut self, q: QueueId, user: Sym, value: f64) {
+    pub(crate) fn set_user_usage(&mut self, q: QueueId, user: Sym, value: f64) {
         self.version += 1;
         let at_ms = self.clock_ms;
         if let Some(u) = self.queues.get_mut(q).and_then(|queue| queue.usage.users.get_mut(&user)) {
@@ -691,7 +691,7 @@ impl Quotas {
     }
 
     /// The decayed usage of `user` in leaf `q` at `now_ms` (0 for a user it never had).
-    pub fn user_usage(&self, q: QueueId, user: Sym, now_ms: u64) -> f64 {
+    pub(crate) fn user_usage(&self, q: QueueId, user: Sym, now_ms: u64) -> f64 {
         let queue = &self.queues[q];
         let Some(u) = queue.usage.users.get(&user) else { return 0.0 };
         let held = queue.load.users.get(&user).map_or(0.0, |a| billed(&self.billing, a));
@@ -699,7 +699,7 @@ impl Quotas {
     }
 
     /// The users of leaf `q` with their usage at `now_ms`, in a fixed order (by symbol).
-    pub fn users_of(&self, q: QueueId, now_ms: u64) -> Vec<(Sym, f64)> {
+    pub(crate) fn users_of(&self, q: QueueId, now_ms: u64) -> Vec<(Sym, f64)> {
         let mut users: Vec<(Sym, f64)> =
             self.queues[q].usage.users.keys().map(|&u| (u, self.user_usage(q, u, now_ms))).collect();
         users.sort_unstable_by_key(|(u, _)| *u);

@@ -156,7 +156,7 @@ impl Scheduler {
 
     /// The cards (and MIG instances) one replica of the job takes on `node`: by the
     /// policy's `card_score` rules, else by best fit; `None` when it does not fit.
-    pub fn cards_for(&self, job: JobId, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {
+    pub(crate) fn cards_for(&self, job: JobId, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {
         self.choose_cards(job, node)
     }
 }

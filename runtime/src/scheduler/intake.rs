@@ -144,7 +144,7 @@ impl Scheduler {
     /// [`Scheduler::submit`] for a job that was submitted `waited_ms` before now, as an
     /// adapter finds it (a pod created a while ago): `job.submitted` and `job.waiting`
     /// count from then (before the clock's start, `submitted` is negative).
-    pub fn submit_waited(&mut self, spec: JobSpec, waited_ms: u64) -> Result<JobId, SubmitError> {
+    pub(crate) fn submit_waited(&mut self, spec: JobSpec, waited_ms: u64) -> Result<JobId, SubmitError> {
         let since = self.now().saturating_sub(i64::try_from(waited_ms).unwrap_or(i64::MAX));
         if let Some(over) = spec.over_limit() {
             return Err(SubmitError::TooLarge { job: spec.name.clone(), over });
@@ -183,7 +183,7 @@ impl Scheduler {
     /// Places a one-replica job directly on `node` on the given cards (and MIG instances),
     /// as an adapter found it running: the cards must be free for it, else an error and
     /// nothing changes.
-    pub fn start_on_cards(
+    pub(crate) fn start_on_cards(
         &mut self,
         job: JobId,
         node: NodeId,

@@ -345,11 +345,11 @@ impl Scheduler {
     }
 
     /// Capacity of the nodes in service, per resource.
-    pub fn totals(&self) -> Amounts {
+    pub(crate) fn totals(&self) -> Amounts {
         self.world.totals()
     }
 
-    pub fn cluster_rec(&self) -> ClusterRec<'_> {
+    pub(crate) fn cluster_rec(&self) -> ClusterRec<'_> {
         let res = |c: crate::model::Capacity| gpol_compiler::schema::Resources {
             gpu: records::gpus(c.gpu_milli),
             cpu: c.cpu_milli as f64 / 1000.0,
@@ -369,7 +369,7 @@ impl Scheduler {
 
     /// What rules see of the cluster and the queues now. `changes` are jobs to count as
     /// admitted (+1) or evicted (-1) in the queues' `share_after`.
-    pub fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View<'_> {
+    pub(crate) fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View<'_> {
         let totals = self.totals();
         let key = QueueRecsKey {
             version: self.world.quotas().version(),
@@ -456,13 +456,13 @@ impl Scheduler {
 
     /// Keeps every user's usage from now on, whatever rules read: a test's expectations
     /// may read `job.user_usage` and `job.fair_tree`. Call before jobs are submitted.
-    pub fn track_users(&mut self) {
+    pub(crate) fn track_users(&mut self) {
         self.world.track_users();
     }
 
     /// The job's record with every field filled in, even those no rule reads (the user's
     /// usage and Fair Tree factor): for tests' expectations and explanations.
-    pub fn job_rec_in_full(&self, job: JobId) -> JobRec<'_> {
+    pub(crate) fn job_rec_in_full(&self, job: JobId) -> JobRec<'_> {
         let j = &self.world.jobs()[job];
         let mut rec = self.job_rec(job);
         rec.user_usage = self.world.quotas().user_usage(j.ask.queue, j.ask.user, self.world.now_ms());
@@ -471,7 +471,7 @@ impl Scheduler {
     }
 
     /// Slurm Fair Tree's factor of `user` in leaf `queue` (0 for a user it does not know).
-    pub fn fair_tree_factor(&self, queue: QueueId, user: Sym) -> f64 {
+    pub(crate) fn fair_tree_factor(&self, queue: QueueId, user: Sym) -> f64 {
         let key = (self.world.quotas().version(), self.world.now_ms());
         let compute = || crate::fair_tree::factors(self.world.quotas(), self.world.now_ms());
         self.caches.fair_tree_factor(key, compute, queue, user)

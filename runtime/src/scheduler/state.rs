@@ -184,7 +184,7 @@ impl Scheduler {
 
     /// Sets past usage as of now: queue `q`'s, or with `user`, that user's in leaf `q`
     /// (a test's `usage` step; an adapter restoring history).
-    pub fn set_usage(&mut self, q: QueueId, user: Option<&str>, amount: f64) {
+    pub(crate) fn set_usage(&mut self, q: QueueId, user: Option<&str>, amount: f64) {
         self.world.set_usage(q, user, amount);
         self.touch();
     }
