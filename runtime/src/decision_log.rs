@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 /// The longest line read back (an account of a job on 10,000 nodes is about 2 MB).
-pub(crate) const MAX_LINE_BYTES: u64 = 64 << 20;
+pub const MAX_LINE_BYTES: u64 = 64 << 20;
 
 /// One decision.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

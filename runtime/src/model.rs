@@ -78,9 +78,9 @@ pub struct Node {
     pub domains: [DomainId; MAX_LEVELS],
     /// False after a failure or drain: no new placements.
     pub up: bool,
-    /// What is free on the cards, summed up (kept by [`Cluster::refresh`]).
+    /// What is free on the cards, summed up (kept by the cluster at every change).
     pub free: CardsFree,
-    /// How many times [`Cluster::refresh`] has seen the node change: whoever keeps
+    /// How many times the cluster has seen the node change: whoever keeps
     /// something worked out from it knows when to work it out again.
     pub changes: u64,
 }
@@ -199,7 +199,7 @@ pub struct Cluster {
     /// the domains.
     pub capacity: Capacity,
     pub free: Capacity,
-    /// Each node's headroom, by node id (kept by [`Cluster::refresh`]).
+    /// Each node's headroom, by node id (kept by the cluster at every change).
     pub headroom: Vec<Headroom>,
     /// The nodes in service by how many whole cards they have free, so a request for
     /// `k` cards need not look at nodes with fewer (kept by [`Cluster::refresh`]).

@@ -255,7 +255,7 @@ struct Decisions {
 
 /// Turns are recorded as they are decided while a test's pending jobs times its nodes
 /// stay under this; beyond it a failure shows the trace as of the failed expectation.
-pub(crate) const TRACED_WORK: usize = 100_000;
+pub const TRACED_WORK: usize = 100_000;
 
 impl Decisions {
     /// Runs a cycle, keeping the trace of every job it starts; what it decided, and the
