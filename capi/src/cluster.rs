@@ -6,10 +6,11 @@ use crate::error::{Failure, reserve};
 use crate::types::{GpolAdmit, GpolNodeResult, GpolReason, GpolVerdict};
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::ir::RuleId;
-use gpol_runtime::jobs::{JobId, Reason};
-use gpol_runtime::model::NodeId;
-use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{Asked, Found, History, JobSpec, NodeSpec, Scheduler, StartError, WallClock};
+use gpol_compiler::spec::{History, JobSpec, NodeSpec};
+use gpol_runtime::NodeId;
+use gpol_runtime::NodeVerdict;
+use gpol_runtime::{Asked, Found, Scheduler, StartError, WallClock};
+use gpol_runtime::{JobId, Reason};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
@@ -169,7 +170,7 @@ impl Inner {
         }
         let id = self.s.start_found(job, 0, Found::Nodes(&ids), history).map_err(|e| match e {
             StartError::Submit(e) => Failure::refused(e.to_string()).at("job"),
-            StartError::DoesNotFit(why) => Failure::refused(why),
+            StartError::DoesNotFit(why) => Failure::refused(why.to_string()),
         })?;
         self.running.insert(id);
         Ok(id)

@@ -23,7 +23,7 @@ use crate::types::{
 use gpol_compiler::limits::{CLUSTER_BYTES_PER_STRING, MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE, MAX_CLUSTER_TEXT_BYTES};
 use gpol_compiler::schema::{EnumKind, MIG_PROFILES};
 use gpol_compiler::spec::domains_at;
-use gpol_runtime::{History, JobSpec, NodeSpec, Request, Sharing};
+use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request, Sharing};
 use std::ffi::c_char;
 
 /// How many bytes the string at `p` has before its NUL, or `None` for NULL: read up to

@@ -128,7 +128,7 @@ unsafe fn peek<'a, T>(p: *const T) -> Option<&'a T> {
 
 /// # Safety
 /// `p` is NULL or points to a `GpolJob` whose pointers are as `convert` says.
-unsafe fn job_arg(p: *const GpolJob) -> Result<gpol_runtime::JobSpec, Failure> {
+unsafe fn job_arg(p: *const GpolJob) -> Result<gpol_compiler::spec::JobSpec, Failure> {
     // SAFETY: the caller's promise is `slice`'s for one record.
     let job = unsafe { convert::slice(p, 1, 1) }.map_err(|e| e.at("job"))?;
     // SAFETY: the record's pointers are as `convert` requires, by the caller's promise.

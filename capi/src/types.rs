@@ -401,7 +401,7 @@ const _: () = {
 impl GpolNode {
     /// A node with gpol's defaults (`NodeSpec::default()`), its name NULL.
     pub fn defaults() -> GpolNode {
-        let spec = gpol_runtime::NodeSpec::default();
+        let spec = gpol_compiler::spec::NodeSpec::default();
         GpolNode {
             name: std::ptr::null(),
             model: std::ptr::null(),
@@ -427,7 +427,7 @@ impl GpolNode {
 impl GpolJob {
     /// A job with gpol's defaults (`JobSpec::default()`), its name NULL.
     pub fn defaults() -> GpolJob {
-        let spec = gpol_runtime::JobSpec::default();
+        let spec = gpol_compiler::spec::JobSpec::default();
         GpolJob {
             name: std::ptr::null(),
             queue: std::ptr::null(),

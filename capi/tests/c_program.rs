@@ -19,9 +19,10 @@ use gpol_compiler::ir::RuleId;
 use gpol_compiler::load::Checked;
 use gpol_compiler::schema::EnumKind;
 use gpol_compiler::spec::domains_at;
-use gpol_runtime::jobs::Reason;
-use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{Found, History, JobSpec, NodeSpec, Request, Scheduler, Sharing};
+use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request, Sharing};
+use gpol_runtime::NodeVerdict;
+use gpol_runtime::Reason;
+use gpol_runtime::{Found, Scheduler};
 use std::fmt::Write;
 use support::{Rng, c_str};
 

@@ -5,7 +5,7 @@
 
 use crate::renames::Renames;
 use gpol_runtime::Event;
-use gpol_runtime::jobs::State;
+use gpol_runtime::State;
 use gpol_runtime::scenario::Played;
 use std::collections::BTreeSet;
 
@@ -65,7 +65,7 @@ impl Outcome {
             let state = match s.state(id) {
                 State::Running => {
                     let mut nodes: Vec<String> =
-                        job.slots.iter().map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
+                        job.holding.slots.iter().map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
                     nodes.sort();
                     JobOutcome::Running { nodes }
                 }
@@ -75,15 +75,15 @@ impl Outcome {
                 State::Rejected(r) => JobOutcome::Rejected { rule: program.rule_name(r) },
                 _ => JobOutcome::Finished,
             };
-            jobs.push((job.name.clone(), state));
+            jobs.push((job.ask.name.clone(), state));
         }
         let mut evictions: Vec<Eviction> = played
             .events
             .iter()
             .filter_map(|e| match e {
                 Event::Evicted { job, by, rule, .. } | Event::Shrunk { job, by, rule, .. } => Some(Eviction {
-                    victim: s.job(*job).name.clone(),
-                    claimant: s.job(*by).name.clone(),
+                    victim: s.job(*job).ask.name.clone(),
+                    claimant: s.job(*by).ask.name.clone(),
                     rule: program.rule_name(*rule),
                 }),
                 _ => None,

@@ -15,10 +15,10 @@ use crate::world::{Invalid, World};
 use gpol_compiler::engine::{MAX_TIERS, NodeResult};
 use gpol_compiler::interp::{self, Roots};
 use gpol_compiler::ir::RuleId;
+use gpol_runtime::Decision as Placement;
 use gpol_runtime::Scheduler;
-use gpol_runtime::jobs::{JobId, Reason, State};
-use gpol_runtime::place::Decision as Placement;
 use gpol_runtime::preempt::Verdict;
+use gpol_runtime::{JobId, Reason, State};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
@@ -142,8 +142,8 @@ impl Probe<'_> {
         let pending: Vec<JobId> =
             a.jobs().with_ids().filter(|(id, _)| matches!(a.state(*id), State::Pending(_))).map(|(id, _)| id).collect();
         for &id in &pending {
-            let name = a.job(id).name.clone();
-            if b.jobs().get(id).is_none_or(|j| j.name != name) {
+            let name = a.job(id).ask.name.clone();
+            if b.jobs().get(id).is_none_or(|j| j.ask.name != name) {
                 continue;
             }
             let (da, db) = (a.decide(id), b.decide(id));
@@ -207,7 +207,7 @@ impl Probe<'_> {
                 continue;
             }
             self.nodes(a, b, id, &name, tally, found);
-            if a.job(id).replicas > 1 && self.want(Decision::Gang) {
+            if a.job(id).ask.replicas > 1 && self.want(Decision::Gang) {
                 tally.sample(Decision::Gang, 1);
                 if let (Placement::Place { replicas: pa }, Placement::Place { replicas: pb }) = (&da, &db)
                     && names(a, pa) != names(b, pb)
@@ -257,7 +257,7 @@ impl Probe<'_> {
             }
         }
         // A gang's nodes are chosen as a placement (its own decision, below), not one by one.
-        if !self.want(Decision::Ranking) || a.job(id).replicas > 1 {
+        if !self.want(Decision::Ranking) || a.job(id).ask.replicas > 1 {
             return;
         }
         let job = a.job(id);
@@ -267,7 +267,7 @@ impl Probe<'_> {
                 na[i].feasible
                     && nb[i].feasible
                     && node.up
-                    && (job.models.is_empty() || job.models.contains(&node.model))
+                    && (job.ask.models.is_empty() || job.ask.models.contains(&node.model))
                     && gpol_runtime::fit::fits(node, job)
             })
             .collect();
@@ -275,8 +275,8 @@ impl Probe<'_> {
         for (k, &x) in open.iter().enumerate() {
             for &y in &open[k + 1..] {
                 tally.sample(Decision::Ranking, 1);
-                let oa = gpol_runtime::gang::rank(&na[x], &na[y], ta);
-                let ob = gpol_runtime::gang::rank(&nb[x], &nb[y], tb);
+                let oa = gpol_runtime::rank(&na[x], &na[y], ta);
+                let ob = gpol_runtime::rank(&nb[x], &nb[y], tb);
                 if oa == ob {
                     continue;
                 }
@@ -319,13 +319,13 @@ impl Probe<'_> {
                 if ea.is_empty() != eb.is_empty() {
                     let dir = if eb.is_empty() { Direction::Less } else { Direction::More };
                     // Where the victim runs: with only those nodes, the claimant needs it gone.
-                    let slots = &a.job(*victim).slots;
+                    let slots = &a.job(*victim).holding.slots;
                     let mut nodes: Vec<String> = slots.iter().map(|s| a.cluster().nodes[s.node].name.clone()).collect();
                     nodes.dedup();
                     found.push(Finding {
                         decision: Decision::VictimEligibility,
                         direction: dir,
-                        jobs: vec![name.to_string(), a.job(*victim).name.clone()],
+                        jobs: vec![name.to_string(), a.job(*victim).ask.name.clone()],
                         nodes,
                         old_rules: ea,
                         new_rules: eb,
@@ -336,7 +336,7 @@ impl Probe<'_> {
         if self.want(Decision::VictimSet) {
             tally.sample(Decision::VictimSet, 1);
             let set = |s: &Scheduler, e: &Option<gpol_runtime::preempt::Eviction>| -> BTreeSet<String> {
-                e.iter().flat_map(|e| e.victims.iter().map(|v| s.job(v.job).name.clone())).collect()
+                e.iter().flat_map(|e| e.victims.iter().map(|v| s.job(v.job).ask.name.clone())).collect()
             };
             let (sa, sb) = (set(a, &va.eviction), set(b, &vb.eviction));
             if sa != sb {
@@ -357,12 +357,12 @@ impl Probe<'_> {
         };
         for (k, &x) in pending.iter().enumerate() {
             for &y in &pending[k + 1..] {
-                if a.job(x).queue != a.job(y).queue {
+                if a.job(x).ask.queue != a.job(y).ask.queue {
                     continue;
                 }
                 tally.sample(Decision::JobOrder, 1);
-                let oa = gpol_runtime::scheduler::compare_keys(&a.policy().program.job_order, &keys(a, x), &keys(a, y));
-                let ob = gpol_runtime::scheduler::compare_keys(&b.policy().program.job_order, &keys(b, x), &keys(b, y));
+                let oa = gpol_runtime::compare_keys(&a.policy().program.job_order, &keys(a, x), &keys(a, y));
+                let ob = gpol_runtime::compare_keys(&b.policy().program.job_order, &keys(b, x), &keys(b, y));
                 if oa == ob {
                     continue;
                 }
@@ -371,7 +371,7 @@ impl Probe<'_> {
                     (_, Ordering::Less) | (Ordering::Greater, Ordering::Equal) => (x, y),
                     _ => (y, x),
                 };
-                let jobs = vec![a.job(first).name.clone(), a.job(second).name.clone()];
+                let jobs = vec![a.job(first).ask.name.clone(), a.job(second).ask.name.clone()];
                 found.push(self.finding(Decision::JobOrder, Direction::Changed, jobs, vec![]));
             }
         }
@@ -384,8 +384,8 @@ impl Probe<'_> {
         // Queues of both versions, by index in each, with their parents' names.
         let both: Vec<(usize, usize, Option<String>)> = (qa.iter().enumerate())
             .filter_map(|(i, q)| {
-                let j = qb.iter().position(|x| x.name == q.name)?;
-                Some((i, j, q.parent.map(|p| qa[p].name.clone())))
+                let j = qb.iter().position(|x| x.place.name == q.place.name)?;
+                Some((i, j, q.place.parent.map(|p| qa[p].place.name.clone())))
             })
             .collect();
         let (view_a, view_b) = (a.view(None), b.view(None));
@@ -393,8 +393,10 @@ impl Probe<'_> {
         let under = |q: usize| {
             a.jobs()
                 .with_ids()
-                .find(|(id, j)| matches!(a.state(*id), State::Pending(_)) && a.quotas().path(j.queue).any(|p| p == q))
-                .map(|(_, j)| j.name.clone())
+                .find(|(id, j)| {
+                    matches!(a.state(*id), State::Pending(_)) && a.quotas().path(j.ask.queue).any(|p| p == q)
+                })
+                .map(|(_, j)| j.ask.name.clone())
         };
         for (k, x) in both.iter().enumerate() {
             for y in &both[k + 1..] {
@@ -404,7 +406,7 @@ impl Probe<'_> {
                 tally.sample(Decision::QueueOrder, 1);
                 // The runtime's order: keys, then declaration order (a tie the declarations
                 // break the same way is no change).
-                let cmp = |s: &Scheduler, view: &gpol_runtime::scheduler::View<'_>, i: usize, j: usize| {
+                let cmp = |s: &Scheduler, view: &gpol_runtime::View<'_>, i: usize, j: usize| {
                     let (ki, kj) = (s.queue_order_keys(view, i), s.queue_order_keys(view, j));
                     s.queue_order_cmp((i, &ki), (j, &kj))
                 };

@@ -180,9 +180,9 @@ fn decided(s: &Scheduler, e: &Event, renames: Option<&Renames>) -> Option<Decide
         let name = program.rule_name(r);
         renames.and_then(|x| x.old_to_new(&name)).map_or(name.clone(), str::to_string)
     };
-    let name = |j: usize| s.jobs().get(j).map_or_else(|| format!("#{j}"), |x| x.name.clone());
+    let name = |j: usize| s.jobs().get(j).map_or_else(|| format!("#{j}"), |x| x.ask.name.clone());
     let queue = |j: usize| {
-        s.jobs().get(j).and_then(|x| s.quotas().queues.get(x.queue)).map_or(String::new(), |q| q.name.clone())
+        s.jobs().get(j).and_then(|x| s.quotas().queues.get(x.ask.queue)).map_or(String::new(), |q| q.place.name.clone())
     };
     let node = |n: usize| s.cluster().nodes.get(n).map_or_else(|| format!("#{n}"), |x| x.name.clone());
     let (at_ms, job, what, kind, lost) = match e {

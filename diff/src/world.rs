@@ -153,7 +153,7 @@ impl World {
         let test = hir::Test { name: "case".into(), steps, span: Default::default() };
         let played = scenario::run_from(fresh.clone(), &test, |_, _| {});
         match &played.outcome.error {
-            Some(e) => Err(Invalid(e.clone())),
+            Some(e) => Err(Invalid(e.to_string())),
             None => Ok(played),
         }
     }

@@ -14,10 +14,10 @@ use crate::nodes::{self, MappedNode};
 use crate::pods::{self, MappedPod, Phase};
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::spec::{History, NodeSpec, domains_at};
+use gpol_runtime::JobId;
+use gpol_runtime::NodeId;
+use gpol_runtime::NodeVerdict;
 use gpol_runtime::account::Account;
-use gpol_runtime::jobs::JobId;
-use gpol_runtime::model::NodeId;
-use gpol_runtime::verdict::NodeVerdict;
 use gpol_runtime::{Found, Scheduler, WallClock, explain};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
@@ -120,7 +120,7 @@ pub struct Evaluation {
 impl Evaluation {
     /// How two fitting nodes compare for the policy: `Less` when `a` is the better.
     pub fn compare(&self, a: &Rank, b: &Rank) -> std::cmp::Ordering {
-        gpol_runtime::gang::rank(&a.0, &b.0, self.tiers)
+        gpol_runtime::rank(&a.0, &b.0, self.tiers)
     }
 }
 
@@ -582,7 +582,7 @@ impl Cluster {
             .map_err(|e| FieldError::new(e.field(), e.to_string()))?;
         let mut agreed = BTreeMap::new();
         if let Some(search) = search {
-            let node_of = |job: JobId| s.jobs()[job].slots.first().map(|slot| slot.node);
+            let node_of = |job: JobId| s.jobs()[job].holding.slots.first().map(|slot| slot.node);
             let own = search.eviction.as_ref().and_then(|e| {
                 let &[node] = e.replicas.as_slice() else { return None };
                 let name = &s.cluster().nodes[node].name;

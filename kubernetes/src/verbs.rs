@@ -200,9 +200,8 @@ pub fn prioritize(cluster: &mut Cluster, mut args: ExtenderArgs) -> Result<Vec<H
 /// so gpol's choice wins whenever `10 × weight` exceeds the largest difference the
 /// in-tree scores can make (docs/kubernetes.md gives the weight).
 pub fn extender_scores(ranks: &[Option<gpol_compiler::engine::NodeResult>], tiers: usize) -> Vec<i64> {
-    let rank = |a: &gpol_compiler::engine::NodeResult, b: &gpol_compiler::engine::NodeResult| {
-        gpol_runtime::gang::rank(a, b, tiers)
-    };
+    let rank =
+        |a: &gpol_compiler::engine::NodeResult, b: &gpol_compiler::engine::NodeResult| gpol_runtime::rank(a, b, tiers);
     let mut fitting: Vec<&gpol_compiler::engine::NodeResult> = ranks.iter().flatten().collect();
     fitting.sort_by(|a, b| rank(a, b));
     fitting.dedup_by(|a, b| rank(a, b).is_eq());

@@ -320,8 +320,8 @@ queue org {
   }
 }
 ";
-    let nodes: Vec<gpol_runtime::NodeSpec> = (0..4)
-        .map(|i| gpol_runtime::NodeSpec {
+    let nodes: Vec<gpol_compiler::spec::NodeSpec> = (0..4)
+        .map(|i| gpol_compiler::spec::NodeSpec {
             name: format!("n{i}"),
             model: if i < 3 { "h100".into() } else { "a100".into() },
             cards: 8,
@@ -402,7 +402,7 @@ fn an_unset_root_guarantee_without_the_cluster_is_named() {
     let t = kueue::translate(&policy_text(text), &Options::default());
     assert_eq!(constructs(&t), ["queue `root`: its unset gpu guarantee"]);
     let with_cluster = Options {
-        capacity: Some(Capacity::of(&[gpol_runtime::NodeSpec { cards: 10, ..Default::default() }])),
+        capacity: Some(Capacity::of(&[gpol_compiler::spec::NodeSpec { cards: 10, ..Default::default() }])),
         ..Options::default()
     };
     let docs = documents(&kueue::translate(&policy_text(text), &with_cluster));
@@ -576,7 +576,7 @@ fn quantities_kueue_cannot_hold_are_errors_never_clamped() {
 fn flavors_select_only_valid_label_values() {
     let text = "policy p\nqueue r {\n  queue a { guarantee 4 gpu(h100) }\n}\n";
     let capacity = |product: &str| {
-        let node = gpol_runtime::NodeSpec {
+        let node = gpol_compiler::spec::NodeSpec {
             name: "n0".into(),
             model: "h100".into(),
             cards: 8,

@@ -16,7 +16,7 @@ fn recorded(file: &str) -> Value {
     }
 }
 
-fn mapped(v: &Value) -> gpol_runtime::NodeSpec {
+fn mapped(v: &Value) -> gpol_compiler::spec::NodeSpec {
     nodes::node(v).unwrap_or_else(|e| panic!("a recorded node maps: {e}")).spec
 }
 
@@ -27,7 +27,11 @@ fn a_whole_gpu_node_recorded_on_gke() {
     // GPU feature discovery's `nvidia.com/gpu.memory` is MiB; allocatable, not capacity.
     assert_eq!(n.card_mem, 15360 << 20);
     assert_eq!((n.cpu_milli, n.mem), (32_000, 123_560_520 * 1024));
-    assert_eq!((n.sharing, n.max_clients), (gpol_runtime::Sharing::Exclusive, 1), "gpu.replicas=1 is no sharing");
+    assert_eq!(
+        (n.sharing, n.max_clients),
+        (gpol_compiler::spec::Sharing::Exclusive, 1),
+        "gpu.replicas=1 is no sharing"
+    );
 }
 
 #[test]
@@ -40,7 +44,7 @@ fn a_vgpu_node_from_kubectl_get_nodes() {
     assert_eq!((n.name.as_str(), n.model.as_str(), n.cards, n.card_mem), ("nori", "a16", 1, 4096 << 20));
     // `sharing-strategy: none` with one replica, and a `mig.strategy: single` label on a
     // card that is not MIG-capable: one exclusive card.
-    assert_eq!((n.sharing, n.max_clients, n.mig.len()), (gpol_runtime::Sharing::Exclusive, 1, 0));
+    assert_eq!((n.sharing, n.max_clients, n.mig.len()), (gpol_compiler::spec::Sharing::Exclusive, 1, 0));
     assert_eq!((n.cpu_milli, n.mem), (2_000, 16_367_668 * 1024));
 }
 
@@ -59,7 +63,7 @@ fn a_mig_node_recorded_three_times_keeps_its_host_facts() {
         assert_eq!((n.card_mem, n.cpu_milli, n.mem), (40960 << 20, 12_000, 87_425_380 * 1024), "{file}");
         // The A100 40 GB's own profiles, on its one card, as the device plugin advertises
         // them (zero counts are no instances), with nothing left out.
-        assert_eq!((n.cards, n.sharing, &n.mig), (1, gpol_runtime::Sharing::Mig, &vec![layout]), "{file}");
+        assert_eq!((n.cards, n.sharing, &n.mig), (1, gpol_compiler::spec::Sharing::Mig, &vec![layout]), "{file}");
         assert!(mapped.warnings.is_empty(), "{file}: {:?}", mapped.warnings);
         assert_eq!(n.mig_gpu().map(|g| g.map(|g| g.memory_gb)), Ok(Some(40)), "{file}");
     }
@@ -74,6 +78,6 @@ fn a_pod_whose_mig_slice_is_only_an_annotation_asks_for_no_gpu() {
     assert_eq!(m.phase, gpol_kubernetes::pods::Phase::Bound);
     // Run:ai's scheduler hands out the slice by annotation; the pod's resources ask for
     // half a core and no `nvidia.com/*` resource, so kube-scheduler (and gpol) see no GPU.
-    assert_eq!((m.job.request, m.job.cpu_milli, m.job.mem), (gpol_runtime::Request::None, 500, 0));
+    assert_eq!((m.job.request, m.job.cpu_milli, m.job.mem), (gpol_compiler::spec::Request::None, 500, 0));
     assert_eq!(m.job.user.as_deref(), Some("runai-team-a"), "the namespace is the user");
 }

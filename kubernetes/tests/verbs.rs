@@ -5,12 +5,13 @@
 //! at the documented weight; preempt stands behind only what the policy's rules allow.
 
 use gpol_compiler::engine::EngineKind;
+use gpol_compiler::spec::History;
 use gpol_kubernetes::cluster::Cluster;
 use gpol_kubernetes::extender::{ExtenderArgs, ExtenderPreemptionArgs, MetaPod, MetaVictims};
 use gpol_kubernetes::verbs;
-use gpol_runtime::place::Decision;
-use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{History, Scheduler};
+use gpol_runtime::Decision;
+use gpol_runtime::NodeVerdict;
+use gpol_runtime::Scheduler;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};

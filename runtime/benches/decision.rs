@@ -9,7 +9,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 mod support;
 
 use gpol_compiler::engine::{EngineKind, NodeResult};
-use gpol_runtime::{History, JobSpec, NodeSpec, Request, Scheduler};
+use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request};
+use gpol_runtime::Scheduler;
 
 const NODES: usize = 5000;
 
@@ -73,7 +74,7 @@ fn decision(c: &mut Criterion) {
             b.iter(|| {
                 n += 1;
                 let j = s.submit(job(format!("j{n}"), 2)).expect("valid");
-                let placed = gpol_runtime::scheduler::starts(&s.cycle());
+                let placed = gpol_runtime::starts(&s.cycle());
                 assert_eq!(placed, 1);
                 s.complete(j);
             })

@@ -10,7 +10,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 mod support;
 
 use gpol_compiler::engine::EngineKind;
-use gpol_runtime::{History, JobSpec, NodeSpec, Request, Scheduler};
+use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request};
+use gpol_runtime::Scheduler;
 
 const GANGS: &str = r#"policy bench_gangs
 use std.pack
@@ -82,7 +83,7 @@ fn gang(c: &mut Criterion) {
         b.iter(|| {
             n += 1;
             let j = s.submit(job(format!("g{n}"), 8, 8, 0.0)).expect("valid");
-            assert_eq!(gpol_runtime::scheduler::starts(&s.cycle()), 1);
+            assert_eq!(gpol_runtime::starts(&s.cycle()), 1);
             s.complete(j);
         })
     });
@@ -104,7 +105,7 @@ fn preemption(c: &mut Criterion) {
     c.bench_function("preemption/5000_nodes_20000_jobs/jit", |b| {
         b.iter(|| {
             let decision = s.decide(claimant);
-            assert!(matches!(decision, gpol_runtime::place::Decision::Wait(_)));
+            assert!(matches!(decision, gpol_runtime::Decision::Wait(_)));
             let eviction = s.victim_search(claimant).expect("victims");
             assert_eq!(eviction.victims.len(), 2);
         })

@@ -226,7 +226,7 @@ pub fn account(s: &Scheduler, job: JobId) -> Account {
 /// itself (it undoes what it tries).
 pub(crate) fn asked(s: &mut Scheduler, job: JobId, among: &[NodeId], search: bool) -> Account {
     let mut a = seen(s, job);
-    let nodes = &s.world.cluster.nodes;
+    let nodes = &s.world.cluster().nodes;
     let keep: FxHashSet<&str> = among.iter().filter_map(|&n| nodes.get(n)).map(|n| n.name.as_str()).collect();
     a.nodes.retain(|n| keep.contains(n.name.as_str()));
     let decision = s.decide(job);
@@ -238,7 +238,7 @@ pub(crate) fn asked(s: &mut Scheduler, job: JobId, among: &[NodeId], search: boo
 fn searches(s: &Scheduler, job: JobId, decision: &Decision) -> bool {
     matches!(decision, Decision::Wait(_))
         && !s.facts.policy.program.victims.is_empty()
-        && s.world.jobs[job].is_pending()
+        && s.world.jobs()[job].is_pending()
 }
 
 /// The account `a` with the next decision's outcome and victim search.
@@ -255,7 +255,7 @@ fn next(s: &Scheduler, job: JobId, mut a: Account, decision: Decision, search: O
 
 /// What the job's turn sees as it begins, its outcome not yet known.
 pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
-    let j = &s.world.jobs[job];
+    let j = &s.world.jobs()[job];
     let program = &s.facts.policy.program;
     let state = match &s.state(job) {
         State::Pending(Some(r)) => format!("pending ({})", r.name(program)),
@@ -280,22 +280,23 @@ pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
         })
         .collect();
     let demand = quota::demand(j, None);
-    let quota_block = s.world.quotas.admissible(j.queue, j.user, &demand).err().map(|b| explain::block_text(s, b));
+    let quota_block =
+        s.world.quotas().admissible(j.ask.queue, j.ask.user, &demand).err().map(|b| explain::block_text(s, b));
     let nodes = s
         .node_records()
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let node = &s.world.cluster.nodes[i];
+            let node = &s.world.cluster().nodes[i];
             let roots = Roots { job: Some(&rec), node: Some(n), ..Roots::default() };
             let verdict = if !node.up {
                 NodeSaw::OutOfService
             } else if let Some(f) = program.filters.iter().find(|f| !interp::eval(&f.body, &ctx, &roots).b()) {
                 NodeSaw::Filtered { rule: f.name.clone(), reason: f.reason.clone() }
-            } else if let Some(&owner) = s.world.reserved.get(&i)
+            } else if let Some(owner) = s.world.reserved_for(i)
                 && owner != job
             {
-                NodeSaw::HeldFor { job: s.world.jobs[owner].name.clone() }
+                NodeSaw::HeldFor { job: s.world.jobs()[owner].ask.name.clone() }
             } else {
                 let (mut total, mut tiers) = (0.0, [0.0f64; 4]);
                 let scores = program
@@ -319,8 +320,8 @@ pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
         })
         .collect();
     Account {
-        job: j.name.clone(),
-        queue: s.world.quotas.queues[j.queue].name.clone(),
+        job: j.ask.name.clone(),
+        queue: s.world.quotas().queues[j.ask.queue].place.name.clone(),
         state,
         request: explain::request_text(s, job),
         order: queue_order(s, job),
@@ -328,7 +329,7 @@ pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
         quota: quota_rows(s, job),
         quota_block,
         nodes,
-        gang: (j.replicas > 1 && j.is_pending()).then(|| gang(s, job)).flatten(),
+        gang: (j.ask.replicas > 1 && j.is_pending()).then(|| gang(s, job)).flatten(),
         outcome: Outcome::Waits { reason: String::new(), detail: None },
         victims: None,
         holds: Vec::new(),
@@ -353,7 +354,7 @@ pub(crate) fn decided(
     a.victims = search;
     a.outcome = match turned {
         Turned::Placed => {
-            let nodes: Vec<usize> = s.world.jobs[job].slots.iter().map(|slot| slot.node).collect();
+            let nodes: Vec<usize> = s.world.jobs()[job].holding.slots.iter().map(|slot| slot.node).collect();
             Outcome::Placed { nodes: node_names(s, &nodes) }
         }
         Turned::Waits(r) => waits(s, job, r),
@@ -368,42 +369,42 @@ fn waits(s: &Scheduler, job: JobId, r: &Reason) -> Outcome {
 }
 
 fn holds(s: &Scheduler, job: JobId) -> Vec<String> {
-    s.world.reservations.get(&job).map(|nodes| node_names(s, nodes)).unwrap_or_default()
+    s.world.reservations().get(&job).map(|nodes| node_names(s, nodes)).unwrap_or_default()
 }
 
 fn node_names(s: &Scheduler, nodes: &[usize]) -> Vec<String> {
-    nodes.iter().map(|&n| s.world.cluster.nodes[n].name.clone()).collect()
+    nodes.iter().map(|&n| s.world.cluster().nodes[n].name.clone()).collect()
 }
 
 /// The quota arithmetic along the job's queue's path, for the resources it asks for that
 /// some quota governs.
 fn quota_rows(s: &Scheduler, job: JobId) -> Vec<QuotaRow> {
-    let j = &s.world.jobs[job];
+    let j = &s.world.jobs()[job];
     let mut rows = Vec::new();
     for (&r, &need) in quota::demand(j, None).iter().filter(|(_, a)| **a > 0) {
-        let limited = s.world.quotas.available(j.queue, r) != i64::MAX
-            || std::iter::successors(Some(j.queue), |&q| s.world.quotas.queues[q].parent)
-                .any(|q| s.world.quotas.queues[q].limit.contains_key(&r));
+        let limited = s.world.quotas().available(j.ask.queue, r) != i64::MAX
+            || std::iter::successors(Some(j.ask.queue), |&q| s.world.quotas().queues[q].place.parent)
+                .any(|q| s.world.quotas().queues[q].quota.limit.contains_key(&r));
         if !limited {
             continue;
         }
-        let mut p = Some(j.queue);
+        let mut p = Some(j.ask.queue);
         while let Some(qi) = p {
-            let node = &s.world.quotas.queues[qi];
-            let g = node.guarantee.get(&r).copied();
-            let alloc = node.get(&node.alloc, r);
+            let node = &s.world.quotas().queues[qi];
+            let g = node.quota.guarantee.get(&r).copied();
+            let alloc = node.get(&node.load.alloc, r);
             rows.push(QuotaRow {
-                queue: node.name.clone(),
-                resource: r.name(&s.world.syms).to_string(),
+                queue: node.place.name.clone(),
+                resource: r.name(s.world.syms()).to_string(),
                 allocated: r.show(alloc),
                 guarantee: g.map(|v| r.show(v)),
-                limit: node.limit.get(&r).map(|&v| r.show(v)),
-                borrow_limit: node.borrow_limit.get(&r).map(|&v| r.show(v)),
-                lend_limit: node.lend_limit.get(&r).map(|&v| r.show(v)),
+                limit: node.quota.limit.get(&r).map(|&v| r.show(v)),
+                borrow_limit: node.quota.borrow_limit.get(&r).map(|&v| r.show(v)),
+                lend_limit: node.quota.lend_limit.get(&r).map(|&v| r.show(v)),
                 borrowed: r.show((alloc - g.unwrap_or(0)).max(0)),
-                available_needs: (qi == j.queue).then(|| (r.show(s.world.quotas.available(qi, r)), r.show(need))),
+                available_needs: (qi == j.ask.queue).then(|| (r.show(s.world.quotas().available(qi, r)), r.show(need))),
             });
-            p = node.parent;
+            p = node.place.parent;
         }
     }
     rows
@@ -437,7 +438,7 @@ fn gang(s: &Scheduler, job: JobId) -> Option<GangSeen> {
 
 /// Where the job's queue stands in the order of queues, level by level from the root.
 fn queue_order(s: &Scheduler, job: JobId) -> Option<QueueOrder> {
-    let quotas = &s.world.quotas;
+    let quotas = &s.world.quotas();
     if quotas.queues.len() < 2 {
         return None;
     }
@@ -452,12 +453,12 @@ fn queue_order(s: &Scheduler, job: JobId) -> Option<QueueOrder> {
         keys.join(", then ")
     };
     let reads_heads = s.facts.queue_order_reads_head;
-    let path: Vec<usize> = quotas.path(s.world.jobs[job].queue).collect();
+    let path: Vec<usize> = quotas.path(s.world.jobs()[job].ask.queue).collect();
     let mut levels = Vec::new();
     for &q in path.iter().rev() {
-        let siblings: Vec<usize> = match quotas.queues[q].parent {
-            Some(p) => quotas.queues[p].children.clone(),
-            None => (0..quotas.queues.len()).filter(|&r| quotas.queues[r].parent.is_none()).collect(),
+        let siblings: Vec<usize> = match quotas.queues[q].place.parent {
+            Some(p) => quotas.queues[p].place.children.clone(),
+            None => (0..quotas.queues.len()).filter(|&r| quotas.queues[r].place.parent.is_none()).collect(),
         };
         if siblings.len() < 2 {
             continue;
@@ -467,13 +468,16 @@ fn queue_order(s: &Scheduler, job: JobId) -> Option<QueueOrder> {
         let queues = ranked
             .into_iter()
             .map(|(c, keys)| QueueRank {
-                name: quotas.queues[c].name.clone(),
+                name: quotas.queues[c].place.name.clone(),
                 keys,
-                waiting: quotas.queues[c].pending > 0,
+                waiting: quotas.queues[c].load.pending > 0,
                 its: c == q,
             })
             .collect();
-        levels.push(OrderLevel { parent: quotas.queues[q].parent.map(|p| quotas.queues[p].name.clone()), queues });
+        levels.push(OrderLevel {
+            parent: quotas.queues[q].place.parent.map(|p| quotas.queues[p].place.name.clone()),
+            queues,
+        });
     }
     Some(QueueOrder { by, reads_heads, levels })
 }
@@ -488,7 +492,7 @@ pub(crate) fn search_seen(s: &Scheduler, search: &VictimSearch) -> SearchSeen {
         .map(|(job, verdict)| {
             let saw = match verdict {
                 Verdict::WithinGuarantee { queue } => {
-                    VictimSaw::WithinGuarantee { queue: s.world.quotas.queues[*queue].name.clone() }
+                    VictimSaw::WithinGuarantee { queue: s.world.quotas().queues[*queue].place.name.clone() }
                 }
                 Verdict::JustStarted => VictimSaw::JustStarted,
                 Verdict::Protected { rule } => {
@@ -505,7 +509,7 @@ pub(crate) fn search_seen(s: &Scheduler, search: &VictimSearch) -> SearchSeen {
                     cost: *cost,
                 },
             };
-            (s.world.jobs[*job].name.clone(), saw)
+            (s.world.jobs()[*job].ask.name.clone(), saw)
         })
         .collect();
     let chosen = search.eviction.as_ref().map(|e| Chosen {
@@ -513,11 +517,15 @@ pub(crate) fn search_seen(s: &Scheduler, search: &VictimSearch) -> SearchSeen {
             .victims
             .iter()
             .map(|v| {
-                let what = match v.replica.and_then(|k| s.world.jobs[v.job].slots.get(k)) {
+                let what = match v.replica.and_then(|k| s.world.jobs()[v.job].holding.slots.get(k)) {
                     Some(slot) => {
-                        format!("{}'s replica on {}", s.world.jobs[v.job].name, s.world.cluster.nodes[slot.node].name)
+                        format!(
+                            "{}'s replica on {}",
+                            s.world.jobs()[v.job].ask.name,
+                            s.world.cluster().nodes[slot.node].name
+                        )
                     }
-                    None => s.world.jobs[v.job].name.clone(),
+                    None => s.world.jobs()[v.job].ask.name.clone(),
                 };
                 (what, program.rule_label(v.rule), v.cost)
             })
@@ -563,54 +571,54 @@ mod num {
         }
     }
 
-    pub mod one {
+    pub(super) mod one {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
             to(*x).serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
             from(Num::deserialize(d)?)
         }
     }
 
-    pub mod maybe {
+    pub(super) mod maybe {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
             x.map(to).serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
             Option::<Num>::deserialize(d)?.map(from).transpose()
         }
     }
 
-    pub mod list {
+    pub(super) mod list {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &[f64], s: S) -> Result<S::Ok, S::Error> {
             x.iter().map(|&v| to(v)).collect::<Vec<_>>().serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
             Vec::<Num>::deserialize(d)?.into_iter().map(from).collect()
         }
     }
 
-    pub mod tiers {
+    pub(super) mod tiers {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &Option<[f64; 4]>, s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &Option<[f64; 4]>, s: S) -> Result<S::Ok, S::Error> {
             x.map(|t| t.map(to)).serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[f64; 4]>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[f64; 4]>, D::Error> {
             let Some(t) = Option::<[Num; 4]>::deserialize(d)? else { return Ok(None) };
             let [a, b, c, e] = t;
             Ok(Some([from(a)?, from(b)?, from(c)?, from(e)?]))
         }
     }
 
-    pub mod victims {
+    pub(super) mod victims {
         use super::*;
-        pub fn serialize<S: Serializer>(x: &[(String, String, f64)], s: S) -> Result<S::Ok, S::Error> {
+        pub(crate) fn serialize<S: Serializer>(x: &[(String, String, f64)], s: S) -> Result<S::Ok, S::Error> {
             x.iter().map(|(w, r, c)| (w, r, to(*c))).collect::<Vec<_>>().serialize(s)
         }
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String, f64)>, D::Error> {
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, String, f64)>, D::Error> {
             Vec::<(String, String, Num)>::deserialize(d)?.into_iter().map(|(w, r, c)| Ok((w, r, from(c)?))).collect()
         }
     }

@@ -7,7 +7,7 @@ use crate::account::Account;
 use crate::jobs::JobId;
 use crate::model::NodeId;
 use crate::preempt::VictimSearch;
-use crate::scheduler::{Scheduler, SubmitError};
+use crate::scheduler::{Scheduler, StartOnError, SubmitError};
 use crate::verdict::{Closed, NodeVerdict};
 use gpol_compiler::engine::NodeResult;
 use gpol_compiler::spec::{History, JobSpec};
@@ -31,15 +31,15 @@ pub enum Found<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub enum StartError {
     Submit(SubmitError),
-    /// It does not fit where it was found (the message says where).
-    DoesNotFit(String),
+    /// It does not fit where it was found.
+    DoesNotFit(StartOnError),
 }
 
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StartError::Submit(e) => e.fmt(f),
-            StartError::DoesNotFit(why) => f.write_str(why),
+            StartError::DoesNotFit(why) => why.fmt(f),
         }
     }
 }

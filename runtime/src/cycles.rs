@@ -100,7 +100,7 @@ pub fn search(policy: &hir::Policy) -> Found {
 }
 
 /// [`search`] on a policy already lowered (`program`), as the pipeline carries it.
-pub fn search_lowered(policy: Arc<hir::Policy>, program: Arc<Program>) -> Found {
+pub(crate) fn search_lowered(policy: Arc<hir::Policy>, program: Arc<Program>) -> Found {
     let Ok(compiled) = compile_lowered(Arc::clone(&policy), program, EngineKind::Interp) else {
         return Found::Nothing { scenarios: 0, sized: 0 };
     };
@@ -245,7 +245,7 @@ fn evicted(s: &Scheduler, events: &[crate::Event]) -> Vec<(String, String)> {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for e in events {
         if let crate::Event::Evicted { job, by, .. } = e {
-            let pair = (s.job(*job).name.clone(), s.job(*by).name.clone());
+            let pair = (s.job(*job).ask.name.clone(), s.job(*by).ask.name.clone());
             if !pairs.contains(&pair) {
                 pairs.push(pair);
             }
@@ -265,8 +265,9 @@ fn run(policy: &CompiledPolicy, shape: &Shape) -> Option<Scenario> {
     for (i, j) in shape.jobs.iter().enumerate() {
         ids.push(s.submit(Scenario::spec(j, i)).ok()?);
     }
-    let running =
-        |s: &Scheduler| -> Vec<usize> { ids.iter().copied().filter(|&j| s.job(j).state == State::Running).collect() };
+    let running = |s: &Scheduler| -> Vec<usize> {
+        ids.iter().copied().filter(|&j| s.job(j).life.state == State::Running).collect()
+    };
     // Every event so far: evictions are counted over the whole run.
     let mut events = Vec::new();
     let evictions =

@@ -83,7 +83,7 @@ pub fn digest(bytes: &[u8]) -> String {
 }
 
 /// The time now, as records give it.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 

@@ -5,18 +5,19 @@
 //! which carry rule identities and numbers — become words.
 
 use crate::account::{self, Account, GangSeen, NodeSaw, Outcome, QueueOrder, SearchSeen, VictimSaw};
-use crate::jobs::{JobId, Reason, Request, State, Unschedulable};
+use crate::jobs::{JobId, Reason, State, Unschedulable};
 use crate::model::NodeId;
 use crate::preempt::Place;
 use crate::quota::Block;
 use crate::scheduler::{Event, Scheduler};
 use crate::verdict::{Closed, NodeVerdict};
 use gpol_compiler::ir::RuleId;
+use gpol_compiler::spec::Request;
 use std::fmt::Write;
 
-pub fn request_text(s: &Scheduler, job: JobId) -> String {
-    let j = &s.world.jobs[job];
-    let r = match j.request {
+pub(crate) fn request_text(s: &Scheduler, job: JobId) -> String {
+    let j = &s.world.jobs()[job];
+    let r = match j.ask.request {
         Request::Whole(k) => format!("{k} whole card{}", if k == 1 { "" } else { "s" }),
         Request::Fraction(m) => format!("{:.3} of a card", f64::from(m) / 1000.0),
         Request::Mig(p) => format!(
@@ -25,18 +26,18 @@ pub fn request_text(s: &Scheduler, job: JobId) -> String {
         ),
         Request::None => "no GPU".into(),
     };
-    let replicas = if j.replicas > 1 { format!(" × {} replicas", j.replicas) } else { String::new() };
-    format!("{r}{replicas}, {} cpu, {} GiB", j.cpu_milli as f64 / 1000.0, j.mem / (1 << 30))
+    let replicas = if j.ask.replicas > 1 { format!(" × {} replicas", j.ask.replicas) } else { String::new() };
+    format!("{r}{replicas}, {} cpu, {} GiB", j.ask.cpu_milli as f64 / 1000.0, j.ask.mem / (1 << 30))
 }
 
 /// A quota block in words, with its numbers.
-pub fn block_text(s: &Scheduler, block: Block) -> String {
-    let queue = |q: usize| &s.world.quotas.queues[q].name;
+pub(crate) fn block_text(s: &Scheduler, block: Block) -> String {
+    let queue = |q: usize| &s.world.quotas().queues[q].place.name;
     match block {
         Block::Limit { queue: q, res, limit, allocated, needs } => format!(
             "queue `{}` would exceed its {} limit (holds {}, needs {}, limit {})",
             queue(q),
-            res.name(&s.world.syms),
+            res.name(s.world.syms()),
             res.show(allocated),
             res.show(needs),
             res.show(limit)
@@ -44,7 +45,7 @@ pub fn block_text(s: &Scheduler, block: Block) -> String {
         Block::UserLimit { queue: q, res, limit, used, needs } => format!(
             "the user would exceed queue `{}`'s {} user limit (holds {}, needs {}, limit {})",
             queue(q),
-            res.name(&s.world.syms),
+            res.name(s.world.syms()),
             res.show(used),
             res.show(needs),
             res.show(limit)
@@ -53,14 +54,14 @@ pub fn block_text(s: &Scheduler, block: Block) -> String {
             "queue `{}` has {} {} available in its cohort, needs {}",
             queue(q),
             res.show(available.max(0)),
-            res.name(&s.world.syms),
+            res.name(s.world.syms()),
             res.show(needs)
         ),
     }
 }
 
 /// Why a job can never run, in words.
-pub fn unschedulable_text(s: &Scheduler, job: JobId, why: Unschedulable) -> String {
+pub(crate) fn unschedulable_text(s: &Scheduler, job: JobId, why: Unschedulable) -> String {
     match why {
         Unschedulable::NoNode => {
             format!("no node could hold one replica ({}) even if it were empty", request_text(s, job))
@@ -69,7 +70,7 @@ pub fn unschedulable_text(s: &Scheduler, job: JobId, why: Unschedulable) -> Stri
             format!("the nodes could hold {room} of its replicas ({}) even if they were empty", request_text(s, job))
         }
         Unschedulable::OverLimit { queue, .. } => {
-            format!("it needs more than queue `{}`'s limit", s.world.quotas.queues[queue].name)
+            format!("it needs more than queue `{}`'s limit", s.world.quotas().queues[queue].place.name)
         }
     }
 }
@@ -84,7 +85,7 @@ pub fn reason_detail(s: &Scheduler, job: JobId, reason: &Reason) -> Option<Strin
 }
 
 /// A rule by name, with its reason string when it has one: `gpu_only (GPU jobs only)`.
-pub fn rule_text(program: &gpol_compiler::ir::Program, rule: RuleId) -> String {
+pub(crate) fn rule_text(program: &gpol_compiler::ir::Program, rule: RuleId) -> String {
     let r = match rule {
         RuleId::Admit(i) => program.admit.get(usize::from(i)),
         RuleId::Filter(i) => program.filters.get(usize::from(i)),
@@ -132,11 +133,12 @@ pub fn refusal_text(s: &Scheduler, rule: RuleId) -> String {
 
 /// A job's state in a few words (`pending because quota`, `running on n1, n2`).
 pub fn state_text(s: &Scheduler, job: JobId) -> String {
-    let j = &s.world.jobs[job];
+    let j = &s.world.jobs()[job];
     let program = &s.facts.policy.program;
     match &s.state(job) {
         State::Running => {
-            let nodes: Vec<&str> = j.slots.iter().map(|sl| s.world.cluster.nodes[sl.node].name.as_str()).collect();
+            let nodes: Vec<&str> =
+                j.holding.slots.iter().map(|sl| s.world.cluster().nodes[sl.node].name.as_str()).collect();
             format!("running on {}", nodes.join(", "))
         }
         State::Pending(Some(r)) => format!("pending because {}", r.name(program)),
@@ -335,19 +337,19 @@ fn search_text(search: &SearchSeen, out: &mut String) {
 /// One line for an event of the log (`None` for submissions, which say nothing new).
 pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
     let program = &s.facts.policy.program;
-    let name = |j: &JobId| s.world.jobs[*j].name.as_str();
+    let name = |j: &JobId| s.world.jobs()[*j].ask.name.as_str();
     let nodes =
-        |ns: &[NodeId]| ns.iter().map(|n| s.world.cluster.nodes[*n].name.as_str()).collect::<Vec<_>>().join(", ");
+        |ns: &[NodeId]| ns.iter().map(|n| s.world.cluster().nodes[*n].name.as_str()).collect::<Vec<_>>().join(", ");
     Some(match event {
         Event::Submitted { .. } => return None,
         Event::Placed { job, nodes: ns, .. } => format!("placed {} on {}", name(job), nodes(ns)),
         Event::Grown { job, node, .. } => {
-            format!("grew {} by a replica on {}", name(job), s.world.cluster.nodes[*node].name)
+            format!("grew {} by a replica on {}", name(job), s.world.cluster().nodes[*node].name)
         }
         Event::Rejected { job, rule, .. } => format!("rejected {} by {}", name(job), program.rule_name(*rule)),
         Event::Finished { job, .. } => format!("finished {}", name(job)),
         Event::Requeued { job, node, .. } => {
-            format!("requeued {} (lost node {})", name(job), s.world.cluster.nodes[*node].name)
+            format!("requeued {} (lost node {})", name(job), s.world.cluster().nodes[*node].name)
         }
         Event::Evicted { job, by, rule, lost_gpu_s, .. } => format!(
             "evicted {} for {} under {}, losing {lost_gpu_s} GPU-seconds",
@@ -359,7 +361,7 @@ pub fn describe_event(s: &Scheduler, event: &Event) -> Option<String> {
         Event::Shrunk { job, by, rule, node, lost_gpu_s, .. } => format!(
             "took {}'s replica on {} for {} under {}, losing {lost_gpu_s} GPU-seconds",
             name(job),
-            s.world.cluster.nodes[*node].name,
+            s.world.cluster().nodes[*node].name,
             name(by),
             program.rule_name(*rule)
         ),

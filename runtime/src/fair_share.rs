@@ -39,17 +39,17 @@ pub fn water_fill(capacity: f64, demand: &[f64], weights: &[f64]) -> Vec<f64> {
 }
 
 /// Each queue's fair share, as a share of `total_milli` GPU (see the module).
-pub fn fair_shares(quotas: &Quotas, total_milli: i64) -> Vec<f64> {
+pub(crate) fn fair_shares(quotas: &Quotas, total_milli: i64) -> Vec<f64> {
     let queues = &quotas.queues;
-    let gpu = |q: usize| (queues[q].get(&queues[q].guarantee, Res::Gpu) as f64).max(0.0);
-    let requested = |q: usize| (queues[q].running_gpu + queues[q].pending_gpu).max(0) as f64;
+    let gpu = |q: usize| (queues[q].get(&queues[q].quota.guarantee, Res::Gpu) as f64).max(0.0);
+    let requested = |q: usize| (queues[q].load.running_gpu + queues[q].load.pending_gpu).max(0) as f64;
     let mut fair = vec![0.0; queues.len()];
     // Parents come before their children in the tree's order.
     for p in 0..queues.len() {
-        if queues[p].parent.is_none() {
+        if queues[p].place.parent.is_none() {
             fair[p] = total_milli.max(0) as f64;
         }
-        let children = &queues[p].children;
+        let children = &queues[p].place.children;
         if children.is_empty() {
             continue;
         }
@@ -58,9 +58,9 @@ pub fn fair_shares(quotas: &Quotas, total_milli: i64) -> Vec<f64> {
         let more: Vec<f64> = children
             .iter()
             .zip(&deserved)
-            .map(|(&c, d)| if queues[c].weight > 0.0 { requested(c) - d } else { 0.0 })
+            .map(|(&c, d)| if queues[c].place.weight > 0.0 { requested(c) - d } else { 0.0 })
             .collect();
-        let weights: Vec<f64> = children.iter().map(|&c| queues[c].weight).collect();
+        let weights: Vec<f64> = children.iter().map(|&c| queues[c].place.weight).collect();
         let over = water_fill(left, &more, &weights);
         for (k, &c) in children.iter().enumerate() {
             fair[c] = deserved[k] + over[k];

@@ -25,10 +25,10 @@ enum Assoc {
 }
 
 /// Every user's Fair Tree factor, by leaf queue and user.
-pub fn factors(quotas: &Quotas, now_ms: u64) -> HashMap<(QueueId, Sym), f64> {
+pub(crate) fn factors(quotas: &Quotas, now_ms: u64) -> HashMap<(QueueId, Sym), f64> {
     let tree = Tree::new(quotas, now_ms);
     let roots: Vec<Assoc> =
-        (0..quotas.queues.len()).filter(|&q| quotas.queues[q].parent.is_none()).map(Assoc::Account).collect();
+        (0..quotas.queues.len()).filter(|&q| quotas.queues[q].place.parent.is_none()).map(Assoc::Account).collect();
     let mut groups: Vec<Vec<(QueueId, Sym)>> = Vec::new();
     tree.walk(roots, &mut groups);
     let n = groups.iter().map(Vec::len).sum::<usize>();
@@ -58,7 +58,7 @@ impl<'a> Tree<'a> {
         // Children come after their parents: sum up from the last queue.
         let mut usage: Vec<f64> = users.iter().map(|u| u.iter().map(|(_, x)| x).sum()).collect();
         for q in (0..n).rev() {
-            if let Some(p) = quotas.queues[q].parent {
+            if let Some(p) = quotas.queues[q].place.parent {
                 usage[p] += usage[q];
             }
         }
@@ -68,7 +68,7 @@ impl<'a> Tree<'a> {
     /// An account's children: its child queues, then its users.
     fn children(&self, q: QueueId) -> Vec<Assoc> {
         let queue = &self.quotas.queues[q];
-        let accounts = queue.children.iter().map(|&c| Assoc::Account(c));
+        let accounts = queue.place.children.iter().map(|&c| Assoc::Account(c));
         let users = self.users[q].iter().map(|&(user, usage)| Assoc::User { queue: q, user, usage });
         accounts.chain(users).collect()
     }
@@ -78,7 +78,7 @@ impl<'a> Tree<'a> {
         let mut out = Vec::with_capacity(siblings.len());
         for a in siblings {
             match a {
-                Assoc::Account(q) if self.quotas.queues[q].fairshare_parent => {
+                Assoc::Account(q) if self.quotas.queues[q].place.fairshare_parent => {
                     out.extend(self.expand(self.children(q)));
                 }
                 a => out.push(a),
@@ -89,7 +89,7 @@ impl<'a> Tree<'a> {
 
     fn shares(&self, a: &Assoc) -> f64 {
         match a {
-            Assoc::Account(q) => self.quotas.queues[*q].weight,
+            Assoc::Account(q) => self.quotas.queues[*q].place.weight,
             Assoc::User { .. } => 1.0,
         }
     }

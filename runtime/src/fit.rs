@@ -1,8 +1,11 @@
 //! Exact fit (decision D2): whether a replica fits on a node, which card(s) it takes,
 //! and binding and releasing it. Free shares on different cards never add up.
 
-use crate::jobs::{Job, Request, Slot};
-use crate::model::{Card, CardsFree, Cluster, Headroom, Instance, MILLI, Node, NodeId, mig_memory_bytes};
+use crate::jobs::{Job, Slot};
+
+use crate::model::{Card, CardsFree, Cluster, Headroom, Instance, Node, NodeId, mig_memory_bytes};
+use gpol_compiler::spec::MILLI;
+use gpol_compiler::spec::Request;
 
 /// How many times `need` fits in `amount`: unlimited when nothing is needed.
 fn per(amount: u64, need: u64) -> u64 {
@@ -44,7 +47,7 @@ pub struct Ask {
 
 impl Ask {
     pub fn of(job: &Job) -> Ask {
-        Ask { request: job.request, gpu_mem: job.gpu_mem, cpu_milli: job.cpu_milli, mem: job.mem }
+        Ask { request: job.ask.request, gpu_mem: job.ask.gpu_mem, cpu_milli: job.ask.cpu_milli, mem: job.ask.mem }
     }
 
     /// What one replica of a job as submitted asks for.
@@ -81,7 +84,7 @@ pub fn candidates(node: &Node, job: &Job) -> Vec<(usize, Option<usize>)> {
 
 /// The cards (each once) that could take one replica of `ask`, or of a whole-card ask
 /// one of its cards; nothing when the host cannot. Allocation-free.
-pub fn usable_cards<'n>(node: &'n Node, ask: &'n Ask) -> impl Iterator<Item = usize> + 'n {
+pub(crate) fn usable_cards<'n>(node: &'n Node, ask: &'n Ask) -> impl Iterator<Item = usize> + 'n {
     let host = host_fits(node, ask);
     node.cards.iter().enumerate().filter_map(move |(i, c)| {
         let takes = host
@@ -97,29 +100,33 @@ pub fn usable_cards<'n>(node: &'n Node, ask: &'n Ask) -> impl Iterator<Item = us
 
 /// How many replicas of the job the node could hold if it were empty.
 pub fn capacity_when_empty(node: &Node, job: &Job) -> u32 {
-    let host = per(node.cpu_milli, job.cpu_milli).min(per(node.mem, job.mem));
-    let unpartitioned = || node.cards.iter().filter(|c| c.instances.is_empty() && c.mem >= job.gpu_mem);
-    let gpu = match job.request {
+    let host = per(node.cpu_milli, job.ask.cpu_milli).min(per(node.mem, job.ask.mem));
+    let unpartitioned = || node.cards.iter().filter(|c| c.instances.is_empty() && c.mem >= job.ask.gpu_mem);
+    let gpu = match job.ask.request {
         Request::None => u64::MAX,
         Request::Whole(k) => unpartitioned().count() as u64 / u64::from(k.max(1)),
         Request::Fraction(m) => unpartitioned()
-            .map(|c| per(u64::from(MILLI), u64::from(m)).min(u64::from(node.max_clients)).min(per(c.mem, job.gpu_mem)))
+            .map(|c| {
+                per(u64::from(MILLI), u64::from(m)).min(u64::from(node.max_clients)).min(per(c.mem, job.ask.gpu_mem))
+            })
             .sum(),
         Request::Mig(p) => node
             .cards
             .iter()
-            .map(|c| c.instances.iter().filter(|i| i.profile == p && mig_memory_bytes(p) >= job.gpu_mem).count() as u64)
+            .map(|c| {
+                c.instances.iter().filter(|i| i.profile == p && mig_memory_bytes(p) >= job.ask.gpu_mem).count() as u64
+            })
             .sum(),
     };
     u32::try_from(host.min(gpu)).unwrap_or(u32::MAX)
 }
 
 /// Whether one replica would fit on the node if the node were empty.
-pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
-    let card_ok = |c: &crate::model::Card| c.mem >= job.gpu_mem;
-    node.cpu_milli >= job.cpu_milli
-        && node.mem >= job.mem
-        && match job.request {
+pub(crate) fn could_ever_fit(node: &Node, job: &Job) -> bool {
+    let card_ok = |c: &crate::model::Card| c.mem >= job.ask.gpu_mem;
+    node.cpu_milli >= job.ask.cpu_milli
+        && node.mem >= job.ask.mem
+        && match job.ask.request {
             Request::None => true,
             Request::Whole(k) => {
                 node.cards.iter().filter(|c| c.instances.is_empty() && card_ok(c)).count() >= k as usize
@@ -128,7 +135,7 @@ pub fn could_ever_fit(node: &Node, job: &Job) -> bool {
             Request::Mig(p) => node
                 .cards
                 .iter()
-                .any(|c| c.instances.iter().any(|i| i.profile == p) && mig_memory_bytes(p) >= job.gpu_mem),
+                .any(|c| c.instances.iter().any(|i| i.profile == p) && mig_memory_bytes(p) >= job.ask.gpu_mem),
         }
 }
 
@@ -183,7 +190,7 @@ pub fn fits(node: &Node, job: &Job) -> bool {
 }
 
 /// How many replicas of the job the node can hold at once (0 when it is out of service).
-pub fn capacity(node: &Node, job: &Job) -> u32 {
+pub(crate) fn capacity(node: &Node, job: &Job) -> u32 {
     let job = &Ask::of(job);
     if !node.up {
         return 0;
@@ -220,7 +227,7 @@ pub fn choose(node: &Node, job: &Job, score: Option<&dyn Fn(usize) -> f64>) -> O
         return None;
     }
     let mut cands = candidates(node, job);
-    let need = match job.request {
+    let need = match job.ask.request {
         Request::Whole(k) => k as usize,
         Request::None => 0,
         _ => 1,
@@ -249,8 +256,8 @@ pub fn choose(node: &Node, job: &Job, score: Option<&dyn Fn(usize) -> f64>) -> O
 
 /// Whether `chosen` is a valid choice of cards for one replica on the node: as many as it
 /// needs, distinct, each one it could use now.
-pub fn valid_choice(node: &Node, job: &Job, chosen: &[(usize, Option<usize>)]) -> bool {
-    let need = match job.request {
+pub(crate) fn valid_choice(node: &Node, job: &Job, chosen: &[(usize, Option<usize>)]) -> bool {
+    let need = match job.ask.request {
         Request::Whole(k) => k as usize,
         Request::None => 0,
         _ => 1,
@@ -263,10 +270,10 @@ pub fn valid_choice(node: &Node, job: &Job, chosen: &[(usize, Option<usize>)]) -
 }
 
 /// The slot one replica takes on the chosen cards.
-pub fn slot(node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
+pub(crate) fn slot(node: NodeId, job: &Job, chosen: &[(usize, Option<usize>)]) -> Slot {
     let mut slot = Slot { node, cards: Vec::new(), instance: None };
     for &(ci, ii) in chosen {
-        match (job.request, ii) {
+        match (job.ask.request, ii) {
             (_, Some(ii)) => slot.instance = Some((ci, ii)),
             (Request::Whole(_), None) => slot.cards.push((ci, MILLI)),
             (Request::Fraction(m), None) => slot.cards.push((ci, m)),
@@ -283,26 +290,21 @@ pub fn bind(cluster: &mut Cluster, node: NodeId, job: &Job, chosen: &[(usize, Op
     slot
 }
 
-/// Releases what a replica held.
-pub fn release(cluster: &mut Cluster, job: &Job, slot: &Slot) {
-    apply(cluster, job, slot, false);
-}
-
-/// Takes (`take`) or gives back what a slot holds: exact inverses, so a release followed
-/// by a bind of the same slot restores the node bit for bit.
-pub fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
+/// Takes (`take`) or gives back what a slot holds: exact inverses, so giving a slot back
+/// and binding it again restores the node bit for bit.
+pub(crate) fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
     cluster.add_to_domains(slot.node, -1);
     let n = &mut cluster.nodes[slot.node];
-    let whole = match job.request {
+    let whole = match job.ask.request {
         Request::Whole(k) => Some(k),
         _ => None,
     };
     if take {
-        n.free_cpu_milli -= job.cpu_milli;
-        n.free_mem -= job.mem;
+        n.free_cpu_milli -= job.ask.cpu_milli;
+        n.free_mem -= job.ask.mem;
     } else {
-        n.free_cpu_milli += job.cpu_milli;
-        n.free_mem += job.mem;
+        n.free_cpu_milli += job.ask.cpu_milli;
+        n.free_mem += job.ask.mem;
     }
     for &(ci, milli) in &slot.cards {
         let card = &mut n.cards[ci];
@@ -310,12 +312,12 @@ pub fn apply(cluster: &mut Cluster, job: &Job, slot: &Slot, take: bool) {
             card.free_milli -= milli;
             card.clients += 1;
             card.holder_cards = whole.unwrap_or(0);
-            card.free_mem = if whole.is_some() { 0 } else { card.free_mem - job.gpu_mem };
+            card.free_mem = if whole.is_some() { 0 } else { card.free_mem - job.ask.gpu_mem };
         } else {
             card.free_milli += milli;
             card.clients -= 1;
             card.holder_cards = 0;
-            card.free_mem = if whole.is_some() { card.mem } else { card.free_mem + job.gpu_mem };
+            card.free_mem = if whole.is_some() { card.mem } else { card.free_mem + job.ask.gpu_mem };
         }
     }
     if let Some((ci, ii)) = slot.instance {

@@ -16,13 +16,14 @@
 //! renormalised.
 
 use crate::fit::{self, Ask};
-use crate::jobs::Request;
-use crate::model::{Card, MILLI, Node};
+use crate::model::{Card, Node};
 use gpol_compiler::schema::{Opt, ShapeRec, ShapeTable, Sym};
+use gpol_compiler::spec::MILLI;
+use gpol_compiler::spec::Request;
 use std::collections::BTreeMap;
 
 /// How many shapes a test's jobs make `cluster.task_shapes` (its own workload).
-pub const DEFAULT_SHAPES: usize = 16;
+pub(crate) const DEFAULT_SHAPES: usize = 16;
 
 /// The share of a trace's jobs its popular shapes cover unless a run says otherwise
 /// (the ATC '23 study's 95 %).
@@ -102,7 +103,7 @@ pub fn popular_shapes(
 /// The `max` most common per-replica shapes of a test's jobs (any model), weights
 /// renormalised to sum to 1; ties go to the smaller shape, so the result does not depend
 /// on job order.
-pub fn task_shapes(asks: impl IntoIterator<Item = Ask>, max: usize) -> Vec<TaskShape> {
+pub(crate) fn task_shapes(asks: impl IntoIterator<Item = Ask>, max: usize) -> Vec<TaskShape> {
     let mut counts: BTreeMap<Order, (Ask, u64)> = BTreeMap::new();
     for ask in asks {
         counts.entry(order(&ask)).or_insert((ask, 0)).1 += 1;
@@ -154,7 +155,7 @@ fn node_free(node: &Node) -> u64 {
 /// The node's free GPU capacity (milli) that one replica of `ask` could not use: at
 /// most one GPU a card. Allocation-free: it runs for every node and shape at every
 /// measurement.
-pub fn fragmented(node: &Node, ask: &Ask) -> u64 {
+pub(crate) fn fragmented(node: &Node, ask: &Ask) -> u64 {
     if !node.up || node.free_milli() == 0 {
         return 0;
     }
@@ -174,7 +175,7 @@ pub fn fragmented(node: &Node, ask: &Ask) -> u64 {
 
 /// [`fragmented`] for a shape that may allow only some GPU models: on a node of another
 /// model it can use nothing.
-pub fn fragmented_shape(node: &Node, shape: &TaskShape) -> u64 {
+pub(crate) fn fragmented_shape(node: &Node, shape: &TaskShape) -> u64 {
     if !shape.models.is_empty() && !shape.models.contains(&node.model) {
         return if node.up { node_free(node) } else { 0 };
     }
@@ -239,8 +240,9 @@ impl UnusableCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Cluster, NodeSpec, Sharing};
+    use crate::model::Cluster;
     use crate::symbols::Symbols;
+    use gpol_compiler::spec::{NodeSpec, Sharing};
     use proptest::prelude::*;
 
     fn node(cards: u32, cpu: u64) -> Node {

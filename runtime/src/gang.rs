@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// A node the job may use: it passed the filters and holds `capacity` replicas now.
 #[derive(Clone, Copy, Debug)]
-pub struct Host {
+pub(crate) struct Host {
     pub node: NodeId,
     pub result: NodeResult,
     pub capacity: u32,
@@ -24,7 +24,7 @@ pub struct Host {
 
 /// A gang clause that applies to the job.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Clause {
+pub(crate) struct Clause {
     pub require: bool,
     pub level: u8,
     pub weight: f64,
@@ -32,7 +32,7 @@ pub struct Clause {
 
 /// Where each replica goes, and what that is worth.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Placement {
+pub(crate) struct Placement {
     /// One node per replica, in node order.
     pub replicas: Vec<NodeId>,
     /// The mean of the replicas' tier sums.
@@ -43,7 +43,7 @@ pub struct Placement {
 
 /// Why no placement was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Shortfall {
+pub(crate) enum Shortfall {
     /// The nodes together cannot hold `min` replicas.
     Capacity,
     /// They can, but not within any one domain of a `require`d level.
@@ -64,7 +64,7 @@ pub fn rank(a: &NodeResult, b: &NodeResult, tiers: usize) -> Ordering {
 
 /// Every placement of between `min` and `want` replicas on `hosts`, best first: the most
 /// replicas, then the best mean tiers, then the highest value, then the lowest node ids.
-pub fn place(
+pub(crate) fn place(
     cluster: &Cluster,
     hosts: &[Host],
     want: u32,

@@ -129,7 +129,7 @@ mod tests {
             gpol_compiler::load::compile_text("p.gpol", "policy p\n", gpol_compiler::engine::EngineKind::Interp)
                 .expect("the empty policy compiles");
         let mut s = crate::Scheduler::new(policy);
-        let id = s.submit(crate::JobSpec::named(name)).expect("a default job is valid");
+        let id = s.submit(gpol_compiler::spec::JobSpec::named(name)).expect("a default job is valid");
         s.job(id).clone()
     }
 
@@ -138,16 +138,16 @@ mod tests {
         let mut store = JobStore::default();
         let ids: Vec<JobId> = ["a", "b", "c", "d"].into_iter().map(|n| store.push(job(n), Vec::new(), 0)).collect();
         assert_eq!(ids, [0, 1, 2, 3]);
-        assert_eq!(store.remove(1).map(|j| j.name), Some("b".to_string()));
+        assert_eq!(store.remove(1).map(|j| j.ask.name), Some("b".to_string()));
         assert_eq!((store.slots.len(), store.live()), (4, 3), "an older job keeps the window open");
         assert!(store.remove(1).is_none(), "a job is forgotten once");
         store.remove(0);
         assert_eq!((store.base, store.slots.len()), (2, 2), "the window starts at the oldest held job");
         assert!(store.get(0).is_none() && store.get(1).is_none());
         assert_eq!(store.push(job("e"), Vec::new(), 0), 4);
-        let held: Vec<(JobId, &str)> = store.with_ids().map(|(i, j)| (i, j.name.as_str())).collect();
+        let held: Vec<(JobId, &str)> = store.with_ids().map(|(i, j)| (i, j.ask.name.as_str())).collect();
         assert_eq!(held, [(2, "c"), (3, "d"), (4, "e")]);
-        assert_eq!(store[3].name, "d");
+        assert_eq!(store[3].ask.name, "d");
         assert_eq!(store.len(), 5);
     }
 }

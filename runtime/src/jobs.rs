@@ -4,7 +4,7 @@ use crate::model::NodeId;
 use crate::quota::{Block, Res};
 use gpol_compiler::ir::{Program, RuleId};
 use gpol_compiler::schema::Sym;
-pub use gpol_compiler::spec::Request;
+use gpol_compiler::spec::Request;
 use std::collections::HashMap;
 
 pub type JobId = usize;
@@ -81,8 +81,20 @@ pub struct Slot {
     pub instance: Option<(usize, usize)>,
 }
 
+/// A job: what it asked for, its life so far, and what it holds while it runs. Each part
+/// changes apart from the others: the ask never after submission, the life at each
+/// change of state, the holding at each bind and release.
 #[derive(Clone, Debug)]
 pub struct Job {
+    pub ask: JobAsk,
+    pub life: Life,
+    pub holding: Holding,
+}
+
+/// What a job asked for, as resolved at submission (its queue, priority and symbols);
+/// fixed from then on.
+#[derive(Clone, Debug)]
+pub struct JobAsk {
     pub name: String,
     pub id: Sym,
     pub user: Sym,
@@ -97,72 +109,89 @@ pub struct Job {
     pub cpu_milli: u64,
     pub mem: u64,
     pub models: Vec<Sym>,
-    pub bursty: bool,
-    pub latency_critical: bool,
-    pub preemptible: bool,
-    /// Times in ms of the scheduler's clock; a job that was already running when the
-    /// clock started (a scenario's `run`) started before 0.
-    pub submitted_ms: i64,
-    /// When the job last started waiting (submission, or requeue after an eviction).
-    pub waiting_since_ms: i64,
+    pub flags: Flags,
     pub duration_ms: Option<u64>,
     pub utilization: f64,
     pub labels: HashMap<Sym, Sym>,
+}
+
+/// What a job says of itself that rules may read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    pub bursty: bool,
+    pub latency_critical: bool,
+    pub preemptible: bool,
+}
+
+/// Where a job stands and when it got there. Times in ms of the scheduler's clock; a job
+/// that was already running when the clock started (a scenario's `run`) started before 0.
+#[derive(Clone, Debug)]
+pub struct Life {
     /// Where it stands. A waiting job's reason is its class's, given by
     /// `Scheduler::state`; the stored one is always `Pending(None)`.
     pub state: State,
-    pub evictions: u32,
+    pub submitted_ms: i64,
+    /// When the job last started waiting (submission, or requeue after an eviction).
+    pub waiting_since_ms: i64,
     pub started_ms: i64,
+    pub evictions: u32,
     /// The last checkpoint as of the start (a scenario's `run` may say the job last saved
     /// before it started here); later ones follow from `checkpoint_every_ms`.
     pub checkpoint_ms: i64,
     /// The job saves its work this often while running; `None`: only at `checkpoint_ms`.
     pub checkpoint_every_ms: Option<u64>,
+}
+
+/// What a running job holds: one slot per replica, and the quota it is charged for them
+/// (refunded exactly when it stops). Empty while it does not run.
+#[derive(Clone, Debug, Default)]
+pub struct Holding {
     pub slots: Vec<Slot>,
-    /// What the running job is charged in quota (refunded exactly when it stops).
     pub charged: crate::quota::Amounts,
 }
 
 /// Milliseconds from `at` to `now` (0 if `at` is later).
-pub fn since(now_ms: u64, at_ms: i64) -> u64 {
+pub(crate) fn since(now_ms: u64, at_ms: i64) -> u64 {
     u64::try_from(i64::try_from(now_ms).unwrap_or(i64::MAX).saturating_sub(at_ms)).unwrap_or(0)
 }
 
 impl Job {
     /// GPU quota charge of the whole job, milli-GPU.
     pub fn total_milli(&self) -> u64 {
-        self.request.milli() * u64::from(self.replicas)
+        self.ask.request.milli() * u64::from(self.ask.replicas)
     }
 
     /// When the running job last saved its work, as of `now_ms`.
-    pub fn last_checkpoint_ms(&self, now_ms: u64) -> i64 {
-        match self.checkpoint_every_ms {
+    pub(crate) fn last_checkpoint_ms(&self, now_ms: u64) -> i64 {
+        let life = &self.life;
+        match life.checkpoint_every_ms {
             Some(every) if every > 0 => {
-                let ran = since(now_ms, self.started_ms);
+                let ran = since(now_ms, life.started_ms);
                 let saved = i64::try_from(ran / every * every).unwrap_or(i64::MAX);
-                self.checkpoint_ms.max(self.started_ms.saturating_add(saved))
+                life.checkpoint_ms.max(life.started_ms.saturating_add(saved))
             }
-            _ => self.checkpoint_ms,
+            _ => life.checkpoint_ms,
         }
     }
 
     /// Work since the running job started that a stop now would keep (up to its last
     /// checkpoint), and work it would lose, in ms.
-    pub fn progress_ms(&self, now_ms: u64) -> (u64, u64) {
+    pub(crate) fn progress_ms(&self, now_ms: u64) -> (u64, u64) {
         let checkpoint = self.last_checkpoint_ms(now_ms);
-        let kept = u64::try_from(checkpoint.saturating_sub(self.started_ms)).unwrap_or(0);
-        (kept, since(now_ms, checkpoint.max(self.started_ms)))
+        let kept = u64::try_from(checkpoint.saturating_sub(self.life.started_ms)).unwrap_or(0);
+        (kept, since(now_ms, checkpoint.max(self.life.started_ms)))
     }
 
     pub fn is_pending(&self) -> bool {
-        matches!(self.state, State::Pending(_))
+        matches!(self.life.state, State::Pending(_))
     }
 
-    pub fn shape(&self) -> Shape {
-        let mut models = self.models.clone();
+    pub(crate) fn shape(&self) -> Shape {
+        let a = &self.ask;
+        let mut models = a.models.clone();
         models.sort();
         models.dedup();
-        Shape { request: self.request, gpu_mem: self.gpu_mem, cpu_milli: self.cpu_milli, mem: self.mem, models }
+        Shape { request: a.request, gpu_mem: a.gpu_mem, cpu_milli: a.cpu_milli, mem: a.mem, models }
     }
 }
 

@@ -1,35 +1,52 @@
 //! The gpol runtime: the cluster model, quota accounting and the scheduling cycle, driven
 //! by a compiled policy (JIT or interpreter). Every consumer — `gpolc test`, the
-//! simulator, the adapters — goes through [`Scheduler`]: jobs and nodes come in as
-//! [`JobSpec`]s and [`NodeSpec`]s, decisions come out as [`Event`]s and records that
-//! [`explain`] renders. docs/architecture.md shows how the modules fit together.
+//! simulator, the adapters — goes through [`Scheduler`]: jobs and nodes come in as the
+//! compiler's `spec::JobSpec`s and `spec::NodeSpec`s, decisions come out as [`Event`]s
+//! and records that [`explain`] renders. docs/architecture.md shows how the modules fit
+//! together.
+//!
+//! The root names what the runtime offers: the scheduler and what it answers with (jobs,
+//! the cluster, the quota tree, verdicts and errors). The public modules are families of
+//! their own: a decision's [`account`] and its words ([`explain`]), [`decision_log`]s,
+//! [`scenario`]s (a policy's tests), the victim search's vocabulary ([`preempt`]), what
+//! fits where ([`fit`]), fragmentation ([`frag`]) and the eviction-cycle search
+//! ([`cycles`]).
+
+#![warn(unreachable_pub)]
 
 pub mod account;
-pub mod ask;
+mod ask;
 pub mod cycles;
 pub mod decision_log;
 pub mod explain;
-pub mod fair_share;
-pub mod fair_tree;
+mod fair_share;
+mod fair_tree;
 pub mod fit;
 pub mod frag;
-pub mod gang;
-pub mod job_store;
-pub mod jobs;
-pub mod model;
-pub mod place;
+mod gang;
+mod job_store;
+mod jobs;
+mod model;
+mod place;
 pub mod preempt;
-pub mod quota;
-pub mod records;
-pub mod reserve;
+mod quota;
+mod records;
+mod reserve;
 pub mod scenario;
-pub mod scheduler;
-pub mod symbols;
-pub mod verdict;
-pub mod wall;
+mod scheduler;
+mod symbols;
+mod verdict;
+mod wall;
 
 pub use ask::{Asked, Found, StartError};
-pub use gpol_compiler::schema;
-pub use gpol_compiler::spec::{History, JobSpec, MILLI, NodeSpec, Request, Sharing};
-pub use scheduler::{ClockLimit, Event, Resolved, Scheduler, SubmitError};
-pub use wall::WallClock;
+pub use fair_share::water_fill;
+pub use gang::rank;
+pub use job_store::JobStore;
+pub use jobs::{Flags, Holding, Job, JobAsk, JobId, Life, QueueId, Reason, Shape, Slot, State, Unschedulable};
+pub use model::{Capacity, Card, Cluster, Domain, DomainId, Headroom, Instance, Node, NodeId, SpecError};
+pub use place::Decision;
+pub use quota::{Amounts, Block, Load, Position, Queue, Quotas, Res, Terms, Usage};
+pub use scheduler::{ClockLimit, Event, Resolved, Scheduler, StartOnError, SubmitError, View, compare_keys, starts};
+pub use symbols::Symbols;
+pub use verdict::{Closed, NodeVerdict};
+pub use wall::{WallClock, unix_ms_of_secs};

@@ -5,7 +5,7 @@
 use crate::symbols::Symbols;
 use gpol_compiler::limits::MAX_NODES;
 use gpol_compiler::schema::{MAX_LEVELS, MigCounts, Sym};
-pub use gpol_compiler::spec::{MILLI, NodeSpec, Sharing, mig_milli};
+use gpol_compiler::spec::{MILLI, NodeSpec, Sharing};
 use std::collections::{BTreeSet, HashMap};
 
 pub type NodeId = usize;
@@ -13,7 +13,7 @@ pub type DomainId = u32;
 
 /// Memory of a MIG instance, bytes: the GB its name gives, read as GiB (NVIDIA's
 /// `40gb` instance of an 80 GB card has about 40 GiB).
-pub fn mig_memory_bytes(profile: u8) -> u64 {
+pub(crate) fn mig_memory_bytes(profile: u8) -> u64 {
     gpol_compiler::mig::memory_gb(profile) << 30
 }
 
@@ -43,11 +43,11 @@ pub struct Card {
 
 impl Card {
     /// Free for a whole-card request: nothing allocated and not partitioned.
-    pub fn whole_free(&self) -> bool {
+    pub(crate) fn whole_free(&self) -> bool {
         self.instances.is_empty() && self.clients == 0 && self.free_milli == MILLI
     }
 
-    pub fn free_mig(&self) -> MigCounts {
+    pub(crate) fn free_mig(&self) -> MigCounts {
         let mut counts = MigCounts::default();
         for i in self.instances.iter().filter(|i| !i.used) {
             if let Some(c) = counts.0.get_mut(usize::from(i.profile)) {
@@ -78,9 +78,9 @@ pub struct Node {
     pub domains: [DomainId; MAX_LEVELS],
     /// False after a failure or drain: no new placements.
     pub up: bool,
-    /// What is free on the cards, summed up (kept by [`Cluster::refresh`]).
+    /// What is free on the cards, summed up (kept by the cluster at every change).
     pub free: CardsFree,
-    /// How many times [`Cluster::refresh`] has seen the node change: whoever keeps
+    /// How many times the cluster has seen the node change: whoever keeps
     /// something worked out from it knows when to work it out again.
     pub changes: u64,
 }
@@ -100,7 +100,7 @@ pub struct CardsFree {
 }
 
 impl Node {
-    pub fn free_cards(&self) -> u32 {
+    pub(crate) fn free_cards(&self) -> u32 {
         self.free.cards
     }
 
@@ -124,7 +124,7 @@ impl Node {
 
     /// Free GPU capacity in milli: unallocated shares of unpartitioned cards plus the
     /// charge of free MIG instances.
-    pub fn free_milli(&self) -> u64 {
+    pub(crate) fn free_milli(&self) -> u64 {
         self.free.milli
     }
 
@@ -142,7 +142,7 @@ impl Node {
     }
 
     /// The largest share free on any one card that still takes another client.
-    pub fn largest_free_milli(&self) -> u32 {
+    pub(crate) fn largest_free_milli(&self) -> u32 {
         self.free.largest_milli
     }
 
@@ -155,7 +155,7 @@ impl Node {
             .unwrap_or(0)
     }
 
-    pub fn free_mig(&self) -> MigCounts {
+    pub(crate) fn free_mig(&self) -> MigCounts {
         let mut total = MigCounts::default();
         for i in self.cards.iter().flat_map(|c| &c.instances).filter(|i| !i.used) {
             if let Some(c) = total.0.get_mut(usize::from(i.profile)) {
@@ -180,7 +180,7 @@ pub struct Domain {
 }
 
 impl Domain {
-    pub fn max_free_cards(&self) -> u32 {
+    pub(crate) fn max_free_cards(&self) -> u32 {
         self.free_histogram.iter().rposition(|&n| n > 0).unwrap_or(0) as u32
     }
 }
@@ -199,7 +199,7 @@ pub struct Cluster {
     /// the domains.
     pub capacity: Capacity,
     pub free: Capacity,
-    /// Each node's headroom, by node id (kept by [`Cluster::refresh`]).
+    /// Each node's headroom, by node id (kept by the cluster at every change).
     pub headroom: Vec<Headroom>,
     /// The nodes in service by how many whole cards they have free, so a request for
     /// `k` cards need not look at nodes with fewer (kept by [`Cluster::refresh`]).
@@ -255,7 +255,7 @@ impl std::fmt::Display for SpecError {
 }
 
 impl Cluster {
-    pub fn new(levels: Vec<String>) -> Cluster {
+    pub(crate) fn new(levels: Vec<String>) -> Cluster {
         Cluster { levels, ..Cluster::default() }
     }
 
@@ -264,7 +264,7 @@ impl Cluster {
     }
 
     /// Adds a node, validating its description.
-    pub fn add_node(&mut self, spec: &NodeSpec, syms: &mut Symbols) -> Result<NodeId, SpecError> {
+    pub(crate) fn add_node(&mut self, spec: &NodeSpec, syms: &mut Symbols) -> Result<NodeId, SpecError> {
         let err = |field, message: String| SpecError { node: spec.name.clone(), field, message };
         if self.node(&spec.name).is_some() {
             return Err(err("name", "a node with this name already exists".into()));
@@ -358,7 +358,7 @@ impl Cluster {
 
     /// Adds (`sign` 1) or removes (`sign` -1) a node's free capacity from its domains.
     /// Called around every change to the node, so aggregates stay exact.
-    pub fn add_to_domains(&mut self, node: NodeId, sign: i64) {
+    pub(crate) fn add_to_domains(&mut self, node: NodeId, sign: i64) {
         let n = &self.nodes[node];
         if !n.up {
             return;
@@ -385,7 +385,7 @@ impl Cluster {
     }
 
     /// Takes a node out of service (failure or drain).
-    pub fn set_up(&mut self, node: NodeId, up: bool) {
+    pub(crate) fn set_up(&mut self, node: NodeId, up: bool) {
         if self.nodes[node].up == up {
             return;
         }
@@ -400,7 +400,7 @@ impl Cluster {
     }
 
     /// Brings a node's summaries up to date after a change to it.
-    pub fn refresh(&mut self, node: NodeId) {
+    pub(crate) fn refresh(&mut self, node: NodeId) {
         let n = &mut self.nodes[node];
         n.changes += 1;
         n.refresh_free();
@@ -424,7 +424,7 @@ impl Cluster {
 
     /// The nodes in service with at least `k` whole cards free, in id order — or `None`
     /// when they are so many that a pass over every node's headroom is as quick.
-    pub fn with_free_cards(&self, k: u32) -> Option<Vec<NodeId>> {
+    pub(crate) fn with_free_cards(&self, k: u32) -> Option<Vec<NodeId>> {
         let buckets = self.by_free_cards.get(k as usize..).unwrap_or_default();
         let count: usize = buckets.iter().map(BTreeSet::len).sum();
         if count.saturating_mul(4) > self.nodes.len() {
@@ -467,6 +467,7 @@ impl Cluster {
 mod tests {
     use super::*;
     use gpol_compiler::schema::EnumKind;
+    use gpol_compiler::spec::mig_milli;
 
     fn p(name: &str) -> u8 {
         EnumKind::MigProfile.variant(name).unwrap_or(u8::MAX)

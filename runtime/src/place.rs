@@ -62,9 +62,9 @@ impl Scheduler {
     /// Where the job's replicas would go now — quota, filters and scores, exact fit, and
     /// for a gang its topology — among `among` or every node.
     pub(crate) fn place(&self, job: JobId, among: Option<&[NodeId]>) -> Result<Vec<NodeId>, Reason> {
-        let j = &self.world.jobs[job];
+        let j = &self.world.jobs()[job];
         let count = self.quota_count(job)?;
-        if j.replicas > 1 {
+        if j.ask.replicas > 1 {
             let view = self.placement_view(job);
             let ctx = self.ctx(&view);
             let rec = self.job_rec(job);
@@ -78,7 +78,7 @@ impl Scheduler {
     /// `among` or any node; `replicas` is how many the per-model quota check and the
     /// queues' `_after` fields count (the job's, or the one a growing job adds).
     pub(crate) fn best_node(&self, job: JobId, among: Option<&[NodeId]>, replicas: u32) -> Result<NodeId, Reason> {
-        let j = &self.world.jobs[job];
+        let j = &self.world.jobs()[job];
         let view = self.placement_view_for(job, replicas);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
@@ -106,18 +106,18 @@ impl Scheduler {
         let ask = fit::Ask::of(j);
         let decides = fit::headroom_decides(&ask);
         let fits = |i: NodeId| {
-            fit::may_fit(&self.world.cluster.headroom[i], &ask)
+            fit::may_fit(&self.world.cluster().headroom[i], &ask)
                 && usable(i)
-                && (decides || fit::fits(&self.world.cluster.nodes[i], j))
+                && (decides || fit::fits(&self.world.cluster().nodes[i], j))
         };
         let fitting: Vec<NodeId> = match among {
-            Some(ids) => ids.iter().copied().filter(|&i| i < self.world.cluster.nodes.len() && fits(i)).collect(),
-            None => match j.request {
-                gpol_compiler::spec::Request::Whole(k) if k > 0 => self.world.cluster.with_free_cards(k),
+            Some(ids) => ids.iter().copied().filter(|&i| i < self.world.cluster().nodes.len() && fits(i)).collect(),
+            None => match j.ask.request {
+                gpol_compiler::spec::Request::Whole(k) if k > 0 => self.world.cluster().with_free_cards(k),
                 _ => None,
             }
             .map_or_else(
-                || (0..self.world.cluster.nodes.len()).filter(|&i| fits(i)).collect(),
+                || (0..self.world.cluster().nodes.len()).filter(|&i| fits(i)).collect(),
                 |ids| ids.into_iter().filter(|&i| fits(i)).collect(),
             ),
         };
@@ -186,17 +186,18 @@ impl Scheduler {
 
     /// `quota_count` with the cap that blocks it, for the victim search's many trials.
     pub(crate) fn quota_replicas(&self, job: JobId) -> Result<u32, Block> {
-        let j = &self.world.jobs[job];
-        let admits = |n: u32| self.world.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, n, None));
-        match admits(j.replicas) {
-            Ok(()) => Ok(j.replicas),
+        let j = &self.world.jobs()[job];
+        let admits =
+            |n: u32| self.world.quotas().admissible(j.ask.queue, j.ask.user, &quota::replicas_demand(j, n, None));
+        match admits(j.ask.replicas) {
+            Ok(()) => Ok(j.ask.replicas),
             Err(why) => {
                 // Demand grows with the count, so the counts the quota admits are a prefix:
                 // search for its end in O(log n) trials.
-                if admits(j.min_replicas).is_err() {
+                if admits(j.ask.min_replicas).is_err() {
                     return Err(why);
                 }
-                let (mut ok, mut too_many) = (j.min_replicas, j.replicas);
+                let (mut ok, mut too_many) = (j.ask.min_replicas, j.ask.replicas);
                 while too_many - ok > 1 {
                     let mid = ok + (too_many - ok) / 2;
                     if admits(mid).is_ok() { ok = mid } else { too_many = mid }
@@ -218,17 +219,17 @@ impl Scheduler {
         count: u32,
         tiers: usize,
     ) -> Result<Vec<gang::Placement>, Reason> {
-        let j = &self.world.jobs[job];
+        let j = &self.world.jobs()[job];
         let mut rejections = vec![0usize; self.facts.policy.program.filters.len()];
         let mut passed_filters = false;
         let mut hosts: Vec<Host> = Vec::new();
         self.scan(ctx, rec, among, |i, r| {
             if !r.feasible {
                 count_rejection(&mut rejections, self.rejecting_filter(ctx, rec, i, r));
-            } else if self.world.cluster.nodes[i].up {
+            } else if self.world.cluster().nodes[i].up {
                 passed_filters = true;
                 let capacity =
-                    if self.usable_node(job, i) { fit::capacity(&self.world.cluster.nodes[i], j) } else { 0 };
+                    if self.usable_node(job, i) { fit::capacity(&self.world.cluster().nodes[i], j) } else { 0 };
                 if capacity > 0 {
                     hosts.push(Host { node: i, result: *r, capacity });
                 }
@@ -238,17 +239,19 @@ impl Scheduler {
             return Err(most_rejecting(&rejections));
         }
         let clauses = self.gang_clauses(ctx, rec);
-        gang::place(&self.world.cluster, &hosts, count, j.min_replicas, &clauses, tiers).map_err(|short| match short {
-            Shortfall::Capacity => Reason::Capacity,
-            Shortfall::Topology => Reason::Gang,
+        gang::place(self.world.cluster(), &hosts, count, j.ask.min_replicas, &clauses, tiers).map_err(|short| {
+            match short {
+                Shortfall::Capacity => Reason::Capacity,
+                Shortfall::Topology => Reason::Gang,
+            }
         })
     }
 
     /// Whether the job may use node `i` at all: in service, of an allowed model, not held
     /// for another job.
     fn usable_node(&self, job: JobId, i: NodeId) -> bool {
-        let (node, j) = (&self.world.cluster.nodes[i], &self.world.jobs[job]);
-        node.up && (j.models.is_empty() || j.models.contains(&node.model)) && !self.reserved_for_other(i, job)
+        let (node, j) = (&self.world.cluster().nodes[i], &self.world.jobs()[job]);
+        node.up && (j.ask.models.is_empty() || j.ask.models.contains(&node.model)) && !self.reserved_for_other(i, job)
     }
 
     /// The tiers the policy's scores use (0 without tiers).
@@ -276,14 +279,14 @@ impl Scheduler {
         job: JobId,
         placements: impl Iterator<Item = Vec<NodeId>>,
     ) -> Result<Vec<NodeId>, Reason> {
-        let j = &self.world.jobs[job];
+        let j = &self.world.jobs()[job];
         let mut first_block = None;
         for replicas in placements {
-            if !self.world.quotas.limits_models() {
+            if !self.world.quotas().limits_models() {
                 return Ok(replicas);
             }
-            let models: Vec<Sym> = replicas.iter().map(|&n| self.world.cluster.nodes[n].model).collect();
-            match self.world.quotas.admissible(j.queue, j.user, &quota::placement_demand(j, &models)) {
+            let models: Vec<Sym> = replicas.iter().map(|&n| self.world.cluster().nodes[n].model).collect();
+            match self.world.quotas().admissible(j.ask.queue, j.ask.user, &quota::placement_demand(j, &models)) {
                 Ok(()) => return Ok(replicas),
                 Err(why) => {
                     first_block.get_or_insert(why);
@@ -296,8 +299,8 @@ impl Scheduler {
     /// The cards one replica takes on `node`: by the policy's `card_score` rules if it
     /// has any, else by built-in best fit.
     pub(crate) fn choose_cards(&self, job: JobId, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {
-        let n = &self.world.cluster.nodes[node];
-        let j = &self.world.jobs[job];
+        let n = &self.world.cluster().nodes[node];
+        let j = &self.world.jobs()[job];
         if self.facts.policy.program.card_scores.is_empty() {
             return fit::choose(n, j, None);
         }
@@ -319,18 +322,19 @@ impl Scheduler {
 
     /// Why a job can never run as the cluster and its queue are, if it cannot.
     pub(crate) fn never_fits(&self, job: JobId) -> Option<Unschedulable> {
-        let j = &self.world.jobs[job];
+        let j = &self.world.jobs()[job];
         let room = self.room_when_empty(job);
         if room == 0 {
             return Some(Unschedulable::NoNode);
         }
-        if room < u64::from(j.min_replicas) {
+        if room < u64::from(j.ask.min_replicas) {
             return Some(Unschedulable::TooFewNodes { room });
         }
-        let demand = quota::replicas_demand(j, j.min_replicas, None);
-        self.world.quotas.path(j.queue).find_map(|queue| {
-            let node = &self.world.quotas.queues[queue];
-            node.limit
+        let demand = quota::replicas_demand(j, j.ask.min_replicas, None);
+        self.world.quotas().path(j.ask.queue).find_map(|queue| {
+            let node = &self.world.quotas().queues[queue];
+            node.quota
+                .limit
                 .iter()
                 .find(|(r, limit)| demand.get(r).copied().unwrap_or(0) > **limit)
                 .map(|(&res, _)| Unschedulable::OverLimit { queue, res })
@@ -403,23 +407,24 @@ impl Choice<'_> {
             return;
         }
         let s = self.s;
-        let (node, j) = (&s.world.cluster.nodes[i], &s.world.jobs[self.job]);
+        let (node, j) = (&s.world.cluster().nodes[i], &s.world.jobs()[self.job]);
         if !node.up {
             return;
         }
         self.passed_filters = true;
         if !self.fit_known {
-            let usable = (j.models.is_empty() || j.models.contains(&node.model)) && !s.reserved_for_other(i, self.job);
+            let usable =
+                (j.ask.models.is_empty() || j.ask.models.contains(&node.model)) && !s.reserved_for_other(i, self.job);
             if !usable || !fit::fits(node, j) {
                 return;
             }
         }
-        if s.world.quotas.limits_models() {
+        if s.world.quotas().limits_models() {
             let verdict = match self.by_model.iter().find(|(m, _)| *m == node.model) {
                 Some((_, v)) => v,
                 None => {
                     let demand = quota::replicas_demand(j, self.replicas, Some(node.model));
-                    self.by_model.push((node.model, s.world.quotas.admissible(j.queue, j.user, &demand)));
+                    self.by_model.push((node.model, s.world.quotas().admissible(j.ask.queue, j.ask.user, &demand)));
                     &self.by_model[self.by_model.len() - 1].1
                 }
             };

@@ -18,7 +18,7 @@
 //! own, in order of a lower bound on its cost, stopping once no node can beat the best.
 
 use crate::fit;
-use crate::jobs::{JobId, QueueId, Request};
+use crate::jobs::{JobId, QueueId};
 use crate::model::NodeId;
 use crate::quota::{self, Amounts, Res};
 use crate::records;
@@ -28,6 +28,7 @@ use crate::scheduler::facts::{PolicyFacts, Reads};
 use crate::scheduler::order::compare_keys;
 use gpol_compiler::ir::{OrderKey, RuleId};
 use gpol_compiler::schema::QueueRec;
+use gpol_compiler::spec::Request;
 use gpol_compiler::syntax::VictimKind;
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -304,10 +305,10 @@ impl Scheduler {
 
 impl<'s> VictimFinder<'s> {
     fn new(s: &'s mut Scheduler, claimant: JobId) -> VictimFinder<'s> {
-        let c = &s.world.jobs[claimant];
-        let needed = quota::replicas_demand(c, c.min_replicas, None)
+        let c = &s.world.jobs()[claimant];
+        let needed = quota::replicas_demand(c, c.ask.min_replicas, None)
             .iter()
-            .filter(|&(r, a)| *a > 0 && s.world.quotas.is_constrained(*r))
+            .filter(|&(r, a)| *a > 0 && s.world.quotas().is_constrained(*r))
             .map(|(r, _)| *r)
             .collect();
         let facts = Arc::clone(&s.facts);
@@ -361,7 +362,7 @@ impl VictimFinder<'_> {
                 continue;
             }
             searched = true;
-            let found = if self.s.world.jobs[self.claimant].replicas == 1 {
+            let found = if self.s.world.jobs()[self.claimant].ask.replicas == 1 {
                 self.search_nodes(frees)
             } else {
                 self.search_all()
@@ -397,7 +398,7 @@ impl VictimFinder<'_> {
         // change that. Candidates that no attempt could take were of other queues, left out
         // because the claimant's leaf cannot end within its guarantee: a change there can
         // alter that too.
-        let cq = self.s.world.jobs[self.claimant].queue;
+        let cq = self.s.world.jobs()[self.claimant].ask.queue;
         Err(all.watch.map(|mut w| {
             if !all.list.is_empty() {
                 w.changes.push(cq);
@@ -415,15 +416,16 @@ impl VictimFinder<'_> {
         let s = &*self.s;
         let claimant = self.claimant;
         let program = &self.facts.policy.program;
-        let quotas = &s.world.quotas;
+        let quotas = &s.world.quotas();
         let has_kind = |k: VictimKind| program.victims.iter().any(|r| r.kind == k);
         let has_preempt = has_kind(VictimKind::Preempt);
         let has_cross = has_kind(VictimKind::Reclaim) || has_kind(VictimKind::Borrow);
         // Where each leaf's jobs stand (jobs run only in leaves). When no leaf's jobs
         // could be victims at all, nothing more is needed — unless the search is being
         // recorded job by job.
-        let standings: Vec<Option<Standing>> =
-            (0..quotas.queues.len()).map(|q| quotas.queues[q].children.is_empty().then(|| self.standing(q))).collect();
+        let standings: Vec<Option<Standing>> = (0..quotas.queues.len())
+            .map(|q| quotas.queues[q].place.children.is_empty().then(|| self.standing(q)))
+            .collect();
         let evictable = |st: &Standing| match st {
             Standing::Own | Standing::Anywhere => has_preempt,
             Standing::Other(_) => has_cross && others,
@@ -439,13 +441,13 @@ impl VictimFinder<'_> {
         let cost_rule = program.victims.iter().position(|r| r.kind == VictimKind::Preempt && r.cost.is_some());
         let claimant_rec = s.job_rec(claimant);
         // Sized for every running job up front: growing them would copy and fault pages.
-        let mut out: Vec<Candidate> = Vec::with_capacity(s.world.running.len());
-        let mut frees: Vec<Frees> = Vec::with_capacity(s.world.running.len());
+        let mut out: Vec<Candidate> = Vec::with_capacity(s.world.running().len());
+        let mut frees: Vec<Frees> = Vec::with_capacity(s.world.running().len());
         let mut view = s.view(Some(claimant));
         let mut after = AfterCount::new(s, claimant);
         let recording = record.is_some();
         for v in s.running() {
-            let vj = &s.world.jobs[v];
+            let vj = &s.world.jobs()[v];
             let mut note = |verdict: Verdict| {
                 if let Some(r) = record.as_deref_mut() {
                     r.push((v, verdict));
@@ -455,9 +457,9 @@ impl VictimFinder<'_> {
                 note(Verdict::JustStarted);
                 continue;
             }
-            let standing = match &standings[vj.queue] {
+            let standing = match &standings[vj.ask.queue] {
                 Some(st) => st.clone(),
-                None => self.standing(vj.queue),
+                None => self.standing(vj.ask.queue),
             };
             let (place, sides) = match standing {
                 Standing::Own => (Place::Own, None),
@@ -474,16 +476,16 @@ impl VictimFinder<'_> {
             if let Some(sd) = &sides
                 && !self.frees_borrowed(v, sd)
             {
-                note(Verdict::WithinGuarantee { queue: vj.queue });
+                note(Verdict::WithinGuarantee { queue: vj.ask.queue });
                 continue;
             }
             // The `_after` fields of the victim's queues count it evicted.
-            let whole = self.judge(&mut view, &mut after, &claimant_rec, v, &vj.charged, place, cost_rule);
+            let whole = self.judge(&mut view, &mut after, &claimant_rec, v, &vj.holding.charged, place, cost_rule);
             // An elastic gang above its minimum may give up replicas instead: each a
             // candidate of its own, judged with only it gone, at its share of the job's
             // cost — allowed or not whatever the whole job is.
-            let surplus = vj.slots.len().saturating_sub(vj.min_replicas.max(1) as usize);
-            let parts: Vec<(usize, Judged)> = (vj.slots.len() - surplus..vj.slots.len())
+            let surplus = vj.holding.slots.len().saturating_sub(vj.ask.min_replicas.max(1) as usize);
+            let parts: Vec<(usize, Judged)> = (vj.holding.slots.len() - surplus..vj.holding.slots.len())
                 .rev()
                 .filter_map(|k| {
                     let mut part = match reads_after {
@@ -493,7 +495,7 @@ impl VictimFinder<'_> {
                         }
                         false => whole.clone(),
                     };
-                    part.cost /= vj.slots.len() as f64;
+                    part.cost /= vj.holding.slots.len() as f64;
                     (part.protect.is_none() && !part.rules().is_empty()).then_some((k, part))
                 })
                 .collect();
@@ -512,16 +514,16 @@ impl VictimFinder<'_> {
             }
             // Share of cards a replica frees (a MIG instance counts as none: the bound does
             // not count MIG capacity).
-            let gpu = match vj.request {
-                Request::Whole(_) | Request::Fraction(_) => vj.request.milli(),
+            let gpu = match vj.ask.request {
+                Request::Whole(_) | Request::Fraction(_) => vj.ask.request.milli(),
                 Request::Mig(_) | Request::None => 0,
             };
             let candidate = |part: Option<usize>, j: Judged| Candidate {
                 job: v,
                 part,
                 cost: j.cost,
-                priority: vj.priority,
-                started_ms: vj.started_ms,
+                priority: vj.ask.priority,
+                started_ms: vj.life.started_ms,
                 preempt: j.preempt,
                 reclaim: j.reclaim,
                 borrow: j.borrow.into(),
@@ -529,8 +531,9 @@ impl VictimFinder<'_> {
                 keys: j.keys.into(),
             };
             if whole_allowed {
-                for slot in &vj.slots {
-                    let f = Frees { node: slot.node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu };
+                for slot in &vj.holding.slots {
+                    let f =
+                        Frees { node: slot.node, candidate: out.len(), cpu: vj.ask.cpu_milli, mem: vj.ask.mem, gpu };
                     match frees.last_mut() {
                         Some(last) if last.node == f.node && last.candidate == f.candidate => {
                             last.cpu += f.cpu;
@@ -543,8 +546,8 @@ impl VictimFinder<'_> {
                 out.push(candidate(None, whole));
             }
             for (k, part) in parts {
-                let node = vj.slots[k].node;
-                frees.push(Frees { node, candidate: out.len(), cpu: vj.cpu_milli, mem: vj.mem, gpu });
+                let node = vj.holding.slots[k].node;
+                frees.push(Frees { node, candidate: out.len(), cpu: vj.ask.cpu_milli, mem: vj.ask.mem, gpu });
                 out.push(candidate(Some(k), part));
             }
         }
@@ -610,13 +613,13 @@ impl VictimFinder<'_> {
     /// `standings` say, is one (see [`Watch`]); `others` says whether jobs of other
     /// queues were looked at.
     fn watch(&self, standings: &[Option<Standing>], has_preempt: bool, has_cross: bool, others: bool) -> Watch {
-        let quotas = &self.s.world.quotas;
-        let c = &self.s.world.jobs[self.claimant];
-        let cq = c.queue;
+        let quotas = &self.s.world.quotas();
+        let c = &self.s.world.jobs()[self.claimant];
+        let cq = c.ask.queue;
         if !others && !has_preempt {
             // Only reclaims, and the claimant's leaf cannot end within its guarantee: no
             // job anywhere is a candidate until that leaf holds less.
-            let demand = quota::replicas_demand(c, c.min_replicas, None);
+            let demand = quota::replicas_demand(c, c.ask.min_replicas, None);
             let needs = self.needed.iter().map(|&r| (r, demand.get(&r).copied().unwrap_or(0))).collect();
             return Watch { within: Some((cq, needs)), ..Watch::default() };
         }
@@ -661,8 +664,8 @@ impl VictimFinder<'_> {
         let Some(rule) = c.rule(self.attempt) else { return false };
         // The two jobs' queues are all a `Leaves` rule reads: unless an earlier pick was in
         // one of them, it reads what it read when it allowed the candidate.
-        let leaves = [s.world.jobs[claimant].queue, s.world.jobs[c.job].queue];
-        let touched = || lifted.iter().any(|&k| leaves.contains(&s.world.jobs[candidates[k].job].queue));
+        let leaves = [s.world.jobs()[claimant].ask.queue, s.world.jobs()[c.job].ask.queue];
+        let touched = || lifted.iter().any(|&k| leaves.contains(&s.world.jobs()[candidates[k].job].ask.queue));
         let asks = |r: usize| match dynamic_rules[r] {
             Reads::Jobs => false,
             Reads::Leaves => touched(),
@@ -697,8 +700,8 @@ impl VictimFinder<'_> {
 
     /// Where the jobs of queue `vq` stand as victims for the claimant.
     fn standing(&self, vq: QueueId) -> Standing {
-        let quotas = &self.s.world.quotas;
-        let cq = self.s.world.jobs[self.claimant].queue;
+        let quotas = &self.s.world.quotas();
+        let cq = self.s.world.jobs()[self.claimant].ask.queue;
         if vq == cq {
             return Standing::Own;
         }
@@ -720,55 +723,57 @@ impl VictimFinder<'_> {
     /// side borrows now: taking it then lowers that borrowing (which is also why reclaim
     /// cannot cycle).
     fn frees_borrowed(&self, v: JobId, sides: &Sides) -> bool {
-        let quotas = &self.s.world.quotas;
-        let charged = &self.s.world.jobs[v].charged;
+        let quotas = &self.s.world.quotas();
+        let charged = &self.s.world.jobs()[v].holding.charged;
         self.needed.iter().any(|&r| {
             charged.get(&r).is_some_and(|&a| a > 0)
                 && sides.victim.iter().all(|&q| {
                     let queue = &quotas.queues[q];
-                    queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r)
+                    queue.get(&queue.load.alloc, r) > queue.get(&queue.quota.guarantee, r)
                 })
         })
     }
 
     /// Whether queue `q` holds more than its guarantee of something the claimant needs.
     fn borrows(&self, q: QueueId) -> bool {
-        let queue = &self.s.world.quotas.queues[q];
-        self.needed.iter().any(|&r| queue.get(&queue.alloc, r) > queue.get(&queue.guarantee, r))
+        let queue = &self.s.world.quotas().queues[q];
+        self.needed.iter().any(|&r| queue.get(&queue.load.alloc, r) > queue.get(&queue.quota.guarantee, r))
     }
 
     /// Whether the claimant's leaf could end within its guarantee of everything needed,
     /// with its minimum replicas admitted and every own-queue candidate gone (or, before
     /// the candidates are known, every own-queue job a preempt rule might take).
     fn leaf_could_end_within(&self, candidates: Option<&[Candidate]>) -> bool {
-        let jobs = &self.s.world.jobs;
+        let jobs = &self.s.world.jobs();
         let c = &jobs[self.claimant];
-        let demand = quota::replicas_demand(c, c.min_replicas, None);
-        let leaf = &self.s.world.quotas.queues[c.queue];
+        let demand = quota::replicas_demand(c, c.ask.min_replicas, None);
+        let leaf = &self.s.world.quotas().queues[c.ask.queue];
         let has_preempt = self.facts.policy.program.victims.iter().any(|r| r.kind == VictimKind::Preempt);
         self.needed.iter().all(|&r| {
             // A leaf holds only its own jobs: all of them gone leaves nothing.
             let own: i64 = match candidates {
-                None if has_preempt => leaf.get(&leaf.alloc, r),
+                None if has_preempt => leaf.get(&leaf.load.alloc, r),
                 None => 0,
                 Some(list) => list
                     .iter()
-                    .filter(|k| k.preempt.is_some() && jobs[k.job].queue == c.queue)
-                    .map(|k| jobs[k.job].charged.get(&r).copied().unwrap_or(0))
+                    .filter(|k| k.preempt.is_some() && jobs[k.job].ask.queue == c.ask.queue)
+                    .map(|k| jobs[k.job].holding.charged.get(&r).copied().unwrap_or(0))
                     .sum(),
             };
-            leaf.get(&leaf.alloc, r) - own + demand.get(&r).copied().unwrap_or(0) <= leaf.get(&leaf.guarantee, r)
+            leaf.get(&leaf.load.alloc, r) - own + demand.get(&r).copied().unwrap_or(0)
+                <= leaf.get(&leaf.quota.guarantee, r)
         })
     }
 
     /// Whether the claimant's side of `sides`, with `replicas` of the claimant admitted,
     /// holds no more than its guarantee of anything needed.
     fn claimant_within(&self, sides: &Sides, replicas: usize) -> bool {
-        let demand = quota::replicas_demand(&self.s.world.jobs[self.claimant], replicas as u32, None);
+        let demand = quota::replicas_demand(&self.s.world.jobs()[self.claimant], replicas as u32, None);
         sides.claimant.iter().all(|&q| {
-            let queue = &self.s.world.quotas.queues[q];
+            let queue = &self.s.world.quotas().queues[q];
             self.needed.iter().all(|&r| {
-                queue.get(&queue.alloc, r) + demand.get(&r).copied().unwrap_or(0) <= queue.get(&queue.guarantee, r)
+                queue.get(&queue.load.alloc, r) + demand.get(&r).copied().unwrap_or(0)
+                    <= queue.get(&queue.quota.guarantee, r)
             })
         })
     }
@@ -809,13 +814,11 @@ impl VictimFinder<'_> {
         jobs.sort_unstable();
         jobs.dedup();
         for &job in &jobs {
-            let j = &s.world.jobs[job];
-            s.world.quotas.charge(j.queue, j.user, &j.charged, -1);
+            s.world.charge_held(job, -1);
         }
         let admits = s.quota_replicas(self.claimant).is_ok();
         for &job in jobs.iter().rev() {
-            let j = &s.world.jobs[job];
-            s.world.quotas.charge(j.queue, j.user, &j.charged, 1);
+            s.world.charge_held(job, 1);
         }
         admits
     }
@@ -906,9 +909,9 @@ impl VictimFinder<'_> {
         }
         // A node the claimant could use at all.
         let usable = |s: &Scheduler, n: NodeId| {
-            let (node, j) = (&s.world.cluster.nodes[n], &s.world.jobs[claimant]);
+            let (node, j) = (&s.world.cluster().nodes[n], &s.world.jobs()[claimant]);
             node.up
-                && (j.models.is_empty() || j.models.contains(&node.model))
+                && (j.ask.models.is_empty() || j.ask.models.contains(&node.model))
                 && !s.reserved_for_other(n, claimant)
                 && fit::could_ever_fit(node, j)
         };
@@ -925,7 +928,7 @@ impl VictimFinder<'_> {
         };
         // Every node once, with its victims if it has any (both lists are in node order).
         let mut runs = by_node.iter().peekable();
-        let mut order: Vec<(f64, NodeId)> = (0..self.s.world.cluster.nodes.len())
+        let mut order: Vec<(f64, NodeId)> = (0..self.s.world.cluster().nodes.len())
             .filter_map(|n| {
                 let local = runs.next_if(|(m, _)| *m == n).map_or(&[][..], |(_, run)| *run);
                 if local.is_empty() && !fits_untouched_works {
@@ -965,15 +968,16 @@ impl VictimFinder<'_> {
     /// without which the claimant could not fit by free amounts alone; `None` if even all
     /// of them would not do.
     fn lower_bound(&self, n: NodeId, local: &[Frees]) -> Option<f64> {
-        let j = &self.s.world.jobs[self.claimant];
+        let j = &self.s.world.jobs()[self.claimant];
         // The node's record has its free amounts at hand (exact in f64).
         let rec = &self.s.node_records()[n];
-        let need_gpu = match j.request {
+        let need_gpu = match j.ask.request {
             Request::Mig(_) | Request::None => 0,
             r => r.milli(),
         } as f64;
         let (mut cpu, mut mem, mut gpu) = (rec.cpu_free * 1000.0, rec.mem_free, rec.free_gpu * 1000.0);
-        let enough = |cpu: f64, mem: f64, gpu: f64| cpu >= j.cpu_milli as f64 && mem >= j.mem as f64 && gpu >= need_gpu;
+        let enough =
+            |cpu: f64, mem: f64, gpu: f64| cpu >= j.ask.cpu_milli as f64 && mem >= j.ask.mem as f64 && gpu >= need_gpu;
         let mut cost = 0.0;
         if enough(cpu, mem, gpu) {
             return Some(cost);
@@ -997,7 +1001,7 @@ impl VictimFinder<'_> {
         let claimant = self.claimant;
         let mut lifted: Vec<usize> = Vec::new();
         let mut next_local = Picker::new(local.to_vec());
-        let fits_here = |s: &Scheduler| fit::fits(&s.world.cluster.nodes[n], &s.world.jobs[claimant]);
+        let fits_here = |s: &Scheduler| fit::fits(&s.world.cluster().nodes[n], &s.world.jobs()[claimant]);
         while !fits_here(self.s) {
             let Some(i) = self.pick(&mut next_local) else {
                 self.undo(&lifted);
@@ -1106,17 +1110,17 @@ impl VictimFinder<'_> {
     /// Whether the nodes have room for the claimant's minimum replicas (before filters
     /// and topology): a cheap test before a full placement.
     fn room_for(&self) -> bool {
-        let j = &self.s.world.jobs[self.claimant];
+        let j = &self.s.world.jobs()[self.claimant];
         let room: u64 = self
             .s
             .world
-            .cluster
+            .cluster()
             .nodes
             .iter()
-            .filter(|n| j.models.is_empty() || j.models.contains(&n.model))
+            .filter(|n| j.ask.models.is_empty() || j.ask.models.contains(&n.model))
             .map(|n| u64::from(fit::capacity(n, j)))
             .sum();
-        room >= u64::from(j.min_replicas)
+        room >= u64::from(j.ask.min_replicas)
     }
 }
 
@@ -1124,7 +1128,7 @@ impl Candidate {
     /// What it holds: its job's charge, or its one replica's.
     fn holds(&self, s: &Scheduler) -> Amounts {
         match self.part {
-            None => s.world.jobs[self.job].charged.clone(),
+            None => s.world.jobs()[self.job].holding.charged.clone(),
             Some(k) => slot_demand(s, self.job, k),
         }
     }
@@ -1133,11 +1137,11 @@ impl Candidate {
     /// gives it back; `lift` and `restore` are exact inverses.
     fn trial(&self, s: &mut Scheduler, take: bool) {
         match (self.part, take) {
-            (None, true) => s.lift(self.job),
-            (None, false) => s.restore(self.job),
+            (None, true) => s.world.lift(self.job),
+            (None, false) => s.world.restore(self.job),
             (Some(k), _) => {
                 let demand = slot_demand(s, self.job, k);
-                if take { s.lift_slot(self.job, k, &demand) } else { s.restore_slot(self.job, k, &demand) }
+                if take { s.world.lift_slot(self.job, k, &demand) } else { s.world.restore_slot(self.job, k, &demand) }
             }
         }
     }
@@ -1145,8 +1149,8 @@ impl Candidate {
 
 /// What the replica in slot `k` of a running job is charged.
 fn slot_demand(s: &Scheduler, job: JobId, k: usize) -> Amounts {
-    let model = s.world.cluster.nodes[s.world.jobs[job].slots[k].node].model;
-    quota::placement_demand(&s.world.jobs[job], &[model])
+    let model = s.world.cluster().nodes[s.world.jobs()[job].holding.slots[k].node].model;
+    quota::placement_demand(&s.world.jobs()[job], &[model])
 }
 
 impl Candidates {
@@ -1191,8 +1195,8 @@ impl AfterCount {
     /// A counter for `claimant`'s search.
     fn new(s: &Scheduler, claimant: JobId) -> AfterCount {
         AfterCount {
-            claimant_queue: s.world.jobs[claimant].queue,
-            demand: quota::demand(&s.world.jobs[claimant], None),
+            claimant_queue: s.world.jobs()[claimant].ask.queue,
+            demand: quota::demand(&s.world.jobs()[claimant], None),
             totals: s.totals(),
             memo: HashMap::new(),
         }
@@ -1200,19 +1204,19 @@ impl AfterCount {
 
     /// Counts `held` of `victim` evicted in `view`; returns the records it replaced.
     fn count(&mut self, s: &Scheduler, view: &mut View, victim: JobId, held: &Amounts) -> Vec<(QueueId, QueueRec)> {
-        let vj = &s.world.jobs[victim];
+        let vj = &s.world.jobs()[victim];
         let amounts = [Res::Gpu, Res::Cpu, Res::Mem].map(|r| held.get(&r).copied().unwrap_or(0));
         let recs = self
             .memo
-            .entry((vj.queue, amounts))
+            .entry((vj.ask.queue, amounts))
             .or_insert_with(|| {
-                let changes = [(self.claimant_queue, &self.demand, 1), (vj.queue, held, -1)];
+                let changes = [(self.claimant_queue, &self.demand, 1), (vj.ask.queue, held, -1)];
                 s.world
-                    .quotas
-                    .path(vj.queue)
+                    .quotas()
+                    .path(vj.ask.queue)
                     .map(|q| {
                         let mut rec = view.queues[q];
-                        records::apply_after(&s.world.quotas, &self.totals, q, &changes, &mut rec);
+                        records::apply_after(s.world.quotas(), &self.totals, q, &changes, &mut rec);
                         (q, rec)
                     })
                     .collect()

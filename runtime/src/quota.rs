@@ -41,7 +41,7 @@ pub enum Res {
 
 impl Res {
     /// An amount of the resource in its unit (cards, cores, GiB), as messages show it.
-    pub fn show(self, v: i64) -> String {
+    pub(crate) fn show(self, v: i64) -> String {
         match self {
             _ if v == i64::MAX => "∞".into(),
             Res::Mem => format!("{:.1}GiB", v as f64 / (1u64 << 30) as f64),
@@ -49,7 +49,7 @@ impl Res {
         }
     }
 
-    pub fn name(self, syms: &Symbols) -> String {
+    pub(crate) fn name(self, syms: &Symbols) -> String {
         match self {
             Res::Gpu => "gpu".into(),
             Res::Cpu => "cpu".into(),
@@ -63,7 +63,7 @@ pub type Amounts = BTreeMap<Res, i64>;
 
 /// Decayed usage as of a time.
 #[derive(Clone, Copy, Debug, Default)]
-struct Usage {
+struct Decayed {
     value: f64,
     at_ms: u64,
 }
@@ -94,16 +94,38 @@ pub enum Block {
     Cohort { queue: QueueId, res: Res, available: i64, needs: i64 },
 }
 
+/// One queue of the tree, in four parts that change apart: where it sits and how the
+/// policy declares it (fixed once the tree is built), its quota (changed by windows and
+/// operators), what its subtree holds and asks for now (changed at every start and stop),
+/// and its decayed usage (changed as the clock moves).
 #[derive(Clone, Debug)]
 pub struct Queue {
+    pub place: Position,
+    pub quota: Terms,
+    pub load: Load,
+    pub usage: Usage,
+}
+
+/// Where a queue sits in the tree and what the policy declares of it beyond amounts.
+#[derive(Clone, Debug)]
+pub struct Position {
     pub name: String,
     pub name_sym: Sym,
     pub parent: Option<QueueId>,
     pub children: Vec<QueueId>,
     pub depth: u32,
     pub weight: f64,
-    pub half_life_s: Option<f64>,
     pub queueing: Queueing,
+    /// `fairshare parent`: transparent to Slurm's Fair Tree.
+    pub fairshare_parent: bool,
+}
+
+/// A queue's quota: the amounts in force, the written amounts and windows they come from,
+/// and what the cohort arithmetic derives from them. Invariant: the amounts in force are
+/// the written ones with the open windows' laid over them, and `subtree` and `reserved`
+/// follow from the whole tree's (`Quotas::derive` keeps both).
+#[derive(Clone, Debug)]
+pub struct Terms {
     pub guarantee: Amounts,
     pub limit: Amounts,
     pub borrow_limit: Amounts,
@@ -121,18 +143,16 @@ pub struct Queue {
     derived: BTreeSet<Res>,
     subtree: Amounts,
     reserved: Amounts,
+}
+
+/// What a queue's subtree holds and asks for now. Invariant: a parent's is the sum of its
+/// children's (every change goes along the whole path, `Quotas::for_path`).
+#[derive(Clone, Debug, Default)]
+pub struct Load {
     /// What the queue's subtree holds now.
     pub alloc: Amounts,
     /// What each user holds in the queue's subtree.
     pub users: HashMap<Sym, Amounts>,
-    /// Decayed usage (GPU-seconds unless `settings` bill otherwise).
-    pub usage: f64,
-    usage_at_ms: u64,
-    /// In a leaf, each user's decayed usage, brought up to date when the user's holding
-    /// changes or is read (users never leave: their usage is history).
-    user_usage: HashMap<Sym, Usage>,
-    /// `fairshare parent`: transparent to Slurm's Fair Tree.
-    pub fairshare_parent: bool,
     pub pending: u32,
     pub running: u32,
     /// GPU (milli) the subtree's waiting jobs ask for (all their replicas).
@@ -143,9 +163,21 @@ pub struct Queue {
     pub running_gpu: i64,
 }
 
+/// A queue's decayed usage (GPU-seconds unless `settings` bill otherwise), and in a leaf
+/// its users'. Invariant: `value` is exact as of `at_ms` for what the queue held since.
+#[derive(Clone, Debug)]
+pub struct Usage {
+    pub value: f64,
+    at_ms: u64,
+    pub half_life_s: Option<f64>,
+    /// In a leaf, each user's decayed usage, brought up to date when the user's holding
+    /// changes or is read (users never leave: their usage is history).
+    users: HashMap<Sym, Decayed>,
+}
+
 impl Queue {
     pub fn is_leaf(&self) -> bool {
-        self.children.is_empty()
+        self.place.children.is_empty()
     }
 
     pub fn get(&self, amounts: &Amounts, r: Res) -> i64 {
@@ -186,18 +218,18 @@ fn billed(billing: &Billing, a: &Amounts) -> f64 {
 
 /// What a job would take from its queue with all its replicas, per resource (and of GPU
 /// model `model`, if it is known).
-pub fn demand(job: &Job, model: Option<Sym>) -> Amounts {
-    replicas_demand(job, job.replicas, model)
+pub(crate) fn demand(job: &Job, model: Option<Sym>) -> Amounts {
+    replicas_demand(job, job.ask.replicas, model)
 }
 
 /// What `n` replicas of a job take, all on GPUs of `model` if given.
-pub fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
+pub(crate) fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
     let n = i64::from(n);
-    let gpu = job.request.milli() as i64 * n;
+    let gpu = job.ask.request.milli() as i64 * n;
     let mut d = Amounts::new();
     d.insert(Res::Gpu, gpu);
-    d.insert(Res::Cpu, job.cpu_milli as i64 * n);
-    d.insert(Res::Mem, job.mem as i64 * n);
+    d.insert(Res::Cpu, job.ask.cpu_milli as i64 * n);
+    d.insert(Res::Mem, job.ask.mem as i64 * n);
     if let Some(m) = model {
         d.insert(Res::Model(m), gpu);
     }
@@ -205,14 +237,14 @@ pub fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
 }
 
 /// GPU (milli) a job asks for, all its replicas: what it adds to its queue's request.
-pub fn requested_gpu(job: &Job) -> i64 {
-    job.request.milli() as i64 * i64::from(job.replicas)
+pub(crate) fn requested_gpu(job: &Job) -> i64 {
+    job.ask.request.milli() as i64 * i64::from(job.ask.replicas)
 }
 
 /// What a placement takes: one replica on a GPU of each model listed.
-pub fn placement_demand(job: &Job, models: &[Sym]) -> Amounts {
+pub(crate) fn placement_demand(job: &Job, models: &[Sym]) -> Amounts {
     let mut d = replicas_demand(job, models.len() as u32, None);
-    let milli = job.request.milli() as i64;
+    let milli = job.ask.request.milli() as i64;
     for &m in models {
         *d.entry(Res::Model(m)).or_insert(0) += milli;
     }
@@ -258,48 +290,44 @@ impl Quotas {
                 written[0].retain(|r, _| !unset_guarantee.contains(r));
                 let windows = q.windows.iter().map(|w| (w.window, w.kind, convert(&w.amounts, syms))).collect();
                 Queue {
-                    name: q.name.clone(),
-                    name_sym,
-                    parent: q.parent,
-                    children: q.children.clone(),
-                    depth,
-                    weight: q.weight,
-                    half_life_s: q.usage_half_life,
-                    queueing: q.queueing.unwrap_or(default_queueing),
-                    guarantee: Amounts::new(),
-                    limit: Amounts::new(),
-                    borrow_limit: Amounts::new(),
-                    lend_limit: Amounts::new(),
-                    user_limit: Amounts::new(),
-                    written,
-                    windows,
-                    unset_guarantee,
-                    derived: BTreeSet::new(),
-                    subtree: Amounts::new(),
-                    reserved: Amounts::new(),
-                    alloc: Amounts::new(),
-                    users: HashMap::new(),
-                    usage: 0.0,
-                    usage_at_ms: 0,
-                    user_usage: HashMap::new(),
-                    fairshare_parent: q.fairshare_parent,
-                    pending: 0,
-                    pending_gpu: 0,
-                    running_gpu: 0,
-                    running: 0,
+                    place: Position {
+                        name: q.name.clone(),
+                        name_sym,
+                        parent: q.parent,
+                        children: q.children.clone(),
+                        depth,
+                        weight: q.weight,
+                        queueing: q.queueing.unwrap_or(default_queueing),
+                        fairshare_parent: q.fairshare_parent,
+                    },
+                    quota: Terms {
+                        guarantee: Amounts::new(),
+                        limit: Amounts::new(),
+                        borrow_limit: Amounts::new(),
+                        lend_limit: Amounts::new(),
+                        user_limit: Amounts::new(),
+                        written,
+                        windows,
+                        unset_guarantee,
+                        derived: BTreeSet::new(),
+                        subtree: Amounts::new(),
+                        reserved: Amounts::new(),
+                    },
+                    load: Load::default(),
+                    usage: Usage { value: 0.0, at_ms: 0, half_life_s: q.usage_half_life, users: HashMap::new() },
                 }
             })
             .collect();
         // Queueing is set on leaves; a parent's setting applies to its leaves that set none.
         for i in 0..queues.len() {
             if policy.queues[i].queueing.is_none() {
-                let mut p = queues[i].parent;
+                let mut p = queues[i].place.parent;
                 while let Some(pp) = p {
                     if let Some(q) = policy.queues[pp].queueing {
-                        queues[i].queueing = q;
+                        queues[i].place.queueing = q;
                         break;
                     }
-                    p = queues[pp].parent;
+                    p = queues[pp].place.parent;
                 }
             }
         }
@@ -321,7 +349,7 @@ impl Quotas {
 
     /// Puts in force the amounts of `minute` of the local week (0 is Monday 00:00), if
     /// that is another phase of the week than the amounts in force; whether it was.
-    pub fn set_minute_of_week(&mut self, minute: u16) -> bool {
+    pub(crate) fn set_minute_of_week(&mut self, minute: u16) -> bool {
         if self.edges.is_empty() {
             return false;
         }
@@ -338,7 +366,7 @@ impl Quotas {
     }
 
     /// Minutes of the local week where some window opens or closes (empty: none).
-    pub fn window_edges(&self) -> &[u16] {
+    pub(crate) fn window_edges(&self) -> &[u16] {
         &self.edges
     }
 
@@ -347,80 +375,86 @@ impl Quotas {
         self.shape_version += 1;
         let minute = self.minute;
         for q in &mut self.queues {
-            let mut amounts = q.written.clone();
-            for (window, kind, set) in &q.windows {
+            let t = &mut q.quota;
+            let mut amounts = t.written.clone();
+            for (window, kind, set) in &t.windows {
                 if minute.is_some_and(|m| window.contains(m)) {
                     let i = QuotaKind::ALL.iter().position(|k| k == kind).unwrap_or(0);
                     amounts[i].extend(set.iter().map(|(r, v)| (*r, *v)));
                 }
             }
             let [g, l, b, ll, u] = amounts;
-            (q.guarantee, q.limit, q.borrow_limit, q.lend_limit, q.user_limit) = (g, l, b, ll, u);
-            q.derived.clear();
+            (t.guarantee, t.limit, t.borrow_limit, t.lend_limit, t.user_limit) = (g, l, b, ll, u);
+            t.derived.clear();
         }
         // An unwritten guarantee of a resource the children are guaranteed is their sum.
         for i in (0..self.queues.len()).rev() {
-            let unset: Vec<Res> = self.queues[i]
-                .unset_guarantee
-                .iter()
-                .filter(|r| !self.queues[i].guarantee.contains_key(r))
-                .copied()
-                .collect();
+            let t = &self.queues[i].quota;
+            let unset: Vec<Res> = t.unset_guarantee.iter().filter(|r| !t.guarantee.contains_key(r)).copied().collect();
             for r in unset {
-                let given: Vec<i64> =
-                    self.queues[i].children.iter().filter_map(|&c| self.queues[c].guarantee.get(&r).copied()).collect();
+                let given: Vec<i64> = self.queues[i]
+                    .place
+                    .children
+                    .iter()
+                    .filter_map(|&c| self.queues[c].quota.guarantee.get(&r).copied())
+                    .collect();
                 if !given.is_empty() {
-                    self.queues[i].guarantee.insert(r, given.iter().sum());
-                    self.queues[i].derived.insert(r);
+                    let t = &mut self.queues[i].quota;
+                    t.guarantee.insert(r, given.iter().sum());
+                    t.derived.insert(r);
                 }
             }
         }
-        self.constrained = self.queues.iter().flat_map(|q| q.guarantee.keys().copied()).collect();
+        self.constrained = self.queues.iter().flat_map(|q| q.quota.guarantee.keys().copied()).collect();
         self.by_model = self.queues.iter().any(|q| {
-            [&q.guarantee, &q.limit, &q.user_limit].iter().any(|a| a.keys().any(|r| matches!(r, Res::Model(_))))
+            let t = &q.quota;
+            [&t.guarantee, &t.limit, &t.user_limit].iter().any(|a| a.keys().any(|r| matches!(r, Res::Model(_))))
         });
         // Children before parents: the tree's order puts every parent before its children.
         for i in (0..self.queues.len()).rev() {
             let resources: Vec<Res> = self.constrained.iter().copied().collect();
             for r in resources {
                 let q = &self.queues[i];
+                let t = &q.quota;
                 let children_guarantee: i64 =
-                    q.children.iter().map(|&c| self.queues[c].get(&self.queues[c].guarantee, r)).sum();
+                    q.place.children.iter().map(|&c| self.queues[c].get(&self.queues[c].quota.guarantee, r)).sum();
                 // A root's unset guarantee is the cluster's capacity (or its children's
                 // promises, if they are more: capacity may be down).
-                let written = q.guarantee.contains_key(&r) && !q.derived.contains(&r);
-                let guarantee = if q.parent.is_none() && !written {
-                    q.get(&q.guarantee, r).max(self.capacity.get(&r).copied().unwrap_or(0))
+                let written = t.guarantee.contains_key(&r) && !t.derived.contains(&r);
+                let guarantee = if q.place.parent.is_none() && !written {
+                    q.get(&t.guarantee, r).max(self.capacity.get(&r).copied().unwrap_or(0))
                 } else {
-                    q.get(&q.guarantee, r)
+                    q.get(&t.guarantee, r)
                 };
                 let own = (guarantee - children_guarantee).max(0);
                 let pooled: i64 = q
+                    .place
                     .children
                     .iter()
                     .map(|&c| {
-                        self.queues[c].get(&self.queues[c].subtree, r) - self.queues[c].get(&self.queues[c].reserved, r)
+                        let ct = &self.queues[c].quota;
+                        self.queues[c].get(&ct.subtree, r) - self.queues[c].get(&ct.reserved, r)
                     })
                     .sum();
                 let subtree = if q.is_leaf() { guarantee } else { own + pooled };
-                let reserved = match q.lend_limit.get(&r) {
+                let reserved = match t.lend_limit.get(&r) {
                     Some(l) => (subtree - l).max(0),
                     None => 0,
                 };
-                let q = &mut self.queues[i];
-                q.subtree.insert(r, subtree);
-                q.reserved.insert(r, reserved);
+                let t = &mut self.queues[i].quota;
+                t.subtree.insert(r, subtree);
+                t.reserved.insert(r, reserved);
             }
         }
     }
 
     /// Changes one amount of a queue's quota (`None` unsets it), as an operator editing
     /// quotas at run time would. Running jobs are not affected.
-    pub fn set(&mut self, q: QueueId, kind: QuotaKind, r: Res, value: Option<i64>) {
+    pub(crate) fn set(&mut self, q: QueueId, kind: QuotaKind, r: Res, value: Option<i64>) {
         self.version += 1;
         let Some(node) = self.queues.get_mut(q) else { return };
         let i = QuotaKind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
-        let amounts = &mut node.written[i];
+        let amounts = &mut node.quota.written[i];
         match value {
             Some(v) => amounts.insert(r, v),
             None => amounts.remove(&r),
@@ -430,7 +464,7 @@ impl Quotas {
 
     /// Sets the cluster's capacity (of the nodes in service), which a root's unset
     /// guarantee stands for.
-    pub fn set_capacity(&mut self, capacity: Amounts) {
+    pub(crate) fn set_capacity(&mut self, capacity: Amounts) {
         if capacity != self.capacity {
             self.capacity = capacity;
             self.version += 1;
@@ -441,34 +475,34 @@ impl Quotas {
     /// What queue `q`'s cohort can lend of `r`: its parent's pool (a root's own), the
     /// members' guarantees up to their lend limits plus the parent's own guarantee beyond
     /// its children's — Kueue's lendable capacity. 0 for a resource the tree does not govern.
-    pub fn lendable(&self, q: QueueId, r: Res) -> i64 {
-        let pool = self.queues[q].parent.unwrap_or(q);
-        self.queues[pool].get(&self.queues[pool].subtree, r)
+    pub(crate) fn lendable(&self, q: QueueId, r: Res) -> i64 {
+        let pool = self.queues[q].place.parent.unwrap_or(q);
+        self.queues[pool].get(&self.queues[pool].quota.subtree, r)
     }
 
     /// The resources the tree governs (some queue guarantees them).
-    pub fn governed(&self) -> impl Iterator<Item = Res> + '_ {
+    pub(crate) fn governed(&self) -> impl Iterator<Item = Res> + '_ {
         self.constrained.iter().copied()
     }
 
     /// Whether the GPU model a job lands on can change its quota check.
-    pub fn limits_models(&self) -> bool {
+    pub(crate) fn limits_models(&self) -> bool {
         self.by_model
     }
 
     /// The queue and its ancestors, leaf first.
     pub fn path(&self, leaf: QueueId) -> impl Iterator<Item = QueueId> + '_ {
-        std::iter::successors(Some(leaf), |&q| self.queues[q].parent)
+        std::iter::successors(Some(leaf), |&q| self.queues[q].place.parent)
     }
 
     /// The queues from `leaf` up to, not including, `stop` (all of them if `stop` is not
     /// an ancestor).
-    pub fn path_below(&self, leaf: QueueId, stop: Option<QueueId>) -> Vec<QueueId> {
+    pub(crate) fn path_below(&self, leaf: QueueId, stop: Option<QueueId>) -> Vec<QueueId> {
         self.path(leaf).take_while(|&q| Some(q) != stop).collect()
     }
 
     /// The lowest queue that is an ancestor of both (or either itself).
-    pub fn common_ancestor(&self, a: QueueId, b: QueueId) -> Option<QueueId> {
+    pub(crate) fn common_ancestor(&self, a: QueueId, b: QueueId) -> Option<QueueId> {
         let above_a: Vec<QueueId> = self.path(a).collect();
         self.path(b).find(|q| above_a.contains(q))
     }
@@ -482,30 +516,31 @@ impl Quotas {
     fn usage(&self, q: QueueId, r: Res) -> i64 {
         let node = &self.queues[q];
         if node.is_leaf() {
-            node.get(&node.alloc, r)
+            node.get(&node.load.alloc, r)
         } else {
-            node.children
+            node.place
+                .children
                 .iter()
-                .map(|&c| (self.usage(c, r) - self.queues[c].get(&self.queues[c].reserved, r)).max(0))
+                .map(|&c| (self.usage(c, r) - self.queues[c].get(&self.queues[c].quota.reserved, r)).max(0))
                 .sum()
         }
     }
 
     /// How much more of `r` queue `q` can take from the tree.
-    pub fn available(&self, q: QueueId, r: Res) -> i64 {
+    pub(crate) fn available(&self, q: QueueId, r: Res) -> i64 {
         if !self.constrained.contains(&r) {
             return i64::MAX;
         }
         let node = &self.queues[q];
         let usage = self.usage(q, r);
-        let Some(parent) = node.parent else {
-            return node.get(&node.subtree, r) - usage;
+        let Some(parent) = node.place.parent else {
+            return node.get(&node.quota.subtree, r) - usage;
         };
-        let reserved = node.get(&node.reserved, r);
+        let reserved = node.get(&node.quota.reserved, r);
         let local = (reserved - usage).max(0);
         let mut from_parent = self.available(parent, r);
-        if let Some(&limit) = node.borrow_limit.get(&r) {
-            let stored = node.get(&node.subtree, r) - reserved;
+        if let Some(&limit) = node.quota.borrow_limit.get(&r) {
+            let stored = node.get(&node.quota.subtree, r) - reserved;
             let used_in_parent = (usage - reserved).max(0);
             from_parent = from_parent.min(stored - used_in_parent + limit);
         }
@@ -514,18 +549,18 @@ impl Quotas {
 
     /// Whether `demand` can be admitted into leaf `q` for `user`; the error names the
     /// queue, the resource and the cap that would be crossed.
-    pub fn admissible(&self, q: QueueId, user: Sym, demand: &Amounts) -> Result<(), Block> {
+    pub(crate) fn admissible(&self, q: QueueId, user: Sym, demand: &Amounts) -> Result<(), Block> {
         for (&r, &amount) in demand.iter().filter(|(_, a)| **a > 0) {
             for p in self.path(q) {
                 let node = &self.queues[p];
-                let allocated = node.get(&node.alloc, r);
-                if let Some(&limit) = node.limit.get(&r)
+                let allocated = node.get(&node.load.alloc, r);
+                if let Some(&limit) = node.quota.limit.get(&r)
                     && allocated + amount > limit
                 {
                     return Err(Block::Limit { queue: p, res: r, limit, allocated, needs: amount });
                 }
-                if let Some(&limit) = node.user_limit.get(&r) {
-                    let used = node.users.get(&user).map_or(0, |u| u.get(&r).copied().unwrap_or(0));
+                if let Some(&limit) = node.quota.user_limit.get(&r) {
+                    let used = node.load.users.get(&user).map_or(0, |u| u.get(&r).copied().unwrap_or(0));
                     if used + amount > limit {
                         return Err(Block::UserLimit { queue: p, res: r, limit, used, needs: amount });
                     }
@@ -541,16 +576,16 @@ impl Quotas {
 
     /// The room left under the cap behind `block` (for `user`): a demand it turned away
     /// can only pass once this grows.
-    pub fn room(&self, block: Block, user: Sym) -> i64 {
+    pub(crate) fn room(&self, block: Block, user: Sym) -> i64 {
         match block {
             Block::Limit { queue, res, .. } => {
                 let node = &self.queues[queue];
-                node.limit.get(&res).map_or(i64::MAX, |limit| limit - node.get(&node.alloc, res))
+                node.quota.limit.get(&res).map_or(i64::MAX, |limit| limit - node.get(&node.load.alloc, res))
             }
             Block::UserLimit { queue, res, .. } => {
                 let node = &self.queues[queue];
-                let used = node.users.get(&user).map_or(0, |u| u.get(&res).copied().unwrap_or(0));
-                node.user_limit.get(&res).map_or(i64::MAX, |limit| limit - used)
+                let used = node.load.users.get(&user).map_or(0, |u| u.get(&res).copied().unwrap_or(0));
+                node.quota.user_limit.get(&res).map_or(i64::MAX, |limit| limit - used)
             }
             Block::Cohort { queue, res, .. } => self.available(queue, res),
         }
@@ -560,15 +595,16 @@ impl Quotas {
     pub fn charge(&mut self, q: QueueId, user: Sym, demand: &Amounts, sign: i64) {
         let clock = self.clock_ms;
         if let Some(queue) = self.queues.get(q)
-            && queue.user_usage.contains_key(&user)
+            && queue.usage.users.contains_key(&user)
         {
             let value = self.user_usage(q, user, clock);
-            self.queues[q].user_usage.insert(user, Usage { value, at_ms: clock });
+            self.queues[q].usage.users.insert(user, Decayed { value, at_ms: clock });
         }
         self.for_path(q, |node| {
-            let by_user = node.users.entry(user).or_default();
+            let load = &mut node.load;
+            let by_user = load.users.entry(user).or_default();
             for (&r, &a) in demand {
-                *node.alloc.entry(r).or_insert(0) += sign * a;
+                *load.alloc.entry(r).or_insert(0) += sign * a;
                 *by_user.entry(r).or_insert(0) += sign * a;
             }
         });
@@ -576,12 +612,13 @@ impl Quotas {
 
     /// Counts jobs that begin (1) or stop (-1) waiting or running in leaf `q`; each asks
     /// for `gpu_milli` in all (what waiting and running jobs ask for is counted too).
-    pub fn count(&mut self, q: QueueId, pending: i32, running: i32, gpu_milli: i64) {
+    pub(crate) fn count(&mut self, q: QueueId, pending: i32, running: i32, gpu_milli: i64) {
         self.for_path(q, |node| {
-            node.pending = node.pending.saturating_add_signed(pending);
-            node.pending_gpu = node.pending_gpu.saturating_add(i64::from(pending).saturating_mul(gpu_milli));
-            node.running = node.running.saturating_add_signed(running);
-            node.running_gpu = node.running_gpu.saturating_add(i64::from(running).saturating_mul(gpu_milli));
+            let load = &mut node.load;
+            load.pending = load.pending.saturating_add_signed(pending);
+            load.pending_gpu = load.pending_gpu.saturating_add(i64::from(pending).saturating_mul(gpu_milli));
+            load.running = load.running.saturating_add_signed(running);
+            load.running_gpu = load.running_gpu.saturating_add(i64::from(running).saturating_mul(gpu_milli));
         });
     }
 
@@ -592,14 +629,14 @@ impl Quotas {
         while let Some(i) = at {
             let node = &mut self.queues[i];
             f(node);
-            at = node.parent;
+            at = node.place.parent;
         }
     }
 
     /// Brings decayed usage up to `now`: exact for the constant allocation since the last
     /// update, so it does not depend on how often this is called.
     /// Changes with every change to the tree's amounts, counts or usage.
-    pub fn version(&self) -> u64 {
+    pub(crate) fn version(&self) -> u64 {
         self.version
     }
 
@@ -613,57 +650,58 @@ impl Quotas {
         self.version += 1;
         self.clock_ms = self.clock_ms.max(now_ms);
         for q in &mut self.queues {
-            let dt = now_ms.saturating_sub(q.usage_at_ms) as f64 / 1000.0;
+            let u = &mut q.usage;
+            let dt = now_ms.saturating_sub(u.at_ms) as f64 / 1000.0;
             if dt <= 0.0 {
                 continue;
             }
-            q.usage = decayed(q.usage, billed(&self.billing, &q.alloc), dt, q.half_life_s);
-            q.usage_at_ms = now_ms;
+            u.value = decayed(u.value, billed(&self.billing, &q.load.alloc), dt, u.half_life_s);
+            u.at_ms = now_ms;
         }
     }
 
     /// Records that `user` has jobs in leaf `q`, so Fair Tree counts it; whether it is new
     /// there.
-    pub fn join_user(&mut self, q: QueueId, user: Sym) -> bool {
+    pub(crate) fn join_user(&mut self, q: QueueId, user: Sym) -> bool {
         let clock = self.clock_ms;
         let Some(queue) = self.queues.get_mut(q) else { return false };
-        let new = !queue.user_usage.contains_key(&user);
+        let new = !queue.usage.users.contains_key(&user);
         if new {
             self.version += 1;
-            queue.user_usage.insert(user, Usage { value: 0.0, at_ms: clock });
+            queue.usage.users.insert(user, Decayed { value: 0.0, at_ms: clock });
         }
         new
     }
 
     /// Sets queue `q`'s usage as of the last `advance_usage`.
-    pub fn set_usage(&mut self, q: QueueId, value: f64) {
+    pub(crate) fn set_usage(&mut self, q: QueueId, value: f64) {
         self.version += 1;
         if let Some(queue) = self.queues.get_mut(q) {
-            queue.usage = value;
+            queue.usage.value = value;
         }
     }
 
     /// Sets `user`'s usage in leaf `q` as of the last `advance_usage` (it must have joined).
-    pub fn set_user_usage(&mut self, q: QueueId, user: Sym, value: f64) {
+    pub(crate) fn set_user_usage(&mut self, q: QueueId, user: Sym, value: f64) {
         self.version += 1;
         let at_ms = self.clock_ms;
-        if let Some(u) = self.queues.get_mut(q).and_then(|queue| queue.user_usage.get_mut(&user)) {
-            *u = Usage { value, at_ms };
+        if let Some(u) = self.queues.get_mut(q).and_then(|queue| queue.usage.users.get_mut(&user)) {
+            *u = Decayed { value, at_ms };
         }
     }
 
     /// The decayed usage of `user` in leaf `q` at `now_ms` (0 for a user it never had).
-    pub fn user_usage(&self, q: QueueId, user: Sym, now_ms: u64) -> f64 {
+    pub(crate) fn user_usage(&self, q: QueueId, user: Sym, now_ms: u64) -> f64 {
         let queue = &self.queues[q];
-        let Some(u) = queue.user_usage.get(&user) else { return 0.0 };
-        let held = queue.users.get(&user).map_or(0.0, |a| billed(&self.billing, a));
-        decayed(u.value, held, now_ms.saturating_sub(u.at_ms) as f64 / 1000.0, queue.half_life_s)
+        let Some(u) = queue.usage.users.get(&user) else { return 0.0 };
+        let held = queue.load.users.get(&user).map_or(0.0, |a| billed(&self.billing, a));
+        decayed(u.value, held, now_ms.saturating_sub(u.at_ms) as f64 / 1000.0, queue.usage.half_life_s)
     }
 
     /// The users of leaf `q` with their usage at `now_ms`, in a fixed order (by symbol).
-    pub fn users_of(&self, q: QueueId, now_ms: u64) -> Vec<(Sym, f64)> {
+    pub(crate) fn users_of(&self, q: QueueId, now_ms: u64) -> Vec<(Sym, f64)> {
         let mut users: Vec<(Sym, f64)> =
-            self.queues[q].user_usage.keys().map(|&u| (u, self.user_usage(q, u, now_ms))).collect();
+            self.queues[q].usage.users.keys().map(|&u| (u, self.user_usage(q, u, now_ms))).collect();
         users.sort_unstable_by_key(|(u, _)| *u);
         users
     }
@@ -676,20 +714,21 @@ impl Quotas {
         let total = total_milli.max(1) as f64;
         for i in 0..self.queues.len() {
             let q = &self.queues[i];
-            if q.parent.is_none() {
+            if q.place.parent.is_none() {
                 fair[i] = total;
             }
-            if q.children.is_empty() {
+            if q.is_leaf() {
                 continue;
             }
+            let children = &q.place.children;
             let guarantees: f64 =
-                q.children.iter().map(|&c| self.queues[c].get(&self.queues[c].guarantee, Res::Gpu) as f64).sum();
-            let weights: f64 = q.children.iter().map(|&c| self.queues[c].weight).sum();
+                children.iter().map(|&c| self.queues[c].get(&self.queues[c].quota.guarantee, Res::Gpu) as f64).sum();
+            let weights: f64 = children.iter().map(|&c| self.queues[c].place.weight).sum();
             let surplus = (fair[i] - guarantees).max(0.0);
-            for &c in &q.children {
+            for &c in children {
                 let child = &self.queues[c];
-                let by_weight = if weights > 0.0 { surplus * child.weight / weights } else { 0.0 };
-                fair[c] = child.get(&child.guarantee, Res::Gpu) as f64 + by_weight;
+                let by_weight = if weights > 0.0 { surplus * child.place.weight / weights } else { 0.0 };
+                fair[c] = child.get(&child.quota.guarantee, Res::Gpu) as f64 + by_weight;
             }
         }
         fair.iter().map(|f| f / total).collect()
@@ -701,7 +740,7 @@ impl Quotas {
         [Res::Gpu, Res::Cpu, Res::Mem]
             .iter()
             .map(|r| {
-                let a = node.get(&node.alloc, *r) + extra.map_or(0, |e| e.get(r).copied().unwrap_or(0));
+                let a = node.get(&node.load.alloc, *r) + extra.map_or(0, |e| e.get(r).copied().unwrap_or(0));
                 let t = totals.get(r).copied().unwrap_or(0);
                 if t > 0 { a as f64 / t as f64 } else { 0.0 }
             })
@@ -727,7 +766,7 @@ mod tests {
 
     /// The most CPU queue `q` can hold with the others' allocations as given.
     fn capacity(t: &mut Quotas, q: QueueId) -> i64 {
-        t.available(q, Res::Cpu) / 1000 + t.queues[q].get(&t.queues[q].alloc, Res::Cpu) / 1000
+        t.available(q, Res::Cpu) / 1000 + t.queues[q].get(&t.queues[q].load.alloc, Res::Cpu) / 1000
     }
 
     const A: QueueId = 1;
@@ -794,7 +833,7 @@ mod tests {
         for step in 1..=720 {
             t2.advance_usage(step * 10_000);
         }
-        let (a, b) = (t1.queues[0].usage, t2.queues[0].usage);
+        let (a, b) = (t1.queues[0].usage.value, t2.queues[0].usage.value);
         assert!((a - b).abs() < 1e-6 * a, "{a} vs {b}");
         // 4 GPUs for two half-lives: 4 · h/ln2 · (1 − 1/4).
         let expected = 4.0 * 3600.0 / std::f64::consts::LN_2 * 0.75;

@@ -1,20 +1,23 @@
 //! The records rules read, built from the model: exact integers become `f64` in base
 //! units (milli-GPU → cards, milliseconds → seconds, milli-cores → cores).
 
-use crate::jobs::{Job, QueueId, Request, State, since};
-use crate::model::{Card, Domain, MILLI, Node};
+use crate::jobs::{Job, QueueId, State, since};
+
+use crate::model::{Card, Domain, Node};
 use crate::quota::{Amounts, Quotas, Res};
 use gpol_compiler::schema::{CardRec, DomainRec, JobRec, List, NodeRec, Opt, QueueRec, Resources, Sym};
+use gpol_compiler::spec::MILLI;
+use gpol_compiler::spec::Request;
 
-pub fn gpus(milli: u64) -> f64 {
+pub(crate) fn gpus(milli: u64) -> f64 {
     milli as f64 / f64::from(MILLI)
 }
 
-pub fn seconds(ms: u64) -> f64 {
+pub(crate) fn seconds(ms: u64) -> f64 {
     ms as f64 / 1000.0
 }
 
-pub fn card_rec(c: &Card, index: usize, node: &Node) -> CardRec {
+pub(crate) fn card_rec(c: &Card, index: usize, node: &Node) -> CardRec {
     CardRec {
         index: index as f64,
         model: node.model,
@@ -28,12 +31,12 @@ pub fn card_rec(c: &Card, index: usize, node: &Node) -> CardRec {
     }
 }
 
-pub fn node_cards(node: &Node) -> Vec<CardRec> {
+pub(crate) fn node_cards(node: &Node) -> Vec<CardRec> {
     node.cards.iter().enumerate().map(|(i, c)| card_rec(c, i, node)).collect()
 }
 
 /// A node's scalar fields (its card and label lists are kept by the `NodeTable`).
-pub fn node_rec(n: &Node) -> NodeRec<'static> {
+pub(crate) fn node_rec(n: &Node) -> NodeRec<'static> {
     let up = |x: f64| if n.up { x } else { 0.0 };
     NodeRec {
         name: n.name_sym,
@@ -56,11 +59,11 @@ pub fn node_rec(n: &Node) -> NodeRec<'static> {
 }
 
 /// A node's label values in the policy's slot order.
-pub fn label_slots(labels: &std::collections::HashMap<Sym, Sym>, keys: &[Sym]) -> Vec<Sym> {
+pub(crate) fn label_slots(labels: &std::collections::HashMap<Sym, Sym>, keys: &[Sym]) -> Vec<Sym> {
     keys.iter().map(|k| labels.get(k).copied().unwrap_or(Sym(0))).collect()
 }
 
-pub fn domain_rec(d: &Domain) -> DomainRec {
+pub(crate) fn domain_rec(d: &Domain) -> DomainRec {
     DomainRec {
         name: d.name,
         nodes: d.nodes.len() as f64,
@@ -72,42 +75,42 @@ pub fn domain_rec(d: &Domain) -> DomainRec {
 }
 
 /// A job's record; its lists borrow the job.
-pub fn job_rec<'a>(j: &'a Job, labels: &'a [Sym], now_ms: u64) -> JobRec<'a> {
-    let (whole, fraction, mig) = match j.request {
+pub(crate) fn job_rec<'a>(j: &'a Job, labels: &'a [Sym], now_ms: u64) -> JobRec<'a> {
+    let (whole, fraction, mig) = match j.ask.request {
         Request::Whole(k) => (f64::from(k), 0.0, None),
         Request::Fraction(m) => (0.0, gpus(u64::from(m)), None),
         Request::Mig(p) => (0.0, 0.0, Some(p)),
         Request::None => (0.0, 0.0, None),
     };
-    let running = j.state == State::Running;
-    let waiting_until = if running { j.started_ms } else { i64::try_from(now_ms).unwrap_or(i64::MAX) };
+    let running = j.life.state == State::Running;
+    let waiting_until = if running { j.life.started_ms } else { i64::try_from(now_ms).unwrap_or(i64::MAX) };
     JobRec {
-        id: j.id,
-        name: j.id,
-        user: j.user,
-        queue: j.queue as u32,
-        priority: j.priority,
-        priority_class: j.priority_class,
+        id: j.ask.id,
+        name: j.ask.id,
+        user: j.ask.user,
+        queue: j.ask.queue as u32,
+        priority: j.ask.priority,
+        priority_class: j.ask.priority_class,
         whole_cards: whole,
         gpu_fraction: fraction,
         mig_profile: Opt { value: mig.unwrap_or(0), present: mig.is_some() },
-        replicas: f64::from(j.replicas),
-        min_replicas: f64::from(j.min_replicas),
+        replicas: f64::from(j.ask.replicas),
+        min_replicas: f64::from(j.ask.min_replicas),
         total_gpus: gpus(j.total_milli()),
-        gpu_mem: j.gpu_mem as f64,
-        allowed_models: List::new(&j.models),
-        cpu: j.cpu_milli as f64 / 1000.0,
-        mem: j.mem as f64,
-        bursty: j.bursty,
-        latency_critical: j.latency_critical,
-        preemptible: j.preemptible,
-        submitted: j.submitted_ms as f64 / 1000.0,
-        waiting: seconds(u64::try_from(waiting_until.saturating_sub(j.waiting_since_ms)).unwrap_or(0)),
-        runtime: if running { seconds(since(now_ms, j.started_ms)) } else { 0.0 },
+        gpu_mem: j.ask.gpu_mem as f64,
+        allowed_models: List::new(&j.ask.models),
+        cpu: j.ask.cpu_milli as f64 / 1000.0,
+        mem: j.ask.mem as f64,
+        bursty: j.ask.flags.bursty,
+        latency_critical: j.ask.flags.latency_critical,
+        preemptible: j.ask.flags.preemptible,
+        submitted: j.life.submitted_ms as f64 / 1000.0,
+        waiting: seconds(u64::try_from(waiting_until.saturating_sub(j.life.waiting_since_ms)).unwrap_or(0)),
+        runtime: if running { seconds(since(now_ms, j.life.started_ms)) } else { 0.0 },
         since_checkpoint: if running { seconds(since(now_ms, j.last_checkpoint_ms(now_ms))) } else { 0.0 },
-        expected_duration: Opt { value: j.duration_ms.map_or(0.0, seconds), present: j.duration_ms.is_some() },
-        utilization: j.utilization,
-        evictions: f64::from(j.evictions),
+        expected_duration: Opt { value: j.ask.duration_ms.map_or(0.0, seconds), present: j.ask.duration_ms.is_some() },
+        utilization: j.ask.utilization,
+        evictions: f64::from(j.life.evictions),
         // Filled in by the scheduler, which knows the user's usage.
         user_usage: 0.0,
         fair_tree: 0.0,
@@ -123,7 +126,7 @@ fn resources(a: &Amounts, unset: f64) -> Resources {
 /// What changes when `changes` (jobs admitted, +1, or evicted, -1) are counted: a
 /// queue's `allocated`, `borrowed` and dominant share. Only the queues above a changed
 /// leaf differ from their plain record.
-pub fn apply_after(
+pub(crate) fn apply_after(
     quotas: &Quotas,
     totals: &Amounts,
     q: QueueId,
@@ -135,7 +138,7 @@ pub fn apply_after(
     let node = &quotas.queues[q];
     let applies: Vec<bool> = changes.iter().map(|(leaf, _, _)| quotas.path(*leaf).any(|p| p == q)).collect();
     let after = |r: Res| {
-        let mut a = node.get(&node.alloc, r);
+        let mut a = node.get(&node.load.alloc, r);
         for ((_, amounts, sign), _) in changes.iter().zip(&applies).filter(|(_, on)| **on) {
             a += sign * amounts.get(&r).copied().unwrap_or(0);
         }
@@ -148,7 +151,7 @@ pub fn apply_after(
     };
     rec.share_after = share(gpu, Res::Gpu).max(share(cpu, Res::Cpu)).max(share(mem, Res::Mem));
     // Built directly, not through maps: this is per candidate.
-    let over = |a: i64, r: Res| (a - node.get(&node.guarantee, r)).max(0);
+    let over = |a: i64, r: Res| (a - node.get(&node.quota.guarantee, r)).max(0);
     rec.allocated_after = Resources { gpu: gpu as f64 / 1000.0, cpu: cpu as f64 / 1000.0, mem: mem as f64 };
     rec.borrowed_after = Resources {
         gpu: over(gpu, Res::Gpu) as f64 / 1000.0,
@@ -159,7 +162,7 @@ pub fn apply_after(
 
 /// Every queue's record as of now (`_after` fields equal to the plain ones); `fair` is
 /// each queue's `fair_share`, empty when no rule reads it.
-pub fn queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64]) -> Vec<QueueRec> {
+pub(crate) fn queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64]) -> Vec<QueueRec> {
     let mut recs: Vec<QueueRec> = (0..quotas.queues.len()).map(|i| queue_shape(quotas, i)).collect();
     refresh_queue_recs(quotas, totals, fair, &mut recs);
     recs
@@ -171,14 +174,14 @@ fn queue_shape(quotas: &Quotas, i: QueueId) -> QueueRec {
     let q = &quotas.queues[i];
     let lendable = |r: Res, scale: f64| quotas.lendable(i, r) as f64 / scale;
     QueueRec {
-        name: q.name_sym,
-        parent: Opt { value: q.parent.unwrap_or(0) as u32, present: q.parent.is_some() },
-        depth: f64::from(q.depth),
-        guarantee: resources(&q.guarantee, 0.0),
-        limit: resources(&q.limit, f64::INFINITY),
-        borrow_limit: resources(&q.borrow_limit, f64::INFINITY),
-        lend_limit: resources(&q.lend_limit, f64::INFINITY),
-        weight: q.weight,
+        name: q.place.name_sym,
+        parent: Opt { value: q.place.parent.unwrap_or(0) as u32, present: q.place.parent.is_some() },
+        depth: f64::from(q.place.depth),
+        guarantee: resources(&q.quota.guarantee, 0.0),
+        limit: resources(&q.quota.limit, f64::INFINITY),
+        borrow_limit: resources(&q.quota.borrow_limit, f64::INFINITY),
+        lend_limit: resources(&q.quota.lend_limit, f64::INFINITY),
+        weight: q.place.weight,
         lendable: Resources {
             gpu: lendable(Res::Gpu, 1000.0),
             cpu: lendable(Res::Cpu, 1000.0),
@@ -192,26 +195,26 @@ fn queue_shape(quotas: &Quotas, i: QueueId) -> QueueRec {
 
 /// Brings the records' allocation, usage, shares and counts up to date (records of the
 /// same quota shape: [`Quotas::shape_version`]); `fair` as in [`queue_recs`].
-pub fn refresh_queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64], recs: &mut [QueueRec]) {
+pub(crate) fn refresh_queue_recs(quotas: &Quotas, totals: &Amounts, fair: &[f64], recs: &mut [QueueRec]) {
     // Straight from the amounts, without building maps: this runs after every start.
     let res = [Res::Gpu, Res::Cpu, Res::Mem];
     let total = res.map(|r| totals.get(&r).copied().unwrap_or(0));
     for (i, (q, rec)) in quotas.queues.iter().zip(recs.iter_mut()).enumerate() {
-        let alloc = res.map(|r| q.get(&q.alloc, r));
-        let over = res.map(|r| q.get(&q.alloc, r) - q.get(&q.guarantee, r)).map(|b| b.max(0));
+        let alloc = res.map(|r| q.get(&q.load.alloc, r));
+        let over = res.map(|r| q.get(&q.load.alloc, r) - q.get(&q.quota.guarantee, r)).map(|b| b.max(0));
         let amounts =
             |a: [i64; 3]| Resources { gpu: a[0] as f64 / 1000.0, cpu: a[1] as f64 / 1000.0, mem: a[2] as f64 };
         let dominant =
             alloc.iter().zip(total).map(|(&a, t)| if t > 0 { a as f64 / t as f64 } else { 0.0 }).fold(0.0, f64::max);
         rec.allocated = amounts(alloc);
         rec.borrowed = amounts(over);
-        rec.usage = q.usage;
+        rec.usage = q.usage.value;
         rec.dominant_share = dominant;
         rec.fair_share = fair.get(i).copied().unwrap_or(0.0);
         rec.share_after = dominant;
         rec.allocated_after = rec.allocated;
         rec.borrowed_after = rec.borrowed;
-        rec.pending = f64::from(q.pending);
-        rec.running = f64::from(q.running);
+        rec.pending = f64::from(q.load.pending);
+        rec.running = f64::from(q.load.running);
     }
 }

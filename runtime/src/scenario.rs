@@ -7,7 +7,9 @@ use crate::explain;
 use crate::fit::Ask;
 use crate::frag;
 use crate::jobs::{JobId, State};
-use crate::scheduler::{Event, Scheduler};
+use crate::model::SpecError;
+use crate::scheduler::{ClockLimit, Event, Scheduler, StartOnError, SubmitError};
+use gpol_compiler::diag::Diagnostic;
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::hir::{self, Expect, Step, TestName};
 use gpol_compiler::interp::{self, Roots, Val};
@@ -33,8 +35,52 @@ pub struct Outcome {
     pub expectations: usize,
     pub failures: Vec<Failure>,
     /// A scenario that could not be set up (a job that does not fit where `run` puts it).
-    pub error: Option<String>,
+    pub error: Option<SetupError>,
 }
+
+/// Why a test's scenario could not be set up: the step that failed, and its error.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SetupError {
+    Node(SpecError),
+    Submit(SubmitError),
+    Run(StartOnError),
+    Advance(ClockLimit),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Node(e) => e.fmt(f),
+            SetupError::Submit(e) => e.fmt(f),
+            SetupError::Run(e) => e.fmt(f),
+            SetupError::Advance(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// Why a test could not be shown to play alike in both engines.
+#[derive(Clone, Debug)]
+pub enum EnginesError {
+    /// The policy does not compile for one of them.
+    Compile(Box<Diagnostic>),
+    /// They decided differently: every event of each.
+    Disagree { jit: Vec<Event>, interp: Vec<Event> },
+}
+
+impl std::fmt::Display for EnginesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EnginesError::Compile(d) => f.write_str(&d.message),
+            EnginesError::Disagree { jit, interp } => {
+                write!(f, "the JIT and the interpreter disagree:\n  jit:    {jit:?}\n  interp: {interp:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EnginesError {}
 
 impl Outcome {
     pub fn passed(&self) -> bool {
@@ -97,7 +143,7 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
         match step {
             Step::Node(n) => {
                 if let Err(e) = s.add_node(n) {
-                    outcome.error = Some(e.to_string());
+                    outcome.error = Some(SetupError::Node(e));
                     break;
                 }
                 dirty = true;
@@ -106,30 +152,30 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
                 let id = match s.submit(j.clone()) {
                     Ok(id) => id,
                     Err(e) => {
-                        outcome.error = Some(e.to_string());
+                        outcome.error = Some(SetupError::Submit(e));
                         break;
                     }
                 };
                 jobs.insert(j.name.clone(), id);
-                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms });
+                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms() });
                 dirty = true;
             }
             Step::Run(j, nodes, history) => {
                 let id = match s.submit(j.clone()) {
                     Ok(id) => id,
                     Err(e) => {
-                        outcome.error = Some(e.to_string());
+                        outcome.error = Some(SetupError::Submit(e));
                         break;
                     }
                 };
                 jobs.insert(j.name.clone(), id);
-                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms });
-                let ids: Vec<usize> = nodes.iter().filter_map(|n| s.world.cluster.node(n)).collect();
+                events.push(Event::Submitted { job: id, at_ms: s.world.now_ms() });
+                let ids: Vec<usize> = nodes.iter().filter_map(|n| s.world.cluster().node(n)).collect();
                 if let Err(e) = s.start_on(id, &ids, *history) {
-                    outcome.error = Some(e);
+                    outcome.error = Some(SetupError::Run(e));
                     break;
                 }
-                events.push(Event::Placed { job: id, nodes: ids, at_ms: s.world.now_ms });
+                events.push(Event::Placed { job: id, nodes: ids, at_ms: s.world.now_ms() });
                 dirty = true;
             }
             Step::Advance(secs) => {
@@ -138,7 +184,7 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
                     cycle(&mut s, &mut decisions, &mut events);
                 }
                 if let Err(e) = s.advance((secs * 1000.0).round() as u64) {
-                    outcome.error = Some(e.to_string());
+                    outcome.error = Some(SetupError::Advance(e));
                     break;
                 }
                 dirty = true;
@@ -147,12 +193,12 @@ pub fn run_from(mut s: Scheduler, test: &hir::Test, mut observe: impl FnMut(Mome
                 if let Some(&id) = jobs.get(name)
                     && s.complete(id)
                 {
-                    events.push(Event::Finished { job: id, at_ms: s.world.now_ms });
+                    events.push(Event::Finished { job: id, at_ms: s.world.now_ms() });
                 }
                 dirty = true;
             }
             Step::Fail(name) => {
-                if let Some(n) = s.world.cluster.node(name) {
+                if let Some(n) = s.world.cluster().node(name) {
                     events.extend(s.fail_node(n));
                 }
                 dirty = true;
@@ -181,12 +227,12 @@ pub fn run(policy: &CompiledPolicy, test: &hir::Test) -> Outcome {
 }
 
 /// Runs a test in both engines and reports where their schedules differ.
-pub fn engines_agree(policy: &hir::Policy, test: &hir::Test) -> Result<(), String> {
-    let compile = |k| gpol_compiler::engine::compile(policy.clone(), k).map_err(|d| d.message);
+pub fn engines_agree(policy: &hir::Policy, test: &hir::Test) -> Result<(), EnginesError> {
+    let compile = |k| gpol_compiler::engine::compile(policy.clone(), k).map_err(|d| EnginesError::Compile(Box::new(d)));
     let (jit, interp) = (compile(EngineKind::Jit)?, compile(EngineKind::Interp)?);
     let (a, b) = (run_with(&jit, test, |_, _| {}).events, run_with(&interp, test, |_, _| {}).events);
     if a != b {
-        return Err(format!("the JIT and the interpreter disagree:\n  jit:    {a:?}\n  interp: {b:?}"));
+        return Err(EnginesError::Disagree { jit: a, interp: b });
     }
     Ok(())
 }
@@ -216,7 +262,7 @@ impl Decisions {
     /// account of each turn (when recorded).
     fn cycle(&mut self, s: &mut Scheduler) -> (Vec<Event>, Vec<Account>) {
         let pending = s.pending();
-        if pending.saturating_mul(s.world.cluster.nodes.len()) > TRACED_WORK {
+        if pending.saturating_mul(s.world.cluster().nodes.len()) > TRACED_WORK {
             return (s.cycle(), Vec::new());
         }
         let (decided, turns) = s.cycle_recorded();
@@ -233,7 +279,9 @@ impl Decisions {
     /// runs there, else its next decision.
     fn trace(&self, s: &Scheduler, job: JobId) -> String {
         match self.traces.get(&job) {
-            Some(t) if s.world.jobs[job].state == State::Running => format!("decided as follows when it started:\n{t}"),
+            Some(t) if s.world.jobs()[job].life.state == State::Running => {
+                format!("decided as follows when it started:\n{t}")
+            }
             _ => explain::explain(s, job),
         }
     }
@@ -256,12 +304,16 @@ fn check(
     match e {
         Expect::On(name, nodes) => {
             let j = job(name)?;
-            let mut on: Vec<&str> =
-                s.world.jobs[j].slots.iter().map(|sl| s.world.cluster.nodes[sl.node].name.as_str()).collect();
+            let mut on: Vec<&str> = s.world.jobs()[j]
+                .holding
+                .slots
+                .iter()
+                .map(|sl| s.world.cluster().nodes[sl.node].name.as_str())
+                .collect();
             let mut want: Vec<&str> = nodes.iter().map(String::as_str).collect();
             on.sort_unstable();
             want.sort_unstable();
-            if s.world.jobs[j].state == State::Running && on == want {
+            if s.world.jobs()[j].life.state == State::Running && on == want {
                 None
             } else {
                 fail(format!("{name} on {}", nodes.join(", ")), Some(j))
@@ -286,7 +338,7 @@ fn check(
         }
         Expect::Running(name) => {
             let j = job(name)?;
-            if s.world.jobs[j].state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
+            if s.world.jobs()[j].life.state == State::Running { None } else { fail(format!("{name} running"), Some(j)) }
         }
         Expect::Evicted(name, by, under) => {
             let j = job(name)?;
@@ -329,7 +381,7 @@ fn check(
                     TestName::Queue(_, q) => Val::Queue(*q as u32),
                     TestName::Job(_, name) => job_recs.get(name.as_str()).map_or(Val::F(f64::NAN), Val::Job),
                     TestName::Node(_, name) => {
-                        s.world.cluster.node(name).and_then(|i| nodes.get(i)).map_or(Val::F(f64::NAN), Val::Node)
+                        s.world.cluster().node(name).and_then(|i| nodes.get(i)).map_or(Val::F(f64::NAN), Val::Node)
                     }
                 })
                 .collect();
@@ -382,5 +434,5 @@ fn value_text(v: &Val<'_>, ty: &gpol_compiler::types::Ty, symbols: &crate::symbo
 
 /// The jobs by name (a test's job names are its own, one per job).
 fn jobs_by_name(s: &Scheduler) -> HashMap<&str, JobId> {
-    s.world.jobs.with_ids().map(|(id, j)| (j.name.as_str(), id)).collect()
+    s.world.jobs().with_ids().map(|(id, j)| (j.ask.name.as_str(), id)).collect()
 }

@@ -36,7 +36,7 @@ impl Default for Symbols {
 
 impl Symbols {
     /// The symbol of `s`, kept for good.
-    pub fn intern(&mut self, s: &str) -> Sym {
+    pub(crate) fn intern(&mut self, s: &str) -> Sym {
         if let Some(&id) = self.ids.get(s) {
             self.counted.remove(&id);
             return id;
@@ -45,7 +45,7 @@ impl Symbols {
     }
 
     /// The symbol of `s` for one more holder, who gives it back with [`Symbols::release`].
-    pub fn intern_counted(&mut self, s: &str) -> Sym {
+    pub(crate) fn intern_counted(&mut self, s: &str) -> Sym {
         match self.ids.get(s) {
             Some(&id) => {
                 if let Some(n) = self.counted.get_mut(&id) {
@@ -63,7 +63,7 @@ impl Symbols {
 
     /// One holder of a symbol from [`Symbols::intern_counted`] is done with it; the last
     /// one's release forgets the string, and the symbol may name another later.
-    pub fn release(&mut self, id: Sym) {
+    pub(crate) fn release(&mut self, id: Sym) {
         let Some(n) = self.counted.get_mut(&id) else { return };
         *n -= 1;
         if *n == 0 {
@@ -112,14 +112,14 @@ impl Symbols {
 
     /// Mixes `seed` into every symbol's hash, so `hash01` draws differ from seed to seed
     /// (seed 0 keeps the plain text hashes).
-    pub fn reseed(&mut self, seed: u64) {
+    pub(crate) fn reseed(&mut self, seed: u64) {
         self.salt = if seed == 0 { 0 } else { gpol_compiler::ops::str_key(&seed.to_string()) };
         for (h, name) in self.hashes.iter_mut().zip(&self.names).skip(1).filter(|(_, n)| !n.is_empty()) {
             *h = str_key(name) ^ self.salt;
         }
     }
 
-    pub fn hashes(&self) -> &[u64] {
+    pub(crate) fn hashes(&self) -> &[u64] {
         &self.hashes
     }
 }

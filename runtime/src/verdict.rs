@@ -89,14 +89,14 @@ impl Scheduler {
         let view = self.placement_view(job);
         let ctx = self.ctx(&view);
         let rec = self.job_rec(job);
-        let j = &self.world.jobs[job];
+        let j = &self.world.jobs()[job];
         let mut by_model: Vec<(gpol_compiler::schema::Sym, Result<(), Block>)> = Vec::new();
         // The nodes' free-capacity summaries decide most fits without walking cards.
         let ask = fit::Ask::of(j);
         let decides = fit::headroom_decides(&ask);
         let fits = |i: NodeId| {
-            fit::may_fit(&self.world.cluster.headroom[i], &ask)
-                && (decides || fit::fits(&self.world.cluster.nodes[i], j))
+            fit::may_fit(&self.world.cluster().headroom[i], &ask)
+                && (decides || fit::fits(&self.world.cluster().nodes[i], j))
         };
         let mut at = 0;
         self.scan(&ctx, &rec, Some(among), |i, r| {
@@ -109,25 +109,25 @@ impl Scheduler {
             }
             let here = at;
             at += 1;
-            let node = &self.world.cluster.nodes[i];
+            let node = &self.world.cluster().nodes[i];
             let verdict = if !r.feasible {
                 NodeVerdict::Filtered(RuleId::Filter(
                     u16::try_from(self.rejecting_filter(&ctx, &rec, i, r)).unwrap_or(u16::MAX),
                 ))
             } else if !node.up {
                 NodeVerdict::Down
-            } else if !(j.models.is_empty() || j.models.contains(&node.model)) {
+            } else if !(j.ask.models.is_empty() || j.ask.models.contains(&node.model)) {
                 NodeVerdict::Model
             } else if self.reserved_for_other(i, job) {
                 NodeVerdict::Reserved
             } else if !fits(i) {
                 if fit::could_ever_fit(node, j) { NodeVerdict::Full } else { NodeVerdict::TooSmall }
-            } else if self.world.quotas.limits_models() {
+            } else if self.world.quotas().limits_models() {
                 let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
                     Some((_, v)) => *v,
                     None => {
                         let demand = quota::replicas_demand(j, 1, Some(node.model));
-                        let v = self.world.quotas.admissible(j.queue, j.user, &demand);
+                        let v = self.world.quotas().admissible(j.ask.queue, j.ask.user, &demand);
                         by_model.push((node.model, v));
                         v
                     }
@@ -156,7 +156,7 @@ impl Scheduler {
 
     /// The cards (and MIG instances) one replica of the job takes on `node`: by the
     /// policy's `card_score` rules, else by best fit; `None` when it does not fit.
-    pub fn cards_for(&self, job: JobId, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {
+    pub(crate) fn cards_for(&self, job: JobId, node: NodeId) -> Option<Vec<(usize, Option<usize>)>> {
         self.choose_cards(job, node)
     }
 }

@@ -28,12 +28,12 @@ impl WallClock {
     }
 
     /// The Unix time (ms) of clock 0.
-    pub const fn origin_unix_ms(self) -> i64 {
+    pub(crate) const fn origin_unix_ms(self) -> i64 {
         self.origin_unix_ms
     }
 
     /// The Unix time (ms) at clock reading `clock_ms`, saturating.
-    pub fn unix_ms(self, clock_ms: u64) -> i64 {
+    pub(crate) fn unix_ms(self, clock_ms: u64) -> i64 {
         self.origin_unix_ms.saturating_add(i64::try_from(clock_ms).unwrap_or(i64::MAX))
     }
 

@@ -9,10 +9,11 @@ mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::ir::RuleId;
+use gpol_compiler::spec::{JobSpec, MILLI, NodeSpec, Request};
 use gpol_compiler::syntax::VictimKind;
-use gpol_runtime::jobs::{JobId, QueueId, State};
-use gpol_runtime::quota::Res;
-use gpol_runtime::{Event, JobSpec, MILLI, NodeSpec, Request, Scheduler};
+use gpol_runtime::Res;
+use gpol_runtime::{Event, Scheduler};
+use gpol_runtime::{JobId, QueueId, State};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use std::collections::{HashMap, HashSet};
@@ -162,26 +163,29 @@ fn state_invariants(s: &Scheduler) -> Result<(), String> {
     let mut held: HashMap<(usize, usize), u32> = HashMap::new();
     let mut gpu = vec![0i64; s.quotas().queues.len()];
     for j in s.jobs() {
-        if j.state != State::Running {
-            if !j.slots.is_empty() || !j.charged.is_empty() {
-                return Err(format!("job {} is {:?} but holds resources", j.name, j.state));
+        if j.life.state != State::Running {
+            if !j.holding.slots.is_empty() || !j.holding.charged.is_empty() {
+                return Err(format!("job {} is {:?} but holds resources", j.ask.name, j.life.state));
             }
             continue;
         }
-        let n = j.slots.len() as u32;
-        if n < j.min_replicas || n > j.replicas {
-            return Err(format!("gang {} runs {n} replicas of {} (at least {})", j.name, j.replicas, j.min_replicas));
+        let n = j.holding.slots.len() as u32;
+        if n < j.ask.min_replicas || n > j.ask.replicas {
+            return Err(format!(
+                "gang {} runs {n} replicas of {} (at least {})",
+                j.ask.name, j.ask.replicas, j.ask.min_replicas
+            ));
         }
-        for slot in &j.slots {
+        for slot in &j.holding.slots {
             for &(card, milli) in &slot.cards {
                 *held.entry((slot.node, card)).or_insert(0) += milli;
             }
         }
-        for q in s.quotas().path(j.queue) {
-            gpu[q] += j.charged.get(&Res::Gpu).copied().unwrap_or(0);
+        for q in s.quotas().path(j.ask.queue) {
+            gpu[q] += j.holding.charged.get(&Res::Gpu).copied().unwrap_or(0);
         }
-        if j.charged.get(&Res::Gpu).copied().unwrap_or(0) != (j.request.milli() * u64::from(n)) as i64 {
-            return Err(format!("job {} is charged {:?} for {n} replicas", j.name, j.charged));
+        if j.holding.charged.get(&Res::Gpu).copied().unwrap_or(0) != (j.ask.request.milli() * u64::from(n)) as i64 {
+            return Err(format!("job {} is charged {:?} for {n} replicas", j.ask.name, j.holding.charged));
         }
     }
     for (ni, node) in s.cluster().nodes.iter().enumerate() {
@@ -192,11 +196,11 @@ fn state_invariants(s: &Scheduler) -> Result<(), String> {
         }
     }
     for (qi, q) in s.quotas().queues.iter().enumerate() {
-        if q.get(&q.alloc, Res::Gpu) != gpu[qi] {
+        if q.get(&q.load.alloc, Res::Gpu) != gpu[qi] {
             return Err(format!(
                 "queue {} accounts {} but its jobs hold {}",
-                q.name,
-                q.get(&q.alloc, Res::Gpu),
+                q.place.name,
+                q.get(&q.load.alloc, Res::Gpu),
                 gpu[qi]
             ));
         }
@@ -213,8 +217,8 @@ fn cycle_invariants(s: &Scheduler, log: &[Event], pairs: &mut HashSet<(JobId, Jo
         match ev {
             Event::Placed { job, nodes, .. } => {
                 let j = &s.job(*job);
-                if (nodes.len() as u32) < j.min_replicas || nodes.len() as u32 > j.replicas {
-                    return Err(format!("{} placed with {} replicas", j.name, nodes.len()));
+                if (nodes.len() as u32) < j.ask.min_replicas || nodes.len() as u32 > j.ask.replicas {
+                    return Err(format!("{} placed with {} replicas", j.ask.name, nodes.len()));
                 }
             }
             Event::Evicted { job, by, rule, .. } => {
@@ -225,27 +229,27 @@ fn cycle_invariants(s: &Scheduler, log: &[Event], pairs: &mut HashSet<(JobId, Jo
                 let Some(victim_rule) = victim_rule.filter(|_| job != by) else {
                     return Err(format!(
                         "eviction of {} for {} under {rule:?}, not a victim rule",
-                        s.job(*job).name,
-                        s.job(*by).name
+                        s.job(*job).ask.name,
+                        s.job(*by).ask.name
                     ));
                 };
                 // The run of evictions for one claimant ends with the claimant starting.
                 starts_next(s, &log[i + 1..], *job, *by)?;
                 if pairs.contains(&(*job, *by)) {
-                    return Err(format!("{} and {} evicted each other", s.job(*job).name, s.job(*by).name));
+                    return Err(format!("{} and {} evicted each other", s.job(*job).ask.name, s.job(*by).ask.name));
                 }
                 pairs.insert((*by, *job));
                 // Queues that take from each other by guarantees: reclaim, or any eviction
                 // across queues when the tree governs GPUs. (Without guarantees, eviction
                 // across queues is by the rules alone, e.g. by priority, in both directions.)
                 let reclaim = victim_rule.kind == VictimKind::Reclaim;
-                let (cq, vq) = (s.job(*by).queue, s.job(*job).queue);
+                let (cq, vq) = (s.job(*by).ask.queue, s.job(*job).ask.queue);
                 if cq != vq && (reclaim || s.quotas().is_constrained(Res::Gpu)) {
                     if queue_pairs.contains(&(vq, cq)) {
                         return Err(format!(
                             "queues {} and {} took from each other in one cycle",
-                            s.quotas().queues[cq].name,
-                            s.quotas().queues[vq].name
+                            s.quotas().queues[cq].place.name,
+                            s.quotas().queues[vq].place.name
                         ));
                     }
                     queue_pairs.insert((cq, vq));
@@ -267,7 +271,9 @@ fn cycle_invariants(s: &Scheduler, log: &[Event], pairs: &mut HashSet<(JobId, Jo
 fn starts_next(s: &Scheduler, rest: &[Event], victim: JobId, claimant: JobId) -> Result<(), String> {
     match rest.iter().find(|e| !evicted_for(e, claimant)) {
         Some(Event::Placed { job, .. }) if *job == claimant => Ok(()),
-        _ => Err(format!("{} was evicted for {}, which did not start", s.job(victim).name, s.job(claimant).name)),
+        _ => {
+            Err(format!("{} was evicted for {}, which did not start", s.job(victim).ask.name, s.job(claimant).ask.name))
+        }
     }
 }
 

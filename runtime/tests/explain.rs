@@ -4,8 +4,8 @@
 mod support;
 
 use gpol_runtime::explain::{explain, state_text};
-use gpol_runtime::jobs::{Reason, State};
-use gpol_runtime::quota::{Block, Res};
+use gpol_runtime::{Block, Res};
+use gpol_runtime::{Reason, State};
 use support::{cards, h100, queued};
 
 #[test]
@@ -27,11 +27,12 @@ fn a_victim_search_shows_every_verdict_and_the_choice() {
     let text = "policy p\n\nqueue team {}\n\npriority_class low = 0\npriority_class high = 10\n\n\
                 preempt by_priority { when claimant.priority > victim.priority and victim.preemptible }\n";
     let mut s = support::scheduler(text, &[h100("n1")]);
-    let low = |name: &str| gpol_runtime::JobSpec { priority_class: Some("low".into()), ..cards(name, 4) };
-    s.submit(gpol_runtime::JobSpec { preemptible: true, ..low("a") }).unwrap();
+    let low = |name: &str| gpol_compiler::spec::JobSpec { priority_class: Some("low".into()), ..cards(name, 4) };
+    s.submit(gpol_compiler::spec::JobSpec { preemptible: true, ..low("a") }).unwrap();
     s.submit(low("b")).unwrap();
     s.cycle();
-    let claimant = s.submit(gpol_runtime::JobSpec { priority_class: Some("high".into()), ..cards("c", 4) }).unwrap();
+    let claimant =
+        s.submit(gpol_compiler::spec::JobSpec { priority_class: Some("high".into()), ..cards("c", 4) }).unwrap();
     // Ask before the cycle: the search is shown, nothing changes.
     let why = explain(&s, claimant);
     assert!(why.contains("    a: candidate in its own queue, allowed by `preempt by_priority`, cost 0"), "{why}");
@@ -90,11 +91,12 @@ fn the_order_of_queues_is_shown_level_by_level_with_its_keys() {
 #[test]
 fn a_gangs_placements_are_shown_best_first_with_their_values() {
     let text = "policy racks\n\ntopology rack\n\nqueue team {}\n\ngang {\n  prefer same rack weight 2\n}\n";
-    let in_rack = |name: &str, rack: &str| gpol_runtime::NodeSpec { domains: vec![(0, rack.into())], ..h100(name) };
+    let in_rack =
+        |name: &str, rack: &str| gpol_compiler::spec::NodeSpec { domains: vec![(0, rack.into())], ..h100(name) };
     let mut s = support::scheduler(text, &[in_rack("a1", "r1"), in_rack("a2", "r1"), in_rack("b1", "r2")]);
     let busy = s.submit(cards("busy", 8)).unwrap();
     s.cycle();
-    let gang = s.submit(gpol_runtime::JobSpec { replicas: 2, ..cards("g", 8) }).unwrap();
+    let gang = s.submit(gpol_compiler::spec::JobSpec { replicas: 2, ..cards("g", 8) }).unwrap();
     let why = explain(&s, gang);
     // `busy` took a1: no rack holds both replicas now, so the one placement spans the
     // racks, and as no placement could use fewer it earns the whole preference: 2 × 2/2.

@@ -4,9 +4,10 @@
 
 mod support;
 
-use gpol_runtime::jobs::State;
-use gpol_runtime::scheduler::starts;
-use gpol_runtime::{Event, JobSpec, Scheduler};
+use gpol_compiler::spec::JobSpec;
+use gpol_runtime::State;
+use gpol_runtime::starts;
+use gpol_runtime::{Event, Scheduler};
 use proptest::prelude::*;
 use support::h100;
 
@@ -58,17 +59,17 @@ fn run(arrivals: &[Arrival], forget: bool) -> (Vec<String>, usize, usize) {
 
 fn render(s: &Scheduler, e: &Event) -> String {
     match e {
-        Event::Placed { job, nodes, .. } => format!("{} on {nodes:?}", s.job(*job).name),
-        Event::Finished { job, .. } => format!("{} finished", s.job(*job).name),
+        Event::Placed { job, nodes, .. } => format!("{} on {nodes:?}", s.job(*job).ask.name),
+        Event::Finished { job, .. } => format!("{} finished", s.job(*job).ask.name),
         other => format!("{other:?}"),
     }
 }
 
 fn forget_ended(s: &mut Scheduler, e: &Event) {
     if let Event::Finished { job, .. } | Event::Rejected { job, .. } = e {
-        let name = s.job(*job).name.clone();
+        let name = s.job(*job).ask.name.clone();
         let record = s.forget(*job).expect("an ended job can be forgotten");
-        assert_eq!((record.name, record.state), (name, State::Finished));
+        assert_eq!((record.ask.name, record.life.state), (name, State::Finished));
         assert!(s.jobs().get(*job).is_none());
     }
 }
@@ -113,7 +114,7 @@ fn only_ended_jobs_are_forgotten() {
     s.cycle();
     assert!(s.forget(running).is_none() && s.forget(waiting).is_none());
     s.complete(running);
-    assert_eq!(s.forget(running).map(|j| j.name), Some("r".to_string()));
+    assert_eq!(s.forget(running).map(|j| j.ask.name), Some("r".to_string()));
     assert_eq!(starts(&s.cycle()), 1, "the waiting job starts on the freed node");
     assert_eq!(s.jobs().len(), 2, "ids are never reused");
 }

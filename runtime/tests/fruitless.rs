@@ -4,7 +4,7 @@
 
 mod support;
 
-use gpol_runtime::place::Decision;
+use gpol_runtime::Decision;
 use gpol_runtime::{Event, Scheduler};
 use proptest::prelude::*;
 use support::h100;
@@ -64,12 +64,16 @@ type Arrival = (u8, u32, u64, bool, bool);
 fn start(policy: &str, skip: bool) -> (support::Stream, Vec<String>) {
     let mut stream = support::Stream::new(support::scheduler(policy, &[h100("n1"), h100("n2")]));
     stream.s.skip_fruitless_searches(skip);
-    let leaves = stream.s.quotas().queues.iter().filter(|q| q.is_leaf()).map(|q| q.name.clone()).collect();
+    let leaves = stream.s.quotas().queues.iter().filter(|q| q.is_leaf()).map(|q| q.place.name.clone()).collect();
     (stream, leaves)
 }
 
 /// The `i`-th arrival as a job.
-fn job(i: usize, &(queue, cards, minutes, high, preemptible): &Arrival, leaves: &[String]) -> gpol_runtime::JobSpec {
+fn job(
+    i: usize,
+    &(queue, cards, minutes, high, preemptible): &Arrival,
+    leaves: &[String],
+) -> gpol_compiler::spec::JobSpec {
     let mut spec = support::cards(&format!("job-{i}"), cards);
     spec.queue = Some(leaves[usize::from(queue) % leaves.len()].clone());
     spec.priority = Some(if high { 10.0 } else { 0.0 });
@@ -94,7 +98,7 @@ fn run(policy: &str, arrivals: &[Arrival], skip: bool) -> (Vec<String>, u64) {
 }
 
 fn render(s: &Scheduler, e: &Event) -> String {
-    let name = |j: &usize| s.job(*j).name.clone();
+    let name = |j: &usize| s.job(*j).ask.name.clone();
     match e {
         Event::Placed { job, nodes, .. } => format!("{} on {nodes:?}", name(job)),
         Event::Finished { job, .. } => format!("{} finished", name(job)),
@@ -119,7 +123,7 @@ fn settled(policy: &str, arrivals: &[Arrival], skip: bool) -> Result<(), String>
         let s = &mut stream.s;
         // Evictions may go on cycle after cycle (some of these policies let jobs evict
         // each other back and forth): only a settled state says anything.
-        if !(0..50).any(|_| gpol_runtime::scheduler::starts(&s.cycle()) == 0) {
+        if !(0..50).any(|_| gpol_runtime::starts(&s.cycle()) == 0) {
             s.advance(60_000).expect("the clock stays within its limit");
             continue;
         }

@@ -5,8 +5,9 @@
 mod support;
 
 use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLOCK_MS, MAX_REPLICAS};
-use gpol_runtime::jobs::State;
-use gpol_runtime::{ClockLimit, JobSpec, NodeSpec, SubmitError};
+use gpol_compiler::spec::{JobSpec, NodeSpec};
+use gpol_runtime::State;
+use gpol_runtime::{ClockLimit, SubmitError};
 use support::{h100, queued};
 
 fn policy(quota: &str) -> String {
@@ -59,10 +60,10 @@ fn an_elastic_gang_takes_exactly_what_the_quota_admits() {
             s.cycle();
             let j = &s.jobs()[g];
             if limit >= min {
-                assert_eq!(j.state, State::Running, "limit {limit}, min {min}");
-                assert_eq!(j.slots.len(), limit as usize, "limit {limit}, min {min}");
+                assert_eq!(j.life.state, State::Running, "limit {limit}, min {min}");
+                assert_eq!(j.holding.slots.len(), limit as usize, "limit {limit}, min {min}");
             } else {
-                assert_ne!(j.state, State::Running, "limit {limit}, min {min}");
+                assert_ne!(j.life.state, State::Running, "limit {limit}, min {min}");
             }
         }
     }

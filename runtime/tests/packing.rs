@@ -6,10 +6,11 @@
 mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind, NodeResult};
+use gpol_compiler::spec::{History, JobSpec, NodeSpec, Request, Sharing};
+use gpol_runtime::Cluster;
+use gpol_runtime::Scheduler;
 use gpol_runtime::fit::{self, Ask};
 use gpol_runtime::frag::{self, TaskShape};
-use gpol_runtime::model::Cluster;
-use gpol_runtime::{History, JobSpec, NodeSpec, Request, Scheduler, Sharing};
 use proptest::prelude::*;
 
 /// The growth is read back from a score: `0.5 − growth / SCALE`.
@@ -82,7 +83,7 @@ fn case() -> impl Strategy<Value = Case> {
 fn oracle(
     cluster: &Cluster,
     n: usize,
-    job: &gpol_runtime::jobs::Job,
+    job: &gpol_runtime::Job,
     chosen: &[(usize, Option<usize>)],
     shapes: &[TaskShape],
 ) -> f64 {
@@ -120,7 +121,7 @@ fn agrees(kind: EngineKind, case: &Case) -> Result<(), TestCaseError> {
         if !fit::fits(node, job) {
             continue;
         }
-        let expected = match job.request {
+        let expected = match job.ask.request {
             Request::None => oracle(s.cluster(), n, job, &[], &shapes),
             Request::Whole(_) => {
                 let chosen = fit::choose(node, job, None).ok_or_else(|| TestCaseError::fail("fits but no cards"))?;
@@ -209,7 +210,7 @@ fn node_order_is_a_fixed_random_order_per_seed() {
         }
         let id = s.submit(job(Request::Whole(1), 0)).expect("submit");
         match s.decide(id) {
-            gpol_runtime::place::Decision::Place { replicas } => replicas[0],
+            gpol_runtime::Decision::Place { replicas } => replicas[0],
             other => panic!("placed nowhere: {other:?}"),
         }
     };

@@ -7,14 +7,16 @@ mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::schema::EnumKind;
+use gpol_compiler::spec::mig_milli;
+use gpol_compiler::spec::{JobSpec, MILLI, NodeSpec, Request, Sharing};
 use gpol_compiler::syntax::QuotaKind;
+use gpol_runtime::Decision;
+use gpol_runtime::Headroom;
+use gpol_runtime::Scheduler;
+use gpol_runtime::State;
+use gpol_runtime::Symbols;
 use gpol_runtime::fit::{self, Ask};
-use gpol_runtime::jobs::State;
-use gpol_runtime::model::{Headroom, mig_milli};
-use gpol_runtime::place::Decision;
-use gpol_runtime::quota::{self, Quotas, Res};
-use gpol_runtime::symbols::Symbols;
-use gpol_runtime::{JobSpec, MILLI, NodeSpec, Request, Scheduler, Sharing};
+use gpol_runtime::{Amounts, Quotas, Res};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -182,24 +184,24 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
     let mut instances: HashMap<(usize, usize, usize), usize> = HashMap::new();
     let mut cpu: HashMap<usize, u64> = HashMap::new();
     for j in s.jobs() {
-        if j.state == State::Running {
-            if j.slots.is_empty() {
-                return Err(format!("running job {} holds nothing", j.name));
+        if j.life.state == State::Running {
+            if j.holding.slots.is_empty() {
+                return Err(format!("running job {} holds nothing", j.ask.name));
             }
-        } else if !j.slots.is_empty() {
-            return Err(format!("job {} is {:?} but holds resources", j.name, j.state));
+        } else if !j.holding.slots.is_empty() {
+            return Err(format!("job {} is {:?} but holds resources", j.ask.name, j.life.state));
         }
-        for slot in &j.slots {
-            *cpu.entry(slot.node).or_insert(0) += j.cpu_milli;
-            match j.request {
+        for slot in &j.holding.slots {
+            *cpu.entry(slot.node).or_insert(0) += j.ask.cpu_milli;
+            match j.ask.request {
                 Request::Fraction(m) if slot.cards.len() != 1 || slot.cards[0].1 != m => {
-                    return Err(format!("fractional job {} spans {:?}", j.name, slot.cards));
+                    return Err(format!("fractional job {} spans {:?}", j.ask.name, slot.cards));
                 }
                 Request::Whole(k) if slot.cards.len() != k as usize || slot.cards.iter().any(|c| c.1 != MILLI) => {
-                    return Err(format!("whole-card job {} holds {:?}", j.name, slot.cards));
+                    return Err(format!("whole-card job {} holds {:?}", j.ask.name, slot.cards));
                 }
                 Request::Mig(_) if slot.instance.is_none() => {
-                    return Err(format!("MIG job {} holds no instance", j.name));
+                    return Err(format!("MIG job {} holds no instance", j.ask.name));
                 }
                 _ => {}
             }
@@ -207,7 +209,7 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
                 let e = held.entry((slot.node, card)).or_insert((0, 0));
                 e.0 += milli;
                 e.1 += 1;
-                if let Request::Whole(k) = j.request {
+                if let Request::Whole(k) = j.ask.request {
                     whole.insert((slot.node, card), k);
                 }
             }
@@ -294,29 +296,29 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
     // Queue accounting equals what running jobs hold; nothing is added to a queue at or
     // above its limit, and no queue borrows past its borrow limit by an admission.
     let mut gpu = vec![0i64; s.quotas().queues.len()];
-    for j in s.jobs().iter().filter(|j| j.state == State::Running) {
-        let mut q = Some(j.queue);
+    for j in s.jobs().iter().filter(|j| j.life.state == State::Running) {
+        let mut q = Some(j.ask.queue);
         while let Some(qi) = q {
-            gpu[qi] += quota::demand(j, None)[&Res::Gpu];
-            q = s.quotas().queues[qi].parent;
+            gpu[qi] += j.total_milli() as i64;
+            q = s.quotas().queues[qi].place.parent;
         }
     }
     for (qi, q) in s.quotas().queues.iter().enumerate() {
-        let alloc = q.get(&q.alloc, Res::Gpu);
+        let alloc = q.get(&q.load.alloc, Res::Gpu);
         if alloc != gpu[qi] {
-            return Err(format!("queue {} accounts {alloc} milli-GPU, jobs hold {}", q.name, gpu[qi]));
+            return Err(format!("queue {} accounts {alloc} milli-GPU, jobs hold {}", q.place.name, gpu[qi]));
         }
         let grew = alloc > before.get(qi).copied().unwrap_or(0);
-        if let Some(&limit) = q.limit.get(&Res::Gpu)
+        if let Some(&limit) = q.quota.limit.get(&Res::Gpu)
             && alloc > limit
             && grew
         {
-            return Err(format!("queue {} was admitted past its limit: {alloc} > {limit}", q.name));
+            return Err(format!("queue {} was admitted past its limit: {alloc} > {limit}", q.place.name));
         }
-        if let Some(&bl) = q.borrow_limit.get(&Res::Gpu) {
-            let borrowed = alloc - q.get(&q.guarantee, Res::Gpu);
+        if let Some(&bl) = q.quota.borrow_limit.get(&Res::Gpu) {
+            let borrowed = alloc - q.get(&q.quota.guarantee, Res::Gpu);
             if borrowed > bl && grew {
-                return Err(format!("queue {} borrowed {borrowed} past its borrow limit {bl}", q.name));
+                return Err(format!("queue {} borrowed {borrowed} past its borrow limit {bl}", q.place.name));
             }
         }
     }
@@ -329,7 +331,7 @@ fn invariants(s: &Scheduler, before: &[i64]) -> Result<(), String> {
 fn no_waiting_job_could_start(s: &Scheduler) -> Result<(), String> {
     for j in (0..s.jobs().len()).filter(|&j| s.job(j).is_pending()) {
         if let Decision::Place { replicas } = s.decide(j) {
-            return Err(format!("job {} waits ({:?}) but could start on {replicas:?}", s.job(j).name, s.state(j)));
+            return Err(format!("job {} waits ({:?}) but could start on {replicas:?}", s.job(j).ask.name, s.state(j)));
         }
     }
     Ok(())
@@ -351,7 +353,7 @@ fn play(
     let mut decided = Vec::new();
     let mut submitted = 0;
     for ev in events {
-        let before: Vec<i64> = s.quotas().queues.iter().map(|q| q.get(&q.alloc, Res::Gpu)).collect();
+        let before: Vec<i64> = s.quotas().queues.iter().map(|q| q.get(&q.load.alloc, Res::Gpu)).collect();
         match ev {
             Event::Submit(j) => {
                 s.submit(JobSpec { name: format!("j{submitted}"), ..(**j).clone() })
@@ -359,7 +361,8 @@ fn play(
                 submitted += 1;
             }
             Event::Complete(k) => {
-                let running: Vec<usize> = (0..s.jobs().len()).filter(|&j| s.job(j).state == State::Running).collect();
+                let running: Vec<usize> =
+                    (0..s.jobs().len()).filter(|&j| s.job(j).life.state == State::Running).collect();
                 if !running.is_empty() {
                     s.complete(running[k % running.len()]);
                 }
@@ -464,7 +467,7 @@ proptest! {
         let mut b = a.clone();
         let (mut now, user) = (0u64, gpol_compiler::schema::Sym(1));
         for (gpus, dt, splits) in steps {
-            let amount = quota::Amounts::from([(Res::Gpu, gpus)]);
+            let amount = Amounts::from([(Res::Gpu, gpus)]);
             for q in [&mut a, &mut b] {
                 q.advance_usage(now);
                 q.charge(1, user, &amount, 1);
@@ -476,8 +479,8 @@ proptest! {
             a.advance_usage(now);
         }
         for (qa, qb) in a.queues.iter().zip(&b.queues) {
-            let tolerance = 1e-9 * qa.usage.abs().max(1.0);
-            prop_assert!((qa.usage - qb.usage).abs() <= tolerance, "{}: {} vs {}", qa.name, qa.usage, qb.usage);
+            let tolerance = 1e-9 * qa.usage.value.abs().max(1.0);
+            prop_assert!((qa.usage.value - qb.usage.value).abs() <= tolerance, "{}: {} vs {}", qa.place.name, qa.usage.value, qb.usage.value);
         }
     }
 }

@@ -4,9 +4,10 @@
 
 mod support;
 
-use gpol_runtime::jobs::{Reason, State};
-use gpol_runtime::scheduler::starts;
-use gpol_runtime::{History, JobSpec, Scheduler};
+use gpol_compiler::spec::{History, JobSpec};
+use gpol_runtime::Scheduler;
+use gpol_runtime::starts;
+use gpol_runtime::{Reason, State};
 use support::{h100 as node, queued};
 
 /// A preemptible job of `cards` whole cards and one core.

@@ -90,7 +90,7 @@ fn evictions_record_rule_claimant_and_lost_work() {
         .filter_map(|e| match e {
             Event::Evicted { job, by, rule, lost_gpu_s, .. } => {
                 let rule = s.policy().program.rule_name(*rule);
-                Some((s.job(*job).name.clone(), s.job(*by).name.clone(), rule, *lost_gpu_s))
+                Some((s.job(*job).ask.name.clone(), s.job(*by).ask.name.clone(), rule, *lost_gpu_s))
             }
             _ => None,
         })
@@ -130,7 +130,7 @@ fn a_recorded_turn_sees_the_starts_before_it_in_the_same_cycle() {
     assert_eq!(before.outcome, Outcome::WouldPlace { nodes: vec!["n1".into()] });
     assert_eq!(before.quota[0].allocated, before.quota[0].borrowed);
     let (decided, turns) = s.cycle_recorded();
-    assert_eq!(gpol_runtime::scheduler::starts(&decided), 2);
+    assert_eq!(gpol_runtime::starts(&decided), 2);
     let names: Vec<&str> = turns.iter().map(|t| t.job.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
     let seen = &turns[1];

@@ -6,9 +6,10 @@
 mod support;
 
 use gpol_compiler::engine::EngineKind;
-use gpol_runtime::place::Decision;
-use gpol_runtime::verdict::NodeVerdict;
-use gpol_runtime::{JobSpec, NodeSpec, Request, Scheduler};
+use gpol_compiler::spec::{JobSpec, NodeSpec, Request};
+use gpol_runtime::Decision;
+use gpol_runtime::NodeVerdict;
+use gpol_runtime::Scheduler;
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use support::compiled;
@@ -109,7 +110,7 @@ proptest! {
                 Decision::Wait(reason) => prop_assert_eq!(reason, closed.reason),
                 Decision::Reject(rule) => {
                     prop_assert!(closed.for_good);
-                    prop_assert_eq!(gpol_runtime::jobs::Reason::Rule(rule), closed.reason);
+                    prop_assert_eq!(gpol_runtime::Reason::Rule(rule), closed.reason);
                 }
                 Decision::Place { .. } => prop_assert!(false, "placed although the gate is closed: {closed:?}"),
             },

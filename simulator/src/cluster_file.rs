@@ -5,7 +5,7 @@ use crate::input::{self, InputError};
 use crate::prices::Prices;
 use gpol_compiler::limits::{MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_NODES};
 use gpol_compiler::schema::{EnumKind, MIG_PROFILES};
-use gpol_runtime::model::{NodeSpec, Sharing};
+use gpol_compiler::spec::{NodeSpec, Sharing};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 

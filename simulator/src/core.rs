@@ -11,14 +11,15 @@ use crate::series::Series;
 use crate::trace::TraceJob;
 use crate::workload::Workload;
 use gpol_compiler::engine::CompiledPolicy;
+use gpol_compiler::spec::MILLI;
+use gpol_runtime::NodeId;
+use gpol_runtime::Res;
 use gpol_runtime::explain;
-use gpol_runtime::fair_share::water_fill;
 use gpol_runtime::fit::Ask;
 use gpol_runtime::frag::{self, TaskShape};
-use gpol_runtime::jobs::{JobId, QueueId, State};
-use gpol_runtime::model::{MILLI, NodeId};
-use gpol_runtime::quota::Res;
-use gpol_runtime::scheduler::{Event, Scheduler};
+use gpol_runtime::water_fill;
+use gpol_runtime::{Event, Scheduler};
+use gpol_runtime::{JobId, QueueId, State};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use std::cmp::Reverse;
@@ -488,7 +489,7 @@ impl<'a> Sim<'a> {
         self.journal.push(Event::Submitted { job: id, at_ms: self.s.now_ms() });
         self.runs
             .insert(id, Run { arrival_ms: j.arrival_ms, class, remaining_ms: j.job.duration_ms, ..Run::default() });
-        self.outcomes.submitted_in[self.s.job(id).queue] += 1;
+        self.outcomes.submitted_in[self.s.job(id).ask.queue] += 1;
         Ok(id)
     }
 
@@ -535,7 +536,7 @@ impl<'a> Sim<'a> {
                     for &node in &nodes {
                         self.hold(job, node, 1);
                     }
-                    let queue = u32::try_from(self.s.jobs()[job].queue).unwrap_or(u32::MAX);
+                    let queue = u32::try_from(self.s.jobs()[job].ask.queue).unwrap_or(u32::MAX);
                     let Some(run) = self.runs.get_mut(&job) else { continue };
                     run.placed = nodes;
                     if run.first_start_ms.is_none() {
@@ -571,7 +572,7 @@ impl<'a> Sim<'a> {
                     self.stopped(job);
                     self.requeued(job, kept_ms, lost_gpu_s);
                     self.preemption.evictions += 1;
-                    self.outcomes.evicted_in[self.s.jobs()[job].queue] += 1;
+                    self.outcomes.evicted_in[self.s.jobs()[job].ask.queue] += 1;
                     self.series.count(now, EVICTIONS);
                     *self.preemption.by_rule.entry(self.s.policy().program.rule_name(rule)).or_default() += 1;
                 }
@@ -592,7 +593,7 @@ impl<'a> Sim<'a> {
                     }
                     self.lost_gpu_s += lost_gpu_s;
                     self.preemption.evictions += 1;
-                    self.outcomes.evicted_in[self.s.jobs()[job].queue] += 1;
+                    self.outcomes.evicted_in[self.s.jobs()[job].ask.queue] += 1;
                     self.series.count(now, EVICTIONS);
                     *self.preemption.by_rule.entry(self.s.policy().program.rule_name(rule)).or_default() += 1;
                 }
@@ -612,20 +613,24 @@ impl<'a> Sim<'a> {
         let Some(run) = self.runs.remove(&job) else { return };
         let Some(j) = self.s.forget(job) else { return };
         let o = &mut self.outcomes;
-        match &j.state {
+        match &j.life.state {
             State::Finished => {
                 o.finished += 1;
-                o.finished_in[j.queue] += 1;
+                o.finished_in[j.ask.queue] += 1;
                 o.completions.push(self.s.now_ms().saturating_sub(run.arrival_ms));
             }
             State::Rejected(rule) => {
                 o.rejected += 1;
                 let program = &self.s.policy().program;
-                o.never_started(format!("rejected: {}", program.rule_name(*rule)), || j.name.clone(), j.total_milli());
+                o.never_started(
+                    format!("rejected: {}", program.rule_name(*rule)),
+                    || j.ask.name.clone(),
+                    j.total_milli(),
+                );
             }
             State::Withdrawn => {
                 o.withdrawn += 1;
-                o.never_started("withdrawn: did not fit on arrival".into(), || j.name.clone(), j.total_milli());
+                o.never_started("withdrawn: did not fit on arrival".into(), || j.ask.name.clone(), j.total_milli());
             }
             State::Pending(_) | State::Running => {}
         }
@@ -635,7 +640,7 @@ impl<'a> Sim<'a> {
     fn wait(&mut self, job: JobId, sign: i64) {
         let j = &self.s.jobs()[job];
         let milli = j.total_milli();
-        let q = &mut self.pending_milli[j.queue];
+        let q = &mut self.pending_milli[j.ask.queue];
         *q = (*q as i64 + sign * milli as i64).max(0) as u64;
         let ask = Ask::of(j);
         let n = self.pending_asks.entry(ask).or_default();
@@ -658,7 +663,7 @@ impl<'a> Sim<'a> {
     /// One replica of `job` starts (`sign` 1) or stops (-1) holding its request on `node`.
     fn hold(&mut self, job: JobId, node: NodeId, sign: i8) {
         let j = &self.s.jobs()[job];
-        let (milli, utilization) = (j.request.milli(), j.utilization);
+        let (milli, utilization) = (j.ask.request.milli(), j.ask.utilization);
         let m = self.node_model.get(node).copied().unwrap_or(0);
         let (total, by_model) = (&mut self.allocated_milli, &mut self.model_allocated_milli[m]);
         let (used, used_by_model) = (&mut self.used_milli, &mut self.model_used_milli[m]);
@@ -678,7 +683,7 @@ impl<'a> Sim<'a> {
     /// Books `lost_gpu_s` of `job`'s work to its queue and to the models it ran on: the
     /// replica on `node`'s, or all its replicas' in proportion.
     fn lose(&mut self, job: JobId, node: Option<NodeId>, lost_gpu_s: f64) {
-        self.outcomes.lost_gpu_s_in[self.s.jobs()[job].queue] += lost_gpu_s;
+        self.outcomes.lost_gpu_s_in[self.s.jobs()[job].ask.queue] += lost_gpu_s;
         let nodes = match (node, self.runs.get(&job)) {
             (Some(n), _) => vec![n],
             (None, Some(run)) => run.placed.clone(),
@@ -738,7 +743,7 @@ impl<'a> Sim<'a> {
         let held: Vec<f64> = self
             .leaves
             .iter()
-            .map(|&q| self.s.quotas().queues[q].alloc.get(&Res::Gpu).copied().unwrap_or(0) as f64)
+            .map(|&q| self.s.quotas().queues[q].load.alloc.get(&Res::Gpu).copied().unwrap_or(0) as f64)
             .collect();
         let demand: Vec<f64> = self.leaves.iter().zip(&held).map(|(&q, h)| h + self.pending_milli[q] as f64).collect();
         let weights: Vec<f64> = self.leaves.iter().map(|&q| self.fair[q]).collect();
@@ -750,7 +755,7 @@ impl<'a> Sim<'a> {
             .iter()
             .map(|&q| {
                 let queue = &self.s.quotas().queues[q];
-                queue.get(&queue.guarantee, Res::Gpu) as f64
+                queue.get(&queue.quota.guarantee, Res::Gpu) as f64
             })
             .collect();
         let borrowed: Vec<f64> = held.iter().zip(&guarantees).map(|(h, g)| (h - g).max(0.0)).collect();
@@ -932,7 +937,7 @@ impl<'a> Sim<'a> {
             ..JobCounts::default()
         };
         for j in self.s.jobs() {
-            match &j.state {
+            match &j.life.state {
                 State::Finished => counts.finished += 1,
                 State::Running => counts.running += 1,
                 State::Pending(_) => counts.pending += 1,
@@ -956,7 +961,7 @@ impl<'a> Sim<'a> {
         };
         group("all".into(), &|_| true);
         for &q in &self.leaves {
-            group(format!("queue {}", self.s.quotas().queues[q].name), &|s| s.queue as usize == q);
+            group(format!("queue {}", self.s.quotas().queues[q].place.name), &|s| s.queue as usize == q);
         }
         for (c, name) in self.workload.summary().classes.iter().enumerate() {
             group(format!("class {name}"), &|s| s.class.is_some_and(|k| k as usize == c));
@@ -971,13 +976,13 @@ impl<'a> Sim<'a> {
                 let base = FIXED + PER_QUEUE * i;
                 let queue = &self.s.quotas().queues[q];
                 let stats = Stats::of_sorted(delays(&o.starts, &|s| s.queue as usize == q));
-                let held = self.s.jobs().iter().filter(|j| j.queue == q);
-                let guarantee_gpus = queue.get(&queue.guarantee, Res::Gpu) as f64 / 1000.0;
+                let held = self.s.jobs().iter().filter(|j| j.ask.queue == q);
+                let guarantee_gpus = queue.get(&queue.quota.guarantee, Res::Gpu) as f64 / 1000.0;
                 let guaranteed = |v: f64| (guarantee_gpus > 0.0).then_some(v);
                 QueueSummary {
-                    name: queue.name.clone(),
+                    name: queue.place.name.clone(),
                     jobs: o.submitted_in[q],
-                    finished: o.finished_in[q] + held.filter(|j| j.state == State::Finished).count() as u64,
+                    finished: o.finished_in[q] + held.filter(|j| j.life.state == State::Finished).count() as u64,
                     guarantee_gpus,
                     mean_gpus: mean(base),
                     mean_share: mean(base) / gpus.max(1.0),
@@ -1004,7 +1009,7 @@ impl<'a> Sim<'a> {
             series.evictions_per_hour.push(v[EVICTIONS] * 3600.0);
             for (i, &q) in self.leaves.iter().enumerate() {
                 let base = FIXED + PER_QUEUE * i;
-                let qs = series.queues.entry(self.s.quotas().queues[q].name.clone()).or_default();
+                let qs = series.queues.entry(self.s.quotas().queues[q].place.name.clone()).or_default();
                 qs.allocated.push(v[base]);
                 qs.guarantee.push(v[base + 1]);
                 qs.fair.push(v[base + 2]);
@@ -1062,7 +1067,7 @@ impl<'a> Sim<'a> {
                 State::Withdrawn => ("withdrawn: did not fit on arrival".to_string(), String::new()),
                 State::Running | State::Finished => continue,
             };
-            let example = || if detail.is_empty() { j.name.clone() } else { format!("{}: {detail}", j.name) };
+            let example = || if detail.is_empty() { j.ask.name.clone() } else { format!("{}: {detail}", j.ask.name) };
             outcomes.never_started(reason, example, j.total_milli());
         }
         let mut out: Vec<NeverScheduled> = outcomes.never.into_values().collect();

@@ -2,7 +2,7 @@
 //! or rejection, with job, node and rule names, as `gpolc sim --decisions` writes them
 //! (JSON Lines) and as the Slurm adapter's tests compare them with what Slurm did.
 
-use gpol_runtime::scheduler::{Event, Scheduler};
+use gpol_runtime::{Event, Scheduler};
 use serde::{Deserialize, Serialize};
 
 /// One decision of the scheduler.
@@ -28,7 +28,7 @@ pub struct Decision {
 impl Decision {
     /// The decision an event of the scheduler's log records (`None` for a submission).
     pub fn of(s: &Scheduler, event: &Event) -> Option<Decision> {
-        let name = |j: &usize| s.jobs()[*j].name.clone();
+        let name = |j: &usize| s.jobs()[*j].ask.name.clone();
         let node = |n: &usize| s.cluster().nodes[*n].name.clone();
         let rule = |r| Some(s.policy().program.rule_name(r));
         let d = |at_ms: &u64, kind: &str, job: &usize| Decision {

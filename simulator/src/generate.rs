@@ -6,7 +6,7 @@
 //! trace is chosen so that the jobs offer `load` times the cluster's GPUs.
 
 use crate::trace::TraceJob;
-use gpol_runtime::jobs::Request;
+use gpol_compiler::spec::Request;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Beta, Distribution, LogNormal};
 use rand_pcg::Pcg64Mcg;

@@ -51,7 +51,7 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpol_runtime::model::Sharing;
+    use gpol_compiler::spec::Sharing;
 
     // A node list in the shape `kubectl get nodes -o json` prints, written for this test.
     const NODES: &str = r#"{

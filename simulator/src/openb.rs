@@ -9,8 +9,8 @@
 use crate::cluster_file::{ClusterSpec, NodeDef};
 use crate::input::InputError;
 use crate::trace::TraceJob;
-use gpol_runtime::jobs::Request;
-use gpol_runtime::model::{NodeSpec, Sharing};
+use gpol_compiler::spec::Request;
+use gpol_compiler::spec::{NodeSpec, Sharing};
 
 const MIB: u64 = 1024 * 1024;
 

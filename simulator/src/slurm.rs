@@ -31,7 +31,7 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<ClusterSpec, InputError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpol_runtime::model::Sharing;
+    use gpol_compiler::spec::Sharing;
 
     #[test]
     fn errors_name_the_file_line_and_field() {

@@ -105,7 +105,7 @@ fn the_default_traces_task_shapes_are_the_reference_simulators() {
     eprintln!("{} shapes, {:.1} % of {total} jobs", shapes.len(), covered as f64 / total * 100.0);
     assert_eq!(shapes.len(), 35);
     assert!((covered as f64 / total - 0.953).abs() < 0.0005, "{covered} of {total}");
-    assert!(shapes.iter().any(|s| s.ask.request == gpol_runtime::Request::None), "CPU-only jobs are a shape");
+    assert!(shapes.iter().any(|s| s.ask.request == gpol_compiler::spec::Request::None), "CPU-only jobs are a shape");
 }
 
 /// The reproduction in CI's size (docs/reproductions/atc23.md has all 17 traces × 10

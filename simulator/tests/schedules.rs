@@ -9,7 +9,8 @@
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
 use gpol_compiler::schema::EnumKind;
-use gpol_runtime::{Event, JobSpec, NodeSpec, Request, Sharing, scenario};
+use gpol_compiler::spec::{JobSpec, NodeSpec, Request, Sharing};
+use gpol_runtime::{Event, scenario};
 use gpol_sim::cluster_file::{ClusterSpec, NodeDef};
 use gpol_sim::trace::{self, TraceJob};
 use gpol_sim::{Config, Control, Workload};

@@ -2,7 +2,7 @@
 //! determinism (same inputs, same JSON; both engines, same JSON).
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
-use gpol_runtime::Request;
+use gpol_compiler::spec::Request;
 use gpol_sim::cluster_file::{ClusterSpec, parse_toml};
 use gpol_sim::report::Report;
 use gpol_sim::trace::{TraceJob, parse};

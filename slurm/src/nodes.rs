@@ -14,7 +14,7 @@ use gpol_compiler::ir::{Kind, Node};
 use gpol_compiler::schema::{Root, Storage};
 use gpol_compiler::spec::{NodeSpec, Sharing};
 use gpol_runtime::Scheduler;
-use gpol_runtime::model::SpecError;
+use gpol_runtime::SpecError;
 use std::cmp::Ordering;
 
 /// The fragment, and what went into the weights.

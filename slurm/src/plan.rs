@@ -17,8 +17,8 @@ use gpol_compiler::spec::{History, NodeSpec};
 use gpol_runtime::Scheduler;
 use gpol_runtime::account::Account;
 use gpol_runtime::explain;
-use gpol_runtime::jobs::{self, JobId, Reason};
-use gpol_runtime::wall::{WallClock, unix_ms_of_secs};
+use gpol_runtime::{JobId, Reason};
+use gpol_runtime::{WallClock, unix_ms_of_secs};
 
 /// One change to make in Slurm.
 #[derive(Clone, Debug, PartialEq)]
@@ -302,8 +302,8 @@ fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
     }
     let mut evicted: std::collections::HashMap<JobId, String> = std::collections::HashMap::new();
     for e in decided {
-        if let gpol_runtime::scheduler::Event::Evicted { job, by, rule, .. } = e {
-            let claimant = format!("job {} ({})", slurm_id(by), s.job(by).name);
+        if let gpol_runtime::Event::Evicted { job, by, rule, .. } = e {
+            let claimant = format!("job {} ({})", slurm_id(by), s.job(by).ask.name);
             evicted.insert(job, explain::eviction_text(&s, &claimant, rule));
         }
     }
@@ -320,17 +320,17 @@ fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
         let for_loop = held_by_us && j.admin_comment.starts_with(WAITING);
         let held_for = |text: String| if for_loop { format!("{} ({text})", &WAITING[HELD.len()..]) } else { text };
         match s.state(id) {
-            jobs::State::Running if was_running || in_flight(j) => {}
+            gpol_runtime::State::Running if was_running || in_flight(j) => {}
             // Evicted before Slurm started it: held again.
-            jobs::State::Pending(_) if in_flight(j) => {
+            gpol_runtime::State::Pending(_) if in_flight(j) => {
                 let reason = evicted.remove(&id).unwrap_or_else(|| "evicted".to_string());
                 let reason = format!("{} ({reason})", &WAITING[HELD.len()..]);
                 out.actions.push(Action::Hold { job: j.id, name, reason });
             }
-            jobs::State::Running => {
+            gpol_runtime::State::Running => {
                 // Slurm pins a set of nodes (one replica each), sorted.
                 let mut nodes: Vec<String> =
-                    (s.job(id).slots.iter()).map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
+                    (s.job(id).holding.slots.iter()).map(|sl| s.cluster().nodes[sl.node].name.clone()).collect();
                 nodes.sort();
                 nodes.dedup();
                 let mut pinned = j.required_nodes.clone();
@@ -347,11 +347,13 @@ fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
                     )));
                 }
             }
-            jobs::State::Pending(_) if was_running => {
+            gpol_runtime::State::Pending(_) if was_running => {
                 let reason = evicted.remove(&id).unwrap_or_else(|| "evicted".to_string());
                 out.actions.push(Action::Requeue { job: j.id, name, reason });
             }
-            jobs::State::Pending(Some(reason @ (Reason::Rule(_) | Reason::Quota(_)))) if !reason.is_filter() => {
+            gpol_runtime::State::Pending(Some(reason @ (Reason::Rule(_) | Reason::Quota(_))))
+                if !reason.is_filter() =>
+            {
                 let text = explain::reason_detail(&s, id, &reason).unwrap_or_else(|| explain::state_text(&s, id));
                 let reason = held_for(text);
                 if !(held_by_us && !user_held && j.admin_comment == format!("{HELD}{reason}")) {
@@ -360,7 +362,7 @@ fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
             }
             // Waiting for room or its turn: a job held for a reason that no longer holds is
             // released — or, held for the loop, keeps only that hold.
-            jobs::State::Pending(_) => {
+            gpol_runtime::State::Pending(_) => {
                 if for_loop && (j.admin_comment != WAITING || user_held) {
                     out.actions.push(Action::Hold { job: j.id, name, reason: WAITING[HELD.len()..].to_string() });
                 } else if held_by_us && !for_loop {
@@ -370,7 +372,7 @@ fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
             // Refused for good: cancelled — unless job_submit.lua carries the rule and let the
             // job through (Slurm filled in a default after submission, say): then held, for
             // a person to look at, rather than cancelled on a disagreement.
-            jobs::State::Rejected(rule) => {
+            gpol_runtime::State::Rejected(rule) => {
                 let reason = explain::refusal_text(&s, rule);
                 let rule = policy.program.rule_name(rule);
                 if at_submission.contains(&rule) {
@@ -386,7 +388,7 @@ fn plan_with(loaded: &LoadedPolicy, state: &State<'_>, record: bool) -> Plan {
                     out.actions.push(Action::Cancel { job: j.id, name, reason });
                 }
             }
-            jobs::State::Finished | jobs::State::Withdrawn => {}
+            gpol_runtime::State::Finished | gpol_runtime::State::Withdrawn => {}
         }
     }
     // Jobs Slurm may start by itself (waiting, not held, not placed by the loop) are

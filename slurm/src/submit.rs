@@ -16,7 +16,7 @@ use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::schema::{FieldValue, Record, Storage, Sym};
 use gpol_compiler::spec::NodeSpec;
 use gpol_runtime::Scheduler;
-use gpol_runtime::model::SpecError;
+use gpol_runtime::SpecError;
 
 /// How the leading `job_order` key is listed when it becomes the site factor.
 pub const SITE_FACTOR: &str = "key 1 (as site_factor)";

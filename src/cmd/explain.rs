@@ -62,8 +62,9 @@ pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
             }
             // Waiting jobs without a turn: their class's or queue's head had it.
             let tried: HashSet<&str> = turns.iter().map(|a| a.job.as_str()).collect();
-            for (j, job) in s.jobs().with_ids().filter(|(_, j)| j.is_pending() && !tried.contains(j.name.as_str())) {
-                out.push_str(&format!("job {}: {} (no turn of its own)\n", job.name, state_text(s, j)));
+            for (j, job) in s.jobs().with_ids().filter(|(_, j)| j.is_pending() && !tried.contains(j.ask.name.as_str()))
+            {
+                out.push_str(&format!("job {}: {} (no turn of its own)\n", job.ask.name, state_text(s, j)));
             }
             event_lines(s, decided, &mut out);
         }

@@ -200,7 +200,7 @@ fn execute(args: &Args, color: bool) -> Result<(), CliError> {
     }
     // The decisions as JSON Lines, up to a limit (the run fails beyond it).
     let lines = std::sync::Mutex::new((Vec::<u8>::new(), false));
-    let record = |s: &gpol_runtime::Scheduler, e: &gpol_runtime::scheduler::Event| {
+    let record = |s: &gpol_runtime::Scheduler, e: &gpol_runtime::Event| {
         let Some(d) = sim::decisions::Decision::of(s, e) else { return };
         let mut guard = lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (text, over) = &mut *guard;

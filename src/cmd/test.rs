@@ -91,7 +91,7 @@ pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
 
 fn first_line(o: &Outcome) -> String {
     if let Some(e) = &o.error {
-        return e.clone();
+        return e.to_string();
     }
     o.failures.first().map_or(String::new(), |f| format!("expected {}, but {}", f.expected, f.actual))
 }

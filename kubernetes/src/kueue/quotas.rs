@@ -33,7 +33,7 @@ pub struct Capacity {
 
 impl Capacity {
     /// The capacity of these nodes: cards (in all and per model), cores and bytes.
-    pub fn of(nodes: &[gpol_runtime::NodeSpec]) -> Capacity {
+    pub fn of(nodes: &[gpol_compiler::spec::NodeSpec]) -> Capacity {
         let mut amounts = BTreeMap::new();
         let mut products: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
         for n in nodes {

@@ -53,7 +53,7 @@ impl Scheduler {
     /// Returns what it decided, in order: starts, rejections, evictions, reservations,
     /// growth.
     pub fn cycle(&mut self) -> Vec<Event> {
-        self.world.quotas.advance_usage(self.world.now_ms);
+        self.world.advance_usage();
         self.forget_irrelevant_starts();
         self.started_this_cycle.clear();
         self.turns.clear();
@@ -64,7 +64,7 @@ impl Scheduler {
             // The state the answer is computed in (a failed turn may still change it: a
             // reservation).
             let (leaf, class, version) =
-                (self.world.jobs[job].queue, self.waiting.class_of(job), self.epochs.version());
+                (self.world.jobs()[job].ask.queue, self.waiting.class_of(job), self.epochs.version());
             turns.classes.extend(class);
             if let Some(c) = turns.candidates.get_mut(leaf) {
                 *c = None;
@@ -76,17 +76,16 @@ impl Scheduler {
             match self.attempt(job) {
                 Attempt::Placed => {}
                 Attempt::Rejected(rule) => {
-                    self.world.quotas.count(leaf, -1, 0, crate::quota::requested_gpu(&self.world.jobs[job]));
                     self.set_state(job, State::Rejected(rule));
-                    self.decided.push(Event::Rejected { job, rule, at_ms: self.world.now_ms });
+                    self.decided.push(Event::Rejected { job, rule, at_ms: self.world.now_ms() });
                 }
                 Attempt::Waiting(reason) => {
-                    if self.world.quotas.queues[leaf].queueing == Queueing::Strict {
+                    if self.world.quotas().queues[leaf].place.queueing == Queueing::Strict {
                         turns.blocked.insert(leaf);
                         self.blocked_by[leaf] = Some(job);
                     }
                     let backoff = (!matches!(reason, Reason::Rule(_)) || reason.is_filter()).then(|| Backoff {
-                        at_ms: self.world.now_ms,
+                        at_ms: self.world.now_ms(),
                         starts: self.epochs.cycle_starts(),
                         quota: self.quota_cap(job, &reason),
                     });
@@ -125,7 +124,7 @@ impl Scheduler {
     /// The next job to try: the best queue at each level of the tree, then the best job
     /// of that leaf (D3). `None` when no queue has a job that can take a turn.
     fn next_job(&mut self, turns: &mut Turns) -> Option<JobId> {
-        let nq = self.world.quotas.queues.len();
+        let nq = self.world.quotas().queues.len();
         // Candidates stand until a turn in their leaf, or until anything changes.
         let at = (self.epochs.version(), self.full.len());
         if turns.found_at != at || turns.candidates.len() != nq {
@@ -156,7 +155,7 @@ impl Scheduler {
         // A queue is live if some leaf below it has a candidate.
         let mut live = vec![false; nq];
         for q in (0..nq).rev() {
-            live[q] = candidate[q].is_some() || self.world.quotas.queues[q].children.iter().any(|&c| live[c]);
+            live[q] = candidate[q].is_some() || self.world.quotas().queues[q].place.children.iter().any(|&c| live[c]);
         }
         // The best of some queues by `queue_order` (without one, the weighted dominant
         // share: the queue holding the least of the cluster for its weight goes first).
@@ -167,14 +166,14 @@ impl Scheduler {
                 .map(|(q, _)| q)
         };
         let live_children = |q: QueueId| -> Vec<QueueId> {
-            self.world.quotas.queues[q].children.iter().copied().filter(|&c| live[c]).collect()
+            self.world.quotas().queues[q].place.children.iter().copied().filter(|&c| live[c]).collect()
         };
         if self.facts.queue_order_reads_head {
             // Each queue's next job, bottom up (children follow their parents): a leaf's
             // candidate, or its best child's; its `head_*` fields are that job's.
             let mut head: Vec<Option<JobId>> = vec![None; nq];
             for q in (0..nq).rev() {
-                head[q] = if self.world.quotas.queues[q].children.is_empty() {
+                head[q] = if self.world.quotas().queues[q].place.children.is_empty() {
                     candidate[q]
                 } else {
                     rank(&view, &live_children(q)).and_then(|c| head[c])
@@ -185,7 +184,7 @@ impl Scheduler {
             }
         }
         let roots: Vec<QueueId> =
-            (0..nq).filter(|&q| self.world.quotas.queues[q].parent.is_none() && live[q]).collect();
+            (0..nq).filter(|&q| self.world.quotas().queues[q].place.parent.is_none() && live[q]).collect();
         let mut q = rank(&view, &roots)?;
         loop {
             let children = live_children(q);
@@ -198,17 +197,17 @@ impl Scheduler {
 
     /// Fills queue `q`'s `head_*` fields from its next job.
     fn fill_head(&self, rec: &mut gpol_compiler::schema::QueueRec, q: QueueId, job: JobId) {
-        let j = &self.world.jobs[job];
+        let j = &self.world.jobs()[job];
         let jr = self.job_rec(job);
         rec.head_waiting = jr.waiting;
         rec.head_gpus = jr.total_gpus;
-        rec.head_priority = j.priority;
+        rec.head_priority = j.ask.priority;
         let demand = crate::quota::demand(j, None);
-        let queue = &self.world.quotas.queues[q];
+        let queue = &self.world.quotas().queues[q];
         rec.head_fits_guarantee = demand
             .iter()
-            .filter(|(r, _)| self.world.quotas.is_constrained(**r))
-            .all(|(r, &a)| queue.get(&queue.alloc, *r) + a <= queue.get(&queue.guarantee, *r));
+            .filter(|(r, _)| self.world.quotas().is_constrained(**r))
+            .all(|(r, &a)| queue.get(&queue.load.alloc, *r) + a <= queue.get(&queue.quota.guarantee, *r));
     }
 
     /// One job's turn, recorded if a recorded cycle runs.
@@ -281,21 +280,18 @@ impl Scheduler {
         }
         self.charge(job);
         self.set_state(job, State::Running);
-        let now = self.now();
         if self.in_cycle {
             self.started_this_cycle.insert(job);
         }
         self.note_start(job);
-        let j = &mut self.world.jobs[job];
-        j.started_ms = now;
-        j.checkpoint_ms = now;
-        self.decided.push(Event::Placed { job, nodes: replicas.to_vec(), at_ms: self.world.now_ms });
+        self.world.note_started(job);
+        self.decided.push(Event::Placed { job, nodes: replicas.to_vec(), at_ms: self.world.now_ms() });
     }
 
     /// Carries out an eviction: the victims stop, lose their work since their last
     /// checkpoint, and wait again.
     pub(super) fn evict(&mut self, claimant: JobId, eviction: &Eviction) {
-        self.world.quotas.advance_usage(self.world.now_ms);
+        self.world.advance_usage();
         // Replicas of elastic gangs first, the highest slots first so the others keep
         // their places.
         let mut replicas: Vec<(JobId, usize, RuleId)> =
@@ -309,7 +305,7 @@ impl Scheduler {
                     rule,
                     node,
                     lost_gpu_s,
-                    at_ms: self.world.now_ms,
+                    at_ms: self.world.now_ms(),
                 });
             }
         }
@@ -322,7 +318,7 @@ impl Scheduler {
                 rule: v.rule,
                 kept_ms,
                 lost_gpu_s,
-                at_ms: self.world.now_ms,
+                at_ms: self.world.now_ms(),
             });
         }
     }

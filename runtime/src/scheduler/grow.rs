@@ -16,28 +16,34 @@ impl Scheduler {
     /// Adds replicas to running elastic gangs where capacity, quota and the policy allow
     /// (highest priority, then earliest started, first); how many were added.
     pub(super) fn grow(&mut self) -> usize {
-        if self.world.short_gangs.is_empty() || self.waits_for_capacity() {
+        if self.world.short_gangs().is_empty() || self.waits_for_capacity() {
             return 0;
         }
-        let short = |s: &Scheduler, j: JobId| s.world.jobs[j].slots.len() < s.world.jobs[j].replicas as usize;
-        let mut growing: Vec<JobId> = self.world.short_gangs.iter().copied().collect();
+        let short =
+            |s: &Scheduler, j: JobId| s.world.jobs()[j].holding.slots.len() < s.world.jobs()[j].ask.replicas as usize;
+        let mut growing: Vec<JobId> = self.world.short_gangs().iter().copied().collect();
         if growing.is_empty() {
             return 0;
         }
         growing.sort_by_key(|&j| {
-            (Reverse(crate::scheduler::waiting::ordered(self.world.jobs[j].priority)), self.world.jobs[j].started_ms, j)
+            (
+                Reverse(crate::scheduler::waiting::ordered(self.world.jobs()[j].ask.priority)),
+                self.world.jobs()[j].life.started_ms,
+                j,
+            )
         });
         let mut added = 0;
         for job in growing {
             while short(self, job) {
-                let j = &self.world.jobs[job];
-                if self.world.quotas.admissible(j.queue, j.user, &quota::replicas_demand(j, 1, None)).is_err() {
+                let j = &self.world.jobs()[job];
+                if self.world.quotas().admissible(j.ask.queue, j.ask.user, &quota::replicas_demand(j, 1, None)).is_err()
+                {
                     break;
                 }
                 let among = self.growth_nodes(job);
                 let Ok(node) = self.best_node(job, among.as_deref(), 1) else { break };
                 self.add_replica(job, node);
-                self.decided.push(Event::Grown { job, node, at_ms: self.world.now_ms });
+                self.decided.push(Event::Grown { job, node, at_ms: self.world.now_ms() });
                 added += 1;
             }
         }
@@ -55,8 +61,8 @@ impl Scheduler {
         let view = self.placement_view_for(job, 1);
         let ctx = self.ctx(&view);
         let clauses = self.gang_clauses(&ctx, &self.job_rec(job));
-        let first = self.world.jobs[job].slots.first()?.node;
-        let domain = |n: NodeId, level: u8| self.world.cluster.nodes[n].domains.get(usize::from(level)).copied();
+        let first = self.world.jobs()[job].holding.slots.first()?.node;
+        let domain = |n: NodeId, level: u8| self.world.cluster().nodes[n].domains.get(usize::from(level)).copied();
         let levels: Vec<(u8, Option<u32>)> =
             clauses.iter().filter(|c| c.require).map(|c| (c.level, domain(first, c.level))).collect();
         if levels.is_empty() {
@@ -66,9 +72,9 @@ impl Scheduler {
         for (level, d) in levels {
             // Nodes outside every domain of a level make one scope of their own, as when
             // the gang was placed.
-            let members: Vec<NodeId> = match d.and_then(|d| self.world.cluster.domains.get(d as usize)) {
+            let members: Vec<NodeId> = match d.and_then(|d| self.world.cluster().domains.get(d as usize)) {
                 Some(d) => d.nodes.clone(),
-                None => (0..self.world.cluster.nodes.len()).filter(|&n| domain(n, level) == d).collect(),
+                None => (0..self.world.cluster().nodes.len()).filter(|&n| domain(n, level) == d).collect(),
             };
             nodes = Some(match nodes {
                 None => members,

@@ -2,11 +2,9 @@
 //! every consumer shares), jobs found already running, and jobs taken back.
 
 use super::Scheduler;
+use crate::fit;
 use crate::jobs::{Job, JobId, QueueId, State};
 use crate::model::NodeId;
-use crate::quota::Amounts;
-use crate::{fit, records};
-use gpol_compiler::schema::Sym;
 use gpol_compiler::spec::{History, JobSpec, OverLimit};
 
 /// Where a submitted job goes: its leaf queue and its priority.
@@ -69,22 +67,49 @@ impl std::fmt::Display for SubmitError {
 
 impl std::error::Error for SubmitError {}
 
+/// A job that cannot be started where it was found running, and why (nothing of the
+/// attempt stays).
+#[derive(Clone, Debug, PartialEq)]
+pub enum StartOnError {
+    /// One of its replicas does not fit on a node it is to run on.
+    DoesNotFit { job: String, node: String },
+    /// No node has this id.
+    NoNode(NodeId),
+    /// The job is not of one replica, or these cards (and MIG instances) are not free
+    /// for it.
+    CardsNotFree { job: String, node: String, cards: Vec<(usize, Option<usize>)> },
+}
+
+impl std::fmt::Display for StartOnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartOnError::DoesNotFit { job, node } => write!(f, "job `{job}` does not fit on node `{node}`"),
+            StartOnError::NoNode(node) => write!(f, "no node {node}"),
+            StartOnError::CardsNotFree { job, node, cards } => {
+                write!(f, "job `{job}` cannot take cards {cards:?} of node `{node}`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartOnError {}
+
 impl Scheduler {
     /// Where a job goes and what it counts as, by the rules every consumer shares: its
     /// queue by name (a policy without queues takes every job into its one queue; a job
     /// naming no queue goes to the only leaf), its priority as given or its class's, and
     /// its user as given or named after its queue.
     pub fn resolve(&self, spec: &JobSpec) -> Result<Resolved, SubmitError> {
-        let queues = &self.world.quotas.queues;
+        let queues = &self.world.quotas().queues;
         let leaves = || queues.iter().enumerate().filter(|(_, q)| q.is_leaf());
         let job = || spec.name.clone();
         let queue = match &spec.queue {
             _ if self.facts.policy.policy.has_implicit_queue() => 0,
-            Some(name) => match queues.iter().position(|q| &q.name == name) {
+            Some(name) => match queues.iter().position(|q| &q.place.name == name) {
                 Some(q) if queues[q].is_leaf() => q,
                 Some(_) => return Err(SubmitError::NotALeaf { job: job(), queue: name.clone() }),
                 None => {
-                    let suggestion = gpol_compiler::fuzzy::suggest(name, leaves().map(|(_, q)| q.name.as_str()));
+                    let suggestion = gpol_compiler::fuzzy::suggest(name, leaves().map(|(_, q)| q.place.name.as_str()));
                     return Err(SubmitError::UnknownQueue {
                         job: job(),
                         queue: name.clone(),
@@ -119,61 +144,13 @@ impl Scheduler {
     /// [`Scheduler::submit`] for a job that was submitted `waited_ms` before now, as an
     /// adapter finds it (a pod created a while ago): `job.submitted` and `job.waiting`
     /// count from then (before the clock's start, `submitted` is negative).
-    pub fn submit_waited(&mut self, spec: JobSpec, waited_ms: u64) -> Result<JobId, SubmitError> {
+    pub(crate) fn submit_waited(&mut self, spec: JobSpec, waited_ms: u64) -> Result<JobId, SubmitError> {
         let since = self.now().saturating_sub(i64::try_from(waited_ms).unwrap_or(i64::MAX));
         if let Some(over) = spec.over_limit() {
             return Err(SubmitError::TooLarge { job: spec.name.clone(), over });
         }
-        let Resolved { queue, priority } = self.resolve(&spec)?;
-        let id = self.world.jobs.len();
-        // Names, users and label values can be new with every job: they are forgotten with
-        // the job. Label keys, models and classes come from small sets, kept for good.
-        let labels =
-            spec.labels.iter().map(|(k, v)| (self.world.syms.intern(k), self.world.syms.intern_counted(v))).collect();
-        let user = match &spec.user {
-            Some(u) => self.world.syms.intern_counted(u),
-            None => self.world.quotas.queues[queue].name_sym,
-        };
-        // When rules read users' usage, the quota tree keeps each user's for good (it is
-        // history), and holds the name too.
-        if self.world.users_tracked && self.world.quotas.join_user(queue, user) && spec.user.is_some() {
-            self.world.syms.intern_counted(self.world.syms.name(user).to_string().as_str());
-        }
-        let job = Job {
-            id: self.world.syms.intern_counted(&spec.name),
-            user,
-            queue,
-            priority,
-            priority_class: spec.priority_class.as_deref().map_or(Sym(0), |c| self.world.syms.intern(c)),
-            request: spec.request,
-            replicas: spec.replicas.max(1),
-            min_replicas: spec.min_replicas(),
-            gpu_mem: spec.gpu_mem,
-            cpu_milli: spec.cpu_milli,
-            mem: spec.mem,
-            models: spec.models.iter().map(|m| self.world.syms.intern(m)).collect(),
-            bursty: spec.bursty,
-            latency_critical: spec.latency_critical,
-            preemptible: spec.preemptible,
-            submitted_ms: since,
-            waiting_since_ms: since,
-            duration_ms: spec.duration_ms,
-            utilization: spec.utilization,
-            labels,
-            state: State::Pending(None),
-            evictions: 0,
-            started_ms: 0,
-            checkpoint_ms: 0,
-            checkpoint_every_ms: spec.checkpoint_every_ms,
-            slots: Vec::new(),
-            charged: Amounts::new(),
-            name: spec.name,
-        };
-        let labels = records::label_slots(&job.labels, &self.facts.job_label_keys);
-        let next = self.world.shapes.len();
-        let shape = *self.world.shapes.entry(job.shape()).or_insert(next);
-        self.world.quotas.count(job.queue, 1, 0, crate::quota::requested_gpu(&job));
-        self.world.jobs.push(job, labels, shape);
+        let to = self.resolve(&spec)?;
+        let id = self.world.add_job(spec, to, since, &self.facts.job_label_keys);
         self.touch();
         self.enqueue(id);
         Ok(id)
@@ -181,11 +158,12 @@ impl Scheduler {
 
     /// Places a job directly, as already running (a scenario's `run`): one replica per
     /// listed node, cards by built-in best fit, quota charged without checks.
-    pub fn start_on(&mut self, job: JobId, nodes: &[NodeId], history: History) -> Result<(), String> {
+    pub fn start_on(&mut self, job: JobId, nodes: &[NodeId], history: History) -> Result<(), StartOnError> {
         for &n in nodes {
-            let node = &self.world.cluster.nodes[n];
-            if fit::choose(node, &self.world.jobs[job], None).is_none() {
-                return Err(format!("job `{}` does not fit on node `{}`", self.world.jobs[job].name, node.name));
+            let node = &self.world.cluster().nodes[n];
+            if fit::choose(node, &self.world.jobs()[job], None).is_none() {
+                let job = self.world.jobs()[job].ask.name.clone();
+                return Err(StartOnError::DoesNotFit { job, node: node.name.clone() });
             }
             self.bind_replica(job, n, false);
         }
@@ -195,40 +173,32 @@ impl Scheduler {
 
     /// Marks a job whose replicas are bound as running, charged, with its history.
     fn start_bound(&mut self, job: JobId, history: History) {
-        let History { ran_ms, since_checkpoint_ms, evictions } = history;
         self.charge(job);
         self.note_start(job);
-        let start = self.now() - i64::try_from(ran_ms).unwrap_or(i64::MAX);
+        let start = self.now() - i64::try_from(history.ran_ms).unwrap_or(i64::MAX);
         self.set_state(job, State::Running);
-        let now = self.now();
-        let j = &mut self.world.jobs[job];
-        j.started_ms = start;
-        j.waiting_since_ms = j.waiting_since_ms.min(start);
-        j.submitted_ms = j.submitted_ms.min(start);
-        j.checkpoint_ms = now - i64::try_from(since_checkpoint_ms.min(ran_ms)).unwrap_or(i64::MAX);
-        j.evictions = evictions;
+        self.world.note_found_running(job, start, history);
     }
 
     /// Places a one-replica job directly on `node` on the given cards (and MIG instances),
     /// as an adapter found it running: the cards must be free for it, else an error and
     /// nothing changes.
-    pub fn start_on_cards(
+    pub(crate) fn start_on_cards(
         &mut self,
         job: JobId,
         node: NodeId,
         cards: &[(usize, Option<usize>)],
         history: History,
-    ) -> Result<(), String> {
-        let Some(n) = self.world.cluster.nodes.get(node) else { return Err(format!("no node {node}")) };
-        if self.world.jobs[job].replicas != 1 || !fit::valid_choice(n, &self.world.jobs[job], cards) {
-            return Err(format!(
-                "job `{}` cannot take cards {cards:?} of node `{}`",
-                self.world.jobs[job].name, n.name
-            ));
+    ) -> Result<(), StartOnError> {
+        let Some(n) = self.world.cluster().nodes.get(node) else { return Err(StartOnError::NoNode(node)) };
+        if self.world.jobs()[job].ask.replicas != 1 || !fit::valid_choice(n, &self.world.jobs()[job], cards) {
+            return Err(StartOnError::CardsNotFree {
+                job: self.world.jobs()[job].ask.name.clone(),
+                node: n.name.clone(),
+                cards: cards.to_vec(),
+            });
         }
-        let slot = fit::bind(&mut self.world.cluster, node, &self.world.jobs[job], cards);
-        self.world.jobs[job].slots.push(slot);
-        self.refresh_node(node);
+        self.world.bind(job, node, cards);
         self.start_bound(job, history);
         Ok(())
     }
@@ -238,25 +208,12 @@ impl Scheduler {
     /// ended job calls this, so that a long run holds only the jobs in flight. A waiting or
     /// running job is kept, and `None` returned.
     pub fn forget(&mut self, job: JobId) -> Option<Job> {
-        let ended = self.world.jobs.get(job).is_some_and(|j| !matches!(j.state, State::Pending(_) | State::Running));
-        let j = if ended { self.world.jobs.remove(job)? } else { return None };
-        self.world.syms.release(j.id);
-        self.world.syms.release(j.user);
-        for &v in j.labels.values() {
-            self.world.syms.release(v);
-        }
-        Some(j)
+        self.world.forget(job)
     }
 
     /// Takes back a job that has not started; a running or ended job stays as it is.
     pub fn withdraw(&mut self, job: JobId) {
-        if self.world.jobs[job].is_pending() {
-            self.world.quotas.count(
-                self.world.jobs[job].queue,
-                -1,
-                0,
-                crate::quota::requested_gpu(&self.world.jobs[job]),
-            );
+        if self.world.jobs()[job].is_pending() {
             self.set_state(job, State::Withdrawn);
         }
     }

@@ -26,7 +26,7 @@ mod waiting;
 mod world;
 
 pub use event::{Event, starts};
-pub use intake::{Resolved, SubmitError};
+pub use intake::{Resolved, StartOnError, SubmitError};
 pub use order::compare_keys;
 
 use caches::{Caches, QueueRecsKey};
@@ -137,11 +137,8 @@ impl Scheduler {
     /// Puts in force the quota amounts of the local time now (quota windows), noting a
     /// change of phase as a change to what the runtime reads.
     fn follow_quota_windows(&mut self) {
-        if !self.world.quotas.window_edges().is_empty() {
-            let minute = self.world.clock.minute_of_week(self.world.now_ms);
-            if self.world.quotas.set_minute_of_week(minute) {
-                self.touch();
-            }
+        if self.world.follow_quota_windows() {
+            self.touch();
         }
     }
 
@@ -149,14 +146,14 @@ impl Scheduler {
     /// the scheduler's clock; `None` if no quota has a window. Drivers that skip idle time
     /// (the simulator) wake then.
     pub fn next_quota_change_ms(&self) -> Option<u64> {
-        let edges = self.world.quotas.window_edges();
+        let edges = self.world.quotas().window_edges();
         if edges.is_empty() {
             // The simulator asks at every step: no local time to work out without windows.
             return None;
         }
-        let minute = self.world.clock.minute_of_week(self.world.now_ms);
+        let minute = self.world.clock().minute_of_week(self.world.now_ms());
         let wait = gpol_compiler::window::next_edge(edges, minute)?;
-        self.world.clock.after_local_minutes(self.world.now_ms, wait)
+        self.world.clock().after_local_minutes(self.world.now_ms(), wait)
     }
 
     /// The policy it runs.
@@ -166,31 +163,31 @@ impl Scheduler {
 
     /// The cluster as it stands.
     pub fn cluster(&self) -> &Cluster {
-        &self.world.cluster
+        self.world.cluster()
     }
 
     /// The quota tree and its accounting.
     pub fn quotas(&self) -> &Quotas {
-        &self.world.quotas
+        self.world.quotas()
     }
 
     /// The jobs submitted so far and not forgotten, by id.
     pub fn jobs(&self) -> &JobStore {
-        &self.world.jobs
+        self.world.jobs()
     }
 
     pub fn job(&self, id: JobId) -> &Job {
-        &self.world.jobs[id]
+        &self.world.jobs()[id]
     }
 
     /// The strings jobs, nodes and queues were interned as.
     pub fn symbols(&self) -> &Symbols {
-        &self.world.syms
+        self.world.syms()
     }
 
     /// The scheduler's clock, ms.
     pub fn now_ms(&self) -> u64 {
-        self.world.now_ms
+        self.world.now_ms()
     }
 
     /// Placement attempts so far (each one a filter and score pass over the nodes).
@@ -205,12 +202,12 @@ impl Scheduler {
 
     /// The nodes held for each job that waited past `reserve_after`.
     pub fn reservations(&self) -> &BTreeMap<JobId, Vec<NodeId>> {
-        &self.world.reservations
+        self.world.reservations()
     }
 
     /// The job node `node` is held for, if any.
     pub fn reserved_for(&self, node: NodeId) -> Option<JobId> {
-        self.world.reserved.get(&node).copied()
+        self.world.reserved_for(node)
     }
 
     /// With victim rules or reservations, a job whose attempt failed is retried once this
@@ -222,7 +219,7 @@ impl Scheduler {
 
     /// The running jobs, in submission order.
     pub fn running(&self) -> impl Iterator<Item = JobId> + '_ {
-        self.world.running.iter().copied()
+        self.world.running().iter().copied()
     }
 
     /// How many jobs wait.
@@ -233,7 +230,7 @@ impl Scheduler {
     /// A job's state; a waiting job's with the reason it waits (its class's latest failed
     /// attempt, or `order` behind a strict queue's waiting head).
     pub fn state(&self, job: JobId) -> State {
-        match &self.world.jobs[job].state {
+        match &self.world.jobs()[job].life.state {
             State::Pending(_) => State::Pending(self.reason(job)),
             other => other.clone(),
         }
@@ -241,14 +238,14 @@ impl Scheduler {
 
     /// Why a waiting job waits; `None` before any job of its class was tried.
     fn reason(&self, job: JobId) -> Option<Reason> {
-        let leaf = self.world.jobs[job].queue;
+        let leaf = self.world.jobs()[job].ask.queue;
         let behind = self
             .blocked_by
             .get(leaf)
             .copied()
             .flatten()
-            .filter(|&h| h != job && self.world.jobs.get(h).is_some_and(Job::is_pending));
-        if behind.is_some() && self.world.quotas.queues[leaf].queueing == gpol_compiler::hir::Queueing::Strict {
+            .filter(|&h| h != job && self.world.jobs().get(h).is_some_and(Job::is_pending));
+        if behind.is_some() && self.world.quotas().queues[leaf].place.queueing == gpol_compiler::hir::Queueing::Strict {
             return Some(Reason::Order);
         }
         self.waiting.class_of(job).and_then(|c| self.waiting.class(c).reason)
@@ -271,7 +268,7 @@ impl Scheduler {
     /// window: what time alone changes then repeats every week.
     pub fn reads_local_time(&self) -> bool {
         use gpol_compiler::schema::Record;
-        !self.world.quotas.window_edges().is_empty()
+        !self.world.quotas().window_edges().is_empty()
             || self.facts.policy.program.bodies().iter().any(|(_, _, b)| {
                 b.node.reads(Record::Cluster, "time_of_day") || b.node.reads(Record::Cluster, "weekday")
             })
@@ -305,9 +302,7 @@ impl Scheduler {
     /// Moves the clock `ms` forward. It never passes [`MAX_CLOCK_MS`]: inputs are checked
     /// against it when they are read, and a step past it is refused, the clock unmoved.
     pub fn advance(&mut self, ms: u64) -> Result<(), ClockLimit> {
-        let to = self.world.now_ms.checked_add(ms).filter(|&t| t <= MAX_CLOCK_MS);
-        self.world.now_ms = to.ok_or(ClockLimit { now_ms: self.world.now_ms, by_ms: ms })?;
-        self.world.quotas.advance_usage(self.world.now_ms);
+        self.world.advance(ms)?;
         if ms > 0 {
             self.touch();
             self.follow_quota_windows();
@@ -318,19 +313,19 @@ impl Scheduler {
     /// Seeds the pseudo-random draws of `hash01` (runs with different seeds draw
     /// differently; 0 is the default).
     pub fn set_seed(&mut self, seed: u64) {
-        self.world.syms.reseed(seed);
+        self.world.reseed(seed);
         self.touch();
     }
 
     /// The cluster clock: the policy's time zone, and the real time of clock 0
     /// ([`gpol_compiler::clock::DEFAULT_START`] local unless set).
     pub fn clock(&self) -> &Clock {
-        &self.world.clock
+        self.world.clock()
     }
 
     /// Sets the cluster clock (a simulation's: its zone, clock 0 at the trace's start).
     pub fn set_clock(&mut self, clock: Clock) {
-        self.world.clock = clock;
+        self.world.set_clock(clock);
         self.touch();
         self.follow_quota_windows();
     }
@@ -338,64 +333,63 @@ impl Scheduler {
     /// Ties clock 0 to real time (adapters, whose clocks replay a real scheduler's; they
     /// read wall times with the same [`WallClock`]).
     pub fn start_wall_clock(&mut self, wall: WallClock) {
-        self.world.clock.start_at_unix_ms(wall.origin_unix_ms());
+        self.world.start_wall_clock(wall);
         self.touch();
         self.follow_quota_windows();
     }
 
     /// Sets the popular request shapes rules see as `cluster.task_shapes`.
     pub fn set_task_shapes(&mut self, shapes: ShapeTable) {
-        self.world.task_shapes = shapes;
+        self.world.set_task_shapes(shapes);
         self.touch();
     }
 
     /// Capacity of the nodes in service, per resource.
-    pub fn totals(&self) -> Amounts {
-        let c = self.world.cluster.capacity;
-        Amounts::from([(Res::Gpu, c.gpu_milli as i64), (Res::Cpu, c.cpu_milli as i64), (Res::Mem, c.mem as i64)])
+    pub(crate) fn totals(&self) -> Amounts {
+        self.world.totals()
     }
 
-    pub fn cluster_rec(&self) -> ClusterRec<'_> {
+    pub(crate) fn cluster_rec(&self) -> ClusterRec<'_> {
         let res = |c: crate::model::Capacity| gpol_compiler::schema::Resources {
             gpu: records::gpus(c.gpu_milli),
             cpu: c.cpu_milli as f64 / 1000.0,
             mem: c.mem as f64,
         };
-        let local = self.world.clock.local(self.world.now_ms);
+        let local = self.world.clock().local(self.world.now_ms());
         ClusterRec {
-            time: records::seconds(self.world.now_ms),
+            time: records::seconds(self.world.now_ms()),
             time_of_day: local.seconds_of_day,
             weekday: f64::from(local.weekday),
-            nodes: self.world.cluster.capacity.nodes as f64,
-            total: res(self.world.cluster.capacity),
-            free: res(self.world.cluster.free),
-            task_shapes: List::new(self.world.task_shapes.records()),
+            nodes: self.world.cluster().capacity.nodes as f64,
+            total: res(self.world.cluster().capacity),
+            free: res(self.world.cluster().free),
+            task_shapes: List::new(self.world.task_shapes().records()),
         }
     }
 
     /// What rules see of the cluster and the queues now. `changes` are jobs to count as
     /// admitted (+1) or evicted (-1) in the queues' `share_after`.
-    pub fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View<'_> {
+    pub(crate) fn view_with(&self, changes: &[(QueueId, &Amounts, i64)]) -> View<'_> {
         let totals = self.totals();
         let key = QueueRecsKey {
-            version: self.world.quotas.version(),
-            shape: self.world.quotas.shape_version(),
-            capacity: self.world.cluster.capacity,
+            version: self.world.quotas().version(),
+            shape: self.world.quotas().shape_version(),
+            capacity: self.world.cluster().capacity,
         };
         let fair = || match self.facts.reads_fair_share {
-            true => crate::fair_share::fair_shares(&self.world.quotas, totals.get(&Res::Gpu).copied().unwrap_or(0)),
+            true => crate::fair_share::fair_shares(self.world.quotas(), totals.get(&Res::Gpu).copied().unwrap_or(0)),
             false => Vec::new(),
         };
         // Between changes to the written quotas only allocation, usage and counts move.
         let mut queues = self.caches.queue_recs(
             key,
-            |recs| records::refresh_queue_recs(&self.world.quotas, &totals, &fair(), recs),
-            || records::queue_recs(&self.world.quotas, &totals, &fair()),
+            |recs| records::refresh_queue_recs(self.world.quotas(), &totals, &fair(), recs),
+            || records::queue_recs(self.world.quotas(), &totals, &fair()),
         );
         // Only the queues above a changed leaf see different `_after` fields.
         for (leaf, _, _) in changes {
-            for q in self.world.quotas.path(*leaf) {
-                records::apply_after(&self.world.quotas, &totals, q, changes, &mut queues[q]);
+            for q in self.world.quotas().path(*leaf) {
+                records::apply_after(self.world.quotas(), &totals, q, changes, &mut queues[q]);
             }
         }
         View { cluster: self.cluster_rec(), queues }
@@ -405,7 +399,7 @@ impl Scheduler {
     /// reads a queue, the queue records are the last ones worked out (as many, and never
     /// read) rather than worked out anew after every change.
     pub(crate) fn placement_view(&self, job: JobId) -> View<'_> {
-        self.placement_view_for(job, self.world.jobs[job].replicas)
+        self.placement_view_for(job, self.world.jobs()[job].ask.replicas)
     }
 
     /// [`Scheduler::placement_view`] with `replicas` of the job admitted (a growing gang
@@ -416,17 +410,17 @@ impl Scheduler {
         {
             return View { cluster: self.cluster_rec(), queues };
         }
-        let j = &self.world.jobs[job];
+        let j = &self.world.jobs()[job];
         let demand = quota::replicas_demand(j, replicas, None);
-        self.view_with(&[(j.queue, &demand, 1)])
+        self.view_with(&[(j.ask.queue, &demand, 1)])
     }
 
     /// What rules see now; `job` is the job in scope, for its queues' `share_after`.
     pub fn view(&self, job: Option<JobId>) -> View<'_> {
         match job {
             Some(j) => {
-                let demand = quota::demand(&self.world.jobs[j], None);
-                self.view_with(&[(self.world.jobs[j].queue, &demand, 1)])
+                let demand = quota::demand(&self.world.jobs()[j], None);
+                self.view_with(&[(self.world.jobs()[j].ask.queue, &demand, 1)])
             }
             None => self.view_with(&[]),
         }
@@ -437,49 +431,49 @@ impl Scheduler {
         Ctx {
             cluster: &view.cluster,
             queues: &view.queues,
-            domains: &self.world.domains,
+            domains: self.world.domains(),
             literals: &self.facts.literals,
-            sym_hashes: self.world.syms.hashes(),
+            sym_hashes: self.world.syms().hashes(),
             attrs: &self.facts.policy.program.attrs,
         }
     }
 
     pub fn node_records(&self) -> &[gpol_compiler::schema::NodeRec<'_>] {
-        self.world.table.records()
+        self.world.table().records()
     }
 
     pub fn job_rec(&self, job: JobId) -> JobRec<'_> {
-        let j = &self.world.jobs[job];
-        let mut rec = records::job_rec(j, self.world.jobs.labels(job), self.world.now_ms);
+        let j = &self.world.jobs()[job];
+        let mut rec = records::job_rec(j, self.world.jobs().labels(job), self.world.now_ms());
         if self.facts.user_reads.usage {
-            rec.user_usage = self.world.quotas.user_usage(j.queue, j.user, self.world.now_ms);
+            rec.user_usage = self.world.quotas().user_usage(j.ask.queue, j.ask.user, self.world.now_ms());
         }
         if self.facts.user_reads.fair_tree {
-            rec.fair_tree = self.fair_tree_factor(j.queue, j.user);
+            rec.fair_tree = self.fair_tree_factor(j.ask.queue, j.ask.user);
         }
         rec
     }
 
     /// Keeps every user's usage from now on, whatever rules read: a test's expectations
     /// may read `job.user_usage` and `job.fair_tree`. Call before jobs are submitted.
-    pub fn track_users(&mut self) {
-        self.world.users_tracked = true;
+    pub(crate) fn track_users(&mut self) {
+        self.world.track_users();
     }
 
     /// The job's record with every field filled in, even those no rule reads (the user's
     /// usage and Fair Tree factor): for tests' expectations and explanations.
-    pub fn job_rec_in_full(&self, job: JobId) -> JobRec<'_> {
-        let j = &self.world.jobs[job];
+    pub(crate) fn job_rec_in_full(&self, job: JobId) -> JobRec<'_> {
+        let j = &self.world.jobs()[job];
         let mut rec = self.job_rec(job);
-        rec.user_usage = self.world.quotas.user_usage(j.queue, j.user, self.world.now_ms);
-        rec.fair_tree = self.fair_tree_factor(j.queue, j.user);
+        rec.user_usage = self.world.quotas().user_usage(j.ask.queue, j.ask.user, self.world.now_ms());
+        rec.fair_tree = self.fair_tree_factor(j.ask.queue, j.ask.user);
         rec
     }
 
     /// Slurm Fair Tree's factor of `user` in leaf `queue` (0 for a user it does not know).
-    pub fn fair_tree_factor(&self, queue: QueueId, user: Sym) -> f64 {
-        let key = (self.world.quotas.version(), self.world.now_ms);
-        let compute = || crate::fair_tree::factors(&self.world.quotas, self.world.now_ms);
+    pub(crate) fn fair_tree_factor(&self, queue: QueueId, user: Sym) -> f64 {
+        let key = (self.world.quotas().version(), self.world.now_ms());
+        let compute = || crate::fair_tree::factors(self.world.quotas(), self.world.now_ms());
         self.caches.fair_tree_factor(key, compute, queue, user)
     }
 }

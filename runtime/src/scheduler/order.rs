@@ -15,7 +15,7 @@ impl Scheduler {
     /// A leaf's classes that may take a turn now (a strict leaf's: all of them, for its
     /// head), ranked.
     pub(super) fn leaf_classes(&mut self, leaf: QueueId) -> Vec<ClassId> {
-        let strict = self.world.quotas.queues[leaf].queueing == Queueing::Strict;
+        let strict = self.world.quotas().queues[leaf].place.queueing == Queueing::Strict;
         let classes: Vec<ClassId> = self.waiting.in_leaf(leaf).filter(|&c| strict || self.eligible(c)).collect();
         self.rerank_stale(&classes);
         classes
@@ -27,7 +27,7 @@ impl Scheduler {
     pub(super) fn leaf_candidate(&self, leaf: QueueId, classes: &[ClassId]) -> Option<JobId> {
         let best = classes.iter().filter_map(|c| self.waiting.class(*c).members.first()).min().map(job_of)?;
         match self.waiting.class_of(best) {
-            Some(c) if self.world.quotas.queues[leaf].queueing == Queueing::Strict && !self.eligible(c) => None,
+            Some(c) if self.world.quotas().queues[leaf].place.queueing == Queueing::Strict && !self.eligible(c) => None,
             _ => Some(best),
         }
     }

@@ -64,15 +64,15 @@ impl Scheduler {
     /// that could give one has happened — nor for an elastic gang (a smaller count meets
     /// other caps).
     pub(super) fn quota_cap(&self, job: JobId, reason: &Reason) -> Option<(Block, i64)> {
-        let j = &self.world.jobs[job];
+        let j = &self.world.jobs()[job];
         // Evictions cannot help while the class's latest search found no candidate and
         // nothing that could give it one has happened.
         let evicts = !self.facts.policy.program.victims.is_empty() && !self.still_no_victims(job);
-        if !matches!(reason, Reason::Quota(_)) || j.min_replicas != j.replicas || evicts {
+        if !matches!(reason, Reason::Quota(_)) || j.ask.min_replicas != j.ask.replicas || evicts {
             return None;
         }
         let block = self.quota_replicas(job).err()?;
-        Some((block, self.world.quotas.room(block, j.user)))
+        Some((block, self.world.quotas().room(block, j.ask.user)))
     }
 
     /// Whether a job started, after the `starts`-th start, in a queue whose jobs could be
@@ -84,18 +84,20 @@ impl Scheduler {
         let class = self.waiting.class(c);
         // A claimant that needs nothing the tree governs may preempt in any queue.
         (0..self.epochs.queues())
-            .filter(|&q| self.world.quotas.queues[q].children.is_empty() && self.epochs.started_under(q) > starts)
+            .filter(|&q| {
+                self.world.quotas().queues[q].place.children.is_empty() && self.epochs.started_under(q) > starts
+            })
             .any(|q| !class.governed || self.may_hold_victims(class.queue, q))
     }
 
     /// Counts a start: the job's queues have new jobs to judge as victims.
     pub(super) fn note_start(&mut self, job: JobId) {
-        self.epochs.note_start(self.world.quotas.path(self.world.jobs[job].queue));
+        self.epochs.note_start(self.world.quotas().path(self.world.jobs()[job].ask.queue));
     }
 
     /// Counts a change of the allocation of the job's leaf.
     pub(super) fn note_alloc_change(&mut self, job: JobId) {
-        self.epochs.note_alloc_change(self.world.jobs[job].queue);
+        self.epochs.note_alloc_change(self.world.jobs()[job].ask.queue);
     }
 
     /// Records, for a job's class, that a victim search found no candidate, and what could
@@ -131,30 +133,34 @@ impl Scheduler {
             || w.changes.iter().any(|&q| epochs.changed_at(q) > nv.changes)
             || (w.releases && epochs.releases() > nv.releases)
             || w.within.as_ref().is_some_and(|(q, needs)| {
-                let leaf = &self.world.quotas.queues[*q];
-                needs.iter().all(|&(r, a)| leaf.get(&leaf.alloc, r) + a <= leaf.get(&leaf.guarantee, r))
+                let leaf = &self.world.quotas().queues[*q];
+                needs.iter().all(|&(r, a)| leaf.get(&leaf.load.alloc, r) + a <= leaf.get(&leaf.quota.guarantee, r))
             })
     }
 
     /// [`crate::quota::Quotas::room`]; a cohort's, which walks the tree, worked out once
     /// per quota version and queue (waiting classes ask after every change).
     fn room(&self, block: Block, user: Sym) -> i64 {
-        let Block::Cohort { queue, res, .. } = block else { return self.world.quotas.room(block, user) };
-        let version = self.world.quotas.version();
-        self.caches.cohort_room(version, queue, res, || self.world.quotas.room(block, user))
+        let Block::Cohort { queue, res, .. } = block else { return self.world.quotas().room(block, user) };
+        let version = self.world.quotas().version();
+        self.caches.cohort_room(version, queue, res, || self.world.quotas().room(block, user))
     }
 
     /// Whether queue `q` holds more than its guarantee of something the tree governs.
     /// Worked out for every queue once per quota version: waiting classes ask it of the
     /// same few queues after every change.
     fn borrows_governed(&self, q: QueueId) -> bool {
-        let quotas = &self.world.quotas;
+        let quotas = &self.world.quotas();
         self.caches.borrows(quotas.version(), q, || {
             quotas
                 .queues
                 .iter()
                 .map(|queue| {
-                    queue.alloc.iter().any(|(&r, &a)| quotas.is_constrained(r) && a > queue.get(&queue.guarantee, r))
+                    queue
+                        .load
+                        .alloc
+                        .iter()
+                        .any(|(&r, &a)| quotas.is_constrained(r) && a > queue.get(&queue.quota.guarantee, r))
                 })
                 .collect()
         })
@@ -181,7 +187,7 @@ impl Scheduler {
     /// Whether jobs of queue `vq` could ever be victims for a claimant of `cq` as the
     /// quotas stand: its own queue, or a queue whose side borrows.
     pub(super) fn may_hold_victims(&self, cq: QueueId, vq: QueueId) -> bool {
-        let quotas = &self.world.quotas;
+        let quotas = &self.world.quotas();
         if cq == vq {
             return true;
         }
@@ -202,10 +208,11 @@ impl Scheduler {
 
     /// Marks the job's shape full if no node in service could take one replica now.
     pub(super) fn note_if_full(&mut self, job: JobId) {
-        let j = &self.world.jobs[job];
-        let takes = |n: &crate::model::Node| (j.models.is_empty() || j.models.contains(&n.model)) && fit::fits(n, j);
-        if !self.world.cluster.nodes.iter().any(takes) {
-            self.full.insert(self.world.jobs.shape(job));
+        let j = &self.world.jobs()[job];
+        let takes =
+            |n: &crate::model::Node| (j.ask.models.is_empty() || j.ask.models.contains(&n.model)) && fit::fits(n, j);
+        if !self.world.cluster().nodes.iter().any(takes) {
+            self.full.insert(self.world.jobs().shape(job));
         }
     }
 
@@ -216,9 +223,9 @@ impl Scheduler {
         let Some(after_s) = self.facts.policy.policy.settings.reserve_after else { return false };
         let Some(job) = self.waiting.class(c).members.first().map(super::waiting::job_of) else { return false };
         // The first whole ms at which `reserve_if_due` reserves.
-        let due = self.world.jobs[job].waiting_since_ms.saturating_add((after_s * 1000.0).ceil() as i64);
+        let due = self.world.jobs()[job].life.waiting_since_ms.saturating_add((after_s * 1000.0).ceil() as i64);
         let failed = i64::try_from(failed_ms).unwrap_or(i64::MAX);
-        !self.world.reservations.contains_key(&job) && failed < due && self.now() >= due
+        !self.world.reservations().contains_key(&job) && failed < due && self.now() >= due
     }
 
     /// Whether a class's jobs can take a turn: not while the state its latest attempt
@@ -228,7 +235,8 @@ impl Scheduler {
         if class.failed_at == Some(self.epochs.version()) {
             return false;
         }
-        let retry = |at: u64| self.world.now_ms > at && self.world.now_ms >= at.saturating_add(self.retry_interval_ms);
+        let retry =
+            |at: u64| self.world.now_ms() > at && self.world.now_ms() >= at.saturating_add(self.retry_interval_ms);
         let evicts = !self.facts.policy.program.victims.is_empty();
         let backed_off = class.backoff.is_some_and(|b| {
             let cap_gave = b.quota.is_some_and(|(block, room)| self.room(block, class.user) > room);

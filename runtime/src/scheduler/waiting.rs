@@ -264,10 +264,15 @@ impl Scheduler {
 
     /// The class a waiting job belongs to: what rules and the runtime read of it.
     fn class_for(&self, job: JobId) -> NewClass {
-        let j = &self.world.jobs[job];
-        let shape = self.world.jobs.shape(job);
-        let mut key =
-            vec![j.queue as u64, u64::from(j.user.0), shape as u64, u64::from(j.replicas), u64::from(j.min_replicas)];
+        let j = &self.world.jobs()[job];
+        let shape = self.world.jobs().shape(job);
+        let mut key = vec![
+            j.ask.queue as u64,
+            u64::from(j.ask.user.0),
+            shape as u64,
+            u64::from(j.ask.replicas),
+            u64::from(j.ask.min_replicas),
+        ];
         // Whether a job reserves when its turn fails depends on how long it has waited,
         // and the nodes it holds are its alone: with reservations, each job is its own class.
         if self.facts.policy.policy.settings.reserve_after.is_some() {
@@ -278,7 +283,7 @@ impl Scheduler {
         for &f in &self.facts.distinguishing {
             if Some(f) == waiting {
                 // What it has waited grows with the clock; when it began does not.
-                key.push(j.waiting_since_ms as u64);
+                key.push(j.life.waiting_since_ms as u64);
                 continue;
             }
             match rec.field(f) {
@@ -286,8 +291,8 @@ impl Scheduler {
                 None => key.push(job as u64),
             }
         }
-        let governed = quota::demand(j, None).iter().any(|(&r, &a)| a > 0 && self.world.quotas.is_constrained(r));
-        NewClass { key, queue: j.queue, user: j.user, shape, governed }
+        let governed = quota::demand(j, None).iter().any(|(&r, &a)| a > 0 && self.world.quotas().is_constrained(r));
+        NewClass { key, queue: j.ask.queue, user: j.ask.user, shape, governed }
     }
 
     /// A waiting job's rank by `job_order` now.
@@ -295,7 +300,7 @@ impl Scheduler {
         let keys = &self.facts.policy.program.job_order;
         let mut values = vec![0.0; keys.len()];
         self.facts.policy.engine().job_keys(ctx, &self.job_rec(job), &mut values);
-        let submitted = self.world.jobs[job].submitted_ms as u64 ^ 1 << 63;
+        let submitted = self.world.jobs()[job].life.submitted_ms as u64 ^ 1 << 63;
         keys.iter()
             .zip(values)
             .map(|(k, x)| ordered(if k.dir == Direction::Desc { -x } else { x }))
@@ -305,7 +310,7 @@ impl Scheduler {
 
     /// Ranks again the members of these classes whose ranks may have changed since.
     pub(super) fn rerank_stale(&mut self, classes: &[ClassId]) {
-        let now = (self.epochs.version(), self.world.now_ms);
+        let now = (self.epochs.version(), self.world.now_ms());
         let stale = |c: &Class| match self.facts.ranking {
             Ranking::Fixed => false,
             Ranking::Clock => c.ranked_at.1 != now.1,

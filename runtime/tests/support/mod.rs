@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
-use gpol_runtime::{JobSpec, NodeSpec, Request, Scheduler};
+use gpol_compiler::spec::{JobSpec, NodeSpec, Request};
+use gpol_runtime::Scheduler;
 
 /// A policy given as text, compiled for `engine`; a policy that does not check fails the
 /// test with its diagnostics.
@@ -65,8 +66,9 @@ impl Stream {
         let mut events = Vec::new();
         for j in due {
             let job = self.s.job(j);
-            let end = job.started_ms.saturating_add(i64::try_from(job.duration_ms.unwrap_or(0)).unwrap_or(i64::MAX));
-            if job.state == gpol_runtime::jobs::State::Running
+            let end =
+                job.life.started_ms.saturating_add(i64::try_from(job.ask.duration_ms.unwrap_or(0)).unwrap_or(i64::MAX));
+            if job.life.state == gpol_runtime::State::Running
                 && end <= i64::try_from(now).unwrap_or(i64::MAX)
                 && self.s.complete(j)
             {
@@ -78,7 +80,7 @@ impl Stream {
         events.extend(self.s.cycle());
         for e in &events {
             if let gpol_runtime::Event::Placed { job, .. } = e {
-                let end = self.s.now_ms() + self.s.job(*job).duration_ms.unwrap_or(0);
+                let end = self.s.now_ms() + self.s.job(*job).ask.duration_ms.unwrap_or(0);
                 self.ends.entry(end).or_default().push(*job);
             }
         }
