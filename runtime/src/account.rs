@@ -8,11 +8,11 @@
 
 use crate::explain;
 use crate::fit;
+use crate::jobs;
 use crate::jobs::{JobId, Reason, State};
 use crate::model::NodeId;
 use crate::place::Decision;
 use crate::preempt::{Place, Verdict, VictimSearch};
-use crate::quota;
 use crate::scheduler::Scheduler;
 use gpol_compiler::engine::clamp_score;
 use gpol_compiler::interp::{self, Roots};
@@ -279,7 +279,7 @@ pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
             reason: r.reason.clone(),
         })
         .collect();
-    let demand = quota::demand(j, None);
+    let demand = jobs::demand(j, None);
     let quota_block =
         s.world.quotas().admissible(j.ask.queue, j.ask.user, &demand).err().map(|b| explain::block_text(s, b));
     let nodes = s
@@ -381,7 +381,7 @@ fn node_names(s: &Scheduler, nodes: &[usize]) -> Vec<String> {
 fn quota_rows(s: &Scheduler, job: JobId) -> Vec<QuotaRow> {
     let j = &s.world.jobs()[job];
     let mut rows = Vec::new();
-    for (&r, &need) in quota::demand(j, None).iter().filter(|(_, a)| **a > 0) {
+    for (&r, &need) in jobs::demand(j, None).iter().filter(|(_, a)| **a > 0) {
         let limited = s.world.quotas().available(j.ask.queue, r) != i64::MAX
             || std::iter::successors(Some(j.ask.queue), |&q| s.world.quotas().queues[q].place.parent)
                 .any(|q| s.world.quotas().queues[q].quota.limit.contains_key(&r));

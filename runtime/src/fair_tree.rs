@@ -12,7 +12,7 @@
 //! with that account's top user. A queue with `fairshare parent` is transparent: its
 //! children sit in its parent.
 
-use crate::jobs::QueueId;
+use crate::quota::QueueId;
 use crate::quota::Quotas;
 use gpol_compiler::schema::Sym;
 use std::collections::HashMap;

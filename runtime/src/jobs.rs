@@ -1,14 +1,13 @@
 //! Jobs: what they request (decision D2), their state, and where they run.
 
 use crate::model::NodeId;
-use crate::quota::{Block, Res};
+use crate::quota::{Amounts, Block, QueueId, Res};
 use gpol_compiler::ir::{Program, RuleId};
 use gpol_compiler::schema::Sym;
 use gpol_compiler::spec::Request;
 use std::collections::HashMap;
 
 pub type JobId = usize;
-pub type QueueId = usize;
 
 /// Why a job is waiting: data, rendered to words by [`crate::explain`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,4 +203,39 @@ pub struct Shape {
     pub cpu_milli: u64,
     pub mem: u64,
     pub models: Vec<Sym>,
+}
+
+/// What a job would take from its queue with all its replicas, per resource (and of GPU
+/// model `model`, if it is known).
+pub(crate) fn demand(job: &Job, model: Option<Sym>) -> Amounts {
+    replicas_demand(job, job.ask.replicas, model)
+}
+
+/// What `n` replicas of a job take, all on GPUs of `model` if given.
+pub(crate) fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
+    let n = i64::from(n);
+    let gpu = job.ask.request.milli() as i64 * n;
+    let mut d = Amounts::new();
+    d.insert(Res::Gpu, gpu);
+    d.insert(Res::Cpu, job.ask.cpu_milli as i64 * n);
+    d.insert(Res::Mem, job.ask.mem as i64 * n);
+    if let Some(m) = model {
+        d.insert(Res::Model(m), gpu);
+    }
+    d
+}
+
+/// GPU (milli) a job asks for, all its replicas: what it adds to its queue's request.
+pub(crate) fn requested_gpu(job: &Job) -> i64 {
+    job.ask.request.milli() as i64 * i64::from(job.ask.replicas)
+}
+
+/// What a placement takes: one replica on a GPU of each model listed.
+pub(crate) fn placement_demand(job: &Job, models: &[Sym]) -> Amounts {
+    let mut d = replicas_demand(job, models.len() as u32, None);
+    let milli = job.ask.request.milli() as i64;
+    for &m in models {
+        *d.entry(Res::Model(m)).or_insert(0) += milli;
+    }
+    d
 }

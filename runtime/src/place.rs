@@ -4,9 +4,10 @@
 
 use crate::fit;
 use crate::gang::{self, Clause, Host, Shortfall};
+use crate::jobs;
 use crate::jobs::{JobId, Reason, Unschedulable};
 use crate::model::NodeId;
-use crate::quota::{self, Block};
+use crate::quota::Block;
 use crate::scheduler::Scheduler;
 use gpol_compiler::engine::{MAX_TIERS, NodeResult};
 use gpol_compiler::interp::{self, Ctx, Roots};
@@ -188,7 +189,7 @@ impl Scheduler {
     pub(crate) fn quota_replicas(&self, job: JobId) -> Result<u32, Block> {
         let j = &self.world.jobs()[job];
         let admits =
-            |n: u32| self.world.quotas().admissible(j.ask.queue, j.ask.user, &quota::replicas_demand(j, n, None));
+            |n: u32| self.world.quotas().admissible(j.ask.queue, j.ask.user, &jobs::replicas_demand(j, n, None));
         match admits(j.ask.replicas) {
             Ok(()) => Ok(j.ask.replicas),
             Err(why) => {
@@ -286,7 +287,7 @@ impl Scheduler {
                 return Ok(replicas);
             }
             let models: Vec<Sym> = replicas.iter().map(|&n| self.world.cluster().nodes[n].model).collect();
-            match self.world.quotas().admissible(j.ask.queue, j.ask.user, &quota::placement_demand(j, &models)) {
+            match self.world.quotas().admissible(j.ask.queue, j.ask.user, &jobs::placement_demand(j, &models)) {
                 Ok(()) => return Ok(replicas),
                 Err(why) => {
                     first_block.get_or_insert(why);
@@ -330,7 +331,7 @@ impl Scheduler {
         if room < u64::from(j.ask.min_replicas) {
             return Some(Unschedulable::TooFewNodes { room });
         }
-        let demand = quota::replicas_demand(j, j.ask.min_replicas, None);
+        let demand = jobs::replicas_demand(j, j.ask.min_replicas, None);
         self.world.quotas().path(j.ask.queue).find_map(|queue| {
             let node = &self.world.quotas().queues[queue];
             node.quota
@@ -423,7 +424,7 @@ impl Choice<'_> {
             let verdict = match self.by_model.iter().find(|(m, _)| *m == node.model) {
                 Some((_, v)) => v,
                 None => {
-                    let demand = quota::replicas_demand(j, self.replicas, Some(node.model));
+                    let demand = jobs::replicas_demand(j, self.replicas, Some(node.model));
                     self.by_model.push((node.model, s.world.quotas().admissible(j.ask.queue, j.ask.user, &demand)));
                     &self.by_model[self.by_model.len() - 1].1
                 }

@@ -18,9 +18,11 @@
 //! own, in order of a lower bound on its cost, stopping once no node can beat the best.
 
 use crate::fit;
-use crate::jobs::{JobId, QueueId};
+use crate::jobs;
+use crate::jobs::JobId;
 use crate::model::NodeId;
-use crate::quota::{self, Amounts, Res};
+use crate::quota::QueueId;
+use crate::quota::{Amounts, Res};
 use crate::records;
 use crate::scheduler::Scheduler;
 use crate::scheduler::View;
@@ -306,7 +308,7 @@ impl Scheduler {
 impl<'s> VictimFinder<'s> {
     fn new(s: &'s mut Scheduler, claimant: JobId) -> VictimFinder<'s> {
         let c = &s.world.jobs()[claimant];
-        let needed = quota::replicas_demand(c, c.ask.min_replicas, None)
+        let needed = jobs::replicas_demand(c, c.ask.min_replicas, None)
             .iter()
             .filter(|&(r, a)| *a > 0 && s.world.quotas().is_constrained(*r))
             .map(|(r, _)| *r)
@@ -619,7 +621,7 @@ impl VictimFinder<'_> {
         if !others && !has_preempt {
             // Only reclaims, and the claimant's leaf cannot end within its guarantee: no
             // job anywhere is a candidate until that leaf holds less.
-            let demand = quota::replicas_demand(c, c.ask.min_replicas, None);
+            let demand = jobs::replicas_demand(c, c.ask.min_replicas, None);
             let needs = self.needed.iter().map(|&r| (r, demand.get(&r).copied().unwrap_or(0))).collect();
             return Watch { within: Some((cq, needs)), ..Watch::default() };
         }
@@ -746,7 +748,7 @@ impl VictimFinder<'_> {
     fn leaf_could_end_within(&self, candidates: Option<&[Candidate]>) -> bool {
         let jobs = &self.s.world.jobs();
         let c = &jobs[self.claimant];
-        let demand = quota::replicas_demand(c, c.ask.min_replicas, None);
+        let demand = jobs::replicas_demand(c, c.ask.min_replicas, None);
         let leaf = &self.s.world.quotas().queues[c.ask.queue];
         let has_preempt = self.facts.policy.program.victims.iter().any(|r| r.kind == VictimKind::Preempt);
         self.needed.iter().all(|&r| {
@@ -768,7 +770,7 @@ impl VictimFinder<'_> {
     /// Whether the claimant's side of `sides`, with `replicas` of the claimant admitted,
     /// holds no more than its guarantee of anything needed.
     fn claimant_within(&self, sides: &Sides, replicas: usize) -> bool {
-        let demand = quota::replicas_demand(&self.s.world.jobs()[self.claimant], replicas as u32, None);
+        let demand = jobs::replicas_demand(&self.s.world.jobs()[self.claimant], replicas as u32, None);
         sides.claimant.iter().all(|&q| {
             let queue = &self.s.world.quotas().queues[q];
             self.needed.iter().all(|&r| {
@@ -1150,7 +1152,7 @@ impl Candidate {
 /// What the replica in slot `k` of a running job is charged.
 fn slot_demand(s: &Scheduler, job: JobId, k: usize) -> Amounts {
     let model = s.world.cluster().nodes[s.world.jobs()[job].holding.slots[k].node].model;
-    quota::placement_demand(&s.world.jobs()[job], &[model])
+    jobs::placement_demand(&s.world.jobs()[job], &[model])
 }
 
 impl Candidates {
@@ -1196,7 +1198,7 @@ impl AfterCount {
     fn new(s: &Scheduler, claimant: JobId) -> AfterCount {
         AfterCount {
             claimant_queue: s.world.jobs()[claimant].ask.queue,
-            demand: quota::demand(&s.world.jobs()[claimant], None),
+            demand: jobs::demand(&s.world.jobs()[claimant], None),
             totals: s.totals(),
             memo: HashMap::new(),
         }

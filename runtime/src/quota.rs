@@ -21,7 +21,6 @@
 //! capacity of it (the nodes in service), so what no queue is promised is a pool every
 //! queue may borrow from rather than a cap at the sum of the promises.
 
-use crate::jobs::{Job, QueueId};
 use crate::symbols::Symbols;
 use gpol_compiler::hir::{self, Billing, Queueing, Resource};
 use gpol_compiler::schema::Sym;
@@ -58,6 +57,8 @@ impl Res {
         }
     }
 }
+
+pub type QueueId = usize;
 
 pub type Amounts = BTreeMap<Res, i64>;
 
@@ -214,41 +215,6 @@ pub struct Quotas {
 fn billed(billing: &Billing, a: &Amounts) -> f64 {
     let get = |r: Res| a.get(&r).copied().unwrap_or(0) as f64;
     billing.of(get(Res::Gpu) / 1000.0, get(Res::Cpu) / 1000.0, get(Res::Mem) / (1u64 << 30) as f64)
-}
-
-/// What a job would take from its queue with all its replicas, per resource (and of GPU
-/// model `model`, if it is known).
-pub(crate) fn demand(job: &Job, model: Option<Sym>) -> Amounts {
-    replicas_demand(job, job.ask.replicas, model)
-}
-
-/// What `n` replicas of a job take, all on GPUs of `model` if given.
-pub(crate) fn replicas_demand(job: &Job, n: u32, model: Option<Sym>) -> Amounts {
-    let n = i64::from(n);
-    let gpu = job.ask.request.milli() as i64 * n;
-    let mut d = Amounts::new();
-    d.insert(Res::Gpu, gpu);
-    d.insert(Res::Cpu, job.ask.cpu_milli as i64 * n);
-    d.insert(Res::Mem, job.ask.mem as i64 * n);
-    if let Some(m) = model {
-        d.insert(Res::Model(m), gpu);
-    }
-    d
-}
-
-/// GPU (milli) a job asks for, all its replicas: what it adds to its queue's request.
-pub(crate) fn requested_gpu(job: &Job) -> i64 {
-    job.ask.request.milli() as i64 * i64::from(job.ask.replicas)
-}
-
-/// What a placement takes: one replica on a GPU of each model listed.
-pub(crate) fn placement_demand(job: &Job, models: &[Sym]) -> Amounts {
-    let mut d = replicas_demand(job, models.len() as u32, None);
-    let milli = job.ask.request.milli() as i64;
-    for &m in models {
-        *d.entry(Res::Model(m)).or_insert(0) += milli;
-    }
-    d
 }
 
 fn convert(q: &hir::Quota, syms: &mut Symbols) -> Amounts {

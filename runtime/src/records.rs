@@ -1,7 +1,8 @@
 //! The records rules read, built from the model: exact integers become `f64` in base
 //! units (milli-GPU → cards, milliseconds → seconds, milli-cores → cores).
 
-use crate::jobs::{Job, QueueId, State, since};
+use crate::jobs::{Job, State, since};
+use crate::quota::QueueId;
 
 use crate::model::{Card, Domain, Node};
 use crate::quota::{Amounts, Quotas, Res};

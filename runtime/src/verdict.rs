@@ -5,9 +5,10 @@
 
 use crate::fit;
 use crate::gang;
+use crate::jobs;
 use crate::jobs::{JobId, Reason};
 use crate::model::NodeId;
-use crate::quota::{self, Block};
+use crate::quota::Block;
 use crate::scheduler::Scheduler;
 use gpol_compiler::engine::NodeResult;
 use gpol_compiler::ir::RuleId;
@@ -126,7 +127,7 @@ impl Scheduler {
                 let verdict = match by_model.iter().find(|(m, _)| *m == node.model) {
                     Some((_, v)) => *v,
                     None => {
-                        let demand = quota::replicas_demand(j, 1, Some(node.model));
+                        let demand = jobs::replicas_demand(j, 1, Some(node.model));
                         let v = self.world.quotas().admissible(j.ask.queue, j.ask.user, &demand);
                         by_model.push((node.model, v));
                         v

@@ -4,7 +4,7 @@
 //! what computing afresh would, so dropping any of them changes no decision. They sit
 //! in `RefCell`s because views and reads that fill them take the scheduler by `&`.
 
-use crate::jobs::QueueId;
+use crate::quota::QueueId;
 use crate::quota::Res;
 use gpol_compiler::schema::{QueueRec, Sym};
 use std::cell::RefCell;

@@ -4,9 +4,10 @@
 use super::waiting::ClassId;
 use super::{Backoff, Event, Scheduler, View};
 use crate::account::{self, Account, SearchSeen, Turned};
-use crate::jobs::{JobId, QueueId, Reason, State};
+use crate::jobs::{JobId, Reason, State};
 use crate::model::NodeId;
 use crate::preempt::Eviction;
+use crate::quota::QueueId;
 use gpol_compiler::hir::Queueing;
 use gpol_compiler::ir::RuleId;
 use std::collections::HashSet;
@@ -202,7 +203,7 @@ impl Scheduler {
         rec.head_waiting = jr.waiting;
         rec.head_gpus = jr.total_gpus;
         rec.head_priority = j.ask.priority;
-        let demand = crate::quota::demand(j, None);
+        let demand = crate::jobs::demand(j, None);
         let queue = &self.world.quotas().queues[q];
         rec.head_fits_guarantee = demand
             .iter()

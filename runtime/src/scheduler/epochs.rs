@@ -3,7 +3,7 @@
 //! Invariant: every count only grows, and a per-queue count never exceeds the total it
 //! was copied from; they are changed only through the `note_*` methods and `touch`.
 
-use crate::jobs::QueueId;
+use crate::quota::QueueId;
 
 /// The state version and the counts of starts, allocation changes and releases.
 #[derive(Clone, Debug)]

@@ -7,9 +7,9 @@
 //! victim rule allows it).
 
 use super::{Event, Scheduler};
+use crate::jobs;
 use crate::jobs::{JobId, Reason};
 use crate::model::NodeId;
-use crate::quota;
 use std::cmp::Reverse;
 
 impl Scheduler {
@@ -36,7 +36,7 @@ impl Scheduler {
         for job in growing {
             while short(self, job) {
                 let j = &self.world.jobs()[job];
-                if self.world.quotas().admissible(j.ask.queue, j.ask.user, &quota::replicas_demand(j, 1, None)).is_err()
+                if self.world.quotas().admissible(j.ask.queue, j.ask.user, &jobs::replicas_demand(j, 1, None)).is_err()
                 {
                     break;
                 }

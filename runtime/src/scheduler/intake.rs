@@ -3,8 +3,9 @@
 
 use super::Scheduler;
 use crate::fit;
-use crate::jobs::{Job, JobId, QueueId, State};
+use crate::jobs::{Job, JobId, State};
 use crate::model::NodeId;
+use crate::quota::QueueId;
 use gpol_compiler::spec::{History, JobSpec, OverLimit};
 
 /// Where a submitted job goes: its leaf queue and its priority.

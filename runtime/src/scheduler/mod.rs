@@ -37,9 +37,11 @@ use waiting::Waiting;
 use world::World;
 
 use crate::job_store::JobStore;
-use crate::jobs::{Job, JobId, QueueId, Reason, State};
+use crate::jobs;
+use crate::jobs::{Job, JobId, Reason, State};
 use crate::model::{Cluster, NodeId};
-use crate::quota::{self, Amounts, Quotas, Res};
+use crate::quota::QueueId;
+use crate::quota::{Amounts, Quotas, Res};
 use crate::records;
 use crate::symbols::Symbols;
 use crate::wall::WallClock;
@@ -411,7 +413,7 @@ impl Scheduler {
             return View { cluster: self.cluster_rec(), queues };
         }
         let j = &self.world.jobs()[job];
-        let demand = quota::replicas_demand(j, replicas, None);
+        let demand = jobs::replicas_demand(j, replicas, None);
         self.view_with(&[(j.ask.queue, &demand, 1)])
     }
 
@@ -419,7 +421,7 @@ impl Scheduler {
     pub fn view(&self, job: Option<JobId>) -> View<'_> {
         match job {
             Some(j) => {
-                let demand = quota::demand(&self.world.jobs()[j], None);
+                let demand = jobs::demand(&self.world.jobs()[j], None);
                 self.view_with(&[(self.world.jobs()[j].ask.queue, &demand, 1)])
             }
             None => self.view_with(&[]),

@@ -5,7 +5,8 @@
 
 use super::Scheduler;
 use super::waiting::{ClassId, job_of};
-use crate::jobs::{JobId, QueueId};
+use crate::jobs::JobId;
+use crate::quota::QueueId;
 use gpol_compiler::hir::Queueing;
 use gpol_compiler::ir::OrderKey;
 use gpol_compiler::syntax::Direction;

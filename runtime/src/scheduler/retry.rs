@@ -8,9 +8,10 @@
 use super::Scheduler;
 use super::waiting::ClassId;
 use crate::fit;
-use crate::jobs::{JobId, QueueId, Reason};
+use crate::jobs::{JobId, Reason};
 use crate::preempt::Watch;
 use crate::quota::Block;
+use crate::quota::QueueId;
 use gpol_compiler::schema::Sym;
 
 /// A victim search that found no candidate (or none enough for the quota): what could

@@ -4,8 +4,9 @@
 
 use super::{Event, Scheduler};
 use crate::fit;
-use crate::jobs::{JobId, QueueId, State};
+use crate::jobs::{JobId, State};
 use crate::model::{NodeId, SpecError};
+use crate::quota::QueueId;
 use crate::quota::Res;
 use crate::records;
 use gpol_compiler::spec::NodeSpec;

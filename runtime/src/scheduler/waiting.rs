@@ -7,8 +7,9 @@
 
 use super::retry::NoVictims;
 use super::{Backoff, Scheduler};
-use crate::jobs::{JobId, QueueId, Reason};
-use crate::quota;
+use crate::jobs;
+use crate::jobs::{JobId, Reason};
+use crate::quota::QueueId;
 use gpol_compiler::interp::Ctx;
 use gpol_compiler::ir::{Kind, Node, Program, RuleId};
 use gpol_compiler::schema::{FieldValue, Record, Sym};
@@ -291,7 +292,7 @@ impl Scheduler {
                 None => key.push(job as u64),
             }
         }
-        let governed = quota::demand(j, None).iter().any(|(&r, &a)| a > 0 && self.world.quotas().is_constrained(r));
+        let governed = jobs::demand(j, None).iter().any(|(&r, &a)| a > 0 && self.world.quotas().is_constrained(r));
         NewClass { key, queue: j.ask.queue, user: j.ask.user, shape, governed }
     }
 

@@ -11,9 +11,11 @@ use super::ClockLimit;
 use super::intake::Resolved;
 use crate::fit;
 use crate::job_store::JobStore;
-use crate::jobs::{Flags, Holding, Job, JobAsk, JobId, Life, QueueId, Shape, State};
+use crate::jobs;
+use crate::jobs::{Flags, Holding, Job, JobAsk, JobId, Life, Shape, State};
 use crate::model::{Cluster, NodeId, SpecError};
-use crate::quota::{self, Amounts, Quotas, Res};
+use crate::quota::QueueId;
+use crate::quota::{Amounts, Quotas, Res};
 use crate::records;
 use crate::symbols::Symbols;
 use crate::wall::WallClock;
@@ -261,7 +263,7 @@ impl World {
         let labels = records::label_slots(&job.ask.labels, label_keys);
         let next = self.shapes.len();
         let shape = *self.shapes.entry(job.shape()).or_insert(next);
-        self.quotas.count(job.ask.queue, 1, 0, quota::requested_gpu(&job));
+        self.quotas.count(job.ask.queue, 1, 0, jobs::requested_gpu(&job));
         self.jobs.push(job, labels, shape)
     }
 
@@ -289,7 +291,7 @@ impl World {
         if (was_pending, was_running) != (now_pending, now_running) {
             let delta = |was: bool, now: bool| i32::from(now) - i32::from(was);
             let (pending, running) = (delta(was_pending, now_pending), delta(was_running, now_running));
-            self.quotas.count(j.ask.queue, pending, running, quota::requested_gpu(j));
+            self.quotas.count(j.ask.queue, pending, running, jobs::requested_gpu(j));
         }
         if was_running != now_running {
             if now_running {
@@ -345,7 +347,7 @@ impl World {
 
     /// Charges a job that just started with what its replicas hold.
     pub(super) fn charge(&mut self, job: JobId) {
-        let charged = quota::placement_demand(&self.jobs[job], &self.slot_models(job));
+        let charged = jobs::placement_demand(&self.jobs[job], &self.slot_models(job));
         let j = &self.jobs[job];
         self.quotas.charge(j.ask.queue, j.ask.user, &charged, 1);
         self.jobs[job].holding.charged = charged;
@@ -361,7 +363,7 @@ impl World {
     fn recharge(&mut self, job: JobId) {
         let models = self.slot_models(job);
         let j = &self.jobs[job];
-        let (before, after) = (j.holding.charged.clone(), quota::placement_demand(j, &models));
+        let (before, after) = (j.holding.charged.clone(), jobs::placement_demand(j, &models));
         self.quotas.charge(j.ask.queue, j.ask.user, &before, -1);
         self.quotas.charge(j.ask.queue, j.ask.user, &after, 1);
         self.jobs[job].holding.charged = after;
