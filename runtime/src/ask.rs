@@ -3,12 +3,12 @@
 //! replay another scheduler's state (Slurm, Kubernetes) need. The job asked about is in
 //! the scheduler only while the question is answered; every trace of it goes with it.
 
-use crate::account::Account;
 use crate::jobs::JobId;
 use crate::model::NodeId;
-use crate::preempt::VictimSearch;
+use crate::scheduler::account::Account;
+use crate::scheduler::preempt::VictimSearch;
+use crate::scheduler::verdict::{Closed, NodeVerdict};
 use crate::scheduler::{Scheduler, StartOnError, SubmitError};
-use crate::verdict::{Closed, NodeVerdict};
 use gpol_compiler::engine::NodeResult;
 use gpol_compiler::spec::{History, JobSpec};
 
@@ -136,7 +136,7 @@ impl Asked<'_> {
     /// on each node of `among` — and where it would go; with `search`, the victim search a
     /// cycle would make if it waits. What a decision log records.
     pub fn account(&mut self, among: &[NodeId], search: bool) -> Account {
-        crate::account::asked(self.s, self.job, among, search)
+        crate::scheduler::account::asked(self.s, self.job, among, search)
     }
 
     /// The victim search a cycle would make for it now, with the verdict on every

@@ -10,7 +10,7 @@
 //! records. Reading streams the file: any number of records, each line at most
 //! [`MAX_LINE_BYTES`].
 
-use crate::account::Account;
+use crate::scheduler::account::Account;
 use gpol_compiler::files::{self, FileError};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -203,8 +203,8 @@ fn read_from(path: &Path, mut reader: impl BufRead, each: &mut impl FnMut(u64, R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::account::{Chosen, NodeSaw, NodeSeen, Outcome, ScoreSeen, SearchSeen, VictimSaw};
-    use crate::preempt::Place;
+    use crate::scheduler::account::{Chosen, NodeSaw, NodeSeen, Outcome, ScoreSeen, SearchSeen, VictimSaw};
+    use crate::scheduler::preempt::Place;
 
     fn account() -> Account {
         Account {

@@ -14,7 +14,6 @@
 
 #![warn(unreachable_pub)]
 
-pub mod account;
 mod ask;
 pub mod cycles;
 pub mod decision_log;
@@ -27,15 +26,12 @@ mod gang;
 mod job_store;
 mod jobs;
 mod model;
-mod place;
-pub mod preempt;
 mod quota;
 mod records;
 mod reserve;
 pub mod scenario;
 mod scheduler;
 mod symbols;
-mod verdict;
 mod wall;
 
 pub use ask::{Asked, Found, StartError};
@@ -44,9 +40,10 @@ pub use gang::rank;
 pub use job_store::JobStore;
 pub use jobs::{Flags, Holding, Job, JobAsk, JobId, Life, Reason, Shape, Slot, State, Unschedulable};
 pub use model::{Capacity, Card, Cluster, Domain, DomainId, Headroom, Instance, Node, NodeId, SpecError};
-pub use place::Decision;
 pub use quota::{Amounts, Block, Load, Position, Queue, QueueId, Quotas, Res, Terms, Usage};
+pub use scheduler::place::Decision;
+pub use scheduler::verdict::{Closed, NodeVerdict};
 pub use scheduler::{ClockLimit, Event, Resolved, Scheduler, StartOnError, SubmitError, View, compare_keys, starts};
+pub use scheduler::{account, preempt};
 pub use symbols::Symbols;
-pub use verdict::{Closed, NodeVerdict};
 pub use wall::{WallClock, unix_ms_of_secs};

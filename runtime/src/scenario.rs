@@ -2,12 +2,12 @@
 //! its steps, and checks its expectations. A scheduling cycle runs before an expectation
 //! is checked whenever anything changed since the last cycle (a node, a job, time).
 
-use crate::account::{self, Account};
 use crate::explain;
 use crate::fit::Ask;
 use crate::frag;
 use crate::jobs::{JobId, State};
 use crate::model::SpecError;
+use crate::scheduler::account::{self, Account};
 use crate::scheduler::{ClockLimit, Event, Scheduler, StartOnError, SubmitError};
 use gpol_compiler::diag::Diagnostic;
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};

@@ -1,13 +1,13 @@
 //! The scheduling cycle: every job that can start now starts, in order; each turn is an
 //! attempt to place the job, then to evict for it, then to reserve for it.
 
-use super::waiting::ClassId;
+use super::rank::ClassId;
 use super::{Backoff, Event, Scheduler, View};
-use crate::account::{self, Account, SearchSeen, Turned};
 use crate::jobs::{JobId, Reason, State};
 use crate::model::NodeId;
-use crate::preempt::Eviction;
 use crate::quota::QueueId;
+use crate::scheduler::account::{self, Account, SearchSeen, Turned};
+use crate::scheduler::preempt::Eviction;
 use gpol_compiler::hir::Queueing;
 use gpol_compiler::ir::RuleId;
 use std::collections::HashSet;
@@ -237,12 +237,12 @@ impl Scheduler {
     /// given, is told of the victim search made.
     fn turn(&mut self, job: JobId, search: Option<&mut Option<SearchSeen>>) -> Attempt {
         let reason = match self.decide(job) {
-            crate::place::Decision::Place { replicas } => {
+            crate::scheduler::place::Decision::Place { replicas } => {
                 self.start(job, &replicas);
                 return Attempt::Placed;
             }
-            crate::place::Decision::Reject(rule) => return Attempt::Rejected(rule),
-            crate::place::Decision::Wait(reason) => reason,
+            crate::scheduler::place::Decision::Reject(rule) => return Attempt::Rejected(rule),
+            crate::scheduler::place::Decision::Wait(reason) => reason,
         };
         if self.may_evict_for(&reason) && !self.still_no_victims(job) {
             self.searches += 1;
@@ -250,7 +250,8 @@ impl Scheduler {
             let found = self.victim_search_noted(job, considered.as_mut());
             if let (Some(out), Some(considered)) = (search, considered) {
                 let eviction = found.as_ref().ok().cloned();
-                *out = Some(account::search_seen(self, &crate::preempt::VictimSearch { considered, eviction }));
+                *out =
+                    Some(account::search_seen(self, &crate::scheduler::preempt::VictimSearch { considered, eviction }));
             }
             match found {
                 Ok(eviction) => {

@@ -3,7 +3,6 @@
 //! a scheduler (and `gpolc diff`'s threads). Invariant: nothing here changes after
 //! [`PolicyFacts::of`]; whatever a run or a driver can change lives in the other parts.
 
-use super::waiting::{self, Ranking};
 use crate::symbols::Symbols;
 use gpol_compiler::engine::CompiledPolicy;
 use gpol_compiler::ir::{Body, Kind, Node, Program, RuleId};
@@ -88,7 +87,7 @@ impl PolicyFacts {
             literals,
             job_label_keys,
             node_label_keys,
-            distinguishing: waiting::distinguishing_fields(program),
+            distinguishing: distinguishing_fields(program),
             ranking: Ranking::of(program),
             victims_read_jobs,
             retry_on_time,
@@ -170,7 +169,7 @@ pub(crate) struct VictimReads {
     /// Whether any of them reads the queues' `_after` fields.
     pub(crate) after: bool,
     /// Whether a search that finds no candidate can say what would give it one (a
-    /// [`crate::preempt::Watch`]): the rules' conditions read nothing beyond the two jobs
+    /// [`crate::scheduler::preempt::Watch`]): the rules' conditions read nothing beyond the two jobs
     /// and their leaves, and of those nothing that changes with time, with waiting jobs or
     /// with other queues.
     pub(crate) watchable: bool,
@@ -195,7 +194,7 @@ impl VictimReads {
 }
 
 /// Whether what a victim rule's condition says of two jobs can change only as the jobs'
-/// leaves' allocation does (see [`crate::preempt::Watch`]).
+/// leaves' allocation does (see [`crate::scheduler::preempt::Watch`]).
 fn watchable(body: &Body) -> bool {
     // Queue fields that follow anything but the queue's own allocation.
     const UNWATCHED: [&str; 8] = [
@@ -220,4 +219,49 @@ fn reads_after(program: &Program) -> bool {
         |b: &Body| ["share_after", "allocated_after", "borrowed_after"].iter().any(|f| b.node.reads(Record::Queue, f));
     program.victims.iter().any(|r| reads(&r.when) || r.cost.as_ref().is_some_and(reads))
         || program.victim_order.iter().any(|k| reads(&k.body))
+}
+
+/// How often waiting jobs' ranks need working out again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ranking {
+    /// `job_order` reads only what a job keeps while it waits: ranked once, on joining.
+    Fixed,
+    /// It reads `job.waiting`: ranked again when the clock has moved.
+    Clock,
+    /// It reads queues, the cluster, domains or the user's usage: ranked again whenever
+    /// anything changed or the clock moved.
+    State,
+}
+
+impl Ranking {
+    pub(super) fn of(program: &Program) -> Ranking {
+        let keys = || program.job_order.iter().map(|k| &k.body.node);
+        let user =
+            |n: &gpol_compiler::ir::Node| n.reads(Record::Job, "user_usage") || n.reads(Record::Job, "fair_tree");
+        if keys().any(reads_beyond_job) || keys().any(user) {
+            Ranking::State
+        } else if keys().any(|n| n.reads(Record::Job, "waiting")) {
+            Ranking::Clock
+        } else {
+            Ranking::Fixed
+        }
+    }
+}
+
+/// The job fields that tell waiting jobs apart: those read by any rule but `job_order`.
+pub(super) fn distinguishing_fields(program: &Program) -> Vec<u16> {
+    let bodies: Vec<&Node> = program
+        .bodies()
+        .into_iter()
+        .filter(|(id, _, _)| !matches!(id, RuleId::JobOrder(_)))
+        .map(|(_, _, body)| &body.node)
+        .collect();
+    (0..Record::Job.fields().len())
+        .filter_map(|i| u16::try_from(i).ok())
+        .filter(|&f| {
+            bodies
+                .iter()
+                .any(|b| b.any(&|n| matches!(n.kind, Kind::Field { record: Record::Job, field, .. } if field == f)))
+        })
+        .collect()
 }

@@ -27,7 +27,7 @@ impl Scheduler {
         }
         growing.sort_by_key(|&j| {
             (
-                Reverse(crate::scheduler::waiting::ordered(self.world.jobs()[j].ask.priority)),
+                Reverse(crate::scheduler::rank::ordered(self.world.jobs()[j].ask.priority)),
                 self.world.jobs()[j].life.started_ms,
                 j,
             )

@@ -3,8 +3,8 @@
 //! index and cache in step (`state`, `intake`), reads through accessors and read-only
 //! views. Queues are served in `queue_order`, level by level down the tree; inside a
 //! leaf, jobs in `job_order` (`order`); each job's turn is an attempt (`cycle`): the
-//! placement decision ([`crate::place`]), then, if it waits, the victim search
-//! ([`crate::preempt`]) and head-of-line reservation ([`crate::reserve`]). Failed jobs
+//! placement decision ([`crate::scheduler::place`]), then, if it waits, the victim search
+//! ([`crate::scheduler::preempt`]) and head-of-line reservation ([`crate::reserve`]). Failed jobs
 //! wait to be retried until something that could change their fate happens (`retry`).
 //!
 //! The scheduler composes parts that each keep their own invariants and never write one
@@ -12,6 +12,7 @@
 //! `epochs` (the counts retries wait on) and `caches`; the methods here and in `state`,
 //! `intake`, `cycle` and `retry` change them together.
 
+pub mod account;
 mod caches;
 mod cycle;
 mod epochs;
@@ -20,9 +21,14 @@ pub(crate) mod facts;
 mod grow;
 mod intake;
 pub(crate) mod order;
+pub(crate) mod place;
+pub mod preempt;
+mod rank;
 mod retry;
 mod state;
+pub(crate) mod verdict;
 mod waiting;
+pub(crate) mod words;
 mod world;
 
 pub use event::{Event, starts};
@@ -95,7 +101,7 @@ pub struct Scheduler {
     /// The jobs the last cycle gave a turn, in order.
     pub(crate) turns: Vec<JobId>,
     /// While [`Scheduler::cycle_recorded`] runs, the account of each turn so far.
-    recording: Option<Vec<crate::account::Account>>,
+    recording: Option<Vec<crate::scheduler::account::Account>>,
     pub(crate) in_cycle: bool,
 }
 
@@ -292,7 +298,7 @@ impl Scheduler {
         let classes = self.turns.iter().filter_map(|&j| self.waiting.class_of(j)).chain(self.waiting.all());
         for c in classes {
             for rank in &self.waiting.class(c).members {
-                let job = waiting::job_of(rank);
+                let job = rank::job_of(rank);
                 if seen.insert(job) {
                     out.push(job);
                 }

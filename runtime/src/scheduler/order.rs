@@ -4,7 +4,7 @@
 //! best-ranked job, and nothing while that one cannot go.
 
 use super::Scheduler;
-use super::waiting::{ClassId, job_of};
+use super::rank::{ClassId, job_of};
 use crate::jobs::JobId;
 use crate::quota::QueueId;
 use gpol_compiler::hir::Queueing;

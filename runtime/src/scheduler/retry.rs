@@ -6,12 +6,12 @@
 //! one happens or its quota cap gives.
 
 use super::Scheduler;
-use super::waiting::ClassId;
+use super::rank::ClassId;
 use crate::fit;
 use crate::jobs::{JobId, Reason};
-use crate::preempt::Watch;
 use crate::quota::Block;
 use crate::quota::QueueId;
+use crate::scheduler::preempt::Watch;
 use gpol_compiler::schema::Sym;
 
 /// A victim search that found no candidate (or none enough for the quota): what could
@@ -222,7 +222,7 @@ impl Scheduler {
     /// With `reserve_after` each job is a class of its own.
     fn came_due_since(&self, c: ClassId, failed_ms: u64) -> bool {
         let Some(after_s) = self.facts.policy.policy.settings.reserve_after else { return false };
-        let Some(job) = self.waiting.class(c).members.first().map(super::waiting::job_of) else { return false };
+        let Some(job) = self.waiting.class(c).members.first().map(super::rank::job_of) else { return false };
         // The first whole ms at which `reserve_if_due` reserves.
         let due = self.world.jobs()[job].life.waiting_since_ms.saturating_add((after_s * 1000.0).ceil() as i64);
         let failed = i64::try_from(failed_ms).unwrap_or(i64::MAX);

@@ -5,36 +5,17 @@
 //! answer happens (`retry`): a waiting job costs nothing until then, however long the
 //! backlog. Within a class, jobs keep their `job_order` rank.
 
+use super::facts::Ranking;
+use super::rank::{ClassId, Rank, job_of, ordered};
 use super::retry::NoVictims;
 use super::{Backoff, Scheduler};
 use crate::jobs;
 use crate::jobs::{JobId, Reason};
 use crate::quota::QueueId;
 use gpol_compiler::interp::Ctx;
-use gpol_compiler::ir::{Kind, Node, Program, RuleId};
 use gpol_compiler::schema::{FieldValue, Record, Sym};
 use gpol_compiler::syntax::Direction;
 use std::collections::{BTreeSet, HashMap};
-
-pub(super) type ClassId = usize;
-
-/// A job's place in `job_order`: its keys as order-preserving integers (descending keys
-/// negated, NaN last), then its submission time, then its id — the last element.
-pub(super) type Rank = Box<[u64]>;
-
-/// The job a rank belongs to.
-pub(super) fn job_of(rank: &Rank) -> JobId {
-    rank.last().map_or(0, |&id| usize::try_from(id).unwrap_or(usize::MAX))
-}
-
-/// `x` as an integer in the order of `f64::total_cmp`, NaN after everything else.
-pub(super) fn ordered(x: f64) -> u64 {
-    if x.is_nan() {
-        return u64::MAX;
-    }
-    let bits = x.to_bits();
-    if bits >> 63 == 1 { !bits } else { bits | 1 << 63 }
-}
 
 /// Waiting jobs that rules cannot tell apart, and what their latest attempt found.
 #[derive(Clone, Debug, Default)]
@@ -205,51 +186,6 @@ impl Waiting {
         class.members = ranks.into_iter().collect();
         class.ranked_at = at;
     }
-}
-
-/// How often waiting jobs' ranks need working out again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Ranking {
-    /// `job_order` reads only what a job keeps while it waits: ranked once, on joining.
-    Fixed,
-    /// It reads `job.waiting`: ranked again when the clock has moved.
-    Clock,
-    /// It reads queues, the cluster, domains or the user's usage: ranked again whenever
-    /// anything changed or the clock moved.
-    State,
-}
-
-impl Ranking {
-    pub(super) fn of(program: &Program) -> Ranking {
-        let keys = || program.job_order.iter().map(|k| &k.body.node);
-        let user =
-            |n: &gpol_compiler::ir::Node| n.reads(Record::Job, "user_usage") || n.reads(Record::Job, "fair_tree");
-        if keys().any(super::facts::reads_beyond_job) || keys().any(user) {
-            Ranking::State
-        } else if keys().any(|n| n.reads(Record::Job, "waiting")) {
-            Ranking::Clock
-        } else {
-            Ranking::Fixed
-        }
-    }
-}
-
-/// The job fields that tell waiting jobs apart: those read by any rule but `job_order`.
-pub(super) fn distinguishing_fields(program: &Program) -> Vec<u16> {
-    let bodies: Vec<&Node> = program
-        .bodies()
-        .into_iter()
-        .filter(|(id, _, _)| !matches!(id, RuleId::JobOrder(_)))
-        .map(|(_, _, body)| &body.node)
-        .collect();
-    (0..Record::Job.fields().len())
-        .filter_map(|i| u16::try_from(i).ok())
-        .filter(|&f| {
-            bodies
-                .iter()
-                .any(|b| b.any(&|n| matches!(n.kind, Kind::Field { record: Record::Job, field, .. } if field == f)))
-        })
-        .collect()
 }
 
 impl Scheduler {

@@ -6,14 +6,14 @@
 //! Names are resolved when recorded, so an account outlives the scheduler (a decision
 //! log); [`crate::explain::render`] puts it in words.
 
-use crate::explain;
 use crate::fit;
 use crate::jobs;
 use crate::jobs::{JobId, Reason, State};
 use crate::model::NodeId;
-use crate::place::Decision;
-use crate::preempt::{Place, Verdict, VictimSearch};
 use crate::scheduler::Scheduler;
+use crate::scheduler::place::Decision;
+use crate::scheduler::preempt::{Place, Verdict, VictimSearch};
+use crate::scheduler::words;
 use gpol_compiler::engine::clamp_score;
 use gpol_compiler::interp::{self, Roots};
 use gpol_compiler::ir::RuleId;
@@ -281,7 +281,7 @@ pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
         .collect();
     let demand = jobs::demand(j, None);
     let quota_block =
-        s.world.quotas().admissible(j.ask.queue, j.ask.user, &demand).err().map(|b| explain::block_text(s, b));
+        s.world.quotas().admissible(j.ask.queue, j.ask.user, &demand).err().map(|b| words::block_text(s, b));
     let nodes = s
         .node_records()
         .iter()
@@ -323,7 +323,7 @@ pub(crate) fn seen(s: &Scheduler, job: JobId) -> Account {
         job: j.ask.name.clone(),
         queue: s.world.quotas().queues[j.ask.queue].place.name.clone(),
         state,
-        request: explain::request_text(s, job),
+        request: words::request_text(s, job),
         order: queue_order(s, job),
         admits,
         quota: quota_rows(s, job),
@@ -365,7 +365,7 @@ pub(crate) fn decided(
 }
 
 fn waits(s: &Scheduler, job: JobId, r: &Reason) -> Outcome {
-    Outcome::Waits { reason: r.name(&s.facts.policy.program), detail: explain::reason_detail(s, job, r) }
+    Outcome::Waits { reason: r.name(&s.facts.policy.program), detail: words::reason_detail(s, job, r) }
 }
 
 fn holds(s: &Scheduler, job: JobId) -> Vec<String> {
