@@ -17,6 +17,7 @@ use gpol_compiler::ir::VTy;
 use gpol_compiler::schema::{Record, ShapeTable};
 use gpol_compiler::source::Span;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// One expectation that did not hold.
 #[derive(Clone, Debug)]
@@ -227,8 +228,12 @@ pub fn run(policy: &CompiledPolicy, test: &hir::Test) -> Outcome {
 }
 
 /// Runs a test in both engines and reports where their schedules differ.
-pub fn engines_agree(policy: &hir::Policy, test: &hir::Test) -> Result<(), EnginesError> {
-    let compile = |k| gpol_compiler::engine::compile(policy.clone(), k).map_err(|d| EnginesError::Compile(Box::new(d)));
+pub fn engines_agree(policy: &CompiledPolicy, test: &hir::Test) -> Result<(), EnginesError> {
+    // The other engine from the same IR: nothing is lowered again.
+    let compile = |k| {
+        gpol_compiler::engine::compile_lowered(Arc::clone(&policy.policy), Arc::clone(&policy.program), k)
+            .map_err(|d| EnginesError::Compile(Box::new(d)))
+    };
     let (jit, interp) = (compile(EngineKind::Jit)?, compile(EngineKind::Interp)?);
     let (a, b) = (run_with(&jit, test, |_, _| {}).events, run_with(&interp, test, |_, _| {}).events);
     if a != b {
