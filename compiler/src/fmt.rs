@@ -7,6 +7,7 @@
 //! expression moves to just after that expression's line-level construct.
 
 use crate::diag::Diagnostic;
+use crate::kinds::*;
 use crate::parse::{self, Comment};
 use crate::source::FileId;
 use crate::syntax::*;

@@ -5,9 +5,10 @@
 //! another twice still doubles the work at each level.
 
 use crate::hir::{Builtin, Expr, ExprKind, FnId, Function, LocalId, Value};
+use crate::kinds::CompKind;
 use crate::limits::MAX_CONST_EVAL_STEPS;
 use crate::ops;
-use crate::syntax::{BinaryOp, CompKind, UnaryOp};
+use crate::syntax::{BinaryOp, UnaryOp};
 use std::collections::HashMap;
 
 /// Where the folder finds the functions a call refers to.

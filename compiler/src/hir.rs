@@ -1,10 +1,11 @@
 //! The checked policy: names resolved, types and units known, constants folded.
 //! This is what the checker hands to lowering (the IR), the interpreter and the runtime.
 
+use crate::kinds::{CompKind, Direction, GangKind, QuotaKind, RuleKind, VictimKind};
 use crate::schema::{EnumKind, Record, Root};
 use crate::source::Span;
 use crate::spec::{History, JobSpec, NodeSpec};
-use crate::syntax::{BinaryOp, CompKind, Direction, GangKind, QuotaKind, RuleKind, UnaryOp, VictimKind};
+use crate::syntax::{BinaryOp, UnaryOp};
 use crate::types::Ty;
 use crate::window::{self, Window};
 use std::collections::{BTreeMap, BTreeSet};

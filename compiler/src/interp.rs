@@ -4,14 +4,13 @@
 
 use crate::eval::{Engine, NONE, NodeResult, add_score, canonical, clamp_score};
 use crate::hir::Builtin;
-use crate::ir::{AttrValue, Bin, Body, Kind, Node, Program, VTy};
+use crate::ir::{AttrValue, Bin, Body, CompKind, Kind, Node, Program, VTy};
 use crate::never;
 use crate::ops;
 use crate::schema::{
     CardRec, ClusterRec, DomainRec, FieldValue, JobRec, MigCounts, NodeRec, Opt, QueueRec, Record, Resources, Root,
     ShapeRec, Sym,
 };
-use crate::syntax::CompKind;
 use std::sync::Arc;
 
 /// What every engine sees, defined with the [`Engine`] trait; named here too, where the

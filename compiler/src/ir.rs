@@ -5,9 +5,9 @@
 //! policy; [`crate::interp`] and the JIT evaluate it.
 
 use crate::hir::Builtin;
+pub use crate::kinds::{CompKind, Direction, GangKind, QuotaKind, RuleKind, VictimKind};
 use crate::schema::{Record, Root};
 use crate::source::Span;
-use crate::syntax::{CompKind, Direction, GangKind, RuleKind, VictimKind};
 use std::fmt;
 
 /// The type of an IR value, as both engines represent it.

@@ -27,6 +27,7 @@ pub mod hir;
 pub mod interp;
 pub mod ir;
 pub mod jit;
+mod kinds;
 pub mod limits;
 pub mod load;
 pub mod lower;

@@ -9,7 +9,7 @@ use crate::ir::*;
 use crate::limits::MAX_LOWERING_STEPS;
 use crate::schema::{EnumKind, FieldTy, Record};
 use crate::source::Span;
-use crate::syntax::{BinaryOp, CompKind, RuleKind, UnaryOp};
+use crate::syntax::{BinaryOp, UnaryOp};
 use crate::types::Ty;
 use std::collections::HashMap;
 

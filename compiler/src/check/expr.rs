@@ -4,9 +4,10 @@ use super::Checker;
 use crate::diag::{Code, Diagnostic, snippet};
 use crate::fuzzy;
 use crate::hir::{self, Builtin, ExprKind as H, LocalId, Value};
+use crate::kinds::CompKind;
 use crate::schema::{Context, EnumKind, Record, Root};
 use crate::source::Span;
-use crate::syntax::{self as ast, BinaryOp, CompKind, ExprKind as A, TypeKind, UnaryOp, UnitOp};
+use crate::syntax::{self as ast, BinaryOp, ExprKind as A, TypeKind, UnaryOp, UnitOp};
 use crate::types::Ty;
 use crate::units::Dim;
 

@@ -12,6 +12,7 @@ use crate::diag::{Code, Diagnostic, snippet};
 use crate::fold::{self, Folded};
 use crate::fuzzy;
 use crate::hir::{self, Value};
+use crate::kinds::{Direction, GangKind, VictimKind};
 use crate::limits::MAX_CONST_EVAL_STEPS;
 use crate::parse;
 use crate::schema::{Context, DEFAULT_LEVELS};
@@ -702,7 +703,7 @@ impl Checker<'_> {
     }
 
     fn check_rule(&mut self, m: usize, r: &ast::Rule) -> Option<hir::Rule> {
-        use ast::RuleKind as K;
+        use crate::kinds::RuleKind as K;
         let context = match r.kind {
             K::Admit => Context::Admit,
             K::Filter => Context::Filter,
@@ -841,7 +842,7 @@ impl Checker<'_> {
                         }),
                 ),
             }
-            keys.push(hir::OrderKey { expr: e, dir: k.dir.unwrap_or(ast::Direction::Asc) });
+            keys.push(hir::OrderKey { expr: e, dir: k.dir.unwrap_or(Direction::Asc) });
         }
         keys
     }
@@ -852,7 +853,7 @@ impl Checker<'_> {
             let level = self.level_index(&c.level);
             let mut weight = 1.0;
             if let Some(w) = &c.weight {
-                if c.kind == ast::GangKind::Require {
+                if c.kind == GangKind::Require {
                     self.err(
                         Diagnostic::new(Code::BadSetting, w.span, "`require` takes no weight")
                             .label("a requirement excludes placements; it does not score them")
@@ -922,9 +923,7 @@ impl Checker<'_> {
             }
             e
         });
-        if let (ast::VictimKind::Reclaim | ast::VictimKind::Borrow | ast::VictimKind::Protect, Some(c)) =
-            (v.kind, &v.cost)
-        {
+        if let (VictimKind::Reclaim | VictimKind::Borrow | VictimKind::Protect, Some(c)) = (v.kind, &v.cost) {
             let kw = v.kind.keyword();
             self.err(
                 Diagnostic::new(Code::BadSetting, c.span, format!("`{kw}` takes no cost"))

@@ -28,9 +28,9 @@ mod share;
 
 pub use share::Measure;
 
+use crate::ir::VictimKind;
 use crate::ir::{Bin, Kind, Node, Program};
 use crate::schema::{Record, Root, Storage};
-use crate::syntax::VictimKind;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One key of an order: a static job field, larger (`true`) or smaller (`false`) first.

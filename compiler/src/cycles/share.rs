@@ -12,9 +12,9 @@
 //! it does not grow, so only a strict comparison proves anything with it.
 
 use crate::hir::{Policy, Resource};
+use crate::ir::QuotaKind;
 use crate::ir::{Bin, Kind, Node};
 use crate::schema::{Record, Root};
-use crate::syntax::QuotaKind;
 use std::collections::HashMap;
 
 /// A measure of a queue: `k ×` its holding of resource field `res` (of the resources
@@ -262,7 +262,7 @@ fn below(
 /// are all `reclaim` and `borrow` rules (victims of other queues) and its quota tree
 /// governs only the resource that measure counts.
 pub fn prove(policy: &Policy, rules: &[&crate::ir::VictimRule]) -> Option<Measure> {
-    use crate::syntax::VictimKind;
+    use crate::ir::VictimKind;
     if rules.iter().any(|r| r.kind == VictimKind::Preempt) {
         return None;
     }

@@ -8,9 +8,8 @@
 use super::abi::*;
 use crate::eval::NONE;
 use crate::hir::Builtin;
-use crate::ir::{Bin, Body, Elem, Kind, Node, Program, Scalar, VTy};
+use crate::ir::{Bin, Body, CompKind, Elem, Kind, Node, Program, Scalar, VTy};
 use crate::schema::{CardRec, NodeRec, Record, Repr, Root, ShapeRec};
-use crate::syntax::CompKind;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,

@@ -10,6 +10,7 @@ pub use comments::{Comment, comments};
 pub use prescan::MAX_NESTING;
 
 use crate::diag::{Code, Diagnostic};
+use crate::kinds::*;
 use crate::source::{FileId, Span};
 use crate::syntax::*;
 use crate::units::Unit;
