@@ -249,7 +249,8 @@ impl NodeSpec {
                 let mut profiles: Vec<u8> = self.mig.iter().flatten().copied().collect();
                 profiles.sort_unstable();
                 profiles.dedup();
-                let gpu = crate::mig::gpu_for(&self.model, self.card_mem, &profiles)?;
+                // In words: the runtime and the adapters report it as text.
+                let gpu = crate::mig::gpu_for(&self.model, self.card_mem, &profiles).map_err(|e| e.to_string())?;
                 for (i, layout) in self.mig.iter().enumerate() {
                     if let Some(why) = gpu.misfit(layout) {
                         let names: Vec<&str> = layout.iter().map(|&p| crate::mig::name(p)).collect();

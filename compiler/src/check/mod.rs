@@ -986,7 +986,7 @@ impl Checker<'_> {
                     ast::ExprKind::Str(name) => match crate::clock::zone(name) {
                         Ok(_) => out.timezone = Some(name.clone()),
                         Err(m) => self.err(
-                            Diagnostic::new(Code::BadSetting, e.value.span, m)
+                            Diagnostic::new(Code::BadSetting, e.value.span, m.to_string())
                                 .label("not a time zone")
                                 .help("the cluster clock's zone: `cluster.time_of_day` and quota windows read it"),
                         ),

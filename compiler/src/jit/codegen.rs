@@ -5,6 +5,7 @@
 //! signed-zero rules), every table read bounds-checked, NaN made canonical where the
 //! interpreter makes it canonical.
 
+use super::BackendError;
 use super::abi::*;
 use crate::eval::NONE;
 use crate::hir::Builtin;
@@ -84,8 +85,8 @@ fn pass_invariant(n: &Node) -> bool {
 }
 
 /// Defines every entry point of `program` in `module` with the given linkage.
-pub fn define_all<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Result<Entries, String> {
-    define(module, program, linkage).map_err(|e| format!("{e:?}"))
+pub fn define_all<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Result<Entries, BackendError> {
+    define(module, program, linkage).map_err(BackendError::Define)
 }
 
 fn define<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Result<Entries, Box<ModuleError>> {
