@@ -58,7 +58,7 @@ impl std::fmt::Display for ClockError {
 impl std::error::Error for ClockError {}
 
 /// The time zone named `name` (an IANA name, or `UTC`).
-pub fn zone(name: &str) -> Result<TimeZone, ClockError> {
+pub(crate) fn zone(name: &str) -> Result<TimeZone, ClockError> {
     TimeZone::get(name).map_err(|_| ClockError::UnknownZone(name.to_string()))
 }
 
@@ -76,7 +76,7 @@ impl Default for Clock {
 
 impl Clock {
     /// The clock in `zone`, 0 at [`DEFAULT_START`] local time.
-    pub fn new(zone: TimeZone) -> Clock {
+    pub(crate) fn new(zone: TimeZone) -> Clock {
         let origin_ms = zone.to_timestamp(DEFAULT_START).map_or(0, Timestamp::as_millisecond);
         Clock { zone, origin_ms }
     }

@@ -1,7 +1,7 @@
 //! The compiled policy every consumer uses (runtime, simulator, adapters): a checked
 //! policy, its IR and an engine, the reference interpreter or the JIT, chosen by a flag.
-//! What an engine is and answers is [`crate::eval`]'s, re-exported here where callers
-//! have always found it.
+//! What an engine is and answers ([`Engine`], [`NodeResult`], score handling) is defined
+//! in a private leaf module the engines and the pipeline share, and named here.
 
 use crate::hir;
 use crate::ir::Program;
@@ -9,7 +9,7 @@ use crate::jit::BackendError;
 use crate::lower;
 use std::sync::Arc;
 
-pub use crate::eval::{Engine, MAX_TIERS, NONE, NodeResult, add_score, canonical, clamp_score};
+pub use crate::eval::{Engine, MAX_TIERS, NONE, NodeResult, add_score, clamp_score};
 pub use crate::interp::InterpEngine;
 
 /// Engine selection, for `--engine jit|interp`.
@@ -75,7 +75,11 @@ pub fn compile_lowered(
 
 /// The diagnostic for a policy the backend could not compile: it names the rule (found
 /// by compiling rules one at a time) and points at it.
-pub fn backend_failure(policy: &hir::Policy, program: &Program, error: &BackendError) -> crate::diag::Diagnostic {
+pub(crate) fn backend_failure(
+    policy: &hir::Policy,
+    program: &Program,
+    error: &BackendError,
+) -> crate::diag::Diagnostic {
     let culprit = crate::jit::culprit(program);
     let span = culprit.and_then(|id| program.rule_span(policy, id)).unwrap_or_default();
     let message = match culprit {

@@ -53,7 +53,7 @@ pub enum ExprKind {
 
 impl Expr {
     /// Whether any part of the expression had an error.
-    pub fn has_error(&self) -> bool {
+    pub(crate) fn has_error(&self) -> bool {
         use ExprKind as K;
         match &self.kind {
             K::Error => true,
@@ -90,7 +90,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 16] = [
+    pub(crate) const ALL: [Builtin; 16] = [
         Builtin::Min,
         Builtin::Max,
         Builtin::Abs,
@@ -130,7 +130,7 @@ impl Builtin {
         }
     }
 
-    pub fn signature(self) -> &'static str {
+    pub(crate) fn signature(self) -> &'static str {
         match self {
             Builtin::Min => "min(a: T, b: T) -> T",
             Builtin::Max => "max(a: T, b: T) -> T",
@@ -151,7 +151,7 @@ impl Builtin {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Builtin> {
+    pub(crate) fn from_name(s: &str) -> Option<Builtin> {
         Builtin::ALL.into_iter().find(|b| b.name() == s)
     }
 }
@@ -177,7 +177,7 @@ pub enum Value {
 }
 
 impl Value {
-    pub fn as_num(&self) -> Option<f64> {
+    pub(crate) fn as_num(&self) -> Option<f64> {
         match self {
             Value::Num(n) => Some(*n),
             _ => None,

@@ -101,7 +101,7 @@ pub enum CompKind {
 }
 
 impl CompKind {
-    pub fn keyword(self) -> &'static str {
+    pub(crate) fn keyword(self) -> &'static str {
         match self {
             CompKind::Any => "any",
             CompKind::All => "all",

@@ -2,6 +2,9 @@
 //! literals are expanded where they are used (membership becomes a chain of equalities,
 //! a comprehension over a literal list is unrolled), optionals and label lookups become
 //! explicit, and constant subtrees are folded with the interpreter's own operations.
+//!
+//! Public because the runtime lowers a test's `expect` conditions itself
+//! ([`lower_expectation`]), and its eviction-cycle search the policies it is given.
 
 use crate::hir::{self, Builtin, ExprKind as H, FnId, Value};
 use crate::interp;

@@ -13,7 +13,7 @@
 /// the A100/H100 80 GB profiles (their indices are stable); `+me` media-extension
 /// variants are not separate profiles (importers read them as their base profile, with
 /// a warning).
-pub const PROFILES: &[&str] = &[
+pub(crate) const PROFILES: &[&str] = &[
     "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", // A100/H100 80 GB
     "1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", // A100 40 GB
     "1g.6gb", "2g.12gb", "4g.24gb", // A30
@@ -106,7 +106,7 @@ pub const GPUS: &[Gpu] = &[
     gpu4!("rtx-pro-6000", 96, "1g.24gb", "2g.48gb", "4g.96gb"),
 ];
 
-/// A profile's index in [`PROFILES`].
+/// A profile's index in the table of profiles ([`crate::schema::MIG_PROFILES`]).
 pub fn profile(name: &str) -> Option<u8> {
     PROFILES.iter().position(|p| *p == name).and_then(|i| u8::try_from(i).ok())
 }
@@ -117,7 +117,7 @@ pub fn name(profile: u8) -> &'static str {
 }
 
 /// Compute slices in a profile's name (`3g.40gb`: 3).
-pub fn compute(profile: u8) -> u32 {
+pub(crate) fn compute(profile: u8) -> u32 {
     name(profile).split_once('g').and_then(|(c, _)| c.parse().ok()).unwrap_or(0)
 }
 
@@ -147,7 +147,7 @@ impl Gpu {
     }
 
     /// Why a layout does not fit on one GPU ([`Gpu::fits`]), or `None` when it does.
-    pub fn misfit(&self, layout: &[u8]) -> Option<String> {
+    pub(crate) fn misfit(&self, layout: &[u8]) -> Option<String> {
         let compute_used: u32 = layout.iter().map(|&p| compute(p)).sum();
         // Every instance takes a compute slice: this also turns a long layout from a
         // malformed input away before any quadratic work.
@@ -268,7 +268,7 @@ fn nearest<'a>(gpus: impl Iterator<Item = &'a Gpu>, gib: f64) -> Option<&'a Gpu>
 
 /// What a job asking for one instance of `profile` is charged in GPU quota before it is
 /// placed: the profile's compute slices of the first GPU that has it (docs/semantics.md).
-pub fn nominal_milli(profile: u8) -> u32 {
+pub(crate) fn nominal_milli(profile: u8) -> u32 {
     GPUS.iter().find(|g| g.slot(profile).is_some()).map_or(1000, |g| g.milli(profile))
 }
 

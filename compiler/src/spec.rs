@@ -44,7 +44,7 @@ impl Request {
 }
 
 /// What a MIG instance is charged in quota: its compute slices of its GPU's (D2), on the
-/// first GPU with the profile ([`crate::mig::nominal_milli`]).
+/// first GPU with the profile (`mig::nominal_milli`).
 pub fn mig_milli(profile: u8) -> u32 {
     crate::mig::nominal_milli(profile)
 }

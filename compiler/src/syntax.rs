@@ -20,7 +20,7 @@ pub struct Path {
 }
 
 impl Path {
-    pub fn dotted(&self) -> String {
+    pub(crate) fn dotted(&self) -> String {
         self.segments.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(".")
     }
 }
@@ -158,7 +158,7 @@ pub enum QueueStmt {
 }
 
 impl QueueStmt {
-    pub fn span(&self) -> Span {
+    pub(crate) fn span(&self) -> Span {
         match self {
             QueueStmt::Queue(q) => q.span,
             QueueStmt::Quota { span, .. }
@@ -233,7 +233,7 @@ pub enum OrderTarget {
 }
 
 impl OrderTarget {
-    pub fn keyword(self) -> &'static str {
+    pub(crate) fn keyword(self) -> &'static str {
         match self {
             OrderTarget::Queue => "queue_order",
             OrderTarget::Job => "job_order",
@@ -323,7 +323,7 @@ pub enum TestStmt {
 }
 
 impl TestStmt {
-    pub fn span(&self) -> Span {
+    pub(crate) fn span(&self) -> Span {
         match self {
             TestStmt::Node { span, .. }
             | TestStmt::Submit { span, .. }
@@ -376,7 +376,7 @@ pub enum Prop {
 }
 
 impl Prop {
-    pub fn span(&self) -> Span {
+    pub(crate) fn span(&self) -> Span {
         match self {
             Prop::Label { span, .. } | Prop::Plain { span, .. } => *span,
         }
@@ -472,7 +472,7 @@ impl BinaryOp {
     }
 
     /// Binding strength, higher binds tighter. The parser and the printer share it.
-    pub fn precedence(self) -> u8 {
+    pub(crate) fn precedence(self) -> u8 {
         match self {
             BinaryOp::Implies => 1,
             BinaryOp::Or => 2,
@@ -493,7 +493,7 @@ impl BinaryOp {
         }
     }
 
-    pub fn right_assoc(self) -> bool {
+    pub(crate) fn right_assoc(self) -> bool {
         matches!(self, BinaryOp::Implies | BinaryOp::Default)
     }
 
@@ -502,5 +502,5 @@ impl BinaryOp {
     }
 }
 
-pub const PREC_NOT: u8 = 4;
-pub const PREC_NEG: u8 = 9;
+pub(crate) const PREC_NOT: u8 = 4;
+pub(crate) const PREC_NEG: u8 = 9;

@@ -32,11 +32,11 @@ struct Local {
 }
 
 impl Scope {
-    pub fn new(module: usize, context: Context) -> Scope {
+    pub(crate) fn new(module: usize, context: Context) -> Scope {
         Scope { module, context, locals: Vec::new(), next_id: 0, test_names: Vec::new() }
     }
 
-    pub fn fresh_id(&mut self) -> LocalId {
+    pub(crate) fn fresh_id(&mut self) -> LocalId {
         let id = self.next_id;
         self.next_id += 1;
         id

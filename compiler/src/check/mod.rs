@@ -2,6 +2,10 @@
 //! Input: parsed files. Output: a [`hir::Policy`] (when there are no errors) and
 //! diagnostics. Sub-modules: `expr` (expressions), `queues` (the quota tree),
 //! `scenarios` (the scenarios of `test` blocks).
+//!
+//! Public for this crate's tests and benches, which check policies without lowering them
+//! (the types and units, hostile input, the engines' benchmarks); other crates load
+//! policies through [`crate::load`].
 
 mod expr;
 mod queues;
@@ -31,12 +35,6 @@ pub struct Checked {
     /// that nothing downstream of a syntax or type error is lowered or costed.
     pub policy: Option<hir::Policy>,
     pub diagnostics: Vec<Diagnostic>,
-}
-
-impl Checked {
-    pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
-    }
 }
 
 /// Checks the file `file` of `sources`; library modules it imports are added to `sources`.

@@ -20,7 +20,7 @@ use crate::units::Dim;
 use std::collections::HashMap;
 
 /// Reasons a job can be pending that are not rules.
-pub const BUILTIN_REASONS: &[&str] = &["quota", "capacity", "order", "gang", "unschedulable"];
+pub(crate) const BUILTIN_REASONS: &[&str] = &["quota", "capacity", "order", "gang", "unschedulable"];
 
 /// What kind of value a property takes.
 #[derive(Clone, Copy)]

@@ -28,7 +28,7 @@ pub struct Measure {
 
 impl Measure {
     /// The measure in words.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let res = Record::Resources.fields().get(usize::from(self.res)).map_or("?", |f| f.name);
         let held =
             if self.k == 1.0 { format!("Q.allocated.{res}") } else { format!("{} × Q.allocated.{res}", self.k) };
@@ -261,7 +261,7 @@ fn below(
 /// The measure every rule puts the claimant below the victim in, if the policy's rules
 /// are all `reclaim` and `borrow` rules (victims of other queues) and its quota tree
 /// governs only the resource that measure counts.
-pub fn prove(policy: &Policy, rules: &[&crate::ir::VictimRule]) -> Option<Measure> {
+pub(crate) fn prove(policy: &Policy, rules: &[&crate::ir::VictimRule]) -> Option<Measure> {
     use crate::ir::VictimKind;
     if rules.iter().any(|r| r.kind == VictimKind::Preempt) {
         return None;

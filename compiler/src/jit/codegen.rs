@@ -35,7 +35,7 @@ pub const VICTIM_KEYS: &str = "gpol_victim_keys";
 pub const HELPERS: [&str; 3] = ["gpol_exp2", "gpol_log", "gpol_pow"];
 
 /// The entry points of one compiled policy.
-pub struct Entries {
+pub(crate) struct Entries {
     pub admit: FuncId,
     pub filter_score: FuncId,
     pub card_score: FuncId,
@@ -85,7 +85,11 @@ fn pass_invariant(n: &Node) -> bool {
 }
 
 /// Defines every entry point of `program` in `module` with the given linkage.
-pub fn define_all<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Result<Entries, BackendError> {
+pub(crate) fn define_all<M: Module>(
+    module: &mut M,
+    program: &Program,
+    linkage: Linkage,
+) -> Result<Entries, BackendError> {
     define(module, program, linkage).map_err(BackendError::Define)
 }
 

@@ -1,6 +1,10 @@
 //! The Cranelift backend: compiles a program to native code in memory and runs it.
 //! This module and its `abi` are the only places that call generated code; every
 //! `unsafe` block says why it is sound.
+//!
+//! Public for the C library, which links [`object`]'s output and checks its layout
+//! against [`abi`] and the entry points' names in [`codegen`], and for this crate's
+//! differential tests, which compile programs they generate.
 
 #![allow(unsafe_code)]
 
