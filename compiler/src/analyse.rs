@@ -3,6 +3,10 @@
 //! held to its budget (E0042); and a proof is sought that its evictions cannot cycle
 //! (W0009 where there is none). [`crate::load`] runs them after the checker and hands
 //! the IR on to the engines.
+//!
+//! Public for this crate's tests of hostile input and of the shipped policies, which run
+//! the checker and the analyses on their own thread, not on the pipeline's big stack;
+//! other crates load policies.
 
 use crate::cost::{self, RuleCost};
 use crate::cycles::{self, Argument};
@@ -20,7 +24,7 @@ pub struct Analysed {
     /// Every rule body's worst-case cost, each within the budget.
     pub costs: Vec<RuleCost>,
     /// Why the policy's evictions cannot cycle; `None` when it has no eviction rule, or
-    /// when nothing shows it (then [`warnings`] gives W0009).
+    /// when nothing shows it (then `warnings` gives W0009).
     pub evictions: Option<Argument>,
 }
 
@@ -41,7 +45,7 @@ pub fn analyse(policy: &hir::Policy) -> Result<Analysed, Vec<Diagnostic>> {
 
 /// The warnings of a policy that passed the analyses: W0009 when it evicts and nothing
 /// shows that its evictions cannot cycle.
-pub fn warnings(policy: &hir::Policy, analysed: &Analysed) -> Vec<Diagnostic> {
+pub(crate) fn warnings(policy: &hir::Policy, analysed: &Analysed) -> Vec<Diagnostic> {
     if policy.victims.is_empty() || analysed.evictions.is_some() {
         Vec::new()
     } else {

@@ -7,7 +7,7 @@ use crate::source::Span;
 
 /// E0041: compile-time work over its budget at `span`, through the calls `chain`
 /// (outermost first; long chains keep their ends).
-pub fn over_budget(span: Span, doing: &str, chain: &[&str], limit: u64) -> Diagnostic {
+pub(crate) fn over_budget(span: Span, doing: &str, chain: &[&str], limit: u64) -> Diagnostic {
     let label = match chain.len() {
         0 => "too much work when the policy is compiled".to_string(),
         n => {

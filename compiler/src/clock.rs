@@ -29,11 +29,37 @@ pub struct Local {
     pub weekday: u8,
 }
 
+/// A time zone or a starting time the clock cannot take, with the text as written.
+#[derive(Clone, Debug)]
+pub enum ClockError {
+    /// A name the tz database does not have.
+    UnknownZone(String),
+    /// Not a local date, or a date and time.
+    NotLocalTime(String),
+    /// A local time the zone cannot place on the timeline, and jiff's reason.
+    OutOfRange { text: String, reason: jiff::Error },
+}
+
+impl std::fmt::Display for ClockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClockError::UnknownZone(name) => write!(
+                f,
+                "`{name}` is not a time zone of the tz database: write an IANA name such as `Europe/Berlin` or `UTC`"
+            ),
+            ClockError::NotLocalTime(text) => {
+                write!(f, "expected a local date and time such as 2026-11-23T08:00, found `{text}`")
+            }
+            ClockError::OutOfRange { text, reason } => write!(f, "`{text}`: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for ClockError {}
+
 /// The time zone named `name` (an IANA name, or `UTC`).
-pub fn zone(name: &str) -> Result<TimeZone, String> {
-    TimeZone::get(name).map_err(|_| {
-        format!("`{name}` is not a time zone of the tz database: write an IANA name such as `Europe/Berlin` or `UTC`")
-    })
+pub(crate) fn zone(name: &str) -> Result<TimeZone, ClockError> {
+    TimeZone::get(name).map_err(|_| ClockError::UnknownZone(name.to_string()))
 }
 
 /// Whether `unix_ms` (milliseconds since the Unix epoch) is a time the clock can start
@@ -50,7 +76,7 @@ impl Default for Clock {
 
 impl Clock {
     /// The clock in `zone`, 0 at [`DEFAULT_START`] local time.
-    pub fn new(zone: TimeZone) -> Clock {
+    pub(crate) fn new(zone: TimeZone) -> Clock {
         let origin_ms = zone.to_timestamp(DEFAULT_START).map_or(0, Timestamp::as_millisecond);
         Clock { zone, origin_ms }
     }
@@ -67,12 +93,13 @@ impl Clock {
     }
 
     /// Sets clock 0 to a local date and time, `2026-11-23T08:00` or `2026-11-23`.
-    pub fn start_at_local(&mut self, text: &str) -> Result<(), String> {
+    pub fn start_at_local(&mut self, text: &str) -> Result<(), ClockError> {
         let when: DateTime = text
             .parse()
             .or_else(|_| text.parse::<civil::Date>().map(|d| d.at(0, 0, 0, 0)))
-            .map_err(|_| format!("expected a local date and time such as 2026-11-23T08:00, found `{text}`"))?;
-        let at = self.zone.to_timestamp(when).map_err(|e| format!("`{text}`: {e}"))?;
+            .map_err(|_| ClockError::NotLocalTime(text.to_string()))?;
+        let at =
+            self.zone.to_timestamp(when).map_err(|reason| ClockError::OutOfRange { text: text.to_string(), reason })?;
         self.origin_ms = at.as_millisecond();
         Ok(())
     }
@@ -187,6 +214,6 @@ mod tests {
     #[test]
     fn zones_are_iana_names() {
         assert!(zone("Europe/Berlin").is_ok() && zone("UTC").is_ok());
-        assert!(zone("Mars/Olympus").unwrap_err().contains("not a time zone"));
+        assert!(zone("Mars/Olympus").unwrap_err().to_string().contains("not a time zone"));
     }
 }

@@ -35,7 +35,7 @@ impl RuleCost {
 }
 
 /// The cost of every rule body of `program`, in declaration order of kinds.
-pub fn rule_costs(program: &Program) -> Vec<RuleCost> {
+pub(crate) fn rule_costs(program: &Program) -> Vec<RuleCost> {
     program
         .bodies()
         .into_iter()
@@ -61,7 +61,7 @@ pub fn display(ops: u64) -> String {
 const CALL_OPS: u64 = 4;
 
 /// The worst-case operations of `n`, and the loops on its dearest path.
-pub fn worst_case(n: &Node) -> (u64, Vec<LoopBound>) {
+pub(crate) fn worst_case(n: &Node) -> (u64, Vec<LoopBound>) {
     let dearest = |nodes: Vec<&Node>| -> (u64, Vec<LoopBound>) {
         let mut total = 0u64;
         let mut loops = Vec::new();

@@ -1,14 +1,15 @@
 //! The compiled policy every consumer uses (runtime, simulator, adapters): a checked
 //! policy, its IR and an engine, the reference interpreter or the JIT, chosen by a flag.
-//! What an engine is and answers is [`crate::eval`]'s, re-exported here where callers
-//! have always found it.
+//! What an engine is and answers ([`Engine`], [`NodeResult`], score handling) is defined
+//! in a private leaf module the engines and the pipeline share, and named here.
 
 use crate::hir;
 use crate::ir::Program;
+use crate::jit::BackendError;
 use crate::lower;
 use std::sync::Arc;
 
-pub use crate::eval::{Engine, MAX_TIERS, NONE, NodeResult, add_score, canonical, clamp_score};
+pub use crate::eval::{Engine, MAX_TIERS, NONE, NodeResult, add_score, clamp_score};
 pub use crate::interp::InterpEngine;
 
 /// Engine selection, for `--engine jit|interp`.
@@ -74,7 +75,11 @@ pub fn compile_lowered(
 
 /// The diagnostic for a policy the backend could not compile: it names the rule (found
 /// by compiling rules one at a time) and points at it.
-pub fn backend_failure(policy: &hir::Policy, program: &Program, error: &str) -> crate::diag::Diagnostic {
+pub(crate) fn backend_failure(
+    policy: &hir::Policy,
+    program: &Program,
+    error: &BackendError,
+) -> crate::diag::Diagnostic {
     let culprit = crate::jit::culprit(program);
     let span = culprit.and_then(|id| program.rule_span(policy, id)).unwrap_or_default();
     let message = match culprit {
@@ -82,18 +87,30 @@ pub fn backend_failure(policy: &hir::Policy, program: &Program, error: &str) -> 
         None => "code generation failed".to_string(),
     };
     crate::diag::Diagnostic::new(crate::diag::Code::Backend, span, message)
-        .label(crate::diag::snippet(error))
+        .label(crate::diag::snippet(&error.to_string()))
         .help("this is a bug in gpolc; please report it with the policy. `--engine interp` runs the policy without native code")
 }
 
 impl std::str::FromStr for EngineKind {
-    type Err = String;
+    type Err = UnknownEngine;
 
-    fn from_str(s: &str) -> Result<EngineKind, String> {
+    fn from_str(s: &str) -> Result<EngineKind, UnknownEngine> {
         match s {
             "jit" => Ok(EngineKind::Jit),
             "interp" => Ok(EngineKind::Interp),
-            other => Err(format!("unknown engine `{other}`: use `jit` or `interp`")),
+            other => Err(UnknownEngine(other.to_string())),
         }
     }
 }
+
+/// An engine name that is neither `jit` nor `interp`, as given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownEngine(pub String);
+
+impl std::fmt::Display for UnknownEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown engine `{}`: use `jit` or `interp`", self.0)
+    }
+}
+
+impl std::error::Error for UnknownEngine {}

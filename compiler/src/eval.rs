@@ -90,7 +90,7 @@ pub fn clamp_score(x: f64) -> (f64, u32) {
 
 /// Order keys and costs are canonical: every NaN is the same NaN (D1).
 #[inline]
-pub fn canonical(x: f64) -> f64 {
+pub(crate) fn canonical(x: f64) -> f64 {
     if x.is_nan() { f64::NAN } else { x }
 }
 

@@ -7,13 +7,14 @@
 //! expression moves to just after that expression's line-level construct.
 
 use crate::diag::Diagnostic;
+use crate::kinds::*;
 use crate::parse::{self, Comment};
 use crate::source::FileId;
 use crate::syntax::*;
 use pretty::RcDoc;
 use std::collections::VecDeque;
 
-pub const WIDTH: usize = 100;
+pub(crate) const WIDTH: usize = 100;
 const INDENT: usize = 2;
 
 /// Formats source text; a file that does not parse is returned as the parse error.
@@ -36,7 +37,7 @@ pub fn expr_text(e: &Expr) -> String {
 }
 
 /// A type annotation as written canonically.
-pub fn type_text(t: &TypeExpr) -> String {
+pub(crate) fn type_text(t: &TypeExpr) -> String {
     match &t.kind {
         TypeKind::Named(first, rest) => {
             let mut s = first.name.clone();

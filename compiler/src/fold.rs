@@ -5,13 +5,14 @@
 //! another twice still doubles the work at each level.
 
 use crate::hir::{Builtin, Expr, ExprKind, FnId, Function, LocalId, Value};
+use crate::kinds::CompKind;
 use crate::limits::MAX_CONST_EVAL_STEPS;
 use crate::ops;
-use crate::syntax::{BinaryOp, CompKind, UnaryOp};
+use crate::syntax::{BinaryOp, UnaryOp};
 use std::collections::HashMap;
 
 /// Where the folder finds the functions a call refers to.
-pub trait FnLookup {
+pub(crate) trait FnLookup {
     fn function(&self, id: FnId) -> Option<&Function>;
 }
 
@@ -29,7 +30,7 @@ impl FnLookup for HashMap<FnId, Function> {
 
 /// What folding an expression found.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Folded {
+pub(crate) enum Folded {
     Constant(Value),
     /// It reads a record (or is erroneous): only known while scheduling.
     NotConstant,
@@ -38,17 +39,8 @@ pub enum Folded {
     OverBudget(Vec<FnId>),
 }
 
-impl Folded {
-    pub fn value(self) -> Option<Value> {
-        match self {
-            Folded::Constant(v) => Some(v),
-            _ => None,
-        }
-    }
-}
-
 /// Folds `e`, calling the functions `functions` holds.
-pub fn fold(functions: &dyn FnLookup, e: &Expr) -> Folded {
+pub(crate) fn fold(functions: &dyn FnLookup, e: &Expr) -> Folded {
     let mut f = Folder { functions, locals: HashMap::new(), steps: 0, calls: Vec::new(), exhausted: None };
     match (f.eval(e), f.exhausted) {
         (_, Some(chain)) => Folded::OverBudget(chain),
@@ -237,7 +229,7 @@ impl Folder<'_> {
 }
 
 /// Equality of values; numbers compare as IEEE floats (NaN is unequal to itself).
-pub fn equal(a: &Value, b: &Value) -> bool {
+pub(crate) fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Num(x), Value::Num(y)) => x == y,
         (Value::List(x), Value::List(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| equal(a, b)),

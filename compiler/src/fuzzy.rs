@@ -17,7 +17,7 @@ pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 
 /// A help line for a name not found: "did you mean `…`?" with the closest one, if any,
 /// or what `otherwise` says.
-pub fn help(suggestion: Option<&str>, otherwise: impl FnOnce() -> String) -> String {
+pub(crate) fn help(suggestion: Option<&str>, otherwise: impl FnOnce() -> String) -> String {
     match suggestion {
         Some(s) => format!("did you mean `{s}`?"),
         None => otherwise(),

@@ -1,10 +1,11 @@
 //! The checked policy: names resolved, types and units known, constants folded.
 //! This is what the checker hands to lowering (the IR), the interpreter and the runtime.
 
+use crate::kinds::{CompKind, Direction, GangKind, QuotaKind, RuleKind, VictimKind};
 use crate::schema::{EnumKind, Record, Root};
 use crate::source::Span;
 use crate::spec::{History, JobSpec, NodeSpec};
-use crate::syntax::{BinaryOp, CompKind, Direction, GangKind, QuotaKind, RuleKind, UnaryOp, VictimKind};
+use crate::syntax::{BinaryOp, UnaryOp};
 use crate::types::Ty;
 use crate::window::{self, Window};
 use std::collections::{BTreeMap, BTreeSet};
@@ -52,7 +53,7 @@ pub enum ExprKind {
 
 impl Expr {
     /// Whether any part of the expression had an error.
-    pub fn has_error(&self) -> bool {
+    pub(crate) fn has_error(&self) -> bool {
         use ExprKind as K;
         match &self.kind {
             K::Error => true,
@@ -89,7 +90,7 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 16] = [
+    pub(crate) const ALL: [Builtin; 16] = [
         Builtin::Min,
         Builtin::Max,
         Builtin::Abs,
@@ -129,7 +130,7 @@ impl Builtin {
         }
     }
 
-    pub fn signature(self) -> &'static str {
+    pub(crate) fn signature(self) -> &'static str {
         match self {
             Builtin::Min => "min(a: T, b: T) -> T",
             Builtin::Max => "max(a: T, b: T) -> T",
@@ -150,7 +151,7 @@ impl Builtin {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Builtin> {
+    pub(crate) fn from_name(s: &str) -> Option<Builtin> {
         Builtin::ALL.into_iter().find(|b| b.name() == s)
     }
 }
@@ -176,7 +177,7 @@ pub enum Value {
 }
 
 impl Value {
-    pub fn as_num(&self) -> Option<f64> {
+    pub(crate) fn as_num(&self) -> Option<f64> {
         match self {
             Value::Num(n) => Some(*n),
             _ => None,

@@ -4,14 +4,13 @@
 
 use crate::eval::{Engine, NONE, NodeResult, add_score, canonical, clamp_score};
 use crate::hir::Builtin;
-use crate::ir::{AttrValue, Bin, Body, Kind, Node, Program, VTy};
+use crate::ir::{AttrValue, Bin, Body, CompKind, Kind, Node, Program, VTy};
 use crate::never;
 use crate::ops;
 use crate::schema::{
     CardRec, ClusterRec, DomainRec, FieldValue, JobRec, MigCounts, NodeRec, Opt, QueueRec, Record, Resources, Root,
     ShapeRec, Sym,
 };
-use crate::syntax::CompKind;
 use std::sync::Arc;
 
 /// What every engine sees, defined with the [`Engine`] trait; named here too, where the
@@ -351,7 +350,7 @@ fn zero<'a>(ty: VTy) -> Val<'a> {
 }
 
 /// A binary operation on evaluated operands (`and`/`or` short-circuit before this).
-pub fn binary<'a>(op: Bin, x: Val<'a>, y: Val<'a>) -> Val<'a> {
+pub(crate) fn binary<'a>(op: Bin, x: Val<'a>, y: Val<'a>) -> Val<'a> {
     match op {
         Bin::Add => Val::F(x.f() + y.f()),
         Bin::Sub => Val::F(x.f() - y.f()),
@@ -397,7 +396,7 @@ fn hash_key(v: Val<'_>, sym_hashes: &[u64]) -> u64 {
 }
 
 /// A numeric built-in.
-pub fn call(b: Builtin, args: &[Val<'_>], sym_hashes: &[u64]) -> f64 {
+pub(crate) fn call(b: Builtin, args: &[Val<'_>], sym_hashes: &[u64]) -> f64 {
     let n = |i: usize| args.get(i).map_or(f64::NAN, |v| v.f());
     match b {
         Builtin::Min => ops::min(n(0), n(1)),
@@ -422,7 +421,7 @@ pub fn call(b: Builtin, args: &[Val<'_>], sym_hashes: &[u64]) -> f64 {
 }
 
 /// Evaluates a node whose operands are constants, for folding; `None` if it needs more.
-pub fn eval_constant(n: &Node) -> Option<Node> {
+pub(crate) fn eval_constant(n: &Node) -> Option<Node> {
     let lit = |n: &Node| -> Option<Val<'static>> {
         match n.kind {
             Kind::Num(x) => Some(Val::F(x)),

@@ -5,9 +5,9 @@
 //! policy; [`crate::interp`] and the JIT evaluate it.
 
 use crate::hir::Builtin;
+pub use crate::kinds::{CompKind, Direction, GangKind, QuotaKind, RuleKind, VictimKind};
 use crate::schema::{Record, Root};
 use crate::source::Span;
-use crate::syntax::{CompKind, Direction, GangKind, RuleKind, VictimKind};
 use std::fmt;
 
 /// The type of an IR value, as both engines represent it.
@@ -63,7 +63,7 @@ impl Scalar {
         }
     }
 
-    pub fn of(ty: VTy) -> Option<Scalar> {
+    pub(crate) fn of(ty: VTy) -> Option<Scalar> {
         Some(match ty {
             VTy::F64 => Scalar::F64,
             VTy::Bool => Scalar::Bool,
@@ -77,7 +77,7 @@ impl Scalar {
 
 impl Elem {
     /// The type of one element as an IR value (an inline record is read by reference).
-    pub fn vty(self) -> VTy {
+    pub(crate) fn vty(self) -> VTy {
         match self {
             Elem::Inline(r) => VTy::Ref(r),
             Elem::Value(s) => s.vty(),
@@ -529,7 +529,7 @@ impl Bin {
 }
 
 /// An expression as an S-expression: on one line when short, else one child a line.
-pub fn dump(p: &Program, n: &Node, indent: usize, out: &mut String) {
+pub(crate) fn dump(p: &Program, n: &Node, indent: usize, out: &mut String) {
     let text = sexpr(p, n, indent);
     out.push_str(&"  ".repeat(indent));
     out.push_str(&text);

@@ -127,36 +127,98 @@ pub const MAX_DECISIONS_BYTES: u64 = 1 << 30;
 
 // ---- Checks every reader shares ------------------------------------------------------
 
+/// A number read from some input that gpol does not accept, with the text it was read
+/// from (unescaped: readers that show it to people escape it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitError {
+    /// Not a whole number from 0 up: a fraction, a negative or not a number at all.
+    NotWhole { text: String },
+    /// Over its limit (refused, never clamped).
+    TooLarge { text: String, limit: Limit },
+}
+
+/// The limit a number went over, and so how the error states it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// A count: "at most 64".
+    Count(u64),
+    /// Bytes, stated in TiB: "at most 64TiB".
+    Bytes(u64),
+    /// CPU cores: "at most 100000 cores".
+    Cores(u64),
+}
+
+impl std::fmt::Display for LimitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitError::NotWhole { text } => write!(f, "expected a whole number, found `{text}`"),
+            LimitError::TooLarge { text, limit } => write!(f, "`{text}` is too large, at most {limit}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limit::Count(max) => write!(f, "{max}"),
+            Limit::Bytes(max) => write!(f, "{}TiB", max >> 40),
+            Limit::Cores(max) => write!(f, "{max} cores"),
+        }
+    }
+}
+
+impl std::error::Error for LimitError {}
+
+fn too_large(text: &str, limit: Limit) -> LimitError {
+    LimitError::TooLarge { text: text.to_string(), limit }
+}
+
 /// A number of bytes read some other way, checked against the memory limit.
-pub fn within_bytes(b: f64, text: &str) -> Result<u64, String> {
+pub fn within_bytes(b: f64, text: &str) -> Result<u64, LimitError> {
     if b > MAX_MEMORY_BYTES as f64 {
-        return Err(format!("`{text}` is too large, at most {}TiB", MAX_MEMORY_BYTES >> 40));
+        return Err(too_large(text, Limit::Bytes(MAX_MEMORY_BYTES)));
     }
     Ok(b as u64)
 }
 
 /// A number of cores read some other way, as milli-cores, checked against the limit.
-pub fn within_cores(cores: f64, text: &str) -> Result<u64, String> {
+pub fn within_cores(cores: f64, text: &str) -> Result<u64, LimitError> {
     if cores > MAX_CPU_CORES as f64 {
-        return Err(format!("`{text}` is too large, at most {MAX_CPU_CORES} cores"));
+        return Err(too_large(text, Limit::Cores(MAX_CPU_CORES)));
     }
     Ok((cores * 1000.0).round() as u64)
 }
 
 /// A whole number from 0 to `max`: a fraction is an error, never rounded, and so is a
 /// value over the limit, never clamped.
-pub fn whole(value: f64, text: &str, max: u64) -> Result<u64, String> {
+pub fn whole(value: f64, text: &str, max: u64) -> Result<u64, LimitError> {
     if !(value.is_finite() && value >= 0.0 && value.fract() == 0.0) {
-        return Err(format!("expected a whole number, found `{text}`"));
+        return Err(LimitError::NotWhole { text: text.to_string() });
     }
     if value > max as f64 {
-        return Err(format!("`{text}` is too large, at most {max}"));
+        return Err(too_large(text, Limit::Count(max)));
     }
     Ok(value as u64)
 }
 
 /// A count written as text (`8`, `1e3`), from 0 to `max`.
-pub fn count(text: &str, max: u64) -> Result<u64, String> {
-    let value: f64 = text.trim().parse().map_err(|_| format!("expected a whole number, found `{text}`"))?;
+pub fn count(text: &str, max: u64) -> Result<u64, LimitError> {
+    let value: f64 = text.trim().parse().map_err(|_| LimitError::NotWhole { text: text.to_string() })?;
     whole(value, text, max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_say_what_was_expected_and_the_limit() {
+        let text = |r: Result<u64, LimitError>| r.expect_err("refused").to_string();
+        assert_eq!(text(count("2.5", 8)), "expected a whole number, found `2.5`");
+        assert_eq!(text(count("many", 8)), "expected a whole number, found `many`");
+        assert_eq!(text(count("9", 8)), "`9` is too large, at most 8");
+        assert_eq!(text(within_bytes(1e15, "1PB")), "`1PB` is too large, at most 64TiB");
+        assert_eq!(text(within_cores(1e6, "1e6")), "`1e6` is too large, at most 100000 cores");
+        assert_eq!((count(" 1e3 ", 1000), within_cores(1.5, "1.5")), (Ok(1000), Ok(1500)));
+    }
 }

@@ -2,6 +2,9 @@
 //! literals are expanded where they are used (membership becomes a chain of equalities,
 //! a comprehension over a literal list is unrolled), optionals and label lookups become
 //! explicit, and constant subtrees are folded with the interpreter's own operations.
+//!
+//! Public because the runtime lowers a test's `expect` conditions itself
+//! ([`lower_expectation`]), and its eviction-cycle search the policies it is given.
 
 use crate::hir::{self, Builtin, ExprKind as H, FnId, Value};
 use crate::interp;
@@ -9,7 +12,7 @@ use crate::ir::*;
 use crate::limits::MAX_LOWERING_STEPS;
 use crate::schema::{EnumKind, FieldTy, Record};
 use crate::source::Span;
-use crate::syntax::{BinaryOp, CompKind, RuleKind, UnaryOp};
+use crate::syntax::{BinaryOp, UnaryOp};
 use crate::types::Ty;
 use std::collections::HashMap;
 

@@ -13,7 +13,7 @@
 /// the A100/H100 80 GB profiles (their indices are stable); `+me` media-extension
 /// variants are not separate profiles (importers read them as their base profile, with
 /// a warning).
-pub const PROFILES: &[&str] = &[
+pub(crate) const PROFILES: &[&str] = &[
     "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", // A100/H100 80 GB
     "1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", // A100 40 GB
     "1g.6gb", "2g.12gb", "4g.24gb", // A30
@@ -106,7 +106,7 @@ pub const GPUS: &[Gpu] = &[
     gpu4!("rtx-pro-6000", 96, "1g.24gb", "2g.48gb", "4g.96gb"),
 ];
 
-/// A profile's index in [`PROFILES`].
+/// A profile's index in the table of profiles ([`crate::schema::MIG_PROFILES`]).
 pub fn profile(name: &str) -> Option<u8> {
     PROFILES.iter().position(|p| *p == name).and_then(|i| u8::try_from(i).ok())
 }
@@ -117,7 +117,7 @@ pub fn name(profile: u8) -> &'static str {
 }
 
 /// Compute slices in a profile's name (`3g.40gb`: 3).
-pub fn compute(profile: u8) -> u32 {
+pub(crate) fn compute(profile: u8) -> u32 {
     name(profile).split_once('g').and_then(|(c, _)| c.parse().ok()).unwrap_or(0)
 }
 
@@ -147,7 +147,7 @@ impl Gpu {
     }
 
     /// Why a layout does not fit on one GPU ([`Gpu::fits`]), or `None` when it does.
-    pub fn misfit(&self, layout: &[u8]) -> Option<String> {
+    pub(crate) fn misfit(&self, layout: &[u8]) -> Option<String> {
         let compute_used: u32 = layout.iter().map(|&p| compute(p)).sum();
         // Every instance takes a compute slice: this also turns a long layout from a
         // malformed input away before any quadratic work.
@@ -203,7 +203,7 @@ fn starts(size: u8, compute: u32, total: u8) -> Vec<u8> {
 /// The table a node's cards are read against: its model's (the variant nearest its card
 /// memory; with no card memory, the first variant holding the layout) when gpol has one,
 /// else the first GPU holding every profile of `layout`.
-pub fn gpu_for(model: &str, card_mem: u64, layout: &[u8]) -> Result<&'static Gpu, String> {
+pub fn gpu_for(model: &str, card_mem: u64, layout: &[u8]) -> Result<&'static Gpu, NoMigTable> {
     let variants = GPUS.iter().filter(|g| g.model == model);
     let holds = |g: &&Gpu| layout.iter().all(|&p| g.slot(p).is_some());
     // NVIDIA's "80GB" is nearer 80 GiB than 80 GB (an H100 reports 81,559 MiB).
@@ -212,19 +212,40 @@ pub fn gpu_for(model: &str, card_mem: u64, layout: &[u8]) -> Result<&'static Gpu
     if let Some(g) = chosen {
         return match layout.iter().find(|&&p| g.slot(p).is_none()) {
             None => Ok(g),
-            Some(&p) => Err(format!(
-                "{model} ({} GB) has no MIG profile {}; its profiles: {}",
-                g.memory_gb,
-                name(p),
-                g.slots.iter().map(|s| s.profile).collect::<Vec<_>>().join(", ")
-            )),
+            Some(&profile) => Err(NoMigTable::NoProfile { model: model.to_string(), gpu: g, profile }),
         };
     }
-    GPUS.iter().find(holds).ok_or_else(|| {
-        let names: Vec<&str> = layout.iter().map(|&p| name(p)).collect();
-        format!("no GPU has the MIG profiles {} together", names.join(", "))
-    })
+    GPUS.iter().find(holds).ok_or_else(|| NoMigTable::NoGpu { layout: layout.to_vec() })
 }
+
+/// Why no MIG table holds a node's layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoMigTable {
+    /// The table of the node's model (the variant `gpu`) lacks `profile`.
+    NoProfile { model: String, gpu: &'static Gpu, profile: u8 },
+    /// No GPU has every profile of the layout together.
+    NoGpu { layout: Vec<u8> },
+}
+
+impl std::fmt::Display for NoMigTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoMigTable::NoProfile { model, gpu, profile } => write!(
+                f,
+                "{model} ({} GB) has no MIG profile {}; its profiles: {}",
+                gpu.memory_gb,
+                name(*profile),
+                gpu.slots.iter().map(|s| s.profile).collect::<Vec<_>>().join(", ")
+            ),
+            NoMigTable::NoGpu { layout } => {
+                let names: Vec<&str> = layout.iter().map(|&p| name(p)).collect();
+                write!(f, "no GPU has the MIG profiles {} together", names.join(", "))
+            }
+        }
+    }
+}
+
+impl std::error::Error for NoMigTable {}
 
 /// The table of a card seen only through one instance profile (a MIG "single strategy"
 /// node, whose memory label is the instance's): the model's variant with the profile
@@ -247,7 +268,7 @@ fn nearest<'a>(gpus: impl Iterator<Item = &'a Gpu>, gib: f64) -> Option<&'a Gpu>
 
 /// What a job asking for one instance of `profile` is charged in GPU quota before it is
 /// placed: the profile's compute slices of the first GPU that has it (docs/semantics.md).
-pub fn nominal_milli(profile: u8) -> u32 {
+pub(crate) fn nominal_milli(profile: u8) -> u32 {
     GPUS.iter().find(|g| g.slot(profile).is_some()).map_or(1000, |g| g.milli(profile))
 }
 
@@ -315,12 +336,12 @@ mod tests {
             assert_eq!(gpu_for(model, mib * MIB, &[]).map(|g| g.memory_gb), Ok(gb), "{model} {mib} MiB");
         }
         assert_eq!(gpu_for("h200", 143_771 * MIB, &[p("3g.71gb")]).map(|g| g.model), Ok("h200"));
-        let e = gpu_for("h200", 143_771 * MIB, &[p("3g.40gb")]).expect_err("not an H200 profile");
+        let e = gpu_for("h200", 143_771 * MIB, &[p("3g.40gb")]).expect_err("not an H200 profile").to_string();
         assert!(e.starts_with("h200 (141 GB) has no MIG profile 3g.40gb; its profiles: 1g.18gb"), "{e}");
         // A model without MIG tables (a test's default `gpu`): the first GPU with the layout.
         assert_eq!(gpu_for("gpu", 80 << 30, &[p("3g.40gb")]).map(|g| (g.model, g.memory_gb)), Ok(("a100", 80)));
         assert_eq!(gpu_for("gpu", 80 << 30, &[p("1g.5gb")]).map(|g| g.memory_gb), Ok(40));
-        let e = gpu_for("gpu", 80 << 30, &[p("1g.5gb"), p("1g.6gb")]).expect_err("no such GPU");
+        let e = gpu_for("gpu", 80 << 30, &[p("1g.5gb"), p("1g.6gb")]).expect_err("no such GPU").to_string();
         assert_eq!(e, "no GPU has the MIG profiles 1g.5gb, 1g.6gb together");
         assert_eq!((nominal_milli(p("3g.40gb")), nominal_milli(p("4g.24gb"))), (429, 1000));
         assert_eq!(gpu_for("a100", 0, &[p("3g.40gb")]).map(|g| g.memory_gb), Ok(80), "no card memory: by the layout");

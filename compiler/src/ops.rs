@@ -52,7 +52,7 @@ pub fn pow(x: f64, y: f64) -> f64 {
 }
 
 /// A deterministic pseudo-random value in [0, 1) from two 64-bit keys (splitmix64 mixing).
-pub fn hash01(a: u64, b: u64) -> f64 {
+pub(crate) fn hash01(a: u64, b: u64) -> f64 {
     let mut z = a ^ b.rotate_left(32) ^ 0x9E37_79B9_7F4A_7C15;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -66,7 +66,7 @@ pub fn str_key(s: &str) -> u64 {
 }
 
 /// The 64-bit key of a number for `hash01`: its bits, with -0.0 and all NaNs canonical.
-pub fn num_key(x: f64) -> u64 {
+pub(crate) fn num_key(x: f64) -> u64 {
     if x.is_nan() {
         f64::NAN.to_bits()
     } else if x == 0.0 {

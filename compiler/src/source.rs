@@ -19,17 +19,13 @@ pub struct Span {
 }
 
 impl Span {
-    pub fn new(file: FileId, start: usize, end: usize) -> Span {
+    pub(crate) fn new(file: FileId, start: usize, end: usize) -> Span {
         Span { file, start: clamp_u32(start), end: clamp_u32(end.max(start)) }
     }
 
     /// The smallest span covering both.
-    pub fn to(self, other: Span) -> Span {
+    pub(crate) fn to(self, other: Span) -> Span {
         Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
-    }
-
-    pub fn range(self) -> std::ops::Range<usize> {
-        self.start as usize..self.end as usize
     }
 }
 
@@ -80,12 +76,12 @@ impl SourceFile {
     }
 
     /// The byte offset where 0-based `line` starts (the end of the text past the last).
-    pub fn line_start(&self, line: usize) -> usize {
+    pub(crate) fn line_start(&self, line: usize) -> usize {
         self.line_starts.get(line).copied().unwrap_or(self.text.len())
     }
 
     /// The largest char boundary at or before `offset`.
-    pub fn floor_char(&self, offset: usize) -> usize {
+    pub(crate) fn floor_char(&self, offset: usize) -> usize {
         let mut o = offset.min(self.text.len());
         while !self.text.is_char_boundary(o) {
             o -= 1;
@@ -94,7 +90,7 @@ impl SourceFile {
     }
 
     /// The smallest char boundary at or after `offset`.
-    pub fn ceil_char(&self, offset: usize) -> usize {
+    pub(crate) fn ceil_char(&self, offset: usize) -> usize {
         let mut o = offset.min(self.text.len());
         while !self.text.is_char_boundary(o) {
             o += 1;
@@ -102,7 +98,7 @@ impl SourceFile {
         o
     }
 
-    pub fn slice(&self, span: Span) -> &str {
+    pub(crate) fn slice(&self, span: Span) -> &str {
         let s = self.floor_char(span.start as usize);
         let e = self.ceil_char(span.end as usize);
         &self.text[s..e.max(s)]
@@ -127,10 +123,6 @@ impl SourceMap {
 
     pub fn get(&self, id: FileId) -> &SourceFile {
         &self.files[id.0 as usize]
-    }
-
-    pub fn find(&self, name: &str) -> Option<FileId> {
-        self.files.iter().position(|f| f.name == name).map(|i| FileId(clamp_u32(i)))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {

@@ -44,7 +44,7 @@ impl Request {
 }
 
 /// What a MIG instance is charged in quota: its compute slices of its GPU's (D2), on the
-/// first GPU with the profile ([`crate::mig::nominal_milli`]).
+/// first GPU with the profile (`mig::nominal_milli`).
 pub fn mig_milli(profile: u8) -> u32 {
     crate::mig::nominal_milli(profile)
 }
@@ -249,7 +249,8 @@ impl NodeSpec {
                 let mut profiles: Vec<u8> = self.mig.iter().flatten().copied().collect();
                 profiles.sort_unstable();
                 profiles.dedup();
-                let gpu = crate::mig::gpu_for(&self.model, self.card_mem, &profiles)?;
+                // In words: the runtime and the adapters report it as text.
+                let gpu = crate::mig::gpu_for(&self.model, self.card_mem, &profiles).map_err(|e| e.to_string())?;
                 for (i, layout) in self.mig.iter().enumerate() {
                     if let Some(why) = gpu.misfit(layout) {
                         let names: Vec<&str> = layout.iter().map(|&p| crate::mig::name(p)).collect();

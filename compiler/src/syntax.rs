@@ -3,6 +3,7 @@
 //! It records what the author wrote (including number spellings), so the formatter can
 //! reproduce it; resolution and types live in [`crate::hir`].
 
+use crate::kinds::{CompKind, Direction, GangKind, QuotaKind, RuleKind, VictimKind};
 use crate::source::Span;
 use crate::units::Unit;
 
@@ -19,7 +20,7 @@ pub struct Path {
 }
 
 impl Path {
-    pub fn dotted(&self) -> String {
+    pub(crate) fn dotted(&self) -> String {
         self.segments.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(".")
     }
 }
@@ -157,7 +158,7 @@ pub enum QueueStmt {
 }
 
 impl QueueStmt {
-    pub fn span(&self) -> Span {
+    pub(crate) fn span(&self) -> Span {
         match self {
             QueueStmt::Queue(q) => q.span,
             QueueStmt::Quota { span, .. }
@@ -187,30 +188,6 @@ pub struct ClockTime {
     pub span: Span,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum QuotaKind {
-    Guarantee,
-    Limit,
-    BorrowLimit,
-    LendLimit,
-    UserLimit,
-}
-
-impl QuotaKind {
-    pub const ALL: [QuotaKind; 5] =
-        [QuotaKind::Guarantee, QuotaKind::Limit, QuotaKind::BorrowLimit, QuotaKind::LendLimit, QuotaKind::UserLimit];
-
-    pub fn keyword(self) -> &'static str {
-        match self {
-            QuotaKind::Guarantee => "guarantee",
-            QuotaKind::Limit => "limit",
-            QuotaKind::BorrowLimit => "borrow_limit",
-            QuotaKind::LendLimit => "lend_limit",
-            QuotaKind::UserLimit => "user_limit",
-        }
-    }
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct PriorityClass {
     pub name: Ident,
@@ -236,25 +213,6 @@ pub struct Setting {
     pub value: Expr,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RuleKind {
-    Admit,
-    Filter,
-    Score,
-    CardScore,
-}
-
-impl RuleKind {
-    pub fn keyword(self) -> &'static str {
-        match self {
-            RuleKind::Admit => "admit",
-            RuleKind::Filter => "filter",
-            RuleKind::Score => "score",
-            RuleKind::CardScore => "card_score",
-        }
-    }
-}
-
 /// `admit`, `filter`, `score` and `card_score` rules.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rule {
@@ -275,7 +233,7 @@ pub enum OrderTarget {
 }
 
 impl OrderTarget {
-    pub fn keyword(self) -> &'static str {
+    pub(crate) fn keyword(self) -> &'static str {
         match self {
             OrderTarget::Queue => "queue_order",
             OrderTarget::Job => "job_order",
@@ -289,12 +247,6 @@ pub struct Order {
     pub target: OrderTarget,
     pub keys: Vec<OrderKey>,
     pub span: Span,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    Asc,
-    Desc,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -311,12 +263,6 @@ pub struct Gang {
     pub span: Span,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GangKind {
-    Require,
-    Prefer,
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct GangClause {
     pub kind: GangKind,
@@ -324,31 +270,6 @@ pub struct GangClause {
     pub weight: Option<Expr>,
     pub when: Option<Expr>,
     pub span: Span,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VictimKind {
-    /// May evict a job of the claimant's own queue (or any job, where the quota tree
-    /// governs nothing the claimant needs).
-    Preempt,
-    /// May evict a job of a queue that borrows, when the claimant's side ends within
-    /// its guarantee.
-    Reclaim,
-    /// May evict a job of a queue that borrows, when the claimant's side ends borrowing.
-    Borrow,
-    /// Forbids evicting a job, whatever the other rules allow.
-    Protect,
-}
-
-impl VictimKind {
-    pub fn keyword(self) -> &'static str {
-        match self {
-            VictimKind::Preempt => "preempt",
-            VictimKind::Reclaim => "reclaim",
-            VictimKind::Borrow => "borrow",
-            VictimKind::Protect => "protect",
-        }
-    }
 }
 
 /// `preempt`, `reclaim`, `borrow` and `protect` rules.
@@ -402,7 +323,7 @@ pub enum TestStmt {
 }
 
 impl TestStmt {
-    pub fn span(&self) -> Span {
+    pub(crate) fn span(&self) -> Span {
         match self {
             TestStmt::Node { span, .. }
             | TestStmt::Submit { span, .. }
@@ -455,7 +376,7 @@ pub enum Prop {
 }
 
 impl Prop {
-    pub fn span(&self) -> Span {
+    pub(crate) fn span(&self) -> Span {
         match self {
             Prop::Label { span, .. } | Prop::Plain { span, .. } => *span,
         }
@@ -551,7 +472,7 @@ impl BinaryOp {
     }
 
     /// Binding strength, higher binds tighter. The parser and the printer share it.
-    pub fn precedence(self) -> u8 {
+    pub(crate) fn precedence(self) -> u8 {
         match self {
             BinaryOp::Implies => 1,
             BinaryOp::Or => 2,
@@ -572,7 +493,7 @@ impl BinaryOp {
         }
     }
 
-    pub fn right_assoc(self) -> bool {
+    pub(crate) fn right_assoc(self) -> bool {
         matches!(self, BinaryOp::Implies | BinaryOp::Default)
     }
 
@@ -581,28 +502,5 @@ impl BinaryOp {
     }
 }
 
-pub const PREC_NOT: u8 = 4;
-pub const PREC_NEG: u8 = 9;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CompKind {
-    Any,
-    All,
-    Count,
-    Sum,
-    Min,
-    Max,
-}
-
-impl CompKind {
-    pub fn keyword(self) -> &'static str {
-        match self {
-            CompKind::Any => "any",
-            CompKind::All => "all",
-            CompKind::Count => "count",
-            CompKind::Sum => "sum",
-            CompKind::Min => "min",
-            CompKind::Max => "max",
-        }
-    }
-}
+pub(crate) const PREC_NOT: u8 = 4;
+pub(crate) const PREC_NEG: u8 = 9;

@@ -35,7 +35,7 @@ static TASK_SHAPES: LazyLock<Vec<ShapeRec>> = LazyLock::new(|| {
 });
 
 /// Cards per synthetic node.
-pub const CARDS: usize = 8;
+pub(crate) const CARDS: usize = 8;
 
 /// A synthetic cluster: node records (whose card lists borrow `cards`), queues,
 /// domains, and the symbol tables a runtime would provide.

@@ -24,7 +24,7 @@ pub fn escape(text: &str) -> Cow<'_, str> {
 /// One visible character standing for a character that [`needs_escape`], for source
 /// lines shown under a diagnostic, where one character must stay one column: the
 /// Unicode control pictures (`␛` for ESC), `�` for the rest.
-pub fn picture(c: char) -> char {
+pub(crate) fn picture(c: char) -> char {
     match u32::from(c) {
         n @ 0..=0x1f => char::from_u32(0x2400 + n).unwrap_or('\u{fffd}'),
         0x7f => '\u{2421}',
@@ -39,7 +39,7 @@ pub fn needs_escape(c: char) -> bool {
 
 /// The Unicode bidirectional formatting characters that can reorder how source text is
 /// displayed ("Trojan Source", CVE-2021-42574).
-pub fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
 }
 

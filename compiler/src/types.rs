@@ -24,7 +24,7 @@ pub enum Ty {
 impl Ty {
     pub const NUMBER: Ty = Ty::Num(Dim::NONE);
 
-    pub fn from_field(ty: FieldTy, optional: bool) -> Ty {
+    pub(crate) fn from_field(ty: FieldTy, optional: bool) -> Ty {
         let t = match ty {
             FieldTy::Num(d) => Ty::Num(d),
             FieldTy::Bool => Ty::Bool,
@@ -39,11 +39,11 @@ impl Ty {
         if optional { Ty::Optional(Box::new(t)) } else { t }
     }
 
-    pub fn is_error(&self) -> bool {
+    pub(crate) fn is_error(&self) -> bool {
         matches!(self, Ty::Error)
     }
 
-    pub fn dim(&self) -> Option<Dim> {
+    pub(crate) fn dim(&self) -> Option<Dim> {
         match self {
             Ty::Num(d) => Some(*d),
             _ => None,
@@ -51,7 +51,7 @@ impl Ty {
     }
 
     /// Whether a value of this type may stand where `want` is expected.
-    pub fn fits(&self, want: &Ty) -> bool {
+    pub(crate) fn fits(&self, want: &Ty) -> bool {
         self == want || self.is_error() || want.is_error()
     }
 }

@@ -16,12 +16,12 @@ pub struct Dim {
 }
 
 impl Dim {
-    pub const NONE: Dim = Dim { gpu: 0, cpu: 0, bytes: 0, time: 0 };
+    pub(crate) const NONE: Dim = Dim { gpu: 0, cpu: 0, bytes: 0, time: 0 };
     pub const GPU: Dim = Dim { gpu: 1, ..Dim::NONE };
     pub const CPU: Dim = Dim { cpu: 1, ..Dim::NONE };
     pub const BYTES: Dim = Dim { bytes: 1, ..Dim::NONE };
     pub const TIME: Dim = Dim { time: 1, ..Dim::NONE };
-    pub const GPU_TIME: Dim = Dim { gpu: 1, time: 1, ..Dim::NONE };
+    pub(crate) const GPU_TIME: Dim = Dim { gpu: 1, time: 1, ..Dim::NONE };
 
     pub fn is_none(self) -> bool {
         self == Dim::NONE
@@ -40,12 +40,12 @@ impl Dim {
         self.times(o.inv())
     }
 
-    pub fn inv(self) -> Dim {
+    pub(crate) fn inv(self) -> Dim {
         Dim { gpu: -self.gpu, cpu: -self.cpu, bytes: -self.bytes, time: -self.time }
     }
 
     /// The name of a base unit, for type annotations.
-    pub fn from_name(name: &str) -> Option<Dim> {
+    pub(crate) fn from_name(name: &str) -> Option<Dim> {
         Some(match name {
             "gpu" => Dim::GPU,
             "cpu" => Dim::CPU,

@@ -8,11 +8,11 @@
 use std::fmt;
 
 /// Minutes in a day and in a week: windows are set to the minute.
-pub const MINUTES_PER_DAY: u16 = 24 * 60;
-pub const MINUTES_PER_WEEK: u16 = 7 * MINUTES_PER_DAY;
+pub(crate) const MINUTES_PER_DAY: u16 = 24 * 60;
+pub(crate) const MINUTES_PER_WEEK: u16 = 7 * MINUTES_PER_DAY;
 
 /// Day names as written after `on`, Monday first (ISO 8601's order, as `cluster.weekday`).
-pub const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+pub(crate) const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 const DAY_LONG: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 const EVERY_DAY: u8 = 0b111_1111;
 const WEEKDAYS: u8 = 0b001_1111;
@@ -20,7 +20,7 @@ const WEEKENDS: u8 = 0b110_0000;
 
 /// The days a name after `on` stands for, as bits (Monday is bit 0): `mon` … `sun`,
 /// `weekdays` (Monday to Friday), `weekends`.
-pub fn days_named(name: &str) -> Option<u8> {
+pub(crate) fn days_named(name: &str) -> Option<u8> {
     match name {
         "weekdays" => Some(WEEKDAYS),
         "weekends" => Some(WEEKENDS),
@@ -29,7 +29,7 @@ pub fn days_named(name: &str) -> Option<u8> {
 }
 
 /// Every name [`days_named`] knows, for suggestions.
-pub fn day_names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn day_names() -> impl Iterator<Item = &'static str> {
     DAYS.iter().copied().chain(["weekdays", "weekends"])
 }
 
@@ -59,7 +59,7 @@ impl Window {
     }
 
     /// From `from` to `to` (minutes since local midnight; `to` may be 24:00) on `days`.
-    pub fn new(days: u8, from: u16, to: u16) -> Result<Window, WindowError> {
+    pub(crate) fn new(days: u8, from: u16, to: u16) -> Result<Window, WindowError> {
         let days = days & EVERY_DAY;
         if days == 0 {
             return Err(WindowError::NoDays);
@@ -88,7 +88,7 @@ impl Window {
 
     /// The stretches of the week the window is open, `[start, end)` in minutes of the
     /// week; one that runs past Sunday midnight is cut in two.
-    pub fn spans(self) -> Vec<(u16, u16)> {
+    pub(crate) fn spans(self) -> Vec<(u16, u16)> {
         let mut out = Vec::new();
         for day in 0..7u16 {
             if !self.has_day(day) {
@@ -117,14 +117,14 @@ impl Window {
     }
 
     /// The minutes of the week at which the window opens or closes.
-    pub fn edges(self) -> impl Iterator<Item = u16> {
+    pub(crate) fn edges(self) -> impl Iterator<Item = u16> {
         self.spans().into_iter().flat_map(|(a, b)| [a, b % MINUTES_PER_WEEK])
     }
 }
 
 /// The minutes of the week at which some window opens or closes, sorted, each once: the
 /// starts of the week's phases (none without windows).
-pub fn edges(windows: impl IntoIterator<Item = Window>) -> Vec<u16> {
+pub(crate) fn edges(windows: impl IntoIterator<Item = Window>) -> Vec<u16> {
     let mut out: Vec<u16> = windows.into_iter().flat_map(Window::edges).collect();
     out.sort_unstable();
     out.dedup();
@@ -142,7 +142,7 @@ pub fn next_edge(edges: &[u16], minute: u16) -> Option<u16> {
 /// The stretches of the week the phases starting at `marked` (some of `edges`) make
 /// when adjacent ones are joined, `[start, end)`, in the order of the week; one that
 /// runs past Sunday midnight into Monday is one stretch.
-pub fn stretches(edges: &[u16], marked: &[u16]) -> Vec<(u16, u16)> {
+pub(crate) fn stretches(edges: &[u16], marked: &[u16]) -> Vec<(u16, u16)> {
     let n = edges.len();
     let on: Vec<bool> = edges.iter().map(|e| marked.contains(e)).collect();
     if n == 0 || on.iter().all(|&x| x) {
@@ -175,7 +175,7 @@ pub fn weekday_time(minute: u16) -> String {
 }
 
 /// A stretch of the week for people: `Tuesday 08:00–20:00`, `Friday 22:00–Saturday 07:00`.
-pub fn span_text(start: u16, end: u16) -> String {
+pub(crate) fn span_text(start: u16, end: u16) -> String {
     let (start, end) = (start % MINUTES_PER_WEEK, end % MINUTES_PER_WEEK);
     let to = weekday_time(end);
     if start / MINUTES_PER_DAY == end / MINUTES_PER_DAY && end > start {

@@ -140,7 +140,7 @@ fn a_utilization_below_the_victims_is_proved_and_its_mutations_are_not() {
 #[test]
 fn every_example_policy_is_proved() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for dir in ["policies", "sim"] {
+    for dir in ["policies", "samples"] {
         for entry in std::fs::read_dir(root.join(dir)).expect("the folder is readable") {
             let path = entry.expect("an entry").path();
             if path.extension().is_none_or(|x| x != "gpol") {

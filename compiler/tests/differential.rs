@@ -10,7 +10,6 @@ use gpol_compiler::engine::InterpEngine;
 use gpol_compiler::hir::Builtin;
 use gpol_compiler::ir::*;
 use gpol_compiler::schema::*;
-use gpol_compiler::syntax::{CompKind, Direction, GangKind, RuleKind, VictimKind};
 use proptest::prelude::*;
 use std::sync::Arc;
 

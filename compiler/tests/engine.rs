@@ -140,9 +140,9 @@ fn compiled_policies_are_shareable_across_threads() {
 
 #[test]
 fn a_backend_failure_names_the_rule() {
+    use gpol_compiler::ir::RuleKind;
     use gpol_compiler::ir::{Body, Kind, Node, Program, Rule, VTy};
     use gpol_compiler::schema::Record;
-    use gpol_compiler::syntax::RuleKind;
     let good = |name: &str| Rule {
         kind: RuleKind::Filter,
         name: name.into(),

@@ -2,6 +2,7 @@
 //! aside), and formatting is idempotent — on generated trees covering every construct.
 
 use gpol_compiler::fmt;
+use gpol_compiler::ir::{CompKind, Direction, GangKind, QuotaKind, RuleKind, VictimKind};
 use gpol_compiler::parse;
 use gpol_compiler::source::{FileId, Span};
 use gpol_compiler::syntax::*;

@@ -30,7 +30,7 @@ fn fingerprint_of(
     conditions: bool,
 ) -> Option<String> {
     let p = n.program;
-    let evicts = p.victims.iter().any(|v| v.kind != gpol_compiler::syntax::VictimKind::Protect);
+    let evicts = p.victims.iter().any(|v| v.kind != gpol_compiler::ir::VictimKind::Protect);
     if matches!(decision, Decision::VictimEligibility | Decision::VictimSet) && !evicts {
         // A version with no rule that evicts never evicts.
         return Some("never evicts".into());

@@ -3,8 +3,7 @@
 //! as a rename, and the reasons that name it compare equal.
 
 use crate::canon::{self, Names};
-use gpol_compiler::ir::{Program, Rule};
-use gpol_compiler::syntax::VictimKind;
+use gpol_compiler::ir::{Program, Rule, VictimKind};
 
 /// A rule that only changed its name.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

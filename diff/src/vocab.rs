@@ -6,9 +6,8 @@
 //! cut itself and a point of each interval it bounds: boundary-value enumeration.
 
 use gpol_compiler::hir::{self, Builtin};
-use gpol_compiler::ir::{AttrValue, Bin, Kind, Node, Program};
+use gpol_compiler::ir::{AttrValue, Bin, Kind, Node, Program, QuotaKind};
 use gpol_compiler::schema::Record;
-use gpol_compiler::syntax::QuotaKind;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The names and values cases are made of.

@@ -52,7 +52,7 @@ fn all() -> bool {
 
 /// Whether replaying generated workloads shows the versions deciding differently.
 fn replay_diverges(old: &Side, new: &Side) -> bool {
-    let dir = format!("{}/../sim", env!("CARGO_MANIFEST_DIR"));
+    let dir = format!("{}/../samples", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(format!("{dir}/cluster.toml")).expect("the bundled cluster");
     let cluster = gpol_sim::read_cluster(&text, "cluster.toml").expect("a cluster");
     let policy = old.policy();

@@ -210,7 +210,7 @@ fn splitting_an_admit_rule_changes_the_reason() {
 }
 
 fn bundled() -> (gpol_sim::cluster_file::ClusterSpec, gpol_sim::Workload) {
-    let dir = format!("{}/../sim", env!("CARGO_MANIFEST_DIR"));
+    let dir = format!("{}/../samples", env!("CARGO_MANIFEST_DIR"));
     let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).expect("the bundled inputs");
     let cluster = gpol_sim::read_cluster(&read("cluster.toml"), "cluster.toml").expect("a cluster");
     let trace = gpol_sim::read_trace(&read("trace.csv"), "trace.csv").expect("a trace");

@@ -99,7 +99,7 @@ pub fn node_with<L: AsRef<str>, K: AsRef<str>>(
     };
     let labelled = |key: &str, max: u64| -> Result<Option<u32>, FieldError> {
         let field = format!("metadata.labels.{key}");
-        label(key).map(|t| limits::count(t, max).map(|n| n as u32).map_err(|m| err(&field, m))).transpose()
+        label(key).map(|t| limits::count(t, max).map(|n| n as u32).map_err(|m| err(&field, m.to_string()))).transpose()
     };
     let mut warnings = Vec::new();
     let mut warn = |field: &str, m: String| warnings.push(FieldError::new(field, format!("node `{name}`: {m}")));

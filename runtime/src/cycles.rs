@@ -143,10 +143,8 @@ pub(crate) fn search_lowered(policy: Arc<hir::Policy>, program: Arc<Program>) ->
 fn sized_shapes(leaves: &[&hir::Queue]) -> Vec<Shape> {
     use rand::{RngExt, SeedableRng};
     let guarantee = |q: &hir::Queue| {
-        let cards = q
-            .quota(gpol_compiler::syntax::QuotaKind::Guarantee)
-            .and_then(|g| g.get(&hir::Resource::Gpu(None)))
-            .copied();
+        let cards =
+            q.quota(gpol_compiler::ir::QuotaKind::Guarantee).and_then(|g| g.get(&hir::Resource::Gpu(None))).copied();
         cards.unwrap_or(0.0).clamp(0.0, f64::from(MAX_SIZED_CARDS)) as u32
     };
     let guarantees: Vec<u32> = leaves.iter().map(|q| guarantee(q)).collect();

@@ -23,8 +23,8 @@
 
 use crate::symbols::Symbols;
 use gpol_compiler::hir::{self, Billing, Queueing, Resource};
+use gpol_compiler::ir::QuotaKind;
 use gpol_compiler::schema::Sym;
-use gpol_compiler::syntax::QuotaKind;
 use gpol_compiler::window::Window;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -8,9 +8,8 @@
 mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
-use gpol_compiler::ir::RuleId;
+use gpol_compiler::ir::{RuleId, VictimKind};
 use gpol_compiler::spec::{JobSpec, MILLI, NodeSpec, Request};
-use gpol_compiler::syntax::VictimKind;
 use gpol_runtime::Res;
 use gpol_runtime::{Event, Scheduler};
 use gpol_runtime::{JobId, QueueId, State};

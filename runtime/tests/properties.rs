@@ -6,10 +6,10 @@
 mod support;
 
 use gpol_compiler::engine::{CompiledPolicy, EngineKind};
+use gpol_compiler::ir::QuotaKind;
 use gpol_compiler::schema::EnumKind;
 use gpol_compiler::spec::mig_milli;
 use gpol_compiler::spec::{JobSpec, MILLI, NodeSpec, Request, Sharing};
-use gpol_compiler::syntax::QuotaKind;
 use gpol_runtime::Decision;
 use gpol_runtime::Headroom;
 use gpol_runtime::Scheduler;

@@ -275,7 +275,7 @@ impl<'a> Sim<'a> {
         s.set_retry_interval(config.retry_ms);
         if let Some(start) = &config.start {
             let mut clock = s.clock().clone();
-            clock.start_at_local(start).map_err(|m| InputError::new("--start", None, None, m))?;
+            clock.start_at_local(start).map_err(|m| InputError::new("--start", None, None, m.to_string()))?;
             s.set_clock(clock);
         }
         let mut notes = vec![

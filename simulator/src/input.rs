@@ -2,7 +2,7 @@
 //! quantities written with the language's units (`80GiB`, `90m`).
 
 // The range checks every reader shares live with the limits they check.
-use gpol_compiler::limits::MAX_CLOCK_MS;
+use gpol_compiler::limits::{LimitError, MAX_CLOCK_MS};
 pub use gpol_compiler::limits::{count, whole, within_bytes, within_cores};
 use gpol_compiler::terminal::escape;
 use gpol_compiler::units::{Dim, Unit};
@@ -55,7 +55,7 @@ pub enum QuantityError {
     /// A time past the clock's limit.
     TooLong(String),
     /// Past a limit the compiler checks (`limits`), in its words.
-    OverLimit(String),
+    OverLimit(LimitError),
 }
 
 impl fmt::Display for QuantityError {
@@ -69,7 +69,7 @@ impl fmt::Display for QuantityError {
             QuantityError::TooLong(text) => {
                 write!(f, "`{text}` is too large, at most {}s (100 years)", MAX_CLOCK_MS / 1000)
             }
-            QuantityError::OverLimit(message) => f.write_str(message),
+            QuantityError::OverLimit(e) => write!(f, "{e}"),
         }
     }
 }
@@ -262,8 +262,8 @@ mod tests {
         );
         assert_eq!(said(milli_cpu("1e300").expect_err("too many")), "`1e300` is too large, at most 100000 cores");
         assert_eq!(said(bytes("65TiB").expect_err("too much")), "`65TiB` is too large, at most 64TiB");
-        assert_eq!(count("2.7", 64).expect_err("fraction"), "expected a whole number, found `2.7`");
-        assert_eq!(count("1e12", 64).expect_err("too many"), "`1e12` is too large, at most 64");
+        assert_eq!(count("2.7", 64).expect_err("fraction").to_string(), "expected a whole number, found `2.7`");
+        assert_eq!(count("1e12", 64).expect_err("too many").to_string(), "`1e12` is too large, at most 64");
         assert_eq!(count("64", 64), Ok(64));
     }
 

@@ -486,7 +486,9 @@ fn job(cells: &[(&str, Cell)], index: usize, file: &str, line: usize) -> Result<
             .transpose()
     };
     let count = |name: &str, max: u32| -> Result<Option<u32>, InputError> {
-        text(name)?.map(|t| input::count(t, u64::from(max)).map(|n| n as u32).map_err(|m| err(name, m))).transpose()
+        text(name)?
+            .map(|t| input::count(t, u64::from(max)).map(|n| n as u32).map_err(|m| err(name, m.to_string())))
+            .transpose()
     };
     let arrival_ms = parsed("arrival", &input::millis)?.ok_or_else(|| err("arrival", "missing".into()))?;
     let mut j = TraceJob::new(text("name")?.map_or_else(|| format!("job-{}", index + 1), str::to_string), arrival_ms);

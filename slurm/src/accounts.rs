@@ -7,7 +7,7 @@
 //! per user, half-lives — is listed in the header: the scheduling loop enforces it.
 
 use gpol_compiler::hir::{Policy, Quota, QuotaKindKey, Quotas, Resource};
-use gpol_compiler::syntax::QuotaKind;
+use gpol_compiler::ir::QuotaKind;
 
 /// The commands, and what Slurm cannot express, queue by queue.
 pub struct Accounts {

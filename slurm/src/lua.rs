@@ -11,9 +11,8 @@
 //! and `hash01` (64-bit integer mixing, which Lua 5.1 lacks) are not compiled.
 
 use gpol_compiler::hir::{self, Builtin};
-use gpol_compiler::ir::{AttrValue, Bin, Kind, Node, Program, VTy};
+use gpol_compiler::ir::{AttrValue, Bin, CompKind, Kind, Node, Program, VTy};
 use gpol_compiler::schema::{Record, Root, Storage};
-use gpol_compiler::syntax::CompKind;
 use gpol_compiler::types::Ty;
 
 /// Why an expression cannot run in `job_submit.lua`.

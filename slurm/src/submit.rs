@@ -215,7 +215,7 @@ pub fn emit(policy: Policy<'_>, file: &str, hold_for_loop: bool, nodes: Option<&
     lua.push_str(EXCLUDE);
     let key = rules.iter().find(|r| r.kind == "job_order" && r.name == SITE_FACTOR);
     if let (Some(Compiled { condition: Ok(value), .. }), Some(first)) = (key, policy.program.job_order.first()) {
-        let sign = if first.dir == gpol_compiler::syntax::Direction::Desc { 1 } else { -1 };
+        let sign = if first.dir == gpol_compiler::ir::Direction::Desc { 1 } else { -1 };
         lua.push_str(&format!(
             "-- The leading job_order key ({}) as Slurm's site factor, which Slurm adds to the job's\n\
              -- priority (higher starts first): 1,000,000,000 plus (desc) or minus (asc) the key's\n\

@@ -452,7 +452,7 @@ fn the_site_factor_is_the_leading_job_order_key_as_the_interpreter_computes_it()
         let emitted = submit::emit(view, name, false, None, QueueFrom::Account);
         assert!(emitted.rules.iter().any(|r| r.name == submit::SITE_FACTOR && r.condition.is_ok()), "{name}");
         let key = &policy.program.job_order[0];
-        let sign = if key.dir == gpol_compiler::syntax::Direction::Desc { 1.0 } else { -1.0 };
+        let sign = if key.dir == gpol_compiler::ir::Direction::Desc { 1.0 } else { -1.0 };
         let (mut descs, mut expected) = (Vec::new(), Vec::new());
         for job in jobs(&policy, 300) {
             let Ok(desc) = jobs::job_desc(&job, &Reading::default()) else { continue };

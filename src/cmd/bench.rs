@@ -39,8 +39,8 @@ pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
     let mut report = format!(
         "policy {} ({} filters, {} scores)\ncompile (check + lower + JIT): {:.2} ms\n",
         policy.name,
-        policy.rules.iter().filter(|r| r.kind == gpol_compiler::syntax::RuleKind::Filter).count(),
-        policy.rules.iter().filter(|r| r.kind == gpol_compiler::syntax::RuleKind::Score).count(),
+        policy.rules.iter().filter(|r| r.kind == gpol_compiler::ir::RuleKind::Filter).count(),
+        policy.rules.iter().filter(|r| r.kind == gpol_compiler::ir::RuleKind::Score).count(),
         compile_time.as_secs_f64() * 1e3
     );
     for (name, engine) in ["jit", "interp"].iter().zip(engines) {

@@ -4,9 +4,10 @@ use super::Checker;
 use crate::diag::{Code, Diagnostic, snippet};
 use crate::fuzzy;
 use crate::hir::{self, Builtin, ExprKind as H, LocalId, Value};
+use crate::kinds::CompKind;
 use crate::schema::{Context, EnumKind, Record, Root};
 use crate::source::Span;
-use crate::syntax::{self as ast, BinaryOp, CompKind, ExprKind as A, TypeKind, UnaryOp, UnitOp};
+use crate::syntax::{self as ast, BinaryOp, ExprKind as A, TypeKind, UnaryOp, UnitOp};
 use crate::types::Ty;
 use crate::units::Dim;
 
@@ -31,11 +32,11 @@ struct Local {
 }
 
 impl Scope {
-    pub fn new(module: usize, context: Context) -> Scope {
+    pub(crate) fn new(module: usize, context: Context) -> Scope {
         Scope { module, context, locals: Vec::new(), next_id: 0, test_names: Vec::new() }
     }
 
-    pub fn fresh_id(&mut self) -> LocalId {
+    pub(crate) fn fresh_id(&mut self) -> LocalId {
         let id = self.next_id;
         self.next_id += 1;
         id

@@ -2,6 +2,10 @@
 //! Input: parsed files. Output: a [`hir::Policy`] (when there are no errors) and
 //! diagnostics. Sub-modules: `expr` (expressions), `queues` (the quota tree),
 //! `scenarios` (the scenarios of `test` blocks).
+//!
+//! Public for this crate's tests and benches, which check policies without lowering them
+//! (the types and units, hostile input, the engines' benchmarks); other crates load
+//! policies through [`crate::load`].
 
 mod expr;
 mod queues;
@@ -12,6 +16,7 @@ use crate::diag::{Code, Diagnostic, snippet};
 use crate::fold::{self, Folded};
 use crate::fuzzy;
 use crate::hir::{self, Value};
+use crate::kinds::{Direction, GangKind, VictimKind};
 use crate::limits::MAX_CONST_EVAL_STEPS;
 use crate::parse;
 use crate::schema::{Context, DEFAULT_LEVELS};
@@ -30,12 +35,6 @@ pub struct Checked {
     /// that nothing downstream of a syntax or type error is lowered or costed.
     pub policy: Option<hir::Policy>,
     pub diagnostics: Vec<Diagnostic>,
-}
-
-impl Checked {
-    pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(Diagnostic::is_error)
-    }
 }
 
 /// Checks the file `file` of `sources`; library modules it imports are added to `sources`.
@@ -702,7 +701,7 @@ impl Checker<'_> {
     }
 
     fn check_rule(&mut self, m: usize, r: &ast::Rule) -> Option<hir::Rule> {
-        use ast::RuleKind as K;
+        use crate::kinds::RuleKind as K;
         let context = match r.kind {
             K::Admit => Context::Admit,
             K::Filter => Context::Filter,
@@ -841,7 +840,7 @@ impl Checker<'_> {
                         }),
                 ),
             }
-            keys.push(hir::OrderKey { expr: e, dir: k.dir.unwrap_or(ast::Direction::Asc) });
+            keys.push(hir::OrderKey { expr: e, dir: k.dir.unwrap_or(Direction::Asc) });
         }
         keys
     }
@@ -852,7 +851,7 @@ impl Checker<'_> {
             let level = self.level_index(&c.level);
             let mut weight = 1.0;
             if let Some(w) = &c.weight {
-                if c.kind == ast::GangKind::Require {
+                if c.kind == GangKind::Require {
                     self.err(
                         Diagnostic::new(Code::BadSetting, w.span, "`require` takes no weight")
                             .label("a requirement excludes placements; it does not score them")
@@ -922,9 +921,7 @@ impl Checker<'_> {
             }
             e
         });
-        if let (ast::VictimKind::Reclaim | ast::VictimKind::Borrow | ast::VictimKind::Protect, Some(c)) =
-            (v.kind, &v.cost)
-        {
+        if let (VictimKind::Reclaim | VictimKind::Borrow | VictimKind::Protect, Some(c)) = (v.kind, &v.cost) {
             let kw = v.kind.keyword();
             self.err(
                 Diagnostic::new(Code::BadSetting, c.span, format!("`{kw}` takes no cost"))
@@ -987,7 +984,7 @@ impl Checker<'_> {
                     ast::ExprKind::Str(name) => match crate::clock::zone(name) {
                         Ok(_) => out.timezone = Some(name.clone()),
                         Err(m) => self.err(
-                            Diagnostic::new(Code::BadSetting, e.value.span, m)
+                            Diagnostic::new(Code::BadSetting, e.value.span, m.to_string())
                                 .label("not a time zone")
                                 .help("the cluster clock's zone: `cluster.time_of_day` and quota windows read it"),
                         ),

@@ -6,6 +6,7 @@ use super::expr::Scope;
 use crate::diag::{Code, Diagnostic, snippet};
 use crate::fuzzy;
 use crate::hir::{self, Expect, Step, TestName, Value};
+use crate::kinds::{RuleKind, VictimKind};
 use crate::limits::{
     MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE, MAX_CLIENTS_PER_CARD, MAX_CLOCK_MS, MAX_CPU_CORES, MAX_MEMORY_BYTES,
     MAX_NODES, MAX_REPLICAS,
@@ -13,13 +14,13 @@ use crate::limits::{
 use crate::schema::{Context, EnumKind, Record};
 use crate::source::Span;
 use crate::spec::{History, JobSpec, NodeSpec, Request, Sharing};
-use crate::syntax::{self as ast, Expectation, Item, Prop, RuleKind, TestStmt};
+use crate::syntax::{self as ast, Expectation, Item, Prop, TestStmt};
 use crate::types::Ty;
 use crate::units::Dim;
 use std::collections::HashMap;
 
 /// Reasons a job can be pending that are not rules.
-pub const BUILTIN_REASONS: &[&str] = &["quota", "capacity", "order", "gang", "unschedulable"];
+pub(crate) const BUILTIN_REASONS: &[&str] = &["quota", "capacity", "order", "gang", "unschedulable"];
 
 /// What kind of value a property takes.
 #[derive(Clone, Copy)]
@@ -382,11 +383,10 @@ impl Checker<'_> {
                     ok &= self.known(jobs, b, "job");
                 }
                 if let Some(r) = under
-                    && !p.victims.iter().any(|v| v.name == r.name && v.kind != ast::VictimKind::Protect)
+                    && !p.victims.iter().any(|v| v.name == r.name && v.kind != VictimKind::Protect)
                 {
                     ok = false;
-                    let names =
-                        p.victims.iter().filter(|v| v.kind != ast::VictimKind::Protect).map(|v| v.name.as_str());
+                    let names = p.victims.iter().filter(|v| v.kind != VictimKind::Protect).map(|v| v.name.as_str());
                     let sugg = fuzzy::suggest(&r.name, names);
                     self.err(
                         Diagnostic::new(

@@ -23,14 +23,17 @@
 //! of linear forms over the two jobs' static numeric fields, under `and`, `or`, `if` and
 //! `let`. Anything else proves nothing (the analysis is sound, not complete); the runtime's
 //! bounded search then looks for a cycle.
+//!
+//! Public for the [`Argument`] the analyses give (`gpolc check` shows it) and for this
+//! crate's tests of [`prove`].
 
 mod share;
 
 pub use share::Measure;
 
+use crate::ir::VictimKind;
 use crate::ir::{Bin, Kind, Node, Program};
 use crate::schema::{Record, Root, Storage};
-use crate::syntax::VictimKind;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One key of an order: a static job field, larger (`true`) or smaller (`false`) first.
@@ -80,7 +83,7 @@ impl Argument {
 }
 
 /// W0009 at the policy's eviction rules: no argument shows that they cannot cycle.
-pub fn not_proved(policy: &crate::hir::Policy) -> crate::diag::Diagnostic {
+pub(crate) fn not_proved(policy: &crate::hir::Policy) -> crate::diag::Diagnostic {
     use crate::diag::{Code, Diagnostic};
     let mut rules = policy.victims.iter().filter(|v| v.kind != VictimKind::Protect);
     let first = rules.next();

@@ -12,9 +12,9 @@
 //! it does not grow, so only a strict comparison proves anything with it.
 
 use crate::hir::{Policy, Resource};
+use crate::ir::QuotaKind;
 use crate::ir::{Bin, Kind, Node};
 use crate::schema::{Record, Root};
-use crate::syntax::QuotaKind;
 use std::collections::HashMap;
 
 /// A measure of a queue: `k ×` its holding of resource field `res` (of the resources
@@ -28,7 +28,7 @@ pub struct Measure {
 
 impl Measure {
     /// The measure in words.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let res = Record::Resources.fields().get(usize::from(self.res)).map_or("?", |f| f.name);
         let held =
             if self.k == 1.0 { format!("Q.allocated.{res}") } else { format!("{} × Q.allocated.{res}", self.k) };
@@ -261,8 +261,8 @@ fn below(
 /// The measure every rule puts the claimant below the victim in, if the policy's rules
 /// are all `reclaim` and `borrow` rules (victims of other queues) and its quota tree
 /// governs only the resource that measure counts.
-pub fn prove(policy: &Policy, rules: &[&crate::ir::VictimRule]) -> Option<Measure> {
-    use crate::syntax::VictimKind;
+pub(crate) fn prove(policy: &Policy, rules: &[&crate::ir::VictimRule]) -> Option<Measure> {
+    use crate::ir::VictimKind;
     if rules.iter().any(|r| r.kind == VictimKind::Preempt) {
         return None;
     }

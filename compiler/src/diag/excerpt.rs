@@ -9,7 +9,7 @@ use crate::terminal::{needs_escape, picture};
 use std::ops::Range;
 
 /// Lines longer than this (in bytes) are shown as a window around their labels.
-pub const LONG_LINE: usize = 160;
+pub(crate) const LONG_LINE: usize = 160;
 
 /// Bytes of context kept on each side of the labels in a long line.
 const CONTEXT: usize = 48;
@@ -19,7 +19,7 @@ const GAP: usize = 4;
 
 /// Lines of one file shown together, as ariadne reads them: the lines before the first
 /// are empty, so that ariadne numbers the lines as the file does.
-pub struct Piece {
+pub(crate) struct Piece {
     pub name: String,
     pub text: String,
     /// Long lines of the piece that were cut: (1-based line, 1-based column shown first).
@@ -27,7 +27,7 @@ pub struct Piece {
 }
 
 /// A diagnostic's pieces, and each label's span as a range in its piece.
-pub struct Excerpt {
+pub(crate) struct Excerpt {
     pub pieces: Vec<Piece>,
     /// For each span given, its piece and its byte range in that piece.
     pub ranges: Vec<(usize, Range<usize>)>,
@@ -43,7 +43,7 @@ struct Shown {
 }
 
 /// The excerpt that shows `spans` (each already on character boundaries).
-pub fn excerpt(sources: &SourceMap, spans: &[Span]) -> Excerpt {
+pub(crate) fn excerpt(sources: &SourceMap, spans: &[Span]) -> Excerpt {
     // Group spans by file and by nearness of their lines.
     let mut order: Vec<usize> = (0..spans.len()).collect();
     order.sort_by_key(|&i| (spans[i].file, spans[i].start));
@@ -140,7 +140,7 @@ pub fn excerpt(sources: &SourceMap, spans: &[Span]) -> Excerpt {
 
 /// Whether any of `spans` touches a line longer than [`LONG_LINE`]: such a diagnostic
 /// is rendered against an [`excerpt`].
-pub fn touches_long_line(sources: &SourceMap, spans: &[Span]) -> bool {
+pub(crate) fn touches_long_line(sources: &SourceMap, spans: &[Span]) -> bool {
     spans.iter().any(|s| {
         let f = sources.get(s.file);
         [s.start, s.end].iter().any(|&o| {
@@ -152,7 +152,7 @@ pub fn touches_long_line(sources: &SourceMap, spans: &[Span]) -> bool {
 
 /// A whole file as diagnostics show it: control characters replaced by pictures of them
 /// (a line break's `\r` kept), with the shifts that map file offsets to shown ones.
-pub struct DisplayFile {
+pub(crate) struct DisplayFile {
     pub text: String,
     /// (file offset of a replaced character, bytes added by replacements up to and
     /// including it).
@@ -160,7 +160,7 @@ pub struct DisplayFile {
 }
 
 impl DisplayFile {
-    pub fn new(f: &SourceFile) -> DisplayFile {
+    pub(crate) fn new(f: &SourceFile) -> DisplayFile {
         let text = &f.text;
         let escaped = |(i, c): &(usize, char)| needs_escape(*c) && !(*c == '\r' && text[i + 1..].starts_with('\n'));
         if !text.char_indices().any(|ic| escaped(&ic)) {
@@ -181,7 +181,7 @@ impl DisplayFile {
     }
 
     /// Where file offset `at` (a character boundary) is in the shown text.
-    pub fn offset(&self, at: usize) -> usize {
+    pub(crate) fn offset(&self, at: usize) -> usize {
         let k = self.shifts.partition_point(|&(i, _)| i < at);
         at.saturating_add_signed(k.checked_sub(1).map_or(0, |k| self.shifts[k].1))
     }

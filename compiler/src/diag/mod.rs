@@ -1,7 +1,7 @@
 //! Diagnostics are plain data until they are rendered at the edge (see [`render`]).
 
 mod codes;
-pub mod excerpt;
+mod excerpt;
 pub mod render;
 
 pub use codes::Code;
@@ -52,20 +52,13 @@ impl Diagnostic {
         self
     }
 
-    pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+    pub(crate) fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
         self.secondary.push(Label { span, message: message.into() });
         self
     }
 
     pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
-        self
-    }
-
-    pub fn maybe_help(mut self, help: Option<String>) -> Diagnostic {
-        if help.is_some() {
-            self.help = help;
-        }
         self
     }
 
@@ -76,7 +69,7 @@ impl Diagnostic {
 
 /// Puts diagnostics in the order they are reported: by file, then position, then code.
 /// The sort is stable, so diagnostics alike keep the order they were found in.
-pub fn sort(diagnostics: &mut [Diagnostic]) {
+pub(crate) fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by_key(|d| (d.primary.span.file, d.primary.span.start, d.code));
 }
 
@@ -88,26 +81,6 @@ pub fn snippet(text: &str) -> String {
     } else {
         let head: String = text.chars().take(MAX - 1).collect();
         format!("{head}…")
-    }
-}
-
-/// A bag of diagnostics collected by one stage.
-#[derive(Default, Debug)]
-pub struct Diagnostics {
-    pub list: Vec<Diagnostic>,
-}
-
-impl Diagnostics {
-    pub fn push(&mut self, d: Diagnostic) {
-        self.list.push(d);
-    }
-
-    pub fn has_errors(&self) -> bool {
-        self.list.iter().any(Diagnostic::is_error)
-    }
-
-    pub fn extend(&mut self, other: impl IntoIterator<Item = Diagnostic>) {
-        self.list.extend(other);
     }
 }
 

@@ -17,7 +17,7 @@ pub fn human(sources: &SourceMap, d: &Diagnostic, color: bool) -> String {
 
 /// Renders diagnostics for people, each file prepared once for all of them, so that
 /// rendering is linear in their number; text from files and messages is escaped for
-/// terminals, and long lines are cut around the labels (see [`excerpt`]).
+/// terminals, and long lines are cut around the labels (see `diag/excerpt.rs`).
 pub struct Human<'s> {
     sources: &'s SourceMap,
     color: bool,
@@ -137,7 +137,7 @@ impl PerCode {
     }
 
     /// The codes with diagnostics not shown, and how many, by code.
-    pub fn hidden(&self) -> Vec<(Code, usize)> {
+    pub(crate) fn hidden(&self) -> Vec<(Code, usize)> {
         let mut out: Vec<(Code, usize)> = self
             .counts
             .iter()

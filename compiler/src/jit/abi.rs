@@ -20,7 +20,7 @@ pub struct CtxRepr {
     pub n_literals: usize,
     pub sym_hashes: *const u64,
     pub n_hashes: usize,
-    /// `attrs[queue * n_attrs + attr]`, as bits (see [`attr_bits`]).
+    /// `attrs[queue * n_attrs + attr]`, as bits (see `attr_bits`).
     pub attrs: *const u64,
     pub n_attr_rows: usize,
     pub n_attrs: usize,
@@ -49,11 +49,11 @@ pub const OUT_REJECTED_BY: i32 = offset_of!(NodeResult, rejected_by) as i32;
 pub const OUT_TIERS: i32 = offset_of!(NodeResult, tiers) as i32;
 pub const OUT_SCORE: i32 = offset_of!(NodeResult, score) as i32;
 pub const OUT_FAULTS: i32 = offset_of!(NodeResult, faults) as i32;
-pub const OUT_SIZE: i64 = std::mem::size_of::<NodeResult>() as i64;
+pub(crate) const OUT_SIZE: i64 = std::mem::size_of::<NodeResult>() as i64;
 
 /// An attribute value as 64 bits: numbers as their IEEE bits, booleans and enums as
 /// integers, strings as the literal index plus one; absent values as zero bits.
-pub fn attr_bits(v: AttrValue) -> u64 {
+pub(crate) fn attr_bits(v: AttrValue) -> u64 {
     match v {
         AttrValue::Absent => 0,
         AttrValue::Num(x) => x.to_bits(),
@@ -64,7 +64,7 @@ pub fn attr_bits(v: AttrValue) -> u64 {
 }
 
 /// The context of one call, viewed through raw pointers for generated code.
-pub fn ctx_repr(
+pub(crate) fn ctx_repr(
     ctx: &Ctx<'_>,
     attrs: &[u64],
     n_attrs: usize,
@@ -90,14 +90,14 @@ pub fn ctx_repr(
 }
 
 /// Transcendental functions generated code calls (D1: `libm` in both engines).
-pub extern "C" fn gpol_exp2(x: f64) -> f64 {
+pub(crate) extern "C" fn gpol_exp2(x: f64) -> f64 {
     crate::ops::exp2(x)
 }
 
-pub extern "C" fn gpol_log(x: f64) -> f64 {
+pub(crate) extern "C" fn gpol_log(x: f64) -> f64 {
     crate::ops::log(x)
 }
 
-pub extern "C" fn gpol_pow(x: f64, y: f64) -> f64 {
+pub(crate) extern "C" fn gpol_pow(x: f64, y: f64) -> f64 {
     crate::ops::pow(x, y)
 }

@@ -5,12 +5,12 @@
 //! signed-zero rules), every table read bounds-checked, NaN made canonical where the
 //! interpreter makes it canonical.
 
+use super::BackendError;
 use super::abi::*;
 use crate::eval::NONE;
 use crate::hir::Builtin;
-use crate::ir::{Bin, Body, Elem, Kind, Node, Program, Scalar, VTy};
+use crate::ir::{Bin, Body, CompKind, Elem, Kind, Node, Program, Scalar, VTy};
 use crate::schema::{CardRec, NodeRec, Record, Repr, Root, ShapeRec};
-use crate::syntax::CompKind;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind, Type,
@@ -35,7 +35,7 @@ pub const VICTIM_KEYS: &str = "gpol_victim_keys";
 pub const HELPERS: [&str; 3] = ["gpol_exp2", "gpol_log", "gpol_pow"];
 
 /// The entry points of one compiled policy.
-pub struct Entries {
+pub(crate) struct Entries {
     pub admit: FuncId,
     pub filter_score: FuncId,
     pub card_score: FuncId,
@@ -85,8 +85,12 @@ fn pass_invariant(n: &Node) -> bool {
 }
 
 /// Defines every entry point of `program` in `module` with the given linkage.
-pub fn define_all<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Result<Entries, String> {
-    define(module, program, linkage).map_err(|e| format!("{e:?}"))
+pub(crate) fn define_all<M: Module>(
+    module: &mut M,
+    program: &Program,
+    linkage: Linkage,
+) -> Result<Entries, BackendError> {
+    define(module, program, linkage).map_err(BackendError::Define)
 }
 
 fn define<M: Module>(module: &mut M, program: &Program, linkage: Linkage) -> Result<Entries, Box<ModuleError>> {

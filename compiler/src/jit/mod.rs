@@ -1,6 +1,10 @@
 //! The Cranelift backend: compiles a program to native code in memory and runs it.
 //! This module and its `abi` are the only places that call generated code; every
 //! `unsafe` block says why it is sound.
+//!
+//! Public for the C library, which links [`object`]'s output and checks its layout
+//! against [`abi`] and the entry points' names in [`codegen`], and for this crate's
+//! differential tests, which compile programs they generate.
 
 #![allow(unsafe_code)]
 
@@ -12,9 +16,10 @@ use crate::eval::{Ctx, Engine, NodeResult};
 use crate::ir::{Program, RuleId};
 use crate::schema::{CardRec, DomainRec, JobRec, NodeRec, QueueRec};
 use abi::CtxRepr;
-use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::CodegenError;
+use cranelift_codegen::settings::{self, Configurable, SetError};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::Linkage;
+use cranelift_module::{Linkage, ModuleError};
 use std::sync::Arc;
 
 type AdmitFn = unsafe extern "C" fn(*const CtxRepr, *const JobRec<'_>) -> i32;
@@ -67,28 +72,77 @@ pub struct JitEngine {
     _code: Code,
 }
 
+/// Why Cranelift could not compile a program: a bug in gpol (reported as a diagnostic by
+/// the caller) or a machine Cranelift does not support, never a fault of the policy.
+/// The words are Cranelift's.
+#[derive(Debug)]
+pub enum BackendError {
+    /// Cranelift does not generate code for this machine.
+    Host(&'static str),
+    /// A code-generation setting was refused.
+    Setting(SetError),
+    /// The settings do not suit this machine's instruction set.
+    Target(Box<CodegenError>),
+    /// An entry point could not be defined: shown in full (`Debug`), as that carries
+    /// the verifier's findings.
+    Define(Box<ModuleError>),
+    /// The module could not be built, finished or linked.
+    Module(Box<ModuleError>),
+    /// The object file could not be written.
+    Emit(cranelift_object::object::write::Error),
+}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackendError::Host(why) => write!(f, "this machine is not supported by Cranelift: {why}"),
+            BackendError::Setting(e) => write!(f, "{e}"),
+            BackendError::Target(e) => write!(f, "{e}"),
+            BackendError::Define(e) => write!(f, "{e:?}"),
+            BackendError::Module(e) => write!(f, "{e}"),
+            BackendError::Emit(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for BackendError {}
+
+impl BackendError {
+    fn module(e: ModuleError) -> BackendError {
+        BackendError::Module(Box::new(e))
+    }
+}
+
+/// The instruction set of this machine with `settings` (name, value), and the verifier on.
+fn host_isa(settings: &[(&str, &str)]) -> Result<cranelift_codegen::isa::OwnedTargetIsa, BackendError> {
+    let mut flags = settings::builder();
+    for (name, value) in settings {
+        flags.set(name, value).map_err(BackendError::Setting)?;
+    }
+    cranelift_native::builder()
+        .map_err(BackendError::Host)?
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| BackendError::Target(Box::new(e)))
+}
+
 /// Compiles a program. Errors are Cranelift's (a bug, reported as a diagnostic by the
 /// caller), never a panic.
-pub fn compile(program: Arc<Program>) -> Result<JitEngine, String> {
-    let mut flags = settings::builder();
-    let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| e.to_string());
-    set(&mut flags, "opt_level", "speed")?;
-    set(&mut flags, "use_colocated_libcalls", "false")?;
-    set(&mut flags, "is_pic", "false")?;
-    // Always verify: a lowering bug must become an error, never wrong native code. It
-    // costs about a fifth of compile time, well inside the budget.
-    set(&mut flags, "enable_verifier", "true")?;
-    let isa = cranelift_native::builder()
-        .map_err(|e| format!("this machine is not supported by Cranelift: {e}"))?
-        .finish(settings::Flags::new(flags))
-        .map_err(|e| e.to_string())?;
+pub fn compile(program: Arc<Program>) -> Result<JitEngine, BackendError> {
+    let isa = host_isa(&[
+        ("opt_level", "speed"),
+        ("use_colocated_libcalls", "false"),
+        ("is_pic", "false"),
+        // Always verify: a lowering bug must become an error, never wrong native code.
+        // It costs about a fifth of compile time, well inside the budget.
+        ("enable_verifier", "true"),
+    ])?;
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     builder.symbol(codegen::HELPERS[0], abi::gpol_exp2 as *const u8);
     builder.symbol(codegen::HELPERS[1], abi::gpol_log as *const u8);
     builder.symbol(codegen::HELPERS[2], abi::gpol_pow as *const u8);
     let mut module = JITModule::new(builder);
     let entries = codegen::define_all(&mut module, &program, Linkage::Local)?;
-    module.finalize_definitions().map_err(|e| e.to_string())?;
+    module.finalize_definitions().map_err(BackendError::module)?;
     let ptr = |id| module.get_finalized_function(id);
     // SAFETY: each pointer is the finalized code of the function `define_all` declared
     // with exactly the matching signature (see the signatures in `codegen::define_all`);

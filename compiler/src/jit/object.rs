@@ -4,33 +4,25 @@
 //! The object imports `gpol_exp2`, `gpol_log` and `gpol_pow` (provided by the C ABI
 //! library that links it).
 
-use super::codegen;
+use super::{BackendError, codegen, host_isa};
 use crate::ir::Program;
-use cranelift_codegen::settings::{self, Configurable};
 use cranelift_module::{DataDescription, Linkage, Module};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 
 pub const LAYOUT_HASH_SYMBOL: &str = "gpol_layout_hash";
 
 /// Compiles a program into the bytes of a relocatable object file for this machine.
-pub fn object(program: &Program) -> Result<Vec<u8>, String> {
-    let mut flags = settings::builder();
-    let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| e.to_string());
-    set(&mut flags, "opt_level", "speed")?;
+pub fn object(program: &Program) -> Result<Vec<u8>, BackendError> {
     // Position-independent, so the object can go into a shared library.
-    set(&mut flags, "is_pic", "true")?;
-    let isa = cranelift_native::builder()
-        .map_err(|e| format!("this machine is not supported by Cranelift: {e}"))?
-        .finish(settings::Flags::new(flags))
-        .map_err(|e| e.to_string())?;
+    let isa = host_isa(&[("opt_level", "speed"), ("is_pic", "true")])?;
     let builder = ObjectBuilder::new(isa, program.name.as_bytes().to_vec(), cranelift_module::default_libcall_names())
-        .map_err(|e| e.to_string())?;
+        .map_err(BackendError::module)?;
     let mut module = ObjectModule::new(builder);
     codegen::define_all(&mut module, program, Linkage::Export)?;
-    let hash = module.declare_data(LAYOUT_HASH_SYMBOL, Linkage::Export, false, false).map_err(|e| e.to_string())?;
+    let hash = module.declare_data(LAYOUT_HASH_SYMBOL, Linkage::Export, false, false).map_err(BackendError::module)?;
     let mut data = DataDescription::new();
     data.define(crate::schema::layout_hash().to_le_bytes().to_vec().into_boxed_slice());
     data.set_align(8);
-    module.define_data(hash, &data).map_err(|e| e.to_string())?;
-    module.finish().emit().map_err(|e| e.to_string())
+    module.define_data(hash, &data).map_err(BackendError::module)?;
+    module.finish().emit().map_err(BackendError::Emit)
 }

@@ -40,7 +40,7 @@ const QUEUE_KEYWORDS: &[&str] = &[
 ];
 const TEST_KEYWORDS: &[&str] = &["node", "submit", "run", "advance", "complete", "fail", "expect"];
 
-pub fn internal(file: FileId) -> Diagnostic {
+pub(crate) fn internal(file: FileId) -> Diagnostic {
     Diagnostic::new(Code::Syntax, Span::new(file, 0, 0), "internal parser error")
         .help("this is a bug in gpolc; please report it with the file that caused it")
 }
@@ -91,7 +91,7 @@ fn phrase(rule: Rule) -> Option<&'static str> {
     })
 }
 
-pub fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
+pub(crate) fn humanize(file: FileId, text: &str, err: Error<Rule>) -> Diagnostic {
     let pos = match err.location {
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,

@@ -1,5 +1,8 @@
 //! Source text to syntax tree: pest does the recognising, this module builds the
 //! [`crate::syntax`] tree from pest's pairs and turns pest's errors into diagnostics.
+//!
+//! Public for the tests that edit syntax trees and print them back: the formatter's
+//! round trips here, gpol-diff's mutations of the shipped policies.
 
 mod comments;
 mod errors;
@@ -7,9 +10,9 @@ mod prescan;
 mod recover;
 
 pub use comments::{Comment, comments};
-pub use prescan::MAX_NESTING;
 
 use crate::diag::{Code, Diagnostic};
+use crate::kinds::*;
 use crate::source::{FileId, Span};
 use crate::syntax::*;
 use crate::units::Unit;
@@ -22,7 +25,7 @@ use std::sync::LazyLock;
 #[grammar = "../../grammar/gpol.pest"]
 struct GpolParser;
 
-pub use crate::limits::MAX_EXPR_DEPTH;
+use crate::limits::MAX_EXPR_DEPTH;
 
 type R<T> = Result<T, Diagnostic>;
 
@@ -49,7 +52,7 @@ pub fn parse(file: FileId, text: &str) -> R<File> {
 
 /// Parses a file, and after a syntax error recovers at each top-level declaration: the
 /// declarations that parse, and an error for each that does not.
-pub fn parse_recovering(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
+pub(crate) fn parse_recovering(file: FileId, text: &str) -> (File, Vec<Diagnostic>) {
     let first = match parse(file, text) {
         Ok(f) => return (f, Vec::new()),
         Err(d) => d,

@@ -5,11 +5,11 @@
 use crate::diag::{Code, Diagnostic};
 use crate::source::{FileId, Span};
 
-pub use crate::limits::MAX_NESTING;
+use crate::limits::MAX_NESTING;
 
 const ITEM_KEYWORDS: &[&str] = &["const", "fn", "priority_class", "settings", "test", "queue"];
 
-pub fn prescan(file: FileId, text: &str) -> Result<(), Diagnostic> {
+pub(crate) fn prescan(file: FileId, text: &str) -> Result<(), Diagnostic> {
     let bytes = text.as_bytes();
     // One frame per open bracket: (position, the `if`s opened inside it so far).
     let mut frames: Vec<(usize, usize)> = vec![(0, 0)];

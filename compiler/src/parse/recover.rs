@@ -10,7 +10,7 @@ use std::ops::Range;
 /// declaration keyword, outside brackets — or at the start of the line whatever the
 /// brackets, since a broken declaration may leave one open and formatted files start
 /// every declaration there.
-pub fn declarations(text: &str) -> Vec<Range<usize>> {
+pub(crate) fn declarations(text: &str) -> Vec<Range<usize>> {
     let bytes = text.as_bytes();
     let mut starts = vec![0];
     let mut depth = 0usize;

@@ -50,7 +50,7 @@ impl Record {
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Record> {
+    pub(crate) fn from_name(s: &str) -> Option<Record> {
         Record::ALL.into_iter().find(|r| r.name() == s)
     }
 
@@ -128,7 +128,7 @@ pub enum Storage {
 }
 
 impl Storage {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Storage::Static => "static",
             Storage::Derived => "derived",
@@ -155,7 +155,7 @@ pub enum FieldTy {
 
 impl FieldTy {
     /// The most elements a list field holds: its documented input limit.
-    pub fn max_len(self) -> Option<u32> {
+    pub(crate) fn max_len(self) -> Option<u32> {
         use crate::limits::{MAX_ALLOWED_MODELS, MAX_CARDS_PER_NODE, MAX_TASK_SHAPES};
         match self {
             FieldTy::List(Record::Shape) => Some(MAX_TASK_SHAPES),
@@ -232,12 +232,12 @@ impl Root {
         }
     }
 
-    pub const ALL: [Root; 7] =
+    pub(crate) const ALL: [Root; 7] =
         [Root::Job, Root::Node, Root::Card, Root::Queue, Root::Cluster, Root::Claimant, Root::Victim];
 }
 
 impl Context {
-    pub fn roots(self) -> &'static [Root] {
+    pub(crate) fn roots(self) -> &'static [Root] {
         use Root::*;
         match self {
             Context::Const | Context::Function => &[],
@@ -250,7 +250,7 @@ impl Context {
         }
     }
 
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Context::Const => "a constant",
             Context::Function => "a function",
@@ -291,7 +291,7 @@ pub fn layout_hash() -> u64 {
 }
 
 /// Topology levels when a policy declares none, smallest first.
-pub const DEFAULT_LEVELS: &[&str] = &["nvlink_domain", "rack", "block", "zone"];
+pub(crate) const DEFAULT_LEVELS: &[&str] = &["nvlink_domain", "rack", "block", "zone"];
 
 fn ty_name(ty: FieldTy) -> String {
     use FieldTy::*;

@@ -593,7 +593,7 @@ records! {
 }
 
 /// The schema table of a record kind.
-pub fn table(r: Record) -> &'static [Field] {
+pub(crate) fn table(r: Record) -> &'static [Field] {
     match r {
         Record::Job => JOB,
         Record::Node => NODE,

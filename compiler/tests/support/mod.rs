@@ -245,7 +245,7 @@ pub fn compare(program: Program, inputs: &Inputs) -> Result<(), TestCaseError> {
         eprintln!("program cost: total {total}, largest body {max}");
     }
     let interp = InterpEngine { program: Arc::clone(&program) };
-    let jit = gpol_compiler::jit::compile(Arc::clone(&program)).map_err(TestCaseError::fail)?;
+    let jit = gpol_compiler::jit::compile(Arc::clone(&program)).map_err(|e| TestCaseError::fail(e.to_string()))?;
     check_engines(&program, &interp, &jit, inputs).map_err(|e| TestCaseError::fail(format!("{e}\n{program}")))
 }
 

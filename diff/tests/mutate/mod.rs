@@ -6,8 +6,9 @@
 //! renamed, rules in reverse order, the formatter's output, constants inlined, `implies`
 //! and `in [..]` spelt out.
 
+use gpol_compiler::ir::GangKind;
 use gpol_compiler::source::FileId;
-use gpol_compiler::syntax::{BinaryOp, Expr, ExprKind, GangKind, Item, QueueDecl, QueueStmt, UnaryOp};
+use gpol_compiler::syntax::{BinaryOp, Expr, ExprKind, Item, QueueDecl, QueueStmt, UnaryOp};
 
 /// A version of a policy's text, and what was changed.
 #[derive(Clone, Debug)]

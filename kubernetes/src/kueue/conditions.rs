@@ -4,8 +4,9 @@
 //! are Kueue's `LowerPriority`; anything it does not know is [`Condition::Other`].
 
 use gpol_compiler::hir::{Expr, ExprKind, Policy};
+use gpol_compiler::ir::Direction;
 use gpol_compiler::schema::{Record, Root};
-use gpol_compiler::syntax::{BinaryOp, Direction};
+use gpol_compiler::syntax::BinaryOp;
 
 /// A victim rule's condition, as far as Kueue can state it.
 #[derive(Clone, Copy, Debug, PartialEq)]

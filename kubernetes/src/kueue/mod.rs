@@ -12,8 +12,8 @@ pub mod quotas;
 pub mod windows;
 
 use gpol_compiler::hir::{Policy, Queue, Queueing, Resource};
+use gpol_compiler::ir::{GangKind, QuotaKind, RuleKind, VictimKind};
 use gpol_compiler::source::Span;
-use gpol_compiler::syntax::{GangKind, QuotaKind, RuleKind, VictimKind};
 use objects::{
     ClusterQueueSpec, CohortSpec, FairSharing, FlavorSpec, LocalQueueSpec, Object, PriorityClass, QueueingStrategy,
 };

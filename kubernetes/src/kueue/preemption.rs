@@ -13,7 +13,7 @@ use super::conditions::{self, Condition};
 use super::objects::{BorrowPolicy, BorrowWithinCohort, Preemption, ReclaimWithinCohort, WithinClusterQueue};
 use super::{Enforcer, Finding, whole_i32};
 use gpol_compiler::hir::{Policy, VictimRule};
-use gpol_compiler::syntax::VictimKind;
+use gpol_compiler::ir::VictimKind;
 
 /// Kueue's fair-sharing strategies, in the order Kueue requires them.
 const STRATEGIES: [(Condition, &str); 2] =

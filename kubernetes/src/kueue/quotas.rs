@@ -8,7 +8,7 @@
 use super::objects::{FlavorQuotas, ResourceGroup, ResourceQuota};
 use super::{Finding, names};
 use gpol_compiler::hir::{Policy, Queue, QueueId, Resource};
-use gpol_compiler::syntax::QuotaKind;
+use gpol_compiler::ir::QuotaKind;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const GPU: &str = "nvidia.com/gpu";

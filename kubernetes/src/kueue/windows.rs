@@ -11,7 +11,7 @@ use super::objects::Object;
 use super::{Enforcer, Finding, Options, translate};
 use gpol_compiler::clock::Clock;
 use gpol_compiler::hir::{Policy, Queue, QuotaWindow};
-use gpol_compiler::syntax::QuotaKind;
+use gpol_compiler::ir::QuotaKind;
 use serde_json::json;
 use std::collections::BTreeMap;
 

@@ -8,8 +8,7 @@ use super::rank::{ClassId, job_of};
 use crate::jobs::JobId;
 use crate::quota::QueueId;
 use gpol_compiler::hir::Queueing;
-use gpol_compiler::ir::OrderKey;
-use gpol_compiler::syntax::Direction;
+use gpol_compiler::ir::{Direction, OrderKey};
 use std::cmp::Ordering;
 
 impl Scheduler {

@@ -11,9 +11,8 @@ use crate::quota::Block;
 use crate::scheduler::Scheduler;
 use gpol_compiler::engine::{MAX_TIERS, NodeResult};
 use gpol_compiler::interp::{self, Ctx, Roots};
-use gpol_compiler::ir::RuleId;
+use gpol_compiler::ir::{GangKind, RuleId};
 use gpol_compiler::schema::{JobRec, Sym};
-use gpol_compiler::syntax::GangKind;
 use std::cmp::Ordering;
 
 /// How many nodes one call of the compiled policy evaluates: the results stay in cache.

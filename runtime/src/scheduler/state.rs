@@ -191,7 +191,7 @@ impl Scheduler {
     }
 
     /// Changes a queue's quota; waiting jobs are tried again.
-    pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::syntax::QuotaKind, r: Res, value: Option<i64>) {
+    pub fn set_quota(&mut self, q: QueueId, kind: gpol_compiler::ir::QuotaKind, r: Res, value: Option<i64>) {
         self.world.set_quota(q, kind, r, value);
         let classes: Vec<_> = self.waiting.all().collect();
         for c in classes {

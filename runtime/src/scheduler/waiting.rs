@@ -13,8 +13,8 @@ use crate::jobs;
 use crate::jobs::{JobId, Reason};
 use crate::quota::QueueId;
 use gpol_compiler::interp::Ctx;
+use gpol_compiler::ir::Direction;
 use gpol_compiler::schema::{FieldValue, Record, Sym};
-use gpol_compiler::syntax::Direction;
 use std::collections::{BTreeSet, HashMap};
 
 /// Waiting jobs that rules cannot tell apart, and what their latest attempt found.

@@ -20,11 +20,11 @@ use crate::records;
 use crate::symbols::Symbols;
 use crate::wall::WallClock;
 use gpol_compiler::clock::Clock;
+use gpol_compiler::ir::QuotaKind;
 use gpol_compiler::limits::MAX_CLOCK_MS;
 use gpol_compiler::schema::{DomainRec, NodeTable, ShapeTable, Sym};
 use gpol_compiler::spec::NodeSpec;
 use gpol_compiler::spec::{History, JobSpec};
-use gpol_compiler::syntax::QuotaKind;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Clone)]
