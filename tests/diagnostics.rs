@@ -17,7 +17,7 @@ fn checked(name: String, bytes: Vec<u8>) -> (SourceMap, Vec<Diagnostic>) {
         None => {
             // As `gpolc check` does: rules nothing proves safe are searched for a cycle.
             let mut checked = Checked::from_sources(sources, id);
-            gpol_runtime::cycles::check(&mut checked);
+            gpol_runtime::eviction_search::check(&mut checked);
             (checked.sources, checked.diagnostics)
         }
     }

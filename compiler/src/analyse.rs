@@ -9,8 +9,8 @@
 //! other crates load policies.
 
 use crate::cost::{self, RuleCost};
-use crate::cycles::{self, Argument};
 use crate::diag::{Code, Diagnostic};
+use crate::eviction_proof::{self, Argument};
 use crate::hir;
 use crate::ir::Program;
 use crate::limits::MAX_RULE_COST;
@@ -39,7 +39,7 @@ pub fn analyse(policy: &hir::Policy) -> Result<Analysed, Vec<Diagnostic>> {
     if !too_costly.is_empty() {
         return Err(too_costly);
     }
-    let evictions = if policy.victims.is_empty() { None } else { cycles::prove(policy, &program) };
+    let evictions = if policy.victims.is_empty() { None } else { eviction_proof::prove(policy, &program) };
     Ok(Analysed { program: Arc::new(program), costs, evictions })
 }
 
@@ -49,7 +49,7 @@ pub(crate) fn warnings(policy: &hir::Policy, analysed: &Analysed) -> Vec<Diagnos
     if policy.victims.is_empty() || analysed.evictions.is_some() {
         Vec::new()
     } else {
-        vec![cycles::not_proved(policy)]
+        vec![eviction_proof::not_proved(policy)]
     }
 }
 

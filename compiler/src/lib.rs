@@ -8,7 +8,7 @@
 //! Stages, each in its own module: [`parse`] (text → [`syntax`]), [`check`] (names,
 //! modules, types, units and semantic rules → [`hir`]), [`analyse`] (lowered by
 //! [`lower`] to the typed [`ir`], then sized, costed by [`cost`] and proved free of
-//! eviction cycles by [`cycles`]), and [`engine`], which builds one of the two engines
+//! eviction cycles by [`eviction_proof`]), and [`engine`], which builds one of the two engines
 //! from that IR: [`interp`] (the reference) or [`jit`] (Cranelift). [`fmt`] prints a
 //! syntax tree canonically. [`schema`] is the one definition of what rules can see;
 //! [`spec`] the one description of a job and a node.
@@ -29,10 +29,10 @@ mod budget;
 pub mod check;
 pub mod clock;
 pub mod cost;
-pub mod cycles;
 pub mod diag;
 pub mod engine;
 mod eval;
+pub mod eviction_proof;
 pub mod files;
 pub mod fmt;
 mod fold;

@@ -10,13 +10,13 @@
 //! their own: a decision's [`account`] and its words ([`explain`]), [`decision_log`]s,
 //! [`scenario`]s (a policy's tests), the victim search's vocabulary ([`preempt`]), what
 //! fits where ([`fit`]), fragmentation ([`frag`]) and the eviction-cycle search
-//! ([`cycles`]).
+//! ([`eviction_search`]).
 
 #![warn(unreachable_pub)]
 
 mod ask;
-pub mod cycles;
 pub mod decision_log;
+pub mod eviction_search;
 pub mod explain;
 mod fair_share;
 mod fair_tree;
@@ -26,8 +26,8 @@ mod gang;
 mod job_store;
 mod jobs;
 mod model;
+mod model_records;
 mod quota;
-mod records;
 mod reserve;
 pub mod scenario;
 mod scheduler;

@@ -68,7 +68,7 @@ pub fn run(args: Args, color: bool) -> Result<u8, CliError> {
         match load::Checked::from_file(path) {
             Ok(mut checked) => {
                 // Rules nothing proves safe: look for a cycle to show.
-                gpol_runtime::cycles::check(&mut checked);
+                gpol_runtime::eviction_search::check(&mut checked);
                 // What the analyses found, as the pipeline carries it: the IR, its costs
                 // and the proof of evictions (unproved policies carry W0009 already).
                 if let Some(analysed) = checked.analysed.take() {

@@ -46,9 +46,9 @@ use crate::job_store::JobStore;
 use crate::jobs;
 use crate::jobs::{Job, JobId, Reason, State};
 use crate::model::{Cluster, NodeId};
+use crate::model_records;
 use crate::quota::QueueId;
 use crate::quota::{Amounts, Quotas, Res};
-use crate::records;
 use crate::symbols::Symbols;
 use crate::wall::WallClock;
 use gpol_compiler::clock::Clock;
@@ -359,13 +359,13 @@ impl Scheduler {
 
     pub(crate) fn cluster_rec(&self) -> ClusterRec<'_> {
         let res = |c: crate::model::Capacity| gpol_compiler::schema::Resources {
-            gpu: records::gpus(c.gpu_milli),
+            gpu: model_records::gpus(c.gpu_milli),
             cpu: c.cpu_milli as f64 / 1000.0,
             mem: c.mem as f64,
         };
         let local = self.world.clock().local(self.world.now_ms());
         ClusterRec {
-            time: records::seconds(self.world.now_ms()),
+            time: model_records::seconds(self.world.now_ms()),
             time_of_day: local.seconds_of_day,
             weekday: f64::from(local.weekday),
             nodes: self.world.cluster().capacity.nodes as f64,
@@ -391,13 +391,13 @@ impl Scheduler {
         // Between changes to the written quotas only allocation, usage and counts move.
         let mut queues = self.caches.queue_recs(
             key,
-            |recs| records::refresh_queue_recs(self.world.quotas(), &totals, &fair(), recs),
-            || records::queue_recs(self.world.quotas(), &totals, &fair()),
+            |recs| model_records::refresh_queue_recs(self.world.quotas(), &totals, &fair(), recs),
+            || model_records::queue_recs(self.world.quotas(), &totals, &fair()),
         );
         // Only the queues above a changed leaf see different `_after` fields.
         for (leaf, _, _) in changes {
             for q in self.world.quotas().path(*leaf) {
-                records::apply_after(self.world.quotas(), &totals, q, changes, &mut queues[q]);
+                model_records::apply_after(self.world.quotas(), &totals, q, changes, &mut queues[q]);
             }
         }
         View { cluster: self.cluster_rec(), queues }
@@ -452,7 +452,7 @@ impl Scheduler {
 
     pub fn job_rec(&self, job: JobId) -> JobRec<'_> {
         let j = &self.world.jobs()[job];
-        let mut rec = records::job_rec(j, self.world.jobs().labels(job), self.world.now_ms());
+        let mut rec = model_records::job_rec(j, self.world.jobs().labels(job), self.world.now_ms());
         if self.facts.user_reads.usage {
             rec.user_usage = self.world.quotas().user_usage(j.ask.queue, j.ask.user, self.world.now_ms());
         }

@@ -21,9 +21,9 @@ use crate::fit;
 use crate::jobs;
 use crate::jobs::JobId;
 use crate::model::NodeId;
+use crate::model_records;
 use crate::quota::QueueId;
 use crate::quota::{Amounts, Res};
-use crate::records;
 use crate::scheduler::Scheduler;
 use crate::scheduler::View;
 use crate::scheduler::facts::{PolicyFacts, Reads};
@@ -1217,7 +1217,7 @@ impl AfterCount {
                     .path(vj.ask.queue)
                     .map(|q| {
                         let mut rec = view.queues[q];
-                        records::apply_after(s.world.quotas(), &self.totals, q, &changes, &mut rec);
+                        model_records::apply_after(s.world.quotas(), &self.totals, q, &changes, &mut rec);
                         (q, rec)
                     })
                     .collect()

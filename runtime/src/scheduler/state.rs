@@ -6,9 +6,9 @@ use super::{Event, Scheduler};
 use crate::fit;
 use crate::jobs::{JobId, State};
 use crate::model::{NodeId, SpecError};
+use crate::model_records;
 use crate::quota::QueueId;
 use crate::quota::Res;
-use crate::records;
 use gpol_compiler::spec::NodeSpec;
 
 impl Scheduler {
@@ -123,7 +123,7 @@ impl Scheduler {
         self.epochs.note_release();
         self.note_alloc_change(job);
         self.capacity_changed();
-        Some((node, records::gpus(self.world.jobs()[job].ask.request.milli()) * records::seconds(lost)))
+        Some((node, model_records::gpus(self.world.jobs()[job].ask.request.milli()) * model_records::seconds(lost)))
     }
 
     /// A running job finishes and frees what it held; false (and nothing changes) if it
@@ -206,7 +206,7 @@ impl Scheduler {
     pub(super) fn stop_progress(&self, job: JobId) -> (u64, f64) {
         let j = &self.world.jobs()[job];
         let (kept, lost) = j.progress_ms(self.world.now_ms());
-        (kept, records::gpus(j.ask.request.milli() * j.holding.slots.len() as u64) * records::seconds(lost))
+        (kept, model_records::gpus(j.ask.request.milli() * j.holding.slots.len() as u64) * model_records::seconds(lost))
     }
 
     /// Releases the nodes a job holds in reserve.

@@ -14,9 +14,9 @@ use crate::job_store::JobStore;
 use crate::jobs;
 use crate::jobs::{Flags, Holding, Job, JobAsk, JobId, Life, Shape, State};
 use crate::model::{Cluster, NodeId, SpecError};
+use crate::model_records;
 use crate::quota::QueueId;
 use crate::quota::{Amounts, Quotas, Res};
-use crate::records;
 use crate::symbols::Symbols;
 use crate::wall::WallClock;
 use gpol_compiler::clock::Clock;
@@ -260,7 +260,7 @@ impl World {
             checkpoint_every_ms: spec.checkpoint_every_ms,
         };
         let job = Job { ask, life, holding: Holding::default() };
-        let labels = records::label_slots(&job.ask.labels, label_keys);
+        let labels = model_records::label_slots(&job.ask.labels, label_keys);
         let next = self.shapes.len();
         let shape = *self.shapes.entry(job.shape()).or_insert(next);
         self.quotas.count(job.ask.queue, 1, 0, jobs::requested_gpu(&job));
@@ -480,8 +480,8 @@ impl World {
     pub(super) fn add_node(&mut self, spec: &NodeSpec, label_keys: &[Sym]) -> Result<NodeId, SpecError> {
         let id = self.cluster.add_node(spec, &mut self.syms)?;
         let node = &self.cluster.nodes[id];
-        let labels = records::label_slots(&node.labels, label_keys);
-        self.table.push(records::node_rec(node), records::node_cards(node), labels);
+        let labels = model_records::label_slots(&node.labels, label_keys);
+        self.table.push(model_records::node_rec(node), model_records::node_cards(node), labels);
         // New domains get their records from the refresh, like the node's other domains.
         self.domains.resize(self.cluster.domains.len(), DomainRec::default());
         self.refresh_node(id);
@@ -497,13 +497,13 @@ impl World {
     /// Brings node `id`'s record and its domains' records up to date.
     fn refresh_node(&mut self, id: NodeId) {
         let node = &self.cluster.nodes[id];
-        self.table.set(id, records::node_rec(node));
-        for (slot, c) in self.table.cards_mut(id).iter_mut().zip(records::node_cards(node)) {
+        self.table.set(id, model_records::node_rec(node));
+        for (slot, c) in self.table.cards_mut(id).iter_mut().zip(model_records::node_cards(node)) {
             *slot = c;
         }
         for d in node.domains.iter().filter(|d| **d != u32::MAX) {
             if let Some(rec) = self.domains.get_mut(*d as usize) {
-                *rec = records::domain_rec(&self.cluster.domains[*d as usize]);
+                *rec = model_records::domain_rec(&self.cluster.domains[*d as usize]);
             }
         }
     }

@@ -1,5 +1,5 @@
 //! The search half of the no-cycle analysis: for a policy whose victim rules no argument
-//! proves safe (`gpol_compiler::cycles`), small scenarios are run on the reference
+//! proves safe (`gpol_compiler::eviction_proof`), small scenarios are run on the reference
 //! interpreter, smallest first, until one shows the running jobs coming back to an
 //! earlier state through evictions, with no job arriving or ending in between. It is
 //! then printed as a `test` block that passes on the policy (re-checked by running it),

@@ -2,7 +2,7 @@
 //! above the victim, or only reclaim, are proved; mutations that break the argument (a
 //! strict `<` turned into `<=`, a condition dropped, a gap of 0) are not.
 
-use gpol_compiler::cycles::{Argument, prove};
+use gpol_compiler::eviction_proof::{Argument, prove};
 use gpol_compiler::load::Checked;
 use std::path::Path;
 

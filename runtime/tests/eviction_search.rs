@@ -4,7 +4,7 @@
 //! scenarios sized to their guarantees.
 
 use gpol_compiler::load::Checked;
-use gpol_runtime::cycles::{Found, search};
+use gpol_runtime::eviction_search::{Found, search};
 
 const TREE: &str = "policy cycles\n\nqueue org {\n  queue a {}\n  queue b {}\n}\n\n";
 /// Both queues guarantee four cards: nodes of one or two never take them past that.

@@ -13,7 +13,7 @@
 //!   no sequence of them without a job ending can come back to where it was.
 //! - **Share.** Every rule is a `reclaim` or `borrow` rule whose condition puts the
 //!   claimant's queue, with it admitted, below the victim's queue in one measure of the
-//!   one resource the quota tree governs (KAI's utilization ratio): see `cycles/share.rs`.
+//!   one resource the quota tree governs (KAI's utilization ratio): see `eviction_proof/share.rs`.
 //! - **Reclaim.** The only rules are `reclaim` rules. Every eviction then leaves the
 //!   claimant's queue within its guarantee of what it needs and takes a job holding a
 //!   resource its queue borrows: the leaves' borrowed amounts fall, none rises, so no
